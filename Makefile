@@ -1,0 +1,27 @@
+# coprof — top-level Makefile.
+#
+# This file only makes sure the Debian packages the project needs are present
+# (mk/deps.sh), then hands every goal to mk/build.mk, where pkg-config can be
+# asked safely because the packages are known to be installed by then.
+#
+# Goals:
+#   make            build everything into build/
+#   make check      build and run every test; ends with "N passed, N failed"
+#   make bench      build and run the benchmarks under bench/
+#   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local)
+#   make deps       install the Debian packages (as root) or print the command
+#   make clean      remove build/
+
+GOALS := all check bench install fuzz clean-build
+
+.PHONY: $(GOALS) deps clean
+.DEFAULT_GOAL := all
+
+deps:
+	@sh mk/deps.sh
+
+$(GOALS): deps
+	@$(MAKE) --no-print-directory -f mk/build.mk $@
+
+clean:
+	rm -rf build

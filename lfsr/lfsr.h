@@ -1,0 +1,89 @@
+/*
+ * lfsr.h — exact values for the trace unit's 24-bit LFSR sample counter.
+ *
+ * The trace unit (shared/DESIGN.md section 2) counts with the Cell SPU's
+ * 24-bit Fibonacci LFSR: each cycle the state shifts right by one and the new
+ * bit 23 is the XOR of bits 23, 22, 17 and 0.  When the state reaches
+ * LFSR_EXPIRY (0xFFFFFF) the unit captures a PC and reloads the programmed
+ * value.  So "one sample every N cycles" needs the value V that reaches
+ * 0xFFFFFF after exactly N steps: lfsr_value_for_count(N).  Its inverse,
+ * lfsr_count_for_value(V), says how many cycles a programmed value stands for.
+ * Both are exact and take well under a microsecond (see lfsr.c for how).
+ *
+ * The rest converts what a user asks for ("50us", "10kHz" at a given
+ * coprocessor clock) into N, and computes the poll interval that drains a
+ * trace FIFO before it can overflow.
+ *
+ * The library is thread-safe; its tables are built on first use.
+ */
+#ifndef COPROF_LFSR_H
+#define COPROF_LFSR_H
+
+#include <stdint.h>
+
+#define LFSR_BITS      24
+#define LFSR_MASK      0xFFFFFFu
+#define LFSR_EXPIRY    0xFFFFFFu    /* the state at which a capture happens */
+#define LFSR_PERIOD    16777215u    /* 2^24 - 1: the largest count */
+#define LFSR_DISABLED  0u           /* programmed value that stops capture */
+
+/* One step forward (one cycle) and one step back.  State 0 maps to 0. */
+uint32_t lfsr_step(uint32_t state);
+uint32_t lfsr_step_back(uint32_t state);
+
+/* Many steps at once, in O(log steps); steps may be any 32-bit number. */
+uint32_t lfsr_advance(uint32_t state, uint32_t steps);
+uint32_t lfsr_rewind(uint32_t state, uint32_t steps);
+
+/*
+ * The value that reaches LFSR_EXPIRY after exactly count steps, for count in
+ * 1 .. LFSR_PERIOD (the full period gives 0xFFFFFF itself).  Returns
+ * LFSR_DISABLED (0), which is never a valid value, when count is out of range.
+ */
+uint32_t lfsr_value_for_count(uint32_t count);
+
+/*
+ * The inverse: the number of steps, 1 .. LFSR_PERIOD, from value to
+ * LFSR_EXPIRY.  Returns 0 when value is 0 or has bits above bit 23.
+ */
+uint32_t lfsr_count_for_value(uint32_t value);
+
+/*
+ * Parsing what a user types.  Each returns 0 on success and -1 on bad text.
+ *   lfsr_parse_seconds: a number with a unit ns, us, ms or s ("50us", "1.5ms")
+ *   lfsr_parse_hz:      a number with an optional unit Hz, kHz, MHz or GHz
+ *                       ("1e9", "800MHz", "10kHz")
+ *   lfsr_parse_count:   a decimal count of cycles ("50000")
+ *   lfsr_parse_value:   an LFSR value, hexadecimal with 0x or decimal
+ * The parsers check only syntax; the range checks are separate.
+ */
+int lfsr_parse_seconds(const char *text, double *seconds);
+int lfsr_parse_hz(const char *text, double *hz);
+int lfsr_parse_count(const char *text, uint64_t *count);
+int lfsr_parse_value(const char *text, uint64_t *value);
+
+/*
+ * Converts a sample period in seconds, or a sample frequency in Hz, at a
+ * coprocessor clock of clock_hz into a count of cycles, rounded to the
+ * nearest cycle.  Returns 0 and sets *count, or -1 when the result is outside
+ * 1 .. LFSR_PERIOD or an input is not a positive finite number.
+ */
+int lfsr_count_for_period(double seconds, double clock_hz, uint32_t *count);
+int lfsr_count_for_frequency(double hz, double clock_hz, uint32_t *count);
+
+/*
+ * The poll interval that keeps a trace FIFO of fifo_depth entries from
+ * overflowing when it captures once every count cycles at clock_hz.
+ *
+ * Safety margin: the FIFO is drained when, at the nominal rate, it is at
+ * most 1/LFSR_POLL_MARGIN full, so a poll may come LFSR_POLL_MARGIN times
+ * late before anything is lost.  The interval is capped at LFSR_POLL_MAX_NS
+ * so lost-sample counts and overlay states stay fresh at slow rates.
+ * Returns 0 when an input is out of range (count 0, depth 0, clock <= 0).
+ */
+#define LFSR_POLL_MARGIN  2
+#define LFSR_POLL_MAX_NS  100000000ull   /* 100 ms */
+uint64_t lfsr_poll_interval_ns(uint32_t count, double clock_hz,
+                               uint32_t fifo_depth);
+
+#endif /* COPROF_LFSR_H */

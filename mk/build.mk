@@ -1,0 +1,96 @@
+# coprof — the real build, run by the top-level Makefile once the Debian
+# packages are present.
+#
+# Every part of the project lives in its own folder with a fragment
+# FOLDER/module.mk, included below.  A fragment defines how to build its own
+# programs and libraries and adds them to these lists (and touches nothing
+# else, so parts can be added without editing this file):
+#
+#   ALL_TARGETS     what `make` builds (anything in build/)
+#   GTESTS          GTest programs that `make check` runs (TAP output)
+#   PYTESTS         files or folders of pytest tests that `make check` runs
+#   BENCHES         programs that `make bench` runs, one after another
+#   FUZZ_RUNS       commands (make targets) that `make fuzz` runs
+#   INSTALL_BINS    files installed into $(PREFIX)/bin
+#   INSTALL_LIBS    files installed into $(PREFIX)/lib/coprof
+#   INSTALL_HEADERS files installed into $(PREFIX)/include/coprof
+#
+# Objects go to build/obj/FOLDER/FILE.o from FOLDER/FILE.c by one pattern
+# rule, with header dependencies tracked by -MMD.  A fragment that needs extra
+# flags for its objects sets them as target-specific variables, e.g.
+#   $(OBJ)/daemon/%.o: CFLAGS += $(GLIB_CFLAGS)
+# `make V=1` shows the full commands.
+
+BUILD   := build
+BIN     := $(BUILD)/bin
+LIB     := $(BUILD)/lib
+OBJ     := $(BUILD)/obj
+TESTBIN := $(BUILD)/tests
+BENCHBIN := $(BUILD)/bench
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+PYTHON  := /usr/bin/python3
+
+CC       := gcc
+CPPFLAGS := -I. -D_GNU_SOURCE
+CFLAGS   := -std=gnu11 -O2 -g -fPIC -pthread -Wall -Wextra -Wshadow \
+            -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+LDFLAGS  := -pthread
+
+GLIB_CFLAGS   := $(shell pkg-config --cflags glib-2.0)
+GLIB_LIBS     := $(shell pkg-config --libs glib-2.0)
+ELF_CFLAGS    := $(shell pkg-config --cflags libelf)
+ELF_LIBS      := $(shell pkg-config --libs libelf)
+SQLITE_CFLAGS := $(shell pkg-config --cflags sqlite3)
+SQLITE_LIBS   := $(shell pkg-config --libs sqlite3)
+
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
+ALL_TARGETS :=
+GTESTS :=
+PYTESTS :=
+BENCHES :=
+FUZZ_RUNS :=
+INSTALL_BINS :=
+INSTALL_LIBS :=
+INSTALL_HEADERS :=
+
+.PHONY: all check bench install fuzz clean-build
+all: build-all
+
+include $(sort $(wildcard */module.mk))
+
+.PHONY: build-all
+build-all: $(ALL_TARGETS)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+check: build-all $(GTESTS)
+	$(Q)$(PYTHON) tests/runner.py --build $(BUILD) \
+		--gtest $(GTESTS) --pytest $(PYTESTS)
+
+bench: build-all $(BENCHES)
+	$(Q)set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+
+fuzz: build-all $(FUZZ_RUNS)
+
+install: build-all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/coprof \
+		$(DESTDIR)$(PREFIX)/include/coprof
+	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin)
+	$(if $(INSTALL_LIBS),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/coprof)
+	$(if $(INSTALL_HEADERS),install -m 644 $(INSTALL_HEADERS) $(DESTDIR)$(PREFIX)/include/coprof)
+
+clean-build:
+	rm -rf $(BUILD)

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs the Debian packages coprof needs to build and test, or, when not
+# run as root, prints the exact apt-get command and fails.  Quiet and quick
+# when everything is already present: it only asks dpkg.
+#
+# The list is the one of shared/DESIGN.md section 8.
+
+PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
+libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf
+picolibc-riscv64-unknown-elf clang python3-pyelftools python3-matplotlib
+python3-pytest"
+
+missing=""
+for p in $PACKAGES; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)
+	case "$status" in
+	*" installed") ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+[ -z "$missing" ] && exit 0
+
+command="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+	echo "coprof: missing Debian packages:$missing" >&2
+	echo "coprof: run as root: apt-get update && $command" >&2
+	exit 1
+fi
+
+echo "coprof: installing missing Debian packages:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq || exit 1
+apt-get install -y -qq --no-install-recommends $missing >/dev/null || {
+	echo "coprof: apt-get install failed for:$missing" >&2
+	exit 1
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""Run every coprof test and print one summary line.
+
+`make check` calls this with the GTest programs and the pytest paths that
+the parts' module.mk fragments registered.  Each GTest program runs with
+--tap; its "ok"/"not ok" lines are counted, and tests that its plan
+announced but that never reported (the program crashed or timed out) count
+as failed.  pytest runs once over all Python paths on /usr/bin/python3 and
+reports through a JUnit XML file.
+
+The last line printed is always "N passed, N failed" (", N skipped" when
+any were skipped), and the exit status is 0 only when nothing failed.
+Full output of each program is kept under build/test-logs/.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+GTEST_TIMEOUT = 600          # seconds for one GTest program
+PYTEST_TIMEOUT = 3600        # seconds for the whole pytest run
+
+TAP_RESULT = re.compile(r"^(not ok|ok)\b(.*)$")
+TAP_PLAN = re.compile(r"^1\.\.(\d+)")
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+        self.failures = []
+
+    def fail(self, name):
+        self.failed += 1
+        self.failures.append(name)
+
+
+def run_gtest(program, logdir, env, tally):
+    name = os.path.basename(program)
+    log = os.path.join(logdir, name + ".log")
+    try:
+        proc = subprocess.run([program, "--tap"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=GTEST_TIMEOUT, text=True,
+                              errors="replace")
+        output, status = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as e:
+        output = (e.stdout or b"").decode(errors="replace") \
+            if isinstance(e.stdout, bytes) else (e.stdout or "")
+        output += "\n[runner] timed out after %d s\n" % GTEST_TIMEOUT
+        status = -1
+    with open(log, "w") as f:
+        f.write(output)
+
+    planned, seen, failed_here = None, 0, 0
+    for line in output.splitlines():
+        plan = TAP_PLAN.match(line)
+        if plan:
+            planned = int(plan.group(1))
+            continue
+        result = TAP_RESULT.match(line)
+        if not result:
+            continue
+        seen += 1
+        verdict, rest = result.groups()
+        if "# SKIP" in rest:
+            tally.skipped += 1
+        elif verdict == "ok":
+            tally.passed += 1
+        else:
+            failed_here += 1
+            tally.fail("%s:%s" % (name, rest.strip()))
+    missing = (planned or 0) - seen
+    if missing > 0 or (status != 0 and failed_here == 0):
+        count = max(missing, 1)
+        tally.failed += count
+        tally.failures.append("%s: exited with status %d, %d test(s) "
+                              "without a result (see %s)"
+                              % (name, status, count, log))
+    print("  %-28s %d run%s" % (name, seen,
+                                ", FAILED" if failed_here or missing > 0
+                                or status != 0 else ""))
+
+
+def run_pytest(paths, build, logdir, env, tally):
+    xml_path = os.path.join(logdir, "pytest.xml")
+    log = os.path.join(logdir, "pytest.log")
+    if os.path.exists(xml_path):
+        os.unlink(xml_path)
+    cmd = ["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "--junitxml", xml_path] + paths
+    try:
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              errors="replace", timeout=PYTEST_TIMEOUT)
+        output = proc.stdout
+    except subprocess.TimeoutExpired:
+        output = "[runner] pytest timed out after %d s\n" % PYTEST_TIMEOUT
+    with open(log, "w") as f:
+        f.write(output)
+    if not os.path.exists(xml_path):
+        tally.fail("pytest: produced no report (see %s)" % log)
+        print(output[-2000:])
+        return
+    root = ET.parse(xml_path).getroot()
+    run = 0
+    for case in root.iter("testcase"):
+        run += 1
+        name = "%s::%s" % (case.get("classname"), case.get("name"))
+        if case.find("skipped") is not None:
+            tally.skipped += 1
+        elif case.find("failure") is not None or case.find("error") is not None:
+            tally.fail(name)
+        else:
+            tally.passed += 1
+    print("  %-28s %d run" % ("pytest", run))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build",
+                        help="the build folder (default: build)")
+    parser.add_argument("--gtest", nargs="*", default=[], metavar="PROGRAM",
+                        help="GTest programs to run")
+    parser.add_argument("--pytest", nargs="*", default=[], metavar="PATH",
+                        help="files or folders of pytest tests")
+    args = parser.parse_args()
+
+    build = os.path.abspath(args.build)
+    logdir = os.path.join(build, "test-logs")
+    os.makedirs(logdir, exist_ok=True)
+    env = dict(os.environ, COPROF_BUILD=build,
+               COPROF_SOURCE=os.path.abspath(os.path.dirname(
+                   os.path.dirname(__file__))))
+
+    tally = Tally()
+    for program in args.gtest:
+        run_gtest(program, logdir, env, tally)
+    if args.pytest:
+        run_pytest(args.pytest, build, logdir, env, tally)
+
+    for name in tally.failures:
+        print("FAILED " + name)
+    summary = "%d passed, %d failed" % (tally.passed, tally.failed)
+    if tally.skipped:
+        summary += ", %d skipped" % tally.skipped
+    print(summary)
+    return 1 if tally.failed or tally.passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
