@@ -569,7 +569,7 @@ int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
                  strerror(errno));
             return -1;
         }
-        if (drain && !failed
+        if ((drain || done == child) && !failed
             && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
             failed = 1;     /* keep waiting for the child, then report */
         if (done == child)

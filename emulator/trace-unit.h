@@ -127,7 +127,8 @@ int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
 /*
  * The simple consumer: drains `slot` into out until process `child` ends,
  * then once more, and stores the child's wait status in *child_status.
- * With drain 0 it only waits (a consumer that never drains).
+ * With drain 0 it drains only that last time: a consumer that stalls while
+ * the emulator runs, so the FIFO keeps its oldest entries and overflows.
  */
 int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
                              pid_t child, int drain, FILE *out,
