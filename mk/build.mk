@@ -59,7 +59,7 @@ endif
 
 ALL_TARGETS :=
 GTESTS :=
-PYTESTS :=
+PYTESTS := tests
 BENCHES :=
 FUZZ_RUNS :=
 INSTALL_BINS :=
