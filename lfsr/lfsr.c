@@ -8,8 +8,10 @@
  * the state, one step back is its inverse R.  Going back N steps is R^N,
  * which we apply as a product of the precomputed powers R^(2^k) for the bits
  * set in N.  Each power is stored as three 256-entry tables, one per byte of
- * the state (struct bitmap), so applying it costs three loads and two XORs,
- * and lfsr_value_for_count(N) = R^N(0xFFFFFF) costs at most 24 of those.
+ * the state (struct bitmap), so applying it costs three loads and two XORs.
+ * lfsr_value_for_count(N) = R^N(0xFFFFFF) starts from a table of
+ * R^(4096 b)(0xFFFFFF) for the high 12 bits b of N, so it needs at most 12
+ * of those applications, for the low 12 bits.
  *
  * The inverse is a discrete logarithm.  The polynomial is primitive, so the
  * state space with S is the field GF(2^24) with "multiply by x": the linear
@@ -36,6 +38,9 @@
 #define ORDER_LOW   4095u     /* 2^12 - 1 */
 #define ORDER_HIGH  4097u     /* 2^12 + 1; ORDER_LOW * ORDER_HIGH = LFSR_PERIOD */
 #define LOG_SLOTS   8192u     /* hash slots per subgroup table, a power of 2 */
+#define EXPIRY_STRIDE_BITS 12
+#define EXPIRY_STRIDE  (1u << EXPIRY_STRIDE_BITS)
+#define EXPIRY_STRIDES (1u << (LFSR_BITS - EXPIRY_STRIDE_BITS))
 
 /* A linear map on 24-bit vectors, as one lookup table per input byte. */
 struct bitmap {
@@ -50,6 +55,7 @@ struct log_table {
 
 static struct {
     struct bitmap rewind_pow[LFSR_BITS];  /* R^(2^k) */
+    uint32_t expiry_rewound[EXPIRY_STRIDES];  /* R^(b * EXPIRY_STRIDE)(EXPIRY) */
     struct bitmap to_field;               /* phi */
     struct bitmap frobenius[4];           /* y -> y^(2^(2^j)), j = 0..3 */
     uint32_t modulus;                     /* low 24 bits of the field's polynomial */
@@ -257,9 +263,21 @@ static void build_field(void)
     tables.crt_inverse = inverse;
 }
 
+/* Every value is a short rewind from one of these: see lfsr_value_for_count. */
+static void build_expiry_strides(void)
+{
+    uint32_t state = LFSR_EXPIRY;
+
+    for (uint32_t b = 0; b < EXPIRY_STRIDES; b++) {
+        tables.expiry_rewound[b] = state;
+        state = bitmap_apply(&tables.rewind_pow[EXPIRY_STRIDE_BITS], state);
+    }
+}
+
 static void build_tables(void)
 {
     build_rewind_powers();
+    build_expiry_strides();
     build_field();
 }
 
@@ -270,15 +288,18 @@ static void ensure_tables(void)
 
 /* ---- jumps --------------------------------------------------------------- */
 
-uint32_t lfsr_rewind(uint32_t state, uint32_t steps)
+static uint32_t rewind_by_powers(uint32_t state, uint32_t steps)
 {
-    ensure_tables();
-    steps %= LFSR_PERIOD;
-    state &= LFSR_MASK;
     for (int k = 0; steps; k++, steps >>= 1)
         if (steps & 1)
             state = bitmap_apply(&tables.rewind_pow[k], state);
     return state;
+}
+
+uint32_t lfsr_rewind(uint32_t state, uint32_t steps)
+{
+    ensure_tables();
+    return rewind_by_powers(state & LFSR_MASK, steps % LFSR_PERIOD);
 }
 
 uint32_t lfsr_advance(uint32_t state, uint32_t steps)
@@ -290,7 +311,10 @@ uint32_t lfsr_value_for_count(uint32_t count)
 {
     if (count < 1 || count > LFSR_PERIOD)
         return LFSR_DISABLED;
-    return lfsr_rewind(LFSR_EXPIRY, count);
+    ensure_tables();
+    /* At most 12 matrix applications instead of 24. */
+    return rewind_by_powers(tables.expiry_rewound[count >> EXPIRY_STRIDE_BITS],
+                            count & (EXPIRY_STRIDE - 1));
 }
 
 /* y^(2^12 - 1) = y^(1 + 2 + ... + 2^11), by the chain 1, 3, 15, 255, 4095. */

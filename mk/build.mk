@@ -2,7 +2,8 @@
 # packages are present.
 #
 # Every part of the project lives in its own folder with a fragment
-# FOLDER/module.mk, included below.  A fragment defines how to build its own
+# FOLDER/module.mk (or FOLDER/SUB/module.mk, e.g. bench/NAME/module.mk),
+# included below.  A fragment defines how to build its own
 # programs and libraries and adds them to these lists (and touches nothing
 # else, so parts can be added without editing this file):
 #
@@ -19,6 +20,9 @@
 # rule, with header dependencies tracked by -MMD.  A fragment that needs extra
 # flags for its objects sets them as target-specific variables, e.g.
 #   $(OBJ)/daemon/%.o: CFLAGS += $(GLIB_CFLAGS)
+# Fragments are included in alphabetical order, top-level folders first, so a
+# prerequisite on another part's output names it by its path
+# ($(LIB)/liblfsr.a), not by a variable that a later fragment defines.
 # `make V=1` shows the full commands.
 
 BUILD   := build
@@ -55,7 +59,7 @@ endif
 
 ALL_TARGETS :=
 GTESTS :=
-PYTESTS :=
+PYTESTS := tests
 BENCHES :=
 FUZZ_RUNS :=
 INSTALL_BINS :=
@@ -66,6 +70,7 @@ INSTALL_HEADERS :=
 all: build-all
 
 include $(sort $(wildcard */module.mk))
+include $(sort $(wildcard */*/module.mk))
 
 .PHONY: build-all
 build-all: $(ALL_TARGETS)

@@ -1,0 +1,87 @@
+"""Tests of the build's own tooling: mk/deps.sh and `make install`."""
+
+import os
+import subprocess
+
+import pytest
+
+SOURCE = os.environ.get("COPROF_SOURCE",
+                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def fake_tools(tmp_path, installed, uid):
+    """A PATH whose dpkg-query knows only `installed` and whose id prints uid."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "dpkg-query").write_text(
+        "#!/bin/sh\n"
+        "pkg=\"$3\"\n"
+        "for p in %s; do [ \"$p\" = \"$pkg\" ] && "
+        "{ printf 'install ok installed'; exit 0; }; done\n"
+        "exit 1\n" % " ".join(installed))
+    (bin_dir / "id").write_text("#!/bin/sh\necho %d\n" % uid)
+    (bin_dir / "apt-get").write_text("#!/bin/sh\necho apt-get \"$@\" >> %s\n"
+                                     % (tmp_path / "apt.log"))
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return "%s:/usr/bin:/bin" % bin_dir
+
+
+def package_list():
+    text = open(os.path.join(SOURCE, "mk", "deps.sh")).read()
+    block = text.split('PACKAGES="', 1)[1].split('"', 1)[0]
+    return block.split()
+
+
+def run_deps(path):
+    return subprocess.run(["sh", os.path.join(SOURCE, "mk", "deps.sh")],
+                          env=dict(os.environ, PATH=path),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_deps_quiet_when_everything_is_installed(tmp_path):
+    result = run_deps(fake_tools(tmp_path, package_list(), uid=1000))
+    assert result.returncode == 0
+    assert result.stdout == "" and result.stderr == ""
+
+
+def test_deps_prints_the_command_when_not_root(tmp_path):
+    packages = package_list()
+    result = run_deps(fake_tools(tmp_path, packages[1:], uid=1000))
+    assert result.returncode == 1
+    assert "apt-get install -y --no-install-recommends %s" % packages[0] \
+        in result.stderr
+    assert not (tmp_path / "apt.log").exists()
+
+
+def test_deps_installs_as_root(tmp_path):
+    packages = package_list()
+    result = run_deps(fake_tools(tmp_path, packages[2:], uid=0))
+    assert result.returncode == 0
+    log = (tmp_path / "apt.log").read_text().splitlines()
+    assert log[0].startswith("apt-get update")
+    assert log[1].split()[-2:] == packages[:2]
+
+
+def test_design_packages_are_all_listed():
+    design = os.path.join(SOURCE, "..", "shared", "DESIGN.md")
+    if not os.path.exists(design):
+        pytest.skip("shared/DESIGN.md is not beside the checkout")
+    for name in ("libelf-dev", "libdw-dev", "libglib2.0-dev", "libpfm4-dev",
+                 "libsqlite3-dev", "qemu-system-misc", "gcc-riscv64-unknown-elf",
+                 "picolibc-riscv64-unknown-elf", "clang", "python3-pyelftools",
+                 "python3-matplotlib", "python3-pytest", "pkg-config"):
+        assert name in package_list()
+
+
+def test_make_install(tmp_path):
+    dest = tmp_path / "root"
+    result = subprocess.run(["make", "-s", "install", "PREFIX=/opt/coprof",
+                             "DESTDIR=%s" % dest], cwd=SOURCE,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    coplfsr = dest / "opt/coprof/bin/coplfsr"
+    assert os.access(coplfsr, os.X_OK)
+    assert (dest / "opt/coprof/include/coprof/lfsr.h").exists()
+    out = subprocess.run([str(coplfsr), "1"], capture_output=True, text=True)
+    assert out.stdout.split()[0] == "0xfffffe"
