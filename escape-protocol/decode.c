@@ -297,7 +297,8 @@ static void deliver(struct copstream_decoder *dec,
                     const struct copstream_record *rec)
 {
     flush_samples(dec);
-    dec->stats.records[rec->code < COPSTREAM_CODE_END ? rec->code : 0]++;
+    if (code_known(rec->code))
+        dec->stats.records[rec->code]++;
     if (dec->handler.record)
         dec->handler.record(dec->handler.user, rec);
 }
