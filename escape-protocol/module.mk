@@ -54,3 +54,5 @@ $(BENCHBIN)/bench-stream: $(OBJ)/bench/stream/bench-stream.o $(COPSTREAM_LIB)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
 BENCHES += $(BENCHBIN)/bench-stream
+
+PYTESTS += escape-protocol/test_copstream.py escape-protocol/test_fuzz.py
