@@ -398,6 +398,28 @@ class Decoder:
         self._events.append(Sample(offset, slot, address))
         return True
 
+    def _samples(self, pos, end):
+        """Takes the run of sample words from pos (before end); returns
+        where it stopped: at ESCAPE, at end, or hunting.  Sound samples of
+        bound slots take the inline path; other words go to _sample()."""
+        slot_limit, ls_limit, bound = (self._slot_limit, self._ls_limit,
+                                       self._bound)
+        append = self._events.append
+        offset = self._offset + pos
+        inline = 0
+        for (word,) in struct.iter_unpack("<Q", bytes(self._buffer[pos:end])):
+            slot, address = word >> 32, word & 0xFFFFFFFF
+            if (slot < slot_limit and address < ls_limit and
+                    not address % ADDRESS_ALIGN and slot in bound):
+                append(Sample(offset, slot, address))
+                inline += 1
+            elif word == ESCAPE or not self._sample(word, offset):
+                self.stats.samples += inline
+                return offset - self._offset
+            offset += WORD
+        self.stats.samples += inline
+        return end
+
     # Records
 
     def _parse(self, code, words, payload):
@@ -505,13 +527,10 @@ class Decoder:
         buf = self._buffer
         end = len(buf) - (len(buf) - pos) % WORD
         while pos < end:
+            pos = self._samples(pos, end)
+            if self._hunting or pos == end:
+                return pos
             offset = self._offset + pos
-            word = int.from_bytes(buf[pos:pos + WORD], "little")
-            if word != ESCAPE:
-                if not self._sample(word, offset):
-                    return pos
-                pos += WORD
-                continue
             framed = self._framed_at(pos)
             if framed is None:
                 self._report(BAD_HEADER, offset)

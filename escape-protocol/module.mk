@@ -49,10 +49,4 @@ fuzz-copstream: $(COPSTREAM_FUZZER)
 ALL_TARGETS += $(COPSTREAM_FUZZER)
 FUZZ_RUNS += fuzz-copstream
 
-$(BENCHBIN)/bench-stream: $(OBJ)/bench/stream/bench-stream.o $(COPSTREAM_LIB)
-	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
-
-BENCHES += $(BENCHBIN)/bench-stream
-
 PYTESTS += escape-protocol/test_copstream.py escape-protocol/test_fuzz.py
