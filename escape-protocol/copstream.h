@@ -73,11 +73,16 @@ enum copstream_code {
 #define COPSTREAM_MAX_PATH \
     (COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD - COPSTREAM_IMAGE_WORDS))
 
-/* Why samples were lost (LOST records).  Readers accept any other value. */
+/*
+ * Why samples were lost (LOST records).  Readers accept any other value.
+ *   FIFO_OVERFLOW  the trace FIFO was full: the hardware dropped the capture
+ *   BUFFER_FULL    drained, but the driver's event buffer had no room
+ *   NO_CONTEXT     drained for a slot whose context the driver does not know
+ */
 enum copstream_lost_cause {
-    COPSTREAM_LOST_FIFO_OVERFLOW = 1, /* trace FIFO full: the hardware dropped it */
-    COPSTREAM_LOST_BUFFER_FULL   = 2, /* drained, but the driver's buffer was full */
-    COPSTREAM_LOST_NO_CONTEXT    = 3, /* drained for a slot with no known context */
+    COPSTREAM_LOST_FIFO_OVERFLOW = 1,
+    COPSTREAM_LOST_BUFFER_FULL   = 2,
+    COPSTREAM_LOST_NO_CONTEXT    = 3,
     COPSTREAM_LOST_CAUSE_END     = 4
 };
 
@@ -96,7 +101,7 @@ struct copstream_start {
     uint32_t lfsr_count;          /* cycles per capture N; 0 iff value is 0 */
     uint64_t clock_hz;            /* nominal coprocessor clock, >= 1 */
     uint32_t fifo_depth;          /* trace FIFO entries per slot, >= 1 */
-    uint64_t ls_size;             /* local-store bytes, 4 .. 2^32, multiple of 4 */
+    uint64_t ls_size;             /* local-store bytes, 4 .. 2^32, by 4s */
     uint64_t poll_interval_ns;    /* the driver's poll period */
     uint64_t start_time_ns;       /* CLOCK_MONOTONIC when the driver started */
 };
@@ -222,7 +227,7 @@ uint16_t copstream_check(uint16_t code, uint16_t length,
 /* ---- Decoder ------------------------------------------------------------ */
 
 enum copstream_error_kind {
-    COPSTREAM_ERR_BAD_SAMPLE = 1,  /* word is neither ESCAPE nor a valid sample */
+    COPSTREAM_ERR_BAD_SAMPLE = 1,  /* neither ESCAPE nor a valid sample */
     COPSTREAM_ERR_BAD_HEADER,      /* ESCAPE not followed by a valid header */
     COPSTREAM_ERR_BAD_CHECK,       /* record check mismatch */
     COPSTREAM_ERR_SHORT_RECORD,    /* known record with too few words */
@@ -230,7 +235,7 @@ enum copstream_error_kind {
     COPSTREAM_ERR_BAD_VERSION,     /* START of a major version not known */
     COPSTREAM_ERR_START_CONFLICT,  /* a second START that differs */
     COPSTREAM_ERR_NO_START,        /* data before the START (reported once) */
-    COPSTREAM_ERR_ORPHAN,          /* sample or OVERLAY for a slot with no context */
+    COPSTREAM_ERR_ORPHAN,          /* sample or OVERLAY of a slot, no context */
     COPSTREAM_ERR_AFTER_STOP,      /* data after the STOP (reported once) */
     COPSTREAM_ERR_COUNT_MISMATCH,  /* STOP totals differ from what was read */
     COPSTREAM_ERR_TRUNCATED,       /* the stream ends inside a word or record */
@@ -286,7 +291,7 @@ struct copstream_decoder {
     struct copstream_handler handler;
     struct copstream_stats stats;
     enum copstream_mode mode;
-    uint64_t offset;              /* stream offset of the first unconsumed byte */
+    uint64_t offset;              /* stream offset of the next byte to use */
     uint64_t hunt_start;          /* where the current hunt began */
     size_t need;                  /* bytes the next step needs at least */
     uint32_t slot_limit;          /* slots of START, or COPSTREAM_MAX_SLOTS */

@@ -92,6 +92,14 @@ static void enter_hunt(struct copstream_decoder *dec)
 
 /* ---- Samples ------------------------------------------------------------ */
 
+/* Whether a word that is not ESCAPE is out of the limits of a sample. */
+static inline int sample_invalid(uint64_t slot, uint32_t address,
+                                 uint32_t slot_limit, uint64_t ls_limit)
+{
+    return slot >= slot_limit || address >= ls_limit ||
+           address % COPSTREAM_ADDRESS_ALIGN != 0;
+}
+
 static void add_sample(struct copstream_decoder *dec, uint64_t offset,
                        uint32_t slot, uint32_t address)
 {
@@ -123,8 +131,8 @@ static size_t take_samples(struct copstream_decoder *dec, const uint8_t *p,
         uint64_t slot = w >> 32;
         uint32_t address = (uint32_t)w;
 
-        if (slot >= slot_limit || address >= ls_limit ||
-            address % COPSTREAM_ADDRESS_ALIGN != 0 || !bound[slot])
+        if (sample_invalid(slot, address, slot_limit, ls_limit) ||
+            !bound[slot])
             break;
         if (n == COPSTREAM_BATCH) {
             dec->batch_count = n;
@@ -148,8 +156,7 @@ static size_t slow_sample(struct copstream_decoder *dec, uint64_t w)
     uint64_t slot = w >> 32;
     uint32_t address = (uint32_t)w;
 
-    if (slot >= dec->slot_limit || address >= dec->ls_limit ||
-        address % COPSTREAM_ADDRESS_ALIGN != 0) {
+    if (sample_invalid(slot, address, dec->slot_limit, dec->ls_limit)) {
         report(dec, COPSTREAM_ERR_BAD_SAMPLE, dec->offset, 0);
         enter_hunt(dec);
         return 0;

@@ -45,9 +45,20 @@ static inline uint64_t header_word(uint16_t code, uint16_t length,
            (uint64_t)length << 16 | code;
 }
 
-static inline uint16_t header_code(uint64_t header)   { return (uint16_t)header; }
-static inline uint16_t header_length(uint64_t header) { return (uint16_t)(header >> 16); }
-static inline uint16_t header_check(uint64_t header)  { return (uint16_t)(header >> 32); }
+static inline uint16_t header_code(uint64_t header)
+{
+    return (uint16_t)header;
+}
+
+static inline uint16_t header_length(uint64_t header)
+{
+    return (uint16_t)(header >> 16);
+}
+
+static inline uint16_t header_check(uint64_t header)
+{
+    return (uint16_t)(header >> 32);
+}
 
 /* A header that frames a record: the marker and a length in range. */
 static inline int header_valid(uint64_t header)

@@ -278,7 +278,7 @@ static void test_golden_bytes(void)
 {
     static const guint8 expected[] = {
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,   /* ESCAPE */
-        0x05, 0x00, 0x03, 0x00, 0x00, 0x00, 0xc0, 0xe5,   /* header, check below */
+        0x05, 0x00, 0x03, 0x00, 0x00, 0x00, 0xc0, 0xe5,   /* header, check 0 */
         0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,   /* slot 3 */
         0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe,   /* cycle */
         0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,   /* time_ns 1 */
@@ -526,7 +526,8 @@ static void test_idempotent_start(void)
     add_stop(s, 1, 0);
     d = decode_array(s);
     assert_errors(&d, 2);
-    g_assert_cmpuint(d.stats.errors_by_kind[COPSTREAM_ERR_START_CONFLICT], ==, 1);
+    g_assert_cmpuint(d.stats.errors_by_kind[COPSTREAM_ERR_START_CONFLICT], ==,
+                     1);
     g_assert_cmpuint(d.stats.errors_by_kind[COPSTREAM_ERR_BAD_FIELD], ==, 1);
     g_assert_cmpuint(d.stats.records[COPSTREAM_START], ==, 1);
     g_free(d.text);

@@ -327,7 +327,8 @@ static long append_extra(struct reader *r, uint8_t *out, size_t room,
     uint32_t known = known_words(rec);
 
     if (known + extra_count > COPSTREAM_MAX_PAYLOAD)
-        return fail(r, "%s: too many extra words", copstream_code_name(rec->code));
+        return fail(r, "%s: too many extra words",
+                    copstream_code_name(rec->code));
     for (uint32_t i = 0; i < known; i++)
         words[i] = load_word(out + COPSTREAM_WORD_BYTES * (2 + i));
     for (uint32_t i = 0; i < extra_count; i++)
