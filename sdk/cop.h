@@ -50,4 +50,7 @@ const char *cop_program_name(void);
 /* The index of the overlay loaded in region (1-based), 0 for none. */
 unsigned cop_overlay_loaded(unsigned region);
 
+/* How many times the overlay manager has copied an overlay in. */
+unsigned long cop_overlay_load_count(void);
+
 #endif

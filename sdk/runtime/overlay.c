@@ -43,6 +43,7 @@ uintptr_t __cop_overlay_leave(void);
 
 static struct return_frame return_stack[RETURN_STACK_DEPTH];
 static unsigned return_depth;
+static unsigned long load_count;
 
 static unsigned overlay_count(void)
 {
@@ -93,6 +94,12 @@ static void overlay_load(unsigned index)
     memcpy((void *)(uintptr_t)entry->vma, image + entry->file_off, entry->size);
     __asm__ volatile("fence.i" ::: "memory");
     *guard = index;
+    load_count++;
+}
+
+unsigned long cop_overlay_load_count(void)
+{
+    return load_count;
 }
 
 /* The loaded overlay whose code contains addr, or 0 (resident code). */
