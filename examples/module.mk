@@ -23,3 +23,5 @@ pipeline_SOURCES := examples/pipeline/pipeline.c
 $(eval $(call cop_program,pipeline))
 
 ALL_TARGETS += $(pipeline_IMAGE)
+
+PYTESTS += examples

@@ -2,7 +2,7 @@
  * cop-overlays — the overlay steps of building a coprocessor program.
  *
  *   cop-overlays script TEMPLATE OUT.ld SPEC...
- *   cop-overlays stubs OUT.S OUT.wrap SPEC...
+ *   cop-overlays stubs OUT.S OUT.wrap SPEC... [--resident OBJECT...]
  *   cop-overlays finish IMAGE
  *   cop-overlays list IMAGE
  *
@@ -20,7 +20,8 @@
  *         __wrap_F per global function F (overlay-call.S explains them) and
  *         the matching ld options, one "--wrap=F" per line, for -Wl,@FILE.
  *         An overlay object that exports data is refused: that data only
- *         exists while the overlay is loaded.
+ *         exists while the overlay is loaded.  So is any object, overlay or
+ *         resident, that calls __real_F, the way around F's stub.
  * finish  replaces each _ovly_table file_off placeholder with the file
  *         offset of the overlay segment linked at that load address, then
  *         checks the whole image as the loader will.
@@ -81,7 +82,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: cop-overlays script TEMPLATE OUT.ld SPEC...\n"
-        "       cop-overlays stubs OUT.S OUT.wrap SPEC...\n"
+        "       cop-overlays stubs OUT.S OUT.wrap SPEC... [--resident OBJ...]\n"
         "       cop-overlays finish IMAGE\n"
         "       cop-overlays list IMAGE\n"
         "\n"
@@ -92,7 +93,9 @@ static void usage(FILE *out)
         "  script  write the linker script: TEMPLATE (sdk/cop.ld) with the\n"
         "          overlay segments, OVERLAY statements and tables filled in\n"
         "  stubs   write a call stub for every global function of the overlay\n"
-        "          objects, and the ld --wrap options for them\n"
+        "          objects, and the ld --wrap options for them; refuse objects\n"
+        "          that call around a stub (__real_F) or overlays that export\n"
+        "          data\n"
         "  finish  put the overlays' file offsets into _ovly_table and check\n"
         "          the image as the loader will\n"
         "  list    print the overlay table and the guard words' address\n");
@@ -362,14 +365,21 @@ static void emit_stub(FILE *stubs, FILE *wrap, const char *function,
     fprintf(wrap, "--wrap=%s\n", function);
 }
 
-/* One symbol of an overlay object: a stub for a function, refusal for data. */
+/*
+ * One symbol of an object of overlay index (0 for a resident object): no
+ * object may call around a stub; an overlay object gets a stub for each
+ * function and may not export data.
+ */
 static int stub_symbol(Elf *elf, GElf_Sym *sym, const char *name,
                        const char *object, size_t index, FILE *stubs,
                        FILE *wrap)
 {
     int binding = GELF_ST_BIND(sym->st_info), type = GELF_ST_TYPE(sym->st_info);
 
-    if ((binding != STB_GLOBAL && binding != STB_WEAK) ||
+    if (sym->st_shndx == SHN_UNDEF && strncmp(name, "__real_", 7) == 0)
+        return fail(EXIT_FAILED, "%s: refers to %s, which goes around the "
+                    "overlay call stub: call %s", object, name, name + 7);
+    if (index == 0 || (binding != STB_GLOBAL && binding != STB_WEAK) ||
         sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS)
         return 0;
     if (type == STT_OBJECT && section_is_overlay_data(elf, sym))
@@ -442,13 +452,15 @@ static int command_stubs(int argc, char **argv)
 {
     struct spec_list list;
     FILE *stubs = NULL, *wrap = NULL;
-    int status;
+    int nspecs = 2, status;
 
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    status = parse_specs(argv + 2, argc - 2, &list);
+    while (nspecs < argc && strcmp(argv[nspecs], "--resident") != 0)
+        nspecs++;
+    status = parse_specs(argv + 2, nspecs - 2, &list);
     if (status == 0 && elf_version(EV_CURRENT) == EV_NONE)
         status = fail(EXIT_FAILED, "libelf: %s", elf_errmsg(-1));
     if (status == 0 && !(stubs = fopen(argv[0], "w")))
@@ -461,6 +473,8 @@ static int command_stubs(int argc, char **argv)
     for (size_t i = 0; status == 0 && i < list.count; i++)
         for (size_t j = 0; status == 0 && j < list.items[i].nobjects; j++)
             status = stub_object(list.items[i].objects[j], i + 1, stubs, wrap);
+    for (int i = nspecs + 1; status == 0 && i < argc; i++)
+        status = stub_object(argv[i], 0, stubs, wrap);
     if (stubs && fclose(stubs) != 0 && status == 0)
         status = fail(EXIT_FAILED, "%s: write error", argv[0]);
     if (wrap && fclose(wrap) != 0 && status == 0)
@@ -550,7 +564,7 @@ static int command_finish(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    bytes = cop_image_read_file(argv[0], &size, &err);
+    bytes = cop_read_file(argv[0], COP_IMAGE_SIZE, &size, &err);
     if (!bytes)
         return fail(EXIT_FAILED, "%s", err.message);
     if (cop_image_parse_layout(bytes, size, argv[0], &image, &err) < 0) {

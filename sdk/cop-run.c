@@ -1,11 +1,13 @@
 /*
  * cop-run — run one coprocessor image standalone under qemu-system-riscv32.
  *
- *   cop-run [--ram-file F] [--qemu PROG] [--qemu-arg ARG]... IMAGE [ARGS...]
+ *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
+ *           IMAGE [ARGS...]
  *
  * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
  * anonymous one), places the image and the arguments {IMAGE, ARGS...} in it
- * with the loader library, and runs QEMU with the UART on standard output.
+ * with the loader library, copies D to the start of the data window, and
+ * runs QEMU with the UART on standard output.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
@@ -27,6 +29,7 @@
 
 struct run_options {
     const char *ram_file;           /* NULL: anonymous RAM */
+    const char *data_file;          /* NULL: the data window starts zeroed */
     const char *qemu;               /* NULL: qemu-system-riscv32 */
     struct cop_argv qemu_args;      /* appended to the QEMU command */
     const char *image;
@@ -48,6 +51,8 @@ static void usage(FILE *out)
         "  -r, --ram-file F    use the file F as guest RAM and keep it after\n"
         "                      the run, to read the local store and the overlay\n"
         "                      guard words (default: an anonymous file)\n"
+        "  -d, --data-file D   copy the file D to the start of the data window\n"
+        "                      (at most 6 MiB), as a host program would\n"
         "  -q, --qemu PROG     the QEMU program (default qemu-system-riscv32)\n"
         "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
         "                      for several arguments\n"
@@ -74,6 +79,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
 {
     static const struct option long_options[] = {
         {"ram-file", required_argument, NULL, 'r'},
+        {"data-file", required_argument, NULL, 'd'},
         {"qemu", required_argument, NULL, 'q'},
         {"qemu-arg", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
@@ -81,10 +87,13 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     };
     int c;
 
-    while ((c = getopt_long(argc, argv, "+r:q:a:h", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:h", long_options, NULL)) != -1) {
         switch (c) {
         case 'r':
             opts->ram_file = optarg;
+            break;
+        case 'd':
+            opts->data_file = optarg;
             break;
         case 'q':
             opts->qemu = optarg;
@@ -146,6 +155,23 @@ static int run_qemu(const struct cop_argv *command)
     }
 }
 
+/* Copies the data file, if any, to the start of the data window. */
+static int fill_data_window(const struct run_options *opts, struct cop_ram *ram,
+                            struct cop_error *err)
+{
+    unsigned char *bytes;
+    size_t size;
+
+    if (!opts->data_file)
+        return 0;
+    bytes = cop_read_file(opts->data_file, COP_DATA_SIZE, &size, err);
+    if (!bytes)
+        return -1;
+    memcpy(cop_ram_at(ram, COP_DATA_BASE, size), bytes, size);
+    free(bytes);
+    return 0;
+}
+
 static int run(const struct run_options *opts)
 {
     struct cop_image image;
@@ -161,7 +187,8 @@ static int run(const struct run_options *opts)
         return fail(EXIT_RUN_FAILED, "%s", err.message);
     }
     cop_argv_init(&command);
-    if (cop_ram_load(&ram, &image, opts->argc, opts->argv, &err) < 0)
+    if (cop_ram_load(&ram, &image, opts->argc, opts->argv, &err) < 0 ||
+        fill_data_window(opts, &ram, &err) < 0)
         status = fail(EXIT_RUN_FAILED, "%s", err.message);
     else if (build_command(opts, &ram, &command) < 0)
         status = fail(EXIT_RUN_FAILED, "out of memory");

@@ -1,8 +1,9 @@
 /*
  * cop.h — the coprocessor runtime, for programs built with sdk/cop.mk.
  *
- * A program defines int main(int argc, char **argv); crt0 calls it with the
- * arguments of the boot block and passes its return value to cop_exit().
+ * A program defines main(int argc, char **argv) (or main(void)); crt0 calls
+ * it with the arguments of the boot block and passes its return value to
+ * cop_exit().
  * The console is the virt UART, the exit status goes through the virt test
  * device and becomes the emulator's.  picolibc supplies <string.h>,
  * <stdlib.h> (atoi, strtoul, ...) and the like; exit() and abort() work too.
@@ -16,8 +17,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
-int main(int argc, char **argv);
 
 /* Console output. cop_puts appends a newline, as puts does. */
 void cop_putchar(int c);

@@ -115,9 +115,10 @@ $(COP_OBJ)/$(1)/$(1).ld: $(COP_SDK)/cop.ld $(COP_BIN)/cop-overlays
 	@mkdir -p $$(@D)
 	$$(call cop_say,GEN,$$@)$(COP_BIN)/cop-overlays script $$< $$@ $(call cop_specs,$(1))
 
-$(COP_OBJ)/$(1)/stubs.S $(COP_OBJ)/$(1)/wrap.opt &: $(call cop_objects,$(1),$(call cop_overlay_sources,$(1))) $(COP_BIN)/cop-overlays
+$(COP_OBJ)/$(1)/stubs.S $(COP_OBJ)/$(1)/wrap.opt &: $$($(1)_OBJECTS) $(COP_BIN)/cop-overlays
 	@mkdir -p $(COP_OBJ)/$(1)
-	$$(call cop_say,GEN,$(COP_OBJ)/$(1)/stubs.S)$(COP_BIN)/cop-overlays stubs $(COP_OBJ)/$(1)/stubs.S $(COP_OBJ)/$(1)/wrap.opt $(call cop_specs,$(1))
+	$$(call cop_say,GEN,$(COP_OBJ)/$(1)/stubs.S)$(COP_BIN)/cop-overlays stubs $(COP_OBJ)/$(1)/stubs.S $(COP_OBJ)/$(1)/wrap.opt \
+		$(call cop_specs,$(1)) --resident $(call cop_objects,$(1),$($(1)_SOURCES))
 
 $(COP_OBJ)/$(1)/stubs.o: $(COP_OBJ)/$(1)/stubs.S | cop-toolchain-check
 	$$(call cop_say,COPAS,$$@)$(COP_CC) $(COP_ARCH_FLAGS) -c $$< -o $$@

@@ -641,8 +641,8 @@ int cop_image_parse(const void *bytes, size_t size, const char *label,
     return 0;
 }
 
-unsigned char *cop_image_read_file(const char *path, size_t *size,
-                                   struct cop_error *err)
+unsigned char *cop_read_file(const char *path, size_t max_size, size_t *size,
+                             struct cop_error *err)
 {
     FILE *file = fopen(path, "rb");
     struct stat st;
@@ -654,9 +654,9 @@ unsigned char *cop_image_read_file(const char *path, size_t *size,
     }
     if (fstat(fileno(file), &st) < 0 || !S_ISREG(st.st_mode)) {
         cop_error_set(err, "%s: not a regular file", path);
-    } else if (st.st_size > COP_IMAGE_SIZE) {
-        cop_error_set(err, "%s: %lld bytes, larger than the %u-byte image "
-                      "window", path, (long long)st.st_size, COP_IMAGE_SIZE);
+    } else if ((unsigned long long)st.st_size > max_size) {
+        cop_error_set(err, "%s: %lld bytes, more than the %zu that fit",
+                      path, (long long)st.st_size, max_size);
     } else if (!(bytes = malloc(st.st_size ? st.st_size : 1))) {
         cop_error_set(err, "%s: out of memory", path);
     } else if (fread(bytes, 1, st.st_size, file) != (size_t)st.st_size) {
@@ -674,7 +674,7 @@ int cop_image_read(const char *path, struct cop_image *image,
                    struct cop_error *err)
 {
     size_t size = 0;
-    unsigned char *bytes = cop_image_read_file(path, &size, err);
+    unsigned char *bytes = cop_read_file(path, COP_IMAGE_SIZE, &size, err);
 
     if (!bytes)
         return -1;

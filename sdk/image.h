@@ -88,11 +88,11 @@ int cop_image_parse(const void *bytes, size_t size, const char *label,
                     struct cop_image *image, struct cop_error *err);
 
 /*
- * Reads a whole regular file of at most COP_IMAGE_SIZE bytes into memory
- * that the caller frees; NULL with err set on failure.
+ * Reads a whole regular file of at most max_size bytes into memory that the
+ * caller frees; NULL with err set on failure.
  */
-unsigned char *cop_image_read_file(const char *path, size_t *size,
-                                   struct cop_error *err);
+unsigned char *cop_read_file(const char *path, size_t max_size, size_t *size,
+                             struct cop_error *err);
 
 /* Reads the file at path and parses it; the image owns the bytes. */
 int cop_image_read(const char *path, struct cop_image *image,

@@ -16,6 +16,7 @@ static const struct cop_boot_block *boot_block(void)
     return (const struct cop_boot_block *)(uintptr_t)COP_BOOT_BASE;
 }
 
+int main(int argc, char **argv);
 void __cop_start(void);
 
 void __cop_start(void)
