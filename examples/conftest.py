@@ -14,6 +14,7 @@ SOURCE = os.environ.get("COPROF_SOURCE",
 sys.path.insert(0, os.path.join(SOURCE, "sdk", "tests"))
 
 import copimage  # noqa: E402  (needs the path above)
+from copimage import run  # noqa: E402,F401  (a fixture)
 
 
 @pytest.fixture(scope="session")
@@ -22,11 +23,3 @@ def example(build_dir):
     def path(name):
         return copimage.image_path(build_dir, "examples", name + ".elf")
     return path
-
-
-@pytest.fixture(scope="session")
-def run(coprof_bin):
-    """run(IMAGE, *ARGS, ram_file=None, options=()) runs cop-run."""
-    def run_image(image, *args, **kwargs):
-        return copimage.cop_run(coprof_bin("cop-run"), image, *args, **kwargs)
-    return run_image

@@ -16,11 +16,11 @@
  * table, then the ELF header is filled in at the start.
  */
 #include "sdk/cop-handle.h"
+#include "sdk/cli.h"
 #include "sdk/image.h"
 
 #include <elf.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,21 +44,6 @@ struct buffer {
     size_t capacity;
     int failed;
 };
-
-static int fail(int status, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int fail(int status, const char *format, ...)
-{
-    va_list args;
-
-    fputs("cop-embed: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
-}
 
 static void usage(FILE *out)
 {
@@ -172,7 +157,8 @@ static void write_relocations(struct object *obj, const struct cop_image *image)
         {offsetof(cop_program_handle_t, elf_image),
          ELF64_R_INFO(SYM_IMAGE_SECTION, R_X86_64_64), 0},
         {offsetof(cop_program_handle_t, name),
-         ELF64_R_INFO(SYM_IMAGE_SECTION, R_X86_64_64), (Elf64_Sxword)image->size},
+         ELF64_R_INFO(SYM_IMAGE_SECTION, R_X86_64_64),
+         (Elf64_Sxword)image->size},
     };
     size_t at;
 
@@ -207,7 +193,8 @@ static void write_symbols(struct object *obj, const struct cop_image *image,
     };
     symbols[SYM_HANDLE] = (Elf64_Sym){
         .st_name = add_string(&obj->strtab, handle_name),
-        .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), .st_shndx = SEC_HANDLE,
+        .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
+        .st_shndx = SEC_HANDLE,
         .st_size = sizeof(cop_program_handle_t),
     };
     buffer_align(&obj->file, 8);
@@ -243,7 +230,8 @@ static void write_headers(struct object *obj)
         .sh_size = obj->shstrtab.size, .sh_addralign = 1,
     };
     buffer_align(&obj->file, 8);
-    eh.e_shoff = buffer_append(&obj->file, obj->sections, sizeof(obj->sections));
+    eh.e_shoff = buffer_append(&obj->file, obj->sections,
+                               sizeof(obj->sections));
     if (!obj->file.failed)
         memcpy(obj->file.data, &eh, sizeof(eh));
 }
@@ -270,12 +258,12 @@ static int write_file(const char *path, const struct buffer *b)
     int ok;
 
     if (!out)
-        return fail(EXIT_FAILED, "%s: %s", path, strerror(errno));
+        return cli_fail(EXIT_FAILED, "%s: %s", path, strerror(errno));
     ok = fwrite(b->data, 1, b->size, out) == b->size;
     ok = (fclose(out) == 0) && ok;
     if (!ok) {
         remove(path);
-        return fail(EXIT_FAILED, "%s: write error", path);
+        return cli_fail(EXIT_FAILED, "%s: write error", path);
     }
     return 0;
 }
@@ -297,12 +285,12 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (!valid_c_identifier(argv[2]) || strlen(argv[2]) > 200)
-        return fail(EXIT_USAGE, "%s: not a C identifier (of at most 200 "
-                    "characters) to name the handle", argv[2]);
+        return cli_fail(EXIT_USAGE, "%s: not a C identifier (of at most 200 "
+                        "characters) to name the handle", argv[2]);
     if (cop_image_read(argv[1], &image, &err) < 0)
-        return fail(EXIT_FAILED, "%s", err.message);
+        return cli_fail(EXIT_FAILED, "%s", err.message);
     if (build_object(&obj, &image, argv[2]) < 0)
-        status = fail(EXIT_FAILED, "out of memory");
+        status = cli_fail(EXIT_FAILED, "out of memory");
     else
         status = write_file(argv[3], &obj.file);
     free(obj.file.data);

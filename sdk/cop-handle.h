@@ -25,7 +25,7 @@ typedef struct cop_program_handle {
     uint32_t handle_size;       /* sizeof(cop_program_handle_t) at embed time */
     uint32_t image_size;        /* bytes at elf_image */
     const void *elf_image;      /* the ELF image, COP_IMAGE_ALIGN aligned */
-    const char *name;           /* the image's short name (its note, else NAME) */
+    const char *name;           /* short name: the image's note, else NAME */
 } cop_program_handle_t;
 
 #endif

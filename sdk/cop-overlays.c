@@ -27,12 +27,12 @@
  *         checks the whole image as the loader will.
  * list    prints an image's overlay table and where its guard words are.
  */
+#include "sdk/cli.h"
 #include "sdk/image.h"
 
 #include <errno.h>
 #include <gelf.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,8 @@
 #define EXIT_FAILED 1
 #define EXIT_USAGE  2
 
-/* Load addresses of region r's overlays start at LMA_BASE + (r-1) * LMA_STEP. */
+/* Region r's overlays are linked at load addresses from
+ * LMA_BASE + (r - 1) * LMA_STEP on. */
 #define LMA_BASE 0x90000000u
 #define LMA_STEP 0x01000000u
 
@@ -63,21 +64,6 @@ struct spec_list {
     uint32_t nregions;
 };
 
-static int fail(int status, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int fail(int status, const char *format, ...)
-{
-    va_list args;
-
-    fputs("cop-overlays: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -92,10 +78,10 @@ static void usage(FILE *out)
         "\n"
         "  script  write the linker script: TEMPLATE (sdk/cop.ld) with the\n"
         "          overlay segments, OVERLAY statements and tables filled in\n"
-        "  stubs   write a call stub for every global function of the overlay\n"
-        "          objects, and the ld --wrap options for them; refuse objects\n"
-        "          that call around a stub (__real_F) or overlays that export\n"
-        "          data\n"
+        "  stubs   write a call stub for every global function of the\n"
+        "          overlay objects, and the ld --wrap options for them;\n"
+        "          refuse objects that call around a stub (__real_F) and\n"
+        "          overlays that export data\n"
         "  finish  put the overlays' file offsets into _ovly_table and check\n"
         "          the image as the loader will\n"
         "  list    print the overlay table and the guard words' address\n");
@@ -154,26 +140,26 @@ static int parse_spec(const char *text, struct overlay_spec *spec)
     unsigned long region = strtoul(text, &end, 10);
 
     if (end == text || *end != ':' || region < 1 || region > 1000)
-        return fail(EXIT_USAGE, "%s: expected REGION:NAME:OBJECTS with "
-                    "REGION from 1", text);
+        return cli_fail(EXIT_USAGE, "%s: expected REGION:NAME:OBJECTS with "
+                        "REGION from 1", text);
     name = end + 1;
     objects = strchr(name, ':');
     if (!objects || objects[1] == '\0')
-        return fail(EXIT_USAGE, "%s: expected REGION:NAME:OBJECTS", text);
+        return cli_fail(EXIT_USAGE, "%s: expected REGION:NAME:OBJECTS", text);
     spec->region = (uint32_t)region;
     spec->name = strndup(name, (size_t)(objects - name));
     if (!spec->name || split_objects(objects + 1, spec) < 0)
-        return fail(EXIT_FAILED, "out of memory");
+        return cli_fail(EXIT_FAILED, "out of memory");
     if (!valid_identifier(spec->name))
-        return fail(EXIT_USAGE, "%s: overlay name '%s' is not [A-Za-z0-9_]+",
-                    text, spec->name);
+        return cli_fail(EXIT_USAGE, "%s: overlay name '%s' is not "
+                        "[A-Za-z0-9_]+", text, spec->name);
     for (size_t i = 0; i < spec->nobjects; i++)
         if (strpbrk(spec->objects[i], "\"\n"))
-            return fail(EXIT_USAGE, "%s: object path with a quote or newline",
-                        text);
+            return cli_fail(EXIT_USAGE, "%s: object path with a quote or "
+                            "newline", text);
     if (spec->nobjects == 0)
-        return fail(EXIT_USAGE, "%s: overlay %s has no objects", text,
-                    spec->name);
+        return cli_fail(EXIT_USAGE, "%s: overlay %s has no objects", text,
+                        spec->name);
     return 0;
 }
 
@@ -185,16 +171,16 @@ static int check_specs(struct spec_list *list)
             list->nregions = list->items[i].region;
         for (size_t j = 0; j < i; j++)
             if (strcmp(list->items[i].name, list->items[j].name) == 0)
-                return fail(EXIT_USAGE, "overlay name '%s' given twice",
-                            list->items[i].name);
+                return cli_fail(EXIT_USAGE, "overlay name '%s' given twice",
+                                list->items[i].name);
     }
     for (uint32_t r = 1; r <= list->nregions; r++) {
         size_t i = 0;
         while (i < list->count && list->items[i].region != r)
             i++;
         if (i == list->count)
-            return fail(EXIT_USAGE, "region %u has no overlay (regions are "
-                        "numbered 1 to %u)", r, list->nregions);
+            return cli_fail(EXIT_USAGE, "region %u has no overlay (regions are "
+                            "numbered 1 to %u)", r, list->nregions);
     }
     return 0;
 }
@@ -206,7 +192,7 @@ static int parse_specs(char **args, int n, struct spec_list *list)
     memset(list, 0, sizeof(*list));
     list->items = calloc(n > 0 ? (size_t)n : 1, sizeof(*list->items));
     if (!list->items)
-        return fail(EXIT_FAILED, "out of memory");
+        return cli_fail(EXIT_FAILED, "out of memory");
     for (int i = 0; i < n; i++) {
         list->count++;
         status = parse_spec(args[i], &list->items[i]);
@@ -248,9 +234,9 @@ static void emit_table(FILE *out, const struct spec_list *list)
 {
     for (size_t i = 0; i < list->count; i++) {
         const char *name = list->items[i].name;
-        fprintf(out, "        LONG(ADDR(.overlay.%s)) LONG(SIZEOF(.overlay.%s)) "
-                "LONG(LOADADDR(.overlay.%s)) LONG(%u)\n", name, name, name,
-                list->items[i].region);
+        fprintf(out, "        LONG(ADDR(.overlay.%s)) "
+                "LONG(SIZEOF(.overlay.%s)) LONG(LOADADDR(.overlay.%s)) "
+                "LONG(%u)\n", name, name, name, list->items[i].region);
     }
 }
 
@@ -310,25 +296,25 @@ static int command_script(int argc, char **argv)
     template = fopen(argv[0], "r");
     if (!template) {
         free_specs(&list);
-        return fail(EXIT_FAILED, "%s: %s", argv[0], strerror(errno));
+        return cli_fail(EXIT_FAILED, "%s: %s", argv[0], strerror(errno));
     }
     out = fopen(argv[1], "w");
     if (!out) {
         fclose(template);
         free_specs(&list);
-        return fail(EXIT_FAILED, "%s: %s", argv[1], strerror(errno));
+        return cli_fail(EXIT_FAILED, "%s: %s", argv[1], strerror(errno));
     }
     fprintf(out, "/* Written by cop-overlays script from %s: do not edit. */\n",
             argv[0]);
     copy_template(template, out, &list, seen);
     fclose(template);
-    status = fclose(out) == 0 ? 0 : fail(EXIT_FAILED, "%s: write error",
-                                         argv[1]);
+    status = fclose(out) == 0 ? 0 : cli_fail(EXIT_FAILED, "%s: write error",
+                                             argv[1]);
     for (size_t m = 0; m < NMARKERS && status == 0; m++)
         if (seen[m] != 1)
-            status = fail(EXIT_FAILED, "%s: marker %s found %d times, "
-                          "expected once", argv[0], script_markers[m].marker,
-                          seen[m]);
+            status = cli_fail(EXIT_FAILED, "%s: marker %s found %d times, "
+                              "expected once", argv[0],
+                              script_markers[m].marker, seen[m]);
     if (status)
         unlink(argv[1]);
     free_specs(&list);
@@ -377,22 +363,22 @@ static int stub_symbol(Elf *elf, GElf_Sym *sym, const char *name,
     int binding = GELF_ST_BIND(sym->st_info), type = GELF_ST_TYPE(sym->st_info);
 
     if (sym->st_shndx == SHN_UNDEF && strncmp(name, "__real_", 7) == 0)
-        return fail(EXIT_FAILED, "%s: refers to %s, which goes around the "
-                    "overlay call stub: call %s", object, name, name + 7);
+        return cli_fail(EXIT_FAILED, "%s: refers to %s, which goes around the "
+                        "overlay call stub: call %s", object, name, name + 7);
     if (index == 0 || (binding != STB_GLOBAL && binding != STB_WEAK) ||
         sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS)
         return 0;
     if (type == STT_OBJECT && section_is_overlay_data(elf, sym))
-        return fail(EXIT_FAILED, "%s: exports data '%s', which would only "
-                    "exist while its overlay is loaded: make it static or "
-                    "move it to resident code", object, name);
+        return cli_fail(EXIT_FAILED, "%s: exports data '%s', which would only "
+                        "exist while its overlay is loaded: make it static or "
+                        "move it to resident code", object, name);
     if (type != STT_FUNC)
         return 0;
     for (const char *c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
               (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '$'))
-            return fail(EXIT_FAILED, "%s: function name '%s' cannot get a "
-                        "stub", object, name);
+            return cli_fail(EXIT_FAILED, "%s: function name '%s' cannot get a "
+                            "stub", object, name);
     emit_stub(stubs, wrap, name, index);
     return 0;
 }
@@ -414,8 +400,9 @@ static int stub_symbols(Elf *elf, const char *object, size_t index,
                 continue;
             const char *name = elf_strptr(elf, shdr.sh_link, sym.st_name);
             if (!name)
-                return fail(EXIT_FAILED, "%s: bad symbol name", object);
-            int status = stub_symbol(elf, &sym, name, object, index, stubs, wrap);
+                return cli_fail(EXIT_FAILED, "%s: bad symbol name", object);
+            int status = stub_symbol(elf, &sym, name, object, index, stubs,
+                                     wrap);
             if (status)
                 return status;
         }
@@ -432,13 +419,13 @@ static int stub_object(const char *object, size_t index, FILE *stubs,
     int status;
 
     if (fd < 0)
-        return fail(EXIT_FAILED, "%s: %s", object, strerror(errno));
+        return cli_fail(EXIT_FAILED, "%s: %s", object, strerror(errno));
     elf = elf_begin(fd, ELF_C_READ, NULL);
     if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
         ehdr.e_type != ET_REL || ehdr.e_machine != EM_RISCV ||
         gelf_getclass(elf) != ELFCLASS32) {
-        status = fail(EXIT_FAILED, "%s: not a RISC-V ELF32 object file",
-                      object);
+        status = cli_fail(EXIT_FAILED, "%s: not a RISC-V ELF32 object file",
+                          object);
     } else {
         status = stub_symbols(elf, object, index, stubs, wrap);
     }
@@ -462,11 +449,11 @@ static int command_stubs(int argc, char **argv)
         nspecs++;
     status = parse_specs(argv + 2, nspecs - 2, &list);
     if (status == 0 && elf_version(EV_CURRENT) == EV_NONE)
-        status = fail(EXIT_FAILED, "libelf: %s", elf_errmsg(-1));
+        status = cli_fail(EXIT_FAILED, "libelf: %s", elf_errmsg(-1));
     if (status == 0 && !(stubs = fopen(argv[0], "w")))
-        status = fail(EXIT_FAILED, "%s: %s", argv[0], strerror(errno));
+        status = cli_fail(EXIT_FAILED, "%s: %s", argv[0], strerror(errno));
     if (status == 0 && !(wrap = fopen(argv[1], "w")))
-        status = fail(EXIT_FAILED, "%s: %s", argv[1], strerror(errno));
+        status = cli_fail(EXIT_FAILED, "%s: %s", argv[1], strerror(errno));
     if (status == 0)
         fprintf(stubs, "/* Overlay call stubs written by cop-overlays stubs: "
                 "do not edit. */\n    .text\n");
@@ -476,9 +463,9 @@ static int command_stubs(int argc, char **argv)
     for (int i = nspecs + 1; status == 0 && i < argc; i++)
         status = stub_object(argv[i], 0, stubs, wrap);
     if (stubs && fclose(stubs) != 0 && status == 0)
-        status = fail(EXIT_FAILED, "%s: write error", argv[0]);
+        status = cli_fail(EXIT_FAILED, "%s: write error", argv[0]);
     if (wrap && fclose(wrap) != 0 && status == 0)
-        status = fail(EXIT_FAILED, "%s: write error", argv[1]);
+        status = cli_fail(EXIT_FAILED, "%s: write error", argv[1]);
     if (status && stubs)
         unlink(argv[0]);
     if (status && wrap)
@@ -500,26 +487,39 @@ static uint32_t read_u32(const unsigned char *at)
     return value;
 }
 
+/*
+ * The overlay segment an _ovly_table entry's file_off field stands for: the
+ * one linked at that load address, or, when the image was finished already,
+ * the one at that file offset.  -1 when there is none.
+ */
+static long segment_for_placeholder(const struct cop_image *image,
+                                    uint32_t placeholder)
+{
+    for (size_t s = 0; s < image->nsegments; s++) {
+        const struct cop_segment *seg = &image->segments[s];
+        if (seg->overlay && (seg->paddr == placeholder ||
+                             seg->offset == placeholder))
+            return (long)s;
+    }
+    return -1;
+}
+
 /* Replaces each entry's load-address placeholder with its file offset. */
 static int patch_file_offsets(struct cop_image *image, unsigned char *bytes)
 {
-    long table = cop_image_file_offset(image, image->ovly_table,
-                                       (uint32_t)(image->noverlays *
-                                                  sizeof(struct cop_ovly_entry)));
+    const size_t entry_size = sizeof(struct cop_ovly_entry);
+    uint32_t table_size = (uint32_t)(image->noverlays * entry_size);
+    long table = cop_image_file_offset(image, image->ovly_table, table_size);
 
     for (size_t i = 0; i < image->noverlays; i++) {
-        unsigned char *entry = bytes + table + i * sizeof(struct cop_ovly_entry);
-        uint32_t placeholder = read_u32(entry + 8);
-        size_t s = 0;
-        while (s < image->nsegments && !(image->segments[s].overlay &&
-               (image->segments[s].paddr == placeholder ||
-                image->segments[s].offset == placeholder)))
-            s++;
-        if (s == image->nsegments)
-            return fail(EXIT_FAILED, "%s: _ovly_table entry %zu: no overlay "
-                        "segment is linked at 0x%08x", image->label, i + 1,
-                        placeholder);
-        write_u32(entry + 8, image->segments[s].offset);
+        unsigned char *file_off = bytes + table + i * entry_size + 8;
+        uint32_t placeholder = read_u32(file_off);
+        long s = segment_for_placeholder(image, placeholder);
+        if (s < 0)
+            return cli_fail(EXIT_FAILED, "%s: _ovly_table entry %zu: no "
+                            "overlay segment is linked at 0x%08x",
+                            image->label, i + 1, placeholder);
+        write_u32(file_off, image->segments[s].offset);
     }
     return 0;
 }
@@ -533,10 +533,10 @@ static int replace_file(const char *path, const unsigned char *bytes,
     int ok;
 
     if (asprintf(&temp, "%s.finish-tmp", path) < 0)
-        return fail(EXIT_FAILED, "out of memory");
+        return cli_fail(EXIT_FAILED, "out of memory");
     out = fopen(temp, "wb");
     if (!out) {
-        fail(EXIT_FAILED, "%s: %s", temp, strerror(errno));
+        cli_fail(EXIT_FAILED, "%s: %s", temp, strerror(errno));
         free(temp);
         return EXIT_FAILED;
     }
@@ -546,7 +546,7 @@ static int replace_file(const char *path, const unsigned char *bytes,
         free(temp);
         return 0;
     }
-    fail(EXIT_FAILED, "%s: cannot write: %s", path, strerror(errno));
+    cli_fail(EXIT_FAILED, "%s: cannot write: %s", path, strerror(errno));
     unlink(temp);
     free(temp);
     return EXIT_FAILED;
@@ -566,15 +566,15 @@ static int command_finish(int argc, char **argv)
     }
     bytes = cop_read_file(argv[0], COP_IMAGE_SIZE, &size, &err);
     if (!bytes)
-        return fail(EXIT_FAILED, "%s", err.message);
+        return cli_fail(EXIT_FAILED, "%s", err.message);
     if (cop_image_parse_layout(bytes, size, argv[0], &image, &err) < 0) {
         free(bytes);
-        return fail(EXIT_FAILED, "%s", err.message);
+        return cli_fail(EXIT_FAILED, "%s", err.message);
     }
     status = patch_file_offsets(&image, bytes);
     cop_image_release(&image);
     if (status == 0 && cop_image_parse(bytes, size, argv[0], &image, &err) < 0)
-        status = fail(EXIT_FAILED, "%s", err.message);
+        status = cli_fail(EXIT_FAILED, "%s", err.message);
     else if (status == 0)
         cop_image_release(&image);
     if (status == 0)
@@ -593,7 +593,7 @@ static int command_list(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (cop_image_read(argv[0], &image, &err) < 0)
-        return fail(EXIT_FAILED, "%s", err.message);
+        return cli_fail(EXIT_FAILED, "%s", err.message);
     printf("image %s name %s size %zu\n", argv[0],
            image.name[0] ? image.name : "-", image.size);
     printf("ovly_table 0x%08x entries %zu\n", image.ovly_table,
@@ -632,6 +632,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    return fail(EXIT_USAGE, "unknown command '%s' (script, stubs, finish, "
-                "list)", argv[1]);
+    return cli_fail(EXIT_USAGE, "unknown command '%s' (script, stubs, finish, "
+                    "list)", argv[1]);
 }

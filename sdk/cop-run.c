@@ -14,11 +14,11 @@
  * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
  * entry in long_options, one case in parse_options and one line in usage().
  */
+#include "sdk/cli.h"
 #include "sdk/loader.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +49,12 @@ static void usage(FILE *out)
         "cannot run exits with 126, or 127 when it is not installed.\n"
         "\n"
         "  -r, --ram-file F    use the file F as guest RAM and keep it after\n"
-        "                      the run, to read the local store and the overlay\n"
-        "                      guard words (default: an anonymous file)\n"
-        "  -d, --data-file D   copy the file D to the start of the data window\n"
-        "                      (at most 6 MiB), as a host program would\n"
+        "                      the run, to read the local store and the\n"
+        "                      overlay guard words (default: an anonymous\n"
+        "                      file)\n"
+        "  -d, --data-file D   copy the file D to the start of the data\n"
+        "                      window (at most 6 MiB), as a host program\n"
+        "                      would\n"
         "  -q, --qemu PROG     the QEMU program (default qemu-system-riscv32)\n"
         "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
         "                      for several arguments\n"
@@ -60,18 +62,6 @@ static void usage(FILE *out)
         "\n"
         "docs/coprocessor-abi.md describes the memory map and the boot block\n"
         "through which the arguments reach main().\n");
-}
-
-static int fail(int status, const char *format, ...)
-{
-    va_list args;
-
-    fputs("cop-run: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
 }
 
 /* Returns -1 to go on, or an exit status. */
@@ -87,7 +77,8 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     };
     int c;
 
-    while ((c = getopt_long(argc, argv, "+r:d:q:a:h", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:h", long_options,
+                            NULL)) != -1) {
         switch (c) {
         case 'r':
             opts->ram_file = optarg;
@@ -100,7 +91,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
             break;
         case 'a':
             if (cop_argv_add(&opts->qemu_args, optarg) < 0)
-                return fail(EXIT_RUN_FAILED, "out of memory");
+                return cli_fail(EXIT_RUN_FAILED, "out of memory");
             break;
         case 'h':
             usage(stdout);
@@ -142,16 +133,16 @@ static int run_qemu(const struct cop_argv *command)
     int status;
 
     if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
-        return fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
-                    "%s", err.message);
+        return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
+                        "%s", err.message);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
         return status;
     case 1:
-        fail(0, "%s", err.message);
+        cli_fail(0, "%s", err.message);
         return status;
     default:
-        return fail(EXIT_RUN_FAILED, "%s", err.message);
+        return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     }
 }
 
@@ -181,17 +172,17 @@ static int run(const struct run_options *opts)
     int status;
 
     if (cop_image_read(opts->image, &image, &err) < 0)
-        return fail(EXIT_RUN_FAILED, "%s", err.message);
+        return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     if (cop_ram_create(&ram, opts->ram_file, &err) < 0) {
         cop_image_release(&image);
-        return fail(EXIT_RUN_FAILED, "%s", err.message);
+        return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     }
     cop_argv_init(&command);
     if (cop_ram_load(&ram, &image, opts->argc, opts->argv, &err) < 0 ||
         fill_data_window(opts, &ram, &err) < 0)
-        status = fail(EXIT_RUN_FAILED, "%s", err.message);
+        status = cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     else if (build_command(opts, &ram, &command) < 0)
-        status = fail(EXIT_RUN_FAILED, "out of memory");
+        status = cli_fail(EXIT_RUN_FAILED, "out of memory");
     else
         status = run_qemu(&command);
     cop_argv_free(&command);

@@ -561,8 +561,10 @@ int cop_image_check_overlays(struct cop_image *image, struct cop_error *err)
         struct cop_overlay *ovl = &image->overlays[i];
         uint32_t at = (uint32_t)base + i * OVLY_ENTRY_SIZE;
         *ovl = (struct cop_overlay){
-            .index = i + 1, .vma = read_u32(image, at),
-            .size = read_u32(image, at + 4), .file_off = read_u32(image, at + 8),
+            .index = i + 1,
+            .vma = read_u32(image, at),
+            .size = read_u32(image, at + 4),
+            .file_off = read_u32(image, at + 8),
             .buf = read_u32(image, at + 12),
         };
         long seg = match_overlay_segment(image, ovl, err);

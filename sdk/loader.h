@@ -93,7 +93,8 @@ struct cop_qemu_options {
  * Appends the QEMU command line that runs the RAM file's program (see
  * docs/coprocessor-abi.md); the caller may append more arguments.
  */
-int cop_qemu_command(struct cop_argv *v, const struct cop_qemu_options *options);
+int cop_qemu_command(struct cop_argv *v,
+                     const struct cop_qemu_options *options);
 
 /*
  * Starts the command with stdin from /dev/null and stdout on console_fd (-1:

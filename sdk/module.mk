@@ -9,15 +9,16 @@ $(COPLOADER_LIB): $(OBJ)/sdk/image.o $(OBJ)/sdk/loader.o $(OBJ)/sdk/qemu.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(COPLOADER_LIB)
+$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
-$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(COPLOADER_LIB)
+$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
-$(BIN)/cop-overlays: $(OBJ)/sdk/cop-overlays.o $(COPLOADER_LIB)
+$(BIN)/cop-overlays: $(OBJ)/sdk/cop-overlays.o $(OBJ)/sdk/cli.o \
+                     $(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(ELF_LIBS) -o $@
 

@@ -79,7 +79,8 @@ void cop_argv_free(struct cop_argv *v)
     cop_argv_init(v);
 }
 
-int cop_qemu_command(struct cop_argv *v, const struct cop_qemu_options *options)
+int cop_qemu_command(struct cop_argv *v,
+                     const struct cop_qemu_options *options)
 {
     const char *program = options->program ? options->program
                                             : COP_QEMU_PROGRAM;

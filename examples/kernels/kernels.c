@@ -14,6 +14,7 @@
  * recomputes it in Python.
  */
 #include "sdk/cop.h"
+#include "examples/xorshift.h"
 
 #include <stdlib.h>
 
@@ -31,17 +32,6 @@ static uint32_t sort_keys[SORT_KEYS];
 uint32_t matrix_multiply(void);
 uint32_t crc32_bitwise(const uint8_t *bytes, size_t len);
 uint32_t insertion_sort(uint32_t *keys, size_t n);
-
-static uint32_t xorshift32(uint32_t *state)
-{
-    uint32_t x = *state;
-
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    *state = x;
-    return x;
-}
 
 static void fill_inputs(uint32_t round)
 {

@@ -16,6 +16,7 @@
  */
 #include "sdk/cop.h"
 #include "examples/overlays/overlays.h"
+#include "examples/xorshift.h"
 
 #include <stdlib.h>
 
@@ -25,17 +26,6 @@ uint8_t picture[IMAGE_SIDE * IMAGE_SIDE];
 uint8_t blurred[IMAGE_SIDE * IMAGE_SIDE];
 uint8_t sieve_marks[SIEVE_LIMIT];
 uint32_t keys[KEY_COUNT];
-
-static uint32_t xorshift32(uint32_t *state)
-{
-    uint32_t x = *state;
-
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    *state = x;
-    return x;
-}
 
 /* A diagonal gradient with noise, and random keys. */
 static void make_inputs(uint32_t round)
@@ -71,7 +61,8 @@ int main(int argc, char **argv)
     for (long round = 0; round < rounds; round++) {
         make_inputs((uint32_t)round);
         digest = digest * 33 + blur_picture();
-        digest = digest * 33 + count_primes(SIEVE_LIMIT - (uint32_t)round % 100);
+        digest = digest * 33 +
+                 count_primes(SIEVE_LIMIT - (uint32_t)round % 100);
         digest = digest * 33 + crc16_bitwise(picture, sizeof(picture));
         shell_sort(keys, KEY_COUNT);
         digest = digest * 33 + keys_digest();

@@ -22,6 +22,7 @@
  */
 #include "sdk/cop.h"
 #include "examples/pipeline/frames.h"
+#include "examples/xorshift.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,17 +41,6 @@ uint32_t stage_edges(void);
 uint32_t stage_threshold(void);
 void stage_encode(uint32_t threshold, struct frame_result *result);
 
-static uint32_t xorshift32(uint32_t *state)
-{
-    uint32_t x = *state;
-
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    *state = x;
-    return x;
-}
-
 /* The camera: frame k shows a 16x16 square at (3k mod 48, 2k mod 32). */
 static void make_frames(struct frames_header *header, uint32_t count)
 {
@@ -66,7 +56,8 @@ static void make_frames(struct frames_header *header, uint32_t count)
                 uint32_t v = x + y;
                 if (x >= left && x < left + 16 && y >= top && y < top + 16)
                     v = 200;
-                f[y * FRAME_WIDTH + x] = (uint8_t)(v + (xorshift32(&state) & 15));
+                f[y * FRAME_WIDTH + x] =
+                    (uint8_t)(v + (xorshift32(&state) & 15));
             }
     }
 }
@@ -187,8 +178,8 @@ __attribute__((noinline)) uint32_t stage_threshold(void)
          * below * above to stay in integers. */
         int64_t diff = (int64_t)(total_sum - below_sum) * below -
                        (int64_t)below_sum * above;
-        uint64_t score = (uint64_t)(diff / FRAME_BYTES) * (uint64_t)(diff / FRAME_BYTES) /
-                         ((uint64_t)below * above);
+        uint64_t step = (uint64_t)(diff / FRAME_BYTES);
+        uint64_t score = step * step / ((uint64_t)below * above);
         if (score > best) {
             best = score;
             threshold = (uint32_t)level;

@@ -87,7 +87,8 @@ static void overlay_load(unsigned index)
     if (*guard == index)
         return;
     image = cop_image_window(&image_size);
-    if (entry->file_off > image_size || entry->size > image_size - entry->file_off)
+    if (entry->file_off > image_size ||
+        entry->size > image_size - entry->file_off)
         cop_fatal("overlay %u (file offset 0x%x, %u bytes) lies outside the "
                   "%zu-byte image", index, (unsigned)entry->file_off,
                   (unsigned)entry->size, image_size);

@@ -7,6 +7,7 @@ on sys.path, so tests import it directly.
 import pytest
 
 import copimage
+from copimage import run  # noqa: F401  (a fixture)
 
 
 @pytest.fixture(scope="session")
@@ -15,11 +16,3 @@ def test_image(build_dir):
     def path(name):
         return copimage.image_path(build_dir, "tests", "cop", name + ".elf")
     return path
-
-
-@pytest.fixture(scope="session")
-def run(coprof_bin):
-    """run(IMAGE, *ARGS, ram_file=None, options=()) runs cop-run."""
-    def run_image(image, *args, **kwargs):
-        return copimage.cop_run(coprof_bin("cop-run"), image, *args, **kwargs)
-    return run_image

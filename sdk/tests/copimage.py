@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 
+import pytest
 from elftools.elf.elffile import ELFFile
 
 LS_BASE = 0x80000000
@@ -140,3 +141,12 @@ def image_path(build_dir, *parts):
     path = os.path.join(build_dir, *parts)
     assert os.path.exists(path), "%s is not built: run make" % path
     return path
+
+
+@pytest.fixture(scope="session")
+def run(coprof_bin):
+    """A fixture: run(IMAGE, *ARGS, ram_file=None, options=()) runs cop-run.
+    The conftests of the folders whose tests use it import it."""
+    def run_image(image, *args, **kwargs):
+        return cop_run(coprof_bin("cop-run"), image, *args, **kwargs)
+    return run_image
