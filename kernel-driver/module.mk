@@ -1,0 +1,33 @@
+# kernel-driver/: the portable driver core, its hosted OS shim, the tests.
+
+COPDRV_LIB := $(LIB)/libcopdrv.a
+COPDRV_CORE_OBJS := $(OBJ)/kernel-driver/core.o \
+	$(OBJ)/kernel-driver/event-buffer.o
+
+# The core is freestanding: no builtins turned into libc calls, no loops
+# turned into memcpy.  test_driver_core.py checks its undefined symbols.
+$(COPDRV_CORE_OBJS): CFLAGS += -ffreestanding -fno-tree-loop-distribute-patterns
+
+$(COPDRV_LIB): $(COPDRV_CORE_OBJS) $(OBJ)/kernel-driver/os-hosted.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+# What a program that hosts the driver links, in order.
+COPDRV_LINK := $(COPDRV_LIB) $(LIB)/libtraceunit.a $(LIB)/libcopstream.a
+
+ALL_TARGETS += $(COPDRV_LIB)
+INSTALL_LIBS += $(COPDRV_LIB)
+INSTALL_HEADERS += kernel-driver/copdrv.h kernel-driver/copdrv-os.h \
+	kernel-driver/copdrv-hosted.h
+
+# Tests: the GTest suite with a synthetic producer, and the rule checker
+# it shares with the QEMU harness.
+COPDRV_RULES := $(OBJ)/kernel-driver/tests/stream-rules.o
+$(OBJ)/kernel-driver/tests/%.o: CFLAGS += $(GLIB_CFLAGS)
+
+$(TESTBIN)/test-driver: $(OBJ)/kernel-driver/tests/test-driver.o \
+		$(COPDRV_RULES) $(COPDRV_LINK) $(LIB)/liblfsr.a
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+GTESTS += $(TESTBIN)/test-driver
