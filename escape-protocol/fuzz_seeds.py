@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Write the seed corpus of the copstream decoder's fuzz target.
+
+Each seed is a small stream from coprof_stream's encoder: every record
+type, a few polls of samples, and the shapes the decoder must survive
+(repeated and conflicting starts, unknown codes, longer records of a later
+minor version, a cut, garbage, runs of 0xFF).  `make check` and `make fuzz`
+start the fuzzer from these.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import coprof_stream as cs  # noqa: E402
+
+START = dict(version=cs.VERSION, slots=4, lfsr_value=0xFFFFFE, lfsr_count=1,
+             clock_hz=10**9, fifo_depth=1024, ls_size=262144,
+             poll_interval_ns=512, start_time_ns=1)
+IDENTITY = dict(device=2049, inode=7, size=8192, hash=0x1122334455667788)
+
+
+def context(slot, context_id):
+    return cs.encode_record("context", slot=slot, pid=100, tid=101,
+                            context_id=context_id, object_id=0x5000,
+                            image_offset=0, cycle=0, **IDENTITY)
+
+
+def session(polls=3, per_poll=4):
+    """A sound stream: bytes, and the pieces for the mutated seeds."""
+    out = [cs.encode_record("start", **START),
+           cs.encode_record("image", path=b"/tmp/a.elf", **IDENTITY),
+           context(0, 1), context(1, 2),
+           cs.encode_record("overlay", slot=0, region=0, guard=1, cycle=0)]
+    samples = lost = 0
+    for poll in range(1, polls + 1):
+        for slot in (0, 1):
+            out += [cs.encode_sample(slot, 4 * (poll * 37 + i))
+                    for i in range(per_poll)]
+            samples += per_poll
+            out.append(cs.encode_record("time", slot=slot, cycle=poll * 100,
+                                        time_ns=poll * 1000))
+        out.append(cs.encode_record("lost", slot=0, cause=1, count=poll,
+                                    cycle=poll * 100))
+        lost += poll
+    out += [cs.encode_record("release", slot=0, cycle=999),
+            cs.encode_record("stop", time_ns=9999, samples=samples,
+                             lost=lost)]
+    return out
+
+
+def seeds():
+    whole = b"".join(session())
+    yield "session", whole
+    yield "long", b"".join(session(polls=20, per_poll=30))
+    yield "cut", whole[:len(whole) // 2 + 3]
+    yield "garbage", whole[:200] + bytes(range(37)) + whole[200:]
+    yield "ones", whole[:96] + b"\xff" * 21 + whole[96:]
+    parts = session()
+    yield "repeat-start", b"".join(parts[:3] + [parts[0]] + parts[3:])
+    conflict = dict(START, slots=8)
+    yield "conflict", b"".join(parts[:3] +
+                               [cs.encode_record("start", **conflict)] +
+                               parts[3:])
+    yield "unknown", b"".join(parts[:2] + [cs.encode_raw(99, [1, cs.ESCAPE]),
+                                           cs.encode_raw(0)] + parts[2:])
+    yield "extra", b"".join(parts[:2] + [cs.encode_record(
+        "time", slot=0, cycle=1, time_ns=2, extra=[cs.ESCAPE, 5])] + parts[2:])
+    yield "long-path", cs.encode_record("image", path=b"p" * 4000, **IDENTITY)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Write the seed corpus of the copstream fuzz target.")
+    parser.add_argument("directory", help="where to write the seeds "
+                        "(created if missing)")
+    args = parser.parse_args()
+    os.makedirs(args.directory, exist_ok=True)
+    for name, data in seeds():
+        with open(os.path.join(args.directory, "seed-" + name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()
