@@ -31,3 +31,13 @@ $(TESTBIN)/test-driver: $(OBJ)/kernel-driver/tests/test-driver.o \
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
 
 GTESTS += $(TESTBIN)/test-driver
+
+# The QEMU harness: images under the plugin, the driver polling in-process.
+$(TESTBIN)/copdrv-qemu: $(OBJ)/kernel-driver/tests/copdrv-qemu.o \
+		$(COPDRV_RULES) $(COPDRV_LINK) $(LIB)/liblfsr.a \
+		$(LIB)/libcoploader.a | $(LIB)/libcoptrace.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@
+
+ALL_TARGETS += $(TESTBIN)/copdrv-qemu
+PYTESTS += kernel-driver/tests

@@ -311,7 +311,7 @@ void stream_rules_print(const struct stream_rules *rules, FILE *out)
 
 		if (!s->samples && !s->lost_total && !s->contexts)
 			continue;
-		fprintf(out, "slot=%u samples=%" PRIu64 " lost=%" PRIu64
+		fprintf(out, "rules slot=%u samples=%" PRIu64 " lost=%" PRIu64
 			" contexts=%" PRIu64 " overlays=%" PRIu64 "\n", i,
 			s->samples, s->lost_total, s->contexts, s->overlays);
 	}
@@ -319,7 +319,7 @@ void stream_rules_print(const struct stream_rules *rules, FILE *out)
 		const struct rules_context *c = g_hash_table_lookup(
 			rules->contexts, id->data);
 
-		fprintf(out, "context=%" PRIu64 " samples=%u switches=%"
+		fprintf(out, "rules context=%" PRIu64 " samples=%u switches=%"
 			PRIu64 "\n", c->id, c->addresses->len, c->switches);
 	}
 	g_list_free(ids);
