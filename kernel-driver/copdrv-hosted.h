@@ -3,14 +3,15 @@
  * tests, the benchmark): the core of copdrv.h over the pthreads shim of
  * os-hosted.c.
  *
- * A hosted driver runs two threads of its own while a session is on: the
- * poll thread, which calls copdrv_poll() at the poll interval, and the
- * pump, which copies the event buffer into one end of a socket pair whose
- * other end the host reads, as a process reads /dev/oprofile/buffer.  The
- * pump blocks while the socket is full, the event buffer fills, and the
- * driver reports what did not fit as LOST buffer-full records.  After a
- * stop, the pump writes the end of the stream and closes its end: the
- * reader sees end-of-file after STOP.
+ * A hosted driver runs its poll thread while a session is on: it calls
+ * copdrv_poll() at the poll interval.  The stream goes out through one end
+ * of a Unix socket pair whose other end the host reads, as a process reads
+ * /dev/oprofile/buffer: after each poll (and each hook) the new bytes are
+ * sent on without blocking.  While the reader does not keep up, the socket
+ * fills, then the event buffer, and the driver reports what did not fit as
+ * LOST buffer-full records.  After a stop, a finisher thread sends the
+ * rest of the stream and closes the socket: the reader sees end-of-file
+ * after STOP.  The next start abandons what a previous reader left unread.
  *
  *     struct copdrv_os *os = copdrv_hosted_create(regs, size, 0, err, len);
  *     struct copdrv *drv = copdrv_hosted_driver(os);

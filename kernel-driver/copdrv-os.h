@@ -12,7 +12,7 @@
  *   copdrv_os_lock/unlock       pthread mutex             mutex
  *   copdrv_os_now_ns            CLOCK_MONOTONIC           ktime_get_ns
  *   copdrv_os_timer_start/stop  poll thread               delayed work
- *   copdrv_os_buffer_wake       condition variable        wake_up on a queue
+ *   copdrv_os_buffer_wake       non-blocking send         wake_up on a queue
  *   copdrv_os_read_ls           loads from mapped RAM     the SPU's LS map
  *
  * Every function takes the shim instance the host gave to copdrv_init().
@@ -60,7 +60,10 @@ u64 copdrv_os_now_ns(struct copdrv_os *os);
 int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns);
 void copdrv_os_timer_stop(struct copdrv_os *os);
 
-/* The event buffer holds new bytes, or its end (after a stop). */
+/*
+ * The reader should come: the event buffer is past its watermark, has
+ * waited long enough, or holds the stream's end.  Called without the lock.
+ */
 void copdrv_os_buffer_wake(struct copdrv_os *os);
 
 /*

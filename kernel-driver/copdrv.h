@@ -45,6 +45,9 @@
 #define COPDRV_POLL_MIN_NS	10000ull		/* 10 us */
 #define COPDRV_POLL_MAX_NS	10000000000ull		/* 10 s */
 
+/* The reader is woken at least this often while data waits (ns). */
+#define COPDRV_WAKE_LATENCY_NS	50000000ull		/* 50 ms */
+
 /* Overlay regions (guard words) of one context, at most. */
 #define COPDRV_MAX_REGIONS	1024u
 

@@ -75,6 +75,7 @@ struct copdrv {
 	struct copdrv_params params;
 	u32 running;
 	u64 start_time_ns;
+	u64 last_wake_ns;	/* when the reader was last woken */
 	struct copdrv_slot slots[TRACE_MAX_SLOTS];
 
 	struct copdrv_image *images;
@@ -480,6 +481,29 @@ static int find_image(struct copdrv *drv, const struct copdrv_context *ctx)
 	return (int)drv->n_images++;
 }
 
+/* ---- The reader ---------------------------------------------------------- */
+
+/*
+ * Whether to wake the reader now: when the buffer holds a watermark's
+ * worth (an eighth of it), when the reader has not been woken for
+ * COPDRV_WAKE_LATENCY_NS, or when the stream has ended.  Like OProfile's
+ * buffer watershed, this keeps a wakeup (hosted: a send) off most polls.
+ */
+static int wake_due(struct copdrv *drv)
+{
+	u64 now;
+
+	if (!drv->buffer.data)
+		return 0;
+	now = copdrv_os_now_ns(drv->os);
+	if (!drv->buffer.ended &&
+	    copdrv_buffer_used(&drv->buffer) < drv->buffer.size / 8 &&
+	    now - drv->last_wake_ns < COPDRV_WAKE_LATENCY_NS)
+		return 0;
+	drv->last_wake_ns = now;
+	return 1;
+}
+
 /* ---- Binding ------------------------------------------------------------ */
 
 static int context_valid(const struct copdrv *drv,
@@ -521,7 +545,7 @@ static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 {
 	struct copdrv_slot *s;
-	int image, err, running;
+	int image, err, wake;
 
 	if (!context_valid(drv, ctx))
 		return -EINVAL;
@@ -541,11 +565,11 @@ int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 	s->bound = 1;
 	s->announced = 0;
 	s->switch_cycle = slot_cycles(s);
-	running = drv->running;
-	if (running)
+	if (drv->running)
 		announce(drv, s);
+	wake = wake_due(drv);
 	copdrv_os_unlock(drv->os);
-	if (running)
+	if (wake)
 		copdrv_os_buffer_wake(drv->os);
 	return 0;
 }
@@ -553,24 +577,24 @@ int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 void copdrv_unbind(struct copdrv *drv, u32 slot)
 {
 	struct copdrv_slot *s;
-	int running;
+	int wake;
 
 	if (slot >= drv->n_slots)
 		return;
 	copdrv_os_lock(drv->os);
 	s = &drv->slots[slot];
-	running = drv->running;
 	if (s->bound) {
-		if (running)
+		if (drv->running)
 			poll_slot(drv, s);
 		s->bound = 0;
-		s->announced = !running;
+		s->announced = !drv->running;
 		s->switch_cycle = slot_cycles(s);
-		if (running)
+		if (drv->running)
 			announce(drv, s);
 	}
+	wake = wake_due(drv);
 	copdrv_os_unlock(drv->os);
-	if (running)
+	if (wake)
 		copdrv_os_buffer_wake(drv->os);
 }
 
@@ -641,6 +665,7 @@ int copdrv_start(struct copdrv *drv, const struct copdrv_params *params)
 	}
 	drv->params = *params;
 	drv->start_time_ns = copdrv_os_now_ns(drv->os);
+	drv->last_wake_ns = drv->start_time_ns;
 	reset_session(drv);
 	emit_start(drv);
 	for (i = 0; i < drv->n_slots; i++)
@@ -661,11 +686,15 @@ int copdrv_start(struct copdrv *drv, const struct copdrv_params *params)
 
 void copdrv_poll(struct copdrv *drv)
 {
+	int wake;
+
 	copdrv_os_lock(drv->os);
 	if (drv->running)
 		poll_all(drv);
+	wake = wake_due(drv);
 	copdrv_os_unlock(drv->os);
-	copdrv_os_buffer_wake(drv->os);
+	if (wake)
+		copdrv_os_buffer_wake(drv->os);
 }
 
 int copdrv_stop(struct copdrv *drv)

@@ -7,11 +7,14 @@
  * each deadline (so a stop wakes it at once) and calls copdrv_poll(); its
  * deadlines advance by whole intervals and skip the ones it missed.
  *
- * The reader's side of the event buffer is the pump thread: it waits for
- * buffer_wake(), copies whatever is readable into the writing end of a
- * Unix socket pair with blocking sends, frees what was sent, and after the
- * stream's end closes the socket.  If the reader closed its end, the pump
- * keeps emptying the buffer and throws the bytes away.
+ * The reader's side of the event buffer is one end of a Unix socket pair.
+ * Whoever calls buffer_wake() (the poll thread after a poll, a hook after
+ * its records) sends the new bytes on with a non-blocking send, so a poll
+ * costs one system call more and no other thread is woken; what the socket
+ * cannot take stays in the buffer, which fills, and the driver counts the
+ * samples that do not fit.  After a stop a finisher thread sends the rest,
+ * blocking, and closes the socket.  If the reader closed its end, the
+ * bytes are thrown away.
  *
  * Local stores are read from the guest RAM mapped in this process: the
  * handle is the host address of local-store byte 0.
@@ -29,6 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PREFAULT_BYTES	(64u << 10)
+#define PAGE_BYTES	4096u
+
 struct copdrv_os {
 	struct copdrv *drv;
 	unsigned int flags;
@@ -44,20 +50,29 @@ struct copdrv_os {
 	u64 interval_ns;
 	u64 poll_cpu_ns;		/* of the last poll thread, at its end */
 
-	/* Pump: event buffer -> socket. */
-	pthread_mutex_t pump_lock;
-	pthread_cond_t pump_cond;
-	pthread_t pump_thread;
-	int pump_running;
-	int pump_fd;			/* writing end of the socket pair */
-	int pump_wakeups;		/* buffer_wake() calls not yet seen */
+	/* The stream: event buffer -> socket. */
+	pthread_mutex_t flush_lock;	/* held by the one thread sending */
+	int stream_fd;			/* writing end of the socket pair */
+	int reader_gone;		/* the reader closed its end */
+	pthread_t finisher;		/* sends the end of a stopped stream */
+	int finisher_running;
+	int finisher_fd;
 };
 
 /* ---- Shim: memory, lock, time ------------------------------------------- */
 
+/*
+ * Large blocks (the event buffer) are touched page by page at once, as
+ * vmalloc would allocate them, so that the poll path takes no page fault.
+ */
 void *copdrv_os_alloc(struct copdrv_os *os, size_t bytes)
 {
-	return calloc(1, bytes ? bytes : 1);
+	volatile u8 *block = calloc(1, bytes ? bytes : 1);
+
+	if (block && bytes >= PREFAULT_BYTES)
+		for (size_t at = 0; at < bytes; at += PAGE_BYTES)
+			block[at] = 0;
+	return (void *)block;
 }
 
 void copdrv_os_free(struct copdrv_os *os, void *ptr)
@@ -164,6 +179,7 @@ int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns)
 	err = pthread_create(&os->poll_thread, NULL, poll_thread_main, os);
 	if (err)
 		return -err;
+	pthread_setname_np(os->poll_thread, "copdrv-poll");
 	os->poll_thread_running = 1;
 	return 0;
 }
@@ -180,77 +196,93 @@ void copdrv_os_timer_stop(struct copdrv_os *os)
 	os->poll_thread_running = 0;
 }
 
-/* ---- Shim: the reader's pump -------------------------------------------- */
+/* ---- Shim: the stream socket ------------------------------------------- */
 
-void copdrv_os_buffer_wake(struct copdrv_os *os)
+/*
+ * Sends what the buffer holds, as far as the socket takes it without
+ * blocking (or, with block set, all of it until the stream's end).  A
+ * reader that has gone makes the rest be thrown away.  Called with
+ * flush_lock held: the buffer has one reader.
+ */
+static void flush(struct copdrv_os *os, int block)
 {
-	pthread_mutex_lock(&os->pump_lock);
-	os->pump_wakeups++;
-	pthread_cond_signal(&os->pump_cond);
-	pthread_mutex_unlock(&os->pump_lock);
-}
-
-/* Waits until the buffer may hold something new. */
-static void pump_wait(struct copdrv_os *os)
-{
-	pthread_mutex_lock(&os->pump_lock);
-	while (!os->pump_wakeups)
-		pthread_cond_wait(&os->pump_cond, &os->pump_lock);
-	os->pump_wakeups = 0;
-	pthread_mutex_unlock(&os->pump_lock);
-}
-
-/* Sends bytes whole; returns 0, or -1 once the reader has gone. */
-static int pump_send(int fd, const u8 *bytes, u64 count)
-{
-	while (count) {
-		ssize_t sent = send(fd, bytes, count, MSG_NOSIGNAL);
-
-		if (sent < 0 && errno == EINTR)
-			continue;
-		if (sent <= 0)
-			return -1;
-		bytes += sent;
-		count -= (u64)sent;
-	}
-	return 0;
-}
-
-static void *pump_main(void *arg)
-{
-	struct copdrv_os *os = arg;
-	int reader_gone = 0;
-
 	for (;;) {
 		const u8 *bytes;
 		int ended;
 		u64 count = copdrv_buffer_peek(os->drv, &bytes, &ended);
+		ssize_t sent;
 
-		if (ended)
-			break;
-		if (!count) {
-			pump_wait(os);
+		if (!count)
+			return;
+		if (os->reader_gone) {
+			copdrv_buffer_consume(os->drv, count);
 			continue;
 		}
-		if (!reader_gone && pump_send(os->pump_fd, bytes, count))
-			reader_gone = 1;
-		copdrv_buffer_consume(os->drv, count);
+		sent = send(os->stream_fd, bytes, count,
+			    MSG_NOSIGNAL | (block ? 0 : MSG_DONTWAIT));
+		if (sent > 0) {
+			copdrv_buffer_consume(os->drv, (u64)sent);
+		} else if (sent < 0 && errno == EINTR) {
+			continue;
+		} else if (sent < 0 && (errno == EAGAIN ||
+					errno == EWOULDBLOCK)) {
+			return;
+		} else {
+			os->reader_gone = 1;
+		}
 	}
-	close(os->pump_fd);
-	os->pump_fd = -1;
+}
+
+/*
+ * New bytes: the caller (the poll thread, or a hook) sends them on at
+ * once, unless another thread is already sending.  What the socket cannot
+ * take now waits in the buffer for the next poll.
+ */
+void copdrv_os_buffer_wake(struct copdrv_os *os)
+{
+	if (pthread_mutex_trylock(&os->flush_lock))
+		return;
+	if (os->stream_fd >= 0)
+		flush(os, 0);
+	pthread_mutex_unlock(&os->flush_lock);
+}
+
+/* After the stop: sends the rest, blocking, then closes the socket. */
+static void *finish_stream(void *arg)
+{
+	struct copdrv_os *os = arg;
+
+	pthread_mutex_lock(&os->flush_lock);
+	flush(os, 1);
+	close(os->stream_fd);
+	os->stream_fd = -1;
+	pthread_mutex_unlock(&os->flush_lock);
 	return NULL;
 }
 
-/* Ends the pump of the last session: unblocks a send nobody reads. */
-static void pump_finish(struct copdrv_os *os, int abandon)
+/* Waits for the last session's finisher; abandon: its reader is gone. */
+static void join_finisher(struct copdrv_os *os, int abandon)
 {
-	if (!os->pump_running)
+	if (!os->finisher_running)
 		return;
-	if (abandon && os->pump_fd >= 0)
-		shutdown(os->pump_fd, SHUT_RDWR);
-	copdrv_os_buffer_wake(os);
-	pthread_join(os->pump_thread, NULL);
-	os->pump_running = 0;
+	if (abandon)
+		shutdown(os->finisher_fd, SHUT_RDWR);
+	pthread_join(os->finisher, NULL);
+	os->finisher_running = 0;
+}
+
+static int start_finisher(struct copdrv_os *os)
+{
+	int error;
+
+	os->finisher_fd = os->stream_fd;
+	error = pthread_create(&os->finisher, NULL, finish_stream, os);
+	if (error) {
+		finish_stream(os);
+		return -error;
+	}
+	os->finisher_running = 1;
+	return 0;
 }
 
 /* ---- The hosted driver -------------------------------------------------- */
@@ -282,9 +314,8 @@ static int init_sync(struct copdrv_os *os)
 		return -1;
 	pthread_mutex_init(&os->lock, NULL);
 	pthread_mutex_init(&os->timer_lock, NULL);
-	pthread_mutex_init(&os->pump_lock, NULL);
+	pthread_mutex_init(&os->flush_lock, NULL);
 	pthread_cond_init(&os->timer_cond, &attr);
-	pthread_cond_init(&os->pump_cond, NULL);
 	pthread_condattr_destroy(&attr);
 	return 0;
 }
@@ -305,7 +336,7 @@ struct copdrv_os *copdrv_hosted_create(void *regs, size_t size,
 		return NULL;
 	}
 	os->flags = flags;
-	os->pump_fd = -1;
+	os->stream_fd = -1;
 	os->ls_size = ((const struct trace_regs_header *)regs)->ls_size;
 	os->drv = copdrv_create(os, regs, size, &error);
 	if (!os->drv) {
@@ -323,15 +354,16 @@ void copdrv_hosted_destroy(struct copdrv_os *os)
 	if (!os)
 		return;
 	copdrv_get_stats(os->drv, &stats);
-	if (stats.running)
+	if (stats.running) {
 		copdrv_stop(os->drv);
-	pump_finish(os, 1);
+		start_finisher(os);
+	}
+	join_finisher(os, 1);
 	copdrv_destroy(os->drv);
 	pthread_mutex_destroy(&os->lock);
 	pthread_mutex_destroy(&os->timer_lock);
-	pthread_mutex_destroy(&os->pump_lock);
+	pthread_mutex_destroy(&os->flush_lock);
 	pthread_cond_destroy(&os->timer_cond);
-	pthread_cond_destroy(&os->pump_cond);
 	free(os);
 }
 
@@ -353,32 +385,23 @@ int copdrv_hosted_start(struct copdrv_os *os,
 		copdrv_hosted_error(-EBUSY, "start", err, errlen);
 		return -1;
 	}
-	pump_finish(os, 1);
+	join_finisher(os, 1);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair)) {
 		fail(err, errlen, "kernel driver: stream socket: %s",
 		     strerror(errno));
 		return -1;
 	}
+	shutdown(pair[0], SHUT_WR);
+	os->stream_fd = pair[1];
+	os->reader_gone = 0;
 	error = copdrv_start(os->drv, params);
 	if (error) {
+		os->stream_fd = -1;
 		close(pair[0]);
 		close(pair[1]);
 		copdrv_hosted_error(error, "start", err, errlen);
 		return -1;
 	}
-	shutdown(pair[0], SHUT_WR);
-	os->pump_fd = pair[1];
-	os->pump_wakeups = 1;
-	error = pthread_create(&os->pump_thread, NULL, pump_main, os);
-	if (error) {
-		copdrv_stop(os->drv);
-		close(pair[0]);
-		close(pair[1]);
-		os->pump_fd = -1;
-		copdrv_hosted_error(-error, "stream pump", err, errlen);
-		return -1;
-	}
-	os->pump_running = 1;
 	*stream_fd = pair[0];
 	return 0;
 }
@@ -389,6 +412,11 @@ int copdrv_hosted_stop(struct copdrv_os *os, char *err, size_t errlen)
 
 	if (error) {
 		fail(err, errlen, "kernel driver: stop: not started");
+		return -1;
+	}
+	error = start_finisher(os);
+	if (error) {
+		copdrv_hosted_error(error, "stream finisher", err, errlen);
 		return -1;
 	}
 	return 0;
