@@ -205,7 +205,9 @@ void coplog_close(struct coplog *log)
 {
     if (log == NULL)
         return;
-    clock_calibrate(log->header, log->clock);
+    /* A pair at most a second before the last records, for readers after
+     * the writers are gone. */
+    clock_calibrate_due(log->header, log->clock, clock_read(log->clock));
     log_file_unmap(&log->file);
     free(log);
 }
