@@ -43,8 +43,10 @@
  *         ... coplog_event_format(&event, text, sizeof text) ...
  *     coplog_reader_close(r);
  *
- * Functions that can fail return NULL or -1 and, where they take an error
- * buffer, leave one line there naming the thing and the reason.
+ * A writer handle may be used by any number of threads, and by a child
+ * after fork(); a reader by one thread at a time.  Functions that can fail
+ * return NULL or -1 and, where they take an error buffer, leave one line
+ * there naming the thing and the reason.
  */
 #ifndef COPROF_COPLOG_H
 #define COPROF_COPLOG_H

@@ -260,30 +260,30 @@ static int change_control(_Atomic uint32_t *control,
     return -1;
 }
 
-int coplog_set_level(struct coplog *log, unsigned subsys, enum coplog_level level)
+/* A change to one subsystem of an open log; -1 for a bad index or level. */
+static int change_subsys(struct coplog *log, unsigned subsys,
+                         enum coplog_control_change change, unsigned level)
 {
     if (log == NULL || subsys >= log->subsys_count)
         return -1;
-    return change_control(&log->header->control[subsys], COPLOG_CHANGE_LEVEL,
-                          level);
+    return change_control(&log->header->control[subsys], change, level);
+}
+
+int coplog_set_level(struct coplog *log, unsigned subsys, enum coplog_level level)
+{
+    return change_subsys(log, subsys, COPLOG_CHANGE_LEVEL, level);
 }
 
 int coplog_set_enabled(struct coplog *log, unsigned subsys, bool enabled)
 {
-    if (log == NULL || subsys >= log->subsys_count)
-        return -1;
-    return change_control(&log->header->control[subsys],
-                          enabled ? COPLOG_CHANGE_ENABLE : COPLOG_CHANGE_DISABLE,
-                          0);
+    return change_subsys(log, subsys, enabled ? COPLOG_CHANGE_ENABLE
+                                              : COPLOG_CHANGE_DISABLE, 0);
 }
 
 int coplog_set_echo(struct coplog *log, unsigned subsys, bool echo)
 {
-    if (log == NULL || subsys >= log->subsys_count)
-        return -1;
-    return change_control(&log->header->control[subsys],
-                          echo ? COPLOG_CHANGE_ECHO_ON : COPLOG_CHANGE_ECHO_OFF,
-                          0);
+    return change_subsys(log, subsys, echo ? COPLOG_CHANGE_ECHO_ON
+                                           : COPLOG_CHANGE_ECHO_OFF, 0);
 }
 
 int coplog_control(const char *path, const char *subsys_name,
