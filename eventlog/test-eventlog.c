@@ -557,8 +557,8 @@ static void test_clock_calibration_schedule(void)
     g_assert_cmpuint(info.calibrations, ==, 3);
     coplog_reader_close(reader);
     events = test_read_all(path);
-    g_assert_cmpuint(event_at(events, 1)->event.time_ns + 2000, >=, before);
-    g_assert_cmpuint(event_at(events, 1)->event.time_ns, <=, after + 2000);
+    g_assert_cmpuint(event_at(events, 1)->event.time_ns + 10000, >=, before);
+    g_assert_cmpuint(event_at(events, 1)->event.time_ns, <=, after + 10000);
     g_array_unref(events);
     g_free(path);
 }
@@ -571,8 +571,10 @@ static void test_clock_monotonic(void)
 static void test_clock_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    /* Calibration pairs bracket clock_gettime within about 100 ns. */
-    check_clock(COPLOG_CLOCK_TSC, 2000);
+    /* Calibration pairs bracket clock_gettime within about 100 ns; the
+     * rate from two pairs 2 ms apart is good to some 50 ppm, a microsecond
+     * over this test.  A loaded machine gets ten. */
+    check_clock(COPLOG_CLOCK_TSC, 10000);
 #else
     g_test_skip("no TSC on this architecture");
 #endif
