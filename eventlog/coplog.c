@@ -10,18 +10,19 @@
  *
  * Each command is a small function over the library in coplog.h; this file
  * only parses arguments and prints.  `coplog --help` is the manual.
- * Errors print one line "coplog: ..." on stderr; the exit status is 1 for a
- * file that cannot be read or written and 2 for bad usage.
+ * Errors print one line "coplog: ..." on stderr (sdk/cli.h's cli_fail); the
+ * exit status is 1 for a file that cannot be read or written and 2 for bad
+ * usage.
  */
 #include "eventlog/coplog.h"
 #include "eventlog/message.h"
+#include "sdk/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,21 +210,6 @@ static void command_help(const char *command)
     }
 }
 
-static int fail(int status, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int fail(int status, const char *format, ...)
-{
-    va_list args;
-
-    fputs("coplog: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
-}
-
 /* ------------------------------------------------------------ options */
 
 struct options {
@@ -266,7 +252,7 @@ static int parse_number(const char *text, const char *what, double low,
     *value = strtod(text, &end);
     if (end == text || *end != '\0' || errno != 0 || !(*value >= low) ||
         !(*value <= high))
-        return fail(EXIT_USAGE, "%s '%s' is not a number from %g to %g", what,
+        return cli_fail(EXIT_USAGE, "%s '%s' is not a number from %g to %g", what,
                     text, low, high);
     return 0;
 }
@@ -287,14 +273,14 @@ static int parse_options(int argc, char **argv, const char *command,
         switch (opt) {
         case OPT_SUBSYS:
             if (o->subsys_count == SPEC_MAX_SUBSYS)
-                return fail(EXIT_USAGE, "too many --subsys");
+                return cli_fail(EXIT_USAGE, "too many --subsys");
             o->subsys[o->subsys_count++] = optarg;
             break;
         case OPT_SINCE: o->since = optarg; break;
         case OPT_SINCE_ORDER: o->since_order = optarg; break;
         case OPT_FORMAT:
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-                return fail(EXIT_USAGE, "format '%s' is neither text nor json",
+                return cli_fail(EXIT_USAGE, "format '%s' is neither text nor json",
                             optarg);
             o->json = strcmp(optarg, "json") == 0;
             break;
@@ -316,7 +302,7 @@ static int parse_options(int argc, char **argv, const char *command,
             command_help(command);
             exit(0);
         default:
-            return fail(EXIT_USAGE, "see coplog %s --help", command);
+            return cli_fail(EXIT_USAGE, "see coplog %s --help", command);
         }
     }
     return 0;
@@ -462,12 +448,12 @@ static struct coplog_reader *open_reader(const char *path,
 
     *status = EXIT_FAILED;
     if (reader == NULL) {
-        fail(EXIT_FAILED, "%s", error);
+        cli_fail(EXIT_FAILED, "%s", error);
         return NULL;
     }
     for (unsigned i = 0; i < o->subsys_count; i++) {
         if (coplog_reader_select(reader, o->subsys[i]) < 0) {
-            fail(EXIT_USAGE, "%s", coplog_reader_error(reader));
+            cli_fail(EXIT_USAGE, "%s", coplog_reader_error(reader));
             *status = EXIT_USAGE;
             coplog_reader_close(reader);
             return NULL;
@@ -482,7 +468,7 @@ static int apply_since(struct coplog_reader *reader, const struct options *o)
     double value;
 
     if (o->since != NULL && o->since_order != NULL)
-        return fail(EXIT_USAGE, "--since and --since-order exclude each other");
+        return cli_fail(EXIT_USAGE, "--since and --since-order exclude each other");
     if (o->since != NULL) {
         if (parse_number(o->since, "--since time", 0, 1e12, &value) != 0)
             return EXIT_USAGE;
@@ -496,7 +482,7 @@ static int apply_since(struct coplog_reader *reader, const struct options *o)
         errno = 0;
         order = strtoull(o->since_order, &end, 0);
         if (end == o->since_order || *end != '\0' || errno != 0)
-            return fail(EXIT_USAGE, "--since-order '%s' is not a number",
+            return cli_fail(EXIT_USAGE, "--since-order '%s' is not a number",
                         o->since_order);
         coplog_reader_seek(reader, order);
     }
@@ -518,7 +504,7 @@ static int command_dump(const char *path, const struct options *o)
     while ((status = coplog_reader_next(reader, &event, COPLOG_READ_ALL)) > 0)
         print_event(stdout, &event, o);
     if (status < 0)
-        fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
+        cli_fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
     print_losses(reader);
     coplog_reader_close(reader);
     return status < 0 ? EXIT_FAILED : 0;
@@ -593,7 +579,7 @@ static int command_tail(const char *path, const struct options *o)
             print_event(stdout, &event, o);
     }
     if (status < 0)
-        fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
+        cli_fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
     print_losses(reader);
     coplog_reader_close(reader);
     return status < 0 ? EXIT_FAILED : 0;
@@ -719,10 +705,10 @@ static int command_set(const char *path, const char *subsys, const char *value)
     else if ((level = coplog_level_parse(value)) > 0)
         change = COPLOG_CHANGE_LEVEL;
     else
-        return fail(EXIT_USAGE, "'%s' is not a level (error, warning, terse, "
+        return cli_fail(EXIT_USAGE, "'%s' is not a level (error, warning, terse, "
                     "verbose, prolog or 1-5), on, off, echo or noecho", value);
     if (coplog_control(path, subsys, change, (unsigned)level, error) < 0)
-        return fail(EXIT_FAILED, "%s", error);
+        return cli_fail(EXIT_FAILED, "%s", error);
     return 0;
 }
 
@@ -743,7 +729,7 @@ static int parse_size(const char *text, const char *what, uint64_t limit,
         number <<= 20, end++;
     if (end == text || *end != '\0' || errno != 0 || text[0] == '-' ||
         number > limit)
-        return fail(EXIT_USAGE, "%s '%s' is not a size from 0 to %" PRIu64,
+        return cli_fail(EXIT_USAGE, "%s '%s' is not a size from 0 to %" PRIu64,
                     what, text, limit);
     *value = number;
     return 0;
@@ -781,11 +767,11 @@ static int parse_spec_option(char *option, struct coplog_subsys_config *c)
         c->string_bytes = (uint32_t)number;
     } else if (value != NULL && strcmp(option, "level") == 0) {
         if ((level = coplog_level_parse(value)) < 0)
-            return fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
+            return cli_fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
                         "verbose, prolog or 1-5", value);
         c->level = (enum coplog_level)level;
     } else {
-        return fail(EXIT_USAGE, "'%s' is not a subsystem option (records=N, "
+        return cli_fail(EXIT_USAGE, "'%s' is not a subsystem option (records=N, "
                     "cyclic, oneshot, args=N, strings=BYTES, level=L, off, "
                     "echo, shared)", option);
     }
@@ -813,7 +799,7 @@ static int parse_clock(const char *text, enum coplog_clock *clock)
     else if (strcmp(text, "monotonic") == 0)
         *clock = COPLOG_CLOCK_MONOTONIC;
     else
-        return fail(EXIT_USAGE, "clock '%s' is not auto, tsc or monotonic",
+        return cli_fail(EXIT_USAGE, "clock '%s' is not auto, tsc or monotonic",
                     text);
     return 0;
 }
@@ -828,7 +814,7 @@ static int command_create(const char *path, char **specs, int count,
     uint64_t number;
 
     if (count < 1 || count > SPEC_MAX_SUBSYS)
-        return fail(EXIT_USAGE, "create needs 1 to %d subsystem specs",
+        return cli_fail(EXIT_USAGE, "create needs 1 to %d subsystem specs",
                     SPEC_MAX_SUBSYS);
     for (int i = 0; i < count; i++)
         if (parse_spec(specs[i], &subsys[i]) != 0)
@@ -848,7 +834,7 @@ static int command_create(const char *path, char **specs, int count,
     }
     log = coplog_create(path, &config, error);
     if (log == NULL)
-        return fail(EXIT_FAILED, "%s", error);
+        return cli_fail(EXIT_FAILED, "%s", error);
     coplog_close(log);
     return 0;
 }
@@ -867,7 +853,7 @@ static int convert_arg(const char *text, char conversion, union coplog_arg *arg)
     case 'c':
         arg->i = (unsigned char)text[0];
         return text[0] != '\0' && text[1] == '\0' ? 0 :
-               fail(EXIT_USAGE, "argument '%s' for %%c is not one character",
+               cli_fail(EXIT_USAGE, "argument '%s' for %%c is not one character",
                     text);
     case 'o': case 'u': case 'x': case 'X':
         arg->u = strtoull(text, &end, 0);
@@ -885,10 +871,10 @@ static int convert_arg(const char *text, char conversion, union coplog_arg *arg)
         arg->u = strtoull(text, &end, 16);
         break;
     default:
-        return fail(EXIT_USAGE, "conversion %%%c is not supported", conversion);
+        return cli_fail(EXIT_USAGE, "conversion %%%c is not supported", conversion);
     }
     if (end == text || *end != '\0' || errno != 0)
-        return fail(EXIT_USAGE, "argument '%s' for %%%c is not a number", text,
+        return cli_fail(EXIT_USAGE, "argument '%s' for %%%c is not a number", text,
                     conversion);
     return 0;
 }
@@ -897,9 +883,9 @@ static int write_refused(struct coplog *log, int subsys, int level,
                          const char *name)
 {
     if (!coplog_wants(log, (unsigned)subsys, (unsigned)level))
-        return fail(EXIT_FAILED, "subsystem %s is off or keeps no %s records "
+        return cli_fail(EXIT_FAILED, "subsystem %s is off or keeps no %s records "
                     "(see coplog stat)", name, coplog_level_name((unsigned)level));
-    return fail(EXIT_FAILED, "subsystem %s refused the record: its one-shot "
+    return cli_fail(EXIT_FAILED, "subsystem %s refused the record: its one-shot "
                 "ring is full", name);
 }
 
@@ -915,21 +901,21 @@ static int command_write(const char *path, const char *name, char **operands,
     int subsys, status = 0;
 
     if (level < 0)
-        return fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
+        return cli_fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
                     "verbose, prolog or 1-5", o->level);
     if (count < 1)
-        return fail(EXIT_USAGE, "write needs a FORMAT");
+        return cli_fail(EXIT_USAGE, "write needs a FORMAT");
     wanted = message_conversions(operands[0], conversions, COPLOG_MAX_ARGS);
     if (wanted != (unsigned)count - 1 || wanted > COPLOG_MAX_ARGS)
-        return fail(EXIT_USAGE, "format '%s' takes %u arguments, %d given",
+        return cli_fail(EXIT_USAGE, "format '%s' takes %u arguments, %d given",
                     operands[0], wanted, count - 1);
     for (unsigned i = 0; i < wanted; i++)
         if (convert_arg(operands[i + 1], conversions[i], &args[i]) != 0)
             return EXIT_USAGE;
     if ((log = coplog_open(path, error)) == NULL)
-        return fail(EXIT_FAILED, "%s", error);
+        return cli_fail(EXIT_FAILED, "%s", error);
     if ((subsys = coplog_subsys(log, name)) < 0)
-        status = fail(EXIT_USAGE, "%s: no subsystem '%s'", path, name);
+        status = cli_fail(EXIT_USAGE, "%s: no subsystem '%s'", path, name);
     else if (coplog_write_array(log, (unsigned)subsys, (unsigned)level,
                                 operands[0], args, wanted) == 0)
         status = write_refused(log, subsys, level, name);
@@ -949,7 +935,7 @@ static int run(const char *command, int argc, char **argv)
     if (status != 0)
         return status;
     if (operands < 1)
-        return fail(EXIT_USAGE, "%s needs a FILE; see coplog %s --help",
+        return cli_fail(EXIT_USAGE, "%s needs a FILE; see coplog %s --help",
                     command, command);
     if (strcmp(command, "dump") == 0 && operands == 1)
         return command_dump(operand[0], &o);
@@ -964,14 +950,14 @@ static int run(const char *command, int argc, char **argv)
     if (strcmp(command, "write") == 0 && operands >= 2)
         return command_write(operand[0], operand[1], operand + 2,
                              operands - 2, &o);
-    return fail(EXIT_USAGE, "wrong operands for %s; see coplog %s --help",
+    return cli_fail(EXIT_USAGE, "wrong operands for %s; see coplog %s --help",
                 command, command);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return fail(EXIT_USAGE, "a command is needed; see coplog --help");
+        return cli_fail(EXIT_USAGE, "a command is needed; see coplog --help");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         print_manual();
         return 0;
@@ -979,6 +965,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         if (strcmp(argv[1], command_docs[i].name) == 0)
             return run(argv[1], argc - 1, argv + 1);
-    return fail(EXIT_USAGE, "'%s' is not a command (dump, tail, stat, set, "
+    return cli_fail(EXIT_USAGE, "'%s' is not a command (dump, tail, stat, set, "
                 "create, write); see coplog --help", argv[1]);
 }
