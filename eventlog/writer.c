@@ -153,11 +153,13 @@ static void attach_subsys(struct coplog *log, unsigned index)
     w->oneshot = s->policy == COPLOG_ONESHOT;
 }
 
-static struct coplog *handle_for(struct log_file *file)
+/* A handle on a mapped file; on failure the file is unmapped. */
+static struct coplog *handle_for(struct log_file *file, char *error)
 {
     struct coplog *log = calloc(1, sizeof *log);
 
     if (log == NULL) {
+        log_error(error, file->path, "out of memory");
         log_file_unmap(file);
         return NULL;
     }
@@ -178,27 +180,19 @@ struct coplog *coplog_create(const char *path, const struct coplog_config *confi
                              char error[COPLOG_ERROR_MAX])
 {
     struct log_file file;
-    struct coplog *log;
 
     if (log_file_create(&file, path, config, error) < 0)
         return NULL;
-    log = handle_for(&file);
-    if (log == NULL)
-        log_error(error, path, "out of memory");
-    return log;
+    return handle_for(&file, error);
 }
 
 struct coplog *coplog_open(const char *path, char error[COPLOG_ERROR_MAX])
 {
     struct log_file file;
-    struct coplog *log;
 
     if (log_file_map(&file, path, LOG_FILE_WRITE, error) < 0)
         return NULL;
-    log = handle_for(&file);
-    if (log == NULL)
-        log_error(error, path, "out of memory");
-    return log;
+    return handle_for(&file, error);
 }
 
 void coplog_close(struct coplog *log)
