@@ -3,9 +3,8 @@
 
 Runs the long-running example (build/examples/kernels.elf, 4000 rounds:
 1.8 billion instructions, so QEMU's start-up weighs little) under cop-run
-in three
-ways: with the trace unit in fast mode, in reference mode, and with
---no-trace (bare QEMU, no plugin).  Each traced run is paired with a bare
+in three ways: with the trace unit in fast mode, in reference mode, and
+with --no-trace (bare QEMU, no plugin).  Each traced run is paired with a bare
 run, the two run one after the other in alternating order, and the ratio of
 their wall times is taken per pair, so slow drifts of a busy machine cancel
 out.  It prints the median ratio of each mode and every pair's ratio.
