@@ -177,6 +177,9 @@ static void retire(const struct block *b, uint32_t from, uint32_t to)
     uint64_t base = slot_cycles() - from;   /* cycles before instruction 0 */
     uint64_t end = base + to;
 
+    if (tu.expiry <= base + from)
+        stop_emulator("%s: slot registers changed under running context %u",
+                      tu.unit->path, tu.context_id);
     while (tu.expiry <= end) {
         uint64_t at = tu.expiry;
 
