@@ -119,7 +119,9 @@ struct trace_regs_context {
     int32_t  pid;                   /*  72: emulator process, 0 = none */
     uint32_t mode;                  /*  76: TRACE_MODE_* */
     uint64_t instructions;          /*  80: retired, as of the last hold/exit */
-    uint8_t  emulator_pad[40];
+    uint64_t check_cycle;           /*  88: fast mode's next slow path; the
+                                           controller zeroes it at a hold */
+    uint8_t  emulator_pad[32];
 };
 
 static inline int trace_gate_is_open(uint32_t gate)
@@ -257,6 +259,8 @@ _Static_assert(sizeof(struct trace_regs_context) == 128, "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context, ack) == 64,
                "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context, instructions) == 80,
+               "context layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_context, check_cycle) == 88,
                "context layout");
 
 #endif /* COPROF_TRACE_REGS_H */

@@ -15,11 +15,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,7 +29,8 @@
 #include <unistd.h>
 
 #define WAIT_SLICE_MS      10       /* longest sleep between liveness checks */
-#define CONSUMER_POLL_US   200      /* simple consumer's sleep when idle */
+#define POLL_MIN_US        100      /* the simple consumer's poll interval */
+#define POLL_MAX_US        10000    /* adapts between these */
 #define DRAIN_BATCH        4096
 
 static void fail(char *err, size_t errlen, const char *fmt, ...)
@@ -467,7 +470,10 @@ uint32_t trace_context_hold(struct trace_regs_context *context)
 
     if (trace_gate_is_open(gate)) {
         gate++;
-        __atomic_store_n(&context->gate, gate, __ATOMIC_RELEASE);
+        /* Close, then ring: the emulator's fast path only watches
+         * check_cycle (docs/trace-unit.md, ordering rule 3). */
+        __atomic_store_n(&context->gate, gate, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&context->check_cycle, 0, __ATOMIC_SEQ_CST);
     }
     return gate;
 }
@@ -570,24 +576,57 @@ static int child_ended(pid_t child, char *err, size_t errlen)
     return info.si_pid == child;
 }
 
+/*
+ * The next poll interval: halved when a poll found the FIFO more than half
+ * full, doubled when it found less than an eighth, so a slow sampling rate
+ * costs few wake-ups and a fast one loses few captures.
+ */
+static long next_poll_us(long interval, uint64_t found, uint32_t depth)
+{
+    if (found > depth / 2 && interval > POLL_MIN_US)
+        return interval / 2;
+    if (found < depth / 8 && interval < POLL_MAX_US)
+        return interval * 2;
+    return interval;
+}
+
+/* Sleeps for the interval, or until the child ends (pidfd readable). */
+static void sleep_or_exit(int pidfd, long interval_us)
+{
+    struct timespec timeout = { interval_us / 1000000,
+                                (interval_us % 1000000) * 1000 };
+    struct pollfd exit_event = { pidfd, POLLIN, 0 };
+
+    if (pidfd < 0 || ppoll(&exit_event, 1, &timeout, NULL) < 0)
+        nanosleep(&timeout, NULL);
+}
+
 int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
                              pid_t child, int drain, FILE *out,
                              uint64_t *drained, char *err, size_t errlen)
 {
-    int failed = 0;
+    int pidfd = pidfd_open(child, 0);
+    long interval = POLL_MIN_US;
+    int failed = 0, ended;
 
     for (;;) {
-        int ended = child_ended(child, err, errlen);
+        uint64_t before = *drained;
 
+        ended = child_ended(child, err, errlen);
         if (ended < 0)
-            return -1;
+            break;
         if ((drain || ended) && !failed
             && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
             failed = 1;     /* keep waiting for the child, then report */
         if (ended)
-            return failed ? -1 : 0;
-        usleep(CONSUMER_POLL_US);
+            break;
+        interval = next_poll_us(interval, *drained - before,
+                                unit->header->fifo_depth);
+        sleep_or_exit(pidfd, interval);
     }
+    if (pidfd >= 0)
+        close(pidfd);
+    return ended < 0 || failed ? -1 : 0;
 }
 
 /* ---- Emulator ----------------------------------------------------------- */
@@ -617,6 +656,7 @@ struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
     __atomic_store_n(&ctx->pid, (int32_t)self, __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->mode, mode, __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->instructions, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->check_cycle, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->status, TRACE_CONTEXT_RUNNING, __ATOMIC_RELEASE);
     return ctx;
 }
