@@ -67,7 +67,6 @@ struct copdrv_slot {
 struct copdrv {
 	struct copdrv_os *os;
 	u8 *regs;
-	u64 regs_size;
 	u32 n_slots;
 	u32 fifo_depth;
 	u32 ls_size;
@@ -752,7 +751,6 @@ struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
 	}
 	drv->os = os;
 	drv->regs = regs;
-	drv->regs_size = regs_size;
 	drv->n_slots = header->n_slots;
 	drv->fifo_depth = header->fifo_depth;
 	drv->ls_size = header->ls_size;
