@@ -503,7 +503,31 @@ static int wake_due(struct copdrv *drv)
 	return 1;
 }
 
+/* Drops the driver lock, then wakes the reader if wake_due() says so. */
+static void unlock_and_wake(struct copdrv *drv)
+{
+	int wake = wake_due(drv);
+
+	copdrv_os_unlock(drv->os);
+	if (wake)
+		copdrv_os_buffer_wake(drv->os);
+}
+
 /* ---- Binding ------------------------------------------------------------ */
+
+/*
+ * The slot now holds the context in s->ctx (bound) or nothing: remember
+ * the switch's cycle and, in a session, write CONTEXT or RELEASE.  The
+ * caller has drained the slot for the previous context.
+ */
+static void switch_slot(struct copdrv *drv, struct copdrv_slot *s, u32 bound)
+{
+	s->bound = bound;
+	s->announced = !drv->running;
+	s->switch_cycle = slot_cycles(s);
+	if (drv->running)
+		announce(drv, s);
+}
 
 static int context_valid(const struct copdrv *drv,
 			 const struct copdrv_context *ctx)
@@ -544,7 +568,7 @@ static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 {
 	struct copdrv_slot *s;
-	int image, err, wake;
+	int image, err;
 
 	if (!context_valid(drv, ctx))
 		return -EINVAL;
@@ -561,22 +585,14 @@ int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 	s->ctx = *ctx;
 	s->ctx.path = 0;
 	s->image = (u32)image;
-	s->bound = 1;
-	s->announced = 0;
-	s->switch_cycle = slot_cycles(s);
-	if (drv->running)
-		announce(drv, s);
-	wake = wake_due(drv);
-	copdrv_os_unlock(drv->os);
-	if (wake)
-		copdrv_os_buffer_wake(drv->os);
+	switch_slot(drv, s, 1);
+	unlock_and_wake(drv);
 	return 0;
 }
 
 void copdrv_unbind(struct copdrv *drv, u32 slot)
 {
 	struct copdrv_slot *s;
-	int wake;
 
 	if (slot >= drv->n_slots)
 		return;
@@ -585,16 +601,9 @@ void copdrv_unbind(struct copdrv *drv, u32 slot)
 	if (s->bound) {
 		if (drv->running)
 			poll_slot(drv, s);
-		s->bound = 0;
-		s->announced = !drv->running;
-		s->switch_cycle = slot_cycles(s);
-		if (drv->running)
-			announce(drv, s);
+		switch_slot(drv, s, 0);
 	}
-	wake = wake_due(drv);
-	copdrv_os_unlock(drv->os);
-	if (wake)
-		copdrv_os_buffer_wake(drv->os);
+	unlock_and_wake(drv);
 }
 
 /* ---- Start, poll, stop -------------------------------------------------- */
@@ -685,15 +694,10 @@ int copdrv_start(struct copdrv *drv, const struct copdrv_params *params)
 
 void copdrv_poll(struct copdrv *drv)
 {
-	int wake;
-
 	copdrv_os_lock(drv->os);
 	if (drv->running)
 		poll_all(drv);
-	wake = wake_due(drv);
-	copdrv_os_unlock(drv->os);
-	if (wake)
-		copdrv_os_buffer_wake(drv->os);
+	unlock_and_wake(drv);
 }
 
 int copdrv_stop(struct copdrv *drv)
