@@ -61,7 +61,7 @@ $(OVERLAY_FUZZER): overlay/fuzz-overlay.c $(OVERLAY_SRCS) overlay/overlay.h \
 		overlay/overlay-internal.h
 	@mkdir -p $(@D)
 	$(call say,FUZZ,$@)$(OVERLAY_FUZZ_CC) -std=gnu11 -g -O1 \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		$(CPPFLAGS) $(ELF_CFLAGS) overlay/fuzz-overlay.c $(OVERLAY_SRCS) \
 		$(ELF_LIBS) -o $@
 
@@ -71,7 +71,8 @@ fuzz-overlay: $(OVERLAY_FUZZER) $(OVERLAY_TEST_IMAGES)
 	@mkdir -p $(BUILD)/fuzz/overlay
 	$(Q)cp $(OVERLAY_TEST_IMAGES) $(BUILD)/fuzz/overlay/
 	$(OVERLAY_FUZZER) -max_total_time=$(OVERLAY_FUZZ_SECONDS) -timeout=10 \
-		-print_final_stats=1 $(BUILD)/fuzz/overlay
+		-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/overlay- \
+		$(BUILD)/fuzz/overlay
 
 ALL_TARGETS += $(OVERLAY_LIB) $(BIN)/copovl $(OVERLAY_TEST_IMAGES) $(OVERLAY_FUZZER)
 GTESTS += $(TESTBIN)/test-overlay
