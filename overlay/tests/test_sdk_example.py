@@ -12,9 +12,8 @@ import os
 import subprocess
 
 import pytest
-from elftools.elf.elffile import ELFFile
-
-from test_copovl import GUARD_STATES, LS_BASE, Oracle, compare, resolve_all
+from test_copovl import (GUARD_STATES, LS_BASE, Oracle, compare, resolve_all,
+                         symbol_file_offset)
 
 
 @pytest.fixture(scope="module")
@@ -119,12 +118,7 @@ def test_example_embedded_with_cop_embed(copovl, coprof_bin, example,
     subprocess.run(["gcc", "-O1", "-o", str(host), str(source), str(obj)],
                    check=True)
     assert subprocess.run([str(host)]).returncode == 0
-    with open(host, "rb") as f:
-        elf = ELFFile(f)
-        symbol = elf.get_section_by_name(".symtab").get_symbol_by_name(
-            "overlays_program.elf_image")[0]
-        section = elf.get_section(symbol["st_shndx"])
-        offset = section["sh_offset"] + symbol["st_value"] - section["sh_addr"]
+    offset = symbol_file_offset(host, "overlays_program.elf_image")
 
     alone = copovl("info", example)
     embedded = copovl("info", "--offset", offset, host)
