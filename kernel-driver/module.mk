@@ -32,6 +32,14 @@ $(TESTBIN)/test-driver: $(OBJ)/kernel-driver/tests/test-driver.o \
 
 GTESTS += $(TESTBIN)/test-driver
 
+# The same checker for a stream file (copsim's streams).
+$(TESTBIN)/copdrv-rules: $(OBJ)/kernel-driver/tests/copdrv-rules.o \
+		$(COPDRV_RULES) $(LIB)/libcopstream.a
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+ALL_TARGETS += $(TESTBIN)/copdrv-rules
+
 # The QEMU harness: images under the plugin, the driver polling in-process.
 $(TESTBIN)/copdrv-qemu: $(OBJ)/kernel-driver/tests/copdrv-qemu.o \
 		$(COPDRV_RULES) $(COPDRV_LINK) $(LIB)/liblfsr.a \
