@@ -11,11 +11,17 @@ share a slot whose LFSR keeps running across switches.
 """
 
 import collections
+import os
 import re
 import subprocess
+import sys
 import tempfile
 
-import coprof_stream as cs
+SOURCE = os.environ.get("COPROF_SOURCE", os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
+
+import coprof_stream as cs  # noqa: E402  (needs the path above)
 
 
 class Stream:

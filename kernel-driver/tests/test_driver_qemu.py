@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-import coprof_stream as cs
+from driver_fixtures import example, test_bin  # noqa: F401 (fixtures)
 from stream_check import Stream, expected_samples, reference_trace
 
 FIFO_DEPTH = 65536      # deep enough that a loaded machine drops nothing

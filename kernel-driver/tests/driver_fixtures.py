@@ -1,18 +1,12 @@
-"""Fixtures for the kernel driver's tests.
+"""Fixtures of the driver's pytest suites, imported by each test module
+(no conftest.py here: other folders' tests import theirs by that name).
 
-The stream is decoded with escape-protocol's Python decoder
-(coprof_stream.py), imported from its folder.
+    from driver_fixtures import example, test_bin  # noqa: F401 (fixtures)
 """
 
 import os
-import sys
 
 import pytest
-
-SOURCE = os.environ.get(
-    "COPROF_SOURCE",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
 
 
 @pytest.fixture(scope="session")
