@@ -25,7 +25,9 @@ import coprof_stream as cs  # noqa: E402  (needs the path above)
 
 
 class Stream:
-    """A decoded driver stream, followed slot by slot."""
+    """A decoded driver stream, followed slot by slot.  A context still
+    bound at STOP ran until its slot's last TIME record (the stop's final
+    drain)."""
 
     def __init__(self, data):
         self.events, self.stats = cs.decode(data)
@@ -46,6 +48,7 @@ class Stream:
 
     def _follow(self):
         current = {}
+        self._last_time = {}
         for event in self.events:
             if isinstance(event, cs.Sample):
                 context = current.get(event.slot)
@@ -71,8 +74,12 @@ class Stream:
             self.overlays[current.get(f["slot"])].append(f)
         elif rec.code == cs.LOST:
             self.slot_lost[f["slot"]][f["cause"]] += f["count"]
+        elif rec.code == cs.TIME:
+            self._last_time[f["slot"]] = f["cycle"]
         elif rec.code == cs.STOP:
             self.stop = f
+            for slot, context in current.items():
+                self._close_slice(context, self._last_time.get(slot))
 
     def lost(self, slot, cause=None):
         counts = self.slot_lost[slot]
