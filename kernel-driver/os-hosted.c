@@ -24,7 +24,6 @@
 
 #include <endian.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,22 +286,10 @@ static int start_finisher(struct copdrv_os *os)
 
 /* ---- The hosted driver -------------------------------------------------- */
 
-static void fail(char *err, size_t errlen, const char *format, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *format, ...)
-{
-	va_list args;
-
-	va_start(args, format);
-	vsnprintf(err, errlen, format, args);
-	va_end(args);
-}
-
 void copdrv_hosted_error(int error, const char *what, char *err,
 			 size_t errlen)
 {
-	fail(err, errlen, "kernel driver: %s: %s", what, strerror(-error));
+	snprintf(err, errlen, "kernel driver: %s: %s", what, strerror(-error));
 }
 
 static int init_sync(struct copdrv_os *os)
@@ -331,7 +318,7 @@ struct copdrv_os *copdrv_hosted_create(void *regs, size_t size,
 		return NULL;
 	os = calloc(1, sizeof(*os));
 	if (!os || init_sync(os)) {
-		fail(err, errlen, "kernel driver: out of memory");
+		snprintf(err, errlen, "kernel driver: out of memory");
 		free(os);
 		return NULL;
 	}
@@ -387,8 +374,8 @@ int copdrv_hosted_start(struct copdrv_os *os,
 	}
 	join_finisher(os, 1);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair)) {
-		fail(err, errlen, "kernel driver: stream socket: %s",
-		     strerror(errno));
+		snprintf(err, errlen, "kernel driver: stream socket: %s",
+			 strerror(errno));
 		return -1;
 	}
 	shutdown(pair[0], SHUT_WR);
@@ -411,7 +398,7 @@ int copdrv_hosted_stop(struct copdrv_os *os, char *err, size_t errlen)
 	int error = copdrv_stop(os->drv);
 
 	if (error) {
-		fail(err, errlen, "kernel driver: stop: not started");
+		snprintf(err, errlen, "kernel driver: stop: not started");
 		return -1;
 	}
 	error = start_finisher(os);
