@@ -120,7 +120,9 @@ void copdrv_poll(struct copdrv *drv);
 /*
  * Context-switch hooks.  Both are called whether the driver runs or not,
  * so that a start knows the contexts already bound.  bind: -EINVAL for a
- * bad slot, path or guard table, -ENOMEM.
+ * bad slot, path or guard table, -ENOMEM; a refused context still ends the
+ * previous one's time on the slot, and its samples count as lost
+ * (no-context).
  */
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx);
 void copdrv_unbind(struct copdrv *drv, u32 slot);

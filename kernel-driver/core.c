@@ -565,23 +565,33 @@ static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
 	return 0;
 }
 
+/*
+ * A context the driver cannot take (bad guard table or path, no memory)
+ * still ends the previous one's time on the slot: its samples are drained
+ * and the slot released, so the new context's samples count as lost
+ * (no-context) instead of going to the old one.
+ */
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 {
 	struct copdrv_slot *s;
-	int image, err;
+	int image = -EINVAL, err = -EINVAL;
 
-	if (!context_valid(drv, ctx))
+	if (ctx->slot >= drv->n_slots)
 		return -EINVAL;
 	copdrv_os_lock(drv->os);
 	s = &drv->slots[ctx->slot];
-	image = find_image(drv, ctx);
-	err = image < 0 ? image : reserve_guards(drv, s, ctx->regions);
-	if (err) {
-		copdrv_os_unlock(drv->os);
-		return err;
-	}
 	if (drv->running)
 		poll_slot(drv, s);
+	if (context_valid(drv, ctx)) {
+		image = find_image(drv, ctx);
+		err = image < 0 ? image : reserve_guards(drv, s, ctx->regions);
+	}
+	if (err) {
+		if (s->bound)
+			switch_slot(drv, s, 0);
+		unlock_and_wake(drv);
+		return err;
+	}
 	s->ctx = *ctx;
 	s->ctx.path = 0;
 	s->image = (u32)image;

@@ -608,8 +608,20 @@ static void test_refusals(void)
 	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
 	ctx.path_length = 0;
 	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	/* A refused context still ends the previous one's time on the slot:
+	 * its samples are lost, never given to the old context. */
+	bind_context(&f, 1, 2);
+	push(&f, 1, 2, 3);
+	ctx = context_for(&f, 1, 3, 2);
+	ctx.guard_offset = 2;
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	push(&f, 1, 3, 4);
 	stop_and_check(&f);
-	g_assert_cmpuint(count_records(&f, COPSTREAM_CONTEXT), ==, 0);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_CONTEXT), ==, 1);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_RELEASE), ==, 1);
+	assert_addresses(&f, 2);
+	g_assert_cmpuint(f.rules->slots[1].lost[COPSTREAM_LOST_NO_CONTEXT], ==,
+			 4);
 	teardown(&f);
 }
 
