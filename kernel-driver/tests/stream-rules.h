@@ -10,7 +10,8 @@
  *   - a sample or OVERLAY of a slot with no CONTEXT (or after RELEASE);
  *   - a poll group out of order: within a slot, between two TIME (or
  *     CONTEXT, RELEASE) records, samples, then OVERLAY, then LOST;
- *   - a slot's cycles going backwards across its records.
+ *   - a slot's cycles going backwards across its records (by more than a
+ *     block's provisional tail, which the trace unit takes back at exit).
  *
  * It also keeps, per context, the sample addresses in stream order, and
  * per slot the samples and LOST counts, for conservation checks.
@@ -24,6 +25,9 @@
 #include <stdio.h>
 
 #define RULES_KEPT_VIOLATIONS 20
+
+/* Instructions in one QEMU translation block, at most. */
+#define RULES_BLOCK_TAIL_MAX 512
 
 struct rules_slot {
 	int has_context;
