@@ -7,7 +7,7 @@
  * time per sample covers draining, encoding into the event buffer and the
  * poll group's records.  Beside it, in the same run, a plain loop drains
  * the same FIFOs with trace_slot_drain() and widens the fields into an
- * array: the floor any driver pays.  The hosted pump and a reader thread
+ * array: the floor any driver pays.  The stream socket and a reader thread
  * empty the buffer meanwhile, as in a real session.  Target: 10 ns per
  * sample.
  *
