@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -262,22 +261,6 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
     return 0;
 }
 
-/* Binds, programs and opens the gate of the context the emulator will be. */
-static int prepare_slot(struct trace_unit *unit, const struct run_options *opt,
-                        char *err, size_t errlen)
-{
-    struct trace_regs_slot *slot = trace_unit_slot(unit, opt->slot);
-    uint32_t value = lfsr_value_for_count(opt->count);
-
-    if (trace_unit_bind(unit, opt->context, opt->slot, err, errlen) < 0)
-        return -1;
-    trace_slot_program(slot, value);
-    trace_slot_load(slot, value);
-    trace_unit_set_controller(unit, getpid());
-    trace_context_release(trace_unit_context(unit, opt->context));
-    return 0;
-}
-
 static pid_t spawn(char **command, const char *plugin_arg)
 {
     int n = 0;
@@ -312,50 +295,26 @@ static int exit_code_of(int status)
     return 1;
 }
 
-static int run_emulator(struct trace_unit *unit, const struct run_options *opt,
+/* Runs the emulator with the consumer; returns its exit code. */
+static int run_emulator(struct trace_run *run, const struct run_options *opt,
                         FILE *samples)
 {
-    struct trace_slot_status before, after;
-    char plugin[PATH_MAX], arg[3 * PATH_MAX], err[512];
-    uint64_t drained = 0;
+    char err[512];
     int status = 0;
-    pid_t child;
+    pid_t child = spawn(opt->command, run->plugin_arg);
 
-    if (trace_plugin_path(plugin, sizeof(plugin)) < 0) {
-        fprintf(stderr, "coptrace: cannot find libcoptrace.so beside this "
-                "program; set COPROF_TRACE_PLUGIN\n");
-        return EXIT_USAGE;
-    }
-    if (trace_plugin_arg(arg, sizeof(arg), plugin, unit->path, opt->context,
-                         opt->reference ? TRACE_MODE_REFERENCE
-                                        : TRACE_MODE_FAST) < 0) {
-        fprintf(stderr, "coptrace: %s: path too long for -plugin\n",
-                unit->path);
-        return EXIT_USAGE;
-    }
-    if (prepare_slot(unit, opt, err, sizeof(err)) < 0) {
-        fprintf(stderr, "coptrace: %s\n", err);
-        return EXIT_USAGE;
-    }
-    trace_slot_status(unit, opt->slot, &before);
-    child = spawn(opt->command, arg);
     if (child < 0) {
         fprintf(stderr, "coptrace: cannot start %s: %s\n", opt->command[0],
                 strerror(errno));
         return EXIT_USAGE;
     }
-    if (trace_consume_until_exit(unit, opt->slot, child, opt->drain, samples,
-                                 &drained, err, sizeof(err)) < 0)
+    if (trace_consume_until_exit(run->unit, opt->slot, child, opt->drain,
+                                 samples, &run->drained, err,
+                                 sizeof(err)) < 0)
         fprintf(stderr, "coptrace: %s\n", err);
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
         continue;
-    trace_slot_status(unit, opt->slot, &after);
-    fprintf(stderr, "captures=%" PRIu64 " dropped=%" PRIu64
-            " instructions=%" PRIu64 " outside_ls=%" PRIu64 "\n",
-            after.captures - before.captures, after.dropped - before.dropped,
-            __atomic_load_n(&trace_unit_context(unit, opt->context)
-                             ->instructions, __ATOMIC_ACQUIRE),
-            after.outside - before.outside);
+    trace_run_report(run, stderr);
     return exit_code_of(status);
 }
 
@@ -363,7 +322,7 @@ static int cmd_run(int argc, char **argv)
 {
     struct trace_geometry geo;
     struct run_options opt;
-    struct trace_unit *unit;
+    struct trace_run run;
     FILE *samples = NULL;
     char err[512];
     int rc;
@@ -371,28 +330,28 @@ static int cmd_run(int argc, char **argv)
     rc = parse_run(argc, argv, &opt);
     if (rc)
         return rc;
+    trace_geometry_default(&geo);
+    geo.fifo_depth = opt.fifo_depth;
+    if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
+                        opt.count, opt.reference ? TRACE_MODE_REFERENCE
+                                                 : TRACE_MODE_FAST,
+                        err, sizeof(err)) < 0) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return EXIT_USAGE;
+    }
     if (opt.samples_out && !(samples = fopen(opt.samples_out, "w"))) {
         fprintf(stderr, "coptrace: %s: cannot write: %s\n", opt.samples_out,
                 strerror(errno));
+        trace_run_end(&run);
         return EXIT_USAGE;
     }
-    trace_geometry_default(&geo);
-    geo.fifo_depth = opt.fifo_depth;
-    unit = opt.regs ? trace_unit_open(opt.regs, err, sizeof(err))
-                    : trace_unit_create_temp(NULL, &geo, err, sizeof(err));
-    if (!unit) {
-        fprintf(stderr, "coptrace: %s\n", err);
-        if (samples)
-            fclose(samples);
-        return EXIT_USAGE;
-    }
-    rc = run_emulator(unit, &opt, samples);
+    rc = run_emulator(&run, &opt, samples);
     if (samples && fclose(samples) != 0) {
         fprintf(stderr, "coptrace: %s: write failed: %s\n", opt.samples_out,
                 strerror(errno));
         rc = rc ? rc : EXIT_USAGE;
     }
-    trace_unit_close(unit, !opt.regs);
+    trace_run_end(&run);
     return rc;
 }
 

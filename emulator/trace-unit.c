@@ -762,3 +762,88 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
         return -1;
     return 0;
 }
+
+/* ---- A simple traced run ------------------------------------------------ */
+
+static int bind_and_load(struct trace_run *run, uint32_t count,
+                         char *err, size_t errlen)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(run->unit, run->slot);
+    uint32_t value = lfsr_value_for_count(count);
+
+    if (!value) {
+        fail(err, errlen, "sample count %u is outside 1..%u", count,
+             LFSR_PERIOD);
+        return -1;
+    }
+    if (trace_unit_bind(run->unit, run->context, run->slot, err, errlen) < 0)
+        return -1;
+    trace_slot_program(slot, value);
+    trace_slot_load(slot, value);
+    trace_unit_set_controller(run->unit, getpid());
+    return 0;
+}
+
+static int format_plugin_arg(struct trace_run *run, uint32_t mode,
+                             char *err, size_t errlen)
+{
+    char plugin[PATH_MAX];
+
+    if (trace_plugin_path(plugin, sizeof(plugin)) < 0) {
+        fail(err, errlen, "cannot find libcoptrace.so beside this program "
+             "(../lib); set COPROF_TRACE_PLUGIN");
+        return -1;
+    }
+    if (trace_plugin_arg(run->plugin_arg, sizeof(run->plugin_arg), plugin,
+                         run->unit->path, run->context, mode) < 0) {
+        fail(err, errlen, "%s: path too long for QEMU's -plugin option",
+             run->unit->path);
+        return -1;
+    }
+    return 0;
+}
+
+int trace_run_start(struct trace_run *run, const char *regs,
+                    const struct trace_geometry *geo, uint32_t context,
+                    uint32_t slot, uint32_t count, uint32_t mode,
+                    char *err, size_t errlen)
+{
+    memset(run, 0, sizeof(*run));
+    run->context = context;
+    run->slot = slot;
+    run->private_file = !regs;
+    run->unit = regs ? trace_unit_open(regs, err, errlen)
+                     : trace_unit_create_temp(NULL, geo, err, errlen);
+    if (!run->unit)
+        return -1;
+    if (format_plugin_arg(run, mode, err, errlen) < 0
+        || bind_and_load(run, count, err, errlen) < 0) {
+        trace_run_end(run);
+        return -1;
+    }
+    trace_slot_status(run->unit, slot, &run->start);
+    trace_context_release(trace_unit_context(run->unit, context));
+    return 0;
+}
+
+void trace_run_report(const struct trace_run *run, FILE *out)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(run->unit,
+                                                              run->context);
+    struct trace_slot_status now;
+
+    trace_slot_status(run->unit, run->slot, &now);
+    fprintf(out, "captures=%llu dropped=%llu instructions=%llu "
+            "outside_ls=%llu\n",
+            (unsigned long long)(now.captures - run->start.captures),
+            (unsigned long long)(now.dropped - run->start.dropped),
+            (unsigned long long)__atomic_load_n(&ctx->instructions,
+                                                __ATOMIC_ACQUIRE),
+            (unsigned long long)(now.outside - run->start.outside));
+}
+
+void trace_run_end(struct trace_run *run)
+{
+    trace_unit_close(run->unit, run->private_file);
+    run->unit = NULL;
+}

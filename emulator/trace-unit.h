@@ -164,4 +164,37 @@ int trace_plugin_path(char *buf, size_t len);
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
                      const char *regs, uint32_t context, uint32_t mode);
 
+/* ---- A simple traced run (cop-run, coptrace run) ---------------------- */
+
+/* One emulator traced on one slot, with the simple consumer. */
+struct trace_run {
+    struct trace_unit *unit;
+    int private_file;               /* created here; removed at the end */
+    uint32_t context;
+    uint32_t slot;
+    struct trace_slot_status start; /* the slot when the run began */
+    uint64_t drained;
+    char plugin_arg[8192];          /* for QEMU's -plugin option */
+};
+
+/*
+ * Prepares a run: opens the register file `regs`, or creates a private one
+ * with `geo` when regs is NULL; binds `context` to `slot`; loads and
+ * programs the LFSR for one capture every `count` instructions; records
+ * this process as the controller; opens the gate; and formats the plugin
+ * argument for `mode`.  Returns 0, or -1 with the reason (nothing left
+ * behind).
+ */
+int trace_run_start(struct trace_run *run, const char *regs,
+                    const struct trace_geometry *geo, uint32_t context,
+                    uint32_t slot, uint32_t count, uint32_t mode,
+                    char *err, size_t errlen);
+
+/* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
+ * (the slot's counters since the start, the context's instructions). */
+void trace_run_report(const struct trace_run *run, FILE *out);
+
+/* Unmaps the register file, removing it if the run created it. */
+void trace_run_end(struct trace_run *run);
+
 #endif /* COPROF_TRACE_UNIT_H */
