@@ -208,7 +208,8 @@ static struct trace_unit *map_unit(const char *path, int fd, size_t size,
     return unit;
 }
 
-static void initialise(struct trace_unit *unit, const struct trace_geometry *geo)
+static void initialise(struct trace_unit *unit,
+                       const struct trace_geometry *geo)
 {
     struct trace_regs_header *h = unit->header;
 
@@ -459,7 +460,8 @@ void trace_unit_unbind(struct trace_unit *unit, uint32_t context)
     if (!ctx)
         return;
     old = trace_unit_slot(unit, __atomic_load_n(&ctx->slot, __ATOMIC_ACQUIRE));
-    if (old && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
+    if (old
+        && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
         __atomic_store_n(&old->bound_context, TRACE_NONE, __ATOMIC_RELEASE);
     __atomic_store_n(&ctx->slot, TRACE_NONE, __ATOMIC_RELEASE);
 }

@@ -76,8 +76,9 @@ static void usage(FILE *out)
         "                      N-th instruction (1 to 16777215), exactly; on\n"
         "                      exit print \"captures=A dropped=B\n"
         "                      instructions=C outside_ls=D\" on stderr\n"
-        "      --reference     use the plugin's per-instruction reference mode\n"
-        "                      (slow; the same captures, to check the fast one)\n"
+        "      --reference     use the plugin's per-instruction reference\n"
+        "                      mode (slow; the same captures, to check the\n"
+        "                      fast one)\n"
         "  -o, --samples-out FILE\n"
         "                      write the captured local-store addresses to\n"
         "                      FILE, one per line in hex, in capture order\n"
@@ -89,8 +90,8 @@ static void usage(FILE *out)
         "  -h, --help          show this help\n"
         "\n"
         "docs/coprocessor-abi.md describes the memory map and the boot block\n"
-        "through which the arguments reach main(); docs/trace-unit.md the trace\n"
-        "unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
+        "through which the arguments reach main(); docs/trace-unit.md the\n"
+        "trace unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
 }
 
 /* Returns -1 to go on, or an exit status. */

@@ -147,7 +147,8 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
     char err[512];
 
     expect_open_error(f, damage_magic, "bad magic");
-    expect_open_error(f, damage_version, "version 2, this build reads version 1");
+    expect_open_error(f, damage_version,
+                      "version 2, this build reads version 1");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -268,7 +269,8 @@ static void test_lfsr_seqlock(struct fixture *f, gconstpointer data)
 
     do {
         trace_slot_read_lfsr(slot, &snap);
-        g_assert_cmphex(snap.reload_state, ==, state_for_cycle(snap.reload_cycle));
+        g_assert_cmphex(snap.reload_state, ==,
+                        state_for_cycle(snap.reload_cycle));
         g_assert_cmpuint(snap.cycles, >=, snap.reload_cycle);
         g_assert_cmpuint(snap.cycles, <=, snap.reload_cycle + 2);
         reads++;
@@ -355,7 +357,8 @@ static void test_hold_and_move(struct fixture *f, gconstpointer data)
     g_assert_cmpint(trace_unit_bind(f->unit, 3, 0, err, sizeof(err)), ==, 0);
     thread = g_thread_new("emulator", emulate, &e);
     /* A fresh context waits at its closed gate. */
-    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) == TRACE_CONTEXT_IDLE)
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           == TRACE_CONTEXT_IDLE)
         g_usleep(100);
     g_assert_cmpint(trace_context_wait_held(ctx, 0, 5000), ==, TRACE_WAIT_HELD);
     g_assert_cmpuint(ctx->status, ==, TRACE_CONTEXT_HELD);
@@ -521,7 +524,8 @@ static void test_trace_run(void)
                     lfsr_value_for_count(100));
     g_assert_cmpint(run.unit->header->controller_pid, ==, getpid());
     g_assert_true(g_str_has_prefix(run.plugin_arg, "/proc/self/exe,regs="));
-    g_assert_true(g_str_has_suffix(run.plugin_arg, ",context=2,mode=reference"));
+    g_assert_true(g_str_has_suffix(run.plugin_arg,
+                                   ",context=2,mode=reference"));
 
     /* The report counts from the start of the run. */
     trace_slot_push(trace_unit_slot(run.unit, 3), geo.fifo_depth, 1);
@@ -549,7 +553,8 @@ static void test_plugin_arg(void)
     char buf[256];
 
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "/a,b/lib.so",
-                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE), ==, 0);
+                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE),
+                    ==, 0);
     g_assert_cmpstr(buf, ==, "/a,,b/lib.so,regs=/tmp/x,,y,context=3,"
                              "mode=reference");
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 0,
