@@ -304,9 +304,8 @@ static int run_emulator(struct trace_run *run, const struct run_options *opt,
                 strerror(errno));
         return EXIT_USAGE;
     }
-    if (trace_consume_until_exit(run->unit, opt->slot, child, opt->drain,
-                                 samples, &run->drained, err,
-                                 sizeof(err)) < 0)
+    if (trace_run_consume(run, child, opt->drain, samples, err,
+                          sizeof(err)) < 0)
         cli_fail(0, "%s", err);
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
         continue;

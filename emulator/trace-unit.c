@@ -603,34 +603,6 @@ static void sleep_or_exit(int pidfd, long interval_us)
         nanosleep(&timeout, NULL);
 }
 
-int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
-                             pid_t child, int drain, FILE *out,
-                             uint64_t *drained, char *err, size_t errlen)
-{
-    int pidfd = pidfd_open(child, 0);
-    long interval = POLL_MIN_US;
-    int failed = 0, ended;
-
-    for (;;) {
-        uint64_t before = *drained;
-
-        ended = child_ended(child, err, errlen);
-        if (ended < 0)
-            break;
-        if ((drain || ended) && !failed
-            && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
-            failed = 1;     /* keep waiting for the child, then report */
-        if (ended)
-            break;
-        interval = next_poll_us(interval, *drained - before,
-                                unit->header->fifo_depth);
-        sleep_or_exit(pidfd, interval);
-    }
-    if (pidfd >= 0)
-        close(pidfd);
-    return ended < 0 || failed ? -1 : 0;
-}
-
 /* ---- Emulator ----------------------------------------------------------- */
 
 struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
@@ -844,8 +816,51 @@ void trace_run_report(const struct trace_run *run, FILE *out)
             (unsigned long long)(now.outside - run->start.outside));
 }
 
+/* Unlinks a private register file once the emulator has mapped it. */
+static void forget_private_file(struct trace_run *run)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(run->unit,
+                                                              run->context);
+
+    if (!run->private_file || run->file_removed
+        || __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           == TRACE_CONTEXT_IDLE)
+        return;
+    unlink(run->unit->path);
+    run->file_removed = 1;
+}
+
+int trace_run_consume(struct trace_run *run, pid_t child, int drain,
+                      FILE *out, char *err, size_t errlen)
+{
+    int pidfd = pidfd_open(child, 0);
+    long interval = POLL_MIN_US;
+    int failed = 0, ended;
+
+    for (;;) {
+        uint64_t before = run->drained;
+
+        ended = child_ended(child, err, errlen);
+        if (ended < 0)
+            break;
+        forget_private_file(run);
+        if ((drain || ended) && !failed
+            && trace_slot_drain_to(run->unit, run->slot, out, &run->drained,
+                                   err, errlen) < 0)
+            failed = 1;     /* keep waiting for the child, then report */
+        if (ended)
+            break;
+        interval = next_poll_us(interval, run->drained - before,
+                                run->unit->header->fifo_depth);
+        sleep_or_exit(pidfd, interval);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return ended < 0 || failed ? -1 : 0;
+}
+
 void trace_run_end(struct trace_run *run)
 {
-    trace_unit_close(run->unit, run->private_file);
+    trace_unit_close(run->unit, run->private_file && !run->file_removed);
     run->unit = NULL;
 }

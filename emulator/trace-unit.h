@@ -124,17 +124,6 @@ uint32_t trace_lfsr_snapshot_state(const struct trace_lfsr_snapshot *snap);
 int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
                         uint64_t *drained, char *err, size_t errlen);
 
-/*
- * The simple consumer: drains `slot` into out until process `child` ends,
- * then once more.  It does not reap the child: the caller waits for it and
- * reads its status.  With drain 0 it drains only that last time: a consumer
- * that stalls while the emulator runs, so the FIFO keeps its oldest entries
- * and overflows.
- */
-int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
-                             pid_t child, int drain, FILE *out,
-                             uint64_t *drained, char *err, size_t errlen);
-
 /* ---- Emulator (the QEMU plugin) ---------------------------------------- */
 
 /* Claims a context for this process and records its mode.  Fails when the
@@ -169,7 +158,8 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
 /* One emulator traced on one slot, with the simple consumer. */
 struct trace_run {
     struct trace_unit *unit;
-    int private_file;               /* created here; removed at the end */
+    int private_file;               /* created here, to be removed */
+    int file_removed;
     uint32_t context;
     uint32_t slot;
     struct trace_slot_status start; /* the slot when the run began */
@@ -189,6 +179,18 @@ int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
                     char *err, size_t errlen);
+
+/*
+ * The simple consumer: drains the run's slot into out until process
+ * `child` (the emulator) ends, then once more.  It does not reap the child:
+ * the caller waits for it and reads its status.  With drain 0 it drains
+ * only that last time: a consumer that stalls while the emulator runs, so
+ * the FIFO keeps its oldest entries and overflows.  A private register
+ * file is unlinked as soon as the emulator has attached to it, so nothing
+ * is left behind however the run ends.  Returns 0, or -1 with the reason.
+ */
+int trace_run_consume(struct trace_run *run, pid_t child, int drain,
+                      FILE *out, char *err, size_t errlen);
 
 /* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
  * (the slot's counters since the start, the context's instructions). */

@@ -206,9 +206,8 @@ static int run_qemu(const struct cop_argv *command, struct traced *trace)
     if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
-    if (trace && trace_consume_until_exit(trace->run.unit, 0, pid, 1,
-                                          trace->samples, &trace->run.drained,
-                                          reason, sizeof(reason)) < 0)
+    if (trace && trace_run_consume(&trace->run, pid, 1, trace->samples,
+                                   reason, sizeof(reason)) < 0)
         cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
