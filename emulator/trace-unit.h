@@ -11,7 +11,7 @@
 #ifndef COPROF_TRACE_UNIT_H
 #define COPROF_TRACE_UNIT_H
 
-#include "emulator/trace-regs.h"
+#include "trace-regs.h"   /* same folder, in the tree and installed */
 
 #include <stddef.h>
 #include <stdint.h>
