@@ -361,15 +361,22 @@ void trace_unit_close(struct trace_unit *unit, int remove_file)
     free(unit);
 }
 
+/* Block `index` of an array of `count` blocks of `stride` bytes at `offset`,
+ * or NULL past its end. */
+static void *block_at(const struct trace_unit *unit, uint32_t offset,
+                      uint32_t stride, uint32_t count, uint32_t index)
+{
+    if (index >= count)
+        return NULL;
+    return unit->base + offset + (size_t)index * stride;
+}
+
 struct trace_regs_slot *trace_unit_slot(const struct trace_unit *unit,
                                         uint32_t slot)
 {
     const struct trace_regs_header *h = unit->header;
 
-    if (slot >= h->n_slots)
-        return NULL;
-    return (struct trace_regs_slot *)(unit->base + h->slots_offset
-                                      + (size_t)slot * h->slot_stride);
+    return block_at(unit, h->slots_offset, h->slot_stride, h->n_slots, slot);
 }
 
 struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
@@ -377,10 +384,8 @@ struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
 {
     const struct trace_regs_header *h = unit->header;
 
-    if (context >= h->n_contexts)
-        return NULL;
-    return (struct trace_regs_context *)(unit->base + h->contexts_offset
-                                         + (size_t)context * h->context_stride);
+    return block_at(unit, h->contexts_offset, h->context_stride,
+                    h->n_contexts, context);
 }
 
 /* ---- Controller --------------------------------------------------------- */
