@@ -2,18 +2,26 @@
  * cop-run — run one coprocessor image standalone under qemu-system-riscv32.
  *
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
- *           IMAGE [ARGS...]
+ *           [--sample-every N [--reference] [--samples-out FILE]
+ *            [--fifo-depth D] [--no-trace]] IMAGE [ARGS...]
  *
  * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
  * anonymous one), places the image and the arguments {IMAGE, ARGS...} in it
  * with the loader library, copies D to the start of the data window, and
  * runs QEMU with the UART on standard output.
+ *
+ * With --sample-every it attaches the trace unit (emulator/, docs/
+ * trace-unit.md): a private register file whose slot 0 captures every N-th
+ * instruction, the libcoptrace.so plugin on the QEMU command line, and a
+ * simple consumer that drains the slot's FIFO into FILE while QEMU runs.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
  * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
  * entry in long_options, one case in parse_options and one line in usage().
  */
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
 #include "sdk/cli.h"
 #include "sdk/loader.h"
 
@@ -32,6 +40,11 @@ struct run_options {
     const char *data_file;          /* NULL: the data window starts zeroed */
     const char *qemu;               /* NULL: qemu-system-riscv32 */
     struct cop_argv qemu_args;      /* appended to the QEMU command */
+    uint32_t sample_every;          /* 0: no trace unit */
+    int reference;                  /* the plugin's reference mode */
+    const char *samples_out;        /* NULL: count captures only */
+    uint32_t fifo_depth;
+    int no_trace;                   /* run without the plugin after all */
     const char *image;
     int argc;                       /* the program's argv, IMAGE first */
     char **argv;
@@ -58,10 +71,27 @@ static void usage(FILE *out)
         "  -q, --qemu PROG     the QEMU program (default qemu-system-riscv32)\n"
         "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
         "                      for several arguments\n"
+        "  -n, --sample-every N\n"
+        "                      attach the trace unit: capture the PC of every\n"
+        "                      N-th instruction (1 to 16777215), exactly; on\n"
+        "                      exit print \"captures=A dropped=B\n"
+        "                      instructions=C outside_ls=D\" on stderr\n"
+        "      --reference     use the plugin's per-instruction reference\n"
+        "                      mode (slow; the same captures, to check the\n"
+        "                      fast one)\n"
+        "  -o, --samples-out FILE\n"
+        "                      write the captured local-store addresses to\n"
+        "                      FILE, one per line in hex, in capture order\n"
+        "      --fifo-depth D  entries of the trace FIFO, a power of two\n"
+        "                      (default %u); captures that find it full are\n"
+        "                      dropped and counted\n"
+        "      --no-trace      run without the plugin even with the options\n"
+        "                      above: the baseline to measure its cost\n"
         "  -h, --help          show this help\n"
         "\n"
         "docs/coprocessor-abi.md describes the memory map and the boot block\n"
-        "through which the arguments reach main().\n");
+        "through which the arguments reach main(); docs/trace-unit.md the\n"
+        "trace unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
 }
 
 /* Returns -1 to go on, or an exit status. */
@@ -72,12 +102,19 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"data-file", required_argument, NULL, 'd'},
         {"qemu", required_argument, NULL, 'q'},
         {"qemu-arg", required_argument, NULL, 'a'},
+        {"sample-every", required_argument, NULL, 'n'},
+        {"reference", no_argument, NULL, 'R'},
+        {"samples-out", required_argument, NULL, 'o'},
+        {"fifo-depth", required_argument, NULL, 'D'},
+        {"no-trace", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    uint64_t number;
     int c;
 
-    while ((c = getopt_long(argc, argv, "+r:d:q:a:h", long_options,
+    opts->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:h", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -93,6 +130,28 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
             if (cop_argv_add(&opts->qemu_args, optarg) < 0)
                 return cli_fail(EXIT_RUN_FAILED, "out of memory");
             break;
+        case 'n':
+            if (lfsr_parse_count(optarg, &number) < 0 || number < 1
+                || number > LFSR_PERIOD)
+                return cli_fail(EXIT_RUN_FAILED, "--sample-every '%s': not "
+                                "a count from 1 to %u", optarg, LFSR_PERIOD);
+            opts->sample_every = (uint32_t)number;
+            break;
+        case 'R':
+            opts->reference = 1;
+            break;
+        case 'o':
+            opts->samples_out = optarg;
+            break;
+        case 'D':
+            if (lfsr_parse_count(optarg, &number) < 0 || number > UINT32_MAX)
+                return cli_fail(EXIT_RUN_FAILED, "--fifo-depth '%s': not a "
+                                "count", optarg);
+            opts->fifo_depth = (uint32_t)number;
+            break;
+        case 'T':
+            opts->no_trace = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -105,6 +164,9 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         usage(stderr);
         return EXIT_RUN_FAILED;
     }
+    if (!opts->sample_every && (opts->reference || opts->samples_out))
+        return cli_fail(EXIT_RUN_FAILED, "--reference and --samples-out "
+                        "need --sample-every N");
     opts->image = argv[optind];
     opts->argc = argc - optind;
     opts->argv = argv + optind;
@@ -126,15 +188,27 @@ static int build_command(const struct run_options *opts,
     return 0;
 }
 
-static int run_qemu(const struct cop_argv *command)
+/* A traced run: context 0 on slot 0 of a private register file, and the
+ * file the captures go to (NULL: counted only). */
+struct traced {
+    struct trace_run run;
+    FILE *samples;
+};
+
+/* Runs QEMU; with a trace unit, drains its FIFO until QEMU ends. */
+static int run_qemu(const struct cop_argv *command, struct traced *trace)
 {
     struct cop_error err;
+    char reason[512];
     pid_t pid;
     int status;
 
     if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
+    if (trace && trace_run_consume(&trace->run, pid, 1, trace->samples,
+                                   reason, sizeof(reason)) < 0)
+        cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
         return status;
@@ -144,6 +218,42 @@ static int run_qemu(const struct cop_argv *command)
     default:
         return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     }
+}
+
+/* Runs QEMU with the trace unit attached and prints its counters. */
+static int run_traced(const struct run_options *opts, struct cop_argv *command)
+{
+    struct trace_geometry geo;
+    struct traced trace = { .samples = NULL };
+    char err[512];
+    int status;
+
+    trace_geometry_default(&geo);
+    geo.fifo_depth = opts->fifo_depth;
+    if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
+                        opts->reference ? TRACE_MODE_REFERENCE
+                                        : TRACE_MODE_FAST,
+                        err, sizeof(err)) < 0)
+        return cli_fail(EXIT_RUN_FAILED, "%s", err);
+    if (cop_argv_add(command, "-plugin") < 0
+        || cop_argv_add(command, trace.run.plugin_arg) < 0) {
+        trace_run_end(&trace.run);
+        return cli_fail(EXIT_RUN_FAILED, "out of memory");
+    }
+    if (opts->samples_out && !(trace.samples = fopen(opts->samples_out, "w"))) {
+        trace_run_end(&trace.run);
+        return cli_fail(EXIT_RUN_FAILED, "%s: cannot write: %s",
+                        opts->samples_out, strerror(errno));
+    }
+    status = run_qemu(command, &trace);
+    if (trace.samples && fclose(trace.samples) != 0) {
+        cli_fail(0, "%s: write failed: %s", opts->samples_out,
+                 strerror(errno));
+        status = status ? status : EXIT_RUN_FAILED;
+    }
+    trace_run_report(&trace.run, stderr);
+    trace_run_end(&trace.run);
+    return status;
 }
 
 /* Copies the data file, if any, to the start of the data window. */
@@ -183,8 +293,10 @@ static int run(const struct run_options *opts)
         status = cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     else if (build_command(opts, &ram, &command) < 0)
         status = cli_fail(EXIT_RUN_FAILED, "out of memory");
+    else if (opts->sample_every && !opts->no_trace)
+        status = run_traced(opts, &command);
     else
-        status = run_qemu(&command);
+        status = run_qemu(&command, NULL);
     cop_argv_free(&command);
     cop_ram_close(&ram);
     cop_image_release(&image);
