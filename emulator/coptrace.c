@@ -1,0 +1,412 @@
+/*
+ * coptrace — create, inspect and use trace-unit register files.
+ *
+ *   coptrace create FILE [--slots N] [--contexts N] [--fifo-depth N]
+ *                        [--ls-base ADDR] [--ls-size BYTES]
+ *   coptrace show FILE
+ *   coptrace run [--regs FILE] [--context C] [--slot S] --sample-every N
+ *                [--reference] [--samples-out FILE] [--fifo-depth N]
+ *                [--no-drain] -- EMULATOR [ARGS...]
+ *
+ * `run` is the trace unit's simple consumer for any emulator command line:
+ * it binds the context to the slot, loads the slot's LFSR for one capture
+ * every N instructions, appends the plugin's -plugin option to the command,
+ * drains the slot's FIFO while the emulator runs and writes one captured
+ * local-store address per line.  On exit it prints the slot's counters for
+ * the run on stderr and exits with the emulator's status.  Without --regs it
+ * uses a private register file that it removes afterwards.
+ */
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+static const char *const context_status_names[] = {
+    "idle", "running", "held", "exited",
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: coptrace create FILE [--slots N] [--contexts N] [--fifo-depth N]\n"
+        "                            [--ls-base ADDR] [--ls-size BYTES]\n"
+        "       coptrace show FILE\n"
+        "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
+        "                    --sample-every N [--reference] [--samples-out FILE]\n"
+        "                    [--fifo-depth N] [--no-drain] -- EMULATOR [ARGS...]\n"
+        "\n"
+        "Creates, shows and uses the register file of the coprocessor trace unit\n"
+        "(docs/trace-unit.md), the shared file through which the libcoptrace.so\n"
+        "QEMU plugin, copsim and the driver exchange LFSR settings, counters and\n"
+        "captured PCs.\n"
+        "\n"
+        "create   makes a new file: %u slots, %u contexts and %u-entry FIFOs by\n"
+        "         default, the local store at 0x%08x, 0x%x bytes.\n"
+        "show     prints the header, every slot and every context in use.\n"
+        "run      runs EMULATOR with the trace unit attached as context C on\n"
+        "         slot S (default 0 and 0), one capture every N instructions.\n"
+        "         It drains the FIFO while the emulator runs, writes the captured\n"
+        "         local-store addresses (hex, capture order, one per line) to\n"
+        "         --samples-out, prints \"captures=A dropped=B instructions=C\n"
+        "         outside_ls=D\" for the run on stderr and exits with the\n"
+        "         emulator's status.  --reference uses the plugin's per-instruction\n"
+        "         reference mode, --no-drain drains only after the emulator ended\n"
+        "         (a stalled consumer: the FIFO keeps its oldest entries),\n"
+        "         --fifo-depth sizes the private file used without --regs.\n"
+        "\n"
+        "The plugin is found beside this program (../lib) or in\n"
+        "$COPROF_TRACE_PLUGIN.  Errors print one line and exit with status 2.\n",
+        TRACE_DEFAULT_SLOTS, TRACE_DEFAULT_CONTEXTS, TRACE_DEFAULT_FIFO_DEPTH,
+        TRACE_DEFAULT_LS_BASE, TRACE_DEFAULT_LS_SIZE);
+}
+
+static int bad_usage(const char *fmt, const char *what)
+{
+    fprintf(stderr, "coptrace: ");
+    fprintf(stderr, fmt, what);
+    fprintf(stderr, " (see coptrace --help)\n");
+    return EXIT_USAGE;
+}
+
+/* Parses a whole-string unsigned number (decimal, or hex with 0x). */
+static int parse_u32(const char *text, uint32_t *value)
+{
+    uint64_t v;
+
+    if (lfsr_parse_value(text, &v) < 0 || v > UINT32_MAX)
+        return -1;
+    *value = (uint32_t)v;
+    return 0;
+}
+
+/* ---- create ------------------------------------------------------------- */
+
+static int cmd_create(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "slots", required_argument, NULL, 's' },
+        { "contexts", required_argument, NULL, 'c' },
+        { "fifo-depth", required_argument, NULL, 'd' },
+        { "ls-base", required_argument, NULL, 'b' },
+        { "ls-size", required_argument, NULL, 'z' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct trace_geometry geo;
+    struct trace_unit *unit;
+    char err[512];
+    int c;
+
+    trace_geometry_default(&geo);
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        uint32_t *field = c == 's' ? &geo.n_slots
+                        : c == 'c' ? &geo.n_contexts
+                        : c == 'd' ? &geo.fifo_depth
+                        : c == 'b' ? &geo.ls_base
+                        : c == 'z' ? &geo.ls_size : NULL;
+
+        if (!field)
+            return EXIT_USAGE;
+        if (parse_u32(optarg, field) < 0)
+            return bad_usage("bad number '%s'", optarg);
+    }
+    if (optind != argc - 1)
+        return bad_usage("%s needs exactly one FILE", "create");
+    unit = trace_unit_create(argv[optind], &geo, err, sizeof(err));
+    if (!unit) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return EXIT_USAGE;
+    }
+    trace_unit_close(unit, 0);
+    return 0;
+}
+
+/* ---- show --------------------------------------------------------------- */
+
+static void show_slot(const struct trace_unit *unit, uint32_t i)
+{
+    struct trace_slot_status s;
+
+    trace_slot_status(unit, i, &s);
+    printf("slot %u: context ", i);
+    if (s.bound_context == TRACE_NONE)
+        printf("none");
+    else
+        printf("%u", s.bound_context);
+    printf(" programmed=0x%06x lfsr=0x%06x cycles=%" PRIu64 " captures=%"
+           PRIu64 " dropped=%" PRIu64 " outside_ls=%" PRIu64 " queued=%u\n",
+           s.programmed_value, s.lfsr_state, s.cycles, s.captures, s.dropped,
+           s.outside, s.queued);
+}
+
+static void show_context(const struct trace_unit *unit, uint32_t i)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(unit, i);
+    uint32_t status = __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE);
+    uint32_t slot = __atomic_load_n(&ctx->slot, __ATOMIC_ACQUIRE);
+    uint32_t gate = __atomic_load_n(&ctx->gate, __ATOMIC_ACQUIRE);
+
+    if (status == TRACE_CONTEXT_IDLE && slot == TRACE_NONE && gate == 0)
+        return;
+    printf("context %u: slot ", i);
+    if (slot == TRACE_NONE)
+        printf("none");
+    else
+        printf("%u", slot);
+    printf(" status=%s gate=%u(%s) ack=%u pid=%d mode=%s instructions=%"
+           PRIu64 "\n",
+           status < 4 ? context_status_names[status] : "corrupt", gate,
+           trace_gate_is_open(gate) ? "open" : "closed",
+           __atomic_load_n(&ctx->ack, __ATOMIC_ACQUIRE),
+           (int)__atomic_load_n(&ctx->pid, __ATOMIC_ACQUIRE),
+           ctx->mode == TRACE_MODE_REFERENCE ? "reference"
+           : ctx->mode == TRACE_MODE_FAST ? "fast" : "none",
+           __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE));
+}
+
+static int cmd_show(int argc, char **argv)
+{
+    const struct trace_regs_header *h;
+    struct trace_unit *unit;
+    char err[512];
+
+    if (argc != 2)
+        return bad_usage("%s needs exactly one FILE", "show");
+    unit = trace_unit_open(argv[1], err, sizeof(err));
+    if (!unit) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return EXIT_USAGE;
+    }
+    h = unit->header;
+    printf("%s: version %u, %u slots, %u contexts, fifo depth %u, local "
+           "store 0x%08x+0x%x, controller pid %d\n", unit->path, h->version,
+           h->n_slots, h->n_contexts, h->fifo_depth, h->ls_base, h->ls_size,
+           (int)h->controller_pid);
+    for (uint32_t i = 0; i < h->n_slots; i++)
+        show_slot(unit, i);
+    for (uint32_t i = 0; i < h->n_contexts; i++)
+        show_context(unit, i);
+    trace_unit_close(unit, 0);
+    return 0;
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+struct run_options {
+    const char *regs;
+    const char *samples_out;
+    uint32_t context;
+    uint32_t slot;
+    uint32_t count;
+    uint32_t fifo_depth;
+    int reference;
+    int drain;
+    char **command;
+};
+
+static int parse_run(int argc, char **argv, struct run_options *opt)
+{
+    static const struct option options[] = {
+        { "regs", required_argument, NULL, 'r' },
+        { "context", required_argument, NULL, 'c' },
+        { "slot", required_argument, NULL, 's' },
+        { "sample-every", required_argument, NULL, 'n' },
+        { "reference", no_argument, NULL, 'R' },
+        { "samples-out", required_argument, NULL, 'o' },
+        { "fifo-depth", required_argument, NULL, 'd' },
+        { "no-drain", no_argument, NULL, 'D' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+
+    memset(opt, 0, sizeof(*opt));
+    opt->drain = 1;
+    opt->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
+    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        switch (c) {
+        case 'r': opt->regs = optarg; break;
+        case 'o': opt->samples_out = optarg; break;
+        case 'R': opt->reference = 1; break;
+        case 'D': opt->drain = 0; break;
+        case 'c':
+        case 's':
+        case 'd':
+            if (parse_u32(optarg, c == 'c' ? &opt->context
+                                  : c == 's' ? &opt->slot
+                                             : &opt->fifo_depth) < 0)
+                return bad_usage("bad number '%s'", optarg);
+            break;
+        case 'n':
+            if (parse_u32(optarg, &opt->count) < 0 || opt->count < 1
+                || opt->count > LFSR_PERIOD)
+                return bad_usage("--sample-every '%s' is outside 1..16777215",
+                                 optarg);
+            break;
+        default:
+            return EXIT_USAGE;
+        }
+    }
+    if (!opt->count)
+        return bad_usage("%s needs --sample-every N", "run");
+    if (optind >= argc)
+        return bad_usage("%s needs an emulator command after --", "run");
+    opt->command = argv + optind;
+    return 0;
+}
+
+/* Binds, programs and opens the gate of the context the emulator will be. */
+static int prepare_slot(struct trace_unit *unit, const struct run_options *opt,
+                        char *err, size_t errlen)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(unit, opt->slot);
+    uint32_t value = lfsr_value_for_count(opt->count);
+
+    if (trace_unit_bind(unit, opt->context, opt->slot, err, errlen) < 0)
+        return -1;
+    trace_slot_program(slot, value);
+    trace_slot_load(slot, value);
+    trace_unit_set_controller(unit, getpid());
+    trace_context_release(trace_unit_context(unit, opt->context));
+    return 0;
+}
+
+static pid_t spawn(char **command, const char *plugin_arg)
+{
+    int n = 0;
+    char **argv;
+    pid_t pid;
+
+    while (command[n])
+        n++;
+    argv = calloc((size_t)n + 3, sizeof(*argv));
+    if (!argv)
+        return -1;
+    memcpy(argv, command, (size_t)n * sizeof(*argv));
+    argv[n] = "-plugin";
+    argv[n + 1] = (char *)plugin_arg;
+    pid = fork();
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "coptrace: cannot run %s: %s\n", argv[0],
+                strerror(errno));
+        _exit(127);
+    }
+    free(argv);
+    return pid;
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+static int run_emulator(struct trace_unit *unit, const struct run_options *opt,
+                        FILE *samples)
+{
+    struct trace_slot_status before, after;
+    char plugin[PATH_MAX], arg[3 * PATH_MAX], err[512];
+    uint64_t drained = 0;
+    int status = 0;
+    pid_t child;
+
+    if (trace_plugin_path(plugin, sizeof(plugin)) < 0) {
+        fprintf(stderr, "coptrace: cannot find libcoptrace.so beside this "
+                "program; set COPROF_TRACE_PLUGIN\n");
+        return EXIT_USAGE;
+    }
+    if (trace_plugin_arg(arg, sizeof(arg), plugin, unit->path, opt->context,
+                         opt->reference ? TRACE_MODE_REFERENCE
+                                        : TRACE_MODE_FAST) < 0) {
+        fprintf(stderr, "coptrace: %s: path too long for -plugin\n",
+                unit->path);
+        return EXIT_USAGE;
+    }
+    if (prepare_slot(unit, opt, err, sizeof(err)) < 0) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return EXIT_USAGE;
+    }
+    trace_slot_status(unit, opt->slot, &before);
+    child = spawn(opt->command, arg);
+    if (child < 0) {
+        fprintf(stderr, "coptrace: cannot start %s: %s\n", opt->command[0],
+                strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (trace_consume_until_exit(unit, opt->slot, child, opt->drain, samples,
+                                 &drained, &status, err, sizeof(err)) < 0)
+        fprintf(stderr, "coptrace: %s\n", err);
+    trace_slot_status(unit, opt->slot, &after);
+    fprintf(stderr, "captures=%" PRIu64 " dropped=%" PRIu64
+            " instructions=%" PRIu64 " outside_ls=%" PRIu64 "\n",
+            after.captures - before.captures, after.dropped - before.dropped,
+            __atomic_load_n(&trace_unit_context(unit, opt->context)
+                             ->instructions, __ATOMIC_ACQUIRE),
+            after.outside - before.outside);
+    return exit_code_of(status);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct trace_geometry geo;
+    struct run_options opt;
+    struct trace_unit *unit;
+    FILE *samples = NULL;
+    char err[512];
+    int rc;
+
+    rc = parse_run(argc, argv, &opt);
+    if (rc)
+        return rc;
+    if (opt.samples_out && !(samples = fopen(opt.samples_out, "w"))) {
+        fprintf(stderr, "coptrace: %s: cannot write: %s\n", opt.samples_out,
+                strerror(errno));
+        return EXIT_USAGE;
+    }
+    trace_geometry_default(&geo);
+    geo.fifo_depth = opt.fifo_depth;
+    unit = opt.regs ? trace_unit_open(opt.regs, err, sizeof(err))
+                    : trace_unit_create_temp(NULL, &geo, err, sizeof(err));
+    if (!unit) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        if (samples)
+            fclose(samples);
+        return EXIT_USAGE;
+    }
+    rc = run_emulator(unit, &opt, samples);
+    if (samples && fclose(samples) != 0) {
+        fprintf(stderr, "coptrace: %s: write failed: %s\n", opt.samples_out,
+                strerror(errno));
+        rc = rc ? rc : EXIT_USAGE;
+    }
+    trace_unit_close(unit, !opt.regs);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2)
+        return bad_usage("%s", "missing command (create, show or run)");
+    if (!strcmp(argv[1], "create"))
+        return cmd_create(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "show"))
+        return cmd_show(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "run"))
+        return cmd_run(argc - 1, argv + 1);
+    return bad_usage("unknown command '%s'", argv[1]);
+}

@@ -1,0 +1,56 @@
+# emulator/: the trace unit (register file library, QEMU plugin, coptrace)
+# and its tests.  copsim joins this folder later.
+
+TRACE_LIB    := $(LIB)/libtraceunit.a
+TRACE_PLUGIN := $(LIB)/libcoptrace.so
+# lfsr/module.mk is included after this file: name its library directly.
+LFSR_ARCHIVE := $(LIB)/liblfsr.a
+
+$(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+# The plugin exports only qemu_plugin_install and qemu_plugin_version; the
+# static libraries inside it become local, so its calls stay direct.
+$(OBJ)/emulator/trace-plugin.o: CFLAGS += $(GLIB_CFLAGS) -fvisibility=hidden
+$(TRACE_PLUGIN): $(OBJ)/emulator/trace-plugin.o $(TRACE_LIB) $(LFSR_ARCHIVE)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL $^ \
+		$(GLIB_LIBS) -o $@
+
+$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(TRACE_LIB) $(LFSR_ARCHIVE)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
+
+# Guest programs for the tests, built for the coprocessor ABI.
+GUEST_CC     := riscv64-unknown-elf-gcc
+GUEST_CFLAGS := -march=rv32im_zifencei -mabi=ilp32 -O2 -g -ffreestanding \
+                -fno-builtin -nostdlib -Wall \
+                -Wl,--no-warn-rwx-segments
+GUEST_DIR    := emulator/tests/guest
+GUEST_ELVES  := $(patsubst $(GUEST_DIR)/%.c,$(TESTBIN)/guest/%.elf,\
+                  $(wildcard $(GUEST_DIR)/*.c))
+
+$(TESTBIN)/guest/%.elf: $(GUEST_DIR)/%.c $(GUEST_DIR)/crt0.S $(GUEST_DIR)/guest.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) $(GUEST_CFLAGS) -T $(GUEST_DIR)/guest.ld \
+		$(GUEST_DIR)/crt0.S $< -o $@
+
+$(OBJ)/emulator/tests/test-trace-unit.o: CFLAGS += $(GLIB_CFLAGS)
+$(TESTBIN)/test-trace-unit: $(OBJ)/emulator/tests/test-trace-unit.o \
+		$(TRACE_LIB) $(LFSR_ARCHIVE)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+$(OBJ)/emulator/tests/test-trace-plugin.o: CFLAGS += $(GLIB_CFLAGS)
+$(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
+		$(TRACE_LIB) $(LFSR_ARCHIVE) | $(TRACE_PLUGIN) $(GUEST_ELVES)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@
+
+ALL_TARGETS += $(TRACE_LIB) $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
+GTESTS += $(TESTBIN)/test-trace-unit $(TESTBIN)/test-trace-plugin
+PYTESTS += emulator/tests
+INSTALL_BINS += $(BIN)/coptrace
+INSTALL_LIBS += $(TRACE_LIB) $(TRACE_PLUGIN)
+INSTALL_HEADERS += emulator/trace-regs.h emulator/trace-unit.h

@@ -1,0 +1,430 @@
+/*
+ * test-trace-plugin.c — GTest suite that runs the libcoptrace.so plugin in
+ * qemu-system-riscv32 on the test guests and plays the controller: the run
+ * gate, moving a context between slots while it is held, LFSR state carried
+ * over from one context to the next, a programmed value taking effect at
+ * the next reload, value 0, and a controller that dies.
+ *
+ * The guests start at the local store directly (QEMU's loader device sets
+ * the PC), so every instruction is in the local store and a reference run
+ * at N = 1 lists the PC field of every instruction: the oracle for the
+ * expected captures of other settings.
+ */
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
+
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BIG_FIFO (1u << 20)
+
+struct fixture {
+    char *dir;
+    char *regs;
+    struct trace_unit *unit;
+};
+
+static const char *build_dir(void)
+{
+    const char *dir = g_getenv("COPROF_BUILD");
+
+    return dir && *dir ? dir : "build";
+}
+
+static void setup_geometry(struct fixture *f, uint32_t slots, uint32_t depth)
+{
+    struct trace_geometry geo;
+    char err[512];
+
+    f->dir = g_dir_make_tmp("test-trace-plugin-XXXXXX", NULL);
+    f->regs = g_build_filename(f->dir, "regs", NULL);
+    trace_geometry_default(&geo);
+    geo.n_slots = slots;
+    geo.fifo_depth = depth;
+    f->unit = trace_unit_create(f->regs, &geo, err, sizeof(err));
+    if (!f->unit)
+        g_error("%s", err);
+    trace_unit_set_controller(f->unit, getpid());
+}
+
+static void setup(struct fixture *f, gconstpointer data)
+{
+    setup_geometry(f, 2, BIG_FIFO);
+}
+
+static void teardown(struct fixture *f, gconstpointer data)
+{
+    char *log = g_build_filename(f->dir, "stderr", NULL);
+
+    g_unlink(log);
+    g_free(log);
+    trace_unit_close(f->unit, 1);
+    g_rmdir(f->dir);
+    g_free(f->regs);
+    g_free(f->dir);
+}
+
+/* ---- Running an emulator ------------------------------------------------ */
+
+/* Starts the guest as `context`; its stderr goes to DIR/stderr. */
+static pid_t start_emulator(struct fixture *f, uint32_t context,
+                            const char *guest, int reference)
+{
+    char *plugin = g_build_filename(build_dir(), "lib", "libcoptrace.so", NULL);
+    char *elf = g_strdup_printf("%s/tests/guest/%s.elf", build_dir(), guest);
+    char *log = g_build_filename(f->dir, "stderr", NULL);
+    char arg[4096];
+    pid_t pid;
+
+    g_assert_true(g_file_test(elf, G_FILE_TEST_EXISTS));
+    g_assert_cmpint(trace_plugin_arg(arg, sizeof(arg), plugin, f->regs,
+                                     context, reference ? TRACE_MODE_REFERENCE
+                                                        : TRACE_MODE_FAST),
+                    ==, 0);
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        int out = open("/dev/null", O_WRONLY);
+        int err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        execlp("qemu-system-riscv32", "qemu-system-riscv32", "-M", "virt",
+               "-bios", "none", "-display", "none", "-monitor", "none",
+               "-serial", "null", "-kernel", elf,
+               "-device", "loader,addr=0x80000000,cpu-num=0",
+               "-plugin", arg, (char *)NULL);
+        _exit(127);
+    }
+    g_free(plugin);
+    g_free(elf);
+    g_free(log);
+    return pid;
+}
+
+static char *emulator_stderr(struct fixture *f)
+{
+    char *log = g_build_filename(f->dir, "stderr", NULL);
+    char *text = NULL;
+
+    g_file_get_contents(log, &text, NULL, NULL);
+    g_free(log);
+    return text ? text : g_strdup("");
+}
+
+static void drain_into(struct fixture *f, uint32_t slot, GArray *out)
+{
+    struct trace_regs_slot *s = trace_unit_slot(f->unit, slot);
+    uint16_t batch[4096];
+    int32_t n;
+
+    while ((n = trace_slot_drain(s, f->unit->header->fifo_depth, batch,
+                                 G_N_ELEMENTS(batch))) > 0)
+        g_array_append_vals(out, batch, (guint)n);
+    g_assert_cmpint(n, ==, 0);
+}
+
+/* Drains `slot` until the emulator ends; returns its exit status. */
+static int drain_until_exit(struct fixture *f, pid_t pid, uint32_t slot,
+                            GArray *out)
+{
+    int status;
+
+    for (;;) {
+        pid_t done = waitpid(pid, &status, WNOHANG);
+
+        drain_into(f, slot, out);
+        if (done == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        g_usleep(200);
+    }
+}
+
+/* Binds context to slot, loads its LFSR with `load`, programs `program`. */
+static void prepare(struct fixture *f, uint32_t context, uint32_t slot,
+                    uint32_t load, uint32_t program)
+{
+    char err[512];
+
+    g_assert_cmpint(trace_unit_bind(f->unit, context, slot, err,
+                                    sizeof(err)), ==, 0);
+    trace_slot_program(trace_unit_slot(f->unit, slot), program);
+    trace_slot_load(trace_unit_slot(f->unit, slot), load);
+}
+
+/* Runs a guest to the end as context 0 on slot 0, gate open from the start. */
+static GArray *run_guest(struct fixture *f, const char *guest, int reference,
+                         uint32_t load, uint32_t program)
+{
+    GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+    pid_t pid;
+
+    prepare(f, 0, 0, load, program);
+    trace_context_release(trace_unit_context(f->unit, 0));
+    pid = start_emulator(f, 0, guest, reference);
+    drain_until_exit(f, pid, 0, captures);
+    return captures;
+}
+
+/* The PC field of every instruction the guest retires, in order. */
+static GArray *full_trace(const char *guest)
+{
+    struct fixture f;
+    uint32_t every = lfsr_value_for_count(1);
+    GArray *trace;
+
+    setup(&f, NULL);
+    trace = run_guest(&f, guest, 1, every, every);
+    g_assert_cmpuint(trace->len, ==, trace_unit_slot(f.unit, 0)->cycles);
+    g_assert_cmpuint(trace_unit_slot(f.unit, 0)->outside_count, ==, 0);
+    teardown(&f, NULL);
+    return trace;
+}
+
+static void assert_same_captures(GArray *got, GArray *want)
+{
+    g_assert_cmpuint(got->len, ==, want->len);
+    for (guint i = 0; i < want->len; i++) {
+        if (g_array_index(got, uint16_t, i) != g_array_index(want, uint16_t, i))
+            g_error("capture %u: got 0x%05x, expected 0x%05x", i + 1,
+                    g_array_index(got, uint16_t, i) << 2,
+                    g_array_index(want, uint16_t, i) << 2);
+    }
+}
+
+/* ---- Tests -------------------------------------------------------------- */
+
+static void test_start_held(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    uint32_t value = lfsr_value_for_count(1000);
+    GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+    pid_t pid;
+
+    prepare(f, 0, 0, value, value);
+    pid = start_emulator(f, 0, "mix", 0);
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) != TRACE_CONTEXT_HELD)
+        g_usleep(1000);
+    g_assert_cmpint(trace_context_wait_held(ctx, 0, 5000), ==, TRACE_WAIT_HELD);
+    g_usleep(50000);
+    g_assert_cmpuint(slot->cycles, ==, 0);              /* nothing ran */
+    g_assert_cmpuint(ctx->pid, ==, pid);
+    g_assert_cmpuint(ctx->mode, ==, TRACE_MODE_FAST);
+    trace_context_release(ctx);
+    g_assert_cmpint(drain_until_exit(f, pid, 0, captures), ==, 0);
+    g_assert_cmpuint(ctx->status, ==, TRACE_CONTEXT_EXITED);
+    g_assert_cmpuint(ctx->instructions, ==, slot->cycles);
+    g_assert_cmpuint(slot->capture_count, ==, slot->cycles / 1000);
+    g_assert_cmpuint(captures->len, ==, slot->capture_count);
+    g_array_free(captures, TRUE);
+}
+
+/*
+ * Holds the running context every few milliseconds, drains its slot, loads
+ * the other slot's LFSR with the state this one has, moves the context
+ * there and releases it: the captures, concatenated, must be those of a run
+ * that never moved.
+ */
+static void check_moves(struct fixture *f, int reference, GArray *unmoved,
+                        uint32_t value)
+{
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
+    GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+    uint32_t slot = 0, moves = 0;
+    struct trace_slot_status status;
+    char err[512];
+    pid_t pid;
+    int exit_status = -1;
+
+    prepare(f, 0, 0, value, value);
+    trace_slot_program(trace_unit_slot(f->unit, 1), value);
+    trace_context_release(ctx);
+    pid = start_emulator(f, 0, "spin", reference);
+    for (;;) {
+        uint32_t gate;
+
+        g_usleep(reference ? 20000 : 4000);
+        gate = trace_context_hold(ctx);
+        if (trace_context_wait_held(ctx, gate, 10000) != TRACE_WAIT_HELD)
+            break;
+        drain_into(f, slot, captures);
+        trace_slot_status(f->unit, slot, &status);
+        trace_slot_load(trace_unit_slot(f->unit, 1 - slot), status.lfsr_state);
+        slot = 1 - slot;
+        g_assert_cmpint(trace_unit_bind(f->unit, 0, slot, err, sizeof(err)),
+                        ==, 0);
+        trace_context_release(ctx);
+        moves++;
+    }
+    g_assert_cmpint(waitpid(pid, &exit_status, 0), ==, pid);
+    g_assert_true(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0);
+    drain_into(f, slot, captures);
+    g_test_message("%s mode: %u moves, %u captures",
+                   reference ? "reference" : "fast", moves, captures->len);
+    g_assert_cmpuint(moves, >=, 3);
+    assert_same_captures(captures, unmoved);
+    g_assert_cmpuint(ctx->instructions, ==,
+                     trace_unit_slot(f->unit, 0)->cycles
+                     + trace_unit_slot(f->unit, 1)->cycles);
+    g_array_free(captures, TRUE);
+}
+
+static void test_move_while_held(void)
+{
+    uint32_t value = lfsr_value_for_count(997);
+    struct fixture f;
+    GArray *unmoved;
+
+    setup(&f, NULL);
+    unmoved = run_guest(&f, "spin", 0, value, value);
+    teardown(&f, NULL);
+    g_assert_cmpuint(unmoved->len, >, 10000);
+    for (int reference = 0; reference <= 1; reference++) {
+        setup(&f, NULL);
+        check_moves(&f, reference, unmoved, value);
+        teardown(&f, NULL);
+    }
+    g_array_free(unmoved, TRUE);
+}
+
+/*
+ * Context 1 runs on slot 0 after context 0 exited there, without a reload:
+ * its captures are those of a run whose LFSR starts where context 0 left it.
+ */
+static void test_state_carries_over(void)
+{
+    uint32_t value = lfsr_value_for_count(333);
+    struct trace_slot_status after_first;
+    GArray *first, *second, *explicit;
+    struct fixture f;
+    char err[512];
+    pid_t pid;
+
+    setup(&f, NULL);
+    first = run_guest(&f, "mix", 0, value, value);
+    trace_slot_status(f.unit, 0, &after_first);
+    g_assert_cmpuint(after_first.cycles % 333, !=, 0);   /* mid-period */
+    g_assert_cmphex(after_first.lfsr_state, ==,
+                    lfsr_value_for_count(333 - after_first.cycles % 333));
+    g_assert_cmpuint(first->len, ==, after_first.cycles / 333);
+
+    /* Only a new binding: the slot's LFSR and counters stay as they are. */
+    g_assert_cmpint(trace_unit_bind(f.unit, 1, 0, err, sizeof(err)), ==, 0);
+    trace_context_release(trace_unit_context(f.unit, 1));
+    second = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+    pid = start_emulator(&f, 1, "mix", 0);
+    g_assert_cmpint(drain_until_exit(&f, pid, 0, second), ==, 0);
+    g_assert_cmpuint(trace_unit_slot(f.unit, 0)->cycles, ==,
+                     2 * after_first.cycles);
+    g_assert_cmpuint(trace_unit_context(f.unit, 1)->instructions, ==,
+                     after_first.cycles);
+    teardown(&f, NULL);
+
+    setup(&f, NULL);
+    explicit = run_guest(&f, "mix", 0, after_first.lfsr_state, value);
+    teardown(&f, NULL);
+    assert_same_captures(second, explicit);
+    g_array_free(first, TRUE);
+    g_array_free(second, TRUE);
+    g_array_free(explicit, TRUE);
+}
+
+/* Captures at instructions first, first + every, ... taken from the trace. */
+static GArray *expected_captures(GArray *trace, uint32_t first, uint32_t every)
+{
+    GArray *want = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+
+    for (uint64_t i = first; i <= trace->len; i += every) {
+        g_array_append_val(want, g_array_index(trace, uint16_t, i - 1));
+        if (!every)
+            break;
+    }
+    return want;
+}
+
+static void test_program_at_reload(void)
+{
+    GArray *trace = full_trace("mix");
+    struct fixture f;
+    GArray *got, *want;
+
+    for (int reference = 0; reference <= 1; reference++) {
+        /* Loaded for 500, programmed for 300: 500, 800, 1100, ... */
+        setup(&f, NULL);
+        got = run_guest(&f, "mix", reference, lfsr_value_for_count(500),
+                        lfsr_value_for_count(300));
+        want = expected_captures(trace, 500, 300);
+        assert_same_captures(got, want);
+        teardown(&f, NULL);
+        g_array_free(got, TRUE);
+        g_array_free(want, TRUE);
+
+        /* Programmed 0: the first expiry captures, then capture stops. */
+        setup(&f, NULL);
+        got = run_guest(&f, "mix", reference, lfsr_value_for_count(4321), 0);
+        want = expected_captures(trace, 4321, 0);
+        assert_same_captures(got, want);
+        g_assert_cmphex(trace_unit_slot(f.unit, 0)->reload_state, ==, 0);
+        teardown(&f, NULL);
+        g_array_free(got, TRUE);
+        g_array_free(want, TRUE);
+
+        /* Loaded 0: the LFSR does not run, whatever is programmed. */
+        setup(&f, NULL);
+        got = run_guest(&f, "mix", reference, 0, lfsr_value_for_count(10));
+        g_assert_cmpuint(got->len, ==, 0);
+        g_assert_cmpuint(trace_unit_slot(f.unit, 0)->capture_count, ==, 0);
+        g_assert_cmpuint(trace_unit_slot(f.unit, 0)->cycles, ==, trace->len);
+        teardown(&f, NULL);
+        g_array_free(got, TRUE);
+    }
+    g_array_free(trace, TRUE);
+}
+
+static void test_controller_dies(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
+    pid_t controller = fork(), pid;
+    char *text;
+    int status;
+
+    if (controller == 0) {
+        pause();
+        _exit(0);
+    }
+    trace_unit_set_controller(f->unit, controller);
+    prepare(f, 0, 0, lfsr_value_for_count(100), lfsr_value_for_count(100));
+    pid = start_emulator(f, 0, "mix", 0);
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) != TRACE_CONTEXT_HELD)
+        g_usleep(1000);
+    kill(controller, SIGKILL);
+    waitpid(controller, NULL, 0);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+    text = emulator_stderr(f);
+    g_test_message("%s", text);
+    g_assert_nonnull(strstr(text, "coptrace: "));
+    g_assert_nonnull(strstr(text, "died while context 0 was held"));
+    g_assert_cmpuint(ctx->status, ==, TRACE_CONTEXT_EXITED);
+    g_free(text);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add("/trace-plugin/start-held", struct fixture, NULL, setup,
+               test_start_held, teardown);
+    g_test_add_func("/trace-plugin/move-while-held", test_move_while_held);
+    g_test_add_func("/trace-plugin/state-carries-over", test_state_carries_over);
+    g_test_add_func("/trace-plugin/program-at-reload", test_program_at_reload);
+    g_test_add("/trace-plugin/controller-dies", struct fixture, NULL, setup,
+               test_controller_dies, teardown);
+    return g_test_run();
+}

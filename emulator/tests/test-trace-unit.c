@@ -1,0 +1,537 @@
+/*
+ * test-trace-unit.c — GTest suite for the trace unit's register file
+ * library (trace-regs.h, trace-unit.c), without an emulator: layout,
+ * validation of corrupt files, the FIFO under a concurrent producer and
+ * consumer, the LFSR seqlock, binding rules and the hold handshake, with a
+ * thread standing in for the plugin.
+ */
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct fixture {
+    char *dir;
+    char *path;
+    struct trace_unit *unit;
+};
+
+static void setup_with(struct fixture *f, uint32_t slots, uint32_t depth)
+{
+    struct trace_geometry geo;
+    char err[512] = "";
+
+    f->dir = g_dir_make_tmp("test-trace-unit-XXXXXX", NULL);
+    g_assert_nonnull(f->dir);
+    f->path = g_build_filename(f->dir, "regs", NULL);
+    trace_geometry_default(&geo);
+    geo.n_slots = slots;
+    geo.fifo_depth = depth;
+    f->unit = trace_unit_create(f->path, &geo, err, sizeof(err));
+    if (!f->unit)
+        g_test_message("create: %s", err);
+    g_assert_nonnull(f->unit);
+}
+
+static void setup(struct fixture *f, gconstpointer data)
+{
+    setup_with(f, 2, 64);
+}
+
+static void teardown(struct fixture *f, gconstpointer data)
+{
+    trace_unit_close(f->unit, 1);
+    g_rmdir(f->dir);
+    g_free(f->path);
+    g_free(f->dir);
+}
+
+/* ---- Layout and validation ---------------------------------------------- */
+
+static void test_default_layout(void)
+{
+    struct fixture f;
+    struct trace_geometry geo;
+    const struct trace_regs_header *h;
+    char err[512];
+
+    f.dir = g_dir_make_tmp("test-trace-unit-XXXXXX", NULL);
+    f.path = g_build_filename(f.dir, "regs", NULL);
+    trace_geometry_default(&geo);
+    f.unit = trace_unit_create(f.path, &geo, err, sizeof(err));
+    g_assert_nonnull(f.unit);
+    h = f.unit->header;
+    g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
+    g_assert_cmpuint(h->version, ==, 1);
+    g_assert_cmpuint(h->n_slots, ==, 8);
+    g_assert_cmpuint(h->fifo_depth, ==, 1024);
+    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048);
+    g_assert_cmpuint(h->slots_offset, ==, 128);
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 2240);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 2240 + 64 * 128);
+    g_assert_cmphex(h->ls_base, ==, 0x80000000);
+    g_assert_cmphex(h->ls_size, ==, 0x40000);
+    for (uint32_t i = 0; i < 8; i++)
+        g_assert_cmphex(trace_unit_slot(f.unit, i)->bound_context, ==,
+                        TRACE_NONE);
+    for (uint32_t i = 0; i < 64; i++) {
+        g_assert_cmphex(trace_unit_context(f.unit, i)->slot, ==, TRACE_NONE);
+        g_assert_cmpuint(trace_unit_context(f.unit, i)->gate, ==, 0);
+    }
+    g_assert_null(trace_unit_slot(f.unit, 8));
+    g_assert_null(trace_unit_context(f.unit, 64));
+    g_assert_null(trace_unit_create(f.path, &geo, err, sizeof(err)));
+    g_assert_nonnull(strstr(err, "File exists"));
+    teardown(&f, NULL);
+}
+
+static void test_bad_geometry(void)
+{
+    struct trace_geometry geo;
+    char err[512];
+
+    trace_geometry_default(&geo);
+    geo.fifo_depth = 1000;
+    g_assert_null(trace_unit_create("/nonexistent/x", &geo, err, sizeof(err)));
+    g_assert_nonnull(strstr(err, "FIFO depth 1000 is not a power of two"));
+    trace_geometry_default(&geo);
+    geo.n_slots = 65;
+    g_assert_null(trace_unit_create("/nonexistent/x", &geo, err, sizeof(err)));
+    g_assert_nonnull(strstr(err, "slot count 65"));
+    trace_geometry_default(&geo);
+    geo.ls_size = 0x80000;
+    g_assert_null(trace_unit_create("/nonexistent/x", &geo, err, sizeof(err)));
+    g_assert_nonnull(strstr(err, "local store"));
+}
+
+/* Opens a copy of the fixture's file after `damage` changed it. */
+static void expect_open_error(struct fixture *f,
+                              void (*damage)(uint8_t *bytes, gsize *size),
+                              const char *reason)
+{
+    char *copy = g_build_filename(f->dir, "damaged", NULL);
+    gchar *bytes;
+    gsize size;
+    char err[512] = "";
+
+    g_assert_true(g_file_get_contents(f->path, &bytes, &size, NULL));
+    damage((uint8_t *)bytes, &size);
+    g_assert_true(g_file_set_contents(copy, bytes, (gssize)size, NULL));
+    g_assert_null(trace_unit_open(copy, err, sizeof(err)));
+    g_test_message("%s", err);
+    g_assert_nonnull(strstr(err, copy));
+    g_assert_nonnull(strstr(err, reason));
+    g_assert_null(strchr(err, '\n'));
+    g_unlink(copy);
+    g_free(bytes);
+    g_free(copy);
+}
+
+static void damage_magic(uint8_t *b, gsize *size) { b[0] = 'X'; }
+static void damage_version(uint8_t *b, gsize *size) { b[8] = 2; }
+static void damage_reserved(uint8_t *b, gsize *size) { b[100] = 1; }
+static void damage_depth(uint8_t *b, gsize *size) { b[33] ^= 0x01; }
+static void damage_stride(uint8_t *b, gsize *size) { b[36] += 64; }
+static void damage_truncate(uint8_t *b, gsize *size) { *size -= 128; }
+static void damage_tiny(uint8_t *b, gsize *size) { *size = 20; }
+
+static void test_corrupt_files(struct fixture *f, gconstpointer data)
+{
+    struct trace_unit *again;
+    char err[512];
+
+    expect_open_error(f, damage_magic, "bad magic");
+    expect_open_error(f, damage_version, "version 2, this build reads version 1");
+    expect_open_error(f, damage_reserved, "reserved header byte 100");
+    expect_open_error(f, damage_depth, "not a power of two");
+    expect_open_error(f, damage_stride, "inconsistent layout");
+    expect_open_error(f, damage_truncate, "header says");
+    expect_open_error(f, damage_tiny, "shorter than the header");
+    g_assert_null(trace_unit_open("/nonexistent/regs", err, sizeof(err)));
+    g_assert_nonnull(strstr(err, "/nonexistent/regs: cannot open"));
+    again = trace_unit_open(f->path, err, sizeof(err));
+    g_assert_nonnull(again);
+    trace_unit_close(again, 0);
+}
+
+/* ---- FIFO --------------------------------------------------------------- */
+
+static void test_overflow_counted(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 1);
+    uint16_t out[200];
+    uint32_t queued = 0;
+
+    for (uint32_t i = 0; i < 164; i++)
+        queued += (uint32_t)trace_slot_push(slot, 64, (uint16_t)i);
+    trace_slot_count_outside(slot);
+    g_assert_cmpuint(queued, ==, 64);
+    g_assert_cmpuint(slot->capture_count, ==, 165);
+    g_assert_cmpuint(slot->overflow_count, ==, 100);
+    g_assert_cmpuint(slot->outside_count, ==, 1);
+    g_assert_cmpint(trace_slot_drain(slot, 64, out, 200), ==, 64);
+    for (uint32_t i = 0; i < 64; i++)
+        g_assert_cmpuint(out[i], ==, i);       /* the oldest are kept */
+    g_assert_cmpint(trace_slot_drain(slot, 64, out, 200), ==, 0);
+    g_assert_cmpint(trace_slot_push(slot, 64, 7), ==, 1);
+    slot->fifo_head += 100;                    /* corrupt: beyond depth */
+    g_assert_cmpint(trace_slot_drain(slot, 64, out, 200), ==, -1);
+}
+
+struct producer {
+    struct trace_regs_slot *slot;
+    uint32_t depth;
+    uint32_t count;
+    guint8 *dropped;            /* one flag per pushed value */
+};
+
+static gpointer produce(gpointer data)
+{
+    struct producer *p = data;
+
+    for (uint32_t i = 0; i < p->count; i++) {
+        p->dropped[i] = !trace_slot_push(p->slot, p->depth, (uint16_t)i);
+        if ((i & 0x1F) == 0)
+            g_thread_yield();
+    }
+    return NULL;
+}
+
+static void test_concurrent_fifo(struct fixture *f, gconstpointer data)
+{
+    struct producer p = { trace_unit_slot(f->unit, 0), 64, 300000, NULL };
+    uint16_t batch[64];
+    uint32_t next = 0, drained = 0, dropped = 0;
+    GThread *thread;
+    int32_t n;
+
+    p.dropped = g_malloc0(p.count);
+    thread = g_thread_new("producer", produce, &p);
+    for (;;) {
+        int producer_done = __atomic_load_n(&p.slot->capture_count,
+                                            __ATOMIC_ACQUIRE) == p.count;
+
+        n = trace_slot_drain(p.slot, p.depth, batch, G_N_ELEMENTS(batch));
+        g_assert_cmpint(n, >=, 0);
+        for (int32_t i = 0; i < n; i++) {
+            /* The next value is the next one the producer did not drop. */
+            while (next < p.count && __atomic_load_n(&p.dropped[next],
+                                                     __ATOMIC_RELAXED))
+                next++;
+            g_assert_cmpuint(batch[i], ==, (uint16_t)next);
+            next++;
+            drained++;
+        }
+        if (producer_done && n == 0)
+            break;
+    }
+    g_thread_join(thread);
+    for (uint32_t i = 0; i < p.count; i++)
+        dropped += p.dropped[i];
+    g_test_message("drained %u, dropped %u", drained, dropped);
+    g_assert_cmpuint(drained + dropped, ==, p.count);
+    g_assert_cmpuint(p.slot->overflow_count, ==, dropped);
+    g_free(p.dropped);
+}
+
+/* ---- LFSR registers ----------------------------------------------------- */
+
+static uint32_t state_for_cycle(uint64_t cycle)
+{
+    return (uint32_t)(cycle * 2654435761u) & LFSR_MASK;
+}
+
+static gpointer write_lfsr(gpointer data)
+{
+    struct trace_regs_slot *slot = data;
+
+    for (uint64_t c = 1; c <= 3000000; c += 3) {
+        trace_slot_write_lfsr(slot, c, state_for_cycle(c));
+        __atomic_store_n(&slot->cycles, c + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->cycles, c + 2, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+static void test_lfsr_seqlock(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    struct trace_lfsr_snapshot snap;
+    GThread *thread = g_thread_new("writer", write_lfsr, slot);
+    guint reads = 0;
+
+    do {
+        trace_slot_read_lfsr(slot, &snap);
+        g_assert_cmphex(snap.reload_state, ==, state_for_cycle(snap.reload_cycle));
+        g_assert_cmpuint(snap.cycles, >=, snap.reload_cycle);
+        g_assert_cmpuint(snap.cycles, <=, snap.reload_cycle + 2);
+        reads++;
+    } while (snap.reload_cycle < 2999998);
+    g_thread_join(thread);
+    g_test_message("%u consistent snapshots", reads);
+}
+
+static void test_lfsr_state(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    struct trace_slot_status status;
+    uint32_t value = lfsr_value_for_count(100);
+
+    slot->cycles = 1000;
+    trace_slot_load(slot, value);
+    g_assert_cmpuint(slot->reload_cycle, ==, 1000);
+    slot->cycles = 1040;
+    trace_slot_program(slot, 0x1FFFFFF);        /* only 24 bits kept */
+    trace_slot_status(f->unit, 0, &status);
+    g_assert_cmphex(status.lfsr_state, ==, lfsr_advance(value, 40));
+    g_assert_cmpuint(lfsr_count_for_value(status.lfsr_state), ==, 60);
+    g_assert_cmphex(status.programmed_value, ==, 0xFFFFFF);
+    g_assert_cmpuint(status.cycles, ==, 1040);
+    trace_slot_load(slot, 0);
+    trace_slot_status(f->unit, 0, &status);
+    g_assert_cmphex(status.lfsr_state, ==, 0);
+}
+
+/* ---- Binding and the run gate ------------------------------------------- */
+
+struct emulator {
+    struct fixture *f;
+    uint32_t context;
+    uint32_t stop;              /* set by the test to end the thread */
+    uint32_t gate_changes;
+    uint32_t last_slot;
+    uint32_t died;
+};
+
+/* Stands in for the plugin: runs "blocks" on its slot while the gate is
+ * open, re-reading the binding after every hold, as trace-plugin.c does. */
+static gpointer emulate(gpointer data)
+{
+    struct emulator *e = data;
+    char err[256];
+    struct trace_regs_context *ctx = trace_context_attach(e->f->unit,
+                                                          e->context,
+                                                          TRACE_MODE_FAST,
+                                                          err, sizeof(err));
+    uint32_t gate = TRACE_NONE;
+
+    g_assert_nonnull(ctx);
+    while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+        if (gate == TRACE_NONE
+            || __atomic_load_n(&ctx->gate, __ATOMIC_RELAXED) != gate) {
+            gate = trace_context_wait_open(e->f->unit, ctx);
+            if (gate == TRACE_NONE) {
+                __atomic_store_n(&e->died, 1, __ATOMIC_RELEASE);
+                return NULL;
+            }
+            e->gate_changes++;
+            __atomic_store_n(&e->last_slot, ctx->slot, __ATOMIC_RELEASE);
+        }
+        struct trace_regs_slot *slot = trace_unit_slot(e->f->unit, ctx->slot);
+        __atomic_store_n(&slot->cycles, slot->cycles + 5, __ATOMIC_RELAXED);
+        g_usleep(50);
+    }
+    trace_context_exit(ctx, 1234);
+    return NULL;
+}
+
+static void test_hold_and_move(struct fixture *f, gconstpointer data)
+{
+    struct emulator e = { .f = f, .context = 3 };
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 3);
+    struct trace_regs_slot *slot0 = trace_unit_slot(f->unit, 0);
+    struct trace_regs_slot *slot1 = trace_unit_slot(f->unit, 1);
+    char err[512];
+    GThread *thread;
+    uint32_t gate;
+    uint64_t frozen;
+
+    g_assert_cmpint(trace_unit_bind(f->unit, 3, 0, err, sizeof(err)), ==, 0);
+    thread = g_thread_new("emulator", emulate, &e);
+    /* A fresh context waits at its closed gate. */
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) == TRACE_CONTEXT_IDLE)
+        g_usleep(100);
+    g_assert_cmpint(trace_context_wait_held(ctx, 0, 5000), ==, TRACE_WAIT_HELD);
+    g_assert_cmpuint(ctx->status, ==, TRACE_CONTEXT_HELD);
+    g_assert_cmpuint(slot0->cycles, ==, 0);
+    trace_context_release(ctx);
+    while (__atomic_load_n(&slot0->cycles, __ATOMIC_ACQUIRE) < 100)
+        g_usleep(100);
+    g_assert_cmpint(trace_unit_bind(f->unit, 3, 1, err, sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "context 3 is running; hold it first"));
+
+    gate = trace_context_hold(ctx);
+    g_assert_false(trace_gate_is_open(gate));
+    g_assert_cmpint(trace_context_wait_held(ctx, gate, 5000), ==,
+                    TRACE_WAIT_HELD);
+    g_assert_cmpuint(ctx->ack, ==, gate);
+    g_assert_cmpuint(ctx->status, ==, TRACE_CONTEXT_HELD);
+    frozen = slot0->cycles;
+    g_usleep(20000);
+    g_assert_cmpuint(slot0->cycles, ==, frozen);    /* nothing runs */
+
+    g_assert_cmpint(trace_unit_bind(f->unit, 3, 1, err, sizeof(err)), ==, 0);
+    g_assert_cmphex(slot0->bound_context, ==, TRACE_NONE);
+    g_assert_cmpuint(slot1->bound_context, ==, 3);
+    trace_context_release(ctx);
+    while (__atomic_load_n(&slot1->cycles, __ATOMIC_ACQUIRE) < 100)
+        g_usleep(100);
+    g_assert_cmpuint(slot0->cycles, ==, frozen);
+    g_assert_cmpuint(__atomic_load_n(&e.last_slot, __ATOMIC_ACQUIRE), ==, 1);
+
+    __atomic_store_n(&e.stop, 1, __ATOMIC_RELEASE);
+    gate = trace_context_hold(ctx);
+    g_assert_cmpint(trace_context_wait_held(ctx, gate, 5000), ==,
+                    TRACE_WAIT_EXITED);
+    g_thread_join(thread);
+    g_assert_cmpuint(ctx->instructions, ==, 1234);
+    g_assert_cmpuint(e.gate_changes, ==, 2);
+}
+
+static void test_hold_timeout(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_context *ctx;
+    char err[256];
+    uint32_t gate;
+
+    ctx = trace_context_attach(f->unit, 5, TRACE_MODE_FAST, err, sizeof(err));
+    g_assert_nonnull(ctx);
+    trace_context_release(ctx);
+    /* Nobody obeys: this process "is" the emulator and never checks. */
+    gate = trace_context_hold(ctx);
+    g_assert_cmpint(trace_context_wait_held(ctx, gate, 50), ==,
+                    TRACE_WAIT_TIMEOUT);
+    g_assert_cmpint(trace_context_hold(ctx), ==, gate);  /* already closed */
+}
+
+static void test_bind_rules(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_context *ctx;
+    char err[512];
+
+    g_assert_cmpint(trace_unit_bind(f->unit, 0, 2, err, sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "out of range"));
+    g_assert_cmpint(trace_unit_bind(f->unit, 64, 0, err, sizeof(err)), ==, -1);
+
+    /* Context 1 runs on slot 0: nobody else may take the slot. */
+    ctx = trace_context_attach(f->unit, 1, TRACE_MODE_FAST, err, sizeof(err));
+    g_assert_cmpint(trace_unit_bind(f->unit, 1, 0, err, sizeof(err)), ==, 0);
+    trace_context_release(ctx);
+    g_assert_cmpint(trace_unit_bind(f->unit, 2, 0, err, sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "slot 0 is in use by running context 1"));
+
+    /* Once it exited, the slot may go to another context. */
+    trace_context_exit(ctx, 10);
+    g_assert_cmpint(trace_unit_bind(f->unit, 2, 0, err, sizeof(err)), ==, 0);
+    g_assert_cmpuint(trace_unit_slot(f->unit, 0)->bound_context, ==, 2);
+    g_assert_cmphex(ctx->slot, ==, TRACE_NONE);
+
+    /* A context owned by a live process cannot be attached twice. */
+    ctx->pid = getppid();
+    ctx->status = TRACE_CONTEXT_RUNNING;
+    g_assert_null(trace_context_attach(f->unit, 1, TRACE_MODE_FAST, err,
+                                       sizeof(err)));
+    g_assert_nonnull(strstr(err, "context 1 is attached to emulator pid"));
+    g_assert_null(trace_context_attach(f->unit, 99, TRACE_MODE_FAST, err,
+                                       sizeof(err)));
+    g_assert_nonnull(strstr(err, "context 99 is out of range"));
+}
+
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, NULL, 0);
+    return pid;
+}
+
+static void test_controller_death(struct fixture *f, gconstpointer data)
+{
+    struct emulator e = { .f = f, .context = 4 };
+    GThread *thread;
+    char err[256];
+
+    g_assert_cmpint(trace_unit_bind(f->unit, 4, 1, err, sizeof(err)), ==, 0);
+    trace_unit_set_controller(f->unit, getpid());
+    thread = g_thread_new("emulator", emulate, &e);
+    g_assert_cmpint(trace_context_wait_held(trace_unit_context(f->unit, 4), 0,
+                                            5000), ==, TRACE_WAIT_HELD);
+    g_assert_false(__atomic_load_n(&e.died, __ATOMIC_ACQUIRE));
+    trace_unit_set_controller(f->unit, dead_pid());
+    g_thread_join(thread);
+    g_assert_true(e.died);
+}
+
+/* ---- Consumer and plugin arguments -------------------------------------- */
+
+static void test_drain_to_file(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    uint64_t drained = 0;
+    char err[256];
+
+    trace_slot_push(slot, 64, 0);
+    trace_slot_push(slot, 64, 0x1234);
+    trace_slot_push(slot, 64, 0xFFFF);
+    g_assert_cmpint(trace_slot_drain_to(f->unit, 0, out, &drained, err,
+                                        sizeof(err)), ==, 0);
+    fclose(out);
+    g_assert_cmpstr(text, ==, "0x00000\n0x048d0\n0x3fffc\n");
+    g_assert_cmpuint(drained, ==, 3);
+    free(text);
+}
+
+static void test_plugin_arg(void)
+{
+    char buf[256];
+
+    g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "/a,b/lib.so",
+                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE), ==, 0);
+    g_assert_cmpstr(buf, ==, "/a,,b/lib.so,regs=/tmp/x,,y,context=3,"
+                             "mode=reference");
+    g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 0,
+                                     TRACE_MODE_FAST), ==, 0);
+    g_assert_cmpstr(buf, ==, "p.so,regs=r,context=0,mode=fast");
+    g_assert_cmpint(trace_plugin_arg(buf, 12, "p.so", "r", 0,
+                                     TRACE_MODE_FAST), ==, -1);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/trace-unit/default-layout", test_default_layout);
+    g_test_add_func("/trace-unit/bad-geometry", test_bad_geometry);
+    g_test_add("/trace-unit/corrupt-files", struct fixture, NULL, setup,
+               test_corrupt_files, teardown);
+    g_test_add("/trace-unit/overflow-counted", struct fixture, NULL, setup,
+               test_overflow_counted, teardown);
+    g_test_add("/trace-unit/concurrent-fifo", struct fixture, NULL, setup,
+               test_concurrent_fifo, teardown);
+    g_test_add("/trace-unit/lfsr-seqlock", struct fixture, NULL, setup,
+               test_lfsr_seqlock, teardown);
+    g_test_add("/trace-unit/lfsr-state", struct fixture, NULL, setup,
+               test_lfsr_state, teardown);
+    g_test_add("/trace-unit/hold-and-move", struct fixture, NULL, setup,
+               test_hold_and_move, teardown);
+    g_test_add("/trace-unit/hold-timeout", struct fixture, NULL, setup,
+               test_hold_timeout, teardown);
+    g_test_add("/trace-unit/bind-rules", struct fixture, NULL, setup,
+               test_bind_rules, teardown);
+    g_test_add("/trace-unit/controller-death", struct fixture, NULL, setup,
+               test_controller_death, teardown);
+    g_test_add("/trace-unit/drain-to-file", struct fixture, NULL, setup,
+               test_drain_to_file, teardown);
+    g_test_add_func("/trace-unit/plugin-arg", test_plugin_arg);
+    return g_test_run();
+}

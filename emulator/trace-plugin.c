@@ -1,0 +1,463 @@
+/*
+ * trace-plugin.c — the trace unit: a QEMU TCG plugin that emulates the Cell
+ * SPU's LFSR-clocked PC trace array for the coprocessor context running in
+ * this emulator.
+ *
+ *   qemu-system-riscv32 ... \
+ *       -plugin libcoptrace.so,regs=FILE,context=N[,mode=fast|reference]
+ *
+ * FILE is the register file (trace-regs.h, docs/trace-unit.md) that copsim,
+ * the driver or cop-run created; N is this context's entry in it.  The
+ * context entry says which slot the context is bound to, so the plugin
+ * finds its LFSR, counters and FIFO there and can be moved to another slot
+ * while it is held at its run gate.
+ *
+ * One cycle is one retired guest instruction.  Every cycle steps the slot's
+ * LFSR; the instruction whose step brings it to 0xFFFFFF is captured (its
+ * local-store offset >> 2 goes into the slot's FIFO) and the LFSR reloads
+ * the programmed value.  Two modes compute this:
+ *
+ * reference  One callback per instruction steps the LFSR with lfsr_step()
+ *            and compares with 0xFFFFFF: the definition, executed literally.
+ *
+ * fast       One callback per translation block and no LFSR stepping: the
+ *            plugin knows the absolute cycle of the next expiry (the reload
+ *            cycle plus lfsr_count_for_value(value)), so a block costs an
+ *            add, two compares and a store.  Only when the next expiry falls
+ *            inside a block, or the gate changed, does it take the slow
+ *            path, which picks the captured PC from the block's instruction
+ *            addresses, recorded once at translation time.
+ *
+ * The fast mode accounts a block when the next one starts, because only
+ * then is it known to have run to its end.  When QEMU exits inside a block
+ * (the virt test device ends the process from the store that reaches it),
+ * the exit handler runs on the vCPU thread and the block counts up to its
+ * last memory write, which is where the reference mode stopped counting.
+ * Both modes therefore give the same captures, sample for sample; the one
+ * exception, documented in docs/trace-unit.md, is a guest exception raised
+ * in the middle of a block.
+ */
+#include "emulator/qemu-plugin-api.h"
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
+
+#include <dlfcn.h>
+#include <glib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define NEVER UINT64_MAX        /* expiry cycle while capture is off */
+#define FIRST_IN_BLOCK 1u       /* reference-mode tag bit on an address */
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
+
+/* What the fast mode needs about one translated block. */
+struct block {
+    uint32_t n_insns;
+    uint32_t n_if_stopped;      /* instructions retired if QEMU exits in it */
+    uint64_t vaddr[];           /* guest address of each instruction */
+};
+
+static const struct block no_block;
+
+static struct {
+    /* Hot: read on every block. */
+    const struct block *pending;    /* started, not yet accounted */
+    uint64_t cycles;                /* slot cycles, mirrored */
+    uint64_t expiry;                /* fast: next expiry; 0 while detached */
+    struct trace_regs_slot *slot;   /* NULL while detached */
+    struct trace_regs_context *context;
+    uint32_t open_gate;             /* the gate value we run under */
+    uint32_t lfsr;                  /* reference: the LFSR state */
+
+    /* Cold. */
+    struct trace_unit *unit;
+    uint32_t context_id;
+    uint32_t fifo_depth;
+    uint64_t ls_base;
+    uint64_t ls_size;
+    int reference;
+    int finished;
+    pid_t vcpu_thread;
+    uint32_t cached_value;          /* lfsr_count_for_value cache */
+    uint32_t cached_count;
+    uint64_t attached_at;           /* slot cycles when we attached */
+    uint64_t instructions;          /* retired on earlier slots */
+    GHashTable *blocks;             /* interned struct block */
+} tu = { .pending = &no_block };
+
+/*
+ * QEMU 9.0 (plugin API 2) refuses version-1 plugins although nothing this
+ * plugin uses changed (qemu-plugin-api.h); announce version 2 when the QEMU
+ * loading us has that API.  QEMU reads the variable after this runs.
+ */
+__attribute__((constructor)) static void announce_api_version(void)
+{
+    if (dlsym(RTLD_DEFAULT, "qemu_plugin_scoreboard_new"))
+        qemu_plugin_version = 2;
+}
+
+/* ---- Failing ------------------------------------------------------------ */
+
+static void stop_emulator(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+static void stop_emulator(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("coptrace: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    tu.finished = 1;
+    trace_context_exit(tu.context, tu.instructions);
+    exit(EXIT_FAILURE);
+}
+
+/* ---- The LFSR ----------------------------------------------------------- */
+
+static uint32_t steps_to_expiry(uint32_t state)
+{
+    if (state != tu.cached_value) {
+        tu.cached_value = state;
+        tu.cached_count = lfsr_count_for_value(state);
+    }
+    return tu.cached_count;
+}
+
+static void capture(uint64_t vaddr)
+{
+    uint64_t offset = vaddr - tu.ls_base;
+
+    if (vaddr >= tu.ls_base && offset < tu.ls_size)
+        trace_slot_push(tu.slot, tu.fifo_depth, (uint16_t)(offset >> 2));
+    else
+        trace_slot_count_outside(tu.slot);
+}
+
+/* The LFSR reached 0xFFFFFF at cycle `at`: reload the programmed value. */
+static void reload(uint64_t at)
+{
+    uint32_t value = __atomic_load_n(&tu.slot->programmed_value,
+                                     __ATOMIC_ACQUIRE) & LFSR_MASK;
+
+    trace_slot_write_lfsr(tu.slot, at, value);
+    tu.lfsr = value;
+    tu.expiry = value ? at + steps_to_expiry(value) : NEVER;
+}
+
+/* Fast mode: the first `count` instructions of block b have retired. */
+static void retire(const struct block *b, uint32_t count)
+{
+    uint64_t before = tu.cycles;
+    uint64_t end = before + count;
+
+    while (tu.expiry <= end) {
+        uint64_t at = tu.expiry;
+
+        capture(b->vaddr[at - before - 1]);
+        reload(at);
+    }
+    tu.cycles = end;
+    __atomic_store_n(&tu.slot->cycles, end, __ATOMIC_RELAXED);
+}
+
+/* ---- The slot and the gate ---------------------------------------------- */
+
+static void detach(void)
+{
+    tu.instructions += tu.cycles - tu.attached_at;
+    __atomic_store_n(&tu.context->instructions, tu.instructions,
+                     __ATOMIC_RELEASE);
+    tu.slot = NULL;
+    tu.expiry = 0;
+}
+
+/* Takes over the slot our context is bound to, with its LFSR as it is. */
+static void attach(uint32_t gate)
+{
+    uint32_t slot_id = __atomic_load_n(&tu.context->slot, __ATOMIC_ACQUIRE);
+    struct trace_regs_slot *slot = trace_unit_slot(tu.unit, slot_id);
+    struct trace_lfsr_snapshot snap;
+    uint32_t state;
+
+    if (!slot || __atomic_load_n(&slot->bound_context, __ATOMIC_ACQUIRE)
+                 != tu.context_id)
+        stop_emulator("%s: context %u was let run without a slot bound to "
+                      "it (slot field %u)", tu.unit->path, tu.context_id,
+                      slot_id);
+    trace_slot_read_lfsr(slot, &snap);
+    state = trace_lfsr_snapshot_state(&snap);
+    tu.slot = slot;
+    tu.open_gate = gate;
+    tu.cycles = snap.cycles;
+    tu.attached_at = snap.cycles;
+    tu.lfsr = state;
+    tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
+}
+
+static int gate_changed(void)
+{
+    return __atomic_load_n(&tu.context->gate, __ATOMIC_RELAXED) != tu.open_gate;
+}
+
+/* At a block boundary with nothing pending: wait while held, then run on
+ * whatever slot the context is bound to now. */
+static void obey_gate(void)
+{
+    uint32_t gate;
+
+    if (!tu.vcpu_thread)
+        tu.vcpu_thread = (pid_t)syscall(SYS_gettid);
+    if (tu.slot)
+        detach();
+    gate = trace_context_wait_open(tu.unit, tu.context);
+    if (gate == TRACE_NONE)
+        stop_emulator("%s: the controller (pid %d) died while context %u "
+                      "was held", tu.unit->path,
+                      (int)tu.unit->header->controller_pid, tu.context_id);
+    attach(gate);
+}
+
+/* ---- Execution callbacks ------------------------------------------------ */
+
+static void on_block_slow(const struct block *next)
+{
+    if (tu.slot)
+        retire(tu.pending, tu.pending->n_insns);
+    tu.pending = &no_block;
+    if (!tu.slot || gate_changed())
+        obey_gate();
+    tu.pending = next;
+}
+
+/* Fast mode, at the start of every block: account the previous one. */
+static void on_block(unsigned int vcpu_index, void *udata)
+{
+    uint64_t end = tu.cycles + tu.pending->n_insns;
+
+    if (__builtin_expect(end < tu.expiry, 1)
+        && __builtin_expect(!gate_changed(), 1)) {
+        tu.cycles = end;
+        __atomic_store_n(&tu.slot->cycles, end, __ATOMIC_RELAXED);
+        tu.pending = udata;
+        return;
+    }
+    on_block_slow(udata);
+}
+
+/* Reference mode, before every instruction. */
+static void on_insn(unsigned int vcpu_index, void *udata)
+{
+    uint64_t tag = (uintptr_t)udata;
+
+    if ((tag & FIRST_IN_BLOCK) && (!tu.slot || gate_changed()))
+        obey_gate();
+    tu.cycles++;
+    __atomic_store_n(&tu.slot->cycles, tu.cycles, __ATOMIC_RELAXED);
+    tu.lfsr = lfsr_step(tu.lfsr);
+    if (tu.lfsr == LFSR_EXPIRY) {
+        capture(tag & ~(uint64_t)FIRST_IN_BLOCK);
+        reload(tu.cycles);
+    }
+}
+
+static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
+{
+    if (tu.finished)
+        return;
+    tu.finished = 1;
+    if (tu.slot && !tu.reference) {
+        /* On the vCPU thread QEMU is exiting from inside the block. */
+        int inside = (pid_t)syscall(SYS_gettid) == tu.vcpu_thread;
+
+        retire(tu.pending, inside ? tu.pending->n_if_stopped
+                                  : tu.pending->n_insns);
+    }
+    if (tu.slot)
+        tu.instructions += tu.cycles - tu.attached_at;
+    trace_context_exit(tu.context, tu.instructions);
+}
+
+/* ---- Translation -------------------------------------------------------- */
+
+/* Whether the instruction writes memory: the only way a guest reaches the
+ * device that ends QEMU in the middle of a block.  Known by its mnemonic,
+ * which follows the encoding in QEMU's disassembly. */
+static int insn_writes_memory(const struct qemu_plugin_insn *insn)
+{
+    static const char *const stores[] = {
+        "sb", "sh", "sw", "sd", "c.sw", "c.sd", "c.swsp", "c.sdsp",
+        "fsh", "fsw", "fsd", "fsq", "c.fsw", "c.fsd", "c.fswsp", "c.fsdsp",
+    };
+    char *text = qemu_plugin_insn_disas(insn);
+    char *mnemonic, *save = NULL;
+    int writes = 0;
+
+    if (!text)
+        return 0;
+    mnemonic = strtok_r(text, " \t", &save);
+    if (mnemonic && strspn(mnemonic, "0123456789abcdef") == strlen(mnemonic))
+        mnemonic = strtok_r(NULL, " \t", &save);
+    if (mnemonic) {
+        writes = !strncmp(mnemonic, "amo", 3) || !strncmp(mnemonic, "sc.", 3);
+        for (size_t i = 0; !writes && i < G_N_ELEMENTS(stores); i++)
+            writes = !strcmp(mnemonic, stores[i]);
+    }
+    free(text);
+    return writes;
+}
+
+static guint block_hash(gconstpointer key)
+{
+    const struct block *b = key;
+    guint hash = b->n_insns * 31u + b->n_if_stopped;
+
+    for (uint32_t i = 0; i < b->n_insns; i++)
+        hash = hash * 1000003u ^ (guint)(b->vaddr[i] ^ (b->vaddr[i] >> 32));
+    return hash;
+}
+
+static gboolean block_equal(gconstpointer a, gconstpointer b)
+{
+    const struct block *x = a, *y = b;
+
+    return x->n_insns == y->n_insns && x->n_if_stopped == y->n_if_stopped
+           && !memcmp(x->vaddr, y->vaddr, x->n_insns * sizeof(x->vaddr[0]));
+}
+
+/* The block's description, shared by every translation of the same code
+ * (retranslations, e.g. of overlays, would otherwise grow memory). */
+static const struct block *intern_block(const struct qemu_plugin_tb *tb)
+{
+    uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb);
+    struct block *b = g_malloc(sizeof(*b) + n * sizeof(b->vaddr[0]));
+    struct block *known;
+
+    b->n_insns = n;
+    b->n_if_stopped = n;
+    for (uint32_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+        b->vaddr[i] = qemu_plugin_insn_vaddr(insn);
+        if (insn_writes_memory(insn))
+            b->n_if_stopped = i + 1;
+    }
+    known = g_hash_table_lookup(tu.blocks, b);
+    if (known) {
+        g_free(b);
+        return known;
+    }
+    g_hash_table_add(tu.blocks, b);
+    return b;
+}
+
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+
+    if (!tu.reference) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block,
+                                             QEMU_PLUGIN_CB_NO_REGS,
+                                             (void *)intern_block(tb));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        uint64_t tag = qemu_plugin_insn_vaddr(insn) | (i ? 0 : FIRST_IN_BLOCK);
+
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_insn,
+                                               QEMU_PLUGIN_CB_NO_REGS,
+                                               (void *)(uintptr_t)tag);
+    }
+}
+
+/* ---- Installation ------------------------------------------------------- */
+
+struct options {
+    const char *regs;
+    uint32_t context;
+    int have_context;
+    int reference;
+};
+
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    memset(opt, 0, sizeof(*opt));
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        char *end;
+
+        if (!strncmp(arg, "regs=", 5) && arg[5]) {
+            opt->regs = arg + 5;
+        } else if (!strncmp(arg, "context=", 8)) {
+            unsigned long id = strtoul(arg + 8, &end, 10);
+
+            if (!arg[8] || *end || id >= TRACE_NONE) {
+                fprintf(stderr, "coptrace: bad context id '%s'\n", arg + 8);
+                return -1;
+            }
+            opt->context = (uint32_t)id;
+            opt->have_context = 1;
+        } else if (!strcmp(arg, "mode=fast")) {
+            opt->reference = 0;
+        } else if (!strcmp(arg, "mode=reference")) {
+            opt->reference = 1;
+        } else {
+            fprintf(stderr, "coptrace: unknown option '%s' (expected "
+                    "regs=FILE, context=N, mode=fast|reference)\n", arg);
+            return -1;
+        }
+    }
+    if (!opt->regs || !opt->have_context) {
+        fprintf(stderr, "coptrace: usage: -plugin libcoptrace.so,regs=FILE,"
+                "context=N[,mode=fast|reference]\n");
+        return -1;
+    }
+    return 0;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
+                                           const qemu_info_t *info,
+                                           int argc, char **argv)
+{
+    struct options opt;
+    char err[512];
+
+    if (parse_options(argc, argv, &opt) < 0)
+        return -1;
+    if (info->system_emulation && info->system.smp_vcpus != 1) {
+        fprintf(stderr, "coptrace: one context runs on one vCPU; this "
+                "machine has %d\n", info->system.smp_vcpus);
+        return -1;
+    }
+    tu.unit = trace_unit_open(opt.regs, err, sizeof(err));
+    if (!tu.unit) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return -1;
+    }
+    tu.context = trace_context_attach(tu.unit, opt.context,
+                                      opt.reference ? TRACE_MODE_REFERENCE
+                                                    : TRACE_MODE_FAST,
+                                      err, sizeof(err));
+    if (!tu.context) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        trace_unit_close(tu.unit, 0);
+        return -1;
+    }
+    tu.context_id = opt.context;
+    tu.reference = opt.reference;
+    tu.fifo_depth = tu.unit->header->fifo_depth;
+    tu.ls_base = tu.unit->header->ls_base;
+    tu.ls_size = tu.unit->header->ls_size;
+    tu.blocks = g_hash_table_new(block_hash, block_equal);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+    qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
+    return 0;
+}

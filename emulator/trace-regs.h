@@ -1,0 +1,262 @@
+/*
+ * trace-regs.h — the trace unit's register file: the binary layout of the
+ * shared file through which the QEMU plugin (the emulated hardware), copsim
+ * (the scheduler) and the kernel driver talk, plus the lock-free primitives
+ * every side uses on it.
+ *
+ * docs/trace-unit.md is the specification: every offset, width, writer and
+ * ordering rule below is documented there, and the _Static_asserts at the end
+ * of this file pin the structures to it.
+ *
+ * The file is a header followed by n_slots slot blocks and n_contexts context
+ * blocks.  A slot is one emulated trace-array channel: an LFSR, counters and
+ * a FIFO of 16-bit PC fields with one producer (the emulator of the context
+ * bound to the slot) and one consumer (the driver).  A context block is the
+ * handshake with one emulator process: which slot it runs on and the run gate
+ * at which it waits between translation blocks while copsim has it held.
+ *
+ * Each block is split into 64-byte lines with a single writer each, so the
+ * emulator's per-block store to `cycles` never shares a line with what the
+ * controller or the consumer write.
+ *
+ * Everything here is freestanding C (GCC __atomic builtins, no libc) so the
+ * kernel-style driver core can include it.
+ */
+#ifndef COPROF_TRACE_REGS_H
+#define COPROF_TRACE_REGS_H
+
+#include <stdint.h>
+
+#define TRACE_REGS_MAGIC        "COPTRACE"  /* 8 bytes, no terminator */
+#define TRACE_REGS_MAGIC_SIZE   8
+#define TRACE_REGS_VERSION      1
+#define TRACE_LINE_SIZE         64
+
+#define TRACE_NONE              0xFFFFFFFFu /* no slot / no context */
+
+/* Geometry limits the validator enforces. */
+#define TRACE_MAX_SLOTS         64
+#define TRACE_MAX_CONTEXTS      4096
+#define TRACE_MIN_FIFO_DEPTH    2
+#define TRACE_MAX_FIFO_DEPTH    (1u << 24)
+#define TRACE_MAX_LS_SIZE       0x40000u    /* 16-bit field << 2 */
+
+/* Defaults of the hardware model (shared/DESIGN.md section 2). */
+#define TRACE_DEFAULT_SLOTS      8
+#define TRACE_DEFAULT_CONTEXTS   64
+#define TRACE_DEFAULT_FIFO_DEPTH 1024
+#define TRACE_DEFAULT_LS_BASE    0x80000000u
+#define TRACE_DEFAULT_LS_SIZE    0x40000u
+
+/* Context status, written by the emulator. */
+#define TRACE_CONTEXT_IDLE      0   /* no emulator attached */
+#define TRACE_CONTEXT_RUNNING   1   /* executing under an open gate */
+#define TRACE_CONTEXT_HELD      2   /* waiting at a closed gate */
+#define TRACE_CONTEXT_EXITED    3   /* the emulator has ended */
+
+/* Emulator modes, written by the emulator. */
+#define TRACE_MODE_FAST         1   /* one callback per translation block */
+#define TRACE_MODE_REFERENCE    2   /* one callback per instruction */
+
+/*
+ * Gate values: the controller adds one at every change, so even values are
+ * closed and odd values open, and each hold has its own value that the
+ * emulator echoes in `ack` once it obeys it.  A fresh context starts closed
+ * at 0.
+ */
+
+struct trace_regs_header {          /* offset 0, written once by the creator */
+    char     magic[TRACE_REGS_MAGIC_SIZE];  /*  0 */
+    uint32_t version;               /*  8 */
+    uint32_t header_size;           /* 12: sizeof(struct trace_regs_header) */
+    uint64_t file_size;             /* 16 */
+    uint32_t n_slots;               /* 24 */
+    uint32_t n_contexts;            /* 28 */
+    uint32_t fifo_depth;            /* 32: entries per slot, a power of two */
+    uint32_t slot_stride;           /* 36 */
+    uint32_t slots_offset;          /* 40 */
+    uint32_t context_stride;        /* 44 */
+    uint32_t contexts_offset;       /* 48 */
+    uint32_t ls_base;               /* 52: guest address of local-store byte 0 */
+    uint32_t ls_size;               /* 56: local-store bytes */
+    int32_t  controller_pid;        /* 60: 0, or the process that holds gates */
+    uint8_t  reserved[64];          /* 64: zero */
+};
+
+struct trace_regs_slot {
+    /* Line 0: written by the controller (copsim / driver). */
+    uint32_t programmed_value;      /*   0: LFSR reload value, 0 = capture off */
+    uint32_t bound_context;         /*   4: context on this slot, or TRACE_NONE */
+    uint8_t  controller_pad[56];
+
+    /* Line 1: written by the producer (the emulator bound to the slot). */
+    uint64_t cycles;                /*  64: instructions retired on the slot */
+    uint64_t capture_count;         /*  72: expiries, including dropped ones */
+    uint64_t overflow_count;        /*  80: captures dropped, FIFO full */
+    uint64_t outside_count;         /*  88: captures whose PC was outside LS */
+    uint64_t reload_cycle;          /*  96: cycle at which the LFSR was loaded */
+    uint32_t reload_state;          /* 104: the state it was loaded with */
+    uint32_t lfsr_seq;              /* 108: seqlock over cycles/reload_* */
+    uint32_t fifo_head;             /* 112: entries ever pushed (mod 2^32) */
+    uint8_t  producer_pad[12];
+
+    /* Line 2: written by the consumer (the driver). */
+    uint32_t fifo_tail;             /* 128: entries ever drained (mod 2^32) */
+    uint8_t  consumer_pad[60];
+
+    uint16_t fifo[];                /* 192: fifo_depth PC fields */
+};
+
+struct trace_regs_context {
+    /* Line 0: written by the controller. */
+    uint32_t gate;                  /*   0: run gate, odd = open */
+    uint32_t slot;                  /*   4: bound slot, or TRACE_NONE */
+    uint8_t  controller_pad[56];
+
+    /* Line 1: written by the emulator. */
+    uint32_t ack;                   /*  64: last gate value obeyed */
+    uint32_t status;                /*  68: TRACE_CONTEXT_* */
+    int32_t  pid;                   /*  72: emulator process, 0 = none */
+    uint32_t mode;                  /*  76: TRACE_MODE_* */
+    uint64_t instructions;          /*  80: retired, as of the last hold/exit */
+    uint8_t  emulator_pad[40];
+};
+
+static inline int trace_gate_is_open(uint32_t gate)
+{
+    return (gate & 1u) != 0;
+}
+
+/* Bytes of one slot block with its FIFO, rounded up to whole lines. */
+static inline uint32_t trace_regs_slot_stride(uint32_t fifo_depth)
+{
+    uint32_t bytes = (uint32_t)sizeof(struct trace_regs_slot) + 2u * fifo_depth;
+
+    return (bytes + TRACE_LINE_SIZE - 1) & ~(uint32_t)(TRACE_LINE_SIZE - 1);
+}
+
+/*
+ * Producer: records one expiry whose PC field is `field`.  The entry is
+ * written before the release store of fifo_head publishes it; when the FIFO
+ * is full the capture is counted in overflow_count instead.  capture_count
+ * is stored last (release), so a reader that sees it also sees the entry or
+ * the overflow it accounts for.  Returns 1 if queued, 0 if dropped.
+ */
+static inline int trace_slot_push(struct trace_regs_slot *slot,
+                                  uint32_t fifo_depth, uint16_t field)
+{
+    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
+    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_ACQUIRE);
+    uint64_t captures = __atomic_load_n(&slot->capture_count, __ATOMIC_RELAXED);
+    int queued = head - tail < fifo_depth;
+
+    if (queued) {
+        slot->fifo[head & (fifo_depth - 1)] = field;
+        __atomic_store_n(&slot->fifo_head, head + 1, __ATOMIC_RELEASE);
+    } else {
+        uint64_t dropped = __atomic_load_n(&slot->overflow_count,
+                                           __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->overflow_count, dropped + 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&slot->capture_count, captures + 1, __ATOMIC_RELEASE);
+    return queued;
+}
+
+/* Producer: records an expiry whose PC lay outside the local store. */
+static inline void trace_slot_count_outside(struct trace_regs_slot *slot)
+{
+    uint64_t outside = __atomic_load_n(&slot->outside_count, __ATOMIC_RELAXED);
+    uint64_t captures = __atomic_load_n(&slot->capture_count, __ATOMIC_RELAXED);
+
+    __atomic_store_n(&slot->outside_count, outside + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->capture_count, captures + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Consumer: moves up to `max` queued PC fields into out[], oldest first, and
+ * frees their entries.  Returns the number moved, or -1 when head and tail
+ * are more than fifo_depth apart (a corrupt register file; nothing moved).
+ */
+static inline int32_t trace_slot_drain(struct trace_regs_slot *slot,
+                                       uint32_t fifo_depth,
+                                       uint16_t *out, uint32_t max)
+{
+    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_RELAXED);
+    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_ACQUIRE);
+    uint32_t queued = head - tail;
+    uint32_t n;
+
+    if (queued > fifo_depth)
+        return -1;
+    n = queued < max ? queued : max;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = slot->fifo[(tail + i) & (fifo_depth - 1)];
+    __atomic_store_n(&slot->fifo_tail, tail + n, __ATOMIC_RELEASE);
+    return (int32_t)n;
+}
+
+/*
+ * Writer of the LFSR registers (the producer, or the controller while no
+ * producer runs on the slot): publishes that the LFSR was loaded with
+ * `state` at cycle `cycle`, and advances `cycles` to it.  A seqlock: odd
+ * lfsr_seq while writing.
+ */
+static inline void trace_slot_write_lfsr(struct trace_regs_slot *slot,
+                                         uint64_t cycle, uint32_t state)
+{
+    uint32_t seq = __atomic_load_n(&slot->lfsr_seq, __ATOMIC_RELAXED);
+
+    __atomic_store_n(&slot->lfsr_seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&slot->cycles, cycle, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->reload_cycle, cycle, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->reload_state, state, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->lfsr_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* A consistent view of a slot's clock: the LFSR is reload_state advanced by
+ * cycles - reload_cycle steps. */
+struct trace_lfsr_snapshot {
+    uint64_t cycles;
+    uint64_t reload_cycle;
+    uint32_t reload_state;
+};
+
+/* Any reader: takes a consistent snapshot, retrying while a write is on. */
+static inline void trace_slot_read_lfsr(const struct trace_regs_slot *slot,
+                                        struct trace_lfsr_snapshot *snap)
+{
+    uint32_t before, after;
+
+    do {
+        before = __atomic_load_n(&slot->lfsr_seq, __ATOMIC_ACQUIRE);
+        snap->reload_cycle = __atomic_load_n(&slot->reload_cycle,
+                                             __ATOMIC_RELAXED);
+        snap->reload_state = __atomic_load_n(&slot->reload_state,
+                                             __ATOMIC_RELAXED);
+        snap->cycles = __atomic_load_n(&slot->cycles, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        after = __atomic_load_n(&slot->lfsr_seq, __ATOMIC_RELAXED);
+    } while (before != after || (before & 1u));
+}
+
+_Static_assert(sizeof(struct trace_regs_header) == 128, "header layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_header, file_size) == 16,
+               "header layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_header, controller_pid) == 60,
+               "header layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_slot, cycles) == 64,
+               "slot layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_head) == 112,
+               "slot layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_tail) == 128,
+               "slot layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo) == 192,
+               "slot layout");
+_Static_assert(sizeof(struct trace_regs_context) == 128, "context layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_context, ack) == 64,
+               "context layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_context, instructions) == 80,
+               "context layout");
+
+#endif /* COPROF_TRACE_REGS_H */

@@ -1,0 +1,712 @@
+/*
+ * trace-unit.c — creating, opening and validating the trace unit's register
+ * file, and the handshakes every party performs on it (see trace-unit.h;
+ * the layout and ordering rules are in trace-regs.h and docs/trace-unit.md).
+ *
+ * The file is mapped MAP_SHARED by every process.  Gates and acks are futex
+ * words (shared, not private, futexes, since the processes differ): the
+ * emulator sleeps on its context's gate and the controller on its ack.
+ * Sleeps are cut into short slices so a dead peer is noticed.
+ */
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_SLICE_MS      10       /* longest sleep between liveness checks */
+#define CONSUMER_POLL_US   200      /* simple consumer's sleep when idle */
+#define DRAIN_BATCH        4096
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || !errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- Futexes and processes ---------------------------------------------- */
+
+static void futex_wait_ms(uint32_t *word, uint32_t expected, int timeout_ms)
+{
+    struct timespec timeout = {
+        .tv_sec = timeout_ms / 1000,
+        .tv_nsec = (long)(timeout_ms % 1000) * 1000000L,
+    };
+
+    syscall(SYS_futex, word, FUTEX_WAIT, expected, &timeout, NULL, 0);
+}
+
+static void futex_wake_all(uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static int process_is_gone(pid_t pid)
+{
+    return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* ---- Files -------------------------------------------------------------- */
+
+void trace_geometry_default(struct trace_geometry *geo)
+{
+    geo->n_slots = TRACE_DEFAULT_SLOTS;
+    geo->n_contexts = TRACE_DEFAULT_CONTEXTS;
+    geo->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
+    geo->ls_base = TRACE_DEFAULT_LS_BASE;
+    geo->ls_size = TRACE_DEFAULT_LS_SIZE;
+}
+
+static int is_power_of_two(uint32_t n)
+{
+    return n && !(n & (n - 1));
+}
+
+static int check_geometry(const struct trace_geometry *geo,
+                          char *err, size_t errlen)
+{
+    if (geo->n_slots < 1 || geo->n_slots > TRACE_MAX_SLOTS) {
+        fail(err, errlen, "slot count %u is outside 1..%u", geo->n_slots,
+             TRACE_MAX_SLOTS);
+        return -1;
+    }
+    if (geo->n_contexts < 1 || geo->n_contexts > TRACE_MAX_CONTEXTS) {
+        fail(err, errlen, "context count %u is outside 1..%u",
+             geo->n_contexts, TRACE_MAX_CONTEXTS);
+        return -1;
+    }
+    if (!is_power_of_two(geo->fifo_depth)
+        || geo->fifo_depth < TRACE_MIN_FIFO_DEPTH
+        || geo->fifo_depth > TRACE_MAX_FIFO_DEPTH) {
+        fail(err, errlen, "FIFO depth %u is not a power of two in %u..%u",
+             geo->fifo_depth, TRACE_MIN_FIFO_DEPTH, TRACE_MAX_FIFO_DEPTH);
+        return -1;
+    }
+    if (geo->ls_size < 4 || geo->ls_size > TRACE_MAX_LS_SIZE
+        || geo->ls_size % 4 || geo->ls_base % 4
+        || (uint64_t)geo->ls_base + geo->ls_size > 0x100000000ull) {
+        fail(err, errlen, "local store 0x%x+0x%x is not 4-byte aligned, "
+             "at most 0x%x bytes, below 4 GiB", geo->ls_base, geo->ls_size,
+             TRACE_MAX_LS_SIZE);
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t contexts_offset(const struct trace_geometry *geo)
+{
+    return sizeof(struct trace_regs_header)
+           + (uint64_t)geo->n_slots * trace_regs_slot_stride(geo->fifo_depth);
+}
+
+static uint64_t file_size_for(const struct trace_geometry *geo)
+{
+    return contexts_offset(geo)
+           + (uint64_t)geo->n_contexts * sizeof(struct trace_regs_context);
+}
+
+int trace_regs_validate(const void *base, uint64_t size,
+                        char *err, size_t errlen)
+{
+    const struct trace_regs_header *h = base;
+    struct trace_geometry geo;
+
+    if (size < sizeof(*h)) {
+        fail(err, errlen, "file is %llu bytes, shorter than the %zu-byte "
+             "header", (unsigned long long)size, sizeof(*h));
+        return -1;
+    }
+    if (memcmp(h->magic, TRACE_REGS_MAGIC, TRACE_REGS_MAGIC_SIZE) != 0) {
+        fail(err, errlen, "not a trace-unit register file (bad magic)");
+        return -1;
+    }
+    if (h->version != TRACE_REGS_VERSION) {
+        fail(err, errlen, "register file version %u, this build reads "
+             "version %u", h->version, TRACE_REGS_VERSION);
+        return -1;
+    }
+    if (h->header_size != sizeof(*h)) {
+        fail(err, errlen, "header size %u, expected %zu", h->header_size,
+             sizeof(*h));
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(h->reserved); i++) {
+        if (h->reserved[i]) {
+            fail(err, errlen, "reserved header byte %zu is not zero",
+                 offsetof(struct trace_regs_header, reserved) + i);
+            return -1;
+        }
+    }
+    geo = (struct trace_geometry){ h->n_slots, h->n_contexts, h->fifo_depth,
+                                   h->ls_base, h->ls_size };
+    if (check_geometry(&geo, err, errlen) < 0)
+        return -1;
+    if (h->slot_stride != trace_regs_slot_stride(h->fifo_depth)
+        || h->slots_offset != sizeof(*h)
+        || h->context_stride != sizeof(struct trace_regs_context)
+        || h->contexts_offset != contexts_offset(&geo)) {
+        fail(err, errlen, "inconsistent layout (slot stride %u at %u, "
+             "context stride %u at %u)", h->slot_stride, h->slots_offset,
+             h->context_stride, h->contexts_offset);
+        return -1;
+    }
+    if (h->file_size != file_size_for(&geo) || h->file_size != size) {
+        fail(err, errlen, "file is %llu bytes, header says %llu and the "
+             "geometry needs %llu", (unsigned long long)size,
+             (unsigned long long)h->file_size,
+             (unsigned long long)file_size_for(&geo));
+        return -1;
+    }
+    return 0;
+}
+
+static struct trace_unit *map_unit(const char *path, int fd, size_t size,
+                                   char *err, size_t errlen)
+{
+    struct trace_unit *unit = calloc(1, sizeof(*unit));
+    void *base;
+
+    if (!unit || !(unit->path = strdup(path))) {
+        fail(err, errlen, "%s: out of memory", path);
+        free(unit);
+        return NULL;
+    }
+    base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        fail(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        free(unit->path);
+        free(unit);
+        return NULL;
+    }
+    unit->fd = fd;
+    unit->base = base;
+    unit->size = size;
+    unit->header = base;
+    return unit;
+}
+
+static void initialise(struct trace_unit *unit, const struct trace_geometry *geo)
+{
+    struct trace_regs_header *h = unit->header;
+
+    h->version = TRACE_REGS_VERSION;
+    h->header_size = sizeof(*h);
+    h->file_size = unit->size;
+    h->n_slots = geo->n_slots;
+    h->n_contexts = geo->n_contexts;
+    h->fifo_depth = geo->fifo_depth;
+    h->slot_stride = trace_regs_slot_stride(geo->fifo_depth);
+    h->slots_offset = sizeof(*h);
+    h->context_stride = sizeof(struct trace_regs_context);
+    h->contexts_offset = (uint32_t)contexts_offset(geo);
+    h->ls_base = geo->ls_base;
+    h->ls_size = geo->ls_size;
+    for (uint32_t i = 0; i < geo->n_slots; i++)
+        trace_unit_slot(unit, i)->bound_context = TRACE_NONE;
+    for (uint32_t i = 0; i < geo->n_contexts; i++)
+        trace_unit_context(unit, i)->slot = TRACE_NONE;
+    /* The magic goes last: a file with it is complete. */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    memcpy(h->magic, TRACE_REGS_MAGIC, TRACE_REGS_MAGIC_SIZE);
+}
+
+static struct trace_unit *create_on_fd(const char *path, int fd,
+                                       const struct trace_geometry *geo,
+                                       char *err, size_t errlen)
+{
+    uint64_t size = file_size_for(geo);
+    struct trace_unit *unit;
+
+    if (ftruncate(fd, (off_t)size) < 0) {
+        fail(err, errlen, "%s: cannot size to %llu bytes: %s", path,
+             (unsigned long long)size, strerror(errno));
+        return NULL;
+    }
+    unit = map_unit(path, fd, size, err, errlen);
+    if (unit)
+        initialise(unit, geo);
+    return unit;
+}
+
+struct trace_unit *trace_unit_create(const char *path,
+                                     const struct trace_geometry *geo,
+                                     char *err, size_t errlen)
+{
+    struct trace_unit *unit;
+    char reason[160];
+    int fd;
+
+    if (check_geometry(geo, reason, sizeof(reason)) < 0) {
+        fail(err, errlen, "%s: %s", path, reason);
+        return NULL;
+    }
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return NULL;
+    }
+    unit = create_on_fd(path, fd, geo, err, errlen);
+    if (!unit) {
+        close(fd);
+        unlink(path);
+    }
+    return unit;
+}
+
+struct trace_unit *trace_unit_create_temp(const char *dir,
+                                          const struct trace_geometry *geo,
+                                          char *err, size_t errlen)
+{
+    struct trace_unit *unit;
+    char path[PATH_MAX], reason[160];
+    int fd;
+
+    if (!dir)
+        dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    if (check_geometry(geo, reason, sizeof(reason)) < 0) {
+        fail(err, errlen, "trace register file: %s", reason);
+        return NULL;
+    }
+    if (snprintf(path, sizeof(path), "%s/coptrace-XXXXXX", dir)
+        >= (int)sizeof(path)) {
+        fail(err, errlen, "%s: directory name too long", dir);
+        return NULL;
+    }
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) {
+        fail(err, errlen, "%s: cannot create a register file: %s", dir,
+             strerror(errno));
+        return NULL;
+    }
+    unit = create_on_fd(path, fd, geo, err, errlen);
+    if (!unit) {
+        close(fd);
+        unlink(path);
+    }
+    return unit;
+}
+
+struct trace_unit *trace_unit_open(const char *path, char *err, size_t errlen)
+{
+    struct trace_unit *unit;
+    struct stat st;
+    char reason[200];
+    int fd;
+
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        fail(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return NULL;
+    }
+    if ((uint64_t)st.st_size < sizeof(struct trace_regs_header)) {
+        fail(err, errlen, "%s: file is %llu bytes, shorter than the header",
+             path, (unsigned long long)st.st_size);
+        close(fd);
+        return NULL;
+    }
+    unit = map_unit(path, fd, (size_t)st.st_size, err, errlen);
+    if (!unit) {
+        close(fd);
+        return NULL;
+    }
+    if (trace_regs_validate(unit->base, unit->size, reason,
+                            sizeof(reason)) < 0) {
+        fail(err, errlen, "%s: %s", path, reason);
+        trace_unit_close(unit, 0);
+        return NULL;
+    }
+    return unit;
+}
+
+void trace_unit_close(struct trace_unit *unit, int remove_file)
+{
+    if (!unit)
+        return;
+    munmap(unit->base, unit->size);
+    close(unit->fd);
+    if (remove_file)
+        unlink(unit->path);
+    free(unit->path);
+    free(unit);
+}
+
+struct trace_regs_slot *trace_unit_slot(const struct trace_unit *unit,
+                                        uint32_t slot)
+{
+    const struct trace_regs_header *h = unit->header;
+
+    if (slot >= h->n_slots)
+        return NULL;
+    return (struct trace_regs_slot *)(unit->base + h->slots_offset
+                                      + (size_t)slot * h->slot_stride);
+}
+
+struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
+                                              uint32_t context)
+{
+    const struct trace_regs_header *h = unit->header;
+
+    if (context >= h->n_contexts)
+        return NULL;
+    return (struct trace_regs_context *)(unit->base + h->contexts_offset
+                                         + (size_t)context * h->context_stride);
+}
+
+/* ---- Controller --------------------------------------------------------- */
+
+void trace_unit_set_controller(struct trace_unit *unit, pid_t pid)
+{
+    __atomic_store_n(&unit->header->controller_pid, (int32_t)pid,
+                     __ATOMIC_RELEASE);
+}
+
+void trace_slot_program(struct trace_regs_slot *slot, uint32_t value)
+{
+    __atomic_store_n(&slot->programmed_value, value & LFSR_MASK,
+                     __ATOMIC_RELEASE);
+}
+
+void trace_slot_load(struct trace_regs_slot *slot, uint32_t state)
+{
+    uint64_t cycles = __atomic_load_n(&slot->cycles, __ATOMIC_ACQUIRE);
+
+    trace_slot_write_lfsr(slot, cycles, state & LFSR_MASK);
+}
+
+static int context_is_running(const struct trace_regs_context *ctx)
+{
+    uint32_t status = __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE);
+    uint32_t gate = __atomic_load_n(&ctx->gate, __ATOMIC_ACQUIRE);
+    uint32_t ack = __atomic_load_n(&ctx->ack, __ATOMIC_ACQUIRE);
+
+    if (status == TRACE_CONTEXT_IDLE || status == TRACE_CONTEXT_EXITED)
+        return 0;
+    if (process_is_gone(__atomic_load_n(&ctx->pid, __ATOMIC_ACQUIRE)))
+        return 0;
+    return trace_gate_is_open(gate) || ack != gate;
+}
+
+int trace_unit_bind(struct trace_unit *unit, uint32_t context, uint32_t slot,
+                    char *err, size_t errlen)
+{
+    struct trace_regs_context *ctx = trace_unit_context(unit, context);
+    struct trace_regs_slot *target = trace_unit_slot(unit, slot);
+    uint32_t owner;
+
+    if (!ctx || !target) {
+        fail(err, errlen, "%s: cannot bind context %u to slot %u: out of "
+             "range (%u contexts, %u slots)", unit->path, context, slot,
+             unit->header->n_contexts, unit->header->n_slots);
+        return -1;
+    }
+    if (context_is_running(ctx)) {
+        fail(err, errlen, "%s: context %u is running; hold it first",
+             unit->path, context);
+        return -1;
+    }
+    owner = __atomic_load_n(&target->bound_context, __ATOMIC_ACQUIRE);
+    if (owner != TRACE_NONE && owner != context) {
+        struct trace_regs_context *previous = trace_unit_context(unit, owner);
+
+        if (previous && context_is_running(previous)) {
+            fail(err, errlen, "%s: slot %u is in use by running context %u",
+                 unit->path, slot, owner);
+            return -1;
+        }
+        trace_unit_unbind(unit, owner);
+    }
+    trace_unit_unbind(unit, context);
+    __atomic_store_n(&target->bound_context, context, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctx->slot, slot, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void trace_unit_unbind(struct trace_unit *unit, uint32_t context)
+{
+    struct trace_regs_context *ctx = trace_unit_context(unit, context);
+    struct trace_regs_slot *old;
+
+    if (!ctx)
+        return;
+    old = trace_unit_slot(unit, __atomic_load_n(&ctx->slot, __ATOMIC_ACQUIRE));
+    if (old && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
+        __atomic_store_n(&old->bound_context, TRACE_NONE, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctx->slot, TRACE_NONE, __ATOMIC_RELEASE);
+}
+
+uint32_t trace_context_hold(struct trace_regs_context *context)
+{
+    uint32_t gate = __atomic_load_n(&context->gate, __ATOMIC_ACQUIRE);
+
+    if (trace_gate_is_open(gate)) {
+        gate++;
+        __atomic_store_n(&context->gate, gate, __ATOMIC_RELEASE);
+    }
+    return gate;
+}
+
+int trace_context_wait_held(struct trace_regs_context *context, uint32_t gate,
+                            int timeout_ms)
+{
+    for (int waited = 0;; waited += WAIT_SLICE_MS) {
+        uint32_t ack = __atomic_load_n(&context->ack, __ATOMIC_ACQUIRE);
+        uint32_t status = __atomic_load_n(&context->status, __ATOMIC_ACQUIRE);
+
+        if (status == TRACE_CONTEXT_EXITED
+            || process_is_gone(__atomic_load_n(&context->pid,
+                                               __ATOMIC_ACQUIRE)))
+            return TRACE_WAIT_EXITED;
+        if (ack == gate && status == TRACE_CONTEXT_HELD)
+            return TRACE_WAIT_HELD;
+        if (status == TRACE_CONTEXT_IDLE)
+            return TRACE_WAIT_HELD;     /* no emulator: nothing runs */
+        if (timeout_ms >= 0 && waited >= timeout_ms)
+            return TRACE_WAIT_TIMEOUT;
+        futex_wait_ms(&context->ack, ack, WAIT_SLICE_MS);
+    }
+}
+
+void trace_context_release(struct trace_regs_context *context)
+{
+    uint32_t gate = __atomic_load_n(&context->gate, __ATOMIC_ACQUIRE);
+
+    if (!trace_gate_is_open(gate))
+        __atomic_store_n(&context->gate, gate + 1, __ATOMIC_RELEASE);
+    futex_wake_all(&context->gate);
+}
+
+uint32_t trace_lfsr_snapshot_state(const struct trace_lfsr_snapshot *snap)
+{
+    uint64_t steps = snap->cycles - snap->reload_cycle;
+
+    if (snap->cycles < snap->reload_cycle)
+        steps = 0;
+    return lfsr_advance(snap->reload_state, (uint32_t)(steps % LFSR_PERIOD));
+}
+
+void trace_slot_status(const struct trace_unit *unit, uint32_t slot,
+                       struct trace_slot_status *status)
+{
+    const struct trace_regs_slot *s = trace_unit_slot(unit, slot);
+    struct trace_lfsr_snapshot snap;
+
+    trace_slot_read_lfsr(s, &snap);
+    status->captures = __atomic_load_n(&s->capture_count, __ATOMIC_ACQUIRE);
+    status->dropped = __atomic_load_n(&s->overflow_count, __ATOMIC_ACQUIRE);
+    status->outside = __atomic_load_n(&s->outside_count, __ATOMIC_ACQUIRE);
+    status->queued = __atomic_load_n(&s->fifo_head, __ATOMIC_ACQUIRE)
+                     - __atomic_load_n(&s->fifo_tail, __ATOMIC_ACQUIRE);
+    status->cycles = snap.cycles;
+    status->lfsr_state = trace_lfsr_snapshot_state(&snap);
+    status->programmed_value = __atomic_load_n(&s->programmed_value,
+                                               __ATOMIC_ACQUIRE);
+    status->bound_context = __atomic_load_n(&s->bound_context,
+                                            __ATOMIC_ACQUIRE);
+}
+
+/* ---- Consumer ----------------------------------------------------------- */
+
+int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
+                        uint64_t *drained, char *err, size_t errlen)
+{
+    struct trace_regs_slot *s = trace_unit_slot(unit, slot);
+    uint32_t depth = unit->header->fifo_depth;
+    uint16_t batch[DRAIN_BATCH];
+    int32_t n;
+
+    while ((n = trace_slot_drain(s, depth, batch, DRAIN_BATCH)) > 0) {
+        for (int32_t i = 0; out && i < n; i++)
+            fprintf(out, "0x%05x\n", (unsigned)batch[i] << 2);
+        *drained += (uint64_t)n;
+    }
+    if (n < 0) {
+        fail(err, errlen, "%s: slot %u FIFO is corrupt (head %u, tail %u, "
+             "depth %u)", unit->path, slot, s->fifo_head, s->fifo_tail, depth);
+        return -1;
+    }
+    return 0;
+}
+
+int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
+                             pid_t child, int drain, FILE *out,
+                             uint64_t *drained, int *child_status,
+                             char *err, size_t errlen)
+{
+    int failed = 0;
+
+    for (;;) {
+        pid_t done = waitpid(child, child_status, WNOHANG);
+
+        if (done < 0 && errno != EINTR) {
+            fail(err, errlen, "waiting for process %d: %s", (int)child,
+                 strerror(errno));
+            return -1;
+        }
+        if ((drain || done == child) && !failed
+            && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
+            failed = 1;     /* keep waiting for the child, then report */
+        if (done == child)
+            return failed ? -1 : 0;
+        usleep(CONSUMER_POLL_US);
+    }
+}
+
+/* ---- Emulator ----------------------------------------------------------- */
+
+struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
+                                                uint32_t context,
+                                                uint32_t mode,
+                                                char *err, size_t errlen)
+{
+    struct trace_regs_context *ctx = trace_unit_context(unit, context);
+    pid_t self = getpid();
+    int32_t owner;
+
+    if (!ctx) {
+        fail(err, errlen, "%s: context %u is out of range (%u contexts)",
+             unit->path, context, unit->header->n_contexts);
+        return NULL;
+    }
+    owner = __atomic_load_n(&ctx->pid, __ATOMIC_ACQUIRE);
+    if (owner > 0 && owner != self && !process_is_gone(owner)
+        && __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           != TRACE_CONTEXT_EXITED) {
+        fail(err, errlen, "%s: context %u is attached to emulator pid %d",
+             unit->path, context, (int)owner);
+        return NULL;
+    }
+    __atomic_store_n(&ctx->pid, (int32_t)self, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->mode, mode, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->instructions, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->status, TRACE_CONTEXT_RUNNING, __ATOMIC_RELEASE);
+    return ctx;
+}
+
+uint32_t trace_context_wait_open(const struct trace_unit *unit,
+                                 struct trace_regs_context *context)
+{
+    uint32_t gate = __atomic_load_n(&context->gate, __ATOMIC_ACQUIRE);
+
+    while (!trace_gate_is_open(gate)) {
+        __atomic_store_n(&context->status, TRACE_CONTEXT_HELD,
+                         __ATOMIC_RELEASE);
+        __atomic_store_n(&context->ack, gate, __ATOMIC_RELEASE);
+        futex_wake_all(&context->ack);
+        futex_wait_ms(&context->gate, gate, WAIT_SLICE_MS * 10);
+        if (process_is_gone(__atomic_load_n(&unit->header->controller_pid,
+                                            __ATOMIC_ACQUIRE)))
+            return TRACE_NONE;
+        gate = __atomic_load_n(&context->gate, __ATOMIC_ACQUIRE);
+    }
+    __atomic_store_n(&context->status, TRACE_CONTEXT_RUNNING, __ATOMIC_RELEASE);
+    __atomic_store_n(&context->ack, gate, __ATOMIC_RELEASE);
+    return gate;
+}
+
+void trace_context_exit(struct trace_regs_context *context,
+                        uint64_t instructions)
+{
+    __atomic_store_n(&context->instructions, instructions, __ATOMIC_RELEASE);
+    __atomic_store_n(&context->status, TRACE_CONTEXT_EXITED, __ATOMIC_RELEASE);
+    futex_wake_all(&context->ack);
+}
+
+/* ---- Running the plugin ------------------------------------------------- */
+
+static int file_exists(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+int trace_plugin_path(char *buf, size_t len)
+{
+    static const char *const beside[] = {
+        "../lib/libcoptrace.so", "../lib/coprof/libcoptrace.so",
+    };
+    const char *env = getenv("COPROF_TRACE_PLUGIN");
+    char exe[PATH_MAX];
+    ssize_t n;
+    char *slash;
+
+    if (env && *env) {
+        if ((size_t)snprintf(buf, len, "%s", env) >= len)
+            return -1;
+        return file_exists(buf) ? 0 : -1;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n < 0)
+        return -1;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+        if ((size_t)snprintf(buf, len, "%s/%s", exe, beside[i]) >= len)
+            return -1;
+        if (file_exists(buf))
+            return 0;
+    }
+    return -1;
+}
+
+/* Appends text to buf at *used, doubling every comma when `escape` is set
+ * (QEMU's option syntax for a literal comma). */
+static int append(char *buf, size_t len, size_t *used, const char *text,
+                  int escape)
+{
+    for (; *text; text++) {
+        int doubled = escape && *text == ',';
+
+        if (*used + 1 + doubled >= len)
+            return -1;
+        buf[(*used)++] = *text;
+        if (doubled)
+            buf[(*used)++] = ',';
+    }
+    buf[*used] = '\0';
+    return 0;
+}
+
+int trace_plugin_arg(char *buf, size_t len, const char *plugin,
+                     const char *regs, uint32_t context, uint32_t mode)
+{
+    char tail[64];
+    size_t used = 0;
+
+    snprintf(tail, sizeof(tail), ",context=%u,mode=%s", context,
+             mode == TRACE_MODE_REFERENCE ? "reference" : "fast");
+    if (!len || append(buf, len, &used, plugin, 1) < 0
+        || append(buf, len, &used, ",regs=", 0) < 0
+        || append(buf, len, &used, regs, 1) < 0
+        || append(buf, len, &used, tail, 0) < 0)
+        return -1;
+    return 0;
+}

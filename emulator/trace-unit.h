@@ -1,0 +1,167 @@
+/*
+ * trace-unit.h — host-side access to the trace unit's register file
+ * (emulator/trace-regs.h, specified in docs/trace-unit.md).
+ *
+ * One library for every party: the QEMU plugin opens and validates the file
+ * and waits at its run gate; copsim creates it, binds contexts to slots and
+ * holds and releases them; the driver programs and drains slots; cop-run and
+ * coptrace use the simple consumer at the end.  Functions that can fail
+ * return -1 (or NULL) and write a one-line reason into err[errlen].
+ */
+#ifndef COPROF_TRACE_UNIT_H
+#define COPROF_TRACE_UNIT_H
+
+#include "emulator/trace-regs.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* A mapped register file. */
+struct trace_unit {
+    char *path;
+    int fd;
+    uint8_t *base;
+    size_t size;
+    struct trace_regs_header *header;
+};
+
+struct trace_geometry {
+    uint32_t n_slots;
+    uint32_t n_contexts;
+    uint32_t fifo_depth;
+    uint32_t ls_base;
+    uint32_t ls_size;
+};
+
+/* ---- Files ------------------------------------------------------------- */
+
+void trace_geometry_default(struct trace_geometry *geo);
+
+/* Creates a new register file at path (which must not exist) and maps it:
+ * every slot unbound and programmed 0, every context closed and unbound. */
+struct trace_unit *trace_unit_create(const char *path,
+                                     const struct trace_geometry *geo,
+                                     char *err, size_t errlen);
+
+/* The same in a fresh file dir/coptrace-XXXXXX (dir NULL: $TMPDIR or /tmp).
+ * trace_unit_close(unit, 1) removes it again. */
+struct trace_unit *trace_unit_create_temp(const char *dir,
+                                          const struct trace_geometry *geo,
+                                          char *err, size_t errlen);
+
+/* Maps an existing file after validating it. */
+struct trace_unit *trace_unit_open(const char *path, char *err, size_t errlen);
+
+/* Checks the header and geometry of a mapped file of `size` bytes.
+ * Returns 0, or -1 with the reason. */
+int trace_regs_validate(const void *base, uint64_t size,
+                        char *err, size_t errlen);
+
+void trace_unit_close(struct trace_unit *unit, int remove_file);
+
+struct trace_regs_slot *trace_unit_slot(const struct trace_unit *unit,
+                                        uint32_t slot);
+struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
+                                              uint32_t context);
+
+/* ---- Controller (copsim, the driver) ----------------------------------- */
+
+/* Records the process whose death releases held emulators (0: none). */
+void trace_unit_set_controller(struct trace_unit *unit, pid_t pid);
+
+/* The value the LFSR reloads at its next expiry; 0 stops capture then. */
+void trace_slot_program(struct trace_regs_slot *slot, uint32_t value);
+
+/* Loads the LFSR with `state` now (0 stops it).  Only while no emulator
+ * runs on the slot: unbound, or its context held. */
+void trace_slot_load(struct trace_regs_slot *slot, uint32_t state);
+
+/* Binds a context to a slot, unbinding it from its previous slot and the
+ * slot from its previous context.  Neither context may be running: each
+ * must be without emulator, held, or exited. */
+int trace_unit_bind(struct trace_unit *unit, uint32_t context, uint32_t slot,
+                    char *err, size_t errlen);
+void trace_unit_unbind(struct trace_unit *unit, uint32_t context);
+
+/* Closes the context's gate; returns the closed gate value to wait for. */
+uint32_t trace_context_hold(struct trace_regs_context *context);
+
+#define TRACE_WAIT_HELD     0   /* the emulator obeys the hold */
+#define TRACE_WAIT_EXITED   1   /* the emulator exited or died */
+#define TRACE_WAIT_TIMEOUT  2
+
+/* Waits until the emulator acknowledges hold `gate`, or exits. */
+int trace_context_wait_held(struct trace_regs_context *context, uint32_t gate,
+                            int timeout_ms);
+
+/* Opens the context's gate and wakes its emulator. */
+void trace_context_release(struct trace_regs_context *context);
+
+/* Everything a controller reads about a slot, in one call. */
+struct trace_slot_status {
+    uint64_t cycles;
+    uint64_t captures;      /* all expiries, including dropped and outside */
+    uint64_t dropped;       /* FIFO was full */
+    uint64_t outside;       /* PC outside the local store, not queued */
+    uint32_t queued;        /* entries waiting in the FIFO */
+    uint32_t lfsr_state;
+    uint32_t programmed_value;
+    uint32_t bound_context;
+};
+void trace_slot_status(const struct trace_unit *unit, uint32_t slot,
+                       struct trace_slot_status *status);
+
+/* The LFSR state a snapshot stands for. */
+uint32_t trace_lfsr_snapshot_state(const struct trace_lfsr_snapshot *snap);
+
+/* ---- Consumer ---------------------------------------------------------- */
+
+/* Drains every queued entry of a slot, writing each as its local-store
+ * address in hex ("0x%05x\n") to out (NULL: discard).  Adds the number of
+ * entries to *drained.  Returns 0, or -1 on a corrupt FIFO. */
+int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
+                        uint64_t *drained, char *err, size_t errlen);
+
+/*
+ * The simple consumer: drains `slot` into out until process `child` ends,
+ * then once more, and stores the child's wait status in *child_status.
+ * With drain 0 it drains only that last time: a consumer that stalls while
+ * the emulator runs, so the FIFO keeps its oldest entries and overflows.
+ */
+int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
+                             pid_t child, int drain, FILE *out,
+                             uint64_t *drained, int *child_status,
+                             char *err, size_t errlen);
+
+/* ---- Emulator (the QEMU plugin) ---------------------------------------- */
+
+/* Claims a context for this process and records its mode.  Fails when the
+ * id is out of range or a live process already owns it. */
+struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
+                                                uint32_t context,
+                                                uint32_t mode,
+                                                char *err, size_t errlen);
+
+/* Blocks while the gate is closed, acknowledging the hold; returns the
+ * open gate value, or TRACE_NONE when the controller died meanwhile. */
+uint32_t trace_context_wait_open(const struct trace_unit *unit,
+                                 struct trace_regs_context *context);
+
+/* Publishes the final instruction count and marks the context exited. */
+void trace_context_exit(struct trace_regs_context *context,
+                        uint64_t instructions);
+
+/* ---- Running the plugin ------------------------------------------------ */
+
+/* Finds libcoptrace.so: $COPROF_TRACE_PLUGIN, else beside the running
+ * program (../lib/ or ../lib/coprof/).  Returns 0 or -1. */
+int trace_plugin_path(char *buf, size_t len);
+
+/* Formats QEMU's -plugin argument for a context; commas in paths are
+ * doubled as QEMU's option syntax needs.  Returns 0 or -1 if too long. */
+int trace_plugin_arg(char *buf, size_t len, const char *plugin,
+                     const char *regs, uint32_t context, uint32_t mode);
+
+#endif /* COPROF_TRACE_UNIT_H */
