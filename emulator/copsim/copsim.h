@@ -16,6 +16,7 @@
 #define COPROF_COPSIM_H
 
 #include "emulator/copsim/copsim-hooks.h"
+#include "emulator/copsim/protocol.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +36,7 @@ struct copsim_config {
     uint64_t max_cycles;        /* per run; 0: no limit */
     uint64_t nominal_hz;        /* 0: COPSIM_DEFAULT_NOMINAL_HZ */
     uint32_t tick_us;           /* 0: COPSIM_DEFAULT_TICK_US */
-    const char *socket_path;    /* NULL: copsim_default_socket_path() */
+    const char *socket_path;    /* NULL: copsim_socket_path() */
     const char *state_dir;      /* register file, image copies, default
                                    event log; NULL: the socket's directory */
     const char *ram_dir;        /* NULL: anonymous RAM files (memfd) */
@@ -47,13 +48,6 @@ struct copsim_config {
 };
 
 struct copsim;
-
-/*
- * The per-user default socket: $COPSIM_SOCKET if set, else
- * $XDG_RUNTIME_DIR/coprof/copsim.sock, else /tmp/coprof-UID/copsim.sock.
- * Returns 0, or -1 when the path does not fit.
- */
-int copsim_default_socket_path(char *buf, size_t len);
 
 /*
  * Creates the state directory (owner-only), the register file, the event
@@ -83,5 +77,21 @@ int copsim_hooks_install(struct copsim *sim, const struct copsim_hooks *hooks,
 
 /* Calls the stop hook and removes the table; nothing if none is installed. */
 void copsim_hooks_remove(struct copsim *sim);
+
+/*
+ * The driver's control interface joins the socket protocol here: requests
+ * whose type is in COPSIM_DRIVER_FIRST..COPSIM_DRIVER_LAST (protocol.h) go
+ * to handler, on the thread of the client's connection, with the client's
+ * pid from SO_PEERCRED; it sends exactly one reply on sock (the request
+ * type with COPSIM_REPLY set, starting with a struct copsim_status) and
+ * returns 0, or -1 to hang up.  Descriptors that came with the request are
+ * closed after it returns.  Without a handler such requests get ENOSYS.
+ */
+typedef int (*copsim_request_handler)(void *data, int sock,
+                                      const struct copsim_message *request,
+                                      pid_t peer_pid);
+
+int copsim_set_driver_requests(struct copsim *sim,
+                               copsim_request_handler handler, void *data);
 
 #endif /* COPROF_COPSIM_H */
