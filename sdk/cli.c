@@ -1,5 +1,5 @@
 /*
- * cli.c — one-line error messages for the SDK's command-line tools.
+ * cli.c — one-line error messages for coprof's command-line tools.
  *
  * The tool's name comes from glibc's program_invocation_short_name (the
  * basename of argv[0]), so messages read "cop-run: FILE: reason" however

@@ -1,6 +1,6 @@
 /*
- * cli.h — what the SDK's command-line tools (cop-run, cop-embed,
- * cop-overlays) share.
+ * cli.h — what coprof's command-line tools share (cop-run, cop-embed,
+ * cop-overlays, coplfsr, copstream, coplog, ...).
  */
 #ifndef COPROF_SDK_CLI_H
 #define COPROF_SDK_CLI_H

@@ -177,7 +177,6 @@ int cop_ram_load(struct cop_ram *ram, const struct cop_image *image,
 {
     memset(cop_ram_at(ram, COP_LS_BASE, COP_LS_SIZE), 0, COP_LS_SIZE);
     memset(cop_ram_at(ram, COP_BOOT_BASE, COP_BOOT_SIZE), 0, COP_BOOT_SIZE);
-    memset(cop_ram_at(ram, COP_IMAGE_BASE, COP_IMAGE_SIZE), 0, COP_IMAGE_SIZE);
 
     if (argc < 1) {
         cop_error_set(err, "%s: no program name (argv[0])", image->label);

@@ -52,9 +52,11 @@ void cop_ram_close(struct cop_ram *ram);
 
 /*
  * Places the image and the arguments argv[0..argc-1] (argv[0] is the
- * program's name) in the RAM: clears the local store, the boot block and
- * the image window (the data window is the host's and is left alone), then
- * writes resident segments, the image and the boot block.
+ * program's name) in the RAM: clears the local store and the boot block,
+ * then writes resident segments, the image and the boot block.  The rest of
+ * the image window is not touched (the program reads only image_size bytes
+ * of it; a fresh RAM file stays sparse), nor is the data window, which is
+ * the host's.
  */
 int cop_ram_load(struct cop_ram *ram, const struct cop_image *image,
                  int argc, char *const argv[], struct cop_error *err);

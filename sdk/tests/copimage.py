@@ -127,7 +127,7 @@ def guard_words(image, ram_file):
     return read_words(ram_file, image.guard_words_addr, image.region_count)
 
 
-def cop_run(cop_run_path, image, *args, ram_file=None, options=(), timeout=120):
+def cop_run(cop_run_path, image, *args, ram_file=None, options=(), timeout=60):
     """Runs cop-run and returns the CompletedProcess (text output)."""
     command = [cop_run_path] + list(options)
     if ram_file:

@@ -9,6 +9,8 @@
  *   libc-exit N       picolibc's exit(N), which ends through _exit
  *   abort             abort()
  *   illegal           execute an illegal instruction
+ *   compressed        execute a compressed instruction (c.nop), which the
+ *                     ABI forbids and the emulated CPU does not have
  *   fault             load from address 0, where nothing is mapped
  *   windows           print the boot block's windows and the image's name
  *   fill-data N       write N words i * 0x01010101 to the data window
@@ -71,6 +73,11 @@ static void illegal_instruction(void)
     __asm__ volatile(".4byte 0x00000000");
 }
 
+static void compressed_instruction(void)
+{
+    __asm__ volatile(".2byte 0x0001\n.2byte 0x0001");
+}
+
 static int load_from_nowhere(void)
 {
     volatile uintptr_t nowhere = 0x4;
@@ -105,6 +112,8 @@ int main(int argc, char **argv)
         abort();
     if (strcmp(command, "illegal") == 0)
         illegal_instruction();
+    if (strcmp(command, "compressed") == 0)
+        compressed_instruction();
     if (strcmp(command, "fault") == 0)
         return load_from_nowhere();
     if (strcmp(command, "windows") == 0)

@@ -50,6 +50,7 @@ def test_exit_status_is_the_programs(run, probe, args, status):
 @pytest.mark.parametrize("args, status, message", [
     (("abort",), 134, "cop: abort() called"),
     (("illegal",), 132, "cop: trap: illegal instruction at 0x8"),
+    (("compressed",), 132, "cop: trap: illegal instruction at 0x8"),
     (("fault",), 132, "cop: trap: load access fault at 0x8"),
     (("no-boot-block",), 134,
      "cop: no boot block at 0x80040000: start the program with cop-run"),
@@ -63,6 +64,11 @@ def test_runtime_failures(run, probe, args, status, message):
 
 def test_fault_reports_the_address(run, probe):
     assert "mtval 0x00000004" in run(probe, "fault").stdout
+
+
+def test_compressed_instruction_is_illegal(run, probe):
+    """QEMU runs without the C extension: c.nop (0x0001) does not run."""
+    assert "(mcause 2, mtval 0x00000001)" in run(probe, "compressed").stdout
 
 
 def test_windows_and_name(run, probe):
