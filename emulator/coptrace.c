@@ -345,8 +345,10 @@ static int run_emulator(struct trace_unit *unit, const struct run_options *opt,
         return EXIT_USAGE;
     }
     if (trace_consume_until_exit(unit, opt->slot, child, opt->drain, samples,
-                                 &drained, &status, err, sizeof(err)) < 0)
+                                 &drained, err, sizeof(err)) < 0)
         fprintf(stderr, "coptrace: %s\n", err);
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        continue;
     trace_slot_status(unit, opt->slot, &after);
     fprintf(stderr, "captures=%" PRIu64 " dropped=%" PRIu64
             " instructions=%" PRIu64 " outside_ls=%" PRIu64 "\n",

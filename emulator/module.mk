@@ -3,8 +3,6 @@
 
 TRACE_LIB    := $(LIB)/libtraceunit.a
 TRACE_PLUGIN := $(LIB)/libcoptrace.so
-# lfsr/module.mk is included after this file: name its library directly.
-LFSR_ARCHIVE := $(LIB)/liblfsr.a
 
 $(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
 	@mkdir -p $(@D)
@@ -13,12 +11,12 @@ $(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
 # The plugin exports only qemu_plugin_install and qemu_plugin_version; the
 # static libraries inside it become local, so its calls stay direct.
 $(OBJ)/emulator/trace-plugin.o: CFLAGS += $(GLIB_CFLAGS) -fvisibility=hidden
-$(TRACE_PLUGIN): $(OBJ)/emulator/trace-plugin.o $(TRACE_LIB) $(LFSR_ARCHIVE)
+$(TRACE_PLUGIN): $(OBJ)/emulator/trace-plugin.o $(TRACE_LIB) $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL $^ \
 		$(GLIB_LIBS) -o $@
 
-$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(TRACE_LIB) $(LFSR_ARCHIVE)
+$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(TRACE_LIB) $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
@@ -38,13 +36,13 @@ $(TESTBIN)/guest/%.elf: $(GUEST_DIR)/%.c $(GUEST_DIR)/crt0.S $(GUEST_DIR)/guest.
 
 $(OBJ)/emulator/tests/test-trace-unit.o: CFLAGS += $(GLIB_CFLAGS)
 $(TESTBIN)/test-trace-unit: $(OBJ)/emulator/tests/test-trace-unit.o \
-		$(TRACE_LIB) $(LFSR_ARCHIVE)
+		$(TRACE_LIB) $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
 
 $(OBJ)/emulator/tests/test-trace-plugin.o: CFLAGS += $(GLIB_CFLAGS)
 $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
-		$(TRACE_LIB) $(LFSR_ARCHIVE) | $(TRACE_PLUGIN) $(GUEST_ELVES)
+		$(TRACE_LIB) $(LIB)/liblfsr.a | $(TRACE_PLUGIN) $(GUEST_ELVES)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@
 

@@ -227,7 +227,8 @@ static void obey_gate(void)
 
 /* ---- Execution callbacks ------------------------------------------------ */
 
-static void on_block_slow(const struct block *next)
+/* Kept out of line so that on_block stays a leaf with a tail call. */
+static __attribute__((noinline, cold)) void on_block_slow(const struct block *next)
 {
     if (tu.slot)
         retire(tu.pending, tu.pending->n_insns);

@@ -554,25 +554,37 @@ int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
     return 0;
 }
 
+/* Whether the child has ended, leaving it to the caller to reap. */
+static int child_ended(pid_t child, char *err, size_t errlen)
+{
+    siginfo_t info;
+
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_PID, (id_t)child, &info, WEXITED | WNOHANG | WNOWAIT) < 0) {
+        if (errno == EINTR)
+            return 0;
+        fail(err, errlen, "waiting for process %d: %s", (int)child,
+             strerror(errno));
+        return -1;
+    }
+    return info.si_pid == child;
+}
+
 int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
                              pid_t child, int drain, FILE *out,
-                             uint64_t *drained, int *child_status,
-                             char *err, size_t errlen)
+                             uint64_t *drained, char *err, size_t errlen)
 {
     int failed = 0;
 
     for (;;) {
-        pid_t done = waitpid(child, child_status, WNOHANG);
+        int ended = child_ended(child, err, errlen);
 
-        if (done < 0 && errno != EINTR) {
-            fail(err, errlen, "waiting for process %d: %s", (int)child,
-                 strerror(errno));
+        if (ended < 0)
             return -1;
-        }
-        if ((drain || done == child) && !failed
+        if ((drain || ended) && !failed
             && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
             failed = 1;     /* keep waiting for the child, then report */
-        if (done == child)
+        if (ended)
             return failed ? -1 : 0;
         usleep(CONSUMER_POLL_US);
     }

@@ -126,14 +126,14 @@ int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
 
 /*
  * The simple consumer: drains `slot` into out until process `child` ends,
- * then once more, and stores the child's wait status in *child_status.
- * With drain 0 it drains only that last time: a consumer that stalls while
- * the emulator runs, so the FIFO keeps its oldest entries and overflows.
+ * then once more.  It does not reap the child: the caller waits for it and
+ * reads its status.  With drain 0 it drains only that last time: a consumer
+ * that stalls while the emulator runs, so the FIFO keeps its oldest entries
+ * and overflows.
  */
 int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
                              pid_t child, int drain, FILE *out,
-                             uint64_t *drained, int *child_status,
-                             char *err, size_t errlen);
+                             uint64_t *drained, char *err, size_t errlen);
 
 /* ---- Emulator (the QEMU plugin) ---------------------------------------- */
 

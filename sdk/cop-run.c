@@ -2,26 +2,37 @@
  * cop-run — run one coprocessor image standalone under qemu-system-riscv32.
  *
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
- *           IMAGE [ARGS...]
+ *           [--sample-every N [--reference] [--samples-out FILE]
+ *            [--fifo-depth D] [--no-trace]] IMAGE [ARGS...]
  *
  * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
  * anonymous one), places the image and the arguments {IMAGE, ARGS...} in it
  * with the loader library, copies D to the start of the data window, and
  * runs QEMU with the UART on standard output.
+ *
+ * With --sample-every it attaches the trace unit (emulator/, docs/
+ * trace-unit.md): a private register file whose slot 0 captures every N-th
+ * instruction, the libcoptrace.so plugin on the QEMU command line, and a
+ * simple consumer that drains the slot's FIFO into FILE while QEMU runs.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
  * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
  * entry in long_options, one case in parse_options and one line in usage().
  */
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
 #include "sdk/cli.h"
 #include "sdk/loader.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXIT_RUN_FAILED   125
 #define EXIT_CANNOT_EXEC  126
@@ -32,6 +43,11 @@ struct run_options {
     const char *data_file;          /* NULL: the data window starts zeroed */
     const char *qemu;               /* NULL: qemu-system-riscv32 */
     struct cop_argv qemu_args;      /* appended to the QEMU command */
+    uint32_t sample_every;          /* 0: no trace unit */
+    int reference;                  /* the plugin's reference mode */
+    const char *samples_out;        /* NULL: count captures only */
+    uint32_t fifo_depth;
+    int no_trace;                   /* run without the plugin after all */
     const char *image;
     int argc;                       /* the program's argv, IMAGE first */
     char **argv;
@@ -58,10 +74,26 @@ static void usage(FILE *out)
         "  -q, --qemu PROG     the QEMU program (default qemu-system-riscv32)\n"
         "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
         "                      for several arguments\n"
+        "  -n, --sample-every N\n"
+        "                      attach the trace unit: capture the PC of every\n"
+        "                      N-th instruction (1 to 16777215), exactly; on\n"
+        "                      exit print \"captures=A dropped=B\n"
+        "                      instructions=C outside_ls=D\" on stderr\n"
+        "      --reference     use the plugin's per-instruction reference mode\n"
+        "                      (slow; the same captures, to check the fast one)\n"
+        "  -o, --samples-out FILE\n"
+        "                      write the captured local-store addresses to\n"
+        "                      FILE, one per line in hex, in capture order\n"
+        "      --fifo-depth D  entries of the trace FIFO, a power of two\n"
+        "                      (default %u); captures that find it full are\n"
+        "                      dropped and counted\n"
+        "      --no-trace      run without the plugin even with the options\n"
+        "                      above: the baseline to measure its cost\n"
         "  -h, --help          show this help\n"
         "\n"
         "docs/coprocessor-abi.md describes the memory map and the boot block\n"
-        "through which the arguments reach main().\n");
+        "through which the arguments reach main(); docs/trace-unit.md the trace\n"
+        "unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
 }
 
 /* Returns -1 to go on, or an exit status. */
@@ -72,12 +104,19 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"data-file", required_argument, NULL, 'd'},
         {"qemu", required_argument, NULL, 'q'},
         {"qemu-arg", required_argument, NULL, 'a'},
+        {"sample-every", required_argument, NULL, 'n'},
+        {"reference", no_argument, NULL, 'R'},
+        {"samples-out", required_argument, NULL, 'o'},
+        {"fifo-depth", required_argument, NULL, 'D'},
+        {"no-trace", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    uint64_t number;
     int c;
 
-    while ((c = getopt_long(argc, argv, "+r:d:q:a:h", long_options,
+    opts->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:h", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -93,6 +132,28 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
             if (cop_argv_add(&opts->qemu_args, optarg) < 0)
                 return cli_fail(EXIT_RUN_FAILED, "out of memory");
             break;
+        case 'n':
+            if (lfsr_parse_count(optarg, &number) < 0 || number < 1
+                || number > LFSR_PERIOD)
+                return cli_fail(EXIT_RUN_FAILED, "--sample-every '%s': not "
+                                "a count from 1 to %u", optarg, LFSR_PERIOD);
+            opts->sample_every = (uint32_t)number;
+            break;
+        case 'R':
+            opts->reference = 1;
+            break;
+        case 'o':
+            opts->samples_out = optarg;
+            break;
+        case 'D':
+            if (lfsr_parse_count(optarg, &number) < 0 || number > UINT32_MAX)
+                return cli_fail(EXIT_RUN_FAILED, "--fifo-depth '%s': not a "
+                                "count", optarg);
+            opts->fifo_depth = (uint32_t)number;
+            break;
+        case 'T':
+            opts->no_trace = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -105,6 +166,9 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         usage(stderr);
         return EXIT_RUN_FAILED;
     }
+    if (!opts->sample_every && (opts->reference || opts->samples_out))
+        return cli_fail(EXIT_RUN_FAILED, "--reference and --samples-out "
+                        "need --sample-every N");
     opts->image = argv[optind];
     opts->argc = argc - optind;
     opts->argv = argv + optind;
@@ -126,15 +190,28 @@ static int build_command(const struct run_options *opts,
     return 0;
 }
 
-static int run_qemu(const struct cop_argv *command)
+/* The trace unit of a traced run: context 0 on slot 0 of a private file. */
+struct trace_run {
+    struct trace_unit *unit;
+    FILE *samples;                  /* NULL: drain without writing */
+    uint64_t drained;
+};
+
+/* Runs QEMU; with a trace unit, drains its FIFO until QEMU ends. */
+static int run_qemu(const struct cop_argv *command, struct trace_run *trace)
 {
     struct cop_error err;
+    char reason[512];
     pid_t pid;
     int status;
 
     if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
+    if (trace && trace_consume_until_exit(trace->unit, 0, pid, 1,
+                                          trace->samples, &trace->drained,
+                                          reason, sizeof(reason)) < 0)
+        cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
         return status;
@@ -144,6 +221,86 @@ static int run_qemu(const struct cop_argv *command)
     default:
         return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     }
+}
+
+/*
+ * Creates the private register file, loads slot 0's LFSR for one capture
+ * every N instructions, opens context 0's gate, and adds the plugin to the
+ * QEMU command.
+ */
+static int start_trace_unit(const struct run_options *opts,
+                            struct trace_run *trace, struct cop_argv *command)
+{
+    uint32_t value = lfsr_value_for_count(opts->sample_every);
+    struct trace_geometry geo;
+    char err[512], plugin[PATH_MAX], arg[3 * PATH_MAX];
+
+    trace_geometry_default(&geo);
+    geo.fifo_depth = opts->fifo_depth;
+    trace->unit = trace_unit_create_temp(NULL, &geo, err, sizeof(err));
+    if (!trace->unit)
+        return cli_fail(-1, "%s", err);
+    if (trace_plugin_path(plugin, sizeof(plugin)) < 0)
+        return cli_fail(-1, "cannot find libcoptrace.so beside cop-run "
+                        "(../lib); set COPROF_TRACE_PLUGIN");
+    if (trace_plugin_arg(arg, sizeof(arg), plugin, trace->unit->path, 0,
+                         opts->reference ? TRACE_MODE_REFERENCE
+                                         : TRACE_MODE_FAST) < 0)
+        return cli_fail(-1, "%s: path too long for QEMU", trace->unit->path);
+    if (trace_unit_bind(trace->unit, 0, 0, err, sizeof(err)) < 0)
+        return cli_fail(-1, "%s", err);
+    trace_slot_program(trace_unit_slot(trace->unit, 0), value);
+    trace_slot_load(trace_unit_slot(trace->unit, 0), value);
+    trace_unit_set_controller(trace->unit, getpid());
+    trace_context_release(trace_unit_context(trace->unit, 0));
+    if (cop_argv_add(command, "-plugin") < 0 || cop_argv_add(command, arg) < 0)
+        return cli_fail(-1, "out of memory");
+    if (opts->samples_out && !(trace->samples = fopen(opts->samples_out, "w")))
+        return cli_fail(-1, "%s: cannot write: %s", opts->samples_out,
+                        strerror(errno));
+    return 0;
+}
+
+/* Prints the run's counters and releases the trace unit.  Returns -1 when
+ * the samples could not all be written. */
+static int finish_trace_unit(const struct run_options *opts,
+                             struct trace_run *trace)
+{
+    struct trace_slot_status slot;
+    int failed = 0;
+
+    if (trace->samples && fclose(trace->samples) != 0)
+        failed = cli_fail(-1, "%s: write failed: %s", opts->samples_out,
+                          strerror(errno));
+    if (trace->unit) {
+        trace_slot_status(trace->unit, 0, &slot);
+        fprintf(stderr, "captures=%" PRIu64 " dropped=%" PRIu64
+                " instructions=%" PRIu64 " outside_ls=%" PRIu64 "\n",
+                slot.captures, slot.dropped,
+                __atomic_load_n(&trace_unit_context(trace->unit, 0)
+                                 ->instructions, __ATOMIC_ACQUIRE),
+                slot.outside);
+        trace_unit_close(trace->unit, 1);
+    }
+    return failed;
+}
+
+/* Runs QEMU with the trace unit attached. */
+static int run_traced(const struct run_options *opts, struct cop_argv *command)
+{
+    struct trace_run trace = { NULL, NULL, 0 };
+    int status;
+
+    if (start_trace_unit(opts, &trace, command) < 0) {
+        if (trace.samples)
+            fclose(trace.samples);
+        trace_unit_close(trace.unit, 1);
+        return EXIT_RUN_FAILED;
+    }
+    status = run_qemu(command, &trace);
+    if (finish_trace_unit(opts, &trace) < 0 && status == 0)
+        status = EXIT_RUN_FAILED;
+    return status;
 }
 
 /* Copies the data file, if any, to the start of the data window. */
@@ -183,8 +340,10 @@ static int run(const struct run_options *opts)
         status = cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     else if (build_command(opts, &ram, &command) < 0)
         status = cli_fail(EXIT_RUN_FAILED, "out of memory");
+    else if (opts->sample_every && !opts->no_trace)
+        status = run_traced(opts, &command);
     else
-        status = run_qemu(&command);
+        status = run_qemu(&command, NULL);
     cop_argv_free(&command);
     cop_ram_close(&ram);
     cop_image_release(&image);

@@ -9,9 +9,12 @@ $(COPLOADER_LIB): $(OBJ)/sdk/image.o $(OBJ)/sdk/loader.o $(OBJ)/sdk/qemu.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
+# cop-run --sample-every attaches the trace unit (emulator/); its plugin
+# must be built for cop-run to find it.
+$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB) \
+                $(LIB)/libtraceunit.a $(LIB)/liblfsr.a | $(LIB)/libcoptrace.so
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@
 
 $(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
 	@mkdir -p $(@D)

@@ -1,0 +1,129 @@
+"""The trace unit through `cop-run --sample-every`: the fast mode gives the
+reference mode's captures on every example program and the SDK's test
+programs (overlays rewrite the local store's code while they run), for
+several N including 1; and cop-run's trace options and their errors."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+COUNTERS = re.compile(r"^captures=(\d+) dropped=(\d+) instructions=(\d+) "
+                      r"outside_ls=(\d+)$", re.M)
+
+# Program, folder under build/, arguments: each runs half a million to a
+# million instructions.
+PROGRAMS = [
+    ("kernels", "examples", ["1"]),
+    ("overlays", "examples", ["1"]),
+    ("pipeline", "examples", ["1"]),
+    ("overlay-calls", "tests/cop", ["recurse", "100"]),
+    ("runtime-probe", "tests/cop", ["printf"]),
+]
+
+
+def cop_run(coprof_bin, tmp_path, image, args, every, *options):
+    samples = tmp_path / ("samples-%d-%s" % (every, "-".join(options)))
+    proc = subprocess.run(
+        [coprof_bin("cop-run"), "--sample-every", str(every),
+         "--samples-out", str(samples), "--fifo-depth", str(1 << 21),
+         *options, image, *args],
+        capture_output=True, text=True, timeout=300)
+    match = COUNTERS.search(proc.stderr)
+    assert match, proc.stderr
+    counters = dict(zip(("captures", "dropped", "instructions", "outside"),
+                        (int(g) for g in match.groups())))
+    return proc, counters, samples.read_text().split()
+
+
+@pytest.mark.parametrize("every", [1, 7, 1000, 65537])
+@pytest.mark.parametrize("name,folder,args", PROGRAMS,
+                         ids=[p[0] for p in PROGRAMS])
+def test_fast_mode_equals_reference_mode(coprof_bin, build_dir, tmp_path,
+                                         name, folder, args, every):
+    image = os.path.join(build_dir, folder, name + ".elf")
+    fast, fast_counters, fast_samples = cop_run(coprof_bin, tmp_path, image,
+                                                args, every)
+    ref, ref_counters, ref_samples = cop_run(coprof_bin, tmp_path, image,
+                                             args, every, "--reference")
+    assert fast.returncode == ref.returncode == 0, fast.stderr
+    assert fast.stdout == ref.stdout
+    assert fast_counters == ref_counters
+    assert fast_counters["dropped"] == 0
+    assert fast_counters["captures"] == fast_counters["instructions"] // every
+    assert len(fast_samples) == \
+        fast_counters["captures"] - fast_counters["outside"]
+    assert fast_samples == ref_samples
+
+
+def test_boot_code_outside_local_store(coprof_bin, build_dir, tmp_path):
+    """QEMU's reset code at 0x1000 runs before _start: counted, not queued."""
+    image = os.path.join(build_dir, "examples", "kernels.elf")
+    proc, counters, samples = cop_run(coprof_bin, tmp_path, image, ["1"], 1)
+    assert proc.returncode == 0
+    assert counters["outside"] > 0
+    assert counters["captures"] == counters["instructions"]
+    assert samples[0] == "0x00000"            # _start, the first LS address
+
+
+def test_no_trace_runs_without_the_plugin(coprof_bin, build_dir, tmp_path):
+    image = os.path.join(build_dir, "examples", "kernels.elf")
+    samples = tmp_path / "samples"
+    bare = subprocess.run(
+        [coprof_bin("cop-run"), "--sample-every", "100", "--samples-out",
+         str(samples), "--no-trace", image, "1"],
+        capture_output=True, text=True, timeout=120)
+    traced, counters, _ = cop_run(coprof_bin, tmp_path, image, ["1"], 100)
+    assert bare.returncode == traced.returncode == 0
+    assert bare.stdout == traced.stdout
+    assert bare.stderr == ""                  # no counters: no trace unit
+    assert not samples.exists()
+    assert counters["captures"] > 0
+
+
+def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
+    image = os.path.join(build_dir, "examples", "pipeline.elf")
+    samples = tmp_path / "samples"
+    proc = subprocess.run(
+        [coprof_bin("cop-run"), "--sample-every", "1", "--fifo-depth", "2",
+         "--samples-out", str(samples), image, "1"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    captures, dropped, instructions, outside = (
+        int(g) for g in COUNTERS.search(proc.stderr).groups())
+    assert captures == instructions
+    assert dropped > 0
+    assert len(samples.read_text().split()) == captures - dropped - outside
+
+
+@pytest.mark.parametrize("options,message", [
+    (["--sample-every", "0"], "--sample-every '0': not a count from 1 to "
+                              "16777215"),
+    (["--sample-every", "16777216"], "not a count from 1 to 16777215"),
+    (["--sample-every", "9x"], "--sample-every '9x'"),
+    (["--reference"], "--reference and --samples-out need --sample-every N"),
+    (["--samples-out", "x"], "need --sample-every N"),
+    (["--sample-every", "5", "--fifo-depth", "1000"],
+     "FIFO depth 1000 is not a power of two"),
+    (["--sample-every", "5", "--samples-out", "/nonexistent/dir/s"],
+     "/nonexistent/dir/s: cannot write"),
+])
+def test_trace_option_errors(coprof_bin, build_dir, options, message):
+    image = os.path.join(build_dir, "examples", "kernels.elf")
+    proc = subprocess.run([coprof_bin("cop-run"), *options, image, "1"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 125
+    assert proc.stdout == ""                  # the program never ran
+    assert proc.stderr.splitlines() == ["cop-run: " + proc.stderr[9:].strip()]
+    assert message in proc.stderr
+
+
+def test_missing_plugin_is_reported(coprof_bin, build_dir, tmp_path):
+    image = os.path.join(build_dir, "examples", "kernels.elf")
+    env = dict(os.environ, COPROF_TRACE_PLUGIN=str(tmp_path / "nothing.so"))
+    proc = subprocess.run([coprof_bin("cop-run"), "--sample-every", "5",
+                           image, "1"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 125
+    assert "cannot find libcoptrace.so" in proc.stderr
