@@ -21,6 +21,9 @@
  *   hash=H status=S reason=exit|fault instructions=N binds=B
  *   preemptions=P data=ok|bad|- fault=TEXT
  *
+ * --rendezvous (for copsim-probe's "rendezvous N") starts the work of
+ * every context at once: it sets data word 0 of every context once every
+ * one of them has set its data word 1, i.e. has run on a slot.
  * --data-words N fills the first N words of each context's data window
  * with index * 100000 + i before the run and checks afterwards that the
  * program (copsim-probe's "data N") left data[i] * 3 + 1 there.
@@ -38,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern const cop_program_handle_t copsim_probe;
 extern const cop_program_handle_t copsim_probe_in_library;
@@ -48,6 +52,7 @@ struct options {
     unsigned data_words;
     const char *console_pattern;
     uint64_t cycle_limit;
+    int rendezvous;
     const char *source;
     int argc;
     char **argv;
@@ -61,6 +66,40 @@ struct worker {
 };
 
 static pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The data windows of the contexts that take part in the rendezvous. */
+static struct {
+    pthread_mutex_t lock;
+    int count;
+    uint32_t **windows;
+} meeting = {PTHREAD_MUTEX_INITIALIZER, 0, NULL};
+
+static void join_meeting(cop_context_t *ctx)
+{
+    pthread_mutex_lock(&meeting.lock);
+    meeting.windows[meeting.count++] = cop_context_data(ctx, NULL);
+    pthread_mutex_unlock(&meeting.lock);
+}
+
+/* Waits until all n contexts have joined and run, then lets them go. */
+static void hold_meeting(int n)
+{
+    for (;;) {
+        int arrived = 0;
+
+        pthread_mutex_lock(&meeting.lock);
+        for (int i = 0; i < meeting.count; i++)
+            arrived += __atomic_load_n(&meeting.windows[i][1],
+                                       __ATOMIC_ACQUIRE) == 1;
+        if (arrived == n)
+            for (int i = 0; i < n; i++)
+                __atomic_store_n(&meeting.windows[i][0], 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&meeting.lock);
+        if (arrived == n)
+            return;
+        usleep(1000);
+    }
+}
 
 /* Loads SOURCE into ctx; anonymous images go to *copy (freed later). */
 static int load_source(cop_context_t *ctx, const char *source, void **copy)
@@ -149,6 +188,8 @@ static int run_one(const struct options *opts, int index)
         return 1;
     }
     fill_data(ctx, index, opts->data_words);
+    if (opts->rendezvous)
+        join_meeting(ctx);
     cop_context_set_cycle_limit(ctx, opts->cycle_limit);
     if (cop_context_run(ctx, opts->argc, opts->argv, &stop) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
@@ -182,6 +223,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: cop-host [--threads T] [--contexts N] [--data-words N]\n"
         "                [--console-file PATTERN] [--cycle-limit N]\n"
+        "                [--rendezvous]\n"
         "                embedded|library|anonymous|IMAGE [ARGS...]\n");
 }
 
@@ -193,6 +235,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"data-words", required_argument, NULL, 'd'},
         {"console-file", required_argument, NULL, 'c'},
         {"cycle-limit", required_argument, NULL, 'l'},
+        {"rendezvous", no_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -201,7 +244,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
     memset(opts, 0, sizeof(*opts));
     opts->threads = 1;
     opts->contexts = 1;
-    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:h", long_options,
+    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:rh", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 't':
@@ -219,6 +262,9 @@ static int parse_options(int argc, char **argv, struct options *opts)
         case 'l':
             opts->cycle_limit = strtoull(optarg, NULL, 0);
             break;
+        case 'r':
+            opts->rendezvous = 1;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -226,7 +272,8 @@ static int parse_options(int argc, char **argv, struct options *opts)
             return -1;
         }
     }
-    if (optind >= argc || opts->threads < 1 || opts->contexts < 1)
+    if (optind >= argc || opts->threads < 1 || opts->contexts < 1
+        || (opts->rendezvous && opts->threads != opts->contexts))
         return -1;
     opts->source = argv[optind];
     opts->argc = argc - optind;     /* argv[0] of the program is SOURCE */
@@ -245,15 +292,19 @@ int main(int argc, char **argv)
         return 2;
     }
     workers = calloc((size_t)opts.threads, sizeof(*workers));
+    meeting.windows = calloc((size_t)opts.contexts, sizeof(*meeting.windows));
     for (int t = 0; t < opts.threads; t++) {
         workers[t].opts = &opts;
         workers[t].first = t;
         pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]);
     }
+    if (opts.rendezvous)
+        hold_meeting(opts.contexts);
     for (int t = 0; t < opts.threads; t++) {
         pthread_join(workers[t].thread, NULL);
         failures += workers[t].failures;
     }
     free(workers);
+    free(meeting.windows);
     return failures ? 1 : 0;
 }

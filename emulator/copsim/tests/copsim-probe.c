@@ -9,6 +9,9 @@
  *   loop              never end
  *   data N            data[i] = data[i] * 3 + 1 for the first N words of
  *                     the data window, then print their sum
+ *   rendezvous N      set data word 1, wait until the host sets data word
+ *                     0, then spin N: the host starts every context's work
+ *                     once all of them have run
  *   trap              execute an illegal instruction
  *   exit S            exit with status S
  */
@@ -53,6 +56,16 @@ static int transform_data(unsigned words)
     return 0;
 }
 
+static int rendezvous(unsigned rounds)
+{
+    volatile uint32_t *data = cop_data_window(NULL);
+
+    data[1] = 1;
+    while (data[0] == 0)
+        ;
+    return spin(rounds);
+}
+
 int main(int argc, char **argv)
 {
     const char *command = argc > 1 ? argv[1] : "hello";
@@ -68,6 +81,8 @@ int main(int argc, char **argv)
         loop_forever();
     if (strcmp(command, "data") == 0)
         return transform_data(number);
+    if (strcmp(command, "rendezvous") == 0)
+        return rendezvous(number);
     if (strcmp(command, "trap") == 0)
         __asm__ volatile(".4byte 0x00000000");
     if (strcmp(command, "exit") == 0)
