@@ -63,3 +63,11 @@ $(TESTBIN)/cop-host: $(COPSIM_TEST_OBJ)/cop-host.o \
 
 ALL_TARGETS += $(copsim_probe_IMAGE) $(TESTBIN)/cop-host
 PYTESTS += emulator/copsim/tests
+
+# GLib tests of object-id resolution and message framing.
+$(TESTBIN)/test-copsim-resolve: $(COPSIM_TEST_OBJ)/test-copsim-resolve.o \
+		$(COPSIM_LIB) $(COPSIM_DEPS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
+
+GTESTS += $(TESTBIN)/test-copsim-resolve
