@@ -201,8 +201,12 @@ def test_host_killed_mid_run_is_reaped(copsim, test_bin, build_dir):
         return sum(e["kind"] == "reap" for e in events) == 3 and events
     events = wait_for(reaped)
     check_slot_history(events, 2)
-    unbinds = [e for e in events if e["kind"] == "unbind"]
-    assert {e["reason"] for e in unbinds} == {"reap"}
+    unbinds = [e["reason"] for e in events if e["kind"] == "unbind"]
+    # Both slots were busy when the host died; the third context waited
+    # (and may have been bound once more before its hang-up was seen).
+    assert set(unbinds) <= {"preempt", "reap"}
+    assert 2 <= unbinds.count("reap") <= 3
+    assert not [e for e in events if e["kind"] in ("exit", "fault")]
     assert all(e["pid"] == victim.pid for e in events if "pid" in e
                and e["kind"] != "start")
     wait_for(lambda: not sim.emulators())
