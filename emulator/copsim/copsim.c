@@ -23,7 +23,6 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,34 +34,22 @@
 #define IMAGES_NAME     "images"
 #define STACK_TEXT_MAX  1000    /* what one event-log string holds */
 
-static void fail(char *err, size_t errlen, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *format, ...)
-{
-    va_list args;
-
-    va_start(args, format);
-    vsnprintf(err, errlen, format, args);
-    va_end(args);
-}
-
 /* Makes dir (mode 0700) unless it exists; an existing one must be ours. */
 static int make_private_dir(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
 
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        fail(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
         return -1;
     }
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        fail(err, errlen, "%s: not a directory", dir);
+        snprintf(err, errlen, "%s: not a directory", dir);
         return -1;
     }
     if (st.st_uid != getuid()) {
-        fail(err, errlen, "%s: owned by uid %ld, not by this user", dir,
-             (long)st.st_uid);
+        snprintf(err, errlen, "%s: owned by uid %ld, not by this user", dir,
+                 (long)st.st_uid);
         return -1;
     }
     return 0;
@@ -94,7 +81,7 @@ static int choose_paths(struct copsim *sim, char *err, size_t errlen)
         snprintf(socket_path, sizeof(socket_path), "%s",
                  sim->config.socket_path);
     else if (copsim_socket_path(socket_path, sizeof(socket_path)) < 0) {
-        fail(err, errlen, "the socket path is too long");
+        snprintf(err, errlen, "the socket path is too long");
         return -1;
     }
     sim->socket_path = g_strdup(socket_path);
@@ -119,12 +106,12 @@ static int find_plugin(struct copsim *sim, char *err, size_t errlen)
     } else if (trace_plugin_path(path, sizeof(path)) == 0) {
         sim->plugin_path = g_strdup(path);
     } else {
-        fail(err, errlen, "libcoptrace.so not found beside copsim "
-             "(../lib or ../lib/coprof); set COPROF_TRACE_PLUGIN");
+        snprintf(err, errlen, "libcoptrace.so not found beside copsim "
+                 "(../lib or ../lib/coprof); set COPROF_TRACE_PLUGIN");
         return -1;
     }
     if (access(sim->plugin_path, R_OK) < 0) {
-        fail(err, errlen, "%s: %s", sim->plugin_path, strerror(errno));
+        snprintf(err, errlen, "%s: %s", sim->plugin_path, strerror(errno));
         return -1;
     }
     return 0;
@@ -169,7 +156,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     struct copsim *sim = calloc(1, sizeof(*sim));
 
     if (!sim) {
-        fail(err, errlen, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     sim->config = *config;
@@ -190,7 +177,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
         || start_scheduler(sim, err, errlen) < 0
         || server_listen(sim, err, errlen) < 0) {
         if (!sim->context_used)
-            fail(err, errlen, "out of memory");
+            snprintf(err, errlen, "out of memory");
         copsim_destroy(sim);
         return NULL;
     }
@@ -332,14 +319,14 @@ static int create_ram(struct copsim *sim, struct sim_context *c, char *err,
         snprintf(path, sizeof(path), "%s/ram-%" PRIu64, sim->config.ram_dir,
                  c->info.id);
     if (cop_ram_create(&c->ram, sim->config.ram_dir ? path : NULL, &cerr) < 0) {
-        fail(err, errlen, "%s", cerr.message);
+        snprintf(err, errlen, "%s", cerr.message);
         return -1;
     }
     error = posix_fallocate(c->ram.fd, 0, COP_RAM_SIZE);
     if (error) {
-        fail(err, errlen, "%s: cannot reserve %u MiB of guest RAM: %s",
-             sim->config.ram_dir ? c->ram.path : "guest RAM (memfd)",
-             COP_RAM_SIZE >> 20, strerror(error));
+        snprintf(err, errlen, "%s: cannot reserve %u MiB of guest RAM: %s",
+                 sim->config.ram_dir ? c->ram.path : "guest RAM (memfd)",
+                 COP_RAM_SIZE >> 20, strerror(error));
         cop_ram_close(&c->ram);
         if (sim->config.ram_dir)
             unlink(path);
@@ -370,13 +357,13 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
     int block;
 
     if (!c) {
-        fail(err, errlen, "out of memory");
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     block = take_block(sim, &c->info.id);
     if (block < 0) {
-        fail(err, errlen, "all %u contexts of the register file are "
-             "in use", sim->config.n_contexts);
+        snprintf(err, errlen, "all %u contexts of the register file are "
+                 "in use", sim->config.n_contexts);
         free(c);
         return NULL;
     }
@@ -439,7 +426,7 @@ int sim_context_load(struct copsim *sim, struct sim_context *c, pid_t tid,
     status = cop_image_parse(source.bytes, source.size, label, &image, &cerr);
     g_free(label);
     if (status < 0) {
-        fail(err, errlen, "%s", cerr.message);
+        snprintf(err, errlen, "%s", cerr.message);
         image_source_free(&source);
         return -1;
     }

@@ -33,7 +33,7 @@
 #define COPSIM_PATH_MAX         4096
 #define COPSIM_NAME_MAX         64
 #define COPSIM_STACK_MAX        32      /* return addresses of a call stack */
-#define COPSIM_ARGS_MAX         3968    /* argv strings: what the boot block holds */
+#define COPSIM_ARGS_MAX         3968    /* argv strings (the boot block) */
 #define COPSIM_FDS_MAX          2
 
 /* Message types. */

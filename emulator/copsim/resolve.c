@@ -24,7 +24,6 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,18 +43,6 @@ struct hash_cache_entry {
     int64_t mtime_nsec;
     uint64_t hash;
 };
-
-static void fail(char *err, size_t errlen, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *format, ...)
-{
-    va_list args;
-
-    va_start(args, format);
-    vsnprintf(err, errlen, format, args);
-    va_end(args);
-}
 
 /* ---- /proc/PID/maps ------------------------------------------------------ */
 
@@ -118,8 +105,8 @@ int proc_maps_read(pid_t pid, struct proc_maps *maps, char *err,
     memset(maps, 0, sizeof(*maps));
     snprintf(path, sizeof(path), "/proc/%ld/maps", (long)pid);
     if (!g_file_get_contents(path, &text, &length, &error)) {
-        fail(err, errlen, "process %ld: cannot read its maps: %s", (long)pid,
-             error->message);
+        snprintf(err, errlen, "process %ld: cannot read its maps: %s",
+                 (long)pid, error->message);
         g_error_free(error);
         return -1;
     }
@@ -133,7 +120,8 @@ int proc_maps_read(pid_t pid, struct proc_maps *maps, char *err,
         if (proc_mapping_parse(line, &mapping) < 0)
             continue;
         if (add_mapping(maps, &capacity, &mapping) < 0) {
-            fail(err, errlen, "process %ld: maps: out of memory", (long)pid);
+            snprintf(err, errlen, "process %ld: maps: out of memory",
+                     (long)pid);
             proc_maps_free(maps);
             return -1;
         }
@@ -262,14 +250,14 @@ int file_content_hash(struct hash_cache *cache, int fd, const char *label,
     ssize_t got;
 
     if (fstat(fd, &st) < 0) {
-        fail(err, errlen, "%s: %s", label, strerror(errno));
+        snprintf(err, errlen, "%s: %s", label, strerror(errno));
         return -1;
     }
     if (cache && cache_lookup(cache, &st, hash))
         return 0;
     chunk = malloc(HASH_CHUNK);
     if (!chunk) {
-        fail(err, errlen, "%s: out of memory", label);
+        snprintf(err, errlen, "%s: out of memory", label);
         return -1;
     }
     checksum = g_checksum_new(G_CHECKSUM_SHA256);
@@ -278,7 +266,7 @@ int file_content_hash(struct hash_cache *cache, int fd, const char *label,
         offset += got;
     }
     if (got < 0)
-        fail(err, errlen, "%s: cannot read: %s", label, strerror(errno));
+        snprintf(err, errlen, "%s: cannot read: %s", label, strerror(errno));
     else
         *hash = digest_prefix(checksum);
     g_checksum_free(checksum);
@@ -363,14 +351,14 @@ static int read_from_file(const struct proc_mapping *mapping,
     }
     source->bytes = malloc(size);
     if (!source->bytes) {
-        fail(err, errlen, "%s: out of memory for a %" PRIu64 "-byte image",
-             mapping->path, size);
+        snprintf(err, errlen, "%s: out of memory for a %" PRIu64 "-byte image",
+                 mapping->path, size);
         close(fd);
         return -1;
     }
     if (read_exactly(fd, source->bytes, size, (off_t)offset) < 0) {
-        fail(err, errlen, "%s: cannot read the image at offset %" PRIu64
-             ": %s", mapping->path, offset, strerror(errno));
+        snprintf(err, errlen, "%s: cannot read the image at offset %" PRIu64
+                 ": %s", mapping->path, offset, strerror(errno));
         close(fd);
         return -1;
     }
@@ -397,7 +385,8 @@ static int copy_from_process(pid_t pid, uint64_t addr, uint64_t size,
 
     *bytes = malloc(size);
     if (!*bytes) {
-        fail(err, errlen, "out of memory for a %" PRIu64 "-byte image", size);
+        snprintf(err, errlen, "out of memory for a %" PRIu64 "-byte image",
+                 size);
         return -1;
     }
     while (done < size) {
@@ -406,9 +395,9 @@ static int copy_from_process(pid_t pid, uint64_t addr, uint64_t size,
         ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
         if (got <= 0) {
-            fail(err, errlen, "process %ld: cannot read %" PRIu64 " bytes at "
-                 "0x%" PRIx64 ": %s", (long)pid, size, addr,
-                 got < 0 ? strerror(errno) : "short read");
+            snprintf(err, errlen, "process %ld: cannot read %" PRIu64
+                     " bytes at 0x%" PRIx64 ": %s", (long)pid, size, addr,
+                     got < 0 ? strerror(errno) : "short read");
             free(*bytes);
             *bytes = NULL;
             return -1;
@@ -428,7 +417,7 @@ static int write_copy(const char *path, const unsigned char *bytes,
     size_t done = 0;
 
     if (fd < 0) {
-        fail(err, errlen, "%s: cannot create: %s", temp, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create: %s", temp, strerror(errno));
         g_free(temp);
         return -1;
     }
@@ -442,8 +431,8 @@ static int write_copy(const char *path, const unsigned char *bytes,
         done += (size_t)put;
     }
     if (done < size || fsync(fd) < 0 || close(fd) < 0) {
-        fail(err, errlen, "%s: cannot write the image copy: %s", path,
-             strerror(errno ? errno : EIO));
+        snprintf(err, errlen, "%s: cannot write the image copy: %s", path,
+                 strerror(errno ? errno : EIO));
         if (done < size)
             close(fd);
         unlink(temp);
@@ -451,8 +440,8 @@ static int write_copy(const char *path, const unsigned char *bytes,
         return -1;
     }
     if (rename(temp, path) < 0) {
-        fail(err, errlen, "%s: cannot rename the image copy: %s", path,
-             strerror(errno));
+        snprintf(err, errlen, "%s: cannot rename the image copy: %s", path,
+                 strerror(errno));
         unlink(temp);
         g_free(temp);
         return -1;
@@ -505,16 +494,16 @@ int image_source_resolve(pid_t pid, uint64_t object_id, uint64_t size,
 
     memset(source, 0, sizeof(*source));
     if (size == 0 || size > COP_IMAGE_SIZE || object_id + size < object_id) {
-        fail(err, errlen, "image at 0x%" PRIx64 ": size %" PRIu64 " is not "
-             "between 1 and %u bytes", object_id, size, COP_IMAGE_SIZE);
+        snprintf(err, errlen, "image at 0x%" PRIx64 ": size %" PRIu64 " is not "
+                 "between 1 and %u bytes", object_id, size, COP_IMAGE_SIZE);
         return -1;
     }
     if (proc_maps_read(pid, &maps, err, errlen) < 0)
         return -1;
     mapping = proc_maps_find(&maps, object_id);
     if (!mapping) {
-        fail(err, errlen, "object-id 0x%" PRIx64 " is not mapped in process "
-             "%ld", object_id, (long)pid);
+        snprintf(err, errlen, "object-id 0x%" PRIx64 " is not mapped in "
+                 "process %ld", object_id, (long)pid);
         proc_maps_free(&maps);
         return -1;
     }
