@@ -75,7 +75,7 @@ static void usage(FILE *out)
         "                        reference mode\n"
         "      --private PID     stop when process PID ends, leaving nothing\n"
         "                        behind (libcop's private copsim)\n"
-        "      --ready-fd FD     write \"ready\n\" to FD once serving\n"
+        "      --ready-fd FD     write \"ready\\n\" to FD once serving\n"
         "  -h, --help            show this help\n"
         "\n"
         "emulator/copsim/README.md describes the socket protocol and the\n"
