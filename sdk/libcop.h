@@ -108,7 +108,8 @@ int cop_context_run(cop_context_t *ctx, int argc, char *const argv[],
 
 /* copsim's id of the context, and its image once loaded (0 or -1). */
 uint64_t cop_context_id(const cop_context_t *ctx);
-int cop_context_image(const cop_context_t *ctx, struct cop_context_image *image);
+int cop_context_image(const cop_context_t *ctx,
+                      struct cop_context_image *image);
 
 /* Ends the context (and hangs up on copsim); NULL is ignored. */
 int cop_context_destroy(cop_context_t *ctx);

@@ -126,7 +126,7 @@ struct copsim {
 /* ---- copsim.c ----------------------------------------------------------- */
 
 /* A new context of process pid (thread tid): a register file block, its
- * RAM file, its call stack.  NULL with err set. */
+ * RAM file, its call stack.  NULL with err and errno set. */
 struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
                                     const uint64_t *frames, size_t n_frames,
                                     char *err, size_t errlen);

@@ -330,6 +330,7 @@ static int create_ram(struct copsim *sim, struct sim_context *c, char *err,
         cop_ram_close(&c->ram);
         if (sim->config.ram_dir)
             unlink(path);
+        errno = error;
         return -1;
     }
     c->info.ram = c->ram.base;
@@ -365,6 +366,7 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
         snprintf(err, errlen, "all %u contexts of the register file are "
                  "in use", sim->config.n_contexts);
         free(c);
+        errno = EAGAIN;
         return NULL;
     }
     c->info.trace_context = (uint32_t)block;

@@ -228,6 +228,7 @@ static void handle_create(struct connection *conn,
                     "this connection holds a context already");
         return;
     }
+    errno = 0;
     c = sim_context_new(conn->sim, conn->pid, req->tid, req->frames,
                         req->n_frames < COPSIM_STACK_MAX ? req->n_frames
                                                          : COPSIM_STACK_MAX,
