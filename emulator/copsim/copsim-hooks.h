@@ -100,6 +100,10 @@ struct copsim_context {
     uint32_t guard_ls_offset;
     uint32_t n_regions;
     const volatile uint32_t *guard_words;
+
+    /* The host call stack that created the context: "MODULE+0xOFFSET"
+     * entries (file offsets), innermost first, separated by spaces. */
+    const char *creation_stack;
 };
 
 /* Why a context left its slot. */

@@ -382,7 +382,8 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
         return NULL;
     }
     c->stack = format_stack(pid, frames, n_frames);
-    schedlog_create(&sim->log, &c->info, c->stack ? c->stack : "");
+    c->info.creation_stack = c->stack ? c->stack : "";
+    schedlog_create(&sim->log, &c->info);
     return c;
 }
 

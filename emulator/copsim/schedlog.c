@@ -108,13 +108,12 @@ void schedlog_stop(struct schedlog *sl)
            (int)getpid(), (ull)schedlog_monotonic_ns());
 }
 
-void schedlog_create(struct schedlog *sl, const struct copsim_context *c,
-                     const char *stack)
+void schedlog_create(struct schedlog *sl, const struct copsim_context *c)
 {
     COPLOG(sl->log, sl->subsys, COPLOG_TERSE,
            "create context=%llu pid=%d tid=%d mono=%llu trace_context=%u "
            "stack=%s", (ull)c->id, (int)c->pid, (int)c->tid,
-           (ull)schedlog_monotonic_ns(), c->trace_context, stack);
+           (ull)schedlog_monotonic_ns(), c->trace_context, c->creation_stack);
 }
 
 void schedlog_load(struct schedlog *sl, const struct copsim_context *c)

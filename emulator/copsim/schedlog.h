@@ -43,8 +43,7 @@ void schedlog_start(struct schedlog *sl, uint32_t n_slots,
                     uint64_t slice_cycles, uint64_t nominal_hz);
 void schedlog_stop(struct schedlog *sl);
 
-void schedlog_create(struct schedlog *sl, const struct copsim_context *c,
-                     const char *stack);
+void schedlog_create(struct schedlog *sl, const struct copsim_context *c);
 void schedlog_load(struct schedlog *sl, const struct copsim_context *c);
 void schedlog_run(struct schedlog *sl, const struct copsim_context *c,
                   unsigned argc);
