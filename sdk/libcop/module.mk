@@ -25,12 +25,21 @@ $(LIBCOP_LINK): $(LIBCOP)
 $(LIBCOP_PC): sdk/libcop/libcop.pc.in
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)sed -e 's|@LIBDIR@|$(CURDIR)/$(LIB)|' \
-		-e 's|@INCLUDEDIR@|$(CURDIR)/sdk|' $< > $@
+		-e 's|@INCLUDEDIR@|$(CURDIR)|' $< > $@
 
-$(LIBCOP_INSTALLED_PC): sdk/libcop/libcop.pc.in
-	@mkdir -p $(@D)
-	$(call say,GEN,$@)sed -e 's|@LIBDIR@|$(PREFIX)/lib/coprof|' \
-		-e 's|@INCLUDEDIR@|$(PREFIX)/include/coprof|' $< > $@
+# Made at every build from the current PREFIX, replaced only when that
+# changed it (install runs with the PREFIX it installs to).
+.PHONY: libcop-installed-pc
+libcop-installed-pc: sdk/libcop/libcop.pc.in
+	@mkdir -p $(dir $(LIBCOP_INSTALLED_PC))
+	@sed -e 's|@LIBDIR@|$(PREFIX)/lib/coprof|' \
+		-e 's|@INCLUDEDIR@|$(PREFIX)/include/coprof|' $< \
+		> $(LIBCOP_INSTALLED_PC).new
+	@cmp -s $(LIBCOP_INSTALLED_PC).new $(LIBCOP_INSTALLED_PC) \
+		&& rm $(LIBCOP_INSTALLED_PC).new \
+		|| { printf '  %-6s %s\n' GEN $(LIBCOP_INSTALLED_PC); \
+		     mv $(LIBCOP_INSTALLED_PC).new $(LIBCOP_INSTALLED_PC); }
+$(LIBCOP_INSTALLED_PC): libcop-installed-pc
 
 ALL_TARGETS += $(LIBCOP) $(LIBCOP_LINK) $(LIBCOP_PC) $(LIBCOP_INSTALLED_PC)
 INSTALL_LIBS += $(LIBCOP) $(LIBCOP_LINK) $(LIBCOP_INSTALLED_PC)

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import sched_events, wait_for
+from conftest import SOURCE, sched_events, wait_for
 
 HOST_SOURCE = r"""
 #include <libcop.h>
@@ -61,11 +61,25 @@ def test_pkg_config_builds_a_host_program(build_dir, probe_image, tmp_path):
     assert result.stdout == "reason=1 status=42\n"
 
 
-def test_installed_pkg_config_file_names_the_prefix(build_dir):
-    with open(os.path.join(build_dir, "lib", "install", "libcop.pc")) as f:
-        text = f.read()
-    assert "libdir=/usr/local/lib/coprof\n" in text
-    assert "includedir=/usr/local/include/coprof\n" in text
+def test_installed_library_builds_through_pkg_config(tmp_path):
+    dest = tmp_path / "root"
+    subprocess.run(["make", "-s", "install", "PREFIX=/opt/libcop-test",
+                    "DESTDIR=%s" % dest], cwd=SOURCE, check=True,
+                   capture_output=True, timeout=600)
+    env = dict(os.environ)
+    env["PKG_CONFIG_PATH"] = str(dest / "opt/libcop-test/lib/coprof")
+    env["PKG_CONFIG_SYSROOT_DIR"] = str(dest)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libcop"],
+                           env=env, capture_output=True, text=True, check=True)
+    assert flags.stdout.split()[:2] == [
+        "-I%s/opt/libcop-test/include/coprof/sdk" % dest,
+        "-L%s/opt/libcop-test/lib/coprof" % dest]
+    source = tmp_path / "host.c"
+    source.write_text(HOST_SOURCE.replace("extern const cop_program_handle_t "
+                                          "probe;", "const cop_program_handle_t "
+                                          "probe;"))
+    subprocess.run(["gcc", str(source), "-o", str(tmp_path / "host")]
+                   + flags.stdout.split(), check=True)
 
 
 def test_private_copsim_follows_a_killed_host(test_bin, build_dir, tmp_path):
