@@ -29,9 +29,12 @@
  *   stop    once, when the hooks are removed or copsim stops, after every
  *           slot's last unbind.
  *
- * All four are called from copsim's scheduler, one at a time, never
- * concurrently with each other, with copsim's scheduler lock held: a hook
- * must not call back into copsim and should return quickly (a drain, a few
+ * All four are called with copsim's scheduler lock held, one at a time,
+ * never concurrently with each other: binds and preemptions from the
+ * scheduler thread, the unbind of an ended context from the thread that
+ * reaped its emulator, start and stop from the thread that installs or
+ * removes the hooks.  A hook must not call back into copsim's scheduler
+ * (copsim_hooks_install/remove) and should return quickly (a drain, a few
  * records).  The driver's own poll thread runs at the same time and reads
  * the register file and the guest RAM; it must synchronise with the hooks
  * itself.

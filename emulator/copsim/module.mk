@@ -71,3 +71,13 @@ $(TESTBIN)/test-copsim-resolve: $(COPSIM_TEST_OBJ)/test-copsim-resolve.o \
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
 
 GTESTS += $(TESTBIN)/test-copsim-resolve
+
+# GLib tests of the driver's hooks, with a copsim in the test process.
+$(TESTBIN)/test-copsim-hooks: $(COPSIM_TEST_OBJ)/test-copsim-hooks.o \
+		$(COPSIM_LIB) $(COPSIM_DEPS) $(LIB)/libcop.so \
+		| $(copsim_probe_IMAGE) $(BUILD)/examples/overlays.elf $(LIB)/libcoptrace.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -L$(LIB) -lcop \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(GLIB_LIBS) -lm -o $@
+
+GTESTS += $(TESTBIN)/test-copsim-hooks
