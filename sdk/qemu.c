@@ -118,8 +118,14 @@ static void exec_child(const struct cop_argv *command, int console_fd,
                        int error_fd, int report_fd, pid_t parent)
 {
     int null_fd = open("/dev/null", O_RDONLY);
+    sigset_t no_signals;
     int error;
 
+    /* QEMU starts with default signals, whatever the caller's thread
+     * blocked or ignored (copsim's threads block SIGPIPE). */
+    sigemptyset(&no_signals);
+    sigprocmask(SIG_SETMASK, &no_signals, NULL);
+    signal(SIGPIPE, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,7 +431,14 @@ static void *connection_main(void *arg)
 {
     struct connection *conn = arg;
     struct copsim_message *m = malloc(sizeof(*m));
+    sigset_t pipe_signal;
     int got;
+
+    /* A console whose reader went away gives EPIPE here, not a SIGPIPE
+     * that would end the whole process (copsim may be a library). */
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL);
 
     while (m && (got = copsim_receive(conn->sock, m)) != 0) {
         if (got < 0 && errno == EPROTO) {

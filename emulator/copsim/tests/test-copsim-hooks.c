@@ -18,7 +18,6 @@
 #include <glib.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -341,7 +340,6 @@ int main(int argc, char **argv)
     int status;
 
     g_test_init(&argc, &argv, NULL);
-    signal(SIGPIPE, SIG_IGN);
     socket_dir = g_dir_make_tmp("cs-hooks-XXXXXX", NULL);
     socket_path = g_build_filename(socket_dir, "s", NULL);
     g_setenv("COPSIM_SOCKET", socket_path, TRUE);
