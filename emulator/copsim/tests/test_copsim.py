@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from conftest import (SOURCE, check_slot_history, parse_host_lines,
-                      sched_events, wait_for)
+from copsim_harness import (SOURCE, check_slot_history, parse_host_lines,
+                            sched_events, wait_for)
 
 sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
 import coprof_stream  # noqa: E402  (needs the path above)
@@ -135,7 +135,8 @@ def readelf_file_offset(binary, symbol):
             offset, vaddr, filesz = (int(fields[i], 16) for i in (1, 2, 4))
             if vaddr <= value < vaddr + filesz:
                 return value - vaddr + offset
-    raise AssertionError("%s is in no PT_LOAD segment of %s" % (symbol, binary))
+    raise AssertionError("%s is in no PT_LOAD segment of %s"
+                         % (symbol, binary))
 
 
 def test_anonymous_image_is_copied(copsim, test_bin, probe_image):
@@ -163,13 +164,15 @@ def test_faults_are_reported_and_copsim_goes_on(copsim, test_bin, build_dir):
     _, (loop,) = host(test_bin, sim, "--cycle-limit", "3000000", "embedded",
                       "loop", check=False)
     assert loop["reason"] == "fault"
-    assert loop["fault"] == "looping: stopped after its limit of 3000000 cycles"
+    assert loop["fault"] == \
+        "looping: stopped after its limit of 3000000 cycles"
     assert int(loop["instructions"]) >= 3000000
     _, (exit7,) = host(test_bin, sim, "embedded", "exit", "7", check=False)
     assert exit7["reason"] == "exit" and exit7["status"] == "7"
     _, (fine,) = host(test_bin, sim, "embedded", "hello")
     assert fine["reason"] == "exit"
-    faults = [e for e in sched_events(build_dir, sim.log) if e["kind"] == "fault"]
+    faults = [e for e in sched_events(build_dir, sim.log)
+              if e["kind"] == "fault"]
     assert [e["context"] for e in faults] == [int(trap["context"]),
                                              int(loop["context"])]
     assert faults[1]["reason"].startswith("looping")
@@ -178,7 +181,8 @@ def test_faults_are_reported_and_copsim_goes_on(copsim, test_bin, build_dir):
 def test_copsim_limit_stops_a_looping_program(copsim, test_bin):
     sim = copsim("--max-cycles", "2000000")
     _, (loop,) = host(test_bin, sim, "embedded", "loop", check=False)
-    assert loop["fault"] == "looping: stopped after its limit of 2000000 cycles"
+    assert loop["fault"] == \
+        "looping: stopped after its limit of 2000000 cycles"
 
 
 def test_host_killed_mid_run_is_reaped(copsim, test_bin, build_dir):

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from conftest import SOURCE, check_slot_history, sched_events
+from copsim_harness import SOURCE, check_slot_history, sched_events
 
 sys.path.insert(0, os.path.join(SOURCE, "examples"))
 import example_models  # noqa: E402  (needs the path above)
@@ -53,7 +53,8 @@ def test_host_pipeline_checks_every_result(copsim, build_dir, tmp_path):
     for e in events:
         if e["kind"] == "exit":
             assert e["status"] == 0
-            ran = sum(end - start for _, start, end, _ in bindings[e["context"]])
+            ran = sum(end - start
+                      for _, start, end, _ in bindings[e["context"]])
             assert ran == e["instructions"]
     # Contexts came from several host threads of one process.
     creators = {e["tid"] for e in events if e["kind"] == "create"}

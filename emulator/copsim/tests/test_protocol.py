@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 
-from conftest import sched_events, wait_for
+from copsim_harness import sched_events, wait_for
 
 VERSION = 1
 INFO, CREATE, LOAD, RUN, DESTROY = 1, 2, 3, 4, 5
