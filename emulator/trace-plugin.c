@@ -20,22 +20,26 @@
  * reference  One callback per instruction steps the LFSR with lfsr_step()
  *            and compares with 0xFFFFFF: the definition, executed literally.
  *
- * fast       One callback per translation block and no LFSR stepping: the
- *            plugin knows the absolute cycle of the next expiry (the reload
- *            cycle plus lfsr_count_for_value(value)), so a block costs an
- *            add, two compares and a store.  Only when the next expiry falls
- *            inside a block, or the gate changed, does it take the slow
- *            path, which picks the captured PC from the block's instruction
- *            addresses, recorded once at translation time.
+ * fast       One callback per translation block and no LFSR stepping.  The
+ *            plugin knows the slot cycle of the next expiry (reload cycle +
+ *            lfsr_count_for_value(value)) and publishes it as the context's
+ *            check_cycle; a block that ends before it costs an add, one
+ *            compare and two stores.  Only a block that reaches it takes the
+ *            slow path, which picks the captured PC from the block's
+ *            instruction addresses (recorded once, at translation), reloads,
+ *            and looks at the run gate.  A controller that closes the gate
+ *            sets check_cycle to 0, so the next block takes the slow path:
+ *            the fast path needs no look at the gate.
  *
- * The fast mode accounts a block when the next one starts, because only
- * then is it known to have run to its end.  When QEMU exits inside a block
- * (the virt test device ends the process from the store that reaches it),
- * the exit handler runs on the vCPU thread and the block counts up to its
- * last memory write, which is where the reference mode stopped counting.
- * Both modes therefore give the same captures, sample for sample; the one
- * exception, documented in docs/trace-unit.md, is a guest exception raised
- * in the middle of a block.
+ * A block is counted when it starts, before it runs.  QEMU 7.2's test
+ * device ends the process from inside the store that reaches it, in the
+ * middle of a block, where the reference mode has counted that store and
+ * nothing after it.  So the instructions after a block's last memory write
+ * (its tail) are provisional: at such an exit, on the vCPU thread, the
+ * current block's tail is taken back, and an expiry that falls in a tail is
+ * decided only when the next block starts.  Both modes therefore give the
+ * same captures, sample for sample; the one exception, documented in
+ * docs/trace-unit.md, is a guest exception in the middle of a block.
  */
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/trace-unit.h"
@@ -58,23 +62,27 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 /* What the fast mode needs about one translated block. */
 struct block {
     uint32_t n_insns;
-    uint32_t n_if_stopped;      /* instructions retired if QEMU exits in it */
+    uint32_t n_if_stopped;      /* up to its last memory write; the rest is
+                                   its tail */
     uint64_t vaddr[];           /* guest address of each instruction */
 };
 
-static const struct block no_block;
+/* Stands in for a slot while the context is detached: never written. */
+static struct trace_regs_slot detached_slot;
 
 static struct {
     /* Hot: read on every block. */
-    const struct block *pending;    /* started, not yet accounted */
-    uint64_t cycles;                /* slot cycles, mirrored */
-    uint64_t expiry;                /* fast: next expiry; 0 while detached */
-    struct trace_regs_slot *slot;   /* NULL while detached */
-    struct trace_regs_context *context;
-    uint32_t open_gate;             /* the gate value we run under */
-    uint32_t lfsr;                  /* reference: the LFSR state */
+    struct trace_regs_slot *slot;   /* &detached_slot while detached */
+    uint64_t *check_cycle;          /* the context's check_cycle */
+    const struct block *current;    /* fast: the block that runs */
 
     /* Cold. */
+    struct trace_regs_context *context;
+    int attached;
+    uint32_t open_gate;             /* the gate value we run under */
+    uint64_t expiry;                /* fast: slot cycle of the next expiry */
+    const struct block *tail;       /* fast: block whose tail waits */
+    uint32_t lfsr;                  /* reference: the LFSR state */
     struct trace_unit *unit;
     uint32_t context_id;
     uint32_t fifo_depth;
@@ -88,7 +96,7 @@ static struct {
     uint64_t attached_at;           /* slot cycles when we attached */
     uint64_t instructions;          /* retired on earlier slots */
     GHashTable *blocks;             /* interned struct block */
-} tu = { .pending = &no_block };
+} tu = { .slot = &detached_slot };
 
 /*
  * QEMU 9.0 (plugin API 2) refuses version-1 plugins although nothing this
@@ -141,6 +149,16 @@ static void capture(uint64_t vaddr)
         trace_slot_count_outside(tu.slot);
 }
 
+static uint64_t slot_cycles(void)
+{
+    return __atomic_load_n(&tu.slot->cycles, __ATOMIC_RELAXED);
+}
+
+static void set_slot_cycles(uint64_t cycles)
+{
+    __atomic_store_n(&tu.slot->cycles, cycles, __ATOMIC_RELAXED);
+}
+
 /* The LFSR reached 0xFFFFFF at cycle `at`: reload the programmed value. */
 static void reload(uint64_t at)
 {
@@ -152,31 +170,72 @@ static void reload(uint64_t at)
     tu.expiry = value ? at + steps_to_expiry(value) : NEVER;
 }
 
-/* Fast mode: the first `count` instructions of block b have retired. */
-static void retire(const struct block *b, uint32_t count)
+/* Fast mode: instructions [from, to) of block b have retired; the slot's
+ * cycles stand at instruction `from`. */
+static void retire(const struct block *b, uint32_t from, uint32_t to)
 {
-    uint64_t before = tu.cycles;
-    uint64_t end = before + count;
+    uint64_t base = slot_cycles() - from;   /* cycles before instruction 0 */
+    uint64_t end = base + to;
 
+    if (tu.expiry <= base + from)
+        stop_emulator("%s: slot registers changed under running context %u",
+                      tu.unit->path, tu.context_id);
     while (tu.expiry <= end) {
         uint64_t at = tu.expiry;
 
-        capture(b->vaddr[at - before - 1]);
+        capture(b->vaddr[at - base - 1]);
         reload(at);
     }
-    tu.cycles = end;
-    __atomic_store_n(&tu.slot->cycles, end, __ATOMIC_RELAXED);
+    set_slot_cycles(end);
+}
+
+/* Fast mode: block b starts.  Its tail is left for the next block to
+ * retire when an expiry falls in it. */
+static void retire_block(const struct block *b)
+{
+    retire(b, 0, b->n_if_stopped);
+    if (tu.expiry <= slot_cycles() + (b->n_insns - b->n_if_stopped))
+        tu.tail = b;
+    else
+        retire(b, b->n_if_stopped, b->n_insns);
+}
+
+static void retire_tail(void)
+{
+    const struct block *b = tu.tail;
+
+    tu.tail = NULL;
+    retire(b, b->n_if_stopped, b->n_insns);
 }
 
 /* ---- The slot and the gate ---------------------------------------------- */
 
+static int gate_changed(void)
+{
+    return __atomic_load_n(&tu.context->gate, __ATOMIC_ACQUIRE) != tu.open_gate;
+}
+
+/*
+ * Fast mode: publishes the cycle at which the next block must take the
+ * slow path.  A controller closes the gate, then zeroes check_cycle; we
+ * store check_cycle, then look at the gate (both sequentially consistent),
+ * so one of us sees the other and a hold is never missed.
+ */
+static void arm(void)
+{
+    __atomic_store_n(tu.check_cycle, tu.tail ? 0 : tu.expiry, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&tu.context->gate, __ATOMIC_SEQ_CST) != tu.open_gate)
+        __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
+}
+
 static void detach(void)
 {
-    tu.instructions += tu.cycles - tu.attached_at;
+    tu.instructions += slot_cycles() - tu.attached_at;
     __atomic_store_n(&tu.context->instructions, tu.instructions,
                      __ATOMIC_RELEASE);
-    tu.slot = NULL;
-    tu.expiry = 0;
+    __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
+    tu.slot = &detached_slot;
+    tu.attached = 0;
 }
 
 /* Takes over the slot our context is bound to, with its LFSR as it is. */
@@ -195,27 +254,22 @@ static void attach(uint32_t gate)
     trace_slot_read_lfsr(slot, &snap);
     state = trace_lfsr_snapshot_state(&snap);
     tu.slot = slot;
+    tu.attached = 1;
     tu.open_gate = gate;
-    tu.cycles = snap.cycles;
     tu.attached_at = snap.cycles;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
 }
 
-static int gate_changed(void)
-{
-    return __atomic_load_n(&tu.context->gate, __ATOMIC_RELAXED) != tu.open_gate;
-}
-
-/* At a block boundary with nothing pending: wait while held, then run on
- * whatever slot the context is bound to now. */
+/* At a block boundary, with everything before it retired: wait while held,
+ * then run on whatever slot the context is bound to now. */
 static void obey_gate(void)
 {
     uint32_t gate;
 
     if (!tu.vcpu_thread)
         tu.vcpu_thread = (pid_t)syscall(SYS_gettid);
-    if (tu.slot)
+    if (tu.attached)
         detach();
     gate = trace_context_wait_open(tu.unit, tu.context);
     if (gate == TRACE_NONE)
@@ -228,45 +282,67 @@ static void obey_gate(void)
 /* ---- Execution callbacks ------------------------------------------------ */
 
 /* Kept out of line so that on_block stays a leaf with a tail call. */
-static __attribute__((noinline, cold)) void on_block_slow(const struct block *next)
+static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
 {
-    if (tu.slot)
-        retire(tu.pending, tu.pending->n_insns);
-    tu.pending = &no_block;
-    if (!tu.slot || gate_changed())
+    if (tu.tail)
+        retire_tail();
+    while (!tu.attached || gate_changed())
         obey_gate();
-    tu.pending = next;
+    retire_block(b);
+    arm();
 }
 
-/* Fast mode, at the start of every block: account the previous one. */
+/* Fast mode, at the start of every block. */
 static void on_block(unsigned int vcpu_index, void *udata)
 {
-    uint64_t end = tu.cycles + tu.pending->n_insns;
+    const struct block *b = udata;
+    uint64_t end = slot_cycles() + b->n_insns;
 
-    if (__builtin_expect(end < tu.expiry, 1)
-        && __builtin_expect(!gate_changed(), 1)) {
-        tu.cycles = end;
-        __atomic_store_n(&tu.slot->cycles, end, __ATOMIC_RELAXED);
-        tu.pending = udata;
+    tu.current = b;
+    if (__builtin_expect(end < __atomic_load_n(tu.check_cycle,
+                                               __ATOMIC_RELAXED), 1)) {
+        set_slot_cycles(end);
         return;
     }
-    on_block_slow(udata);
+    on_block_slow(b);
 }
 
 /* Reference mode, before every instruction. */
 static void on_insn(unsigned int vcpu_index, void *udata)
 {
     uint64_t tag = (uintptr_t)udata;
+    uint64_t cycles;
 
-    if ((tag & FIRST_IN_BLOCK) && (!tu.slot || gate_changed()))
-        obey_gate();
-    tu.cycles++;
-    __atomic_store_n(&tu.slot->cycles, tu.cycles, __ATOMIC_RELAXED);
+    if (tag & FIRST_IN_BLOCK)
+        while (!tu.attached || gate_changed())
+            obey_gate();
+    cycles = slot_cycles() + 1;
+    set_slot_cycles(cycles);
     tu.lfsr = lfsr_step(tu.lfsr);
     if (tu.lfsr == LFSR_EXPIRY) {
         capture(tag & ~(uint64_t)FIRST_IN_BLOCK);
-        reload(tu.cycles);
+        reload(cycles);
     }
+}
+
+/* Fast mode at exit: on the vCPU thread QEMU is exiting from inside the
+ * current block, so its tail never ran; elsewhere it ran to its end. */
+static void retire_last_block(void)
+{
+    int inside = (pid_t)syscall(SYS_gettid) == tu.vcpu_thread;
+    const struct block *b = tu.current;
+
+    if (!inside) {
+        if (tu.tail)
+            retire_tail();
+        return;
+    }
+    if (tu.tail == b) {
+        tu.tail = NULL;
+        return;
+    }
+    if (b)
+        set_slot_cycles(slot_cycles() - (b->n_insns - b->n_if_stopped));
 }
 
 static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
@@ -274,15 +350,11 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     if (tu.finished)
         return;
     tu.finished = 1;
-    if (tu.slot && !tu.reference) {
-        /* On the vCPU thread QEMU is exiting from inside the block. */
-        int inside = (pid_t)syscall(SYS_gettid) == tu.vcpu_thread;
-
-        retire(tu.pending, inside ? tu.pending->n_if_stopped
-                                  : tu.pending->n_insns);
+    if (tu.attached) {
+        if (!tu.reference)
+            retire_last_block();
+        tu.instructions += slot_cycles() - tu.attached_at;
     }
-    if (tu.slot)
-        tu.instructions += tu.cycles - tu.attached_at;
     trace_context_exit(tu.context, tu.instructions);
 }
 
@@ -452,6 +524,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         trace_unit_close(tu.unit, 0);
         return -1;
     }
+    tu.check_cycle = &tu.context->check_cycle;
     tu.context_id = opt.context;
     tu.reference = opt.reference;
     tu.fifo_depth = tu.unit->header->fifo_depth;

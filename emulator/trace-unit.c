@@ -15,11 +15,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,7 +29,8 @@
 #include <unistd.h>
 
 #define WAIT_SLICE_MS      10       /* longest sleep between liveness checks */
-#define CONSUMER_POLL_US   200      /* simple consumer's sleep when idle */
+#define POLL_MIN_US        100      /* the simple consumer's poll interval */
+#define POLL_MAX_US        10000    /* adapts between these */
 #define DRAIN_BATCH        4096
 
 static void fail(char *err, size_t errlen, const char *fmt, ...)
@@ -205,7 +208,8 @@ static struct trace_unit *map_unit(const char *path, int fd, size_t size,
     return unit;
 }
 
-static void initialise(struct trace_unit *unit, const struct trace_geometry *geo)
+static void initialise(struct trace_unit *unit,
+                       const struct trace_geometry *geo)
 {
     struct trace_regs_header *h = unit->header;
 
@@ -357,15 +361,22 @@ void trace_unit_close(struct trace_unit *unit, int remove_file)
     free(unit);
 }
 
+/* Block `index` of an array of `count` blocks of `stride` bytes at `offset`,
+ * or NULL past its end. */
+static void *block_at(const struct trace_unit *unit, uint32_t offset,
+                      uint32_t stride, uint32_t count, uint32_t index)
+{
+    if (index >= count)
+        return NULL;
+    return unit->base + offset + (size_t)index * stride;
+}
+
 struct trace_regs_slot *trace_unit_slot(const struct trace_unit *unit,
                                         uint32_t slot)
 {
     const struct trace_regs_header *h = unit->header;
 
-    if (slot >= h->n_slots)
-        return NULL;
-    return (struct trace_regs_slot *)(unit->base + h->slots_offset
-                                      + (size_t)slot * h->slot_stride);
+    return block_at(unit, h->slots_offset, h->slot_stride, h->n_slots, slot);
 }
 
 struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
@@ -373,10 +384,8 @@ struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
 {
     const struct trace_regs_header *h = unit->header;
 
-    if (context >= h->n_contexts)
-        return NULL;
-    return (struct trace_regs_context *)(unit->base + h->contexts_offset
-                                         + (size_t)context * h->context_stride);
+    return block_at(unit, h->contexts_offset, h->context_stride,
+                    h->n_contexts, context);
 }
 
 /* ---- Controller --------------------------------------------------------- */
@@ -456,7 +465,8 @@ void trace_unit_unbind(struct trace_unit *unit, uint32_t context)
     if (!ctx)
         return;
     old = trace_unit_slot(unit, __atomic_load_n(&ctx->slot, __ATOMIC_ACQUIRE));
-    if (old && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
+    if (old
+        && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
         __atomic_store_n(&old->bound_context, TRACE_NONE, __ATOMIC_RELEASE);
     __atomic_store_n(&ctx->slot, TRACE_NONE, __ATOMIC_RELEASE);
 }
@@ -467,7 +477,10 @@ uint32_t trace_context_hold(struct trace_regs_context *context)
 
     if (trace_gate_is_open(gate)) {
         gate++;
-        __atomic_store_n(&context->gate, gate, __ATOMIC_RELEASE);
+        /* Close, then ring: the emulator's fast path only watches
+         * check_cycle (docs/trace-unit.md, ordering rule 3). */
+        __atomic_store_n(&context->gate, gate, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&context->check_cycle, 0, __ATOMIC_SEQ_CST);
     }
     return gate;
 }
@@ -570,24 +583,29 @@ static int child_ended(pid_t child, char *err, size_t errlen)
     return info.si_pid == child;
 }
 
-int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
-                             pid_t child, int drain, FILE *out,
-                             uint64_t *drained, char *err, size_t errlen)
+/*
+ * The next poll interval: halved when a poll found the FIFO more than half
+ * full, doubled when it found less than an eighth, so a slow sampling rate
+ * costs few wake-ups and a fast one loses few captures.
+ */
+static long next_poll_us(long interval, uint64_t found, uint32_t depth)
 {
-    int failed = 0;
+    if (found > depth / 2 && interval > POLL_MIN_US)
+        return interval / 2;
+    if (found < depth / 8 && interval < POLL_MAX_US)
+        return interval * 2;
+    return interval;
+}
 
-    for (;;) {
-        int ended = child_ended(child, err, errlen);
+/* Sleeps for the interval, or until the child ends (pidfd readable). */
+static void sleep_or_exit(int pidfd, long interval_us)
+{
+    struct timespec timeout = { interval_us / 1000000,
+                                (interval_us % 1000000) * 1000 };
+    struct pollfd exit_event = { pidfd, POLLIN, 0 };
 
-        if (ended < 0)
-            return -1;
-        if ((drain || ended) && !failed
-            && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
-            failed = 1;     /* keep waiting for the child, then report */
-        if (ended)
-            return failed ? -1 : 0;
-        usleep(CONSUMER_POLL_US);
-    }
+    if (pidfd < 0 || ppoll(&exit_event, 1, &timeout, NULL) < 0)
+        nanosleep(&timeout, NULL);
 }
 
 /* ---- Emulator ----------------------------------------------------------- */
@@ -617,6 +635,7 @@ struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
     __atomic_store_n(&ctx->pid, (int32_t)self, __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->mode, mode, __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->instructions, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->check_cycle, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->status, TRACE_CONTEXT_RUNNING, __ATOMIC_RELEASE);
     return ctx;
 }
@@ -721,4 +740,132 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
         || append(buf, len, &used, tail, 0) < 0)
         return -1;
     return 0;
+}
+
+/* ---- A simple traced run ------------------------------------------------ */
+
+static int bind_and_load(struct trace_run *run, uint32_t count,
+                         char *err, size_t errlen)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(run->unit, run->slot);
+    uint32_t value = lfsr_value_for_count(count);
+
+    if (!value) {
+        fail(err, errlen, "sample count %u is outside 1..%u", count,
+             LFSR_PERIOD);
+        return -1;
+    }
+    if (trace_unit_bind(run->unit, run->context, run->slot, err, errlen) < 0)
+        return -1;
+    trace_slot_program(slot, value);
+    trace_slot_load(slot, value);
+    trace_unit_set_controller(run->unit, getpid());
+    return 0;
+}
+
+static int format_plugin_arg(struct trace_run *run, uint32_t mode,
+                             char *err, size_t errlen)
+{
+    char plugin[PATH_MAX];
+
+    if (trace_plugin_path(plugin, sizeof(plugin)) < 0) {
+        fail(err, errlen, "cannot find libcoptrace.so beside this program "
+             "(../lib); set COPROF_TRACE_PLUGIN");
+        return -1;
+    }
+    if (trace_plugin_arg(run->plugin_arg, sizeof(run->plugin_arg), plugin,
+                         run->unit->path, run->context, mode) < 0) {
+        fail(err, errlen, "%s: path too long for QEMU's -plugin option",
+             run->unit->path);
+        return -1;
+    }
+    return 0;
+}
+
+int trace_run_start(struct trace_run *run, const char *regs,
+                    const struct trace_geometry *geo, uint32_t context,
+                    uint32_t slot, uint32_t count, uint32_t mode,
+                    char *err, size_t errlen)
+{
+    memset(run, 0, sizeof(*run));
+    run->context = context;
+    run->slot = slot;
+    run->private_file = !regs;
+    run->unit = regs ? trace_unit_open(regs, err, errlen)
+                     : trace_unit_create_temp(NULL, geo, err, errlen);
+    if (!run->unit)
+        return -1;
+    if (format_plugin_arg(run, mode, err, errlen) < 0
+        || bind_and_load(run, count, err, errlen) < 0) {
+        trace_run_end(run);
+        return -1;
+    }
+    trace_slot_status(run->unit, slot, &run->start);
+    trace_context_release(trace_unit_context(run->unit, context));
+    return 0;
+}
+
+void trace_run_report(const struct trace_run *run, FILE *out)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(run->unit,
+                                                              run->context);
+    struct trace_slot_status now;
+
+    trace_slot_status(run->unit, run->slot, &now);
+    fprintf(out, "captures=%llu dropped=%llu instructions=%llu "
+            "outside_ls=%llu\n",
+            (unsigned long long)(now.captures - run->start.captures),
+            (unsigned long long)(now.dropped - run->start.dropped),
+            (unsigned long long)__atomic_load_n(&ctx->instructions,
+                                                __ATOMIC_ACQUIRE),
+            (unsigned long long)(now.outside - run->start.outside));
+}
+
+/* Unlinks a private register file once the emulator has mapped it. */
+static void forget_private_file(struct trace_run *run)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(run->unit,
+                                                              run->context);
+
+    if (!run->private_file || run->file_removed
+        || __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           == TRACE_CONTEXT_IDLE)
+        return;
+    unlink(run->unit->path);
+    run->file_removed = 1;
+}
+
+int trace_run_consume(struct trace_run *run, pid_t child, int drain,
+                      FILE *out, char *err, size_t errlen)
+{
+    int pidfd = pidfd_open(child, 0);
+    long interval = POLL_MIN_US;
+    int failed = 0, ended;
+
+    for (;;) {
+        uint64_t before = run->drained;
+
+        ended = child_ended(child, err, errlen);
+        if (ended < 0)
+            break;
+        forget_private_file(run);
+        if ((drain || ended) && !failed
+            && trace_slot_drain_to(run->unit, run->slot, out, &run->drained,
+                                   err, errlen) < 0)
+            failed = 1;     /* keep waiting for the child, then report */
+        if (ended)
+            break;
+        interval = next_poll_us(interval, run->drained - before,
+                                run->unit->header->fifo_depth);
+        sleep_or_exit(pidfd, interval);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return ended < 0 || failed ? -1 : 0;
+}
+
+void trace_run_end(struct trace_run *run)
+{
+    trace_unit_close(run->unit, run->private_file && !run->file_removed);
+    run->unit = NULL;
 }

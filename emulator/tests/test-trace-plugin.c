@@ -3,7 +3,8 @@
  * qemu-system-riscv32 on the test guests and plays the controller: the run
  * gate, moving a context between slots while it is held, LFSR state carried
  * over from one context to the next, a programmed value taking effect at
- * the next reload, value 0, and a controller that dies.
+ * the next reload, value 0, a hold while capture is off (only the doorbell
+ * stops the fast path then), and a controller that dies.
  *
  * The guests start at the local store directly (QEMU's loader device sets
  * the PC), so every instruction is in the local store and a reference run
@@ -209,7 +210,8 @@ static void test_start_held(struct fixture *f, gconstpointer data)
 
     prepare(f, 0, 0, value, value);
     pid = start_emulator(f, 0, "mix", 0);
-    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) != TRACE_CONTEXT_HELD)
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           != TRACE_CONTEXT_HELD)
         g_usleep(1000);
     g_assert_cmpint(trace_context_wait_held(ctx, 0, 5000), ==, TRACE_WAIT_HELD);
     g_usleep(50000);
@@ -387,6 +389,39 @@ static void test_program_at_reload(void)
     g_array_free(trace, TRUE);
 }
 
+/*
+ * With capture off the fast path never reaches check_cycle: only the
+ * controller zeroing it (the doorbell) makes the emulator look at its gate.
+ */
+static void test_hold_with_capture_off(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+    uint64_t frozen;
+    uint32_t gate;
+    pid_t pid;
+
+    prepare(f, 0, 0, 0, 0);
+    trace_context_release(ctx);
+    pid = start_emulator(f, 0, "spin", 0);
+    while (__atomic_load_n(&slot->cycles, __ATOMIC_ACQUIRE) < 1000000)
+        g_usleep(200);
+    gate = trace_context_hold(ctx);
+    g_assert_cmpint(trace_context_wait_held(ctx, gate, 10000), ==,
+                    TRACE_WAIT_HELD);
+    frozen = slot->cycles;
+    g_usleep(30000);
+    g_assert_cmpuint(slot->cycles, ==, frozen);
+    g_assert_cmpuint(ctx->instructions, ==, frozen);
+    trace_context_release(ctx);
+    g_assert_cmpint(drain_until_exit(f, pid, 0, captures), ==, 0);
+    g_assert_cmpuint(captures->len, ==, 0);
+    g_assert_cmpuint(slot->cycles, >, frozen);
+    g_assert_cmpuint(ctx->instructions, ==, slot->cycles);
+    g_array_free(captures, TRUE);
+}
+
 static void test_controller_dies(struct fixture *f, gconstpointer data)
 {
     struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
@@ -401,7 +436,8 @@ static void test_controller_dies(struct fixture *f, gconstpointer data)
     trace_unit_set_controller(f->unit, controller);
     prepare(f, 0, 0, lfsr_value_for_count(100), lfsr_value_for_count(100));
     pid = start_emulator(f, 0, "mix", 0);
-    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) != TRACE_CONTEXT_HELD)
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           != TRACE_CONTEXT_HELD)
         g_usleep(1000);
     kill(controller, SIGKILL);
     waitpid(controller, NULL, 0);
@@ -422,8 +458,11 @@ int main(int argc, char **argv)
     g_test_add("/trace-plugin/start-held", struct fixture, NULL, setup,
                test_start_held, teardown);
     g_test_add_func("/trace-plugin/move-while-held", test_move_while_held);
-    g_test_add_func("/trace-plugin/state-carries-over", test_state_carries_over);
+    g_test_add_func("/trace-plugin/state-carries-over",
+                    test_state_carries_over);
     g_test_add_func("/trace-plugin/program-at-reload", test_program_at_reload);
+    g_test_add("/trace-plugin/hold-with-capture-off", struct fixture, NULL,
+               setup, test_hold_with_capture_off, teardown);
     g_test_add("/trace-plugin/controller-dies", struct fixture, NULL, setup,
                test_controller_dies, teardown);
     return g_test_run();
