@@ -231,6 +231,15 @@ def test_run_carries_the_console_and_answers_busy_meanwhile(
     with os.fdopen(read_end) as console:
         assert console.read() == "data 4 sum=%08x\n" % (4 * 22)
     assert os.pread(ram, 16, 0x800000) == (22).to_bytes(4, "little") * 4
+    # A context runs again, from a fresh local store, on the same data.
+    null = os.open(os.devnull, os.O_WRONLY)
+    client.send(run_request(b"probe", b"data", b"2"), RUN, fds=[null])
+    os.close(null)
+    again, _ = client.receive(RunReply)
+    assert again.status.error == 0 and again.exit_status == 0
+    assert again.binds == 1
+    assert os.pread(ram, 16, 0x800000) == \
+        (67).to_bytes(4, "little") * 2 + (22).to_bytes(4, "little") * 2
     os.close(ram)
     client.close()
 
