@@ -148,14 +148,15 @@ void schedlog_bind(struct schedlog *sl, const struct copsim_switch *change)
 }
 
 void schedlog_preempt(struct schedlog *sl, const struct copsim_switch *change,
-                      uint64_t ran)
+                      uint64_t ran, uint64_t hold_ns)
 {
     const struct copsim_context *c = change->context;
 
     COPLOG(sl->log, sl->subsys, COPLOG_TERSE,
            "preempt slot=%u context=%llu pid=%d tid=%d mono=%llu cycles=%llu "
-           "ran=%llu", change->slot, (ull)c->id, (int)c->pid, (int)c->tid,
-           (ull)change->monotonic_ns, (ull)change->cycle, (ull)ran);
+           "ran=%llu hold_ns=%llu", change->slot, (ull)c->id, (int)c->pid,
+           (int)c->tid, (ull)change->monotonic_ns, (ull)change->cycle,
+           (ull)ran, (ull)hold_ns);
 }
 
 void schedlog_unbind(struct schedlog *sl, const struct copsim_switch *change)

@@ -48,8 +48,10 @@ void schedlog_load(struct schedlog *sl, const struct copsim_context *c);
 void schedlog_run(struct schedlog *sl, const struct copsim_context *c,
                   unsigned argc);
 void schedlog_bind(struct schedlog *sl, const struct copsim_switch *change);
+/* ran: cycles on the slot since the bind; hold_ns: from closing the gate
+ * until the emulator stopped at it. */
 void schedlog_preempt(struct schedlog *sl, const struct copsim_switch *change,
-                      uint64_t ran);
+                      uint64_t ran, uint64_t hold_ns);
 void schedlog_unbind(struct schedlog *sl, const struct copsim_switch *change);
 
 /* Exit and fault of a context that may not be on a slot (slot -1). */

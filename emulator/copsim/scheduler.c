@@ -166,6 +166,7 @@ static void unbind_slot(struct scheduler *s, struct sim_context *c,
 static void preempt(struct scheduler *s, struct sim_context *c)
 {
     struct trace_regs_context *regs = regs_context(s, c);
+    uint64_t hold_start = schedlog_monotonic_ns();
     uint32_t gate = trace_context_hold(regs);
     uint32_t slot = (uint32_t)c->slot;
     struct copsim_switch change;
@@ -184,7 +185,8 @@ static void preempt(struct scheduler *s, struct sim_context *c)
     make_switch(s, slot, c, &change);
     change.reason = COPSIM_UNBIND_PREEMPT;
     schedlog_preempt(s->log, &change,
-                     change.cycle - s->slots[slot].bind_cycle);
+                     change.cycle - s->slots[slot].bind_cycle,
+                     change.monotonic_ns - hold_start);
     c->preemptions++;
     unbind_slot(s, c, &change);
     queue_push(s, c);

@@ -74,6 +74,13 @@ class Copsim:
                 children += [int(pid) for pid in f.read().split()]
         return children
 
+    def cpu_seconds(self):
+        """CPU time of copsim and of the emulators it has reaped."""
+        with open("/proc/%d/stat" % self.process.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         if self.alive():
             self.process.send_signal(signal.SIGTERM)
