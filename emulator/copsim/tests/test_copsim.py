@@ -261,7 +261,8 @@ def test_full_disk_fails_one_context_not_copsim(copsim, build_dir, test_bin,
     sim = copsim("--ram-dir", str(ram), "--slots", "2",
                  prefix=["unshare", "-m", str(wrapper)])
     result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
-                            "2", "embedded", "spin", "20000000", check=False)
+                            "2", "--console-file", "/dev/null", "embedded",
+                            "spin", "20000000", check=False)
     assert len(contexts) == 1 and contexts[0]["reason"] == "exit"
     assert "cannot reserve 16 MiB of guest RAM: No space left on device" \
         in result.stderr
@@ -306,8 +307,9 @@ def test_private_copsim_is_started_and_stopped(test_bin, tmp_path):
     env["COPSIM_SOCKET"] = str(tmp_path / "nobody-listens.sock")
     env["COPSIM_EVENT_LOG"] = str(tmp_path / "private.coplog")
     env["TMPDIR"] = str(tmp_path)
+    # One thread, so that the two consoles do not interleave on stdout.
     result = subprocess.run([test_bin("cop-host"), "--contexts", "2",
-                             "--threads", "2", "embedded", "hello"],
+                             "embedded", "hello"],
                             env=env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr
