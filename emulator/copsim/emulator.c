@@ -8,9 +8,10 @@
  *
  *   the pidfd of QEMU        it ended: reap it, classify the end;
  *   QEMU's standard output   the program's console (the UART): copied to
- *                            the descriptor the client gave, and the last
- *                            "cop: " line remembered (the runtime's trap and
- *                            error reports) for the fault reason;
+ *                            the descriptor the client gave, whole lines
+ *                            at a time, and the last "cop: " line
+ *                            remembered (the runtime's trap and error
+ *                            reports) for the fault reason;
  *   QEMU's standard error    what QEMU or the plugin said, kept for errors;
  *   the client's socket      a hang-up means the host program died or gave
  *                            up: QEMU is killed and the context reaped.
@@ -54,6 +55,8 @@ struct run_io {
     int console;                /* read end of QEMU's stdout */
     int errors;                 /* read end of QEMU's stderr */
     int client_console;         /* where the console goes; -1 once broken */
+    char partial[PIPE_CHUNK];   /* console bytes after the last newline */
+    size_t partial_length;
     struct line_tracker cop_lines;
     struct line_tracker error_lines;
 };
@@ -102,6 +105,34 @@ static void write_console(struct run_io *io, const char *bytes, size_t n)
     }
 }
 
+/*
+ * Passes console bytes on a line at a time: whole lines go out in one
+ * write (atomic on a pipe up to PIPE_BUF), so the consoles of contexts that
+ * share the host's stdout do not interleave within lines.  A line longer
+ * than the buffer goes out in pieces; the rest goes at end of file.
+ */
+static void forward_console(struct run_io *io, const char *bytes, size_t n)
+{
+    while (n > 0) {
+        size_t room = sizeof(io->partial) - io->partial_length;
+        size_t take = n < room ? n : room;
+        const char *newline;
+        size_t whole;
+
+        memcpy(io->partial + io->partial_length, bytes, take);
+        io->partial_length += take;
+        bytes += take;
+        n -= take;
+        newline = memrchr(io->partial, '\n', io->partial_length);
+        whole = newline ? (size_t)(newline - io->partial) + 1
+                : io->partial_length == sizeof(io->partial)
+                    ? io->partial_length : 0;
+        write_console(io, io->partial, whole);
+        memmove(io->partial, io->partial + whole, io->partial_length - whole);
+        io->partial_length -= whole;
+    }
+}
+
 /* Reads what a pipe has; returns 0 at end of file, 1 otherwise. */
 static int pump(struct run_io *io, int fd)
 {
@@ -111,10 +142,15 @@ static int pump(struct run_io *io, int fd)
     do {
         got = read(fd, buf, sizeof(buf));
     } while (got < 0 && errno == EINTR);
-    if (got <= 0)
+    if (got <= 0) {
+        if (fd == io->console) {
+            write_console(io, io->partial, io->partial_length);
+            io->partial_length = 0;
+        }
         return 0;
+    }
     if (fd == io->console) {
-        write_console(io, buf, (size_t)got);
+        forward_console(io, buf, (size_t)got);
         tracker_feed(&io->cop_lines, buf, (size_t)got);
     } else {
         tracker_feed(&io->error_lines, buf, (size_t)got);

@@ -80,6 +80,15 @@ def test_console_goes_to_a_named_file(copsim, test_bin, tmp_path):
             assert f.read() == "hello from copsim-probe\n"
 
 
+def test_consoles_sharing_stdout_keep_whole_lines(copsim, test_bin):
+    sim = copsim()
+    result, contexts = host(test_bin, sim, "--threads", "6", "--contexts",
+                            "6", "embedded", "hello")
+    lines = result.stdout.splitlines()
+    assert lines.count("hello from copsim-probe") == 6 and len(contexts) == 6
+    assert len(lines) == 12
+
+
 def test_time_slices_preempt_every_context(copsim, test_bin, build_dir,
                                            tmp_path):
     sim = copsim("--slots", "2", "--slice", "100000")
