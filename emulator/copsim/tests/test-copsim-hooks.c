@@ -241,9 +241,9 @@ static void test_hooks_see_every_switch(void)
     struct server s;
     struct run runs[3] = {
         {.image = "tests/cop/copsim-probe.elf",
-         .argv = {"p", "spin", "30000000"}, .argc = 3},
+         .argv = {"p", "spin", "100000000"}, .argc = 3},
         {.image = "tests/cop/copsim-probe.elf",
-         .argv = {"p", "spin", "30000000"}, .argc = 3},
+         .argv = {"p", "spin", "100000000"}, .argc = 3},
         {.image = "examples/overlays.elf", .argv = {"overlays", "2"},
          .argc = 2},
     };
