@@ -269,12 +269,21 @@ def test_full_disk_fails_one_context_not_copsim(copsim, build_dir, test_bin,
     wrapper.chmod(0o755)
     sim = copsim("--ram-dir", str(ram), "--slots", "2",
                  prefix=["unshare", "-m", str(wrapper)])
-    result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
-                            "2", "--console-file", "/dev/null", "embedded",
-                            "spin", "20000000", check=False)
-    assert len(contexts) == 1 and contexts[0]["reason"] == "exit"
-    assert "cannot reserve 16 MiB of guest RAM: No space left on device" \
-        in result.stderr
+    first = subprocess.Popen([test_bin("cop-host"), "--console-file",
+                              "/dev/null", "embedded", "spin", "300000000"],
+                             env=sim.env, stdout=subprocess.PIPE, text=True)
+
+    def first_runs():
+        return any(e["kind"] == "bind"
+                   for e in sched_events(build_dir, sim.log))
+    wait_for(first_runs)
+    result, contexts = host(test_bin, sim, "embedded", "hello", check=False)
+    assert result.returncode == 1 and contexts == []
+    assert result.stderr == "cop-host: context 0: %s/ram-2: cannot reserve " \
+        "16 MiB of guest RAM: No space left on device\n" % ram
+    out, _ = first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert parse_host_lines(out)[0]["reason"] == "exit"
     _, (again,) = host(test_bin, sim, "embedded", "hello")
     assert again["reason"] == "exit"
 
