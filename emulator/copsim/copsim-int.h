@@ -117,7 +117,6 @@ struct copsim {
     uint64_t next_context_id;
     unsigned connections;
     struct connection *connection_list;
-    int stopping;
 
     copsim_request_handler driver_requests;
     void *driver_data;

@@ -531,7 +531,6 @@ void server_close_all(struct copsim *sim)
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += CLOSE_ALL_TIMEOUT_S;
     pthread_mutex_lock(&sim->lock);
-    sim->stopping = 1;
     for (struct connection *c = sim->connection_list; c; c = c->next)
         shutdown(c->sock, SHUT_RDWR);
     while (sim->connections > 0)
