@@ -132,6 +132,27 @@ static int compare_sections(const void *a, const void *b)
     return x->size < y->size ? -1 : x->size > y->size;
 }
 
+/*
+ * Allocated sections never share file bytes in a well-formed image; in a
+ * hostile one, the first of overlapping sections keeps the bytes.  Disjoint
+ * sections make every look-up by file offset a plain binary search, and
+ * bound the work of splitting segments by section (lsmap.c).
+ */
+static void drop_overlapping_sections(struct ovl_image *image)
+{
+    size_t kept = 0;
+    uint64_t end = 0;
+
+    for (size_t i = 0; i < image->section_count; i++) {
+        const struct section_span *span = &image->sections[i];
+        if (kept > 0 && span->file_offset < end)
+            continue;
+        image->sections[kept++] = *span;
+        end = span->file_offset + span->size;
+    }
+    image->section_count = kept;
+}
+
 /* Checks one section header; adds allocated sections with file bytes. */
 static int load_section(struct ovl_image *image, size_t index,
                         size_t shstrndx, struct ovl_error *error)
@@ -186,6 +207,7 @@ static int load_sections(struct ovl_image *image, struct ovl_error *error)
             return -1;
     qsort(image->sections, image->section_count, sizeof *image->sections,
           compare_sections);
+    drop_overlapping_sections(image);
     return 0;
 }
 

@@ -15,9 +15,10 @@
  * main-memory window) are not in the map.  Pieces that overlap mean the
  * image cannot be resolved, so building the map fails on them.
  *
- * A look-up is one binary search over a handful of pieces; in a region it
- * then takes the overlay the guard names, which must be an overlay of that
- * region and cover the address.  Anything else is "unmapped", with a reason
+ * File pieces are split where sections begin and end, so a piece also
+ * names its section.  A look-up is one binary search over a few dozen
+ * pieces; in a region it then takes the overlay the guard names, which
+ * must be an overlay of that region and cover the address.  Anything else is "unmapped", with a reason
  * (overlay.h, enum ovl_reason) and never a made-up offset.
  */
 #include "overlay/overlay-internal.h"
@@ -26,19 +27,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void add_piece(struct ovl_image *image, uint64_t start, uint64_t end,
-                      enum piece_kind kind, unsigned index,
-                      uint64_t file_base)
+/* A growing array of pieces. */
+struct piece_list {
+    struct ls_piece *items;
+    size_t count;
+    size_t capacity;
+};
+
+static int push_piece(struct piece_list *list, const struct ls_piece *piece)
 {
-    if (start >= end)
-        return;
-    image->pieces[image->piece_count++] = (struct ls_piece) {
-        .start = (uint32_t)start,
-        .end = (uint32_t)end,
-        .kind = kind,
-        .index = index,
-        .file_base = file_base,
-    };
+    if (piece->start >= piece->end)
+        return 0;
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity ? 2 * list->capacity : 16;
+        struct ls_piece *items = realloc(list->items,
+                                         capacity * sizeof *items);
+        if (items == NULL)
+            return -1;
+        list->items = items;
+        list->capacity = capacity;
+    }
+    list->items[list->count++] = *piece;
+    return 0;
 }
 
 /* [start, end) in guest addresses, clipped to the LS, as LS addresses. */
@@ -56,8 +66,9 @@ static void clip_to_ls(uint64_t *start, uint64_t *end)
     *end -= OVL_LS_BASE;
 }
 
-static void add_segment(struct ovl_image *image,
-                        const struct ovl_segment *segment)
+/* The file-backed and zero-filled pieces of a resident segment. */
+static int add_segment(struct piece_list *list,
+                       const struct ovl_segment *segment)
 {
     uint64_t start = segment->vaddr;
     uint64_t file_end = start + segment->filesz;
@@ -65,12 +76,34 @@ static void add_segment(struct ovl_image *image,
     uint64_t end = start + segment->memsz;
 
     clip_to_ls(&start, &file_end);
-    add_piece(image, start, file_end, PIECE_FILE, segment->program_header,
-              segment->file_offset +
-                  (start + OVL_LS_BASE - segment->vaddr));
     clip_to_ls(&zero_start, &end);
-    add_piece(image, zero_start, end, PIECE_ZERO, segment->program_header,
-              0);
+    struct ls_piece file = {
+        .start = (uint32_t)start,
+        .end = (uint32_t)file_end,
+        .kind = PIECE_FILE,
+        .index = segment->program_header,
+        .file_base = segment->file_offset +
+                     (start + OVL_LS_BASE - segment->vaddr),
+    };
+    struct ls_piece zero = {
+        .start = (uint32_t)zero_start,
+        .end = (uint32_t)end,
+        .kind = PIECE_ZERO,
+        .index = segment->program_header,
+    };
+    return push_piece(list, &file) != 0 || push_piece(list, &zero) != 0
+           ? -1 : 0;
+}
+
+static int add_region(struct piece_list *list, const struct ovl_region *region)
+{
+    struct ls_piece piece = {
+        .start = region->ls_start,
+        .end = region->ls_end,
+        .kind = PIECE_REGION,
+        .index = region->index,
+    };
+    return push_piece(list, &piece);
 }
 
 static int compare_pieces(const void *a, const void *b)
@@ -93,11 +126,12 @@ static void describe(const struct ls_piece *piece, char *text, size_t size)
 }
 
 static int check_disjoint(const struct ovl_image *image,
+                          const struct piece_list *list,
                           struct ovl_error *error)
 {
-    for (size_t i = 1; i < image->piece_count; i++) {
-        const struct ls_piece *before = &image->pieces[i - 1];
-        const struct ls_piece *after = &image->pieces[i];
+    for (size_t i = 1; i < list->count; i++) {
+        const struct ls_piece *before = &list->items[i - 1];
+        const struct ls_piece *after = &list->items[i];
         if (before->end > after->start) {
             char first[96], second[96];
             describe(before, first, sizeof first);
@@ -109,38 +143,119 @@ static int check_disjoint(const struct ovl_image *image,
     return 0;
 }
 
-int ovl_build_ls_map(struct ovl_image *image, struct ovl_error *error)
+/* The first section ending after file_offset (sections are disjoint, so
+ * their ends are sorted too). */
+static size_t first_section_after(const struct ovl_image *image,
+                                  uint64_t file_offset)
 {
-    size_t most = 2 * (size_t)image->segment_count + image->region_count;
-
-    image->pieces = calloc(most ? most : 1, sizeof *image->pieces);
-    if (image->pieces == NULL)
-        return ovl_fail(error, image->label, "out of memory for the LS map");
-    for (unsigned i = 0; i < image->segment_count; i++)
-        add_segment(image, &image->segments[i]);
-    for (unsigned r = 0; r < image->region_count; r++)
-        add_piece(image, image->regions[r].ls_start, image->regions[r].ls_end,
-                  PIECE_REGION, r + 1, 0);
-    qsort(image->pieces, image->piece_count, sizeof *image->pieces,
-          compare_pieces);
-    return check_disjoint(image, error);
-}
-
-static const struct ls_piece *find_piece(const struct ovl_image *image,
-                                         uint32_t ls_addr)
-{
-    size_t low = 0, high = image->piece_count;
+    size_t low = 0, high = image->section_count;
 
     while (low < high) {
         size_t middle = low + (high - low) / 2;
-        if (image->pieces[middle].start <= ls_addr)
+        const struct section_span *span = &image->sections[middle];
+        if (span->file_offset + span->size <= file_offset)
             low = middle + 1;
         else
             high = middle;
     }
-    if (low == 0 || ls_addr >= image->pieces[low - 1].end)
+    return low;
+}
+
+/* Adds the part of file piece whole from file offset from to to. */
+static int add_part(struct piece_list *list, const struct ls_piece *whole,
+                    uint64_t from, uint64_t to, const char *section)
+{
+    struct ls_piece part = *whole;
+
+    part.start = whole->start + (uint32_t)(from - whole->file_base);
+    part.end = whole->start + (uint32_t)(to - whole->file_base);
+    part.file_base = from;
+    part.section = section;
+    return push_piece(list, &part);
+}
+
+/* Splits a file piece where its sections begin and end, so a look-up
+ * finds the section with the piece. */
+static int split_by_section(const struct ovl_image *image,
+                            const struct ls_piece *whole,
+                            struct piece_list *list)
+{
+    uint64_t at = whole->file_base;
+    uint64_t end = whole->file_base + (whole->end - whole->start);
+
+    for (size_t i = first_section_after(image, at);
+         i < image->section_count && image->sections[i].file_offset < end;
+         i++) {
+        const struct section_span *span = &image->sections[i];
+        uint64_t from = span->file_offset > at ? span->file_offset : at;
+        uint64_t to = span->file_offset + span->size;
+        if (to > end)
+            to = end;
+        if (add_part(list, whole, at, from, NULL) != 0 ||
+            add_part(list, whole, from, to, span->name) != 0)
+            return -1;
+        at = to;
+    }
+    return add_part(list, whole, at, end, NULL);
+}
+
+static int split_pieces(struct ovl_image *image, const struct piece_list *whole,
+                        struct piece_list *split)
+{
+    for (size_t i = 0; i < whole->count; i++) {
+        const struct ls_piece *piece = &whole->items[i];
+        int status = piece->kind == PIECE_FILE
+                     ? split_by_section(image, piece, split)
+                     : push_piece(split, piece);
+        if (status != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int ovl_build_ls_map(struct ovl_image *image, struct ovl_error *error)
+{
+    struct piece_list whole = { 0 }, split = { 0 };
+    int status = 0;
+
+    for (unsigned i = 0; status == 0 && i < image->segment_count; i++)
+        status = add_segment(&whole, &image->segments[i]);
+    for (unsigned r = 0; status == 0 && r < image->region_count; r++)
+        status = add_region(&whole, &image->regions[r]);
+    if (status == 0) {
+        qsort(whole.items, whole.count, sizeof *whole.items, compare_pieces);
+        if (check_disjoint(image, &whole, error) != 0) {
+            free(whole.items);
+            return -1;
+        }
+        status = split_pieces(image, &whole, &split);
+    }
+    free(whole.items);
+    if (status != 0) {
+        free(split.items);
+        return ovl_fail(error, image->label, "out of memory for the LS map");
+    }
+    image->pieces = split.items;
+    image->piece_count = split.count;
+    return 0;
+}
+
+/* The piece holding ls_addr: a binary search without branches on the
+ * data, since sample addresses are hard to predict. */
+static const struct ls_piece *find_piece(const struct ovl_image *image,
+                                         uint32_t ls_addr)
+{
+    const struct ls_piece *base = image->pieces;
+    size_t count = image->piece_count;
+
+    if (count == 0)
         return NULL;
-    return &image->pieces[low - 1];
+    while (count > 1) {
+        size_t half = count / 2;
+        base = base[half].start <= ls_addr ? base + half : base;
+        count -= half;
+    }
+    return base->start <= ls_addr && ls_addr < base->end ? base : NULL;
 }
 
 static void unmapped(const struct ovl_image *image, uint32_t ls_addr,
@@ -185,19 +300,21 @@ static void resolve_in_region(const struct ovl_image *image, unsigned region,
         return;
     }
     uint32_t guard = guards[region - 1];
-    const struct ovl_overlay *overlay = ovl_image_overlay(image, guard);
-    enum ovl_reason reason = OVL_MAPPED;
+    const struct ovl_overlay *overlay =
+        guard - 1 < image->overlay_count ? &image->overlays[guard - 1] : NULL;
+    enum ovl_reason reason;
 
+    if (overlay && overlay->region == region &&
+        overlay_covers(overlay, ls_addr)) {
+        map_overlay(image, overlay, ls_addr, location);
+        return;
+    }
     if (guard == 0)
         reason = OVL_REGION_EMPTY;
     else if (overlay == NULL || overlay->region != region)
         reason = OVL_GUARD_INVALID;
-    else if (!overlay_covers(overlay, ls_addr))
+    else
         reason = OVL_OUTSIDE_OVERLAY;
-    if (reason == OVL_MAPPED) {
-        map_overlay(image, overlay, ls_addr, location);
-        return;
-    }
     unmapped(image, ls_addr, reason, location);
     location->region = region;
     location->guard = guard;
@@ -209,7 +326,7 @@ static void map_resident(const struct ovl_image *image,
 {
     unmapped(image, ls_addr, OVL_MAPPED, location);
     location->file_offset = piece->file_base + (ls_addr - piece->start);
-    location->section = ovl_section_at(image, location->file_offset);
+    location->section = piece->section;
 }
 
 void ovl_resolve(const struct ovl_image *image, uint32_t ls_addr,

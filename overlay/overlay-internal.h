@@ -42,6 +42,7 @@ struct ls_piece {
     enum piece_kind kind;
     unsigned index;         /* program header index, or region index */
     uint64_t file_base;     /* file offset of start, for PIECE_FILE */
+    const char *section;    /* the section of a PIECE_FILE, or NULL */
 };
 
 /* A PF_OVERLAY load segment, matched one to one with an _ovly_table entry. */
@@ -78,7 +79,7 @@ struct ovl_image {
     struct ovl_region *regions;         /* regions[i] has index i + 1 */
     unsigned region_count;
 
-    struct section_span *sections;      /* sorted by file_offset */
+    struct section_span *sections;      /* sorted by file_offset, disjoint */
     size_t section_count;
     struct ls_piece *pieces;            /* sorted by start, disjoint */
     size_t piece_count;
