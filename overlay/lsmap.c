@@ -222,7 +222,7 @@ int ovl_build_ls_map(struct ovl_image *image, struct ovl_error *error)
         status = add_segment(&whole, &image->segments[i]);
     for (unsigned r = 0; status == 0 && r < image->region_count; r++)
         status = add_region(&whole, &image->regions[r]);
-    if (status == 0) {
+    if (status == 0 && whole.count > 0) {
         qsort(whole.items, whole.count, sizeof *whole.items, compare_pieces);
         if (check_disjoint(image, &whole, error) != 0) {
             free(whole.items);

@@ -374,6 +374,33 @@ static void test_plain_image(void)
     ovl_image_close(image);
 }
 
+/* An image none of whose segments meets the local store: its LS map is
+ * empty, and every address is unmapped. */
+static void test_nothing_in_local_store(void)
+{
+    struct ovl_error error;
+    struct ovl_location loc;
+    gsize size;
+    guint8 *bytes = read_image("plain.elf", &size);
+    const Elf32_Ehdr *header = (const Elf32_Ehdr *)bytes;
+
+    for (unsigned i = 0; i < header->e_phnum; i++) {
+        Elf32_Phdr *phdr = (Elf32_Phdr *)(bytes + header->e_phoff) + i;
+        phdr->p_vaddr = 0x90000000u + i * 0x10000u;
+    }
+    struct ovl_image *image = ovl_image_open_memory(bytes, size, "moved",
+                                                    &error);
+    g_assert_nonnull(image);
+    g_assert_cmpuint(ovl_image_segment_count(image), ==, 2);
+    for (uint32_t ls = 0; ls < OVL_LS_SIZE; ls += 4) {
+        ovl_resolve(image, ls, NULL, 0, &loc);
+        assert_unmapped(&loc, ls, OVL_NO_SEGMENT);
+        g_assert_cmpuint(ovl_candidates(image, ls, NULL, 0), ==, 0);
+    }
+    ovl_image_close(image);
+    g_free(bytes);
+}
+
 /* ---- opening ------------------------------------------------------------- */
 
 static void assert_same_resolution(const struct ovl_image *x,
@@ -604,6 +631,8 @@ int main(int argc, char **argv)
     g_test_add_func("/overlay/unmapped-places", test_unmapped_places);
     g_test_add_func("/overlay/candidates", test_candidates);
     g_test_add_func("/overlay/plain-image", test_plain_image);
+    g_test_add_func("/overlay/nothing-in-local-store",
+                    test_nothing_in_local_store);
     g_test_add_func("/overlay/open-memory", test_open_memory);
     g_test_add_func("/overlay/open-embedded", test_open_embedded);
     g_test_add_func("/overlay/open-embedded-truncated",
