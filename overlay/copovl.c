@@ -328,7 +328,9 @@ int main(int argc, char **argv)
                                                 options.size, &error);
     if (image == NULL)
         return fail(EXIT_IMAGE, "%s", error.message);
-    if (strcmp(options.command, "info") == 0)
+    if (strcmp(options.command, "info") == 0 && options.address_count > 0)
+        status = fail(EXIT_USAGE, "info takes no LS address");
+    else if (strcmp(options.command, "info") == 0)
         status = print_info(image);
     else if (strcmp(options.command, "resolve") == 0)
         status = print_resolved(image, &options);

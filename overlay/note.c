@@ -29,8 +29,8 @@ static int name_character(char c)
            (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-/* Takes the name out of a COPNAME descriptor; 1 when it is well formed. */
-static int take_name(struct ovl_image *image, const char *desc, size_t size)
+/* Is a COPNAME descriptor a NUL-terminated name of valid characters? */
+static int valid_name(const char *desc, size_t size)
 {
     size_t length = strnlen(desc, size);
 
@@ -39,8 +39,7 @@ static int take_name(struct ovl_image *image, const char *desc, size_t size)
     for (size_t i = 0; i < length; i++)
         if (!name_character(desc[i]))
             return 0;
-    image->short_name = strndup(desc, length);
-    return image->short_name != NULL;
+    return 1;
 }
 
 /*
@@ -62,10 +61,15 @@ static int scan_notes(struct ovl_image *image, Elf_Data *data,
         if (note.n_namesz != sizeof owner || note.n_type != OVL_NOTE_TYPE ||
             memcmp(bytes + name_offset, owner, sizeof owner) != 0)
             continue;
-        if (!take_name(image, bytes + desc_offset, note.n_descsz)) {
+        if (!valid_name(bytes + desc_offset, note.n_descsz)) {
             ovl_fail(error, image->label, "the %s note does not hold a name "
                      "of 1 to %d characters [A-Za-z0-9_.-]", OVL_NOTE_OWNER,
                      OVL_NAME_MAX);
+            return -1;
+        }
+        image->short_name = strdup(bytes + desc_offset);
+        if (image->short_name == NULL) {
+            ovl_fail(error, image->label, "out of memory");
             return -1;
         }
         return 1;

@@ -379,6 +379,7 @@ def test_usage_errors(copovl, overlay_image):
     cases = [
         (["frobnicate", path], "unknown command 'frobnicate'"),
         (["info"], "no IMAGE given"),
+        (["info", path, "0x10"], "info takes no LS address"),
         (["resolve", "--offset", "ten", path, "0"], "offset 'ten'"),
         (["resolve", "--size", "0", path, "0"], "size '0'"),
         (["resolve", "--guards", "1,x", path, "0"], "guards '1,x'"),

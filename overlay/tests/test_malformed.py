@@ -354,6 +354,36 @@ def test_stripped_image(copovl, overlay_image, tmp_path):
     assert result.stdout.split()[-1] == "symbol=-"
 
 
+def extended_numbering(image):
+    """The same image with ELF extended numbering: e_shnum, e_shstrndx and
+    e_phnum moved into section header 0, as for very large files."""
+    shdr0 = image.header["e_shoff"]
+    image.put(shdr0 + 20, "<I", image.header["e_shnum"])        # sh_size
+    image.put(shdr0 + 24, "<I", image.header["e_shstrndx"])     # sh_link
+    image.put(shdr0 + 28, "<I", image.header["e_phnum"])        # sh_info
+    image.set_header("e_shnum", 0)
+    image.set_header("e_shstrndx", 0xFFFF)                      # SHN_XINDEX
+    image.set_header("e_phnum", 0xFFFF)                         # PN_XNUM
+
+
+def test_extended_numbering_is_read(copovl, overlay_image, tmp_path):
+    path = overlay_image("overlays.elf")
+    image = Image(path)
+    extended_numbering(image)
+    variant = tmp_path / "extended.elf"
+    variant.write_bytes(image.data)
+    container = tmp_path / "extended.host"
+    container.write_bytes(b"\0" * 256 + image.data + b"\xff" * 100)
+
+    expected = copovl("info", path).stdout.splitlines()[1:]
+    for args in (["info", variant], ["info", "--offset", 256, container]):
+        result = copovl(*args)
+        assert result.returncode == 0, result.stderr
+        first = result.stdout.splitlines()[0]
+        assert "size=%d " % len(image.data) in first
+        assert result.stdout.splitlines()[1:] == expected
+
+
 def test_image_without_name_note(copovl, overlay_image, tmp_path):
     nameless = tmp_path / "nameless.elf"
     shutil.copy(overlay_image("plain.elf"), nameless)
