@@ -15,6 +15,7 @@
  */
 #include "overlay/overlay.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -89,13 +90,15 @@ static int fail(int status, const char *format, ...)
 
 static int parse_number(const char *text, uint64_t *value)
 {
+    int hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    const char *digits = hex ? text + 2 : text;
     char *end;
 
-    if (text[0] == '\0' || text[0] == '-')
+    if (!isxdigit((unsigned char)digits[0]))
         return -1;
     errno = 0;
-    *value = strtoull(text, &end, 0);
-    return errno == 0 && *end == '\0' ? 0 : -1;
+    *value = strtoull(digits, &end, hex ? 16 : 10);
+    return errno == 0 && end != digits && *end == '\0' ? 0 : -1;
 }
 
 static int parse_guards(const char *text, struct options *options)

@@ -18,8 +18,9 @@
  * File pieces are split where sections begin and end, so a piece also
  * names its section.  A look-up is one binary search over a few dozen
  * pieces; in a region it then takes the overlay the guard names, which
- * must be an overlay of that region and cover the address.  Anything else is "unmapped", with a reason
- * (overlay.h, enum ovl_reason) and never a made-up offset.
+ * must be an overlay of that region and cover the address.  Anything else
+ * is "unmapped", with a reason (overlay.h, enum ovl_reason) and never a
+ * made-up offset.
  */
 #include "overlay/overlay-internal.h"
 

@@ -100,7 +100,9 @@ class Oracle:
             return []
         self.regions = (buf_end - buf) // 4
         self.guard_table = buf - LS_BASE
-        data = elf.get_section_by_name(".data")
+        data = [s for s in elf.iter_sections()
+                if s["sh_flags"] & SHF_ALLOC and s["sh_type"] != "SHT_NOBITS"
+                and s["sh_addr"] <= start < s["sh_addr"] + s["sh_size"]][0]
         raw = data.data()[start - data["sh_addr"]:end - data["sh_addr"]]
         return [struct.unpack_from("<4I", raw, i)
                 for i in range(0, len(raw), 16)]
@@ -385,6 +387,9 @@ def test_usage_errors(copovl, overlay_image):
         (["resolve", "--guards", "1,x", path, "0"], "guards '1,x'"),
         (["resolve", "--guards", "4294967296", path, "0"], "guards '"),
         (["resolve", path, "banana"], "LS address 'banana'"),
+        (["resolve", path, "0x"], "LS address '0x'"),
+        (["resolve", path, "12ab"], "LS address '12ab'"),
+        (["resolve", path, "-4"], "LS address '-4'"),
         (["resolve", path, "0x100000000"], "LS address '0x100000000'"),
         (["candidates", path], "needs at least one LS address"),
     ]
