@@ -53,6 +53,8 @@ struct recorder *recorder_open(const struct recorder_options *options,
 
     r->options = *options;
     r->store = store_open(options->session_dir, options->overwrite, error);
+    if (r->store != NULL && options->busy_timeout_ms != 0)
+        store_set_busy_timeout(r->store, options->busy_timeout_ms);
     if (r->store == NULL || write_header(r, error) != 0) {
         recorder_close(r);
         return NULL;

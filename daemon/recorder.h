@@ -25,6 +25,8 @@ struct recorder_options {
     bool overwrite;             /* replace a session already there */
     bool live;                  /* the event log is still being written */
     bool quiet;                 /* no warnings on stderr */
+    unsigned busy_timeout_ms;   /* how long a flush waits for another
+                                   writer of the database; 0: 5000 */
 };
 
 struct recorder;

@@ -266,6 +266,8 @@ static void attribute(struct session *s, struct context_state *context,
               COUNT_GUARD_NONE, 0, 0, n);
         return;
     }
+    /* The image may have become usable after the context was created. */
+    ensure_regions(context, ovl_image_region_count(context->image->ovl));
     resolve(context, address, &loc);
     if (loc.region == 0) {
         count_location(s, context, &loc, n);

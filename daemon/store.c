@@ -21,6 +21,7 @@
 
 #define APPLICATION_ID  0x436f7072      /* "Copr" */
 #define CANDIDATES_MAX  64
+#define BUSY_TIMEOUT_MS 5000
 
 static const char schema[] =
     "CREATE TABLE session (key TEXT PRIMARY KEY, value);\n"
@@ -318,7 +319,7 @@ static int open_database(struct store *store, GError **error)
                     store->db ? sqlite3_errmsg(store->db) : "out of memory");
         return -1;
     }
-    sqlite3_busy_timeout(store->db, 5000);
+    sqlite3_busy_timeout(store->db, BUSY_TIMEOUT_MS);
     if (exec_sql(store, "PRAGMA journal_mode = WAL;"
                         " PRAGMA synchronous = NORMAL;", error) != 0)
         return -1;
@@ -380,6 +381,11 @@ void store_close(struct store *store)
 const char *store_dir(const struct store *store)
 {
     return store->dir;
+}
+
+void store_set_busy_timeout(struct store *store, unsigned ms)
+{
+    sqlite3_busy_timeout(store->db, (int)ms);
 }
 
 const char *store_db_path(const struct store *store)

@@ -39,6 +39,8 @@ struct store *store_open(const char *session_dir, bool overwrite,
                          GError **error);
 void store_close(struct store *store);
 const char *store_dir(const struct store *store);
+/* How long a transaction waits for another writer (default 5000 ms). */
+void store_set_busy_timeout(struct store *store, unsigned ms);
 const char *store_db_path(const struct store *store);
 
 int store_begin(struct store *store, GError **error);
