@@ -38,6 +38,7 @@
 #define CHUNK_BYTES         (1u << 20)
 #define FLUSH_INTERVAL_MS   1000u
 #define FOLLOW_INTERVAL_MS  50u
+#define PENDING_INPUT_MAX   (64u << 20)
 
 enum input_kind { INPUT_NONE, INPUT_REPLAY, INPUT_FILE, INPUT_FD,
                   INPUT_SOCKET };
@@ -275,11 +276,11 @@ static int open_input(struct coprofd *d)
 
 /* ---- flushing and ending -------------------------------------------------- */
 
-static bool flush(struct coprofd *d)
+static bool flush(struct coprofd *d, const char *reason)
 {
     GError *error = NULL;
 
-    if (recorder_flush(d->recorder, &error) == 0) {
+    if (recorder_flush(d->recorder, reason, &error) == 0) {
         if (d->flush_failing && !d->options.quiet)
             fprintf(stderr, "coprofd: %s: written again\n",
                     recorder_db_path(d->recorder));
@@ -318,7 +319,7 @@ static void end_session(struct coprofd *d)
         return;
     d->ended = true;
     recorder_finish(d->recorder);
-    if (!flush(d)) {
+    if (!flush(d, "end")) {
         if (!d->options.quiet)
             fprintf(stderr, "coprofd: %s: the last flush failed; the "
                     "session lacks its last data\n",
@@ -373,15 +374,42 @@ static gboolean on_input(gint fd, GIOCondition condition, gpointer data)
     return G_SOURCE_REMOVE;
 }
 
-/* The flush timer, and SIGHUP (a dump). */
-static gboolean on_flush(gpointer data)
+static gboolean on_flush_timer(gpointer data)
 {
-    flush(data);
+    flush(data, "timer");
     return G_SOURCE_CONTINUE;
 }
 
+/* SIGHUP: a dump. */
+static gboolean on_dump(gpointer data)
+{
+    flush(data, "dump");
+    return G_SOURCE_CONTINUE;
+}
+
+/*
+ * Takes what a pipe or socket holds already, so that a writer that wrote
+ * everything and then sent SIGTERM loses nothing (a replayed file is not
+ * read on: SIGTERM stops it where it is).
+ */
+static void take_pending_input(struct coprofd *d)
+{
+    size_t taken = 0;
+    ssize_t n;
+
+    if (d->input_source == 0 || d->options.input == INPUT_REPLAY || d->follow)
+        return;
+    while (taken < PENDING_INPUT_MAX &&
+           (n = read(d->fd, d->buffer, CHUNK_BYTES)) > 0) {
+        recorder_feed(d->recorder, d->buffer, (size_t)n);
+        taken += (size_t)n;
+    }
+}
+
+/* SIGTERM, SIGINT: the end. */
 static gboolean on_terminate(gpointer data)
 {
+    take_pending_input(data);
     end_session(data);
     return G_SOURCE_CONTINUE;
 }
@@ -393,9 +421,9 @@ static int run(struct coprofd *d)
     d->loop = g_main_loop_new(NULL, FALSE);
     d->buffer = g_malloc(CHUNK_BYTES);
     d->input_source = g_unix_fd_add(d->fd, G_IO_IN, on_input, d);
-    g_timeout_add_full(G_PRIORITY_HIGH, d->options.flush_ms, on_flush,
+    g_timeout_add_full(G_PRIORITY_HIGH, d->options.flush_ms, on_flush_timer,
                        d, NULL);
-    g_unix_signal_add(SIGHUP, on_flush, d);
+    g_unix_signal_add(SIGHUP, on_dump, d);
     g_unix_signal_add(SIGTERM, on_terminate, d);
     g_unix_signal_add(SIGINT, on_terminate, d);
     g_main_loop_run(d->loop);

@@ -86,7 +86,7 @@ void recorder_finish(struct recorder *r)
     r->finished = true;
 }
 
-static int write_all(struct recorder *r)
+static int write_all(struct recorder *r, const char *reason)
 {
     if (session_write(r->session, r->store) != 0)
         return -1;
@@ -96,15 +96,20 @@ static int write_all(struct recorder *r)
             store_link_creation_stacks(r->store) != 0)
             return -1;
     }
+    g_autofree char *reason_key = g_strconcat("flushes.", reason, NULL);
+    int64_t count = store_get_meta_int(r->store, reason_key, 0);
+    if (store_put_meta_int(r->store, reason_key, count + 1) != 0 ||
+        store_put_meta_text(r->store, "last_flush_reason", reason) != 0)
+        return -1;
     return store_put_meta_int(r->store, "last_flush_realtime_ns",
                               clock_ns(CLOCK_REALTIME));
 }
 
-int recorder_flush(struct recorder *r, GError **error)
+int recorder_flush(struct recorder *r, const char *reason, GError **error)
 {
     if (store_begin(r->store, error) != 0)
         return -1;
-    if (write_all(r) != 0) {
+    if (write_all(r, reason) != 0) {
         g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s",
                     store_db_path(r->store), store_last_error(r->store));
         goto fail;

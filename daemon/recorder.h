@@ -40,8 +40,10 @@ void recorder_feed(struct recorder *recorder, const uint8_t *bytes,
                    size_t length);
 /* The stream ended, or the daemon is stopping (session_finish). */
 void recorder_finish(struct recorder *recorder);
-/* One transaction; -1 with *error set when it failed (nothing lost). */
-int recorder_flush(struct recorder *recorder, GError **error);
+/* One transaction; -1 with *error set when it failed (nothing lost).
+ * reason ("timer", "dump", "end", ...) is recorded with it. */
+int recorder_flush(struct recorder *recorder, const char *reason,
+                   GError **error);
 
 struct session *recorder_session(struct recorder *recorder);
 const char *recorder_db_path(const struct recorder *recorder);

@@ -258,7 +258,7 @@ static struct recording record_pieces(const struct builder *b, size_t piece)
     for (size_t at = 0; at < b->bytes->len; at += piece)
         recorder_feed(r, b->bytes->data + at, MIN(piece, b->bytes->len - at));
     recorder_finish(r);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
     session_get_totals(recorder_session(r), &rec.totals);
     recorder_close(r);
     rec.db = open_db(rec.dir);
@@ -599,7 +599,7 @@ static void test_pending_then_stop(void)
     put_release(&b, 0, 500);
     struct recorder *r = open_recorder(dir, NULL);
     recorder_feed(r, b.bytes->data, b.bytes->len);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
     sqlite3 *db = open_db(dir);
     g_assert_cmpint(query(db, "SELECT count FROM pending_samples WHERE"
                           " ls_addr = %u AND region = 2 AND guard = 4",
@@ -611,7 +611,7 @@ static void test_pending_then_stop(void)
     put_stop(&b);
     recorder_feed(r, b.bytes->data, b.bytes->len);
     recorder_finish(r);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
     g_assert_cmpint(query(db, "SELECT COUNT(*) FROM pending_samples"), ==, 0);
     g_assert_cmpint(query(db, "SELECT count FROM ambiguous_samples WHERE"
                           " guard_from = 4 AND guard_to = -1"), ==, 6);
@@ -1002,13 +1002,13 @@ static void test_failed_flush_keeps_data(void)
     g_assert_cmpint(sqlite3_open(db_path, &blocker), ==, SQLITE_OK);
     g_assert_cmpint(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL,
                                  NULL), ==, SQLITE_OK);
-    g_assert_cmpint(recorder_flush(r, &error), ==, -1);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, -1);
     g_assert_nonnull(error);
     g_clear_error(&error);
     g_assert_cmpint(sqlite3_exec(blocker, "ROLLBACK", NULL, NULL, NULL), ==,
                     SQLITE_OK);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
     g_assert_cmpint(query(blocker, "SELECT SUM(count) FROM samples"), ==, 25);
     g_assert_cmpint(query(blocker, "SELECT COUNT(*) FROM contexts"), ==, 1);
     g_assert_cmpint(query(blocker, "SELECT COUNT(*) FROM overlay_events"), ==,
@@ -1085,7 +1085,7 @@ static void test_sched_import_incremental(void)
     put_bind(&b, 0, 1, 1, 4);
     struct recorder *r = open_recorder(session, log_path);
     recorder_feed(r, b.bytes->data, b.bytes->len);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
     sqlite3 *db = open_db(session);
     g_assert_cmpint(query(db, "SELECT COUNT(*) FROM sched_events"), ==, 2);
     char *stack = query_text(db, "SELECT creation_stack FROM contexts");
@@ -1094,8 +1094,8 @@ static void test_sched_import_incremental(void)
 
     for (unsigned i = 0; i < 10; i++)
         write_sched(log, i % 2 ? "unbind" : "bind", i % 8, 2 + i);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
-    g_assert_cmpint(recorder_flush(r, &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
     g_assert_cmpint(query(db, "SELECT COUNT(*) FROM sched_events"), ==, 12);
     g_assert_cmpint(query(db, "SELECT COUNT(*) FROM sched_events WHERE"
                           " kind = 'unbind' AND slot IS NOT NULL AND"
