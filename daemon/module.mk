@@ -31,3 +31,33 @@ ALL_TARGETS += $(DAEMON_LIB) $(BIN)/coprofd
 GTESTS += $(TESTBIN)/test-daemon
 PYTESTS += daemon/tests
 INSTALL_BINS += $(BIN)/coprofd
+
+# The libFuzzer target: the session's sources built again by clang with the
+# fuzzer and sanitizers.  `make check` runs it briefly
+# (tests/test_fuzz_session.py); `make fuzz` for DAEMON_FUZZ_SECONDS on a
+# corpus kept in build/fuzz/daemon.
+DAEMON_FUZZER := $(TESTBIN)/fuzz-session
+DAEMON_FUZZ_SOURCES := daemon/fuzz-session.c \
+	$(addprefix daemon/,counts.c images.c session.c store.c) \
+	$(addprefix overlay/,container.c image.c note.c symbols.c overlays.c \
+	lsmap.c) escape-protocol/encode.c escape-protocol/decode.c
+DAEMON_FUZZ_SECONDS ?= 300
+
+$(DAEMON_FUZZER): $(DAEMON_FUZZ_SOURCES) $(wildcard daemon/*.h) \
+		| $(TESTBIN)/overlay/overlays.elf
+	@mkdir -p $(@D)
+	$(call say,CLANG,$@)clang $(CPPFLAGS) -std=gnu11 -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-DFUZZ_IMAGE='"$(abspath $(TESTBIN))/overlay/overlays.elf"' \
+		$(GLIB_CFLAGS) $(ELF_CFLAGS) $(SQLITE_CFLAGS) \
+		$(DAEMON_FUZZ_SOURCES) $(GLIB_LIBS) $(ELF_LIBS) $(SQLITE_LIBS) -o $@
+
+.PHONY: fuzz-daemon
+fuzz-daemon: $(DAEMON_FUZZER) $(BIN)/coprofd
+	@mkdir -p $(BUILD)/fuzz/daemon
+	$(Q)$(PYTHON) daemon/tests/fuzz_seeds.py $(BUILD)/fuzz/daemon
+	$(DAEMON_FUZZER) -max_total_time=$(DAEMON_FUZZ_SECONDS) -max_len=65536 \
+		-artifact_prefix=$(BUILD)/fuzz/daemon- $(BUILD)/fuzz/daemon
+
+ALL_TARGETS += $(DAEMON_FUZZER)
+FUZZ_RUNS += fuzz-daemon
