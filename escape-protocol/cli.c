@@ -16,6 +16,7 @@
  */
 #include "escape-protocol/copstream.h"
 #include "escape-protocol/text.h"
+#include "sdk/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,25 +62,13 @@ static void usage(FILE *out)
         out);
 }
 
-static int fail(const char *format, ...)
-{
-    va_list args;
-
-    fputs("copstream: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return EXIT_USAGE;
-}
-
 static int open_input(const char *path)
 {
     if (strcmp(path, "-") == 0)
         return STDIN_FILENO;
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        fail("cannot open '%s': %s", path, strerror(errno));
+        cli_fail(EXIT_USAGE, "cannot open '%s': %s", path, strerror(errno));
     return fd;
 }
 
@@ -103,7 +92,7 @@ static int decode_file(const char *path, struct copstream_decoder *dec)
             int saved = errno;
             if (fd != STDIN_FILENO)
                 close(fd);
-            return fail("cannot read '%s': %s", path, strerror(saved));
+            return cli_fail(EXIT_USAGE, "cannot read '%s': %s", path, strerror(saved));
         }
         if (got == 0)
             break;
@@ -150,7 +139,7 @@ static int run_dump(const char *path, int with_samples)
     copstream_decoder_init(&decoder, &handler);
     int status = decode_file(path, &decoder);
     if (fflush(stdout) != 0)
-        return fail("cannot write the dump: %s", strerror(errno));
+        return cli_fail(EXIT_USAGE, "cannot write the dump: %s", strerror(errno));
     return status;
 }
 
@@ -231,16 +220,16 @@ static int encode_lines(FILE *in, const char *in_name, FILE *out,
         long bytes = copstream_text_encode(line, record, sizeof record, why,
                                            sizeof why);
         if (bytes < 0) {
-            status = fail("%s:%lu: %s", in_name, number, why);
+            status = cli_fail(EXIT_USAGE, "%s:%lu: %s", in_name, number, why);
             break;
         }
         if (fwrite(record, 1, (size_t)bytes, out) != (size_t)bytes) {
-            status = fail("cannot write '%s': %s", out_name, strerror(errno));
+            status = cli_fail(EXIT_USAGE, "cannot write '%s': %s", out_name, strerror(errno));
             break;
         }
     }
     if (status == 0 && ferror(in))
-        status = fail("cannot read '%s': %s", in_name, strerror(errno));
+        status = cli_fail(EXIT_USAGE, "cannot read '%s': %s", in_name, strerror(errno));
     free(line);
     return status;
 }
@@ -251,15 +240,15 @@ static int run_encode(const char *in_path, const char *out_path)
     const char *out_name = out_path ? out_path : "standard output";
 
     if (out_path == NULL && isatty(STDOUT_FILENO))
-        return fail("will not write a binary stream to a terminal: use -o "
+        return cli_fail(EXIT_USAGE, "will not write a binary stream to a terminal: use -o "
                     "FILE or a pipe");
     if (strcmp(in_path, "-") != 0 && (in = fopen(in_path, "r")) == NULL)
-        return fail("cannot open '%s': %s", in_path, strerror(errno));
+        return cli_fail(EXIT_USAGE, "cannot open '%s': %s", in_path, strerror(errno));
     if (out_path && (out = fopen(out_path, "wb")) == NULL) {
         int saved = errno;
         if (in != stdin)
             fclose(in);
-        return fail("cannot create '%s': %s", out_path, strerror(saved));
+        return cli_fail(EXIT_USAGE, "cannot create '%s': %s", out_path, strerror(saved));
     }
     int status = encode_lines(in, strcmp(in_path, "-") == 0
                                       ? "standard input" : in_path,
@@ -267,7 +256,7 @@ static int run_encode(const char *in_path, const char *out_path)
     if (in != stdin)
         fclose(in);
     if ((out != stdout ? fclose(out) : fflush(out)) != 0 && status == 0)
-        status = fail("cannot write '%s': %s", out_name, strerror(errno));
+        status = cli_fail(EXIT_USAGE, "cannot write '%s': %s", out_name, strerror(errno));
     return status;
 }
 
@@ -316,7 +305,7 @@ int main(int argc, char **argv)
         return run_encode(file ? file : "-", output);
     if (strcmp(command, "dump") != 0 && strcmp(command, "check") != 0 &&
         strcmp(command, "encode") != 0)
-        return fail("'%s' is not a command: use dump, check or encode "
+        return cli_fail(EXIT_USAGE, "'%s' is not a command: use dump, check or encode "
                     "(copstream --help)", command);
     usage(stderr);
     return EXIT_USAGE;

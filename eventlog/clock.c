@@ -279,17 +279,29 @@ static uint64_t interpolate(uint64_t x, uint64_t x0, uint64_t y0,
     return clamp_u64((__int128)y0 + dx * dy / ((__int128)x1 - x0));
 }
 
+/* The coordinates of a pair: (x, y) = (clock, ns) to convert clocks to ns,
+ * (ns, clock) the other way. */
+static uint64_t pair_x(const struct clock_pair *pair, bool from_ns)
+{
+    return from_ns ? pair->ns : pair->clock;
+}
+
+static uint64_t pair_y(const struct clock_pair *pair, bool from_ns)
+{
+    return from_ns ? pair->clock : pair->ns;
+}
+
 /* The segment to use for x: the pair at or before it, clamped so that a
  * following pair exists. */
-static unsigned segment_for(const struct clock_map *map, uint64_t x, bool by_ns)
+static unsigned segment_for(const struct clock_map *map, uint64_t x,
+                            bool from_ns)
 {
     unsigned low = 0, high = map->count - 1;
 
     while (low + 1 < high) {
         unsigned middle = (low + high) / 2;
-        uint64_t at = by_ns ? map->pair[middle].ns : map->pair[middle].clock;
 
-        if (at <= x)
+        if (pair_x(&map->pair[middle], from_ns) <= x)
             low = middle;
         else
             high = middle;
@@ -297,40 +309,38 @@ static unsigned segment_for(const struct clock_map *map, uint64_t x, bool by_ns)
     return low;
 }
 
-uint64_t clock_map_ns(const struct clock_map *map, uint64_t clock)
+/* Converts x along the calibration pairs; with fewer than two pairs, along
+ * the header's rate. */
+static uint64_t map_convert(const struct clock_map *map, uint64_t x,
+                            bool from_ns)
 {
-    const struct clock_pair *a;
+    long double y_per_x = from_ns ? map->hz / 1e9L : 1e9L / map->hz;
+    const struct clock_pair *a, *b;
     unsigned i;
 
     if (map->kind != COPLOG_CLOCK_TSC)
-        return clock;
+        return x;
     if (map->count == 0)
-        return clamp_real((long double)clock * 1e9L / map->hz);
+        return clamp_real((long double)x * y_per_x);
     a = &map->pair[0];
     if (map->count == 1)
-        return clamp_real((long double)a->ns + ((long double)clock -
-                                                a->clock) * 1e9L / map->hz);
-    i = segment_for(map, clock, false);
-    return interpolate(clock, map->pair[i].clock, map->pair[i].ns,
-                       map->pair[i + 1].clock, map->pair[i + 1].ns);
+        return clamp_real((long double)pair_y(a, from_ns) +
+                          ((long double)x - pair_x(a, from_ns)) * y_per_x);
+    i = segment_for(map, x, from_ns);
+    a = &map->pair[i];
+    b = &map->pair[i + 1];
+    return interpolate(x, pair_x(a, from_ns), pair_y(a, from_ns),
+                       pair_x(b, from_ns), pair_y(b, from_ns));
+}
+
+uint64_t clock_map_ns(const struct clock_map *map, uint64_t clock)
+{
+    return map_convert(map, clock, false);
 }
 
 uint64_t clock_map_clock(const struct clock_map *map, uint64_t ns)
 {
-    const struct clock_pair *a;
-    unsigned i;
-
-    if (map->kind != COPLOG_CLOCK_TSC)
-        return ns;
-    if (map->count == 0)
-        return clamp_real((long double)ns * map->hz / 1e9L);
-    a = &map->pair[0];
-    if (map->count == 1)
-        return clamp_real((long double)a->clock + ((long double)ns - a->ns) *
-                                                  map->hz / 1e9L);
-    i = segment_for(map, ns, true);
-    return interpolate(ns, map->pair[i].ns, map->pair[i].clock,
-                       map->pair[i + 1].ns, map->pair[i + 1].clock);
+    return map_convert(map, ns, true);
 }
 
 uint64_t clock_ticks(const struct clock_map *map, uint64_t ns)

@@ -10,18 +10,19 @@
  *
  * Each command is a small function over the library in coplog.h; this file
  * only parses arguments and prints.  `coplog --help` is the manual.
- * Errors print one line "coplog: ..." on stderr; the exit status is 1 for a
- * file that cannot be read or written and 2 for bad usage.
+ * Errors print one line "coplog: ..." on stderr (sdk/cli.h's cli_fail); the
+ * exit status is 1 for a file that cannot be read or written and 2 for bad
+ * usage.
  */
 #include "eventlog/coplog.h"
 #include "eventlog/message.h"
+#include "sdk/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,142 +35,179 @@
 #define TAIL_DEFAULT_LINES 10
 #define SPEC_MAX_SUBSYS COPLOG_MAX_SUBSYS
 
-static const char manual[] =
-"NAME\n"
-"    coplog - read and control coprof's kernel event log\n"
-"\n"
-"SYNOPSIS\n"
-"    coplog dump FILE [--subsys S]... [--since T | --since-order N]\n"
-"                     [--format text|json] [--long]\n"
-"    coplog tail FILE [--subsys S]... [-n N] [--interval SECONDS]\n"
-"                     [--format text|json] [--long]\n"
-"    coplog stat FILE [--format text|json]\n"
-"    coplog set FILE SUBSYS LEVEL|on|off|echo|noecho\n"
-"    coplog create FILE SPEC... [--clock auto|tsc|monotonic]\n"
-"                     [--formats N] [--format-bytes N]\n"
-"    coplog write FILE SUBSYS [--level LEVEL] FORMAT [ARG]...\n"
-"    coplog COMMAND --help\n"
-"\n"
-"DESCRIPTION\n"
-"    The event log is coprof's flight recorder: a file holding, for each\n"
-"    subsystem (SCHED for copsim's scheduler, and others), circular\n"
-"    buffers of fixed-size records, one per CPU.  Writers (copsim, the\n"
-"    driver, the daemon, host programs) add records without locks; coplog\n"
-"    reads them while they are written or long after the writers died.\n"
-"    A record keeps its printf format as a reference and its arguments as\n"
-"    raw words: coplog formats them.  Timestamps are converted to\n"
-"    CLOCK_MONOTONIC seconds, the timeline every coprof part shares, and\n"
-"    all subsystems are merged in the log's global order.\n"
-"\n"
-"COMMANDS\n"
-"    dump   Prints every record in the file now, merged in order.  Slots a\n"
-"           writer reserved but never committed (it was killed) are counted,\n"
-"           never printed half-written.\n"
-"    tail   Prints the last N records (default 10), then follows the file\n"
-"           and prints records as they are committed, in order, until\n"
-"           interrupted.  A record is printed only once no record with an\n"
-"           earlier order can still appear.\n"
-"    stat   Prints the clock, the format table and, per subsystem: policy,\n"
-"           rings, capacity, level, on/off, echo, slots reserved, records\n"
-"           present and fill, overwritten (cyclic), refused (one-shot),\n"
-"           skipped, in progress and unclaimed.  When no writer is active,\n"
-"           reserved = records + in progress + unclaimed + overwritten +\n"
-"           refused.\n"
-"    set    Changes a subsystem (or 'all') at run time: a level keeps the\n"
-"           records at or below it; on and off enable and disable it; echo\n"
-"           and noecho turn printing each record on the writer's stderr on\n"
-"           and off.  Writers see the change at their next record.\n"
-"    create Creates (or replaces) a log.  Each SPEC is NAME[,OPTION]...\n"
-"           with the options records=N (per ring, a power of two; default\n"
-"           4096), cyclic or oneshot, args=N (arguments per record, 4 or up\n"
-"           to 12), strings=BYTES (string area per ring, suffixes K and M),\n"
-"           level=LEVEL, off, echo, and shared (one ring for all CPUs).\n"
-"    write  Adds one record, with the arguments converted as FORMAT's\n"
-"           conversions say (default level terse).  Put -- before FORMAT\n"
-"           when it or an argument begins with '-'.\n"
-"\n"
-"OPTIONS\n"
-"    --subsys S        only the subsystem S; repeat for more\n"
-"    --since T         only records at or after T, in CLOCK_MONOTONIC\n"
-"                      seconds as dump prints them\n"
-"    --since-order N   only records whose order is at least N\n"
-"    --format F        text (default) or json: one JSON object per line\n"
-"    --long            text with the order, ring:seq and caller address\n"
-"    -n, --lines N     tail: how many records to show first (default 10)\n"
-"    --interval S      tail: seconds between looks at the file (default 0.1)\n"
-"    --clock C         create: auto (default: the TSC when invariant), tsc or\n"
-"                      monotonic\n"
-"    --formats N       create: distinct formats the log can hold (4096)\n"
-"    --format-bytes N  create: bytes for their text (262144)\n"
-"    --level L         write: the record's level\n"
-"    -h, --help        this manual; after a command, that command's part\n"
-"\n"
-"LEVELS\n"
-"    error (1), warning (2), terse (3), verbose (4), prolog (5).\n"
-"\n"
-"OUTPUT\n"
-"    A text line is: TIME SUBSYS LEVEL cpuN PID/TID MESSAGE, TIME in\n"
-"    CLOCK_MONOTONIC seconds.  --long adds #ORDER and RING:SEQ after TIME\n"
-"    and the caller address before the message.  A JSON line has order,\n"
-"    time_ns, subsys, ring, seq, level, cpu, pid, tid, caller, format, args\n"
-"    (numbers, strings, and pointers as \"0x...\") and message.  dump and\n"
-"    tail end with a line on stderr when records were missed (overwritten\n"
-"    before they could be read), unfinished or late.\n"
-"\n"
-"EXIT STATUS\n"
-"    0 on success; 1 when the file cannot be read or written (missing,\n"
-"    truncated, corrupt: one line says which and why); 2 on bad usage.\n"
-"\n"
-"EXAMPLES\n"
-"    coplog create run.coplog SCHED,records=65536 APP,records=1024,oneshot\n"
-"    coplog write run.coplog APP 'phase %s took %.3f ms' decode 12.5\n"
-"    coplog dump run.coplog --subsys SCHED --format json\n"
-"    coplog set run.coplog SCHED prolog\n"
-"    coplog tail run.coplog -n 0\n";
+/* The manual: a table of commands, from which both `coplog --help` and
+ * `coplog COMMAND --help` are printed. */
+struct command_doc {
+    const char *name;
+    const char *synopsis;       /* what follows "coplog ", in lines */
+    const char *description;    /* lines, printed indented */
+    const char *options;        /* its options, lines */
+};
 
-static int fail(int status, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
+static const struct command_doc command_docs[] = {
+    { "dump",
+      "dump FILE [--subsys S]... [--since T | --since-order N]\n"
+      "[--format text|json] [--long]",
+      "Prints every record in the file now, merged in order.  Slots a\n"
+      "writer reserved but never committed (it was killed) are counted,\n"
+      "never printed half-written.",
+      "--subsys S        only the subsystem S; repeat for more\n"
+      "--since T         only records at or after T, in CLOCK_MONOTONIC\n"
+      "                  seconds as dump prints them\n"
+      "--since-order N   only records whose order is at least N\n"
+      "--format F        text (default) or json: one JSON object per line\n"
+      "--long            text with the order, ring:seq and caller address" },
+    { "tail",
+      "tail FILE [--subsys S]... [-n N] [--interval SECONDS]\n"
+      "[--format text|json] [--long]",
+      "Prints the last N records (default 10), then follows the file and\n"
+      "prints records as they are committed, in order, until interrupted.\n"
+      "A record is printed only once no record with an earlier order can\n"
+      "still appear.",
+      "--subsys S        only the subsystem S; repeat for more\n"
+      "-n, --lines N     how many records to show first (default 10)\n"
+      "--interval S      seconds between looks at the file (default 0.1)\n"
+      "--format F        text (default) or json\n"
+      "--long            text with the order, ring:seq and caller address" },
+    { "stat",
+      "stat FILE [--format text|json]",
+      "Prints the clock, the format table and, per subsystem: policy,\n"
+      "rings, capacity, level, on/off, echo, slots reserved, records\n"
+      "present and fill, overwritten (cyclic), refused (one-shot), skipped,\n"
+      "in progress and unclaimed.  When no writer is active, reserved =\n"
+      "records + in progress + unclaimed + overwritten + refused.",
+      "--format F        text (default) or json" },
+    { "set",
+      "set FILE SUBSYS LEVEL|on|off|echo|noecho",
+      "Changes a subsystem (or 'all') at run time: a level keeps the\n"
+      "records at or below it; on and off enable and disable it; echo and\n"
+      "noecho turn printing each record on the writer's stderr on and off.\n"
+      "Writers see the change at their next record.",
+      NULL },
+    { "create",
+      "create FILE SPEC... [--clock auto|tsc|monotonic] [--formats N]\n"
+      "[--format-bytes N]",
+      "Creates (or replaces) a log.  Each SPEC is NAME[,OPTION]... with\n"
+      "the options records=N (per ring, a power of two; default 4096),\n"
+      "cyclic or oneshot, args=N (arguments per record, 4 or up to 12),\n"
+      "strings=BYTES (string area per ring, suffixes K and M), level=LEVEL,\n"
+      "off, echo, and shared (one ring for all CPUs instead of one per CPU).",
+      "--clock C         auto (default: the TSC when invariant), tsc or\n"
+      "                  monotonic\n"
+      "--formats N       distinct formats the log can hold (4096)\n"
+      "--format-bytes N  bytes for their text (262144)" },
+    { "write",
+      "write FILE SUBSYS [--level LEVEL] FORMAT [ARG]...",
+      "Adds one record, with the arguments converted as FORMAT's\n"
+      "conversions say (default level terse).  Put -- before FORMAT when it\n"
+      "or an argument begins with '-'.",
+      "--level L         the record's level" },
+};
 
-static int fail(int status, const char *format, ...)
+#define COMMAND_COUNT (sizeof command_docs / sizeof command_docs[0])
+
+static const char manual_description[] =
+    "The event log is coprof's flight recorder: a file holding, for each\n"
+    "subsystem (SCHED for copsim's scheduler, and others), circular buffers\n"
+    "of fixed-size records, one per CPU.  Writers (copsim, the driver, the\n"
+    "daemon, host programs) add records without locks; coplog reads them\n"
+    "while they are written or long after the writers died.  A record keeps\n"
+    "its printf format as a reference and its arguments as raw words:\n"
+    "coplog formats them.  Timestamps are converted to CLOCK_MONOTONIC\n"
+    "seconds, the timeline every coprof part shares, and all subsystems are\n"
+    "merged in the log's global order.";
+
+static const char manual_end[] =
+    "LEVELS\n"
+    "    error (1), warning (2), terse (3), verbose (4), prolog (5).\n"
+    "\n"
+    "OUTPUT\n"
+    "    A text line is: TIME SUBSYS LEVEL cpuN PID/TID MESSAGE, TIME in\n"
+    "    CLOCK_MONOTONIC seconds.  --long adds #ORDER and RING:SEQ after TIME\n"
+    "    and the caller address before the message.  A JSON line has order,\n"
+    "    time_ns, subsys, ring, seq, level, cpu, pid, tid, caller, format, args\n"
+    "    (numbers, strings, and pointers as \"0x...\") and message.  dump and\n"
+    "    tail end with a line on stderr when records were missed (overwritten\n"
+    "    before they could be read), unfinished or late.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 on success; 1 when the file cannot be read or written (missing,\n"
+    "    truncated, corrupt: one line says which and why) or refuses a record;\n"
+    "    2 on bad usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    coplog create run.coplog SCHED,records=65536 APP,records=1024,oneshot\n"
+    "    coplog write run.coplog APP 'phase %s took %.3f ms' decode 12.5\n"
+    "    coplog dump run.coplog --subsys SCHED --format json\n"
+    "    coplog set run.coplog SCHED prolog\n"
+    "    coplog tail run.coplog -n 0\n";
+
+/* Prints text with each line indented. */
+static void print_indented(const char *text, const char *indent)
 {
-    va_list args;
+    while (*text != '\0') {
+        size_t length = strcspn(text, "\n");
 
-    fputs("coplog: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
+        printf("%s%.*s\n", indent, (int)length, text);
+        text += length + (text[length] == '\n');
+    }
 }
 
-/* Prints the manual's part about one command: its synopsis lines and its
- * paragraph under COMMANDS. */
+/* "coplog " and the synopsis, its later lines under the first operand. */
+static void print_synopsis(const struct command_doc *doc)
+{
+    char indent[32];
+
+    snprintf(indent, sizeof indent, "%*s", (int)strlen(doc->name) + 12, "");
+    printf("    coplog %.*s\n", (int)strcspn(doc->synopsis, "\n"),
+           doc->synopsis);
+    if (strchr(doc->synopsis, '\n') != NULL)
+        print_indented(strchr(doc->synopsis, '\n') + 1, indent);
+}
+
+static void print_manual(void)
+{
+    fputs("NAME\n    coplog - read and control coprof's kernel event log\n\n"
+          "SYNOPSIS\n", stdout);
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        print_synopsis(&command_docs[i]);
+    fputs("    coplog [COMMAND] --help\n\nDESCRIPTION\n", stdout);
+    print_indented(manual_description, "    ");
+    fputs("\nCOMMANDS\n", stdout);
+    for (size_t i = 0; i < COMMAND_COUNT; i++) {
+        printf("    %s\n", command_docs[i].name);
+        print_indented(command_docs[i].description, "        ");
+    }
+    fputs("\nOPTIONS\n", stdout);
+    for (size_t i = 0; i < COMMAND_COUNT; i++) {
+        if (command_docs[i].options == NULL)
+            continue;
+        printf("    %s:\n", command_docs[i].name);
+        print_indented(command_docs[i].options, "        ");
+    }
+    fputs("    -h, --help        this manual; after a command, its part\n\n",
+          stdout);
+    fputs(manual_end, stdout);
+}
+
 static void command_help(const char *command)
 {
-    char needle[32];
-    const char *at, *end;
+    for (size_t i = 0; i < COMMAND_COUNT; i++) {
+        const struct command_doc *doc = &command_docs[i];
 
-    fputs("SYNOPSIS\n", stdout);
-    snprintf(needle, sizeof needle, "    coplog %s ", command);
-    for (at = strstr(manual, needle); at != NULL; at = strstr(at + 1, needle)) {
-        end = strchr(at, '\n');
-        fwrite(at, 1, (size_t)(end - at + 1), stdout);
-        while (strncmp(end + 1, "                     ", 21) == 0) {
-            const char *next = strchr(end + 1, '\n');
-            fwrite(end + 1, 1, (size_t)(next - end), stdout);
-            end = next;
-        }
-    }
-    snprintf(needle, sizeof needle, "\n    %-6s ", command);
-    at = strstr(manual, needle);
-    if (at != NULL) {
-        end = strstr(at + 1, "\n    ") ;
-        while (end != NULL && end[5] == ' ')
-            end = strstr(end + 1, "\n    ");
+        if (strcmp(doc->name, command) != 0)
+            continue;
+        fputs("SYNOPSIS\n", stdout);
+        print_synopsis(doc);
         fputs("\nDESCRIPTION\n", stdout);
-        fwrite(at + 1, 1, (size_t)(end - at), stdout);
+        print_indented(doc->description, "    ");
+        if (doc->options != NULL) {
+            fputs("\nOPTIONS\n", stdout);
+            print_indented(doc->options, "    ");
+        }
+        fputs("\nSee coplog --help for levels, output and exit status.\n",
+              stdout);
     }
-    fputs("\nSee coplog --help for the options, levels and output.\n", stdout);
 }
 
 /* ------------------------------------------------------------ options */
@@ -214,7 +252,7 @@ static int parse_number(const char *text, const char *what, double low,
     *value = strtod(text, &end);
     if (end == text || *end != '\0' || errno != 0 || !(*value >= low) ||
         !(*value <= high))
-        return fail(EXIT_USAGE, "%s '%s' is not a number from %g to %g", what,
+        return cli_fail(EXIT_USAGE, "%s '%s' is not a number from %g to %g", what,
                     text, low, high);
     return 0;
 }
@@ -235,14 +273,14 @@ static int parse_options(int argc, char **argv, const char *command,
         switch (opt) {
         case OPT_SUBSYS:
             if (o->subsys_count == SPEC_MAX_SUBSYS)
-                return fail(EXIT_USAGE, "too many --subsys");
+                return cli_fail(EXIT_USAGE, "too many --subsys");
             o->subsys[o->subsys_count++] = optarg;
             break;
         case OPT_SINCE: o->since = optarg; break;
         case OPT_SINCE_ORDER: o->since_order = optarg; break;
         case OPT_FORMAT:
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0)
-                return fail(EXIT_USAGE, "format '%s' is neither text nor json",
+                return cli_fail(EXIT_USAGE, "format '%s' is neither text nor json",
                             optarg);
             o->json = strcmp(optarg, "json") == 0;
             break;
@@ -264,7 +302,7 @@ static int parse_options(int argc, char **argv, const char *command,
             command_help(command);
             exit(0);
         default:
-            return fail(EXIT_USAGE, "see coplog %s --help", command);
+            return cli_fail(EXIT_USAGE, "see coplog %s --help", command);
         }
     }
     return 0;
@@ -410,12 +448,12 @@ static struct coplog_reader *open_reader(const char *path,
 
     *status = EXIT_FAILED;
     if (reader == NULL) {
-        fail(EXIT_FAILED, "%s", error);
+        cli_fail(EXIT_FAILED, "%s", error);
         return NULL;
     }
     for (unsigned i = 0; i < o->subsys_count; i++) {
         if (coplog_reader_select(reader, o->subsys[i]) < 0) {
-            fail(EXIT_USAGE, "%s", coplog_reader_error(reader));
+            cli_fail(EXIT_USAGE, "%s", coplog_reader_error(reader));
             *status = EXIT_USAGE;
             coplog_reader_close(reader);
             return NULL;
@@ -430,7 +468,7 @@ static int apply_since(struct coplog_reader *reader, const struct options *o)
     double value;
 
     if (o->since != NULL && o->since_order != NULL)
-        return fail(EXIT_USAGE, "--since and --since-order exclude each other");
+        return cli_fail(EXIT_USAGE, "--since and --since-order exclude each other");
     if (o->since != NULL) {
         if (parse_number(o->since, "--since time", 0, 1e12, &value) != 0)
             return EXIT_USAGE;
@@ -444,7 +482,7 @@ static int apply_since(struct coplog_reader *reader, const struct options *o)
         errno = 0;
         order = strtoull(o->since_order, &end, 0);
         if (end == o->since_order || *end != '\0' || errno != 0)
-            return fail(EXIT_USAGE, "--since-order '%s' is not a number",
+            return cli_fail(EXIT_USAGE, "--since-order '%s' is not a number",
                         o->since_order);
         coplog_reader_seek(reader, order);
     }
@@ -466,7 +504,7 @@ static int command_dump(const char *path, const struct options *o)
     while ((status = coplog_reader_next(reader, &event, COPLOG_READ_ALL)) > 0)
         print_event(stdout, &event, o);
     if (status < 0)
-        fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
+        cli_fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
     print_losses(reader);
     coplog_reader_close(reader);
     return status < 0 ? EXIT_FAILED : 0;
@@ -541,7 +579,7 @@ static int command_tail(const char *path, const struct options *o)
             print_event(stdout, &event, o);
     }
     if (status < 0)
-        fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
+        cli_fail(EXIT_FAILED, "%s", coplog_reader_error(reader));
     print_losses(reader);
     coplog_reader_close(reader);
     return status < 0 ? EXIT_FAILED : 0;
@@ -667,10 +705,10 @@ static int command_set(const char *path, const char *subsys, const char *value)
     else if ((level = coplog_level_parse(value)) > 0)
         change = COPLOG_CHANGE_LEVEL;
     else
-        return fail(EXIT_USAGE, "'%s' is not a level (error, warning, terse, "
+        return cli_fail(EXIT_USAGE, "'%s' is not a level (error, warning, terse, "
                     "verbose, prolog or 1-5), on, off, echo or noecho", value);
     if (coplog_control(path, subsys, change, (unsigned)level, error) < 0)
-        return fail(EXIT_FAILED, "%s", error);
+        return cli_fail(EXIT_FAILED, "%s", error);
     return 0;
 }
 
@@ -691,7 +729,7 @@ static int parse_size(const char *text, const char *what, uint64_t limit,
         number <<= 20, end++;
     if (end == text || *end != '\0' || errno != 0 || text[0] == '-' ||
         number > limit)
-        return fail(EXIT_USAGE, "%s '%s' is not a size from 0 to %" PRIu64,
+        return cli_fail(EXIT_USAGE, "%s '%s' is not a size from 0 to %" PRIu64,
                     what, text, limit);
     *value = number;
     return 0;
@@ -729,11 +767,11 @@ static int parse_spec_option(char *option, struct coplog_subsys_config *c)
         c->string_bytes = (uint32_t)number;
     } else if (value != NULL && strcmp(option, "level") == 0) {
         if ((level = coplog_level_parse(value)) < 0)
-            return fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
+            return cli_fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
                         "verbose, prolog or 1-5", value);
         c->level = (enum coplog_level)level;
     } else {
-        return fail(EXIT_USAGE, "'%s' is not a subsystem option (records=N, "
+        return cli_fail(EXIT_USAGE, "'%s' is not a subsystem option (records=N, "
                     "cyclic, oneshot, args=N, strings=BYTES, level=L, off, "
                     "echo, shared)", option);
     }
@@ -761,7 +799,7 @@ static int parse_clock(const char *text, enum coplog_clock *clock)
     else if (strcmp(text, "monotonic") == 0)
         *clock = COPLOG_CLOCK_MONOTONIC;
     else
-        return fail(EXIT_USAGE, "clock '%s' is not auto, tsc or monotonic",
+        return cli_fail(EXIT_USAGE, "clock '%s' is not auto, tsc or monotonic",
                     text);
     return 0;
 }
@@ -776,7 +814,7 @@ static int command_create(const char *path, char **specs, int count,
     uint64_t number;
 
     if (count < 1 || count > SPEC_MAX_SUBSYS)
-        return fail(EXIT_USAGE, "create needs 1 to %d subsystem specs",
+        return cli_fail(EXIT_USAGE, "create needs 1 to %d subsystem specs",
                     SPEC_MAX_SUBSYS);
     for (int i = 0; i < count; i++)
         if (parse_spec(specs[i], &subsys[i]) != 0)
@@ -796,7 +834,7 @@ static int command_create(const char *path, char **specs, int count,
     }
     log = coplog_create(path, &config, error);
     if (log == NULL)
-        return fail(EXIT_FAILED, "%s", error);
+        return cli_fail(EXIT_FAILED, "%s", error);
     coplog_close(log);
     return 0;
 }
@@ -815,7 +853,7 @@ static int convert_arg(const char *text, char conversion, union coplog_arg *arg)
     case 'c':
         arg->i = (unsigned char)text[0];
         return text[0] != '\0' && text[1] == '\0' ? 0 :
-               fail(EXIT_USAGE, "argument '%s' for %%c is not one character",
+               cli_fail(EXIT_USAGE, "argument '%s' for %%c is not one character",
                     text);
     case 'o': case 'u': case 'x': case 'X':
         arg->u = strtoull(text, &end, 0);
@@ -833,10 +871,10 @@ static int convert_arg(const char *text, char conversion, union coplog_arg *arg)
         arg->u = strtoull(text, &end, 16);
         break;
     default:
-        return fail(EXIT_USAGE, "conversion %%%c is not supported", conversion);
+        return cli_fail(EXIT_USAGE, "conversion %%%c is not supported", conversion);
     }
     if (end == text || *end != '\0' || errno != 0)
-        return fail(EXIT_USAGE, "argument '%s' for %%%c is not a number", text,
+        return cli_fail(EXIT_USAGE, "argument '%s' for %%%c is not a number", text,
                     conversion);
     return 0;
 }
@@ -845,9 +883,9 @@ static int write_refused(struct coplog *log, int subsys, int level,
                          const char *name)
 {
     if (!coplog_wants(log, (unsigned)subsys, (unsigned)level))
-        return fail(EXIT_FAILED, "subsystem %s is off or keeps no %s records "
+        return cli_fail(EXIT_FAILED, "subsystem %s is off or keeps no %s records "
                     "(see coplog stat)", name, coplog_level_name((unsigned)level));
-    return fail(EXIT_FAILED, "subsystem %s refused the record: its one-shot "
+    return cli_fail(EXIT_FAILED, "subsystem %s refused the record: its one-shot "
                 "ring is full", name);
 }
 
@@ -863,21 +901,21 @@ static int command_write(const char *path, const char *name, char **operands,
     int subsys, status = 0;
 
     if (level < 0)
-        return fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
+        return cli_fail(EXIT_USAGE, "level '%s' is not error, warning, terse, "
                     "verbose, prolog or 1-5", o->level);
     if (count < 1)
-        return fail(EXIT_USAGE, "write needs a FORMAT");
+        return cli_fail(EXIT_USAGE, "write needs a FORMAT");
     wanted = message_conversions(operands[0], conversions, COPLOG_MAX_ARGS);
     if (wanted != (unsigned)count - 1 || wanted > COPLOG_MAX_ARGS)
-        return fail(EXIT_USAGE, "format '%s' takes %u arguments, %d given",
+        return cli_fail(EXIT_USAGE, "format '%s' takes %u arguments, %d given",
                     operands[0], wanted, count - 1);
     for (unsigned i = 0; i < wanted; i++)
         if (convert_arg(operands[i + 1], conversions[i], &args[i]) != 0)
             return EXIT_USAGE;
     if ((log = coplog_open(path, error)) == NULL)
-        return fail(EXIT_FAILED, "%s", error);
+        return cli_fail(EXIT_FAILED, "%s", error);
     if ((subsys = coplog_subsys(log, name)) < 0)
-        status = fail(EXIT_USAGE, "%s: no subsystem '%s'", path, name);
+        status = cli_fail(EXIT_USAGE, "%s: no subsystem '%s'", path, name);
     else if (coplog_write_array(log, (unsigned)subsys, (unsigned)level,
                                 operands[0], args, wanted) == 0)
         status = write_refused(log, subsys, level, name);
@@ -897,7 +935,7 @@ static int run(const char *command, int argc, char **argv)
     if (status != 0)
         return status;
     if (operands < 1)
-        return fail(EXIT_USAGE, "%s needs a FILE; see coplog %s --help",
+        return cli_fail(EXIT_USAGE, "%s needs a FILE; see coplog %s --help",
                     command, command);
     if (strcmp(command, "dump") == 0 && operands == 1)
         return command_dump(operand[0], &o);
@@ -912,25 +950,21 @@ static int run(const char *command, int argc, char **argv)
     if (strcmp(command, "write") == 0 && operands >= 2)
         return command_write(operand[0], operand[1], operand + 2,
                              operands - 2, &o);
-    return fail(EXIT_USAGE, "wrong operands for %s; see coplog %s --help",
+    return cli_fail(EXIT_USAGE, "wrong operands for %s; see coplog %s --help",
                 command, command);
 }
 
 int main(int argc, char **argv)
 {
-    static const char *const commands[] = {
-        "dump", "tail", "stat", "set", "create", "write"
-    };
-
     if (argc < 2)
-        return fail(EXIT_USAGE, "a command is needed; see coplog --help");
+        return cli_fail(EXIT_USAGE, "a command is needed; see coplog --help");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(manual, stdout);
+        print_manual();
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i]) == 0)
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(argv[1], command_docs[i].name) == 0)
             return run(argv[1], argc - 1, argv + 1);
-    return fail(EXIT_USAGE, "'%s' is not a command (dump, tail, stat, set, "
+    return cli_fail(EXIT_USAGE, "'%s' is not a command (dump, tail, stat, set, "
                 "create, write); see coplog --help", argv[1]);
 }

@@ -43,8 +43,10 @@
  *         ... coplog_event_format(&event, text, sizeof text) ...
  *     coplog_reader_close(r);
  *
- * Functions that can fail return NULL or -1 and, where they take an error
- * buffer, leave one line there naming the thing and the reason.
+ * A writer handle may be used by any number of threads, and by a child
+ * after fork(); a reader by one thread at a time.  Functions that can fail
+ * return NULL or -1 and, where they take an error buffer, leave one line
+ * there naming the thing and the reason.
  */
 #ifndef COPROF_COPLOG_H
 #define COPROF_COPLOG_H
@@ -127,7 +129,8 @@ struct coplog *coplog_create(const char *path, const struct coplog_config *confi
 /* Opens an existing log for writing, e.g. from another process. */
 struct coplog *coplog_open(const char *path, char error[COPLOG_ERROR_MAX]);
 
-/* Adds a last calibration pair and unmaps.  The records stay in the file. */
+/* Adds a calibration pair if one is due, and unmaps.  The records stay in
+ * the file. */
 void coplog_close(struct coplog *log);
 
 /* The index of the subsystem called name, or -1. */
@@ -190,8 +193,9 @@ static inline bool coplog_wants(const struct coplog *log, unsigned subsys,
         return false;
     control = atomic_load_explicit(&gates->control[subsys],
                                    memory_order_relaxed);
+    /* level - 1 wraps for level 0, which is never kept. */
     return (control & COPLOG_CONTROL_ENABLED) &&
-           level <= (control & COPLOG_CONTROL_LEVEL);
+           level - 1 < (control & COPLOG_CONTROL_LEVEL);
 }
 
 /* What COPLOG() calls.  Returns the record's order, or 0 when nothing was

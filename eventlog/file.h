@@ -25,9 +25,10 @@ int log_file_create(struct log_file *file, const char *path,
                     const struct coplog_config *config, char *error);
 
 /* Maps an existing file and checks every size and offset in its header and
- * descriptors, so that later accesses stay inside the mapping.  A writer's
- * mapping is populated up front, so its first records take no page faults;
- * LOG_FILE_CONTROL maps for writing the control words only. */
+ * descriptors, so that later accesses stay inside the mapping.  Readers'
+ * and writers' mappings are populated up front (no page fault per page
+ * later, which costs microseconds in a VM); LOG_FILE_CONTROL maps for
+ * writing the control words only. */
 enum log_file_access { LOG_FILE_READ, LOG_FILE_WRITE, LOG_FILE_CONTROL };
 
 int log_file_map(struct log_file *file, const char *path,

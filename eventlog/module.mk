@@ -9,7 +9,7 @@ $(COPLOG_LIB): $(COPLOG_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/coplog: $(OBJ)/eventlog/coplog.o $(COPLOG_LIB)
+$(BIN)/coplog: $(OBJ)/eventlog/coplog.o $(OBJ)/sdk/cli.o $(COPLOG_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
@@ -38,3 +38,30 @@ $(TESTBIN)/test-eventlog-corrupt: $(OBJ)/eventlog/test-eventlog-corrupt.o \
 
 GTESTS += $(TESTBIN)/test-eventlog $(TESTBIN)/test-eventlog-stress \
 	$(TESTBIN)/test-eventlog-corrupt
+PYTESTS += eventlog/test_coplog.py
+
+# `make fuzz`: the reader under libFuzzer, ASan and UBSan, for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+EVENTLOG_FUZZ := $(BUILD)/fuzz/fuzz-coplog-reader
+EVENTLOG_CORPUS := $(BUILD)/fuzz/eventlog-corpus
+
+$(EVENTLOG_FUZZ): eventlog/fuzz-coplog-reader.c $(COPLOG_OBJS:$(OBJ)/%.o=%.c)
+	@mkdir -p $(@D)
+	$(call say,CLANG,$@)clang -std=gnu11 -g -O1 $(CPPFLAGS) \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$^ -o $@
+
+$(EVENTLOG_CORPUS)/seed.coplog: $(BIN)/coplog
+	@mkdir -p $(@D)
+	$(Q)$(BIN)/coplog create $@ SCHED,records=4 APP,records=2,oneshot,args=12 \
+		--formats 16 --format-bytes 512
+	$(Q)$(BIN)/coplog write $@ SCHED 'bind %u ctx %d at %.2f %s' 1 2 3.5 text
+	$(Q)$(BIN)/coplog write $@ APP '%p %c %lld %x' 0x10 Z 7 255
+
+.PHONY: fuzz-eventlog
+fuzz-eventlog: $(EVENTLOG_FUZZ) $(EVENTLOG_CORPUS)/seed.coplog
+	$(EVENTLOG_FUZZ) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		-rss_limit_mb=2048 -artifact_prefix=$(BUILD)/fuzz/ \
+		-print_final_stats=1 $(EVENTLOG_CORPUS)
+
+FUZZ_RUNS += fuzz-eventlog

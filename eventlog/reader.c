@@ -3,8 +3,10 @@
  *
  * The global order of records is their raw clock, with ties broken by
  * (subsystem, ring, position): a total order that every reader sees the
- * same.  A reader gathers records in batches ("refills") and returns them
- * one at a time in that order.
+ * same.  A reader gathers the keys (clock, ring, position) of readable
+ * records in batches ("refills"), sorts them, and returns the records one at
+ * a time in that order, copying each out of the file when it returns it (a
+ * record overwritten meanwhile is counted as missed).
  *
  * Reading a slot is a seqlock read: the commit word must say "done at the
  * expected position" before and after the words are copied, else the record
@@ -31,7 +33,8 @@
  * 1 s) is counted as unfinished and no longer holds W back (its writer was
  * killed, or stopped); should it commit later, it is counted as late.
  * Records at or above W stay unsettled and are read again by the next
- * refill.  W only grows; coplog_reader_position() returns it.
+ * refill.  W only grows; coplog_reader_position() returns it.  A refill
+ * needs 24 bytes of memory per record it finds readable.
  *
  * READ_ALL refills (post-mortem) return everything committed and count
  * pending positions as unfinished at once.
@@ -54,8 +57,7 @@
 #define MARK_SPACING        32          /* marks per stall time */
 #define SKEW_MARGIN_NS      100000u
 #define DEFAULT_STALL_NS    1000000000u
-#define BATCH_MAX           65536
-#define NO_TEXT             UINT32_MAX
+#define TEXT_BYTES          (LAYOUT_STRING_MAX + 1)
 
 struct reader_ring {
     unsigned subsys;
@@ -85,11 +87,6 @@ struct candidate {
     uint64_t position;
 };
 
-struct batch_event {
-    struct coplog_event event;
-    uint32_t text[COPLOG_MAX_ARGS];     /* offsets in the arena */
-};
-
 struct cached_format {
     char *text;
     uint64_t kinds;
@@ -107,12 +104,9 @@ struct coplog_reader {
     uint64_t since, watermark, stall_ns;
     struct mark marks[MARKS];
     unsigned mark_count, mark_newest;
-    struct candidate *candidates;
-    size_t candidate_count, candidate_capacity;
-    struct batch_event *batch;
-    size_t batch_count, batch_next;
-    char *arena;
-    size_t arena_used, arena_capacity;
+    struct candidate *candidates;       /* the batch, sorted */
+    size_t candidate_count, candidate_capacity, candidate_next;
+    char texts[COPLOG_MAX_ARGS][TEXT_BYTES];   /* the last event's strings */
     struct cached_format *formats;      /* format_slots + 1 */
     struct coplog_read_counts counts;
 };
@@ -179,8 +173,6 @@ void coplog_reader_close(struct coplog_reader *reader)
     free(reader->formats);
     free(reader->rings);
     free(reader->candidates);
-    free(reader->batch);
-    free(reader->arena);
     log_file_unmap(&reader->file);
     free(reader);
 }
@@ -224,7 +216,7 @@ static void reader_restart(struct coplog_reader *reader)
             memset(ring->settled, 0, (ring->mask + 1 + 7) / 8);
     }
     reader->mark_count = 0;
-    reader->batch_count = reader->batch_next = 0;
+    reader->candidate_count = reader->candidate_next = 0;
     reader->watermark = reader->since;
     memset(&reader->counts, 0, sizeof reader->counts);
 }
@@ -560,8 +552,8 @@ static int candidate_compare(const void *a, const void *b)
     return (x->position > y->position) - (x->position < y->position);
 }
 
-/* Keeps the candidates below limit, sorted, at most BATCH_MAX of them cut
- * between two clocks; returns the watermark they reach. */
+/* Keeps the candidates below limit, sorted; returns the watermark they
+ * reach. */
 static uint64_t candidates_select(struct coplog_reader *reader, uint64_t limit,
                                   bool final)
 {
@@ -571,21 +563,12 @@ static uint64_t candidates_select(struct coplog_reader *reader, uint64_t limit,
     for (size_t i = 0; i < reader->candidate_count; i++)
         if (reader->candidates[i].clock < limit)
             reader->candidates[kept++] = reader->candidates[i];
-    qsort(reader->candidates, kept, sizeof *reader->candidates,
-          candidate_compare);
-    reach = final ? (kept ? reader->candidates[kept - 1].clock + 1 : 0) : limit;
-    if (kept > BATCH_MAX) {
-        size_t cut = BATCH_MAX;
-        uint64_t clock = reader->candidates[cut].clock;
-
-        while (cut > 0 && reader->candidates[cut - 1].clock == clock)
-            cut--;
-        if (cut > 0) {
-            kept = cut;
-            reach = clock;
-        }
-    }
+    if (kept > 1)
+        qsort(reader->candidates, kept, sizeof *reader->candidates,
+              candidate_compare);
     reader->candidate_count = kept;
+    reader->candidate_next = 0;
+    reach = final ? (kept ? reader->candidates[kept - 1].clock + 1 : 0) : limit;
     return reach > reader->watermark ? reach : reader->watermark;
 }
 
@@ -610,58 +593,34 @@ static const struct cached_format *format_get(struct coplog_reader *reader,
     return cached;
 }
 
-/* Copies bytes into the arena; returns their offset or NO_TEXT. */
-static uint32_t arena_add(struct coplog_reader *reader, const char *bytes,
-                          size_t length)
+/* Puts a marker in place of a string argument's text. */
+static const char *text_marker(char *text, const char *marker)
 {
-    uint32_t offset;
-
-    if (reader->arena_used + length + 1 > reader->arena_capacity) {
-        size_t capacity = reader->arena_capacity ? reader->arena_capacity : 4096;
-        char *grown;
-
-        while (capacity < reader->arena_used + length + 1)
-            capacity *= 2;
-        if (capacity > UINT32_MAX || (grown = realloc(reader->arena,
-                                                      capacity)) == NULL)
-            return NO_TEXT;
-        reader->arena = grown;
-        reader->arena_capacity = capacity;
-    }
-    offset = (uint32_t)reader->arena_used;
-    memcpy(reader->arena + offset, bytes, length);
-    reader->arena[offset + length] = '\0';
-    reader->arena_used += length + 1;
-    return offset;
+    snprintf(text, TEXT_BYTES, "%s", marker);
+    return text;
 }
 
-static uint32_t arena_marker(struct coplog_reader *reader, const char *marker)
-{
-    return arena_add(reader, marker, strlen(marker));
-}
-
-/* The text of a string argument, copied out of the ring's string area while
- * it is known not to have been overwritten. */
-static uint32_t string_resolve(struct coplog_reader *reader,
-                               const struct reader_ring *ring, uint64_t ref)
+/* The text of a string argument, copied into text out of the ring's string
+ * area while it is known not to have been overwritten. */
+static const char *string_resolve(const struct reader_ring *ring, uint64_t ref,
+                                  char *text)
 {
     const struct layout_ring *counters = ring->counters;
     uint64_t area = ring->desc->strings_bytes;
     uint64_t offset = string_ref_offset(ref), length = string_ref_length(ref);
     uint64_t chunk = string_chunk_bytes(length), head;
-    char text[LAYOUT_STRING_MAX + 8];
 
     if (ref == STRING_NULL)
-        return arena_marker(reader, "(null)");
+        return text_marker(text, "(null)");
     if (ref == STRING_LOST)
-        return arena_marker(reader, "<string lost>");
+        return text_marker(text, "<string lost>");
     head = atomic_load_explicit(&counters->strings_head, memory_order_acquire);
     if (area == 0 || length > LAYOUT_STRING_MAX || chunk > area ||
         offset % 8 != 0 || offset + chunk > head ||
         (ring->oneshot && offset + chunk > area))
-        return arena_marker(reader, "<bad string>");
+        return text_marker(text, "<bad string>");
     if (!ring->oneshot && head > offset + area)
-        return arena_marker(reader, "<string overwritten>");
+        return text_marker(text, "<string overwritten>");
     for (uint64_t done = 0; done < chunk; done += 8) {
         uint64_t word = atomic_load_explicit(
             &ring->strings[((offset + done) % area) / 8], memory_order_relaxed);
@@ -670,20 +629,20 @@ static uint32_t string_resolve(struct coplog_reader *reader,
     atomic_thread_fence(memory_order_acquire);
     head = atomic_load_explicit(&counters->strings_head, memory_order_relaxed);
     if (!ring->oneshot && head > offset + area)
-        return arena_marker(reader, "<string overwritten>");
-    return arena_add(reader, text, strnlen(text, length));
+        return text_marker(text, "<string overwritten>");
+    text[length] = '\0';
+    return text;
 }
 
 static void event_decode(struct coplog_reader *reader,
                          const struct reader_ring *ring, uint64_t position,
-                         const uint64_t *words, struct batch_event *out)
+                         const uint64_t *words, struct coplog_event *event)
 {
-    struct coplog_event *event = &out->event;
     uint64_t identity = words[RECORD_IDENTITY];
     uint64_t origin = words[RECORD_ORIGIN];
     const struct cached_format *format;
 
-    memset(out, 0, sizeof *out);
+    memset(event, 0, sizeof *event);
     event->order = words[RECORD_CLOCK];
     event->time_ns = clock_map_ns(&reader->clock, event->order);
     event->subsys = ring->subsys;
@@ -702,31 +661,21 @@ static void event_decode(struct coplog_reader *reader,
     format = format_get(reader, event->format_id);
     event->format = format != NULL ? format->text : NULL;
     event->format_nargs = format != NULL ? format->wanted : 0;
-    for (unsigned i = 0; i < COPLOG_MAX_ARGS; i++) {
-        out->text[i] = NO_TEXT;
-        if (i >= event->nargs)
-            continue;
+    for (unsigned i = 0; i < event->nargs; i++) {
         event->args[i] = words[RECORD_ARGS + i];
-        if (format != NULL && message_kind_at(format->kinds, i) == ARG_STRING &&
-            i < message_kinds_count(format->kinds))
-            out->text[i] = string_resolve(reader, ring, event->args[i]);
+        if (format != NULL && i < message_kinds_count(format->kinds) &&
+            message_kind_at(format->kinds, i) == ARG_STRING)
+            event->strings[i] = string_resolve(ring, event->args[i],
+                                               reader->texts[i]);
     }
 }
 
-/* Copies the selected candidates into the batch. */
-static int batch_fill(struct coplog_reader *reader)
+/* Returns the next record of the batch, copied now; false when the batch
+ * is used up. */
+static bool batch_next(struct coplog_reader *reader, struct coplog_event *event)
 {
-    struct batch_event *batch = realloc(reader->batch,
-                                        (reader->candidate_count + 1) *
-                                        sizeof *batch);
-
-    if (batch == NULL)
-        return -1;
-    reader->batch = batch;
-    reader->batch_count = reader->batch_next = 0;
-    reader->arena_used = 0;
-    for (size_t i = 0; i < reader->candidate_count; i++) {
-        const struct candidate *c = &reader->candidates[i];
+    while (reader->candidate_next < reader->candidate_count) {
+        const struct candidate *c = &reader->candidates[reader->candidate_next++];
         struct reader_ring *ring = &reader->rings[c->ring];
         uint64_t words[RECORD_ARGS + COPLOG_MAX_ARGS];
 
@@ -736,10 +685,11 @@ static int batch_fill(struct coplog_reader *reader)
             reader->counts.missed++;
             continue;
         }
-        event_decode(reader, ring, c->position, words,
-                     &batch[reader->batch_count++]);
+        event_decode(reader, ring, c->position, words, event);
+        reader->counts.delivered++;
+        return true;
     }
-    return 0;
+    return false;
 }
 
 /* One refill: see the top of the file. */
@@ -757,17 +707,15 @@ static int refill(struct coplog_reader *reader, bool final)
     for (unsigned i = 0; i < reader->ring_count; i++) {
         struct reader_ring *ring = &reader->rings[i];
 
-        if (ring_wanted(reader, ring) && scan_ring(reader, ring, now, final) < 0)
+        if (!ring_wanted(reader, ring))
+            continue;
+        ring_advance(ring);
+        if (scan_ring(reader, ring, now, final) < 0)
             return reader_fail(reader, "out of memory");
     }
     reader->watermark = candidates_select(reader, final ? UINT64_MAX
                                                         : live_limit(reader, now),
                                           final);
-    if (batch_fill(reader) < 0)
-        return reader_fail(reader, "out of memory");
-    for (unsigned i = 0; i < reader->ring_count; i++)
-        if (ring_wanted(reader, &reader->rings[i]))
-            ring_advance(&reader->rings[i]);
     mark_push(reader, now);
     return 0;
 }
@@ -775,21 +723,11 @@ static int refill(struct coplog_reader *reader, bool final)
 int coplog_reader_next(struct coplog_reader *reader, struct coplog_event *event,
                        unsigned flags)
 {
-    struct batch_event *next;
-
-    if (reader->batch_next == reader->batch_count) {
-        if (refill(reader, flags & COPLOG_READ_ALL) < 0)
-            return -1;
-        if (reader->batch_count == 0)
-            return 0;
-    }
-    next = &reader->batch[reader->batch_next++];
-    *event = next->event;
-    for (unsigned i = 0; i < COPLOG_MAX_ARGS; i++)
-        event->strings[i] = next->text[i] == NO_TEXT ? NULL
-                                                     : reader->arena + next->text[i];
-    reader->counts.delivered++;
-    return 1;
+    if (batch_next(reader, event))
+        return 1;
+    if (refill(reader, flags & COPLOG_READ_ALL) < 0)
+        return -1;
+    return batch_next(reader, event) ? 1 : 0;
 }
 
 /* ------------------------------------------------------------- events */

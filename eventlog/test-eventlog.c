@@ -253,6 +253,7 @@ static void test_levels(void)
     g_assert_true(coplog_wants(log, SCHED, COPLOG_VERBOSE));
     g_assert_false(coplog_wants(log, SCHED, COPLOG_PROLOG));
     g_assert_false(coplog_wants(log, 7, COPLOG_ERROR));
+    g_assert_false(coplog_wants(log, SCHED, 0));
     g_assert_false(coplog_wants(NULL, SCHED, COPLOG_ERROR));
     COPLOG(NULL, SCHED, COPLOG_ERROR, "nowhere %d", side_effect(0));
 
@@ -519,11 +520,45 @@ static void check_clock(enum coplog_clock clock, uint64_t tolerance_ns)
         uint64_t order = event_at(events, 50)->event.order;
         uint64_t back = coplog_reader_ns_order(reader,
                             coplog_reader_order_ns(reader, order));
-        g_assert_cmpuint(info.calibrations, >=, 3);
+        g_assert_cmpuint(info.calibrations, >=, 2);
         g_assert_cmpfloat(fabs((double)back - (double)order), <,
                           info.clock_hz * 1e-8);
     }
     coplog_reader_close(reader);
+    g_array_unref(events);
+    g_free(path);
+}
+
+/* A writer adds a calibration pair once a second has passed. */
+static void test_clock_calibration_schedule(void)
+{
+    static const struct coplog_subsys_config config[] = {
+        { .name = "T", .capacity = 16 },
+    };
+    struct coplog_config log_config = { .subsys = config, .subsys_count = 1,
+                                        .clock = COPLOG_CLOCK_TSC };
+    char *path = test_path("schedule");
+    char error[COPLOG_ERROR_MAX];
+    struct coplog *log = coplog_create(path, &log_config, error);
+    struct coplog_reader *reader;
+    struct coplog_file_info info;
+    uint64_t before, after;
+    GArray *events;
+
+    g_assert_nonnull(log);
+    COPLOG(log, 0, COPLOG_TERSE, "first");
+    g_usleep(1100 * 1000);
+    before = monotonic_ns();
+    COPLOG(log, 0, COPLOG_TERSE, "after a second");
+    after = monotonic_ns();
+    coplog_close(log);
+    reader = test_reader(path);
+    coplog_reader_info(reader, &info);
+    g_assert_cmpuint(info.calibrations, ==, 3);
+    coplog_reader_close(reader);
+    events = test_read_all(path);
+    g_assert_cmpuint(event_at(events, 1)->event.time_ns + 10000, >=, before);
+    g_assert_cmpuint(event_at(events, 1)->event.time_ns, <=, after + 10000);
     g_array_unref(events);
     g_free(path);
 }
@@ -536,8 +571,10 @@ static void test_clock_monotonic(void)
 static void test_clock_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    /* Calibration pairs bracket clock_gettime within about 100 ns. */
-    check_clock(COPLOG_CLOCK_TSC, 2000);
+    /* Calibration pairs bracket clock_gettime within about 100 ns; the
+     * rate from two pairs 2 ms apart is good to some 50 ppm, a microsecond
+     * over this test.  A loaded machine gets ten. */
+    check_clock(COPLOG_CLOCK_TSC, 10000);
 #else
     g_test_skip("no TSC on this architecture");
 #endif
@@ -718,6 +755,10 @@ int main(int argc, char **argv)
     g_test_add_func("/eventlog/strings", test_strings);
     g_test_add_func("/eventlog/clock/monotonic", test_clock_monotonic);
     g_test_add_func("/eventlog/clock/tsc", test_clock_tsc);
+#if defined(__x86_64__) || defined(__i386__)
+    g_test_add_func("/eventlog/clock/calibration-schedule",
+                    test_clock_calibration_schedule);
+#endif
     g_test_add_func("/eventlog/seek-and-select", test_seek_and_select);
     g_test_add_func("/eventlog/live-follow", test_live_follow);
     g_test_add_func("/eventlog/echo", test_echo);

@@ -11,11 +11,11 @@
  * and exits with status 2.
  */
 #include "lfsr/lfsr.h"
+#include "sdk/cli.h"
 
 #include <ctype.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,27 +48,15 @@ static void usage(FILE *out)
         LFSR_PERIOD, DEFAULT_FIFO_DEPTH, LFSR_POLL_MARGIN);
 }
 
-static int fail(const char *format, ...)
-{
-    va_list args;
-
-    fputs("coplfsr: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return EXIT_USAGE;
-}
-
 static int print_value(const char *text)
 {
     uint64_t count;
 
     if (lfsr_parse_count(text, &count) != 0)
-        return fail("count '%s' is not a number: valid counts are 1 to %u",
+        return cli_fail(EXIT_USAGE, "count '%s' is not a number: valid counts are 1 to %u",
                     text, LFSR_PERIOD);
     if (count < 1 || count > LFSR_PERIOD)
-        return fail("count %s is out of range: valid counts are 1 to %u",
+        return cli_fail(EXIT_USAGE, "count %s is out of range: valid counts are 1 to %u",
                     text, LFSR_PERIOD);
     printf("0x%06" PRIx32 "\n", lfsr_value_for_count((uint32_t)count));
     return 0;
@@ -79,10 +67,10 @@ static int print_count(const char *text)
     uint64_t value;
 
     if (lfsr_parse_value(text, &value) != 0)
-        return fail("value '%s' is not a number: valid values are 0x000001 "
+        return cli_fail(EXIT_USAGE, "value '%s' is not a number: valid values are 0x000001 "
                     "to 0xffffff", text);
     if (value < 1 || value > LFSR_MASK)
-        return fail("value %s is out of range: valid values are 0x000001 to "
+        return cli_fail(EXIT_USAGE, "value %s is out of range: valid values are 0x000001 to "
                     "0xffffff (0 disables capture and has no count)", text);
     printf("%" PRIu32 "\n", lfsr_count_for_value((uint32_t)value));
     return 0;
@@ -96,31 +84,31 @@ static int print_rate(const char *period, const char *frequency,
     uint32_t count;
 
     if (clock == NULL)
-        return fail("--clock-hz is needed to turn a period or frequency "
+        return cli_fail(EXIT_USAGE, "--clock-hz is needed to turn a period or frequency "
                     "into cycles");
     if (lfsr_parse_hz(clock, &clock_hz) != 0 || !(clock_hz > 0))
-        return fail("clock '%s' is not a positive frequency such as 1e9 or "
+        return cli_fail(EXIT_USAGE, "clock '%s' is not a positive frequency such as 1e9 or "
                     "800MHz", clock);
     if (depth_text && (lfsr_parse_count(depth_text, &depth) != 0 ||
                        depth < 1 || depth > UINT32_MAX))
-        return fail("FIFO depth '%s' is out of range: valid depths are 1 to "
+        return cli_fail(EXIT_USAGE, "FIFO depth '%s' is out of range: valid depths are 1 to "
                     "%u", depth_text, UINT32_MAX);
 
     double min_s = 1 / clock_hz, max_s = LFSR_PERIOD / clock_hz;
     if (period) {
         if (lfsr_parse_seconds(period, &seconds) != 0)
-            return fail("period '%s' is not a time such as 50us (units ns, "
+            return cli_fail(EXIT_USAGE, "period '%s' is not a time such as 50us (units ns, "
                         "us, ms, s)", period);
         if (lfsr_count_for_period(seconds, clock_hz, &count) != 0)
-            return fail("period %s is out of range: at %g Hz valid periods "
+            return cli_fail(EXIT_USAGE, "period %s is out of range: at %g Hz valid periods "
                         "are %gs to %gs (1 to %u cycles)", period, clock_hz,
                         min_s, max_s, LFSR_PERIOD);
     } else {
         if (lfsr_parse_hz(frequency, &hz) != 0)
-            return fail("frequency '%s' is not a frequency such as 20kHz",
+            return cli_fail(EXIT_USAGE, "frequency '%s' is not a frequency such as 20kHz",
                         frequency);
         if (lfsr_count_for_frequency(hz, clock_hz, &count) != 0)
-            return fail("frequency %s is out of range: at %g Hz valid "
+            return cli_fail(EXIT_USAGE, "frequency %s is out of range: at %g Hz valid "
                         "frequencies are %gHz to %gHz (1 to %u cycles)",
                         frequency, clock_hz, 1 / max_s, 1 / min_s,
                         LFSR_PERIOD);

@@ -1,0 +1,27 @@
+# examples/: coprocessor example programs, built with sdk/cop.mk into
+# build/examples/NAME.elf, and their tests.
+
+include sdk/cop.mk
+
+kernels_SOURCES := examples/kernels/kernels.c
+$(eval $(call cop_program,kernels))
+
+ALL_TARGETS += $(kernels_IMAGE)
+
+overlays_SOURCES := examples/overlays/main.c
+overlays_OVERLAYS := 1:blur 1:crc 1:histogram 2:sieve 2:sort
+overlays_OVERLAY_blur := examples/overlays/blur.c
+overlays_OVERLAY_crc := examples/overlays/crc.c
+overlays_OVERLAY_histogram := examples/overlays/histogram.c
+overlays_OVERLAY_sieve := examples/overlays/sieve.c
+overlays_OVERLAY_sort := examples/overlays/sort.c
+$(eval $(call cop_program,overlays))
+
+ALL_TARGETS += $(overlays_IMAGE)
+
+pipeline_SOURCES := examples/pipeline/pipeline.c
+$(eval $(call cop_program,pipeline))
+
+ALL_TARGETS += $(pipeline_IMAGE)
+
+PYTESTS += examples

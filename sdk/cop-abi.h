@@ -1,0 +1,120 @@
+/*
+ * cop-abi.h — the coprocessor ABI: memory map, devices, boot block, overlay
+ * tables, image note and exit statuses.
+ *
+ * This header is shared by both sides: the host tools (loader, cop-run,
+ * cop-embed, cop-overlays, copsim, the driver) and the coprocessor runtime
+ * built with riscv64-unknown-elf-gcc.  It holds only constants and structs
+ * of fixed-width little-endian 32-bit fields, so it means the same thing on
+ * x86-64 and on RV32.  docs/coprocessor-abi.md explains every item.
+ *
+ * Guest physical memory of qemu-system-riscv32 -M virt (one file of
+ * COP_RAM_SIZE bytes mapped at COP_RAM_BASE, shared with other processes):
+ *
+ *   0x80000000  local store (LS), 256 KiB: code, data, stack, overlay regions
+ *   0x80040000  boot block, 4 KiB: arguments and window addresses
+ *   0x80041000  reserved
+ *   0x80100000  image window, 7 MiB: the whole ELF file, byte for byte
+ *   0x80800000  data window, 6 MiB: shared with the host program
+ *   0x80e00000  reserved, 2 MiB: QEMU copies its device tree here at reset
+ *   0x81000000  end of RAM
+ *
+ * A byte's offset in the RAM file is its guest address - COP_RAM_BASE, so
+ * an LS address A is at file offset A - 0x80000000 (the "LS offset").
+ */
+#ifndef COPROF_COP_ABI_H
+#define COPROF_COP_ABI_H
+
+#include <stdint.h>
+
+/* Guest RAM: one file, mapped by QEMU at COP_RAM_BASE. */
+#define COP_RAM_BASE        0x80000000u
+#define COP_RAM_SIZE        0x01000000u     /* 16 MiB */
+
+/* The local store: everything the coprocessor executes lives here. */
+#define COP_LS_BASE         0x80000000u
+#define COP_LS_SIZE         0x00040000u     /* 256 KiB */
+#define COP_LS_END          (COP_LS_BASE + COP_LS_SIZE)
+
+/* The boot block: written by the loader, read by crt0 (struct below). */
+#define COP_BOOT_BASE       0x80040000u
+#define COP_BOOT_SIZE       0x00001000u     /* 4 KiB */
+
+/* Main memory: the whole ELF image, where overlays are fetched from. */
+#define COP_IMAGE_BASE      0x80100000u
+#define COP_IMAGE_SIZE      0x00700000u     /* 7 MiB: the largest image */
+
+/* Main memory shared with the host program. */
+#define COP_DATA_BASE       0x80800000u
+#define COP_DATA_SIZE       0x00600000u     /* 6 MiB */
+
+/* QEMU writes the device tree at the top of RAM, 2 MiB aligned. */
+#define COP_FDT_BASE        0x80e00000u
+#define COP_FDT_SIZE        0x00200000u
+
+/* Devices of the virt machine. */
+#define COP_UART_BASE       0x10000000u     /* ns16550a console */
+#define COP_UART_THR        0u              /* transmit holding register */
+#define COP_UART_LSR        5u              /* line status register */
+#define COP_UART_LSR_THRE   0x20u           /* transmitter ready */
+#define COP_TEST_BASE       0x00100000u     /* sifive_test: exit device */
+#define COP_TEST_PASS       0x5555u         /* QEMU exits with status 0 */
+#define COP_TEST_FAIL       0x3333u         /* | status << 16: exits with it */
+
+/*
+ * The boot block at COP_BOOT_BASE.  The loader fills it before the program
+ * starts; addresses are guest addresses.  argv_addr points at argc + 1
+ * guest pointers (the last one 0) followed by the NUL-terminated strings,
+ * all inside the block.
+ */
+#define COP_BOOT_MAGIC      0x42504f43u     /* "COPB" */
+#define COP_BOOT_VERSION    1u
+
+struct cop_boot_block {
+    uint32_t magic;         /* COP_BOOT_MAGIC */
+    uint32_t version;       /* COP_BOOT_VERSION */
+    uint32_t image_addr;    /* COP_IMAGE_BASE */
+    uint32_t image_size;    /* bytes of the ELF file placed there */
+    uint32_t data_addr;     /* COP_DATA_BASE */
+    uint32_t data_size;     /* COP_DATA_SIZE */
+    uint32_t argc;
+    uint32_t argv_addr;     /* guest address of argv[0] */
+    uint32_t reserved[8];   /* zero */
+};
+
+#define COP_BOOT_ARGS_OFFSET 64u    /* where argv[] starts in the block */
+
+/*
+ * Overlay tables, with the SPU toolchain's layout.  _ovly_table ..
+ * _ovly_table_end holds one entry per overlay; its 1-based position is the
+ * overlay's index.  _ovly_buf_table .. _ovly_buf_table_end holds one guard
+ * word per overlay region ("buffer"): the index of the overlay loaded there,
+ * 0 for none.
+ */
+struct cop_ovly_entry {
+    uint32_t vma;           /* LS address of the region */
+    uint32_t size;          /* bytes of this overlay */
+    uint32_t file_off;      /* offset of its bytes in the ELF file */
+    uint32_t buf;           /* 1-based region index into _ovly_buf_table */
+};
+
+#define COP_PF_OVERLAY      0x08000000u     /* p_flags bit 27 */
+
+/*
+ * The image's short name: an SHT_NOTE section ".note.cop_name" (also a
+ * PT_NOTE segment) with owner "COPNAME", type NT_COP_NAME, and the name as a
+ * NUL-terminated string of 1 .. COP_NAME_MAX characters [A-Za-z0-9_.-].
+ */
+#define COP_NOTE_SECTION    ".note.cop_name"
+#define COP_NOTE_OWNER      "COPNAME"
+#define NT_COP_NAME         1u
+#define COP_NAME_MAX        63u
+
+/*
+ * Exit statuses the runtime itself uses (a program's own status is 0..255
+ * as on POSIX).  They mirror a host process killed by SIGILL or SIGABRT.
+ */
+#define COP_STATUS_TRAP     132u    /* unhandled trap: fault, illegal insn */
+#define COP_STATUS_FATAL    134u    /* runtime error: bad overlay call, ... */
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * cop-run — run one coprocessor image standalone under qemu-system-riscv32.
+ *
+ *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
+ *           IMAGE [ARGS...]
+ *
+ * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
+ * anonymous one), places the image and the arguments {IMAGE, ARGS...} in it
+ * with the loader library, copies D to the start of the data window, and
+ * runs QEMU with the UART on standard output.
+ * Its exit status is the program's; its own failures exit with 125, a QEMU
+ * that cannot run with 126 (127 when not installed), as env(1) does.
+ *
+ * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
+ * entry in long_options, one case in parse_options and one line in usage().
+ */
+#include "sdk/cli.h"
+#include "sdk/loader.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_RUN_FAILED   125
+#define EXIT_CANNOT_EXEC  126
+#define EXIT_NOT_FOUND    127
+
+struct run_options {
+    const char *ram_file;           /* NULL: anonymous RAM */
+    const char *data_file;          /* NULL: the data window starts zeroed */
+    const char *qemu;               /* NULL: qemu-system-riscv32 */
+    struct cop_argv qemu_args;      /* appended to the QEMU command */
+    const char *image;
+    int argc;                       /* the program's argv, IMAGE first */
+    char **argv;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: cop-run [OPTIONS] IMAGE [ARGS...]\n"
+        "\n"
+        "Runs the coprocessor image IMAGE (an ELF file built with sdk/cop.mk)\n"
+        "under qemu-system-riscv32 -M virt, with argv = {IMAGE, ARGS...}.\n"
+        "The program's console goes to standard output and its exit status\n"
+        "becomes cop-run's.  cop-run's own errors exit with 125; a QEMU that\n"
+        "cannot run exits with 126, or 127 when it is not installed.\n"
+        "\n"
+        "  -r, --ram-file F    use the file F as guest RAM and keep it after\n"
+        "                      the run, to read the local store and the\n"
+        "                      overlay guard words (default: an anonymous\n"
+        "                      file)\n"
+        "  -d, --data-file D   copy the file D to the start of the data\n"
+        "                      window (at most 6 MiB), as a host program\n"
+        "                      would\n"
+        "  -q, --qemu PROG     the QEMU program (default qemu-system-riscv32)\n"
+        "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
+        "                      for several arguments\n"
+        "  -h, --help          show this help\n"
+        "\n"
+        "docs/coprocessor-abi.md describes the memory map and the boot block\n"
+        "through which the arguments reach main().\n");
+}
+
+/* Returns -1 to go on, or an exit status. */
+static int parse_options(int argc, char **argv, struct run_options *opts)
+{
+    static const struct option long_options[] = {
+        {"ram-file", required_argument, NULL, 'r'},
+        {"data-file", required_argument, NULL, 'd'},
+        {"qemu", required_argument, NULL, 'q'},
+        {"qemu-arg", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:h", long_options,
+                            NULL)) != -1) {
+        switch (c) {
+        case 'r':
+            opts->ram_file = optarg;
+            break;
+        case 'd':
+            opts->data_file = optarg;
+            break;
+        case 'q':
+            opts->qemu = optarg;
+            break;
+        case 'a':
+            if (cop_argv_add(&opts->qemu_args, optarg) < 0)
+                return cli_fail(EXIT_RUN_FAILED, "out of memory");
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_RUN_FAILED;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return EXIT_RUN_FAILED;
+    }
+    opts->image = argv[optind];
+    opts->argc = argc - optind;
+    opts->argv = argv + optind;
+    return -1;
+}
+
+static int build_command(const struct run_options *opts,
+                         const struct cop_ram *ram, struct cop_argv *command)
+{
+    struct cop_qemu_options qemu = {
+        .program = opts->qemu, .ram_path = ram->path, .console = NULL,
+    };
+
+    if (cop_qemu_command(command, &qemu) < 0)
+        return -1;
+    for (size_t i = 0; i < opts->qemu_args.argc; i++)
+        if (cop_argv_add(command, opts->qemu_args.argv[i]) < 0)
+            return -1;
+    return 0;
+}
+
+static int run_qemu(const struct cop_argv *command)
+{
+    struct cop_error err;
+    pid_t pid;
+    int status;
+
+    if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
+        return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
+                        "%s", err.message);
+    switch (cop_qemu_wait(pid, &status, &err)) {
+    case 0:
+        return status;
+    case 1:
+        cli_fail(0, "%s", err.message);
+        return status;
+    default:
+        return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
+    }
+}
+
+/* Copies the data file, if any, to the start of the data window. */
+static int fill_data_window(const struct run_options *opts, struct cop_ram *ram,
+                            struct cop_error *err)
+{
+    unsigned char *bytes;
+    size_t size;
+
+    if (!opts->data_file)
+        return 0;
+    bytes = cop_read_file(opts->data_file, COP_DATA_SIZE, &size, err);
+    if (!bytes)
+        return -1;
+    memcpy(cop_ram_at(ram, COP_DATA_BASE, size), bytes, size);
+    free(bytes);
+    return 0;
+}
+
+static int run(const struct run_options *opts)
+{
+    struct cop_image image;
+    struct cop_ram ram;
+    struct cop_argv command;
+    struct cop_error err;
+    int status;
+
+    if (cop_image_read(opts->image, &image, &err) < 0)
+        return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
+    if (cop_ram_create(&ram, opts->ram_file, &err) < 0) {
+        cop_image_release(&image);
+        return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
+    }
+    cop_argv_init(&command);
+    if (cop_ram_load(&ram, &image, opts->argc, opts->argv, &err) < 0 ||
+        fill_data_window(opts, &ram, &err) < 0)
+        status = cli_fail(EXIT_RUN_FAILED, "%s", err.message);
+    else if (build_command(opts, &ram, &command) < 0)
+        status = cli_fail(EXIT_RUN_FAILED, "out of memory");
+    else
+        status = run_qemu(&command);
+    cop_argv_free(&command);
+    cop_ram_close(&ram);
+    cop_image_release(&image);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct run_options opts = {0};
+    int status;
+
+    cop_argv_init(&opts.qemu_args);
+    status = parse_options(argc, argv, &opts);
+    if (status < 0)
+        status = run(&opts);
+    cop_argv_free(&opts.qemu_args);
+    return status;
+}

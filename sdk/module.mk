@@ -1,0 +1,54 @@
+# sdk/: the loader library, the host tools, the coprocessor runtime (through
+# cop.mk), small coprocessor test programs, and the tests.
+
+include sdk/cop.mk
+
+COPLOADER_LIB := $(LIB)/libcoploader.a
+
+$(COPLOADER_LIB): $(OBJ)/sdk/image.o $(OBJ)/sdk/loader.o $(OBJ)/sdk/qemu.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
+
+$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
+
+$(BIN)/cop-overlays: $(OBJ)/sdk/cop-overlays.o $(OBJ)/sdk/cli.o \
+                     $(COPLOADER_LIB)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(ELF_LIBS) -o $@
+
+$(OBJ)/sdk/cop-overlays.o: CFLAGS += $(ELF_CFLAGS)
+
+$(TESTBIN)/test-loader: $(OBJ)/sdk/test-loader.o $(COPLOADER_LIB)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+$(OBJ)/sdk/test-loader.o: CFLAGS += $(GLIB_CFLAGS)
+
+# Coprocessor programs that exercise the runtime (sdk/tests/).
+runtime_probe_SOURCES := sdk/tests/runtime-probe.c
+runtime_probe_NAME := runtime-probe
+runtime_probe_OUT := $(TESTBIN)/cop/runtime-probe.elf
+overlay_calls_SOURCES := sdk/tests/overlay-calls.c
+overlay_calls_OVERLAYS := 1:left 1:right 2:other
+overlay_calls_OVERLAY_left := sdk/tests/overlay-left.c
+overlay_calls_OVERLAY_right := sdk/tests/overlay-right.c
+overlay_calls_OVERLAY_other := sdk/tests/overlay-other.c
+overlay_calls_NAME := overlay-calls
+overlay_calls_OUT := $(TESTBIN)/cop/overlay-calls.elf
+$(eval $(call cop_program,runtime_probe))
+$(eval $(call cop_program,overlay_calls))
+
+ALL_TARGETS += $(COPLOADER_LIB) $(BIN)/cop-run $(BIN)/cop-embed \
+               $(BIN)/cop-overlays $(COP_RUNTIME_LIB) \
+               $(runtime_probe_IMAGE) $(overlay_calls_IMAGE)
+GTESTS += $(TESTBIN)/test-loader
+PYTESTS += sdk/tests
+INSTALL_BINS += $(BIN)/cop-run $(BIN)/cop-embed $(BIN)/cop-overlays
+INSTALL_LIBS += $(COPLOADER_LIB)
+INSTALL_HEADERS += sdk/cop-abi.h sdk/cop-handle.h sdk/image.h sdk/loader.h
