@@ -287,13 +287,13 @@ static double time_full(const struct stream *s, const char *dir,
     for (size_t at = 0; at < s->length; at += PIECE) {
         recorder_feed(r, s->bytes + at, MIN(PIECE, s->length - at));
         if (now() - last_flush >= 1.0) {
-            if (recorder_flush(r, &error) != 0)
+            if (recorder_flush(r, "timer", &error) != 0)
                 die(error->message);
             last_flush = now();
         }
     }
     recorder_finish(r);
-    if (recorder_flush(r, &error) != 0)
+    if (recorder_flush(r, "end", &error) != 0)
         die(error->message);
     double seconds = now() - begin;
     session_get_totals(recorder_session(r), totals);
