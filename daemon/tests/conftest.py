@@ -27,6 +27,18 @@ def test_image(build_dir):
 
 
 @pytest.fixture(scope="session")
+def example_image(build_dir):
+    """example_image(NAME) is build/examples/NAME.elf, an SDK example
+    program (examples/README.md)."""
+    def path(name):
+        p = os.path.join(build_dir, "examples", name + ".elf")
+        if not os.path.exists(p):
+            pytest.fail("%s is not built: run make" % p)
+        return p
+    return path
+
+
+@pytest.fixture(scope="session")
 def coprofd(coprof_bin):
     """coprofd(*ARGS, **kw) runs build/bin/coprofd to its end and returns
     the CompletedProcess (text output)."""

@@ -91,7 +91,7 @@ class Writer:
 
 class Resolver:
     """Where an LS address lies under a guard state, and its candidates,
-    from copovl (cached)."""
+    from copovl (cached); info() reads an image's layout."""
 
     def __init__(self, copovl):
         self.copovl = copovl
@@ -138,6 +138,9 @@ class Resolver:
             self.cache[key] = found
         return self.cache[key]
 
+    def info(self, path):
+        return image_info(self.copovl, path)
+
     def region_of(self, image, address, regions):
         """The 1-based region of an address (0 outside regions)."""
         line = self._run("resolve", "--guards", ",".join(["0"] * regions),
@@ -148,22 +151,70 @@ class Resolver:
 
 # ---- a simulated run -------------------------------------------------------
 
-# Guard values each region of overlays.elf takes (0-based regions).
-REGION_GUARDS = {0: (1, 2, 3, 0), 1: (4, 5)}
-# LS addresses samples are drawn from: resident code, region 1 (in every
-# overlay, in overlays 2-3 only, in 2 only), region 2, a gap.
-ADDRESSES = (0x000, 0x010, 0x100, 0x114, 0x118, 0x150, 0x1c0, 0x1c8, 0x1ec,
-             0x20c, 0x800)
+LS_BASE = 0x80000000
+
+
+class ImageInfo:
+    """What a simulation needs of an image: its path, its overlay regions
+    with the guard values each may take (its overlays' indexes and 0), and
+    LS addresses worth sampling."""
+
+    def __init__(self, path, guard_choices, addresses):
+        self.path = path
+        self.guard_choices = guard_choices      # [(guard, ...)] by region
+        self.regions = len(guard_choices)
+        self.addresses = addresses
+
+
+def layout_of_overlay_test_image(path):
+    """overlay/'s test image overlays.elf, whose layout is known
+    (overlay/tests/overlay-test.ld): resident code, region 1 with overlays
+    1-3 (0x114: in all three, 0x150: in 2 and 3, 0x1c0: in 2 only),
+    region 2 with overlays 4-5, an unused region 3, a gap at 0x800."""
+    return ImageInfo(path, [(1, 2, 3, 0), (4, 5), (0,)],
+                     (0x000, 0x010, 0x100, 0x114, 0x118, 0x150, 0x1c0, 0x1c8,
+                      0x1ec, 0x20c, 0x800))
+
+
+def image_info(copovl, path):
+    """An ImageInfo read with `copovl info`: the edges and middles of every
+    resident segment, region and overlay, and an address in no segment."""
+    out = subprocess.run([copovl, "info", path], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    fields = [dict(w.split("=", 1) for w in line.split() if "=" in w)
+              for line in out]
+    spans, choices = [], {}
+    for line, f in zip(out, fields):
+        if line.startswith("segment "):
+            start = int(f["vaddr"], 16) - LS_BASE
+            spans.append((start, start + int(f["memsz"], 16)))
+        elif line.startswith("region "):
+            start, end = (int(x, 16) for x in f["ls"].split("-"))
+            spans.append((start, end))
+            choices[int(line.split()[1])] = [0]
+        elif line.startswith("overlay "):
+            start = int(f["vaddr"], 16) - LS_BASE
+            spans.append((start, start + int(f["size"], 16)))
+            choices[int(f["region"])].insert(-1, int(line.split()[1]))
+    addresses = {LS_SIZE - 16}
+    for start, end in spans:
+        for a in (start, (start + end) // 2, end - 4, end):
+            if 0 <= a < LS_SIZE:
+                addresses.add(a & ~3)
+    guard_choices = [tuple(choices[r]) for r in sorted(choices)]
+    return ImageInfo(path, guard_choices, tuple(sorted(addresses)))
+
 
 Sample = collections.namedtuple("Sample", "context address guards")
 
 
 class Context:
-    def __init__(self, number, image, regions):
+    def __init__(self, number, image):
         self.number = number            # the stream's context id
-        self.image = image
-        self.regions = regions
-        self.guards = [REGION_GUARDS.get(r, (0,))[0] for r in range(regions)]
+        self.image = image.path
+        self.info = image
+        self.regions = image.regions
+        self.guards = [choices[0] for choices in image.guard_choices]
         self.slot = None
         self.swapped = set()            # regions swapped since the last read
         self.reported = []
@@ -175,6 +226,7 @@ class Simulation:
     script of what the driver drained when (events), for model()."""
 
     def __init__(self, seed, images, slots=3, contexts=5, steps=120):
+        """images: ImageInfo objects, used by the contexts in turn."""
         self.rng = random.Random(seed)
         self.writer = Writer()
         self.events = []
@@ -183,12 +235,11 @@ class Simulation:
         self.cycle = 0
         self.contexts = []
         for n in range(contexts):
-            path, regions = images[n % len(images)]
-            self.contexts.append(Context(n + 1, path, regions))
-        self.idents = {path: identity(path) for path, _ in images}
+            self.contexts.append(Context(n + 1, images[n % len(images)]))
+        self.idents = {image.path: identity(image.path) for image in images}
         self.writer.start(slots)
-        for path, _ in images:
-            self.writer.image(path)
+        for image in images:
+            self.writer.image(image.path)
         for _ in range(steps):
             self.step()
         self.finish()
@@ -202,16 +253,16 @@ class Simulation:
         context = self.slots[slot]
         for _ in range(n):
             if context.regions and self.rng.random() < 0.15:
-                region = self.rng.choice(sorted(REGION_GUARDS))
-                if region in context.swapped:
-                    continue
-                choices = [g for g in REGION_GUARDS[region]
+                region = self.rng.randrange(context.regions)
+                choices = [g for g in context.info.guard_choices[region]
                            if g != context.guards[region]]
+                if region in context.swapped or not choices:
+                    continue
                 context.guards[region] = self.rng.choice(choices)
                 context.swapped.add(region)
             else:
                 self.fifo[slot].append(Sample(
-                    context, self.rng.choice(ADDRESSES),
+                    context, self.rng.choice(context.info.addresses),
                     tuple(context.guards)))
 
     # -- what the driver does

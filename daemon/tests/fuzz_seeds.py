@@ -21,13 +21,13 @@ sys.path[:0] = [HERE, os.path.join(SOURCE, "escape-protocol")]
 import coprofd_support as support  # noqa: E402
 
 
-def prefixed_seed(rng):
+def prefixed_seed(rng, image):
     """Poll groups for slots 0 and 1 of the target's prefix."""
     w = support.Writer()
     for poll in range(rng.randrange(2, 8)):
         for slot in (0, 1):
             for _ in range(rng.randrange(0, 6)):
-                w.sample(slot, rng.choice(support.ADDRESSES))
+                w.sample(slot, rng.choice(image.addresses))
             if rng.random() < 0.4:
                 w.overlay(slot, 0, rng.choice((0, 1, 2, 3)))
             if rng.random() < 0.2:
@@ -51,13 +51,14 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.corpus, exist_ok=True)
     rng = random.Random(1)
+    image = support.layout_of_overlay_test_image(args.image)
     seeds = []
     for seed in range(6):
-        sim = support.Simulation(seed, [(args.image, 3)], slots=2,
+        sim = support.Simulation(seed, [image], slots=2,
                                  contexts=3, steps=25)
         seeds.append(bytes([0, rng.randrange(256)]) + sim.writer.bytes())
     for _ in range(6):
-        seeds.append(bytes([1, rng.randrange(256)]) + prefixed_seed(rng))
+        seeds.append(bytes([1, rng.randrange(256)]) + prefixed_seed(rng, image))
     for number, data in enumerate(seeds):
         with open(os.path.join(args.corpus, "seed-%02d" % number), "wb") as f:
             f.write(data)

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from coprofd_support import (Model, Simulation, Writer, identity,
-                             open_session, session_counts)
+                             open_session, session_counts, layout_of_overlay_test_image)
 
 
 def replay(coprofd, stream_bytes, tmp_path, name="session"):
@@ -31,11 +31,25 @@ def summary(result):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
 
 
-@pytest.mark.parametrize("seed", range(1, 9))
-def test_random_run_matches_model(seed, tmp_path, test_image, resolver,
-                                  coprofd, coprof_bin):
-    images = [(test_image("overlays.elf"), 3), (test_image("plain.elf"), 0)]
-    sim = Simulation(seed, images, slots=3, contexts=5, steps=150)
+@pytest.fixture(scope="module")
+def image_sets(test_image, example_image, resolver):
+    """Images a run's contexts use: overlay/'s test images (the test image's
+    layout is known, see layout_of_overlay_test_image), or the SDK's overlays and
+    kernels examples."""
+    return {
+        "test": [layout_of_overlay_test_image(test_image("overlays.elf")),
+                 resolver.info(test_image("plain.elf"))],
+        "examples": [resolver.info(example_image("overlays")),
+                     resolver.info(example_image("kernels"))],
+    }
+
+
+@pytest.mark.parametrize("images, seed", [("test", n) for n in range(1, 7)] +
+                         [("examples", n) for n in range(1, 5)])
+def test_random_run_matches_model(images, seed, image_sets, tmp_path,
+                                  resolver, coprofd, coprof_bin):
+    sim = Simulation(seed, image_sets[images], slots=3, contexts=5,
+                     steps=150)
     stream, session, result = replay(coprofd, sim.writer.bytes(), tmp_path)
     model = Model(sim, resolver)
     db = open_session(session)
@@ -69,10 +83,11 @@ def test_random_run_matches_model(seed, tmp_path, test_image, resolver,
     assert int(counted["lost"]) == sim.writer.lost
 
 
-def test_ambiguous_candidates_are_the_overlays(tmp_path, test_image,
+def test_ambiguous_candidates_are_the_overlays(tmp_path, example_image,
                                                resolver, coprofd):
-    image = test_image("overlays.elf")
-    sim = Simulation(3, [(image, 3)], slots=2, contexts=3, steps=150)
+    image = example_image("overlays")
+    sim = Simulation(3, [resolver.info(image)], slots=2, contexts=3,
+                     steps=150)
     _, session, _ = replay(coprofd, sim.writer.bytes(), tmp_path)
     db = open_session(session)
     stored = collections.defaultdict(dict)
