@@ -14,12 +14,12 @@
  * exits with status 1; bad arguments exit with status 2.
  */
 #include "overlay/overlay.h"
+#include "sdk/cli.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,19 +73,7 @@ static void usage(FILE *out)
         "where overlay 0 is resident code and WHY is one of outside-ls,\n"
         "no-segment, no-file-bytes, region-empty, guard-unknown,\n"
         "guard-invalid, outside-overlay (overlay/README.md explains them).\n",
-        OVL_LS_SIZE - 1);
-}
-
-static int fail(int status, const char *format, ...)
-{
-    va_list args;
-
-    fputs("copovl: ", stderr);
-    va_start(args, format);
-    vfprintf(stderr, format, args);
-    va_end(args);
-    fputc('\n', stderr);
-    return status;
+        COP_LS_SIZE - 1);
 }
 
 static int parse_number(const char *text, uint64_t *value)
@@ -137,20 +125,20 @@ static int parse_options(int argc, char **argv, struct options *options)
         switch (opt) {
         case 'o':
             if (parse_number(optarg, &options->offset) != 0)
-                return fail(EXIT_USAGE, "offset '%s' is not a number",
-                            optarg);
+                return cli_fail(EXIT_USAGE, "offset '%s' is not a number",
+                                optarg);
             break;
         case 's':
             if (parse_number(optarg, &options->size) != 0 ||
                 options->size == 0)
-                return fail(EXIT_USAGE, "size '%s' is not a positive number",
-                            optarg);
+                return cli_fail(EXIT_USAGE, "size '%s' is not a positive "
+                                "number", optarg);
             break;
         case 'g':
             if (parse_guards(optarg, options) != 0)
-                return fail(EXIT_USAGE, "guards '%s' are not a list of at "
-                            "most %d numbers of 32 bits, such as 1,0,2",
-                            optarg, MAX_GUARDS);
+                return cli_fail(EXIT_USAGE, "guards '%s' are not a list of "
+                                "at most %d numbers of 32 bits, such as "
+                                "1,0,2", optarg, MAX_GUARDS);
             break;
         case 'h':
             usage(stdout);
@@ -161,7 +149,7 @@ static int parse_options(int argc, char **argv, struct options *options)
         }
     }
     if (optind >= argc)
-        return fail(EXIT_USAGE, "no IMAGE given (see --help)");
+        return cli_fail(EXIT_USAGE, "no IMAGE given (see --help)");
     options->path = argv[optind];
     options->addresses = argv + optind + 1;
     options->address_count = argc - optind - 1;
@@ -241,7 +229,8 @@ static int parse_ls(const char *text, uint32_t *ls_addr)
     uint64_t value;
 
     if (parse_number(text, &value) != 0 || value > UINT32_MAX) {
-        fail(EXIT_USAGE, "LS address '%s' is not a 32-bit number", text);
+        cli_fail(EXIT_USAGE, "LS address '%s' is not a 32-bit number",
+                 text);
         return -1;
     }
     *ls_addr = (uint32_t)value;
@@ -293,7 +282,8 @@ static int print_candidates(const struct ovl_image *image,
     uint32_t ls_addr;
 
     if (options->address_count == 0)
-        return fail(EXIT_USAGE, "candidates needs at least one LS address");
+        return cli_fail(EXIT_USAGE, "candidates needs at least one LS "
+                        "address");
     for (int i = 0; i < options->address_count; i++) {
         if (parse_ls(options->addresses[i], &ls_addr) != 0)
             return EXIT_USAGE;
@@ -321,8 +311,8 @@ int main(int argc, char **argv)
     if (strcmp(options.command, "info") != 0 &&
         strcmp(options.command, "resolve") != 0 &&
         strcmp(options.command, "candidates") != 0)
-        return fail(EXIT_USAGE, "unknown command '%s': use info, resolve or "
-                    "candidates", options.command);
+        return cli_fail(EXIT_USAGE, "unknown command '%s': use info, "
+                        "resolve or candidates", options.command);
     int status = parse_options(argc - 1, argv + 1, &options);
     if (status != 0)
         return status;
@@ -330,9 +320,9 @@ int main(int argc, char **argv)
     struct ovl_image *image = ovl_image_open_at(options.path, options.offset,
                                                 options.size, &error);
     if (image == NULL)
-        return fail(EXIT_IMAGE, "%s", error.message);
+        return cli_fail(EXIT_IMAGE, "%s", error.message);
     if (strcmp(options.command, "info") == 0 && options.address_count > 0)
-        status = fail(EXIT_USAGE, "info takes no LS address");
+        status = cli_fail(EXIT_USAGE, "info takes no LS address");
     else if (strcmp(options.command, "info") == 0)
         status = print_info(image);
     else if (strcmp(options.command, "resolve") == 0)
@@ -341,6 +331,6 @@ int main(int argc, char **argv)
         status = print_candidates(image, &options);
     ovl_image_close(image);
     if (fflush(stdout) != 0)
-        return fail(EXIT_IMAGE, "cannot write the output");
+        return cli_fail(EXIT_IMAGE, "cannot write the output");
     return status;
 }

@@ -112,23 +112,23 @@ static void exercise(const struct ovl_image *image)
 {
     for (unsigned i = 0; i < ovl_image_segment_count(image); i++) {
         const struct ovl_segment *s = ovl_image_segment(image, i);
-        probe_all(image, s->vaddr - OVL_LS_BASE);
-        probe_all(image, s->vaddr - OVL_LS_BASE + s->filesz);
-        probe_all(image, s->vaddr - OVL_LS_BASE + s->memsz);
+        probe_all(image, s->vaddr - COP_LS_BASE);
+        probe_all(image, s->vaddr - COP_LS_BASE + s->filesz);
+        probe_all(image, s->vaddr - COP_LS_BASE + s->memsz);
     }
     for (unsigned i = 1; i <= ovl_image_overlay_count(image) && i <= 64; i++) {
         const struct ovl_overlay *o = ovl_image_overlay(image, i);
-        probe_all(image, o->vaddr - OVL_LS_BASE);
-        probe_all(image, o->vaddr - OVL_LS_BASE + o->size / 2);
-        probe_all(image, o->vaddr - OVL_LS_BASE + o->size);
+        probe_all(image, o->vaddr - COP_LS_BASE);
+        probe_all(image, o->vaddr - COP_LS_BASE + o->size / 2);
+        probe_all(image, o->vaddr - COP_LS_BASE + o->size);
     }
     for (unsigned r = 1; r <= ovl_image_region_count(image) && r <= 64; r++) {
         const struct ovl_region *region = ovl_image_region(image, r);
-        require(region->guard_ls_addr < OVL_LS_SIZE,
+        require(region->guard_ls_addr < COP_LS_SIZE,
                 "a guard word lies in the local store");
         probe_all(image, region->ls_end);
     }
-    probe_all(image, OVL_LS_SIZE);
+    probe_all(image, COP_LS_SIZE);
 }
 
 static void open_from_memory(const uint8_t *data, size_t size)

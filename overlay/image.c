@@ -260,7 +260,7 @@ static int load_segments(struct ovl_image *image, struct ovl_error *error)
             return -1;
         if (phdr->p_type != PT_LOAD)
             continue;
-        if (phdr->p_flags & OVL_PF_OVERLAY) {
+        if (phdr->p_flags & COP_PF_OVERLAY) {
             image->overlay_segments[image->overlay_segment_count++] =
                 (struct overlay_segment) {
                     .vaddr = phdr->p_vaddr,

@@ -55,16 +55,16 @@ static int push_piece(struct piece_list *list, const struct ls_piece *piece)
 /* [start, end) in guest addresses, clipped to the LS, as LS addresses. */
 static void clip_to_ls(uint64_t *start, uint64_t *end)
 {
-    uint64_t ls_end = (uint64_t)OVL_LS_BASE + OVL_LS_SIZE;
+    uint64_t ls_end = (uint64_t)COP_LS_BASE + COP_LS_SIZE;
 
-    if (*start < OVL_LS_BASE)
-        *start = OVL_LS_BASE;
+    if (*start < COP_LS_BASE)
+        *start = COP_LS_BASE;
     if (*end > ls_end)
         *end = ls_end;
     if (*end < *start)
         *end = *start;
-    *start -= OVL_LS_BASE;
-    *end -= OVL_LS_BASE;
+    *start -= COP_LS_BASE;
+    *end -= COP_LS_BASE;
 }
 
 /* The file-backed and zero-filled pieces of a resident segment. */
@@ -84,7 +84,7 @@ static int add_segment(struct piece_list *list,
         .kind = PIECE_FILE,
         .index = segment->program_header,
         .file_base = segment->file_offset +
-                     (start + OVL_LS_BASE - segment->vaddr),
+                     (start + COP_LS_BASE - segment->vaddr),
     };
     struct ls_piece zero = {
         .start = (uint32_t)zero_start,
@@ -265,7 +265,7 @@ static void unmapped(const struct ovl_image *image, uint32_t ls_addr,
     *location = (struct ovl_location) {
         .image = image,
         .ls_addr = ls_addr,
-        .vaddr = ls_addr + OVL_LS_BASE,
+        .vaddr = ls_addr + COP_LS_BASE,
         .reason = reason,
         .file_offset = OVL_NO_OFFSET,
     };
@@ -278,7 +278,7 @@ static void map_overlay(const struct ovl_image *image,
 {
     unmapped(image, ls_addr, OVL_MAPPED, location);
     location->file_offset = overlay->file_offset +
-                            (ls_addr - (overlay->vaddr - OVL_LS_BASE));
+                            (ls_addr - (overlay->vaddr - COP_LS_BASE));
     location->region = overlay->region;
     location->overlay = overlay->index;
     location->guard = overlay->index;
@@ -287,7 +287,7 @@ static void map_overlay(const struct ovl_image *image,
 
 static int overlay_covers(const struct ovl_overlay *overlay, uint32_t ls_addr)
 {
-    return ls_addr - (overlay->vaddr - OVL_LS_BASE) < overlay->size;
+    return ls_addr - (overlay->vaddr - COP_LS_BASE) < overlay->size;
 }
 
 static void resolve_in_region(const struct ovl_image *image, unsigned region,
@@ -334,7 +334,7 @@ void ovl_resolve(const struct ovl_image *image, uint32_t ls_addr,
                  const uint32_t *guards, unsigned guard_count,
                  struct ovl_location *location)
 {
-    if (ls_addr >= OVL_LS_SIZE) {
+    if (ls_addr >= COP_LS_SIZE) {
         unmapped(image, ls_addr, OVL_OUTSIDE_LS, location);
         return;
     }
@@ -361,7 +361,7 @@ size_t ovl_candidates(const struct ovl_image *image, uint32_t ls_addr,
                       struct ovl_location *candidates, size_t max)
 {
     const struct ls_piece *piece =
-        ls_addr < OVL_LS_SIZE ? find_piece(image, ls_addr) : NULL;
+        ls_addr < COP_LS_SIZE ? find_piece(image, ls_addr) : NULL;
     size_t count = 0;
 
     if (piece == NULL || piece->kind == PIECE_ZERO)

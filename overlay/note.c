@@ -34,7 +34,7 @@ static int valid_name(const char *desc, size_t size)
 {
     size_t length = strnlen(desc, size);
 
-    if (length == size || length == 0 || length > OVL_NAME_MAX)
+    if (length == size || length == 0 || length > COP_NAME_MAX)
         return 0;
     for (size_t i = 0; i < length; i++)
         if (!name_character(desc[i]))
@@ -49,7 +49,7 @@ static int valid_name(const char *desc, size_t size)
 static int scan_notes(struct ovl_image *image, Elf_Data *data,
                       struct ovl_error *error)
 {
-    static const char owner[] = OVL_NOTE_OWNER;
+    static const char owner[] = COP_NOTE_OWNER;
     size_t offset = 0, name_offset, desc_offset, next;
     GElf_Nhdr note;
 
@@ -58,13 +58,13 @@ static int scan_notes(struct ovl_image *image, Elf_Data *data,
                                 &desc_offset)) > 0) {
         const char *bytes = data->d_buf;
         offset = next;
-        if (note.n_namesz != sizeof owner || note.n_type != OVL_NOTE_TYPE ||
+        if (note.n_namesz != sizeof owner || note.n_type != NT_COP_NAME ||
             memcmp(bytes + name_offset, owner, sizeof owner) != 0)
             continue;
         if (!valid_name(bytes + desc_offset, note.n_descsz)) {
             ovl_fail(error, image->label, "the %s note does not hold a name "
-                     "of 1 to %d characters [A-Za-z0-9_.-]", OVL_NOTE_OWNER,
-                     OVL_NAME_MAX);
+                     "of 1 to %u characters [A-Za-z0-9_.-]", COP_NOTE_OWNER,
+                     COP_NAME_MAX);
             return -1;
         }
         image->short_name = strdup(bytes + desc_offset);

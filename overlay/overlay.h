@@ -3,7 +3,7 @@
  * through the image's load segments and its code overlays.
  *
  * A coprocessor runs out of a 256 KiB local store (LS) at guest address
- * OVL_LS_BASE; the trace unit captures LS addresses, not file positions.  An
+ * COP_LS_BASE; the trace unit captures LS addresses, not file positions.  An
  * LS address names different code at different times when overlays share a
  * region of the store, so a sample is resolved from the pair (LS address,
  * overlay guard state): the guard word of each overlay region holds the
@@ -26,17 +26,17 @@
 #ifndef COPROF_OVERLAY_H
 #define COPROF_OVERLAY_H
 
+#include "sdk/cop-abi.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-#define OVL_LS_BASE        0x80000000u  /* guest address of LS address 0 */
-#define OVL_LS_SIZE        0x40000u     /* 256 KiB */
-#define OVL_PF_OVERLAY     0x08000000u  /* p_flags bit 27: an overlay segment */
-#define OVL_TABLE_ENTRY    16u          /* bytes per _ovly_table entry */
+/* The local store (COP_LS_BASE, COP_LS_SIZE), PF_OVERLAY (COP_PF_OVERLAY),
+ * the overlay table entry (struct cop_ovly_entry) and the name note
+ * (COP_NOTE_OWNER, NT_COP_NAME, COP_NAME_MAX) are the ABI's, in
+ * sdk/cop-abi.h. */
+#define OVL_ENTRY_SIZE     ((uint32_t)sizeof(struct cop_ovly_entry))
 #define OVL_GUARD_SIZE     4u           /* bytes per _ovly_buf_table word */
-#define OVL_NOTE_OWNER     "COPNAME"    /* the name note, in SHT_NOTE/PT_NOTE */
-#define OVL_NOTE_TYPE      1u
-#define OVL_NAME_MAX       63           /* characters of a short name */
 #define OVL_SIZE_UNKNOWN   0u           /* image size to derive from headers */
 #define OVL_NO_OFFSET      UINT64_MAX   /* file_offset of an unmapped address */
 #define OVL_ERROR_MAX      512
@@ -82,7 +82,7 @@ const char *ovl_image_short_name(const struct ovl_image *image);
 uint64_t ovl_image_size(const struct ovl_image *image);
 const uint8_t *ovl_image_bytes(const struct ovl_image *image);
 
-/* A resident load segment: PT_LOAD without OVL_PF_OVERLAY. */
+/* A resident load segment: PT_LOAD without COP_PF_OVERLAY. */
 struct ovl_segment {
     uint32_t vaddr;
     uint32_t memsz;
@@ -126,7 +126,7 @@ const struct ovl_region *ovl_image_region(const struct ovl_image *image,
 
 enum ovl_reason {
     OVL_MAPPED = 0,         /* resolved: file_offset is valid */
-    OVL_OUTSIDE_LS,         /* address >= OVL_LS_SIZE */
+    OVL_OUTSIDE_LS,         /* address >= COP_LS_SIZE */
     OVL_NO_SEGMENT,         /* no load segment or overlay region covers it */
     OVL_NO_FILE_BYTES,      /* in a segment's zero-filled tail (.bss) */
     OVL_REGION_EMPTY,       /* in an overlay region whose guard is 0 */
@@ -141,7 +141,7 @@ enum ovl_reason {
 struct ovl_location {
     const struct ovl_image *image;
     uint32_t ls_addr;
-    uint32_t vaddr;             /* ls_addr + OVL_LS_BASE */
+    uint32_t vaddr;             /* ls_addr + COP_LS_BASE */
     enum ovl_reason reason;
     uint64_t file_offset;       /* from the image's first byte */
     unsigned region;            /* 1-based, 0 outside overlay regions */

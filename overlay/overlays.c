@@ -25,6 +25,7 @@
 #include "overlay/overlay-internal.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 static uint32_t read_le32(const uint8_t *bytes)
@@ -36,8 +37,8 @@ static uint32_t read_le32(const uint8_t *bytes)
 /* Does [vaddr, vaddr + length) lie inside the local store? */
 static int inside_ls(uint32_t vaddr, uint32_t length)
 {
-    return vaddr >= OVL_LS_BASE && vaddr - OVL_LS_BASE <= OVL_LS_SIZE &&
-           length <= OVL_LS_SIZE - (vaddr - OVL_LS_BASE);
+    return vaddr >= COP_LS_BASE && vaddr - COP_LS_BASE <= COP_LS_SIZE &&
+           length <= COP_LS_SIZE - (vaddr - COP_LS_BASE);
 }
 
 /* The file position of [vaddr, vaddr + length) in a resident segment's
@@ -102,8 +103,8 @@ static int load_guard_table(struct ovl_image *image,
     if (!inside_ls(start, length))
         return ovl_fail(error, image->label, "_ovly_buf_table (0x%" PRIx32
                         ", %" PRIu32 " bytes) is not inside the local store "
-                        "0x%x-0x%x", start, length, OVL_LS_BASE,
-                        OVL_LS_BASE + OVL_LS_SIZE);
+                        "0x%x-0x%x", start, length, COP_LS_BASE,
+                        COP_LS_BASE + COP_LS_SIZE);
     image->region_count = length / OVL_GUARD_SIZE;
     image->regions = calloc(image->region_count ? image->region_count : 1,
                             sizeof *image->regions);
@@ -113,7 +114,7 @@ static int load_guard_table(struct ovl_image *image,
     for (unsigned r = 0; r < image->region_count; r++) {
         image->regions[r].index = r + 1;
         image->regions[r].guard_ls_addr =
-            start - OVL_LS_BASE + r * OVL_GUARD_SIZE;
+            start - COP_LS_BASE + r * OVL_GUARD_SIZE;
     }
     return 0;
 }
@@ -125,10 +126,11 @@ static int add_overlay(struct ovl_image *image, unsigned index,
     struct ovl_overlay *overlay = &image->overlays[index - 1];
     *overlay = (struct ovl_overlay) {
         .index = index,
-        .vaddr = read_le32(entry),
-        .size = read_le32(entry + 4),
-        .file_offset = read_le32(entry + 8),
-        .region = read_le32(entry + 12),
+        .vaddr = read_le32(entry + offsetof(struct cop_ovly_entry, vma)),
+        .size = read_le32(entry + offsetof(struct cop_ovly_entry, size)),
+        .file_offset =
+            read_le32(entry + offsetof(struct cop_ovly_entry, file_off)),
+        .region = read_le32(entry + offsetof(struct cop_ovly_entry, buf)),
     };
     if (overlay->region < 1 || overlay->region > image->region_count)
         return ovl_fail(error, image->label, "overlay %u: buf %u is not a "
@@ -147,7 +149,7 @@ static int add_overlay(struct ovl_image *image, unsigned index,
     overlay->section = ovl_section_at(image, overlay->file_offset);
 
     struct ovl_region *region = &image->regions[overlay->region - 1];
-    uint32_t start = overlay->vaddr - OVL_LS_BASE;
+    uint32_t start = overlay->vaddr - COP_LS_BASE;
     uint32_t end = start + overlay->size;
     region->overlay_count++;
     if (overlay->size == 0)
@@ -269,15 +271,15 @@ static int load_overlay_table(struct ovl_image *image,
     if (!found->defined[SYM_OVLY_BUF_TABLE])
         return ovl_fail(error, image->label, "defines _ovly_table but not "
                         "_ovly_buf_table");
-    if (length % OVL_TABLE_ENTRY != 0)
+    if (length % OVL_ENTRY_SIZE != 0)
         return ovl_fail(error, image->label, "_ovly_table is %" PRIu32
                         " bytes, not a whole number of %u-byte entries",
-                        length, OVL_TABLE_ENTRY);
+                        length, OVL_ENTRY_SIZE);
     if (file_position(image, start, length, &offset) != 0)
         return ovl_fail(error, image->label, "_ovly_table (0x%" PRIx32 ", %"
                         PRIu32 " bytes) is not in the file bytes of a "
                         "resident load segment", start, length);
-    image->overlay_count = length / OVL_TABLE_ENTRY;
+    image->overlay_count = length / OVL_ENTRY_SIZE;
     image->overlays = calloc(image->overlay_count ? image->overlay_count : 1,
                              sizeof *image->overlays);
     if (image->overlays == NULL)
@@ -285,7 +287,7 @@ static int load_overlay_table(struct ovl_image *image,
                         image->overlay_count);
     for (unsigned i = 0; i < image->overlay_count; i++)
         if (add_overlay(image, i + 1,
-                        image->bytes + offset + (uint64_t)i * OVL_TABLE_ENTRY,
+                        image->bytes + offset + (uint64_t)i * OVL_ENTRY_SIZE,
                         error) != 0)
             return -1;
     return match_overlay_segments(image, error);

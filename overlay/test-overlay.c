@@ -1,8 +1,8 @@
 /*
  * test-overlay.c — GTest suite for overlay/, on the RV32 test images that
  * overlay/module.mk links from overlay/tests/ (overlays.elf: three overlays
- * in region 1, two in region 2, an unused region 3, a gap, .bss and a
- * segment outside the local store; plain.elf: no overlays).
+ * in region 1, two in region 2, an unused region 3, a gap and .bss;
+ * plain.elf: no overlays).
  *
  * The resolution tests walk every LS address of every segment and every
  * overlay region under every guard value of interest, and check each result
@@ -74,14 +74,14 @@ static void test_structure(void)
     struct ovl_image *image = open_image("overlays.elf");
 
     g_assert_cmpstr(ovl_image_short_name(image), ==, "ovl-test.1");
-    g_assert_cmpuint(ovl_image_segment_count(image), ==, 3);
+    g_assert_cmpuint(ovl_image_segment_count(image), ==, 2);
     g_assert_cmpuint(ovl_image_overlay_count(image), ==, 5);
     g_assert_cmpuint(ovl_image_region_count(image), ==, 3);
     g_assert_null(ovl_image_overlay(image, 0));
     g_assert_null(ovl_image_overlay(image, 6));
     g_assert_null(ovl_image_region(image, 0));
     g_assert_null(ovl_image_region(image, 4));
-    g_assert_null(ovl_image_segment(image, 3));
+    g_assert_null(ovl_image_segment(image, 2));
 
     const unsigned expected_region[] = { 0, 1, 1, 1, 2, 2 };
     const char *expected_section[] = { NULL, ".ovl1_a", ".ovl1_b", ".ovl1_c",
@@ -106,8 +106,8 @@ static void test_structure(void)
                     ovl_image_overlay(image, 5)->vaddr);
 
     const struct ovl_region *r1 = ovl_image_region(image, 1);
-    g_assert_cmphex(r1->ls_start, ==, a->vaddr - OVL_LS_BASE);
-    g_assert_cmphex(r1->ls_end, ==, a->vaddr - OVL_LS_BASE + b->size);
+    g_assert_cmphex(r1->ls_start, ==, a->vaddr - COP_LS_BASE);
+    g_assert_cmphex(r1->ls_end, ==, a->vaddr - COP_LS_BASE + b->size);
     g_assert_cmpuint(r1->overlay_count, ==, 3);
     g_assert_cmpuint(ovl_image_region(image, 2)->overlay_count, ==, 2);
     const struct ovl_region *r3 = ovl_image_region(image, 3);
@@ -120,11 +120,9 @@ static void test_structure(void)
     for (unsigned r = 1; r <= 3; r++) {
         uint32_t guard = ovl_image_region(image, r)->guard_ls_addr;
         g_assert_cmphex(guard, ==, r1->guard_ls_addr + 4 * (r - 1));
-        g_assert_cmphex(guard + OVL_LS_BASE, >=, data->vaddr);
-        g_assert_cmphex(guard + OVL_LS_BASE + 4, <=, data->vaddr + data->filesz);
+        g_assert_cmphex(guard + COP_LS_BASE, >=, data->vaddr);
+        g_assert_cmphex(guard + COP_LS_BASE + 4, <=, data->vaddr + data->filesz);
     }
-    /* The main-memory window is a resident segment outside the LS. */
-    g_assert_nonnull(segment_at(image, 0x80100000));
     ovl_image_close(image);
 }
 
@@ -134,7 +132,7 @@ static void assert_unmapped(const struct ovl_location *loc, uint32_t ls,
                             enum ovl_reason reason)
 {
     g_assert_cmphex(loc->ls_addr, ==, ls);
-    g_assert_cmphex(loc->vaddr, ==, ls + OVL_LS_BASE);
+    g_assert_cmphex(loc->vaddr, ==, ls + COP_LS_BASE);
     g_assert_cmpstr(ovl_reason_name(loc->reason), ==, ovl_reason_name(reason));
     g_assert_cmphex(loc->file_offset, ==, OVL_NO_OFFSET);
     g_assert_cmpuint(loc->overlay, ==, 0);
@@ -147,9 +145,9 @@ static void check_resident(const struct ovl_image *image,
 {
     for (unsigned i = 0; i < ovl_image_segment_count(image); i++) {
         const struct ovl_segment *s = ovl_image_segment(image, i);
-        if (s->vaddr >= OVL_LS_BASE + OVL_LS_SIZE)
+        if (s->vaddr >= COP_LS_BASE + COP_LS_SIZE)
             continue;
-        uint32_t start = s->vaddr - OVL_LS_BASE;
+        uint32_t start = s->vaddr - COP_LS_BASE;
         for (uint32_t ls = start; ls < start + s->memsz; ls++) {
             struct ovl_location loc;
             ovl_resolve(image, ls, guards, guard_count, &loc);
@@ -198,7 +196,7 @@ static void check_region_with(const struct ovl_image *image, unsigned r,
     for (uint32_t ls = region->ls_start; ls < region->ls_end; ls++) {
         struct ovl_location loc;
         struct ovl_symbol symbol;
-        uint32_t start = o->vaddr - OVL_LS_BASE;
+        uint32_t start = o->vaddr - COP_LS_BASE;
 
         ovl_resolve(image, ls, guards, 3, &loc);
         if (ls < start || ls - start >= o->size) {
@@ -290,18 +288,18 @@ static void test_unmapped_places(void)
     struct ovl_location loc;
 
     /* The gap between the overlays and the data segment. */
-    for (uint32_t ls = code_end; ls < data->vaddr - OVL_LS_BASE; ls++) {
+    for (uint32_t ls = code_end; ls < data->vaddr - COP_LS_BASE; ls++) {
         ovl_resolve(image, ls, NULL, 0, &loc);
         assert_unmapped(&loc, ls, OVL_NO_SEGMENT);
         g_assert_cmpuint(loc.region, ==, 0);
     }
     /* Past the data segment, up to the end of the local store. */
-    for (uint32_t ls = data->vaddr - OVL_LS_BASE + data->memsz;
-         ls < OVL_LS_SIZE; ls++) {
+    for (uint32_t ls = data->vaddr - COP_LS_BASE + data->memsz;
+         ls < COP_LS_SIZE; ls++) {
         ovl_resolve(image, ls, NULL, 0, &loc);
         assert_unmapped(&loc, ls, OVL_NO_SEGMENT);
     }
-    const uint32_t outside[] = { OVL_LS_SIZE, OVL_LS_SIZE + 4, 0x100000,
+    const uint32_t outside[] = { COP_LS_SIZE, COP_LS_SIZE + 4, 0x100000,
                                  0x7fffffff, 0xfffffffc, 0xffffffff };
     for (unsigned i = 0; i < G_N_ELEMENTS(outside); i++) {
         ovl_resolve(image, outside[i], NULL, 0, &loc);
@@ -344,8 +342,10 @@ static void test_candidates(void)
     g_assert_cmpuint(found[0].overlay, ==, 0);
     g_assert_cmphex(found[0].file_offset, ==, 0x1010);
     g_assert_cmpuint(ovl_candidates(image, 0x800, found, 8), ==, 0);
-    g_assert_cmpuint(ovl_candidates(image, 0x1060, found, 8), ==, 0);
-    g_assert_cmpuint(ovl_candidates(image, OVL_LS_SIZE, found, 8), ==, 0);
+    const struct ovl_segment *data = segment_at(image, 0x80001000);
+    uint32_t bss = data->vaddr - COP_LS_BASE + data->filesz;
+    g_assert_cmpuint(ovl_candidates(image, bss, found, 8), ==, 0);
+    g_assert_cmpuint(ovl_candidates(image, COP_LS_SIZE, found, 8), ==, 0);
     g_assert_cmpuint(ovl_candidates(image, r1->ls_start, found, 1), ==, 3);
     g_assert_cmpuint(found[0].overlay, ==, 1);
     ovl_image_close(image);
@@ -392,11 +392,49 @@ static void test_nothing_in_local_store(void)
                                                     &error);
     g_assert_nonnull(image);
     g_assert_cmpuint(ovl_image_segment_count(image), ==, 2);
-    for (uint32_t ls = 0; ls < OVL_LS_SIZE; ls += 4) {
+    for (uint32_t ls = 0; ls < COP_LS_SIZE; ls += 4) {
         ovl_resolve(image, ls, NULL, 0, &loc);
         assert_unmapped(&loc, ls, OVL_NO_SEGMENT);
         g_assert_cmpuint(ovl_candidates(image, ls, NULL, 0), ==, 0);
     }
+    ovl_image_close(image);
+    g_free(bytes);
+}
+
+/* plain.elf's data segment moved across the end of the local store: only
+ * its part below 0x40000 is in the map; the rest is outside the LS. */
+static void test_segment_across_ls_end(void)
+{
+    struct ovl_error error;
+    struct ovl_location loc;
+    gsize size;
+    guint8 *bytes = read_image("plain.elf", &size);
+    const Elf32_Ehdr *header = (const Elf32_Ehdr *)bytes;
+    Elf32_Phdr *data = NULL;
+    const uint32_t inside = 0x20;
+
+    for (unsigned i = 0; i < header->e_phnum; i++) {
+        Elf32_Phdr *phdr = (Elf32_Phdr *)(bytes + header->e_phoff) + i;
+        if (phdr->p_type == PT_LOAD && (phdr->p_flags & PF_W))
+            data = phdr;
+    }
+    g_assert_nonnull(data);
+    g_assert_cmpuint(data->p_filesz, >, inside);
+    data->p_vaddr = COP_LS_BASE + COP_LS_SIZE - inside;
+    struct ovl_image *image = ovl_image_open_memory(bytes, size, "moved",
+                                                    &error);
+    g_assert_nonnull(image);
+    g_assert_cmphex(ovl_image_segment(image, 1)->vaddr, ==, data->p_vaddr);
+    for (uint32_t ls = COP_LS_SIZE - inside; ls < COP_LS_SIZE; ls++) {
+        ovl_resolve(image, ls, NULL, 0, &loc);
+        g_assert_cmpint(loc.reason, ==, OVL_MAPPED);
+        g_assert_cmphex(loc.file_offset, ==,
+                        data->p_offset + (ls - (COP_LS_SIZE - inside)));
+    }
+    ovl_resolve(image, COP_LS_SIZE - inside - 1, NULL, 0, &loc);
+    assert_unmapped(&loc, COP_LS_SIZE - inside - 1, OVL_NO_SEGMENT);
+    ovl_resolve(image, COP_LS_SIZE, NULL, 0, &loc);
+    assert_unmapped(&loc, COP_LS_SIZE, OVL_OUTSIDE_LS);
     ovl_image_close(image);
     g_free(bytes);
 }
@@ -633,6 +671,8 @@ int main(int argc, char **argv)
     g_test_add_func("/overlay/plain-image", test_plain_image);
     g_test_add_func("/overlay/nothing-in-local-store",
                     test_nothing_in_local_store);
+    g_test_add_func("/overlay/segment-across-ls-end",
+                    test_segment_across_ls_end);
     g_test_add_func("/overlay/open-memory", test_open_memory);
     g_test_add_func("/overlay/open-embedded", test_open_embedded);
     g_test_add_func("/overlay/open-embedded-truncated",

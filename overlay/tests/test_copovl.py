@@ -334,6 +334,16 @@ __asm__(".pushsection .rodata\n"
 """
 
 
+def symbol_file_offset(path, name):
+    """Where the bytes of symbol name lie in the ELF file at path."""
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        symbol = elf.get_section_by_name(".symtab").get_symbol_by_name(
+            name)[0]
+        section = elf.get_section(symbol["st_shndx"])
+        return section["sh_offset"] + symbol["st_value"] - section["sh_addr"]
+
+
 def embed(image, tmp_path):
     """A host (x86-64) executable holding image in .rodata, as cop-embed
     makes them; returns its path and the image's file offset in it."""
@@ -342,14 +352,7 @@ def embed(image, tmp_path):
     source.write_text(HOST_PROGRAM % (os.path.getsize(image), image))
     subprocess.run(["gcc", "-O1", "-o", str(host), str(source)], check=True)
     assert subprocess.run([str(host)]).returncode == 0
-    with open(host, "rb") as f:
-        elf = ELFFile(f)
-        symbol = elf.get_section_by_name(".symtab").get_symbol_by_name(
-            "coprocessor_image")[0]
-        section = elf.get_section(symbol["st_shndx"])
-        offset = (section["sh_offset"] + symbol["st_value"]
-                  - section["sh_addr"])
-    return str(host), offset
+    return str(host), symbol_file_offset(host, "coprocessor_image")
 
 
 def test_image_embedded_in_a_host_executable(copovl, overlay_image, tmp_path):
