@@ -94,7 +94,7 @@ static int64_t parse_number(const char *text)
 }
 
 static void parse_field(const char *key, const char *value,
-                        struct store_sched_event *event, char **stack)
+                        struct store_sched_event *event)
 {
     if (strcmp(key, "slot") == 0)
         event->slot = parse_number(value);
@@ -107,33 +107,53 @@ static void parse_field(const char *key, const char *value,
         event->host_pid = parse_number(value);
     else if (strcmp(key, "tid") == 0)
         event->host_tid = parse_number(value);
-    else if (strcmp(key, "stack") == 0 && *stack == NULL)
-        *stack = g_strdup(value);
+}
+
+/* The value of the last field, stack=, runs to the end of the message:
+ * copsim writes a call stack as space-separated MODULE+0xOFFSET entries. */
+static char *take_stack(char *message)
+{
+    char *stack = strstr(message, "stack=");
+
+    while (stack != NULL && stack != message && stack[-1] != ' ')
+        stack = strstr(stack + 1, "stack=");
+    if (stack == NULL)
+        return NULL;
+    if (stack != message)
+        stack[-1] = '\0';
+    *stack = '\0';
+    char *value = g_strstrip(g_strdup(stack + strlen("stack=")));
+    if (*value == '\0') {
+        g_free(value);
+        return NULL;                /* copsim could not read the stack */
+    }
+    return value;
 }
 
 void schedlog_parse_message(const char *message,
                             struct store_sched_event *event,
                             char **kind, char **stack)
 {
-    char **words = g_strsplit_set(message, " \t\n", -1);
+    char *copy = g_strdup(message);
+    char **words;
 
     *kind = NULL;
-    *stack = NULL;
     event->slot = event->context_id = event->cycle = -1;
     event->host_pid = event->host_tid = -1;
+    *stack = take_stack(copy);
+    words = g_strsplit_set(copy, " \t\n", -1);
     for (char **w = words; *w != NULL; w++) {
         char *equal = strchr(*w, '=');
-        if (**w == '\0')
-            continue;
         if (equal == NULL) {
-            if (*kind == NULL && w == words)
+            if (*kind == NULL && w == words && **w != '\0')
                 *kind = g_strdup(*w);
             continue;
         }
         *equal = '\0';
-        parse_field(*w, equal + 1, event, stack);
+        parse_field(*w, equal + 1, event);
     }
     g_strfreev(words);
+    g_free(copy);
 }
 
 /* ---- importing ------------------------------------------------------------- */

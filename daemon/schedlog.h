@@ -11,8 +11,9 @@
  *
  * Messages are formatted and kept whole; by convention (docs/
  * session-format.md) a SCHED message is a kind word followed by key=value
- * fields, and the fields slot, context, cycle, pid, tid and stack are
- * copied into columns of their own.
+ * fields (copsim's emulator/copsim/schedlog.c writes them so), and the
+ * fields slot, context, cycles, pid, tid and stack (the last field; its
+ * value runs to the end of the message) get columns of their own.
  */
 #ifndef COPROF_DAEMON_SCHEDLOG_H
 #define COPROF_DAEMON_SCHEDLOG_H

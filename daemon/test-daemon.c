@@ -1028,11 +1028,11 @@ static void test_sched_message_fields(void)
     struct store_sched_event e;
     char *kind, *stack;
 
-    schedlog_parse_message("create context=12 pid=300 tid=301 "
-                           "stack=main+0x10@host;start+0x8@libc.so",
-                           &e, &kind, &stack);
+    schedlog_parse_message("create context=12 pid=300 tid=301 mono=5 "
+                           "trace_context=2 stack=/bin/host+0x1010 "
+                           "/lib/libc.so.6+0x2724a ", &e, &kind, &stack);
     g_assert_cmpstr(kind, ==, "create");
-    g_assert_cmpstr(stack, ==, "main+0x10@host;start+0x8@libc.so");
+    g_assert_cmpstr(stack, ==, "/bin/host+0x1010 /lib/libc.so.6+0x2724a");
     g_assert_cmpint(e.context_id, ==, 12);
     g_assert_cmpint(e.host_pid, ==, 300);
     g_assert_cmpint(e.host_tid, ==, 301);
@@ -1046,10 +1046,18 @@ static void test_sched_message_fields(void)
     g_assert_cmpint(e.context_id, ==, 16);
     g_assert_cmpint(e.cycle, ==, 99);
     g_free(kind);
-    schedlog_parse_message("slot=x  context=-4", &e, &kind, &stack);
+    schedlog_parse_message("slot=x  context=-4 laststack=1", &e, &kind,
+                           &stack);
     g_assert_null(kind);
+    g_assert_null(stack);
     g_assert_cmpint(e.slot, ==, -1);
     g_assert_cmpint(e.context_id, ==, -1);
+    schedlog_parse_message("exit slot=-1 context=3 cycles=7 status=0", &e,
+                           &kind, &stack);
+    g_assert_cmpstr(kind, ==, "exit");
+    g_assert_cmpint(e.slot, ==, -1);
+    g_assert_cmpint(e.cycle, ==, 7);
+    g_free(kind);
 }
 
 static void write_sched(struct coplog *log, const char *kind, unsigned slot,

@@ -32,12 +32,18 @@ def small_stream(image):
 def test_replay_imports_sched_events(coprofd, coprof_bin, test_image,
                                      tmp_path):
     log = tmp_path / "run.coplog"
-    coplog(coprof_bin, "create", log, "SCHED,records=1024", "APP,records=64")
-    sched(coprof_bin, log, "create context=%u pid=%u tid=%u stack=%s", 1, 10,
-          101, "main+0x4@host;run+0x10@libcop.so")
-    sched(coprof_bin, log, "bind slot=%u context=%u cycle=%u", 0, 1, 0)
+    coplog(coprof_bin, "create", log, "SCHED,records=1024,args=12",
+           "APP,records=64")
+    # The formats of copsim's SCHED records (emulator/copsim/schedlog.c).
+    sched(coprof_bin, log, "create context=%llu pid=%d tid=%d mono=%llu "
+          "trace_context=%u stack=%s", 1, 10, 101, 5000, 0,
+          "/bin/host+0x1010 /usr/lib/libcop.so+0x2a0")
+    sched(coprof_bin, log, "bind slot=%u context=%llu pid=%d tid=%d "
+          "mono=%llu cycles=%llu", 0, 1, 10, 101, 6000, 0)
     coplog(coprof_bin, "write", log, "APP", "not imported %d", 1)
-    sched(coprof_bin, log, "exit slot=%u context=%u cycle=%u", 0, 1, 500)
+    sched(coprof_bin, log, "exit slot=%d context=%llu pid=%d tid=%d "
+          "mono=%llu cycles=%llu status=%d instructions=%llu", 0, 1, 10, 101,
+          7000, 500, 0, 500)
     stream = tmp_path / "stream.bin"
     stream.write_bytes(small_stream(test_image("overlays.elf")))
     session = tmp_path / "session"
@@ -52,11 +58,12 @@ def test_replay_imports_sched_events(coprofd, coprof_bin, test_image,
                       " ORDER BY order_num").fetchall()
     assert [r[:6] for r in rows] == [
         ("create", None, 1, None, 10, 101),
-        ("bind", 0, 1, 0, None, None),
-        ("exit", 0, 1, 500, None, None)]
-    assert rows[1][6] == "bind slot=0 context=1 cycle=0"
+        ("bind", 0, 1, 0, 10, 101),
+        ("exit", 0, 1, 500, 10, 101)]
+    assert rows[1][6] == ("bind slot=0 context=1 pid=10 tid=101 mono=6000 "
+                          "cycles=0")
     assert db.execute("SELECT creation_stack FROM contexts").fetchone() == (
-        "main+0x4@host;run+0x10@libcop.so",)
+        "/bin/host+0x1010 /usr/lib/libcop.so+0x2a0",)
     times = [t for (t,) in db.execute(
         "SELECT time_ns FROM sched_events ORDER BY order_num")]
     assert times == sorted(times) and times[0] > 0
