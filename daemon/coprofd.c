@@ -91,8 +91,8 @@ static void usage(FILE *out)
         "\n"
         "Options:\n"
         "  -d, --session-dir DIR the session directory (created if needed)\n"
-        "  -e, --event-log FILE  import the SCHED events of this kernel event\n"
-        "                        log (eventlog/), incrementally\n"
+        "  -e, --event-log FILE  import the SCHED events of this kernel\n"
+        "                        event log (eventlog/), incrementally\n"
         "  -f, --flush-interval MS\n"
         "                        flush at least every MS milliseconds,\n"
         "                        1..1000 (default 1000)\n"
@@ -119,7 +119,7 @@ static int fail_usage(const char *format, const char *arg)
     return EXIT_USAGE;
 }
 
-/* ---- arguments ------------------------------------------------------------ */
+/* ---- arguments ---------------------------------------------------------- */
 
 static int parse_unsigned(const char *text, unsigned max, unsigned *value)
 {
@@ -217,7 +217,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     return 0;
 }
 
-/* ---- input ---------------------------------------------------------------- */
+/* ---- input -------------------------------------------------------------- */
 
 static int connect_socket(const char *path)
 {
@@ -274,7 +274,7 @@ static int open_input(struct coprofd *d)
     return 0;
 }
 
-/* ---- flushing and ending -------------------------------------------------- */
+/* ---- flushing and ending ------------------------------------------------ */
 
 static bool flush(struct coprofd *d, const char *reason)
 {
@@ -330,7 +330,7 @@ static void end_session(struct coprofd *d)
     g_main_loop_quit(d->loop);
 }
 
-/* ---- main-loop callbacks -------------------------------------------------- */
+/* ---- main-loop callbacks ------------------------------------------------ */
 
 static gboolean on_input(gint fd, GIOCondition condition, gpointer data);
 
@@ -414,7 +414,7 @@ static gboolean on_terminate(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-/* ---- main ------------------------------------------------------------------ */
+/* ---- main --------------------------------------------------------------- */
 
 static int run(struct coprofd *d)
 {

@@ -96,7 +96,7 @@ enum count_kind {
 #define COUNT_GUARD_NONE    (-1)    /* guard_from/guard_to not known */
 
 /* An unmapped reason beyond enum ovl_reason: the context's image could not
- * be used (unreadable, changed, never named), so its raw LS address is kept. */
+ * be used (unreadable, changed, never named); the raw LS address is kept. */
 #define COUNT_REASON_NO_IMAGE 64u
 
 /* Every field is part of the key; unused ones are 0 (no padding bytes). */

@@ -35,7 +35,7 @@ struct image_key {
     uint64_t offset;
 };
 
-/* ---- hash tables on identities -------------------------------------------- */
+/* ---- hash tables on identities ------------------------------------------ */
 
 static guint identity_hash(gconstpointer p)
 {
@@ -61,7 +61,7 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
     return memcmp(a, b, sizeof(struct image_key)) == 0;
 }
 
-/* ---- the content hash ----------------------------------------------------- */
+/* ---- the content hash --------------------------------------------------- */
 
 uint64_t image_content_hash(const uint8_t *bytes, size_t length)
 {
@@ -78,7 +78,7 @@ uint64_t image_content_hash(const uint8_t *bytes, size_t length)
     return hash;
 }
 
-/* ---- checking and opening ------------------------------------------------- */
+/* ---- checking and opening ----------------------------------------------- */
 
 static void set_unusable(struct image_record *record, enum image_status status,
                          char *message)
@@ -258,7 +258,7 @@ static void try_open(struct image_registry *registry,
         warn_once(registry, record);
 }
 
-/* ---- the registry --------------------------------------------------------- */
+/* ---- the registry ------------------------------------------------------- */
 
 struct image_registry *image_registry_new(const char *session_dir, bool quiet)
 {
@@ -301,7 +301,8 @@ void image_registry_note_path(struct image_registry *registry,
                               const struct copstream_image_id *identity,
                               const uint8_t *path, uint32_t length)
 {
-    g_hash_table_replace(registry->paths, g_memdup2(identity, sizeof *identity),
+    g_hash_table_replace(registry->paths,
+                         g_memdup2(identity, sizeof *identity),
                          g_strndup((const char *)path, length));
     for (guint i = 0; i < registry->list->len; i++) {
         struct image_record *record = g_ptr_array_index(registry->list, i);
@@ -326,7 +327,8 @@ struct image_record *image_registry_lookup(
     record->offset = offset;
     record->dirty = true;
     g_ptr_array_add(registry->list, record);
-    g_hash_table_insert(registry->records, g_memdup2(&key, sizeof key), record);
+    g_hash_table_insert(registry->records, g_memdup2(&key, sizeof key),
+                        record);
     try_open(registry, record);
     return record;
 }

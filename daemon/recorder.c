@@ -34,7 +34,8 @@ static int write_header(struct recorder *r, GError **error)
         return -1;
     if (store_put_meta_int(r->store, "format_version",
                            STORE_FORMAT_VERSION) != 0 ||
-        store_put_meta_text(r->store, "coprofd_version", COPROFD_VERSION) != 0 ||
+        store_put_meta_text(r->store, "coprofd_version",
+                            COPROFD_VERSION) != 0 ||
         store_put_meta_text(r->store, "source", r->options.source) != 0 ||
         store_put_meta_int(r->store, "created_realtime_ns",
                            clock_ns(CLOCK_REALTIME)) != 0) {

@@ -21,7 +21,7 @@
 struct recorder_options {
     const char *session_dir;
     const char *event_log;      /* the kernel event log, or NULL */
-    const char *source;         /* what the stream comes from, for the record */
+    const char *source;         /* where the stream comes from */
     bool overwrite;             /* replace a session already there */
     bool live;                  /* the event log is still being written */
     bool quiet;                 /* no warnings on stderr */

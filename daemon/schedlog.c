@@ -83,7 +83,7 @@ static bool open_reader(struct schedlog *log)
     return true;
 }
 
-/* ---- messages -------------------------------------------------------------- */
+/* ---- messages ----------------------------------------------------------- */
 
 static int64_t parse_number(const char *text)
 {
@@ -156,7 +156,7 @@ void schedlog_parse_message(const char *message,
     g_free(copy);
 }
 
-/* ---- importing ------------------------------------------------------------- */
+/* ---- importing ---------------------------------------------------------- */
 
 static int put_event(struct store *store, const struct coplog_event *e)
 {

@@ -111,7 +111,7 @@ struct session {
     GArray *error_rows;             /* struct error_row */
 };
 
-/* ---- slots and contexts --------------------------------------------------- */
+/* ---- slots and contexts ------------------------------------------------- */
 
 static struct slot_state *get_slot(struct session *s, uint32_t index)
 {
@@ -194,7 +194,7 @@ static struct context_state *find_context(struct session *s,
     return context;
 }
 
-/* ---- counting ------------------------------------------------------------- */
+/* ---- counting ----------------------------------------------------------- */
 
 static void count(struct session *s, const struct context_state *context,
                   enum count_kind kind, uint32_t detail, uint64_t position,
@@ -248,7 +248,7 @@ static void resolve(const struct context_state *context, uint32_t address,
     ovl_resolve(ovl, address, context->guard, guards, loc);
 }
 
-/* ---- closing poll groups --------------------------------------------------- */
+/* ---- closing poll groups ------------------------------------------------ */
 
 enum group_end {
     GROUP_READ,         /* a TIME record: the guards were read after it */
@@ -324,7 +324,7 @@ static void close_group(struct session *s, struct slot_state *slot,
         roll_window(context);
 }
 
-/* ---- the pending tail ------------------------------------------------------ */
+/* ---- the pending tail --------------------------------------------------- */
 
 /*
  * The first read after a bind is done: the tail drained at the context's
@@ -392,7 +392,7 @@ static void end_first_read(struct session *s, struct slot_state *slot)
         judge_tail(s, context);
 }
 
-/* ---- bindings -------------------------------------------------------------- */
+/* ---- bindings ----------------------------------------------------------- */
 
 static uint64_t clock_hz(const struct session *s)
 {
@@ -460,7 +460,7 @@ static void unbind(struct session *s, struct slot_state *slot,
     slot->first_read = false;
 }
 
-/* ---- records ---------------------------------------------------------------- */
+/* ---- records ------------------------------------------------------------ */
 
 static void on_start(struct session *s, const struct copstream_record *rec)
 {
@@ -600,7 +600,7 @@ static void on_stop(struct session *s, const struct copstream_record *rec)
     end_all(s, "stop", (int64_t)rec->u.stop.time_ns);
 }
 
-/* ---- decoder callbacks ------------------------------------------------------ */
+/* ---- decoder callbacks -------------------------------------------------- */
 
 /* A sample the fast path did not take: no slot state yet, no context, or
  * the first read after a bind just ended. */
@@ -675,7 +675,7 @@ static void on_error(void *user, const struct copstream_error *err)
     g_array_append_val(s->error_rows, row);
 }
 
-/* ---- the session ------------------------------------------------------------ */
+/* ---- the session -------------------------------------------------------- */
 
 struct session *session_new(const char *session_dir, bool quiet)
 {
@@ -758,7 +758,7 @@ const struct copstream_stats *session_stream_stats(const struct session *s)
     return &s->decoder.stats;
 }
 
-/* ---- totals ------------------------------------------------------------------ */
+/* ---- totals ------------------------------------------------------------- */
 
 void session_get_totals(const struct session *s, struct session_totals *t)
 {
@@ -794,7 +794,7 @@ void session_get_totals(const struct session *s, struct session_totals *t)
     }
 }
 
-/* ---- writing ------------------------------------------------------------------ */
+/* ---- writing ------------------------------------------------------------ */
 
 static int write_start(struct session *s, struct store *store)
 {

@@ -26,9 +26,9 @@
 static const char schema[] =
     "CREATE TABLE session (key TEXT PRIMARY KEY, value);\n"
     "CREATE TABLE images (id INTEGER PRIMARY KEY, path TEXT,"
-    " image_offset INTEGER NOT NULL, device INTEGER, inode INTEGER, size INTEGER,"
-    " hash TEXT, status TEXT NOT NULL, message TEXT, short_name TEXT,"
-    " image_size INTEGER, cache_file TEXT);\n"
+    " image_offset INTEGER NOT NULL, device INTEGER, inode INTEGER,"
+    " size INTEGER, hash TEXT, status TEXT NOT NULL, message TEXT,"
+    " short_name TEXT, image_size INTEGER, cache_file TEXT);\n"
     "CREATE TABLE regions (image INTEGER, region INTEGER, ls_start INTEGER,"
     " ls_end INTEGER, guard_ls_addr INTEGER, overlays INTEGER,"
     " PRIMARY KEY (image, region));\n"
@@ -107,8 +107,8 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_META] = "INSERT OR REPLACE INTO session (key, value) VALUES (?1, ?2)",
     [ST_GET_META] = "SELECT value FROM session WHERE key = ?1",
-    [ST_IMAGE] = "INSERT OR REPLACE INTO images (id, path, image_offset, device,"
-        " inode, size, hash, status, message, short_name, image_size,"
+    [ST_IMAGE] = "INSERT OR REPLACE INTO images (id, path, image_offset,"
+        " device, inode, size, hash, status, message, short_name, image_size,"
         " cache_file) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
         " ?12)",
     [ST_REGION] = "INSERT OR REPLACE INTO regions (image, region, ls_start,"
@@ -169,7 +169,7 @@ struct store {
     char *last_error;
 };
 
-/* ---- errors --------------------------------------------------------------- */
+/* ---- errors ------------------------------------------------------------- */
 
 static int sql_fail(struct store *store)
 {
@@ -215,7 +215,7 @@ static void bind_int_or_null(sqlite3_stmt *st, int index, int64_t value,
         sqlite3_bind_null(st, index);
 }
 
-/* ---- opening -------------------------------------------------------------- */
+/* ---- opening ------------------------------------------------------------ */
 
 static bool file_exists(const char *path)
 {
@@ -393,7 +393,7 @@ const char *store_db_path(const struct store *store)
     return store->db_path;
 }
 
-/* ---- transactions --------------------------------------------------------- */
+/* ---- transactions ------------------------------------------------------- */
 
 static int run_or_error(struct store *store, enum statement which,
                         GError **error)
@@ -421,7 +421,7 @@ void store_rollback(struct store *store)
         run(store, statement(store, ST_ROLLBACK));
 }
 
-/* ---- session keys --------------------------------------------------------- */
+/* ---- session keys ------------------------------------------------------- */
 
 int store_put_meta_text(struct store *store, const char *key,
                         const char *value)
@@ -457,7 +457,7 @@ int64_t store_get_meta_int(struct store *store, const char *key,
     return value;
 }
 
-/* ---- images --------------------------------------------------------------- */
+/* ---- images ------------------------------------------------------------- */
 
 static int put_regions(struct store *store, uint32_t image,
                        const struct ovl_image *ovl)
@@ -527,9 +527,10 @@ int store_put_image(struct store *store, const struct store_image *image)
     return put_overlays(store, image->id, image->ovl);
 }
 
-/* ---- contexts and bindings ------------------------------------------------ */
+/* ---- contexts and bindings ---------------------------------------------- */
 
-int store_put_context(struct store *store, const struct store_context *context)
+int store_put_context(struct store *store,
+                      const struct store_context *context)
 {
     sqlite3_stmt *st = statement(store, ST_CONTEXT);
     char object_id[19];
@@ -546,7 +547,8 @@ int store_put_context(struct store *store, const struct store_context *context)
     return run(store, st);
 }
 
-int store_put_binding(struct store *store, const struct store_binding *binding)
+int store_put_binding(struct store *store,
+                      const struct store_binding *binding)
 {
     sqlite3_stmt *st = statement(store, ST_BINDING);
     bool ended = binding->end_reason != NULL;
@@ -563,7 +565,7 @@ int store_put_binding(struct store *store, const struct store_binding *binding)
     return run(store, st);
 }
 
-/* ---- counts --------------------------------------------------------------- */
+/* ---- counts ------------------------------------------------------------- */
 
 static const char *unmapped_reason_name(uint32_t reason)
 {
@@ -685,7 +687,7 @@ int store_put_pending(struct store *store, uint32_t context, uint32_t image,
     return run(store, st);
 }
 
-/* ---- events --------------------------------------------------------------- */
+/* ---- events ------------------------------------------------------------- */
 
 int store_put_overlay_event(struct store *store,
                             const struct store_overlay_event *event)

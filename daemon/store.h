@@ -76,7 +76,8 @@ struct store_context {
     uint32_t first_slot;
     uint64_t first_cycle;
 };
-int store_put_context(struct store *store, const struct store_context *context);
+int store_put_context(struct store *store,
+                      const struct store_context *context);
 
 #define STORE_TIME_NONE  (-1)   /* a time not known */
 
@@ -90,7 +91,8 @@ struct store_binding {
     int64_t end_time_ns;        /* or STORE_TIME_NONE */
     const char *end_reason;     /* NULL while bound */
 };
-int store_put_binding(struct store *store, const struct store_binding *binding);
+int store_put_binding(struct store *store,
+                      const struct store_binding *binding);
 
 /* Adds delta samples to the row of entry's key. */
 int store_add_count(struct store *store, const struct count_entry *entry,

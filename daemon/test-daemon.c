@@ -34,7 +34,7 @@
 
 static char *temp_root;
 
-/* ---- fixtures --------------------------------------------------------------- */
+/* ---- fixtures ----------------------------------------------------------- */
 
 static char *test_image_path(void)
 {
@@ -71,7 +71,7 @@ static struct copstream_image_id identity_of(const char *path)
     return id;
 }
 
-/* ---- stream builder --------------------------------------------------------- */
+/* ---- stream builder ----------------------------------------------------- */
 
 struct builder {
     GByteArray *bytes;
@@ -216,7 +216,7 @@ static void put_header(struct builder *b)
     put_image_path(b, b->path);
 }
 
-/* ---- recording and reading back ---------------------------------------------- */
+/* ---- recording and reading back ----------------------------------------- */
 
 struct recording {
     char *dir;
@@ -356,7 +356,7 @@ static void assert_conserved(const struct recording *rec)
                     (int64_t)rec->totals.samples);
 }
 
-/* ---- counts.c ------------------------------------------------------------------ */
+/* ---- counts.c ----------------------------------------------------------- */
 
 static void test_tally_matches_reference(void)
 {
@@ -425,7 +425,7 @@ static void test_count_table_dirty_and_growth(void)
     count_table_free(&table);
 }
 
-/* ---- attribution ------------------------------------------------------------- */
+/* ---- attribution -------------------------------------------------------- */
 
 static void test_exact_steady_guards(void)
 {
@@ -734,7 +734,7 @@ static void test_context_moves(void)
     g_free(path);
 }
 
-/* ---- images ---------------------------------------------------------------------- */
+/* ---- images ------------------------------------------------------------- */
 
 static char *copy_image(const char *name)
 {
@@ -879,7 +879,7 @@ static void test_image_path_late(void)
     g_free(path);
 }
 
-/* ---- the stream ----------------------------------------------------------------- */
+/* ---- the stream --------------------------------------------------------- */
 
 /* Random bytes after every poll group's samples. */
 static void test_garbage_counted_and_skipped(void)
@@ -958,7 +958,7 @@ static void test_split_invariance(void)
     g_free(path);
 }
 
-/* ---- store and flushes ----------------------------------------------------------- */
+/* ---- store and flushes -------------------------------------------------- */
 
 static void test_store_refuses_existing_and_locked(void)
 {
@@ -1021,7 +1021,7 @@ static void test_failed_flush_keeps_data(void)
     g_free(path);
 }
 
-/* ---- the event log ------------------------------------------------------------------ */
+/* ---- the event log ------------------------------------------------------ */
 
 static void test_sched_message_fields(void)
 {
@@ -1121,7 +1121,7 @@ static void test_sched_import_incremental(void)
     g_free(session), g_free(log_path), g_free(dir), g_free(path);
 }
 
-/* ---- main ---------------------------------------------------------------------------- */
+/* ---- main --------------------------------------------------------------- */
 
 static void remove_tree(const char *path)
 {
@@ -1167,11 +1167,13 @@ int main(int argc, char **argv)
     g_test_add_func("/daemon/images/not-elf", test_image_not_elf);
     g_test_add_func("/daemon/images/changed", test_image_changed);
     g_test_add_func("/daemon/images/path-late", test_image_path_late);
-    g_test_add_func("/daemon/stream/garbage", test_garbage_counted_and_skipped);
+    g_test_add_func("/daemon/stream/garbage",
+                    test_garbage_counted_and_skipped);
     g_test_add_func("/daemon/stream/split-invariance", test_split_invariance);
     g_test_add_func("/daemon/store/existing-and-locked",
                     test_store_refuses_existing_and_locked);
-    g_test_add_func("/daemon/store/failed-flush", test_failed_flush_keeps_data);
+    g_test_add_func("/daemon/store/failed-flush",
+                    test_failed_flush_keeps_data);
     g_test_add_func("/daemon/sched/message-fields", test_sched_message_fields);
     g_test_add_func("/daemon/sched/import-incremental",
                     test_sched_import_incremental);

@@ -59,7 +59,7 @@ static void die(const char *message)
     exit(1);
 }
 
-/* ---- the stream ------------------------------------------------------------ */
+/* ---- the stream --------------------------------------------------------- */
 
 struct stream {
     uint8_t *bytes;
@@ -230,7 +230,7 @@ static struct layout read_layout(void)
     return l;
 }
 
-/* ---- the passes ------------------------------------------------------------- */
+/* ---- the passes --------------------------------------------------------- */
 
 static void sum_samples(void *user, uint64_t offset,
                         const struct copstream_sample *samples, size_t count)
@@ -247,7 +247,9 @@ static volatile uint64_t sink;
 static double time_decode_only(const struct stream *s)
 {
     uint64_t sum = 0;
-    struct copstream_handler handler = { .samples = sum_samples, .user = &sum };
+    struct copstream_handler handler = {
+        .samples = sum_samples, .user = &sum,
+    };
     double begin = now();
 
     copstream_decoder_init(&decoder, &handler);

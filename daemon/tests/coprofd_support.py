@@ -149,7 +149,7 @@ class Resolver:
         return int(f.get("region", 0))
 
 
-# ---- a simulated run -------------------------------------------------------
+# ---- a simulated run --------------------------------------------------------
 
 LS_BASE = 0x80000000
 
@@ -340,7 +340,7 @@ class Simulation:
         self.events.append(("stop",))
 
 
-# ---- the model of coprofd's rules ------------------------------------------
+# ---- the model of coprofd's rules -------------------------------------------
 
 class Model:
     """What coprofd must store for a Simulation: exact counts by (context,

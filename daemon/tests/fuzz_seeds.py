@@ -58,7 +58,8 @@ def main():
                                  contexts=3, steps=25)
         seeds.append(bytes([0, rng.randrange(256)]) + sim.writer.bytes())
     for _ in range(6):
-        seeds.append(bytes([1, rng.randrange(256)]) + prefixed_seed(rng, image))
+        seeds.append(bytes([1, rng.randrange(256)]) +
+                     prefixed_seed(rng, image))
     for number, data in enumerate(seeds):
         with open(os.path.join(args.corpus, "seed-%02d" % number), "wb") as f:
             f.write(data)

@@ -159,7 +159,7 @@ def test_random_bytes_only(coprofd, tmp_path):
     assert db.execute("SELECT SUM(count) FROM decode_errors").fetchone()[0] > 0
 
 
-# ---- arguments and files ------------------------------------------------------
+# ---- arguments and files ----------------------------------------------------
 
 def test_help_reads_like_a_manual(coprofd):
     result = coprofd("--help")

@@ -14,7 +14,8 @@ import subprocess
 import pytest
 
 from coprofd_support import (Model, Simulation, Writer, identity,
-                             open_session, session_counts, layout_of_overlay_test_image)
+                             layout_of_overlay_test_image, open_session,
+                             session_counts)
 
 
 def replay(coprofd, stream_bytes, tmp_path, name="session"):
@@ -33,9 +34,9 @@ def summary(result):
 
 @pytest.fixture(scope="module")
 def image_sets(test_image, example_image, resolver):
-    """Images a run's contexts use: overlay/'s test images (the test image's
-    layout is known, see layout_of_overlay_test_image), or the SDK's overlays and
-    kernels examples."""
+    """Images a run's contexts use: overlay/'s test images (the first one's
+    layout is known: layout_of_overlay_test_image), or the SDK's overlays
+    and kernels examples."""
     return {
         "test": [layout_of_overlay_test_image(test_image("overlays.elf")),
                  resolver.info(test_image("plain.elf"))],
@@ -58,7 +59,8 @@ def test_random_run_matches_model(images, seed, image_sets, tmp_path,
     assert exact == model.exact
     assert ambiguous == model.ambiguous
     assert unmapped == model.unmapped
-    assert db.execute("SELECT COUNT(*) FROM pending_samples").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM pending_samples"
+                      ).fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM orphan_samples").fetchone()[0] == 0
     assert sum(model.ambiguous.values()) > 0, "a run without ambiguity"
 
