@@ -17,6 +17,7 @@
  * file given to --input is followed like `tail -f` until its STOP record.
  */
 #include "daemon/recorder.h"
+#include "sdk/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,13 +112,6 @@ static void usage(FILE *out)
         "read or written, 2 for bad arguments.\n");
 }
 
-static int fail_usage(const char *format, const char *arg)
-{
-    fputs("coprofd: ", stderr);
-    fprintf(stderr, format, arg);
-    fputs(" (coprofd --help shows the usage)\n", stderr);
-    return EXIT_USAGE;
-}
 
 /* ---- arguments ---------------------------------------------------------- */
 
@@ -173,13 +167,16 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'i':
             if (set_input(o, c == 'r' ? INPUT_REPLAY : c == 's' ?
                           INPUT_SOCKET : INPUT_FILE, optarg) != 0)
-                return fail_usage("%s: only one input may be given", optarg);
+                return cli_fail(EXIT_USAGE, "%s: only one input may be "
+                                "given", optarg);
             break;
         case OPT_INPUT_FD:
             if (parse_unsigned(optarg, INT32_MAX, &fd) != 0)
-                return fail_usage("--input-fd %s: not a descriptor", optarg);
+                return cli_fail(EXIT_USAGE, "--input-fd %s: not a "
+                                "descriptor", optarg);
             if (set_input(o, INPUT_FD, optarg) != 0)
-                return fail_usage("%s: only one input may be given", optarg);
+                return cli_fail(EXIT_USAGE, "%s: only one input may be "
+                                "given", optarg);
             o->input_fd = (int)fd;
             break;
         case 'd':
@@ -191,8 +188,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'f':
             if (parse_unsigned(optarg, FLUSH_INTERVAL_MS, &o->flush_ms) != 0 ||
                 o->flush_ms == 0)
-                return fail_usage("--flush-interval %s: not 1..1000 ms",
-                                  optarg);
+                return cli_fail(EXIT_USAGE, "--flush-interval %s: not "
+                                "1..1000 ms", optarg);
             break;
         case OPT_OVERWRITE:
             o->overwrite = true;
@@ -208,12 +205,14 @@ static int parse_options(int argc, char **argv, struct options *o)
         }
     }
     if (optind < argc)
-        return fail_usage("%s: unexpected argument", argv[optind]);
+        return cli_fail(EXIT_USAGE, "%s: unexpected argument (see "
+                        "--help)", argv[optind]);
     if (o->session_dir == NULL)
-        return fail_usage("%s--session-dir is required", "");
+        return cli_fail(EXIT_USAGE, "--session-dir is required (see "
+                        "--help)");
     if (o->input == INPUT_NONE)
-        return fail_usage("%sone of --replay, --socket, --input or "
-                          "--input-fd is required", "");
+        return cli_fail(EXIT_USAGE, "one of --replay, --socket, --input "
+                        "or --input-fd is required (see --help)");
     return 0;
 }
 
@@ -263,9 +262,9 @@ static int open_input(struct coprofd *d)
     else
         d->fd = open_named(o->input_name);
     if (d->fd < 0 || fstat(d->fd, &st) != 0) {
-        fprintf(stderr, "coprofd: %s: cannot %s: %s\n", d->input_label,
-                o->input == INPUT_SOCKET ? "connect" : "open",
-                strerror(errno));
+        cli_fail(EXIT_FAILED, "%s: cannot %s: %s", d->input_label,
+                 o->input == INPUT_SOCKET ? "connect" : "open",
+                 strerror(errno));
         return -1;
     }
     d->follow = o->input == INPUT_FILE && S_ISREG(st.st_mode);
@@ -365,8 +364,8 @@ static gboolean on_input(gint fd, GIOCondition condition, gpointer data)
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return G_SOURCE_CONTINUE;
     } else if (n < 0) {
-        fprintf(stderr, "coprofd: %s: cannot read: %s\n", d->input_label,
-                strerror(errno));
+        cli_fail(EXIT_FAILED, "%s: cannot read: %s", d->input_label,
+                 strerror(errno));
         d->status = EXIT_FAILED;
     }
     d->input_source = 0;
@@ -453,9 +452,9 @@ int main(int argc, char **argv)
     };
     d.recorder = recorder_open(&ro, &error);
     if (d.recorder == NULL) {
-        fprintf(stderr, "coprofd: %s\n", error->message);
+        status = cli_fail(EXIT_FAILED, "%s", error->message);
         g_error_free(error);
-        return EXIT_FAILED;
+        return status;
     }
     status = run(&d);
     recorder_close(d.recorder);
