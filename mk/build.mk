@@ -14,7 +14,9 @@
 #   FUZZ_RUNS       commands (make targets) that `make fuzz` runs
 #   INSTALL_BINS    files installed into $(PREFIX)/bin
 #   INSTALL_LIBS    files installed into $(PREFIX)/lib/coprof
-#   INSTALL_HEADERS files installed into $(PREFIX)/include/coprof
+#   INSTALL_HEADERS headers installed into $(PREFIX)/include/coprof/FOLDER/,
+#                   so their own #include "FOLDER/x.h" lines resolve with
+#                   -I$(PREFIX)/include/coprof
 #
 # Objects go to build/obj/FOLDER/FILE.o from FOLDER/FILE.c by one pattern
 # rule, with header dependencies tracked by -MMD.  A fragment that needs extra
@@ -95,7 +97,7 @@ install: build-all
 		$(DESTDIR)$(PREFIX)/include/coprof
 	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin)
 	$(if $(INSTALL_LIBS),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/coprof)
-	$(if $(INSTALL_HEADERS),install -m 644 $(INSTALL_HEADERS) $(DESTDIR)$(PREFIX)/include/coprof)
+	$(foreach h,$(INSTALL_HEADERS),install -D -m 644 $(h) $(DESTDIR)$(PREFIX)/include/coprof/$(h) &&) true
 
 clean-build:
 	rm -rf $(BUILD)

@@ -82,6 +82,21 @@ def test_make_install(tmp_path):
     assert result.returncode == 0, result.stderr
     coplfsr = dest / "opt/coprof/bin/coplfsr"
     assert os.access(coplfsr, os.X_OK)
-    assert (dest / "opt/coprof/include/coprof/lfsr.h").exists()
+    assert (dest / "opt/coprof/include/coprof/lfsr/lfsr.h").exists()
     out = subprocess.run([str(coplfsr), "1"], capture_output=True, text=True)
     assert out.stdout.split()[0] == "0xfffffe"
+
+
+def test_installed_headers_compile_alone(tmp_path):
+    dest = tmp_path / "root"
+    subprocess.run(["make", "-s", "install", "PREFIX=/usr", "DESTDIR=%s" % dest],
+                   cwd=SOURCE, check=True, capture_output=True, timeout=600)
+    include = dest / "usr/include/coprof"
+    headers = sorted(p.relative_to(include) for p in include.rglob("*.h"))
+    assert headers
+    for header in headers:
+        source = tmp_path / "use.c"
+        source.write_text('#include "%s"\nint main(void) { return 0; }\n' % header)
+        result = subprocess.run(["gcc", "-fsyntax-only", "-I%s" % include,
+                                 str(source)], capture_output=True, text=True)
+        assert result.returncode == 0, "%s: %s" % (header, result.stderr)
