@@ -39,6 +39,8 @@
 #define CHUNK_BYTES         (1u << 20)
 #define FLUSH_INTERVAL_MS   1000u
 #define FOLLOW_INTERVAL_MS  50u
+#define TIMELINE_MS         10u
+#define TIMELINE_MS_MAX     60000u
 #define PENDING_INPUT_MAX   (64u << 20)
 
 enum input_kind { INPUT_NONE, INPUT_REPLAY, INPUT_FILE, INPUT_FD,
@@ -51,6 +53,7 @@ struct options {
     const char *session_dir;
     const char *event_log;
     unsigned flush_ms;
+    unsigned timeline_ms;
     bool overwrite;
     bool quiet;
 };
@@ -97,6 +100,9 @@ static void usage(FILE *out)
         "  -f, --flush-interval MS\n"
         "                        flush at least every MS milliseconds,\n"
         "                        1..1000 (default 1000)\n"
+        "  -t, --timeline-ms MS  count exact samples by function in buckets of\n"
+        "                        MS milliseconds for the sample timeline,\n"
+        "                        0..60000 (default 10; 0: no timeline)\n"
         "      --overwrite       replace a session already in DIR\n"
         "  -q, --quiet           no warnings and no summary\n"
         "  -h, --help            show this help\n"
@@ -150,6 +156,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "session-dir", required_argument, NULL, 'd' },
         { "event-log", required_argument, NULL, 'e' },
         { "flush-interval", required_argument, NULL, 'f' },
+        { "timeline-ms", required_argument, NULL, 't' },
         { "overwrite", no_argument, NULL, OPT_OVERWRITE },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
@@ -159,7 +166,8 @@ static int parse_options(int argc, char **argv, struct options *o)
     int c;
 
     o->flush_ms = FLUSH_INTERVAL_MS;
-    while ((c = getopt_long(argc, argv, "r:s:i:d:e:f:qh", long_options,
+    o->timeline_ms = TIMELINE_MS;
+    while ((c = getopt_long(argc, argv, "r:s:i:d:e:f:t:qh", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -190,6 +198,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                 o->flush_ms == 0)
                 return cli_fail(EXIT_USAGE, "--flush-interval %s: not "
                                 "1..1000 ms", optarg);
+            break;
+        case 't':
+            if (parse_unsigned(optarg, TIMELINE_MS_MAX, &o->timeline_ms) != 0)
+                return cli_fail(EXIT_USAGE, "--timeline-ms %s: not "
+                                "0..60000 ms", optarg);
             break;
         case OPT_OVERWRITE:
             o->overwrite = true;
@@ -449,6 +462,7 @@ int main(int argc, char **argv)
         .overwrite = d.options.overwrite,
         .live = d.options.input != INPUT_REPLAY,
         .quiet = d.options.quiet,
+        .timeline_ns = (uint64_t)d.options.timeline_ms * 1000000,
     };
     d.recorder = recorder_open(&ro, &error);
     if (d.recorder == NULL) {

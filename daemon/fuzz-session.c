@@ -155,7 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
-    struct session *s = session_new(session_dir, true);
+    struct session *s = session_new(session_dir, 1000, true);
     bool with_prefix = data[0] & 1;
     size_t split = data[1] % (size - 1);
 

@@ -60,7 +60,8 @@ struct recorder *recorder_open(const struct recorder_options *options,
         recorder_close(r);
         return NULL;
     }
-    r->session = session_new(options->session_dir, options->quiet);
+    r->session = session_new(options->session_dir, options->timeline_ns,
+                             options->quiet);
     if (options->event_log != NULL)
         r->schedlog = schedlog_new(options->event_log, 0, options->quiet);
     return r;

@@ -27,6 +27,7 @@ struct recorder_options {
     bool quiet;                 /* no warnings on stderr */
     unsigned busy_timeout_ms;   /* how long a flush waits for another
                                    writer of the database; 0: 5000 */
+    uint64_t timeline_ns;       /* sample timeline buckets; 0: none */
 };
 
 struct recorder;

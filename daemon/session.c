@@ -19,6 +19,12 @@
  * at the close of group k-2 (k-1 when only group k changed), the value
  * after is the one read now.
  *
+ * The sample timeline: when a group closes at its TIME record, its exact
+ * samples are also added, by function (the symbol covering the file
+ * offset, else the offset itself), to the context's current time bucket;
+ * a bucket's counts become rows when the context moves to another bucket,
+ * and at every flush.
+ *
  * The sample path is on_samples(): one tally add per sample.  Everything
  * else happens per record or per distinct address of a group.
  */
@@ -57,6 +63,19 @@ struct context_state {
     struct region_state *region;
     struct addr_tally tail;         /* pending samples, if has_tail */
     bool has_tail;
+    int64_t bucket;                 /* timeline bucket being counted */
+    GHashTable *bucket_counts;      /* function offset -> function_count */
+};
+
+struct function_count {
+    uint64_t function;              /* the key */
+    uint64_t count;
+};
+
+struct timeline_row {
+    uint32_t context, image;
+    uint64_t bucket_start_ns, function;
+    uint64_t count;
 };
 
 struct context_key {
@@ -100,6 +119,7 @@ struct session {
     struct copstream_stop stop;
     uint64_t ignored_overlays;
     uint64_t errors_logged;
+    uint64_t timeline_ns;           /* bucket width; 0: no timeline */
 
     /* Rows waiting for the next flush. */
     guint contexts_written;
@@ -109,6 +129,7 @@ struct session {
     GArray *lost_rows;              /* struct store_lost */
     GArray *time_rows;              /* struct time_row */
     GArray *error_rows;             /* struct error_row */
+    GArray *timeline_rows;          /* struct timeline_row */
 };
 
 /* ---- slots and contexts ------------------------------------------------- */
@@ -188,6 +209,10 @@ static struct context_state *find_context(struct session *s,
     if (context->image->ovl != NULL)
         ensure_regions(context, ovl_image_region_count(context->image->ovl));
     addr_tally_init(&context->tail);
+    context->bucket = -1;
+    context->bucket_counts = g_hash_table_new_full(g_int64_hash,
+                                                   g_int64_equal, NULL,
+                                                   g_free);
     g_ptr_array_add(s->contexts, context);
     g_hash_table_insert(s->context_index, g_memdup2(&key, sizeof key),
                         context);
@@ -248,6 +273,52 @@ static void resolve(const struct context_state *context, uint32_t address,
     ovl_resolve(ovl, address, context->guard, guards, loc);
 }
 
+/* ---- the sample timeline ----------------------------------------------- */
+
+/* The counts of the context's current bucket become rows. */
+static void emit_bucket(struct session *s, struct context_state *context)
+{
+    GHashTableIter iter;
+    gpointer value;
+
+    g_hash_table_iter_init(&iter, context->bucket_counts);
+    while (g_hash_table_iter_next(&iter, NULL, &value)) {
+        const struct function_count *f = value;
+        struct timeline_row row = {
+            context->id, context->image->id,
+            (uint64_t)context->bucket * s->timeline_ns, f->function, f->count,
+        };
+        g_array_append_val(s->timeline_rows, row);
+    }
+    g_hash_table_remove_all(context->bucket_counts);
+}
+
+/* n exact samples at file_offset, drained by the poll of time_ns. */
+static void add_to_timeline(struct session *s, struct context_state *context,
+                            uint64_t file_offset, uint64_t n, int64_t time_ns)
+{
+    struct ovl_symbol symbol;
+
+    if (s->timeline_ns == 0 || time_ns < 0)
+        return;
+    int64_t bucket = time_ns / (int64_t)s->timeline_ns;
+    if (bucket != context->bucket) {
+        emit_bucket(s, context);
+        context->bucket = bucket;
+    }
+    uint64_t function = ovl_symbol_at(context->image->ovl, file_offset,
+                                      &symbol) == 0 ? symbol.file_offset
+                                                    : file_offset;
+    struct function_count *f = g_hash_table_lookup(context->bucket_counts,
+                                                   &function);
+    if (f == NULL) {
+        f = g_new0(struct function_count, 1);
+        f->function = function;
+        g_hash_table_insert(context->bucket_counts, &f->function, f);
+    }
+    f->count += n;
+}
+
 /* ---- closing poll groups ------------------------------------------------ */
 
 enum group_end {
@@ -255,9 +326,21 @@ enum group_end {
     GROUP_TRAILING,     /* a switch, release or stop: maybe no read after */
 };
 
-/* Attributes n samples of address, drained in the group now closing. */
+/* An exact or unmapped location, and the timeline for a mapped one. */
+static void count_at(struct session *s, struct context_state *context,
+                     const struct ovl_location *loc, uint64_t n,
+                     int64_t time_ns)
+{
+    count_location(s, context, loc, n);
+    if (loc->reason == OVL_MAPPED)
+        add_to_timeline(s, context, loc->file_offset, n, time_ns);
+}
+
+/* Attributes n samples of address, drained in the group now closing,
+ * whose TIME record says time_ns (-1 for a trailing group). */
 static void attribute(struct session *s, struct context_state *context,
-                      uint32_t address, uint32_t n, enum group_end end)
+                      uint32_t address, uint32_t n, enum group_end end,
+                      int64_t time_ns)
 {
     struct ovl_location loc;
 
@@ -270,7 +353,7 @@ static void attribute(struct session *s, struct context_state *context,
     ensure_regions(context, ovl_image_region_count(context->image->ovl));
     resolve(context, address, &loc);
     if (loc.region == 0) {
-        count_location(s, context, &loc, n);
+        count_at(s, context, &loc, n, time_ns);
         return;
     }
     const struct region_state *region = &context->region[loc.region - 1];
@@ -286,7 +369,7 @@ static void attribute(struct session *s, struct context_state *context,
         addr_tally_add_n(&context->tail, address, n);
         context->has_tail = true;
     } else {
-        count_location(s, context, &loc, n);
+        count_at(s, context, &loc, n, time_ns);
     }
 }
 
@@ -304,8 +387,9 @@ static void roll_window(struct context_state *context)
 
 static void end_first_read(struct session *s, struct slot_state *slot);
 
+/* Closes the slot's open group; time_ns: its TIME record's (GROUP_READ). */
 static void close_group(struct session *s, struct slot_state *slot,
-                        enum group_end end)
+                        enum group_end end, int64_t time_ns)
 {
     struct context_state *context = slot->context;
 
@@ -318,7 +402,7 @@ static void close_group(struct session *s, struct slot_state *slot,
             context->region[r].tail_from = guard_now(context, r);
     for (uint32_t i = 0; i < slot->group.used_count; i++)
         attribute(s, context, addr_tally_address(&slot->group, i),
-                  addr_tally_count(&slot->group, i), end);
+                  addr_tally_count(&slot->group, i), end, time_ns);
     addr_tally_clear(&slot->group);
     if (end == GROUP_READ)
         roll_window(context);
@@ -443,7 +527,7 @@ static void unbind(struct session *s, struct slot_state *slot,
 
     if (slot->context == NULL)
         return;
-    close_group(s, slot, GROUP_TRAILING);
+    close_group(s, slot, GROUP_TRAILING, -1);
     binding->end_cycle = cycle;
     binding->end_reason = reason;
     if (time_ns != STORE_TIME_NONE)
@@ -558,7 +642,7 @@ static void on_time(struct session *s, const struct copstream_record *rec)
     slot->last_cycle = t->cycle;
     if (slot->context == NULL)
         return;
-    close_group(s, slot, GROUP_READ);
+    close_group(s, slot, GROUP_READ, (int64_t)t->time_ns);
     if (slot->binding.start_time_ns == STORE_TIME_NONE) {
         slot->binding.start_time_ns = t->cycle >= slot->binding.start_cycle ?
             time_at(s, slot->binding.start_cycle, t->cycle, t->time_ns) :
@@ -677,7 +761,8 @@ static void on_error(void *user, const struct copstream_error *err)
 
 /* ---- the session -------------------------------------------------------- */
 
-struct session *session_new(const char *session_dir, bool quiet)
+struct session *session_new(const char *session_dir, uint64_t timeline_ns,
+                            bool quiet)
 {
     struct session *s = g_new0(struct session, 1);
     struct copstream_handler handler = {
@@ -688,6 +773,7 @@ struct session *session_new(const char *session_dir, bool quiet)
     };
 
     copstream_decoder_init(&s->decoder, &handler);
+    s->timeline_ns = timeline_ns;
     s->images = image_registry_new(session_dir, quiet);
     count_table_init(&s->counts);
     s->context_index = g_hash_table_new_full(context_key_hash,
@@ -699,12 +785,14 @@ struct session *session_new(const char *session_dir, bool quiet)
     s->lost_rows = g_array_new(FALSE, FALSE, sizeof(struct store_lost));
     s->time_rows = g_array_new(FALSE, FALSE, sizeof(struct time_row));
     s->error_rows = g_array_new(FALSE, FALSE, sizeof(struct error_row));
+    s->timeline_rows = g_array_new(FALSE, FALSE, sizeof(struct timeline_row));
     return s;
 }
 
 static void context_free(struct context_state *context)
 {
     addr_tally_free(&context->tail);
+    g_hash_table_destroy(context->bucket_counts);
     g_free(context->guard);
     g_free(context->region);
     g_free(context);
@@ -731,6 +819,7 @@ void session_free(struct session *s)
     g_array_free(s->lost_rows, TRUE);
     g_array_free(s->time_rows, TRUE);
     g_array_free(s->error_rows, TRUE);
+    g_array_free(s->timeline_rows, TRUE);
     g_free(s);
 }
 
@@ -857,7 +946,9 @@ static int write_stream_stats(struct session *s, struct store *store)
                            (int64_t)st->resyncs) != 0 ||
         store_put_meta_int(store, "stream.ignored_overlays",
                            (int64_t)s->ignored_overlays) != 0 ||
-        store_put_meta_int(store, "stream.complete", s->finished) != 0)
+        store_put_meta_int(store, "stream.complete", s->finished) != 0 ||
+        store_put_meta_int(store, "timeline.bucket_ns",
+                           (int64_t)s->timeline_ns) != 0)
         return -1;
     for (int kind = 1; kind < COPSTREAM_ERR_KIND_END; kind++)
         if (st->errors_by_kind[kind] != 0 &&
@@ -979,12 +1070,47 @@ static int write_rows(struct session *s, struct store *store)
     return 0;
 }
 
+static int write_timeline_row(struct store *store,
+                              const struct timeline_row *row)
+{
+    return store_add_timeline(store, row->context, row->image,
+                              row->bucket_start_ns, row->function,
+                              row->count);
+}
+
+/* The buckets closed since the last flush, and the open ones so far. */
+static int write_timeline(struct session *s, struct store *store)
+{
+    GHashTableIter iter;
+    gpointer value;
+
+    for (guint i = 0; i < s->timeline_rows->len; i++)
+        if (write_timeline_row(store, &g_array_index(
+                s->timeline_rows, struct timeline_row, i)) != 0)
+            return -1;
+    for (guint i = 0; i < s->contexts->len; i++) {
+        const struct context_state *c = g_ptr_array_index(s->contexts, i);
+        g_hash_table_iter_init(&iter, c->bucket_counts);
+        while (g_hash_table_iter_next(&iter, NULL, &value)) {
+            const struct function_count *f = value;
+            struct timeline_row row = {
+                c->id, c->image->id, (uint64_t)c->bucket * s->timeline_ns,
+                f->function, f->count,
+            };
+            if (write_timeline_row(store, &row) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int session_write(struct session *s, struct store *store)
 {
     if (write_start(s, store) != 0 || write_stop(s, store) != 0 ||
         write_stream_stats(s, store) != 0 || write_images(s, store) != 0 ||
         write_contexts(s, store) != 0 || write_counts(s, store) != 0 ||
-        write_pending(s, store) != 0 || write_rows(s, store) != 0)
+        write_pending(s, store) != 0 || write_rows(s, store) != 0 ||
+        write_timeline(s, store) != 0)
         return -1;
     return 0;
 }
@@ -1002,4 +1128,9 @@ void session_written(struct session *s)
     g_array_set_size(s->lost_rows, 0);
     g_array_set_size(s->time_rows, 0);
     g_array_set_size(s->error_rows, 0);
+    g_array_set_size(s->timeline_rows, 0);
+    for (guint i = 0; i < s->contexts->len; i++) {
+        struct context_state *c = g_ptr_array_index(s->contexts, i);
+        g_hash_table_remove_all(c->bucket_counts);  /* written; the bucket */
+    }                                               /* may get more */
 }

@@ -26,6 +26,9 @@
  * the remaining ones become ambiguous with an unknown "after".
  * daemon/README.md gives the rules with examples.
  *
+ * The exact samples of each poll group also go, by function, into time
+ * buckets of the context (the sample timeline), at the group's TIME.
+ *
  * session_write() puts everything that changed since the last flush into
  * the store's open transaction; session_written() forgets it once the
  * transaction committed.  If it did not, the next flush writes it again.
@@ -42,8 +45,12 @@
 
 struct session;
 
-/* Images are cached under session_dir; quiet: no warnings on stderr. */
-struct session *session_new(const char *session_dir, bool quiet);
+/*
+ * Images are cached under session_dir.  timeline_ns: the width of the
+ * sample timeline's buckets (0: no timeline).  quiet: no warnings.
+ */
+struct session *session_new(const char *session_dir, uint64_t timeline_ns,
+                            bool quiet);
 void session_free(struct session *session);
 
 void session_feed(struct session *session, const uint8_t *bytes,

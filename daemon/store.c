@@ -54,6 +54,10 @@ static const char schema[] =
     "CREATE TABLE ambiguous_candidates (image INTEGER, ls_addr INTEGER,"
     " overlay INTEGER, file_offset INTEGER,"
     " PRIMARY KEY (image, ls_addr, overlay)) WITHOUT ROWID;\n"
+    "CREATE TABLE sample_timeline (context INTEGER, image INTEGER,"
+    " bucket_start_ns INTEGER, function_offset INTEGER,"
+    " count INTEGER NOT NULL, PRIMARY KEY (context, image, bucket_start_ns,"
+    " function_offset)) WITHOUT ROWID;\n"
     "CREATE TABLE orphan_samples (slot INTEGER, ls_addr INTEGER,"
     " count INTEGER NOT NULL, PRIMARY KEY (slot, ls_addr)) WITHOUT ROWID;\n"
     "CREATE TABLE pending_samples (context INTEGER, image INTEGER,"
@@ -95,7 +99,7 @@ enum statement {
     ST_IMAGE, ST_REGION, ST_OVERLAY,
     ST_CONTEXT, ST_BINDING,
     ST_EXACT, ST_UNMAPPED, ST_AMBIGUOUS, ST_ORPHAN, ST_CANDIDATE,
-    ST_CLEAR_PENDING, ST_PENDING,
+    ST_TIMELINE, ST_CLEAR_PENDING, ST_PENDING,
     ST_OVERLAY_EVENT, ST_LOST, ST_TIME, ST_ERROR_COUNT, ST_ERROR,
     ST_SCHED, ST_LINK_STACKS,
     ST_COUNT
@@ -136,6 +140,9 @@ static const char *const statement_sql[ST_COUNT] = {
         " SET count = count + excluded.count",
     [ST_CANDIDATE] = "INSERT OR IGNORE INTO ambiguous_candidates (image,"
         " ls_addr, overlay, file_offset) VALUES (?1, ?2, ?3, ?4)",
+    [ST_TIMELINE] = "INSERT INTO sample_timeline (context, image,"
+        " bucket_start_ns, function_offset, count) VALUES (?1, ?2, ?3, ?4,"
+        " ?5) ON CONFLICT DO UPDATE SET count = count + excluded.count",
     [ST_CLEAR_PENDING] = "DELETE FROM pending_samples",
     [ST_PENDING] = "INSERT INTO pending_samples (context, image, ls_addr,"
         " region, guard, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -665,6 +672,20 @@ int store_put_candidates(struct store *store, uint32_t image,
             return -1;
     }
     return 0;
+}
+
+int store_add_timeline(struct store *store, uint32_t context, uint32_t image,
+                       uint64_t bucket_start_ns, uint64_t function_offset,
+                       uint64_t count)
+{
+    sqlite3_stmt *st = statement(store, ST_TIMELINE);
+
+    sqlite3_bind_int64(st, 1, context);
+    sqlite3_bind_int64(st, 2, image);
+    sqlite3_bind_int64(st, 3, (int64_t)bucket_start_ns);
+    sqlite3_bind_int64(st, 4, (int64_t)function_offset);
+    sqlite3_bind_int64(st, 5, (int64_t)count);
+    return run(store, st);
 }
 
 int store_clear_pending(struct store *store)

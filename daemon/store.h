@@ -101,6 +101,11 @@ int store_add_count(struct store *store, const struct count_entry *entry,
 int store_put_candidates(struct store *store, uint32_t image,
                          const struct ovl_image *ovl, uint32_t ls_addr);
 
+/* Adds count exact samples of one function to a timeline bucket. */
+int store_add_timeline(struct store *store, uint32_t context, uint32_t image,
+                       uint64_t bucket_start_ns, uint64_t function_offset,
+                       uint64_t count);
+
 /* pending_samples is replaced whole at each flush. */
 int store_clear_pending(struct store *store);
 int store_put_pending(struct store *store, uint32_t context, uint32_t image,

@@ -224,11 +224,12 @@ struct recording {
     struct session_totals totals;
 };
 
+/* A recorder with a sample timeline of 10 us buckets. */
 static struct recorder *open_recorder(const char *dir, const char *event_log)
 {
     struct recorder_options options = {
         .session_dir = dir, .event_log = event_log, .source = "test",
-        .quiet = true, .busy_timeout_ms = 50,
+        .quiet = true, .busy_timeout_ms = 50, .timeline_ns = 10000,
     };
     GError *error = NULL;
     struct recorder *r = recorder_open(&options, &error);
@@ -734,6 +735,79 @@ static void test_context_moves(void)
     g_free(path);
 }
 
+/* The function whose symbol covers address under guards (g1, g2, 0). */
+static uint64_t function_at(uint32_t address, uint32_t g1, uint32_t g2)
+{
+    char *path = test_image_path();
+    struct ovl_image *image = ovl_image_open(path, NULL);
+    struct ovl_symbol symbol;
+
+    g_assert_nonnull(image);
+    g_assert_cmpint(ovl_symbol_at(image, where(address, g1, g2).file_offset,
+                                  &symbol), ==, 0);
+    ovl_image_close(image);
+    g_free(path);
+    return symbol.file_offset;
+}
+
+/* Exact samples by function in 10 us buckets, by their group's TIME; a
+ * flush in the middle of a bucket adds to it later. */
+static void test_sample_timeline(void)
+{
+    char *path = test_image_path();
+    char *dir = new_dir("timeline");
+    struct builder b;
+    GError *error = NULL;
+
+    builder_init(&b, path);
+    put_header(&b);
+    put_bind(&b, 0, 1, 2, 4);
+    put_samples(&b, 0, RESIDENT_ADDR, 3);
+    put_samples(&b, 0, RESIDENT_ADDR + 4, 1);       /* same function */
+    put_time(&b, 0, 100, 5000);                     /* bucket 0 */
+    put_samples(&b, 0, REGION1_ADDR2, 2);
+    put_time(&b, 0, 200, 12000);                    /* bucket 1 */
+    struct recorder *r = open_recorder(dir, NULL);
+    recorder_feed(r, b.bytes->data, b.bytes->len);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
+    g_byte_array_set_size(b.bytes, 0);
+    put_samples(&b, 0, REGION1_ADDR2, 5);
+    put_guard(&b, 0, 0, 3);                         /* ambiguous: not */
+    put_samples(&b, 0, RESIDENT_ADDR, 7);           /* in the timeline */
+    put_time(&b, 0, 300, 19000);                    /* bucket 1 again */
+    put_samples(&b, 0, RESIDENT_ADDR, 1);
+    put_time(&b, 0, 400, 25000);                    /* bucket 2 */
+    put_stop(&b);
+    recorder_feed(r, b.bytes->data, b.bytes->len);
+    recorder_finish(r);
+    g_assert_cmpint(recorder_flush(r, "test", &error), ==, 0);
+    recorder_close(r);
+    sqlite3 *db = open_db(dir);
+    uint64_t resident = function_at(RESIDENT_ADDR, 2, 4);
+    uint64_t overlay = function_at(REGION1_ADDR2, 2, 4);
+
+    g_assert_cmpint(function_at(RESIDENT_ADDR + 4, 2, 4), ==, resident);
+    g_assert_cmpint(query(db, "SELECT count FROM sample_timeline WHERE"
+                          " bucket_start_ns = 0 AND function_offset = %"
+                          G_GUINT64_FORMAT, resident), ==, 4);
+    g_assert_cmpint(query(db, "SELECT count FROM sample_timeline WHERE"
+                          " bucket_start_ns = 10000 AND function_offset = %"
+                          G_GUINT64_FORMAT, overlay), ==, 2);
+    g_assert_cmpint(query(db, "SELECT count FROM sample_timeline WHERE"
+                          " bucket_start_ns = 10000 AND function_offset = %"
+                          G_GUINT64_FORMAT, resident), ==, 7);
+    g_assert_cmpint(query(db, "SELECT count FROM sample_timeline WHERE"
+                          " bucket_start_ns = 20000"), ==, 1);
+    g_assert_cmpint(query(db, "SELECT SUM(count) FROM sample_timeline"), ==,
+                    4 + 2 + 7 + 1);
+    g_assert_cmpint(query(db, "SELECT value FROM session WHERE"
+                          " key = 'timeline.bucket_ns'"), ==, 10000);
+    sqlite3_close(db);
+    builder_free(&b);
+    g_free(dir);
+    g_free(path);
+}
+
 /* ---- images ------------------------------------------------------------- */
 
 static char *copy_image(const char *name)
@@ -1162,6 +1236,7 @@ int main(int argc, char **argv)
     g_test_add_func("/daemon/attribution/lost-time-bindings",
                     test_lost_time_and_bindings);
     g_test_add_func("/daemon/attribution/context-moves", test_context_moves);
+    g_test_add_func("/daemon/attribution/timeline", test_sample_timeline);
     g_test_add_func("/daemon/images/cached", test_image_cached);
     g_test_add_func("/daemon/images/unreadable", test_image_unreadable);
     g_test_add_func("/daemon/images/not-elf", test_image_not_elf);

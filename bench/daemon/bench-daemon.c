@@ -8,8 +8,8 @@
  * with two), 512 samples per slot per poll, a TIME record closing every
  * poll group, a context switch on a slot every 16 polls (with the first
  * guard read of the incoming context), an overlay swap in region 1 every
- * 3 polls and in region 2 every 5, so some samples are ambiguous and some
- * wait for the next bind.  Sample addresses are drawn from the image's
+ * 3 polls and in region 2 every 5, so some samples are ambiguous, a poll
+ * every millisecond (the sample timeline has 10 ms buckets).  Sample addresses are drawn from the image's
  * code with a skew (hot loops), as a profile has.  At least 50 M samples.
  *
  * The full pass feeds the stream in 1 MiB pieces to a recorder (what
@@ -149,7 +149,7 @@ static void put_poll(struct stream *s, const struct layout *l, uint32_t slot,
         guards[context][1] = guards[context][1] == 4 ? 5 : 4;
         put_guard(s, slot, 1, guards[context][1], cycle);
     }
-    rec.u.time = (struct copstream_time){ slot, cycle, cycle * 2 };
+    rec.u.time = (struct copstream_time){ slot, cycle, (poll + 1) * 1000000 };
     put(s, &rec);
 }
 
@@ -278,7 +278,7 @@ static double time_full(const struct stream *s, const char *dir,
 {
     struct recorder_options options = {
         .session_dir = dir, .source = "bench", .overwrite = true,
-        .quiet = true,
+        .quiet = true, .timeline_ns = 10000000,
     };
     GError *error = NULL;
     double begin = now(), last_flush = begin;

@@ -356,6 +356,7 @@ class Model:
         self.ambiguous = collections.Counter()
         self.unmapped = collections.Counter()
         self.per_context = collections.Counter()
+        self.timeline = collections.Counter()   # exact at a TIME, by context
         self.state = {}             # context -> per-region dict
         self.bound = {}             # slot -> context
         self.open = collections.defaultdict(list)   # slot -> drained samples
@@ -389,13 +390,15 @@ class Model:
                 context.image, address, context.regions)
         return self.resolver.cache[key]
 
-    def count_place(self, context, sample):
+    def count_place(self, context, sample, at_time=False):
         place = self.place(context, sample.address)
         truth = self.resolver.resolve(context.image, list(sample.guards),
                                       sample.address)
         assert place == truth, "exact but misattributed: %r" % (sample,)
         if place[0] == "mapped":
             self.exact[(context.number, context.image, place[1])] += 1
+            if at_time:
+                self.timeline[context.number] += 1
         else:
             self.unmapped[(context.number, sample.address, place[1],
                            place[2])] += 1
@@ -453,7 +456,7 @@ class Model:
     def attribute(self, context, sample, trailing):
         region = self.region_of(context, sample.address)
         if region == 0:
-            self.count_place(context, sample)
+            self.count_place(context, sample, at_time=not trailing)
             return
         r = self.regions(context)[region - 1]
         if r["changed"] or r["changed_before"]:
@@ -463,7 +466,7 @@ class Model:
             self.tails.setdefault(context, []).append(
                 (sample, region, r["now"]))
         else:
-            self.count_place(context, sample)
+            self.count_place(context, sample, at_time=True)
 
     def close(self, slot, trailing):
         context = self.bound.get(slot)

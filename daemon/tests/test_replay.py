@@ -72,6 +72,14 @@ def test_random_run_matches_model(images, seed, image_sets, tmp_path,
         per_context[context_id] += total
     assert per_context == model.per_context
 
+    # The timeline holds the exact samples of groups closed by TIME.
+    timeline = collections.Counter()
+    for context_id, total in db.execute(
+            "SELECT c.context_id, SUM(t.count) FROM sample_timeline t"
+            " JOIN contexts c ON c.id = t.context GROUP BY c.context_id"):
+        timeline[context_id] = total
+    assert timeline == model.timeline
+
     # The same totals as copstream check, and in the summary line.
     check = subprocess.run([coprof_bin("copstream"), "check", str(stream)],
                            capture_output=True, text=True)
