@@ -178,6 +178,8 @@ def test_help_reads_like_a_manual(coprofd):
      "not 1..1000 ms"),
     (["--session-dir", "d", "--replay", "a", "--flush-interval", "2000"],
      "not 1..1000 ms"),
+    (["--session-dir", "d", "--replay", "a", "--timeline-ms", "70000"],
+     "not 0..60000 ms"),
     (["--session-dir", "d", "--input-fd", "x"], "not a descriptor"),
     (["--session-dir", "d", "--replay", "a", "extra"], "unexpected argument"),
 ])
