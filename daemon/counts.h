@@ -4,8 +4,9 @@
  * An address tally counts the samples of one poll group of one slot by
  * local-store address.  It is the only thing touched per sample, so it is
  * small, open-addressed and inline: a multiply, a probe or two, an add.
- * When the group closes, the daemon resolves each distinct address once
- * and moves its count into the count table.
+ * When the group closes, the daemon judges each distinct address once and
+ * moves its count on (a context's settled samples are tallied the same
+ * way until they are resolved).
  *
  * The count table is the session's aggregate: one entry per (context,
  * image, kind, position, ...) key — an exact sample at a file offset, an

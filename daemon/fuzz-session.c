@@ -133,7 +133,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void check(const struct session *s)
+static void check(struct session *s)
 {
     struct session_totals t;
 

@@ -19,11 +19,17 @@
  * at the close of group k-2 (k-1 when only group k changed), the value
  * after is the one read now.
  *
- * The sample timeline: when a group closes at its TIME record, its exact
- * samples are also added, by function (the symbol covering the file
- * offset, else the offset itself), to the context's current time bucket;
- * a bucket's counts become rows when the context moves to another bucket,
- * and at every flush.
+ * Settling: a sample the guards decide (outside overlay regions, or in a
+ * region that kept its guard) goes to its context's settled tally, by LS
+ * address; the tally is resolved and counted only before the context's
+ * guards or timeline bucket change and before counts are read, so an
+ * address is resolved once per guard state rather than once per group.
+ *
+ * The sample timeline: the exact samples of groups closed by a TIME record
+ * are also counted by function (the symbol covering the file offset, else
+ * the offset itself) in the context's current time bucket, the bucket of
+ * the TIME record; a bucket's counts become rows when the context moves to
+ * another bucket, and at every flush.
  *
  * The sample path is on_samples(): one tally add per sample.  Everything
  * else happens per record or per distinct address of a group.
@@ -63,6 +69,7 @@ struct context_state {
     struct region_state *region;
     struct addr_tally tail;         /* pending samples, if has_tail */
     bool has_tail;
+    struct addr_tally settled;      /* decided, resolved at the next settle */
     int64_t bucket;                 /* timeline bucket being counted */
     GHashTable *bucket_counts;      /* function offset -> function_count */
 };
@@ -120,6 +127,7 @@ struct session {
     uint64_t ignored_overlays;
     uint64_t errors_logged;
     uint64_t timeline_ns;           /* bucket width; 0: no timeline */
+    GPtrArray *region_maps;         /* by image id - 1: uint16_t[] or NULL */
 
     /* Rows waiting for the next flush. */
     guint contexts_written;
@@ -209,6 +217,7 @@ static struct context_state *find_context(struct session *s,
     if (context->image->ovl != NULL)
         ensure_regions(context, ovl_image_region_count(context->image->ovl));
     addr_tally_init(&context->tail);
+    addr_tally_init(&context->settled);
     context->bucket = -1;
     context->bucket_counts = g_hash_table_new_full(g_int64_hash,
                                                    g_int64_equal, NULL,
@@ -273,7 +282,7 @@ static void resolve(const struct context_state *context, uint32_t address,
     ovl_resolve(ovl, address, context->guard, guards, loc);
 }
 
-/* ---- the sample timeline ----------------------------------------------- */
+/* ---- settled samples and the timeline ---------------------------------- */
 
 /* The counts of the context's current bucket become rows. */
 static void emit_bucket(struct session *s, struct context_state *context)
@@ -293,19 +302,15 @@ static void emit_bucket(struct session *s, struct context_state *context)
     g_hash_table_remove_all(context->bucket_counts);
 }
 
-/* n exact samples at file_offset, drained by the poll of time_ns. */
-static void add_to_timeline(struct session *s, struct context_state *context,
-                            uint64_t file_offset, uint64_t n, int64_t time_ns)
+/* n exact samples at file_offset in the context's current bucket, by the
+ * function symbol covering them (else by the offset itself). */
+static void add_to_bucket(struct context_state *context, uint64_t file_offset,
+                          uint64_t n)
 {
     struct ovl_symbol symbol;
 
-    if (s->timeline_ns == 0 || time_ns < 0)
+    if (context->bucket < 0)
         return;
-    int64_t bucket = time_ns / (int64_t)s->timeline_ns;
-    if (bucket != context->bucket) {
-        emit_bucket(s, context);
-        context->bucket = bucket;
-    }
     uint64_t function = ovl_symbol_at(context->image->ovl, file_offset,
                                       &symbol) == 0 ? symbol.file_offset
                                                     : file_offset;
@@ -319,6 +324,68 @@ static void add_to_timeline(struct session *s, struct context_state *context,
     f->count += n;
 }
 
+/*
+ * The settled samples are resolved under the guards now and counted
+ * (exact or unmapped), and the exact ones added to the current bucket.
+ * Called before the guards or the bucket change, and before counts are
+ * read: so each distinct address is resolved once per guard state and
+ * bucket, not once per poll group.
+ */
+static void settle(struct session *s, struct context_state *context)
+{
+    struct ovl_location loc;
+
+    for (uint32_t i = 0; i < context->settled.used_count; i++) {
+        uint32_t n = addr_tally_count(&context->settled, i);
+        resolve(context, addr_tally_address(&context->settled, i), &loc);
+        count_location(s, context, &loc, n);
+        if (loc.reason == OVL_MAPPED)
+            add_to_bucket(context, loc.file_offset, n);
+    }
+    addr_tally_clear(&context->settled);
+}
+
+static void settle_all(struct session *s)
+{
+    for (guint i = 0; i < s->contexts->len; i++)
+        settle(s, g_ptr_array_index(s->contexts, i));
+}
+
+/* A TIME record at time_ns: the context's samples go to its bucket. */
+static void enter_bucket(struct session *s, struct context_state *context,
+                         int64_t time_ns)
+{
+    if (s->timeline_ns == 0)
+        return;
+    int64_t bucket = time_ns / (int64_t)s->timeline_ns;
+    if (bucket == context->bucket)
+        return;
+    settle(s, context);
+    emit_bucket(s, context);
+    context->bucket = bucket;
+}
+
+/* The overlay region (1-based) of every LS word of an image, 0 outside
+ * regions: the region a sample is in, without resolving it. */
+static const uint16_t *region_map(struct session *s,
+                                  const struct image_record *image)
+{
+    while (s->region_maps->len < image->id)
+        g_ptr_array_add(s->region_maps, NULL);
+    uint16_t *map = g_ptr_array_index(s->region_maps, image->id - 1);
+    if (map != NULL)
+        return map;
+    map = g_new0(uint16_t, COP_LS_SIZE / 4);
+    unsigned count = MIN(ovl_image_region_count(image->ovl), UINT16_MAX);
+    for (unsigned r = 1; r <= count; r++) {
+        const struct ovl_region *region = ovl_image_region(image->ovl, r);
+        for (uint32_t a = region->ls_start; a < region->ls_end; a += 4)
+            map[a / 4] = (uint16_t)r;
+    }
+    g_ptr_array_index(s->region_maps, image->id - 1) = map;
+    return map;
+}
+
 /* ---- closing poll groups ------------------------------------------------ */
 
 enum group_end {
@@ -326,51 +393,57 @@ enum group_end {
     GROUP_TRAILING,     /* a switch, release or stop: maybe no read after */
 };
 
-/* An exact or unmapped location, and the timeline for a mapped one. */
-static void count_at(struct session *s, struct context_state *context,
-                     const struct ovl_location *loc, uint64_t n,
-                     int64_t time_ns)
-{
-    count_location(s, context, loc, n);
-    if (loc->reason == OVL_MAPPED)
-        add_to_timeline(s, context, loc->file_offset, n, time_ns);
-}
-
-/* Attributes n samples of address, drained in the group now closing,
- * whose TIME record says time_ns (-1 for a trailing group). */
-static void attribute(struct session *s, struct context_state *context,
-                      uint32_t address, uint32_t n, enum group_end end,
-                      int64_t time_ns)
+/* Samples whose place the guards now decide: at once in a trailing group
+ * (no timeline bucket), else at the next settle. */
+static void decided(struct session *s, struct context_state *context,
+                    uint32_t address, uint32_t n, enum group_end end)
 {
     struct ovl_location loc;
 
-    if (context->image->ovl == NULL) {
-        count(s, context, COUNT_UNMAPPED, COUNT_REASON_NO_IMAGE, address,
-              COUNT_GUARD_NONE, 0, 0, n);
+    if (end == GROUP_READ) {
+        addr_tally_add_n(&context->settled, address, n);
         return;
     }
-    /* The image may have become usable after the context was created. */
-    ensure_regions(context, ovl_image_region_count(context->image->ovl));
     resolve(context, address, &loc);
-    if (loc.region == 0) {
-        count_at(s, context, &loc, n, time_ns);
+    count_location(s, context, &loc, n);
+}
+
+/* Attributes n samples of address, drained in the group now closing. */
+static void attribute(struct session *s, struct context_state *context,
+                      const uint16_t *regions, uint32_t address, uint32_t n,
+                      enum group_end end)
+{
+    unsigned r = address < COP_LS_SIZE ? regions[address / 4] : 0;
+
+    if (r == 0) {
+        decided(s, context, address, n, end);
         return;
     }
-    const struct region_state *region = &context->region[loc.region - 1];
+    const struct region_state *region = &context->region[r - 1];
     if (region->changed_now || region->changed_before) {
         int64_t from = region->changed_before ? region->closed_before
                                               : region->closed;
-        count_ambiguous(s, context, address, loc.region, from,
-                        context->guard[loc.region - 1], n);
+        count_ambiguous(s, context, address, r, from, context->guard[r - 1],
+                        n);
     } else if (!region->known) {
-        loc.reason = OVL_GUARD_UNKNOWN;
-        count_location(s, context, &loc, n);
+        count(s, context, COUNT_UNMAPPED, OVL_GUARD_UNKNOWN, address,
+              COUNT_GUARD_NONE, 0, 0, n);
     } else if (end == GROUP_TRAILING) {
         addr_tally_add_n(&context->tail, address, n);
         context->has_tail = true;
     } else {
-        count_at(s, context, &loc, n, time_ns);
+        decided(s, context, address, n, end);
     }
+}
+
+/* A context whose image cannot be used keeps raw LS addresses. */
+static void keep_raw(struct session *s, struct context_state *context,
+                     const struct addr_tally *group)
+{
+    for (uint32_t i = 0; i < group->used_count; i++)
+        count(s, context, COUNT_UNMAPPED, COUNT_REASON_NO_IMAGE,
+              addr_tally_address(group, i), COUNT_GUARD_NONE, 0, 0,
+              addr_tally_count(group, i));
 }
 
 /* The window moves on: group k closed with a read after it. */
@@ -400,9 +473,19 @@ static void close_group(struct session *s, struct slot_state *slot,
     if (end == GROUP_TRAILING && !context->has_tail)
         for (unsigned r = 0; r < context->regions; r++)
             context->region[r].tail_from = guard_now(context, r);
-    for (uint32_t i = 0; i < slot->group.used_count; i++)
-        attribute(s, context, addr_tally_address(&slot->group, i),
-                  addr_tally_count(&slot->group, i), end, time_ns);
+    if (context->image->ovl == NULL) {
+        keep_raw(s, context, &slot->group);
+    } else {
+        /* The image may have become usable after the context was made. */
+        ensure_regions(context, ovl_image_region_count(context->image->ovl));
+        if (end == GROUP_READ)
+            enter_bucket(s, context, time_ns);
+        const uint16_t *regions = region_map(s, context->image);
+        for (uint32_t i = 0; i < slot->group.used_count; i++)
+            attribute(s, context, regions,
+                      addr_tally_address(&slot->group, i),
+                      addr_tally_count(&slot->group, i), end);
+    }
     addr_tally_clear(&slot->group);
     if (end == GROUP_READ)
         roll_window(context);
@@ -602,6 +685,7 @@ static void on_overlay(struct session *s, const struct copstream_record *rec)
         return;
     }
     ensure_regions(context, o->region + 1);
+    settle(s, context);             /* under the guards they were decided */
     struct region_state *region = &context->region[o->region];
     if (slot->first_read && region->reread)
         end_first_read(s, slot);    /* a region twice: a change after all */
@@ -786,12 +870,14 @@ struct session *session_new(const char *session_dir, uint64_t timeline_ns,
     s->time_rows = g_array_new(FALSE, FALSE, sizeof(struct time_row));
     s->error_rows = g_array_new(FALSE, FALSE, sizeof(struct error_row));
     s->timeline_rows = g_array_new(FALSE, FALSE, sizeof(struct timeline_row));
+    s->region_maps = g_ptr_array_new_with_free_func(g_free);
     return s;
 }
 
 static void context_free(struct context_state *context)
 {
     addr_tally_free(&context->tail);
+    addr_tally_free(&context->settled);
     g_hash_table_destroy(context->bucket_counts);
     g_free(context->guard);
     g_free(context->region);
@@ -820,6 +906,7 @@ void session_free(struct session *s)
     g_array_free(s->time_rows, TRUE);
     g_array_free(s->error_rows, TRUE);
     g_array_free(s->timeline_rows, TRUE);
+    g_ptr_array_free(s->region_maps, TRUE);
     g_free(s);
 }
 
@@ -849,8 +936,9 @@ const struct copstream_stats *session_stream_stats(const struct session *s)
 
 /* ---- totals ------------------------------------------------------------- */
 
-void session_get_totals(const struct session *s, struct session_totals *t)
+void session_get_totals(struct session *s, struct session_totals *t)
 {
+    settle_all(s);
     memset(t, 0, sizeof *t);
     t->samples = s->decoder.stats.samples;
     t->lost = s->decoder.stats.lost;
@@ -1106,6 +1194,7 @@ static int write_timeline(struct session *s, struct store *store)
 
 int session_write(struct session *s, struct store *store)
 {
+    settle_all(s);
     if (write_start(s, store) != 0 || write_stop(s, store) != 0 ||
         write_stream_stats(s, store) != 0 || write_images(s, store) != 0 ||
         write_contexts(s, store) != 0 || write_counts(s, store) != 0 ||

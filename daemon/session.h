@@ -6,8 +6,9 @@
  * escape-protocol/ turns them into samples and records, and the session
  * keeps, per slot, the context bound to it and the samples of its open
  * poll group, and per context its overlay guard state and timeline.  When
- * a group closes, each distinct LS address of it is resolved once and its
- * count added to the count table:
+ * a group closes, each distinct LS address of it is judged, and its count
+ * added to the count table (samples that the guards decide are resolved
+ * once per guard state, see session.c):
  *
  *   - exact: the address's region (if any) kept its guard between the
  *     guard reads around the samples: (context, image, file offset);
@@ -72,7 +73,8 @@ struct session_totals {
     uint64_t contexts, images, errors;
     uint64_t ignored_overlays;  /* OVERLAY records of impossible regions */
 };
-void session_get_totals(const struct session *session,
+/* (Resolves the samples decided but not yet counted, first.) */
+void session_get_totals(struct session *session,
                         struct session_totals *totals);
 const struct copstream_stats *session_stream_stats(
     const struct session *session);
