@@ -14,28 +14,26 @@ sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def built_file(build_dir, *parts):
+    """build/PARTS..., or the test fails: make has not built it."""
+    path = os.path.join(build_dir, *parts)
+    if not os.path.exists(path):
+        pytest.fail("%s is not built: run make" % path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def test_image(build_dir):
     """test_image(NAME) is the path of an image overlay/module.mk built:
     overlays.elf (three regions, five overlays) or plain.elf (none)."""
-    def path(name):
-        p = os.path.join(build_dir, "tests", "overlay", name)
-        if not os.path.exists(p):
-            pytest.fail("%s is not built: run make" % p)
-        return p
-    return path
+    return lambda name: built_file(build_dir, "tests", "overlay", name)
 
 
 @pytest.fixture(scope="session")
 def example_image(build_dir):
     """example_image(NAME) is build/examples/NAME.elf, an SDK example
     program (examples/README.md)."""
-    def path(name):
-        p = os.path.join(build_dir, "examples", name + ".elf")
-        if not os.path.exists(p):
-            pytest.fail("%s is not built: run make" % p)
-        return p
-    return path
+    return lambda name: built_file(build_dir, "examples", name + ".elf")
 
 
 @pytest.fixture(scope="session")
