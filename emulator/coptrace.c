@@ -18,11 +18,11 @@
  */
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
+#include "sdk/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -37,44 +37,39 @@ static const char *const context_status_names[] = {
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: coptrace create FILE [--slots N] [--contexts N] [--fifo-depth N]\n"
-        "                            [--ls-base ADDR] [--ls-size BYTES]\n"
+        "usage: coptrace create FILE [--slots N] [--contexts N]\n"
+        "                [--fifo-depth N] [--ls-base ADDR] [--ls-size BYTES]\n"
         "       coptrace show FILE\n"
         "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
-        "                    --sample-every N [--reference] [--samples-out FILE]\n"
-        "                    [--fifo-depth N] [--no-drain] -- EMULATOR [ARGS...]\n"
+        "                --sample-every N [--reference] [--samples-out FILE]\n"
+        "                [--fifo-depth N] [--no-drain] -- EMULATOR [ARGS...]\n"
         "\n"
-        "Creates, shows and uses the register file of the coprocessor trace unit\n"
-        "(docs/trace-unit.md), the shared file through which the libcoptrace.so\n"
-        "QEMU plugin, copsim and the driver exchange LFSR settings, counters and\n"
-        "captured PCs.\n"
+        "Creates, shows and uses the register file of the coprocessor trace\n"
+        "unit (docs/trace-unit.md): the shared file through which the\n"
+        "libcoptrace.so QEMU plugin, copsim and the driver exchange LFSR\n"
+        "settings, counters and captured PCs.\n"
         "\n"
-        "create   makes a new file: %u slots, %u contexts and %u-entry FIFOs by\n"
-        "         default, the local store at 0x%08x, 0x%x bytes.\n"
-        "show     prints the header, every slot and every context in use.\n"
-        "run      runs EMULATOR with the trace unit attached as context C on\n"
-        "         slot S (default 0 and 0), one capture every N instructions.\n"
-        "         It drains the FIFO while the emulator runs, writes the captured\n"
-        "         local-store addresses (hex, capture order, one per line) to\n"
-        "         --samples-out, prints \"captures=A dropped=B instructions=C\n"
-        "         outside_ls=D\" for the run on stderr and exits with the\n"
-        "         emulator's status.  --reference uses the plugin's per-instruction\n"
-        "         reference mode, --no-drain drains only after the emulator ended\n"
-        "         (a stalled consumer: the FIFO keeps its oldest entries),\n"
-        "         --fifo-depth sizes the private file used without --regs.\n"
+        "create  makes a new file: by default %u slots, %u contexts,\n"
+        "        %u-entry FIFOs, the local store at 0x%08x, 0x%x bytes.\n"
+        "show    prints the header, every slot and every context in use.\n"
+        "run     runs EMULATOR with the trace unit attached as context C on\n"
+        "        slot S (default 0 and 0), one capture every N instructions.\n"
+        "        It drains the FIFO while the emulator runs, writes the\n"
+        "        captured local-store addresses (hex, capture order, one per\n"
+        "        line) to --samples-out, prints \"captures=A dropped=B\n"
+        "        instructions=C outside_ls=D\" for the run on stderr and\n"
+        "        exits with the emulator's status.\n"
+        "        --reference   the plugin's per-instruction reference mode\n"
+        "        --no-drain    drain only after the emulator ended (a stalled\n"
+        "                      consumer: the FIFO keeps its oldest entries)\n"
+        "        --fifo-depth  the FIFO of the private file used without\n"
+        "                      --regs\n"
         "\n"
         "The plugin is found beside this program (../lib) or in\n"
-        "$COPROF_TRACE_PLUGIN.  Errors print one line and exit with status 2.\n",
+        "$COPROF_TRACE_PLUGIN.  Errors print one line and exit with\n"
+        "status 2.\n",
         TRACE_DEFAULT_SLOTS, TRACE_DEFAULT_CONTEXTS, TRACE_DEFAULT_FIFO_DEPTH,
         TRACE_DEFAULT_LS_BASE, TRACE_DEFAULT_LS_SIZE);
-}
-
-static int bad_usage(const char *fmt, const char *what)
-{
-    fprintf(stderr, "coptrace: ");
-    fprintf(stderr, fmt, what);
-    fprintf(stderr, " (see coptrace --help)\n");
-    return EXIT_USAGE;
 }
 
 /* Parses a whole-string unsigned number (decimal, or hex with 0x). */
@@ -116,13 +111,13 @@ static int cmd_create(int argc, char **argv)
         if (!field)
             return EXIT_USAGE;
         if (parse_u32(optarg, field) < 0)
-            return bad_usage("bad number '%s'", optarg);
+            return cli_fail(EXIT_USAGE, "bad number '%s'", optarg);
     }
     if (optind != argc - 1)
-        return bad_usage("%s needs exactly one FILE", "create");
+        return cli_fail(EXIT_USAGE, "create needs exactly one FILE");
     unit = trace_unit_create(argv[optind], &geo, err, sizeof(err));
     if (!unit) {
-        fprintf(stderr, "coptrace: %s\n", err);
+        cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }
     trace_unit_close(unit, 0);
@@ -179,10 +174,10 @@ static int cmd_show(int argc, char **argv)
     char err[512];
 
     if (argc != 2)
-        return bad_usage("%s needs exactly one FILE", "show");
+        return cli_fail(EXIT_USAGE, "show needs exactly one FILE");
     unit = trace_unit_open(argv[1], err, sizeof(err));
     if (!unit) {
-        fprintf(stderr, "coptrace: %s\n", err);
+        cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }
     h = unit->header;
@@ -242,39 +237,23 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
             if (parse_u32(optarg, c == 'c' ? &opt->context
                                   : c == 's' ? &opt->slot
                                              : &opt->fifo_depth) < 0)
-                return bad_usage("bad number '%s'", optarg);
+                return cli_fail(EXIT_USAGE, "bad number '%s'", optarg);
             break;
         case 'n':
             if (parse_u32(optarg, &opt->count) < 0 || opt->count < 1
                 || opt->count > LFSR_PERIOD)
-                return bad_usage("--sample-every '%s' is outside 1..16777215",
-                                 optarg);
+                return cli_fail(EXIT_USAGE, "--sample-every '%s' is outside "
+                                "1..%u", optarg, LFSR_PERIOD);
             break;
         default:
             return EXIT_USAGE;
         }
     }
     if (!opt->count)
-        return bad_usage("%s needs --sample-every N", "run");
+        return cli_fail(EXIT_USAGE, "run needs --sample-every N");
     if (optind >= argc)
-        return bad_usage("%s needs an emulator command after --", "run");
+        return cli_fail(EXIT_USAGE, "run needs an emulator command after --");
     opt->command = argv + optind;
-    return 0;
-}
-
-/* Binds, programs and opens the gate of the context the emulator will be. */
-static int prepare_slot(struct trace_unit *unit, const struct run_options *opt,
-                        char *err, size_t errlen)
-{
-    struct trace_regs_slot *slot = trace_unit_slot(unit, opt->slot);
-    uint32_t value = lfsr_value_for_count(opt->count);
-
-    if (trace_unit_bind(unit, opt->context, opt->slot, err, errlen) < 0)
-        return -1;
-    trace_slot_program(slot, value);
-    trace_slot_load(slot, value);
-    trace_unit_set_controller(unit, getpid());
-    trace_context_release(trace_unit_context(unit, opt->context));
     return 0;
 }
 
@@ -295,7 +274,7 @@ static pid_t spawn(char **command, const char *plugin_arg)
     pid = fork();
     if (pid == 0) {
         execvp(argv[0], argv);
-        fprintf(stderr, "coptrace: cannot run %s: %s\n", argv[0],
+        cli_fail(0, "cannot run %s: %s", argv[0],
                 strerror(errno));
         _exit(127);
     }
@@ -312,50 +291,25 @@ static int exit_code_of(int status)
     return 1;
 }
 
-static int run_emulator(struct trace_unit *unit, const struct run_options *opt,
+/* Runs the emulator with the consumer; returns its exit code. */
+static int run_emulator(struct trace_run *run, const struct run_options *opt,
                         FILE *samples)
 {
-    struct trace_slot_status before, after;
-    char plugin[PATH_MAX], arg[3 * PATH_MAX], err[512];
-    uint64_t drained = 0;
+    char err[512];
     int status = 0;
-    pid_t child;
+    pid_t child = spawn(opt->command, run->plugin_arg);
 
-    if (trace_plugin_path(plugin, sizeof(plugin)) < 0) {
-        fprintf(stderr, "coptrace: cannot find libcoptrace.so beside this "
-                "program; set COPROF_TRACE_PLUGIN\n");
-        return EXIT_USAGE;
-    }
-    if (trace_plugin_arg(arg, sizeof(arg), plugin, unit->path, opt->context,
-                         opt->reference ? TRACE_MODE_REFERENCE
-                                        : TRACE_MODE_FAST) < 0) {
-        fprintf(stderr, "coptrace: %s: path too long for -plugin\n",
-                unit->path);
-        return EXIT_USAGE;
-    }
-    if (prepare_slot(unit, opt, err, sizeof(err)) < 0) {
-        fprintf(stderr, "coptrace: %s\n", err);
-        return EXIT_USAGE;
-    }
-    trace_slot_status(unit, opt->slot, &before);
-    child = spawn(opt->command, arg);
     if (child < 0) {
-        fprintf(stderr, "coptrace: cannot start %s: %s\n", opt->command[0],
+        cli_fail(0, "cannot start %s: %s", opt->command[0],
                 strerror(errno));
         return EXIT_USAGE;
     }
-    if (trace_consume_until_exit(unit, opt->slot, child, opt->drain, samples,
-                                 &drained, err, sizeof(err)) < 0)
-        fprintf(stderr, "coptrace: %s\n", err);
+    if (trace_run_consume(run, child, opt->drain, samples, err,
+                          sizeof(err)) < 0)
+        cli_fail(0, "%s", err);
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
         continue;
-    trace_slot_status(unit, opt->slot, &after);
-    fprintf(stderr, "captures=%" PRIu64 " dropped=%" PRIu64
-            " instructions=%" PRIu64 " outside_ls=%" PRIu64 "\n",
-            after.captures - before.captures, after.dropped - before.dropped,
-            __atomic_load_n(&trace_unit_context(unit, opt->context)
-                             ->instructions, __ATOMIC_ACQUIRE),
-            after.outside - before.outside);
+    trace_run_report(run, stderr);
     return exit_code_of(status);
 }
 
@@ -363,7 +317,7 @@ static int cmd_run(int argc, char **argv)
 {
     struct trace_geometry geo;
     struct run_options opt;
-    struct trace_unit *unit;
+    struct trace_run run;
     FILE *samples = NULL;
     char err[512];
     int rc;
@@ -371,28 +325,28 @@ static int cmd_run(int argc, char **argv)
     rc = parse_run(argc, argv, &opt);
     if (rc)
         return rc;
-    if (opt.samples_out && !(samples = fopen(opt.samples_out, "w"))) {
-        fprintf(stderr, "coptrace: %s: cannot write: %s\n", opt.samples_out,
-                strerror(errno));
-        return EXIT_USAGE;
-    }
     trace_geometry_default(&geo);
     geo.fifo_depth = opt.fifo_depth;
-    unit = opt.regs ? trace_unit_open(opt.regs, err, sizeof(err))
-                    : trace_unit_create_temp(NULL, &geo, err, sizeof(err));
-    if (!unit) {
-        fprintf(stderr, "coptrace: %s\n", err);
-        if (samples)
-            fclose(samples);
+    if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
+                        opt.count, opt.reference ? TRACE_MODE_REFERENCE
+                                                 : TRACE_MODE_FAST,
+                        err, sizeof(err)) < 0) {
+        cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }
-    rc = run_emulator(unit, &opt, samples);
+    if (opt.samples_out && !(samples = fopen(opt.samples_out, "w"))) {
+        cli_fail(0, "%s: cannot write: %s", opt.samples_out,
+                strerror(errno));
+        trace_run_end(&run);
+        return EXIT_USAGE;
+    }
+    rc = run_emulator(&run, &opt, samples);
     if (samples && fclose(samples) != 0) {
-        fprintf(stderr, "coptrace: %s: write failed: %s\n", opt.samples_out,
+        cli_fail(0, "%s: write failed: %s", opt.samples_out,
                 strerror(errno));
         rc = rc ? rc : EXIT_USAGE;
     }
-    trace_unit_close(unit, !opt.regs);
+    trace_run_end(&run);
     return rc;
 }
 
@@ -403,12 +357,14 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 2)
-        return bad_usage("%s", "missing command (create, show or run)");
+        return cli_fail(EXIT_USAGE, "missing command: create, show or run "
+                        "(see coptrace --help)");
     if (!strcmp(argv[1], "create"))
         return cmd_create(argc - 1, argv + 1);
     if (!strcmp(argv[1], "show"))
         return cmd_show(argc - 1, argv + 1);
     if (!strcmp(argv[1], "run"))
         return cmd_run(argc - 1, argv + 1);
-    return bad_usage("unknown command '%s'", argv[1]);
+    return cli_fail(EXIT_USAGE, "unknown command '%s' (see coptrace --help)",
+                    argv[1]);
 }

@@ -16,7 +16,8 @@ $(TRACE_PLUGIN): $(OBJ)/emulator/trace-plugin.o $(TRACE_LIB) $(LIB)/liblfsr.a
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL $^ \
 		$(GLIB_LIBS) -o $@
 
-$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(TRACE_LIB) $(LIB)/liblfsr.a
+$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/sdk/cli.o $(TRACE_LIB) \
+                 $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 

@@ -77,7 +77,7 @@ struct trace_regs_header {          /* offset 0, written once by the creator */
     uint32_t slots_offset;          /* 40 */
     uint32_t context_stride;        /* 44 */
     uint32_t contexts_offset;       /* 48 */
-    uint32_t ls_base;               /* 52: guest address of local-store byte 0 */
+    uint32_t ls_base;               /* 52: guest address of LS byte 0 */
     uint32_t ls_size;               /* 56: local-store bytes */
     int32_t  controller_pid;        /* 60: 0, or the process that holds gates */
     uint8_t  reserved[64];          /* 64: zero */
@@ -85,8 +85,8 @@ struct trace_regs_header {          /* offset 0, written once by the creator */
 
 struct trace_regs_slot {
     /* Line 0: written by the controller (copsim / driver). */
-    uint32_t programmed_value;      /*   0: LFSR reload value, 0 = capture off */
-    uint32_t bound_context;         /*   4: context on this slot, or TRACE_NONE */
+    uint32_t programmed_value;      /*   0: reload value, 0 = capture off */
+    uint32_t bound_context;         /*   4: context on it, or TRACE_NONE */
     uint8_t  controller_pad[56];
 
     /* Line 1: written by the producer (the emulator bound to the slot). */
@@ -94,7 +94,7 @@ struct trace_regs_slot {
     uint64_t capture_count;         /*  72: expiries, including dropped ones */
     uint64_t overflow_count;        /*  80: captures dropped, FIFO full */
     uint64_t outside_count;         /*  88: captures whose PC was outside LS */
-    uint64_t reload_cycle;          /*  96: cycle at which the LFSR was loaded */
+    uint64_t reload_cycle;          /*  96: cycle the LFSR was loaded at */
     uint32_t reload_state;          /* 104: the state it was loaded with */
     uint32_t lfsr_seq;              /* 108: seqlock over cycles/reload_* */
     uint32_t fifo_head;             /* 112: entries ever pushed (mod 2^32) */
@@ -245,8 +245,8 @@ static inline void trace_slot_read_lfsr(const struct trace_regs_slot *slot,
 _Static_assert(sizeof(struct trace_regs_header) == 128, "header layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_header, file_size) == 16,
                "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_header, controller_pid) == 60,
-               "header layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_header,
+                                  controller_pid) == 60, "header layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_slot, cycles) == 64,
                "slot layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_head) == 112,
@@ -258,8 +258,8 @@ _Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo) == 192,
 _Static_assert(sizeof(struct trace_regs_context) == 128, "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context, ack) == 64,
                "context layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_context, instructions) == 80,
-               "context layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_context,
+                                  instructions) == 80, "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context, check_cycle) == 88,
                "context layout");
 

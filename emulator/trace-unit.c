@@ -208,7 +208,8 @@ static struct trace_unit *map_unit(const char *path, int fd, size_t size,
     return unit;
 }
 
-static void initialise(struct trace_unit *unit, const struct trace_geometry *geo)
+static void initialise(struct trace_unit *unit,
+                       const struct trace_geometry *geo)
 {
     struct trace_regs_header *h = unit->header;
 
@@ -360,15 +361,22 @@ void trace_unit_close(struct trace_unit *unit, int remove_file)
     free(unit);
 }
 
+/* Block `index` of an array of `count` blocks of `stride` bytes at `offset`,
+ * or NULL past its end. */
+static void *block_at(const struct trace_unit *unit, uint32_t offset,
+                      uint32_t stride, uint32_t count, uint32_t index)
+{
+    if (index >= count)
+        return NULL;
+    return unit->base + offset + (size_t)index * stride;
+}
+
 struct trace_regs_slot *trace_unit_slot(const struct trace_unit *unit,
                                         uint32_t slot)
 {
     const struct trace_regs_header *h = unit->header;
 
-    if (slot >= h->n_slots)
-        return NULL;
-    return (struct trace_regs_slot *)(unit->base + h->slots_offset
-                                      + (size_t)slot * h->slot_stride);
+    return block_at(unit, h->slots_offset, h->slot_stride, h->n_slots, slot);
 }
 
 struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
@@ -376,10 +384,8 @@ struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
 {
     const struct trace_regs_header *h = unit->header;
 
-    if (context >= h->n_contexts)
-        return NULL;
-    return (struct trace_regs_context *)(unit->base + h->contexts_offset
-                                         + (size_t)context * h->context_stride);
+    return block_at(unit, h->contexts_offset, h->context_stride,
+                    h->n_contexts, context);
 }
 
 /* ---- Controller --------------------------------------------------------- */
@@ -459,7 +465,8 @@ void trace_unit_unbind(struct trace_unit *unit, uint32_t context)
     if (!ctx)
         return;
     old = trace_unit_slot(unit, __atomic_load_n(&ctx->slot, __ATOMIC_ACQUIRE));
-    if (old && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
+    if (old
+        && __atomic_load_n(&old->bound_context, __ATOMIC_ACQUIRE) == context)
         __atomic_store_n(&old->bound_context, TRACE_NONE, __ATOMIC_RELEASE);
     __atomic_store_n(&ctx->slot, TRACE_NONE, __ATOMIC_RELEASE);
 }
@@ -601,34 +608,6 @@ static void sleep_or_exit(int pidfd, long interval_us)
         nanosleep(&timeout, NULL);
 }
 
-int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
-                             pid_t child, int drain, FILE *out,
-                             uint64_t *drained, char *err, size_t errlen)
-{
-    int pidfd = pidfd_open(child, 0);
-    long interval = POLL_MIN_US;
-    int failed = 0, ended;
-
-    for (;;) {
-        uint64_t before = *drained;
-
-        ended = child_ended(child, err, errlen);
-        if (ended < 0)
-            break;
-        if ((drain || ended) && !failed
-            && trace_slot_drain_to(unit, slot, out, drained, err, errlen) < 0)
-            failed = 1;     /* keep waiting for the child, then report */
-        if (ended)
-            break;
-        interval = next_poll_us(interval, *drained - before,
-                                unit->header->fifo_depth);
-        sleep_or_exit(pidfd, interval);
-    }
-    if (pidfd >= 0)
-        close(pidfd);
-    return ended < 0 || failed ? -1 : 0;
-}
-
 /* ---- Emulator ----------------------------------------------------------- */
 
 struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
@@ -761,4 +740,132 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
         || append(buf, len, &used, tail, 0) < 0)
         return -1;
     return 0;
+}
+
+/* ---- A simple traced run ------------------------------------------------ */
+
+static int bind_and_load(struct trace_run *run, uint32_t count,
+                         char *err, size_t errlen)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(run->unit, run->slot);
+    uint32_t value = lfsr_value_for_count(count);
+
+    if (!value) {
+        fail(err, errlen, "sample count %u is outside 1..%u", count,
+             LFSR_PERIOD);
+        return -1;
+    }
+    if (trace_unit_bind(run->unit, run->context, run->slot, err, errlen) < 0)
+        return -1;
+    trace_slot_program(slot, value);
+    trace_slot_load(slot, value);
+    trace_unit_set_controller(run->unit, getpid());
+    return 0;
+}
+
+static int format_plugin_arg(struct trace_run *run, uint32_t mode,
+                             char *err, size_t errlen)
+{
+    char plugin[PATH_MAX];
+
+    if (trace_plugin_path(plugin, sizeof(plugin)) < 0) {
+        fail(err, errlen, "cannot find libcoptrace.so beside this program "
+             "(../lib); set COPROF_TRACE_PLUGIN");
+        return -1;
+    }
+    if (trace_plugin_arg(run->plugin_arg, sizeof(run->plugin_arg), plugin,
+                         run->unit->path, run->context, mode) < 0) {
+        fail(err, errlen, "%s: path too long for QEMU's -plugin option",
+             run->unit->path);
+        return -1;
+    }
+    return 0;
+}
+
+int trace_run_start(struct trace_run *run, const char *regs,
+                    const struct trace_geometry *geo, uint32_t context,
+                    uint32_t slot, uint32_t count, uint32_t mode,
+                    char *err, size_t errlen)
+{
+    memset(run, 0, sizeof(*run));
+    run->context = context;
+    run->slot = slot;
+    run->private_file = !regs;
+    run->unit = regs ? trace_unit_open(regs, err, errlen)
+                     : trace_unit_create_temp(NULL, geo, err, errlen);
+    if (!run->unit)
+        return -1;
+    if (format_plugin_arg(run, mode, err, errlen) < 0
+        || bind_and_load(run, count, err, errlen) < 0) {
+        trace_run_end(run);
+        return -1;
+    }
+    trace_slot_status(run->unit, slot, &run->start);
+    trace_context_release(trace_unit_context(run->unit, context));
+    return 0;
+}
+
+void trace_run_report(const struct trace_run *run, FILE *out)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(run->unit,
+                                                              run->context);
+    struct trace_slot_status now;
+
+    trace_slot_status(run->unit, run->slot, &now);
+    fprintf(out, "captures=%llu dropped=%llu instructions=%llu "
+            "outside_ls=%llu\n",
+            (unsigned long long)(now.captures - run->start.captures),
+            (unsigned long long)(now.dropped - run->start.dropped),
+            (unsigned long long)__atomic_load_n(&ctx->instructions,
+                                                __ATOMIC_ACQUIRE),
+            (unsigned long long)(now.outside - run->start.outside));
+}
+
+/* Unlinks a private register file once the emulator has mapped it. */
+static void forget_private_file(struct trace_run *run)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(run->unit,
+                                                              run->context);
+
+    if (!run->private_file || run->file_removed
+        || __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           == TRACE_CONTEXT_IDLE)
+        return;
+    unlink(run->unit->path);
+    run->file_removed = 1;
+}
+
+int trace_run_consume(struct trace_run *run, pid_t child, int drain,
+                      FILE *out, char *err, size_t errlen)
+{
+    int pidfd = pidfd_open(child, 0);
+    long interval = POLL_MIN_US;
+    int failed = 0, ended;
+
+    for (;;) {
+        uint64_t before = run->drained;
+
+        ended = child_ended(child, err, errlen);
+        if (ended < 0)
+            break;
+        forget_private_file(run);
+        if ((drain || ended) && !failed
+            && trace_slot_drain_to(run->unit, run->slot, out, &run->drained,
+                                   err, errlen) < 0)
+            failed = 1;     /* keep waiting for the child, then report */
+        if (ended)
+            break;
+        interval = next_poll_us(interval, run->drained - before,
+                                run->unit->header->fifo_depth);
+        sleep_or_exit(pidfd, interval);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return ended < 0 || failed ? -1 : 0;
+}
+
+void trace_run_end(struct trace_run *run)
+{
+    trace_unit_close(run->unit, run->private_file && !run->file_removed);
+    run->unit = NULL;
 }

@@ -11,7 +11,7 @@
 #ifndef COPROF_TRACE_UNIT_H
 #define COPROF_TRACE_UNIT_H
 
-#include "emulator/trace-regs.h"
+#include "trace-regs.h"   /* same folder, in the tree and installed */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -124,17 +124,6 @@ uint32_t trace_lfsr_snapshot_state(const struct trace_lfsr_snapshot *snap);
 int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
                         uint64_t *drained, char *err, size_t errlen);
 
-/*
- * The simple consumer: drains `slot` into out until process `child` ends,
- * then once more.  It does not reap the child: the caller waits for it and
- * reads its status.  With drain 0 it drains only that last time: a consumer
- * that stalls while the emulator runs, so the FIFO keeps its oldest entries
- * and overflows.
- */
-int trace_consume_until_exit(struct trace_unit *unit, uint32_t slot,
-                             pid_t child, int drain, FILE *out,
-                             uint64_t *drained, char *err, size_t errlen);
-
 /* ---- Emulator (the QEMU plugin) ---------------------------------------- */
 
 /* Claims a context for this process and records its mode.  Fails when the
@@ -163,5 +152,51 @@ int trace_plugin_path(char *buf, size_t len);
  * doubled as QEMU's option syntax needs.  Returns 0 or -1 if too long. */
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
                      const char *regs, uint32_t context, uint32_t mode);
+
+/* ---- A simple traced run (cop-run, coptrace run) ---------------------- */
+
+/* One emulator traced on one slot, with the simple consumer. */
+struct trace_run {
+    struct trace_unit *unit;
+    int private_file;               /* created here, to be removed */
+    int file_removed;
+    uint32_t context;
+    uint32_t slot;
+    struct trace_slot_status start; /* the slot when the run began */
+    uint64_t drained;
+    char plugin_arg[8192];          /* for QEMU's -plugin option */
+};
+
+/*
+ * Prepares a run: opens the register file `regs`, or creates a private one
+ * with `geo` when regs is NULL; binds `context` to `slot`; loads and
+ * programs the LFSR for one capture every `count` instructions; records
+ * this process as the controller; opens the gate; and formats the plugin
+ * argument for `mode`.  Returns 0, or -1 with the reason (nothing left
+ * behind).
+ */
+int trace_run_start(struct trace_run *run, const char *regs,
+                    const struct trace_geometry *geo, uint32_t context,
+                    uint32_t slot, uint32_t count, uint32_t mode,
+                    char *err, size_t errlen);
+
+/*
+ * The simple consumer: drains the run's slot into out until process
+ * `child` (the emulator) ends, then once more.  It does not reap the child:
+ * the caller waits for it and reads its status.  With drain 0 it drains
+ * only that last time: a consumer that stalls while the emulator runs, so
+ * the FIFO keeps its oldest entries and overflows.  A private register
+ * file is unlinked as soon as the emulator has attached to it, so nothing
+ * is left behind however the run ends.  Returns 0, or -1 with the reason.
+ */
+int trace_run_consume(struct trace_run *run, pid_t child, int drain,
+                      FILE *out, char *err, size_t errlen);
+
+/* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
+ * (the slot's counters since the start, the context's instructions). */
+void trace_run_report(const struct trace_run *run, FILE *out);
+
+/* Unmaps the register file, removing it if the run created it. */
+void trace_run_end(struct trace_run *run);
 
 #endif /* COPROF_TRACE_UNIT_H */

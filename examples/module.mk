@@ -19,7 +19,7 @@ $(eval $(call cop_program,overlays))
 
 ALL_TARGETS += $(overlays_IMAGE)
 
-pipeline_SOURCES := examples/pipeline/pipeline.c
+pipeline_SOURCES := examples/pipeline/pipeline.c examples/pipeline/stages.c
 $(eval $(call cop_program,pipeline))
 
 ALL_TARGETS += $(pipeline_IMAGE)

@@ -27,12 +27,9 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define EXIT_RUN_FAILED   125
 #define EXIT_CANNOT_EXEC  126
@@ -79,8 +76,9 @@ static void usage(FILE *out)
         "                      N-th instruction (1 to 16777215), exactly; on\n"
         "                      exit print \"captures=A dropped=B\n"
         "                      instructions=C outside_ls=D\" on stderr\n"
-        "      --reference     use the plugin's per-instruction reference mode\n"
-        "                      (slow; the same captures, to check the fast one)\n"
+        "      --reference     use the plugin's per-instruction reference\n"
+        "                      mode (slow; the same captures, to check the\n"
+        "                      fast one)\n"
         "  -o, --samples-out FILE\n"
         "                      write the captured local-store addresses to\n"
         "                      FILE, one per line in hex, in capture order\n"
@@ -92,8 +90,8 @@ static void usage(FILE *out)
         "  -h, --help          show this help\n"
         "\n"
         "docs/coprocessor-abi.md describes the memory map and the boot block\n"
-        "through which the arguments reach main(); docs/trace-unit.md the trace\n"
-        "unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
+        "through which the arguments reach main(); docs/trace-unit.md the\n"
+        "trace unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
 }
 
 /* Returns -1 to go on, or an exit status. */
@@ -190,15 +188,15 @@ static int build_command(const struct run_options *opts,
     return 0;
 }
 
-/* The trace unit of a traced run: context 0 on slot 0 of a private file. */
-struct trace_run {
-    struct trace_unit *unit;
-    FILE *samples;                  /* NULL: drain without writing */
-    uint64_t drained;
+/* A traced run: context 0 on slot 0 of a private register file, and the
+ * file the captures go to (NULL: counted only). */
+struct traced {
+    struct trace_run run;
+    FILE *samples;
 };
 
 /* Runs QEMU; with a trace unit, drains its FIFO until QEMU ends. */
-static int run_qemu(const struct cop_argv *command, struct trace_run *trace)
+static int run_qemu(const struct cop_argv *command, struct traced *trace)
 {
     struct cop_error err;
     char reason[512];
@@ -208,9 +206,8 @@ static int run_qemu(const struct cop_argv *command, struct trace_run *trace)
     if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
-    if (trace && trace_consume_until_exit(trace->unit, 0, pid, 1,
-                                          trace->samples, &trace->drained,
-                                          reason, sizeof(reason)) < 0)
+    if (trace && trace_run_consume(&trace->run, pid, 1, trace->samples,
+                                   reason, sizeof(reason)) < 0)
         cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
@@ -223,83 +220,39 @@ static int run_qemu(const struct cop_argv *command, struct trace_run *trace)
     }
 }
 
-/*
- * Creates the private register file, loads slot 0's LFSR for one capture
- * every N instructions, opens context 0's gate, and adds the plugin to the
- * QEMU command.
- */
-static int start_trace_unit(const struct run_options *opts,
-                            struct trace_run *trace, struct cop_argv *command)
+/* Runs QEMU with the trace unit attached and prints its counters. */
+static int run_traced(const struct run_options *opts, struct cop_argv *command)
 {
-    uint32_t value = lfsr_value_for_count(opts->sample_every);
     struct trace_geometry geo;
-    char err[512], plugin[PATH_MAX], arg[3 * PATH_MAX];
+    struct traced trace = { .samples = NULL };
+    char err[512];
+    int status;
 
     trace_geometry_default(&geo);
     geo.fifo_depth = opts->fifo_depth;
-    trace->unit = trace_unit_create_temp(NULL, &geo, err, sizeof(err));
-    if (!trace->unit)
-        return cli_fail(-1, "%s", err);
-    if (trace_plugin_path(plugin, sizeof(plugin)) < 0)
-        return cli_fail(-1, "cannot find libcoptrace.so beside cop-run "
-                        "(../lib); set COPROF_TRACE_PLUGIN");
-    if (trace_plugin_arg(arg, sizeof(arg), plugin, trace->unit->path, 0,
-                         opts->reference ? TRACE_MODE_REFERENCE
-                                         : TRACE_MODE_FAST) < 0)
-        return cli_fail(-1, "%s: path too long for QEMU", trace->unit->path);
-    if (trace_unit_bind(trace->unit, 0, 0, err, sizeof(err)) < 0)
-        return cli_fail(-1, "%s", err);
-    trace_slot_program(trace_unit_slot(trace->unit, 0), value);
-    trace_slot_load(trace_unit_slot(trace->unit, 0), value);
-    trace_unit_set_controller(trace->unit, getpid());
-    trace_context_release(trace_unit_context(trace->unit, 0));
-    if (cop_argv_add(command, "-plugin") < 0 || cop_argv_add(command, arg) < 0)
-        return cli_fail(-1, "out of memory");
-    if (opts->samples_out && !(trace->samples = fopen(opts->samples_out, "w")))
-        return cli_fail(-1, "%s: cannot write: %s", opts->samples_out,
-                        strerror(errno));
-    return 0;
-}
-
-/* Prints the run's counters and releases the trace unit.  Returns -1 when
- * the samples could not all be written. */
-static int finish_trace_unit(const struct run_options *opts,
-                             struct trace_run *trace)
-{
-    struct trace_slot_status slot;
-    int failed = 0;
-
-    if (trace->samples && fclose(trace->samples) != 0)
-        failed = cli_fail(-1, "%s: write failed: %s", opts->samples_out,
-                          strerror(errno));
-    if (trace->unit) {
-        trace_slot_status(trace->unit, 0, &slot);
-        fprintf(stderr, "captures=%" PRIu64 " dropped=%" PRIu64
-                " instructions=%" PRIu64 " outside_ls=%" PRIu64 "\n",
-                slot.captures, slot.dropped,
-                __atomic_load_n(&trace_unit_context(trace->unit, 0)
-                                 ->instructions, __ATOMIC_ACQUIRE),
-                slot.outside);
-        trace_unit_close(trace->unit, 1);
+    if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
+                        opts->reference ? TRACE_MODE_REFERENCE
+                                        : TRACE_MODE_FAST,
+                        err, sizeof(err)) < 0)
+        return cli_fail(EXIT_RUN_FAILED, "%s", err);
+    if (cop_argv_add(command, "-plugin") < 0
+        || cop_argv_add(command, trace.run.plugin_arg) < 0) {
+        trace_run_end(&trace.run);
+        return cli_fail(EXIT_RUN_FAILED, "out of memory");
     }
-    return failed;
-}
-
-/* Runs QEMU with the trace unit attached. */
-static int run_traced(const struct run_options *opts, struct cop_argv *command)
-{
-    struct trace_run trace = { NULL, NULL, 0 };
-    int status;
-
-    if (start_trace_unit(opts, &trace, command) < 0) {
-        if (trace.samples)
-            fclose(trace.samples);
-        trace_unit_close(trace.unit, 1);
-        return EXIT_RUN_FAILED;
+    if (opts->samples_out && !(trace.samples = fopen(opts->samples_out, "w"))) {
+        trace_run_end(&trace.run);
+        return cli_fail(EXIT_RUN_FAILED, "%s: cannot write: %s",
+                        opts->samples_out, strerror(errno));
     }
     status = run_qemu(command, &trace);
-    if (finish_trace_unit(opts, &trace) < 0 && status == 0)
-        status = EXIT_RUN_FAILED;
+    if (trace.samples && fclose(trace.samples) != 0) {
+        cli_fail(0, "%s: write failed: %s", opts->samples_out,
+                 strerror(errno));
+        status = status ? status : EXIT_RUN_FAILED;
+    }
+    trace_run_report(&trace.run, stderr);
+    trace_run_end(&trace.run);
     return status;
 }
 

@@ -107,6 +107,11 @@ int cop_qemu_command(struct cop_argv *v,
 int cop_qemu_spawn(const struct cop_argv *command, int console_fd, pid_t *pid,
                    struct cop_error *err);
 
+/* The same with standard error on error_fd (-1: this process's), so that a
+ * caller such as copsim can report what QEMU or its plugin said. */
+int cop_qemu_spawn_io(const struct cop_argv *command, int console_fd,
+                      int error_fd, pid_t *pid, struct cop_error *err);
+
 /*
  * Waits for the child.  Returns 0 with *status its exit status, 1 with
  * *status 128 + signal and err set when a signal killed it, -1 on error.

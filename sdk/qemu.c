@@ -112,18 +112,26 @@ int cop_qemu_command(struct cop_argv *v,
     return failed ? -1 : 0;
 }
 
-/* In the child: set up stdin/stdout, then exec; reports errno on failure. */
+/* In the child: set up stdin/stdout/stderr, then exec; reports errno on
+ * failure. */
 static void exec_child(const struct cop_argv *command, int console_fd,
-                       int report_fd, pid_t parent)
+                       int error_fd, int report_fd, pid_t parent)
 {
     int null_fd = open("/dev/null", O_RDONLY);
+    sigset_t no_signals;
     int error;
 
+    /* QEMU starts with default signals, whatever the caller's thread
+     * blocked or ignored (copsim's threads block SIGPIPE). */
+    sigemptyset(&no_signals);
+    sigprocmask(SIG_SETMASK, &no_signals, NULL);
+    signal(SIGPIPE, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);
     if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 ||
-        (console_fd >= 0 && dup2(console_fd, STDOUT_FILENO) < 0)) {
+        (console_fd >= 0 && dup2(console_fd, STDOUT_FILENO) < 0) ||
+        (error_fd >= 0 && dup2(error_fd, STDERR_FILENO) < 0)) {
         error = errno;
     } else {
         execvp(command->argv[0], command->argv);
@@ -136,6 +144,12 @@ static void exec_child(const struct cop_argv *command, int console_fd,
 
 int cop_qemu_spawn(const struct cop_argv *command, int console_fd, pid_t *pid,
                    struct cop_error *err)
+{
+    return cop_qemu_spawn_io(command, console_fd, -1, pid, err);
+}
+
+int cop_qemu_spawn_io(const struct cop_argv *command, int console_fd,
+                      int error_fd, pid_t *pid, struct cop_error *err)
 {
     int report[2], error = 0;
     pid_t parent = getpid();
@@ -161,7 +175,7 @@ int cop_qemu_spawn(const struct cop_argv *command, int console_fd, pid_t *pid,
         return -1;
     }
     if (*pid == 0)
-        exec_child(command, console_fd, report[1], parent);
+        exec_child(command, console_fd, error_fd, report[1], parent);
     close(report[1]);
     do {
         n = read(report[0], &error, sizeof(error));

@@ -7,7 +7,9 @@ in three ways: with the trace unit in fast mode, in reference mode, and
 with --no-trace (bare QEMU, no plugin).  Each traced run is paired with a bare
 run, the two run one after the other in alternating order, and the ratio of
 their wall times is taken per pair, so slow drifts of a busy machine cancel
-out.  It prints the median ratio of each mode and every pair's ratio.
+out.  It prints the median ratio of each mode and every pair's ratio, and
+the median ratio of CPU time (cop-run and QEMU, user + system), which other
+work on the machine disturbs less.
 """
 
 import argparse
@@ -46,27 +48,33 @@ def parse_args():
 
 
 def timed(command):
+    """Runs command; returns its wall time, CPU time and stderr."""
     start = time.monotonic()
-    proc = subprocess.run(command, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    stderr = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit("bench/trace-unit: %s failed (status %d): %s"
-                 % (" ".join(command), proc.returncode, proc.stderr.strip()))
-    return elapsed, proc.stderr
+                 % (" ".join(command), proc.returncode, stderr.strip()))
+    return elapsed, usage.ru_utime + usage.ru_stime, stderr
 
 
 def measure(mode_args, bare, pairs):
-    ratios, stderr = [], ""
+    """Wall and CPU ratios of traced to bare, one per pair."""
+    walls, cpus, stderr = [], [], ""
     for pair in range(pairs):
         if pair % 2 == 0:
-            traced_time, stderr = timed(mode_args)
-            bare_time, _ = timed(bare)
+            traced_wall, traced_cpu, stderr = timed(mode_args)
+            bare_wall, bare_cpu, _ = timed(bare)
         else:
-            bare_time, _ = timed(bare)
-            traced_time, stderr = timed(mode_args)
-        ratios.append(traced_time / bare_time)
-    return ratios, stderr
+            bare_wall, bare_cpu, _ = timed(bare)
+            traced_wall, traced_cpu, stderr = timed(mode_args)
+        walls.append(traced_wall / bare_wall)
+        cpus.append(traced_cpu / bare_cpu)
+    return walls, cpus, stderr
 
 
 def main():
@@ -81,8 +89,8 @@ def main():
     bare = [cop_run, "--sample-every", str(args.sample_every), "--no-trace",
             example, str(args.rounds)]
 
-    bare_time, _ = timed(bare)
-    _, stderr = timed(traced)
+    bare_time, _, _ = timed(bare)
+    _, _, stderr = timed(traced)
     match = COUNTERS.search(stderr)
     if not match:
         sys.exit("bench/trace-unit: no counters from cop-run: %s" % stderr)
@@ -97,11 +105,12 @@ def main():
     for name, mode in (("fast", traced),
                        ("reference", traced[:1] + ["--reference"]
                         + traced[1:])):
-        ratios, stderr = measure(mode, bare, args.pairs)
+        walls, cpus, stderr = measure(mode, bare, args.pairs)
         match = COUNTERS.search(stderr)
-        print("%-9s / no-trace: median %.2fx  (pairs: %s; %s captures)"
-              % (name, statistics.median(ratios),
-                 " ".join("%.2f" % r for r in ratios),
+        print("%-9s / no-trace: median %.2fx wall, %.2fx CPU  (pairs, wall: "
+              "%s; %s captures)"
+              % (name, statistics.median(walls), statistics.median(cpus),
+                 " ".join("%.2f" % r for r in walls),
                  match.group(1) if match else "?"))
 
 

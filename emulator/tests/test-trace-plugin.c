@@ -210,7 +210,8 @@ static void test_start_held(struct fixture *f, gconstpointer data)
 
     prepare(f, 0, 0, value, value);
     pid = start_emulator(f, 0, "mix", 0);
-    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) != TRACE_CONTEXT_HELD)
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           != TRACE_CONTEXT_HELD)
         g_usleep(1000);
     g_assert_cmpint(trace_context_wait_held(ctx, 0, 5000), ==, TRACE_WAIT_HELD);
     g_usleep(50000);
@@ -435,7 +436,8 @@ static void test_controller_dies(struct fixture *f, gconstpointer data)
     trace_unit_set_controller(f->unit, controller);
     prepare(f, 0, 0, lfsr_value_for_count(100), lfsr_value_for_count(100));
     pid = start_emulator(f, 0, "mix", 0);
-    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) != TRACE_CONTEXT_HELD)
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           != TRACE_CONTEXT_HELD)
         g_usleep(1000);
     kill(controller, SIGKILL);
     waitpid(controller, NULL, 0);
@@ -456,7 +458,8 @@ int main(int argc, char **argv)
     g_test_add("/trace-plugin/start-held", struct fixture, NULL, setup,
                test_start_held, teardown);
     g_test_add_func("/trace-plugin/move-while-held", test_move_while_held);
-    g_test_add_func("/trace-plugin/state-carries-over", test_state_carries_over);
+    g_test_add_func("/trace-plugin/state-carries-over",
+                    test_state_carries_over);
     g_test_add_func("/trace-plugin/program-at-reload", test_program_at_reload);
     g_test_add("/trace-plugin/hold-with-capture-off", struct fixture, NULL,
                setup, test_hold_with_capture_off, teardown);

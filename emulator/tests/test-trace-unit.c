@@ -147,7 +147,8 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
     char err[512];
 
     expect_open_error(f, damage_magic, "bad magic");
-    expect_open_error(f, damage_version, "version 2, this build reads version 1");
+    expect_open_error(f, damage_version,
+                      "version 2, this build reads version 1");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -268,7 +269,8 @@ static void test_lfsr_seqlock(struct fixture *f, gconstpointer data)
 
     do {
         trace_slot_read_lfsr(slot, &snap);
-        g_assert_cmphex(snap.reload_state, ==, state_for_cycle(snap.reload_cycle));
+        g_assert_cmphex(snap.reload_state, ==,
+                        state_for_cycle(snap.reload_cycle));
         g_assert_cmpuint(snap.cycles, >=, snap.reload_cycle);
         g_assert_cmpuint(snap.cycles, <=, snap.reload_cycle + 2);
         reads++;
@@ -355,7 +357,8 @@ static void test_hold_and_move(struct fixture *f, gconstpointer data)
     g_assert_cmpint(trace_unit_bind(f->unit, 3, 0, err, sizeof(err)), ==, 0);
     thread = g_thread_new("emulator", emulate, &e);
     /* A fresh context waits at its closed gate. */
-    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE) == TRACE_CONTEXT_IDLE)
+    while (__atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+           == TRACE_CONTEXT_IDLE)
         g_usleep(100);
     g_assert_cmpint(trace_context_wait_held(ctx, 0, 5000), ==, TRACE_WAIT_HELD);
     g_assert_cmpuint(ctx->status, ==, TRACE_CONTEXT_HELD);
@@ -492,12 +495,66 @@ static void test_drain_to_file(struct fixture *f, gconstpointer data)
     free(text);
 }
 
+static void test_trace_run(void)
+{
+    struct trace_geometry geo;
+    struct trace_run run;
+    struct trace_regs_context *ctx;
+    char *text = NULL, *path;
+    size_t size = 0;
+    FILE *out;
+    char err[512];
+
+    /* Any readable file stands in for the plugin here. */
+    g_setenv("COPROF_TRACE_PLUGIN", "/proc/self/exe", TRUE);
+    trace_geometry_default(&geo);
+    g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 0,
+                                    TRACE_MODE_FAST, err, sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "sample count 0 is outside 1..16777215"));
+    g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 100,
+                                    TRACE_MODE_REFERENCE, err, sizeof(err)),
+                    ==, 0);
+    path = g_strdup(run.unit->path);
+    ctx = trace_unit_context(run.unit, 2);
+    g_assert_cmpuint(ctx->slot, ==, 3);
+    g_assert_true(trace_gate_is_open(ctx->gate));
+    g_assert_cmphex(trace_unit_slot(run.unit, 3)->reload_state, ==,
+                    lfsr_value_for_count(100));
+    g_assert_cmphex(trace_unit_slot(run.unit, 3)->programmed_value, ==,
+                    lfsr_value_for_count(100));
+    g_assert_cmpint(run.unit->header->controller_pid, ==, getpid());
+    g_assert_true(g_str_has_prefix(run.plugin_arg, "/proc/self/exe,regs="));
+    g_assert_true(g_str_has_suffix(run.plugin_arg,
+                                   ",context=2,mode=reference"));
+
+    /* The report counts from the start of the run. */
+    trace_slot_push(trace_unit_slot(run.unit, 3), geo.fifo_depth, 1);
+    trace_slot_count_outside(trace_unit_slot(run.unit, 3));
+    ctx->instructions = 250;
+    out = open_memstream(&text, &size);
+    trace_run_report(&run, out);
+    fclose(out);
+    g_assert_cmpstr(text, ==, "captures=2 dropped=0 instructions=250 "
+                              "outside_ls=1\n");
+    trace_run_end(&run);
+    g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));   /* private */
+
+    g_setenv("COPROF_TRACE_PLUGIN", "/nonexistent/libcoptrace.so", TRUE);
+    g_assert_cmpint(trace_run_start(&run, NULL, &geo, 0, 0, 5,
+                                    TRACE_MODE_FAST, err, sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "cannot find libcoptrace.so"));
+    g_unsetenv("COPROF_TRACE_PLUGIN");
+    free(text);
+    g_free(path);
+}
+
 static void test_plugin_arg(void)
 {
     char buf[256];
 
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "/a,b/lib.so",
-                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE), ==, 0);
+                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE),
+                    ==, 0);
     g_assert_cmpstr(buf, ==, "/a,,b/lib.so,regs=/tmp/x,,y,context=3,"
                              "mode=reference");
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 0,
@@ -532,6 +589,7 @@ int main(int argc, char **argv)
                test_controller_death, teardown);
     g_test_add("/trace-unit/drain-to-file", struct fixture, NULL, setup,
                test_drain_to_file, teardown);
+    g_test_add_func("/trace-unit/trace-run", test_trace_run);
     g_test_add_func("/trace-unit/plugin-arg", test_plugin_arg);
     return g_test_run();
 }

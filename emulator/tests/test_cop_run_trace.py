@@ -5,7 +5,9 @@ several N including 1; and cop-run's trace options and their errors."""
 
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -127,3 +129,29 @@ def test_missing_plugin_is_reported(coprof_bin, build_dir, tmp_path):
                           env=env, timeout=60)
     assert proc.returncode == 125
     assert "cannot find libcoptrace.so" in proc.stderr
+
+
+def test_private_register_file_is_never_left_behind(coprof_bin, build_dir,
+                                                    tmp_path):
+    """cop-run unlinks its register file once QEMU has attached to it, so a
+    run killed from outside leaves nothing in $TMPDIR."""
+    image = os.path.join(build_dir, "examples", "kernels.elf")
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([coprof_bin("cop-run"), "--sample-every", "1000",
+                             image, "100000"], env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        start = time.monotonic()
+        while time.monotonic() - start < 30:
+            left = [f for f in os.listdir(tmp_path)
+                    if f.startswith("coptrace-")]
+            if not left and time.monotonic() - start > 0.5:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None            # QEMU still runs
+        assert not left
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("coptrace-")]

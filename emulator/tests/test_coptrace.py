@@ -278,4 +278,6 @@ def test_help_reads_like_a_manual(coprof_bin):
                           capture_output=True, text=True)
     assert proc.returncode == 0
     assert proc.stdout.startswith("usage: coptrace create FILE")
-    assert "captures=A dropped=B instructions=C" in proc.stdout
+    assert "captures=A dropped=B" in proc.stdout
+    assert "instructions=C outside_ls=D" in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 79

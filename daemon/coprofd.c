@@ -1,0 +1,478 @@
+/*
+ * coprofd — the coprof daemon: reads the escape-coded sample stream of the
+ * kernel driver, attributes every sample to its context and image (through
+ * the overlay state), and records the session in an SQLite database.
+ *
+ *   coprofd --replay FILE --session-dir DIR     a recorded stream, to its end
+ *   coprofd --socket PATH --session-dir DIR     the live stream of copsim
+ *   coprofd --input FILE|- --session-dir DIR    a FIFO, standard input, or a
+ *                                               stream file being written
+ *   coprofd --input-fd N --session-dir DIR      a descriptor it inherited
+ *
+ * A GLib main loop waits on the input descriptor, a flush timer and the
+ * signals.  Input is fed to the recorder in chunks as it comes; the timer
+ * flushes once a second (one transaction); SIGHUP flushes at once (a
+ * dump); SIGTERM and SIGINT end the session, flush and exit; the end of
+ * the stream (its STOP record, or end of file) does the same.  A regular
+ * file given to --input is followed like `tail -f` until its STOP record.
+ */
+#include "daemon/recorder.h"
+#include "sdk/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <glib-unix.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define EXIT_FAILED         1
+#define EXIT_USAGE          2
+#define CHUNK_BYTES         (1u << 20)
+#define FLUSH_INTERVAL_MS   1000u
+#define FOLLOW_INTERVAL_MS  50u
+#define TIMELINE_MS         10u
+#define TIMELINE_MS_MAX     60000u
+#define PENDING_INPUT_MAX   (64u << 20)
+
+enum input_kind { INPUT_NONE, INPUT_REPLAY, INPUT_FILE, INPUT_FD,
+                  INPUT_SOCKET };
+
+struct options {
+    enum input_kind input;
+    const char *input_name;
+    int input_fd;
+    const char *session_dir;
+    const char *event_log;
+    unsigned flush_ms;
+    unsigned timeline_ms;
+    bool overwrite;
+    bool quiet;
+};
+
+struct coprofd {
+    struct options options;
+    struct recorder *recorder;
+    GMainLoop *loop;
+    int fd;
+    const char *input_label;
+    bool follow;                /* a regular file still being written */
+    guint input_source, follow_source;
+    uint8_t *buffer;
+    bool flush_failing;         /* warned about a failing flush */
+    bool ended;
+    int status;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: coprofd --session-dir DIR INPUT [OPTIONS]\n"
+        "\n"
+        "Reads the escape-coded sample stream of the coprof kernel driver\n"
+        "(escape-protocol/README.md), attributes each sample to its context\n"
+        "and to a position in its image through the overlay state, and\n"
+        "records the session in DIR/session.db (SQLite, WAL) with a copy of\n"
+        "each image in DIR/images (docs/session-format.md).\n"
+        "\n"
+        "INPUT is one of:\n"
+        "  -r, --replay FILE     a recorded stream, processed to its end as\n"
+        "                        fast as it can be read ('-': stdin)\n"
+        "  -s, --socket PATH     connect to a UNIX stream socket that serves\n"
+        "                        the live stream\n"
+        "  -i, --input FILE      a live stream: a FIFO, '-' for stdin, or a\n"
+        "                        regular file being written, followed until\n"
+        "                        its STOP record\n"
+        "      --input-fd N      a live stream on inherited descriptor N\n"
+        "\n"
+        "Options:\n"
+        "  -d, --session-dir DIR the session directory (created if needed)\n"
+        "  -e, --event-log FILE  import the SCHED events of this kernel\n"
+        "                        event log (eventlog/), incrementally\n"
+        "  -f, --flush-interval MS\n"
+        "                        flush at least every MS milliseconds,\n"
+        "                        1..1000 (default 1000)\n"
+        "  -t, --timeline-ms MS  count exact samples by function in buckets of\n"
+        "                        MS milliseconds for the sample timeline,\n"
+        "                        0..60000 (default 10; 0: no timeline)\n"
+        "      --overwrite       replace a session already in DIR\n"
+        "  -q, --quiet           no warnings and no summary\n"
+        "  -h, --help            show this help\n"
+        "\n"
+        "Signals: SIGHUP flushes everything now (a dump); SIGTERM and SIGINT\n"
+        "flush and exit.  A SIGKILL loses at most the last flush interval;\n"
+        "the database always opens.  At the end coprofd prints one line:\n"
+        "  coprofd: DIR: samples=N exact=N ambiguous=N unmapped=N orphan=N\n"
+        "  pending=N lost=N contexts=N images=N errors=N sched_events=N\n"
+        "\n"
+        "Exit status: 0 when the session was recorded (errors in the stream\n"
+        "are counted in it), 1 when the input or the session could not be\n"
+        "read or written, 2 for bad arguments.\n");
+}
+
+
+/* ---- arguments ---------------------------------------------------------- */
+
+static int parse_unsigned(const char *text, unsigned max, unsigned *value)
+{
+    char *end;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || n > max ||
+        text[0] == '-')
+        return -1;
+    *value = (unsigned)n;
+    return 0;
+}
+
+static int set_input(struct options *o, enum input_kind kind, const char *name)
+{
+    if (o->input != INPUT_NONE)
+        return -1;
+    o->input = kind;
+    o->input_name = name;
+    return 0;
+}
+
+enum { OPT_OVERWRITE = 256, OPT_INPUT_FD };
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option long_options[] = {
+        { "replay", required_argument, NULL, 'r' },
+        { "socket", required_argument, NULL, 's' },
+        { "input", required_argument, NULL, 'i' },
+        { "input-fd", required_argument, NULL, OPT_INPUT_FD },
+        { "session-dir", required_argument, NULL, 'd' },
+        { "event-log", required_argument, NULL, 'e' },
+        { "flush-interval", required_argument, NULL, 'f' },
+        { "timeline-ms", required_argument, NULL, 't' },
+        { "overwrite", no_argument, NULL, OPT_OVERWRITE },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    unsigned fd;
+    int c;
+
+    o->flush_ms = FLUSH_INTERVAL_MS;
+    o->timeline_ms = TIMELINE_MS;
+    while ((c = getopt_long(argc, argv, "r:s:i:d:e:f:t:qh", long_options,
+                            NULL)) != -1) {
+        switch (c) {
+        case 'r':
+        case 's':
+        case 'i':
+            if (set_input(o, c == 'r' ? INPUT_REPLAY : c == 's' ?
+                          INPUT_SOCKET : INPUT_FILE, optarg) != 0)
+                return cli_fail(EXIT_USAGE, "%s: only one input may be "
+                                "given", optarg);
+            break;
+        case OPT_INPUT_FD:
+            if (parse_unsigned(optarg, INT32_MAX, &fd) != 0)
+                return cli_fail(EXIT_USAGE, "--input-fd %s: not a "
+                                "descriptor", optarg);
+            if (set_input(o, INPUT_FD, optarg) != 0)
+                return cli_fail(EXIT_USAGE, "%s: only one input may be "
+                                "given", optarg);
+            o->input_fd = (int)fd;
+            break;
+        case 'd':
+            o->session_dir = optarg;
+            break;
+        case 'e':
+            o->event_log = optarg;
+            break;
+        case 'f':
+            if (parse_unsigned(optarg, FLUSH_INTERVAL_MS, &o->flush_ms) != 0 ||
+                o->flush_ms == 0)
+                return cli_fail(EXIT_USAGE, "--flush-interval %s: not "
+                                "1..1000 ms", optarg);
+            break;
+        case 't':
+            if (parse_unsigned(optarg, TIMELINE_MS_MAX, &o->timeline_ms) != 0)
+                return cli_fail(EXIT_USAGE, "--timeline-ms %s: not "
+                                "0..60000 ms", optarg);
+            break;
+        case OPT_OVERWRITE:
+            o->overwrite = true;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        return cli_fail(EXIT_USAGE, "%s: unexpected argument (see "
+                        "--help)", argv[optind]);
+    if (o->session_dir == NULL)
+        return cli_fail(EXIT_USAGE, "--session-dir is required (see "
+                        "--help)");
+    if (o->input == INPUT_NONE)
+        return cli_fail(EXIT_USAGE, "one of --replay, --socket, --input "
+                        "or --input-fd is required (see --help)");
+    return 0;
+}
+
+/* ---- input -------------------------------------------------------------- */
+
+static int connect_socket(const char *path)
+{
+    struct sockaddr_un address = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(path) >= sizeof address.sun_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(address.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static int open_named(const char *name)
+{
+    if (strcmp(name, "-") == 0)
+        return dup(STDIN_FILENO);
+    return open(name, O_RDONLY | O_CLOEXEC);
+}
+
+/* Opens the input; -1 with a message printed on failure. */
+static int open_input(struct coprofd *d)
+{
+    const struct options *o = &d->options;
+    struct stat st;
+
+    d->input_label = strcmp(o->input_name, "-") == 0 ? "<stdin>"
+                                                      : o->input_name;
+    if (o->input == INPUT_SOCKET)
+        d->fd = connect_socket(o->input_name);
+    else if (o->input == INPUT_FD)
+        d->fd = o->input_fd;
+    else
+        d->fd = open_named(o->input_name);
+    if (d->fd < 0 || fstat(d->fd, &st) != 0) {
+        cli_fail(EXIT_FAILED, "%s: cannot %s: %s", d->input_label,
+                 o->input == INPUT_SOCKET ? "connect" : "open",
+                 strerror(errno));
+        return -1;
+    }
+    d->follow = o->input == INPUT_FILE && S_ISREG(st.st_mode);
+    if (!S_ISREG(st.st_mode))
+        g_unix_set_fd_nonblocking(d->fd, TRUE, NULL);
+    return 0;
+}
+
+/* ---- flushing and ending ------------------------------------------------ */
+
+static bool flush(struct coprofd *d, const char *reason)
+{
+    GError *error = NULL;
+
+    if (recorder_flush(d->recorder, reason, &error) == 0) {
+        if (d->flush_failing && !d->options.quiet)
+            fprintf(stderr, "coprofd: %s: written again\n",
+                    recorder_db_path(d->recorder));
+        d->flush_failing = false;
+        return true;
+    }
+    if (!d->flush_failing && !d->options.quiet)
+        fprintf(stderr, "coprofd: %s; the data is kept for the next "
+                "flush\n", error->message);
+    d->flush_failing = true;
+    g_error_free(error);
+    return false;
+}
+
+static void print_summary(struct coprofd *d)
+{
+    struct session_totals t;
+
+    if (d->options.quiet)
+        return;
+    session_get_totals(recorder_session(d->recorder), &t);
+    printf("coprofd: %s: samples=%" PRIu64 " exact=%" PRIu64
+           " ambiguous=%" PRIu64 " unmapped=%" PRIu64 " orphan=%" PRIu64
+           " pending=%" PRIu64 " lost=%" PRIu64 " contexts=%" PRIu64
+           " images=%" PRIu64 " errors=%" PRIu64 " sched_events=%" PRIu64
+           "\n", d->options.session_dir, t.samples, t.exact, t.ambiguous,
+           t.unmapped, t.orphan, t.pending, t.lost, t.contexts, t.images,
+           t.errors, recorder_sched_events(d->recorder));
+    fflush(stdout);
+}
+
+/* The session ends: the stream stopped or ended, or a signal came. */
+static void end_session(struct coprofd *d)
+{
+    if (d->ended)
+        return;
+    d->ended = true;
+    recorder_finish(d->recorder);
+    if (!flush(d, "end")) {
+        if (!d->options.quiet)
+            fprintf(stderr, "coprofd: %s: the last flush failed; the "
+                    "session lacks its last data\n",
+                    recorder_db_path(d->recorder));
+        d->status = EXIT_FAILED;
+    }
+    print_summary(d);
+    g_main_loop_quit(d->loop);
+}
+
+/* ---- main-loop callbacks ------------------------------------------------ */
+
+static gboolean on_input(gint fd, GIOCondition condition, gpointer data);
+
+static gboolean on_follow_timer(gpointer data)
+{
+    struct coprofd *d = data;
+
+    d->follow_source = 0;
+    d->input_source = g_unix_fd_add(d->fd, G_IO_IN, on_input, d);
+    return G_SOURCE_REMOVE;
+}
+
+/* At the end of what a followed file holds now: look again later. */
+static gboolean wait_for_more(struct coprofd *d)
+{
+    d->input_source = 0;
+    d->follow_source = g_timeout_add(FOLLOW_INTERVAL_MS, on_follow_timer, d);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean on_input(gint fd, GIOCondition condition, gpointer data)
+{
+    struct coprofd *d = data;
+    ssize_t n = read(fd, d->buffer, CHUNK_BYTES);
+
+    if (n > 0) {
+        recorder_feed(d->recorder, d->buffer, (size_t)n);
+        if (!session_stopped(recorder_session(d->recorder)))
+            return G_SOURCE_CONTINUE;
+    } else if (n == 0 && d->follow) {
+        return wait_for_more(d);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return G_SOURCE_CONTINUE;
+    } else if (n < 0) {
+        cli_fail(EXIT_FAILED, "%s: cannot read: %s", d->input_label,
+                 strerror(errno));
+        d->status = EXIT_FAILED;
+    }
+    d->input_source = 0;
+    end_session(d);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean on_flush_timer(gpointer data)
+{
+    flush(data, "timer");
+    return G_SOURCE_CONTINUE;
+}
+
+/* SIGHUP: a dump. */
+static gboolean on_dump(gpointer data)
+{
+    flush(data, "dump");
+    return G_SOURCE_CONTINUE;
+}
+
+/*
+ * Takes what a pipe or socket holds already, so that a writer that wrote
+ * everything and then sent SIGTERM loses nothing (a replayed file is not
+ * read on: SIGTERM stops it where it is).
+ */
+static void take_pending_input(struct coprofd *d)
+{
+    size_t taken = 0;
+    ssize_t n;
+
+    if (d->input_source == 0 || d->options.input == INPUT_REPLAY || d->follow)
+        return;
+    while (taken < PENDING_INPUT_MAX &&
+           (n = read(d->fd, d->buffer, CHUNK_BYTES)) > 0) {
+        recorder_feed(d->recorder, d->buffer, (size_t)n);
+        taken += (size_t)n;
+    }
+}
+
+/* SIGTERM, SIGINT: the end. */
+static gboolean on_terminate(gpointer data)
+{
+    take_pending_input(data);
+    end_session(data);
+    return G_SOURCE_CONTINUE;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int run(struct coprofd *d)
+{
+    d->loop = g_main_loop_new(NULL, FALSE);
+    d->buffer = g_malloc(CHUNK_BYTES);
+    d->input_source = g_unix_fd_add(d->fd, G_IO_IN, on_input, d);
+    g_timeout_add_full(G_PRIORITY_HIGH, d->options.flush_ms, on_flush_timer,
+                       d, NULL);
+    g_unix_signal_add(SIGHUP, on_dump, d);
+    g_unix_signal_add(SIGTERM, on_terminate, d);
+    g_unix_signal_add(SIGINT, on_terminate, d);
+    g_main_loop_run(d->loop);
+    g_main_loop_unref(d->loop);
+    g_free(d->buffer);
+    return d->status;
+}
+
+int main(int argc, char **argv)
+{
+    struct coprofd d = { .fd = -1 };
+    GError *error = NULL;
+    int status = parse_options(argc, argv, &d.options);
+
+    if (status != 0)
+        return status;
+    signal(SIGPIPE, SIG_IGN);
+    if (open_input(&d) != 0)
+        return EXIT_FAILED;
+    struct recorder_options ro = {
+        .session_dir = d.options.session_dir,
+        .event_log = d.options.event_log,
+        .source = d.input_label,
+        .overwrite = d.options.overwrite,
+        .live = d.options.input != INPUT_REPLAY,
+        .quiet = d.options.quiet,
+        .timeline_ns = (uint64_t)d.options.timeline_ms * 1000000,
+    };
+    d.recorder = recorder_open(&ro, &error);
+    if (d.recorder == NULL) {
+        status = cli_fail(EXIT_FAILED, "%s", error->message);
+        g_error_free(error);
+        return status;
+    }
+    status = run(&d);
+    recorder_close(d.recorder);
+    if (d.fd >= 0)
+        close(d.fd);
+    return status;
+}

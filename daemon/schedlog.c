@@ -1,0 +1,232 @@
+/*
+ * schedlog.c — SCHED events from the event log into the session (see
+ * schedlog.h).
+ *
+ * The reader is opened on first use and kept; a log that does not exist
+ * yet is tried again at the next flush (the daemon may start before
+ * copsim), with one warning.  Positions are event orders: after an import
+ * the position is the largest order copied, and a rollback seeks back to
+ * the last committed one.  Events of that very order are read again then,
+ * and the table's key (order, ring, seq) drops the copies.
+ */
+#include "daemon/schedlog.h"
+#include "eventlog/coplog.h"
+
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MESSAGE_MAX 2048
+
+struct schedlog {
+    char *path;
+    bool quiet;
+    bool warned;                    /* about an unusable log, once */
+    bool unusable;                  /* no SCHED subsystem: stop trying */
+    struct coplog_reader *reader;
+    uint64_t committed;             /* position of the last commit */
+    uint64_t position;              /* after the imports since then */
+    uint64_t imported;              /* events committed */
+    uint64_t uncommitted;           /* events imported since the commit */
+};
+
+struct schedlog *schedlog_new(const char *path, uint64_t position, bool quiet)
+{
+    struct schedlog *log = g_new0(struct schedlog, 1);
+
+    log->path = g_strdup(path);
+    log->quiet = quiet;
+    log->committed = log->position = position;
+    return log;
+}
+
+void schedlog_free(struct schedlog *log)
+{
+    if (log == NULL)
+        return;
+    if (log->reader != NULL)
+        coplog_reader_close(log->reader);
+    g_free(log->path);
+    g_free(log);
+}
+
+static void warn(struct schedlog *log, const char *message)
+{
+    if (!log->quiet && !log->warned)
+        g_printerr("coprofd: %s; scheduler events are not imported yet\n",
+                   message);
+    log->warned = true;
+}
+
+static bool open_reader(struct schedlog *log)
+{
+    char error[COPLOG_ERROR_MAX];
+
+    if (log->reader != NULL)
+        return true;
+    if (log->unusable)
+        return false;
+    log->reader = coplog_reader_open(log->path, error);
+    if (log->reader == NULL) {
+        warn(log, error);
+        return false;
+    }
+    if (coplog_reader_select(log->reader, "SCHED") != 0) {
+        warn(log, coplog_reader_error(log->reader));
+        coplog_reader_close(log->reader);
+        log->reader = NULL;
+        log->unusable = true;
+        return false;
+    }
+    coplog_reader_seek(log->reader, log->committed);
+    return true;
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+static int64_t parse_number(const char *text)
+{
+    char *end;
+    gint64 value = g_ascii_strtoll(text, &end, 0);
+
+    return end != text && *end == '\0' && value >= 0 ? value : -1;
+}
+
+static void parse_field(const char *key, const char *value,
+                        struct store_sched_event *event)
+{
+    if (strcmp(key, "slot") == 0)
+        event->slot = parse_number(value);
+    else if (strcmp(key, "context") == 0 || strcmp(key, "ctx") == 0 ||
+             strcmp(key, "context_id") == 0)
+        event->context_id = parse_number(value);
+    else if (strcmp(key, "cycle") == 0 || strcmp(key, "cycles") == 0)
+        event->cycle = parse_number(value);
+    else if (strcmp(key, "pid") == 0)
+        event->host_pid = parse_number(value);
+    else if (strcmp(key, "tid") == 0)
+        event->host_tid = parse_number(value);
+}
+
+/* The value of the last field, stack=, runs to the end of the message:
+ * copsim writes a call stack as space-separated MODULE+0xOFFSET entries. */
+static char *take_stack(char *message)
+{
+    char *stack = strstr(message, "stack=");
+
+    while (stack != NULL && stack != message && stack[-1] != ' ')
+        stack = strstr(stack + 1, "stack=");
+    if (stack == NULL)
+        return NULL;
+    if (stack != message)
+        stack[-1] = '\0';
+    *stack = '\0';
+    char *value = g_strstrip(g_strdup(stack + strlen("stack=")));
+    if (*value == '\0') {
+        g_free(value);
+        return NULL;                /* copsim could not read the stack */
+    }
+    return value;
+}
+
+void schedlog_parse_message(const char *message,
+                            struct store_sched_event *event,
+                            char **kind, char **stack)
+{
+    char *copy = g_strdup(message);
+    char **words;
+
+    *kind = NULL;
+    event->slot = event->context_id = event->cycle = -1;
+    event->host_pid = event->host_tid = -1;
+    *stack = take_stack(copy);
+    words = g_strsplit_set(copy, " \t\n", -1);
+    for (char **w = words; *w != NULL; w++) {
+        char *equal = strchr(*w, '=');
+        if (equal == NULL) {
+            if (*kind == NULL && w == words && **w != '\0')
+                *kind = g_strdup(*w);
+            continue;
+        }
+        *equal = '\0';
+        parse_field(*w, equal + 1, event);
+    }
+    g_strfreev(words);
+    g_free(copy);
+}
+
+/* ---- importing ---------------------------------------------------------- */
+
+static int put_event(struct store *store, const struct coplog_event *e)
+{
+    char message[MESSAGE_MAX];
+    struct store_sched_event row = {
+        .order = e->order,
+        .ring = e->ring,
+        .seq = e->seq,
+        .time_ns = e->time_ns,
+        .level = e->level,
+        .pid = e->pid,
+        .tid = e->tid,
+        .cpu = e->cpu,
+        .message = message,
+    };
+    char *kind, *stack;
+
+    coplog_event_format(e, message, sizeof message);
+    schedlog_parse_message(message, &row, &kind, &stack);
+    row.kind = kind;
+    row.stack = stack;
+    int rc = store_put_sched_event(store, &row);
+    g_free(kind);
+    g_free(stack);
+    return rc;
+}
+
+int64_t schedlog_import(struct schedlog *log, struct store *store, bool live)
+{
+    struct coplog_event event;
+    int64_t copied = 0;
+    int rc;
+
+    if (!open_reader(log))
+        return 0;
+    while ((rc = coplog_reader_next(log->reader, &event,
+                                    live ? COPLOG_READ_LIVE
+                                         : COPLOG_READ_ALL)) > 0) {
+        if (put_event(store, &event) != 0)
+            return -1;
+        if (event.order > log->position)
+            log->position = event.order;
+        copied++;
+    }
+    if (rc < 0 && !log->quiet)
+        g_printerr("coprofd: %s\n", coplog_reader_error(log->reader));
+    log->uncommitted += (uint64_t)copied;
+    if (store_put_meta_text(store, "eventlog.path", log->path) != 0 ||
+        store_put_meta_int(store, "eventlog.position",
+                           (int64_t)log->position) != 0)
+        return -1;
+    return copied;
+}
+
+void schedlog_committed(struct schedlog *log)
+{
+    log->committed = log->position;
+    log->imported += log->uncommitted;
+    log->uncommitted = 0;
+}
+
+void schedlog_rolled_back(struct schedlog *log)
+{
+    log->position = log->committed;
+    log->uncommitted = 0;
+    if (log->reader != NULL)
+        coplog_reader_seek(log->reader, log->committed);
+}
+
+uint64_t schedlog_imported(const struct schedlog *log)
+{
+    return log->imported;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""Write seed inputs for coprofd's fuzz target (daemon/fuzz-session.c).
+
+An input is two control bytes -- bit 0 of the first chooses the target's
+sound prefix (START, the image, two bound contexts), the second where the
+rest is split in two feeds -- and then stream bytes.  The seeds are random
+runs of coprofd_support.Simulation (whole streams, no prefix) and poll
+groups for the prefix's two slots with overlay swaps, releases and lost
+samples.
+"""
+
+import argparse
+import os
+import random
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [HERE, os.path.join(SOURCE, "escape-protocol")]
+
+import coprofd_support as support  # noqa: E402
+
+
+def prefixed_seed(rng, image):
+    """Poll groups for slots 0 and 1 of the target's prefix."""
+    w = support.Writer()
+    for poll in range(rng.randrange(2, 8)):
+        for slot in (0, 1):
+            for _ in range(rng.randrange(0, 6)):
+                w.sample(slot, rng.choice(image.addresses))
+            if rng.random() < 0.4:
+                w.overlay(slot, 0, rng.choice((0, 1, 2, 3)))
+            if rng.random() < 0.2:
+                w.lost_samples(slot, rng.choice((1, 2, 3)), 1)
+            w.time(slot, poll * 10, poll * 100)
+    if rng.random() < 0.5:
+        w.release(rng.choice((0, 1)))
+    w.stop()
+    return w.bytes()
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Write seed inputs for coprofd's fuzz target into "
+                    "CORPUS (created if needed).")
+    parser.add_argument("corpus", metavar="CORPUS",
+                        help="the corpus directory")
+    parser.add_argument("--image", default=os.path.join(
+        SOURCE, "build", "tests", "overlay", "overlays.elf"),
+        help="the overlay test image the streams name (default: %(default)s)")
+    args = parser.parse_args()
+    os.makedirs(args.corpus, exist_ok=True)
+    rng = random.Random(1)
+    image = support.layout_of_overlay_test_image(args.image)
+    seeds = []
+    for seed in range(6):
+        sim = support.Simulation(seed, [image], slots=2,
+                                 contexts=3, steps=25)
+        seeds.append(bytes([0, rng.randrange(256)]) + sim.writer.bytes())
+    for _ in range(6):
+        seeds.append(bytes([1, rng.randrange(256)]) +
+                     prefixed_seed(rng, image))
+    for number, data in enumerate(seeds):
+        with open(os.path.join(args.corpus, "seed-%02d" % number), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""coprofd --replay on streams with known content.
+
+Random runs come from coprofd_support.Simulation, which keeps the true
+guard state behind every sample; coprofd's session must hold exactly what
+the Model of the attribution rules predicts, and the Model checks the rules
+against the truth as it goes (an exact sample is where it really was, an
+ambiguous one has its true place among its candidates).
+"""
+
+import collections
+import re
+import subprocess
+
+import pytest
+
+from coprofd_support import (Model, Simulation, Writer, identity,
+                             layout_of_overlay_test_image, open_session,
+                             session_counts)
+
+
+def replay(coprofd, stream_bytes, tmp_path, name="session"):
+    stream = tmp_path / (name + ".bin")
+    stream.write_bytes(stream_bytes)
+    session = tmp_path / name
+    result = coprofd("--replay", stream, "--session-dir", session)
+    assert result.returncode == 0, result.stderr
+    return stream, session, result
+
+
+def summary(result):
+    line = result.stdout.strip().splitlines()[-1]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+@pytest.fixture(scope="module")
+def image_sets(test_image, example_image, resolver):
+    """Images a run's contexts use: overlay/'s test images (the first one's
+    layout is known: layout_of_overlay_test_image), or the SDK's overlays
+    and kernels examples."""
+    return {
+        "test": [layout_of_overlay_test_image(test_image("overlays.elf")),
+                 resolver.info(test_image("plain.elf"))],
+        "examples": [resolver.info(example_image("overlays")),
+                     resolver.info(example_image("kernels"))],
+    }
+
+
+@pytest.mark.parametrize("images, seed", [("test", n) for n in range(1, 7)] +
+                         [("examples", n) for n in range(1, 5)])
+def test_random_run_matches_model(images, seed, image_sets, tmp_path,
+                                  resolver, coprofd, coprof_bin):
+    sim = Simulation(seed, image_sets[images], slots=3, contexts=5,
+                     steps=150)
+    stream, session, result = replay(coprofd, sim.writer.bytes(), tmp_path)
+    model = Model(sim, resolver)
+    db = open_session(session)
+    exact, ambiguous, unmapped = session_counts(db)
+
+    assert exact == model.exact
+    assert ambiguous == model.ambiguous
+    assert unmapped == model.unmapped
+    assert db.execute("SELECT COUNT(*) FROM pending_samples"
+                      ).fetchone() == (0,)
+    assert db.execute("SELECT COUNT(*) FROM orphan_samples").fetchone()[0] == 0
+    assert sum(model.ambiguous.values()) > 0, "a run without ambiguity"
+
+    # Per context, every sample the driver drained is in the session once.
+    per_context = collections.Counter()
+    for context_id, total in db.execute(
+            "SELECT c.context_id, t.exact + t.ambiguous + t.unmapped"
+            " FROM context_totals t JOIN contexts c ON c.id = t.context"):
+        per_context[context_id] += total
+    assert per_context == model.per_context
+
+    # The timeline holds the exact samples of groups closed by TIME.
+    timeline = collections.Counter()
+    for context_id, total in db.execute(
+            "SELECT c.context_id, SUM(t.count) FROM sample_timeline t"
+            " JOIN contexts c ON c.id = t.context GROUP BY c.context_id"):
+        timeline[context_id] = total
+    assert timeline == model.timeline
+
+    # The same totals as copstream check, and in the summary line.
+    check = subprocess.run([coprof_bin("copstream"), "check", str(stream)],
+                           capture_output=True, text=True)
+    counted = dict(re.findall(r"(\w+)=(\d+)", check.stdout))
+    numbers = summary(result)
+    assert int(counted["samples"]) == numbers["samples"] == sim.writer.samples
+    assert int(counted["errors"]) == numbers["errors"] == 0
+    assert numbers["exact"] == sum(model.exact.values())
+    assert numbers["ambiguous"] == sum(model.ambiguous.values())
+    assert numbers["lost"] == sim.writer.lost
+    assert int(counted["lost"]) == sim.writer.lost
+
+
+def test_ambiguous_candidates_are_the_overlays(tmp_path, example_image,
+                                               resolver, coprofd):
+    image = example_image("overlays")
+    sim = Simulation(3, [resolver.info(image)], slots=2, contexts=3,
+                     steps=150)
+    _, session, _ = replay(coprofd, sim.writer.bytes(), tmp_path)
+    db = open_session(session)
+    stored = collections.defaultdict(dict)
+    for address, overlay, offset in db.execute(
+            "SELECT ls_addr, overlay, file_offset FROM ambiguous_candidates"):
+        stored[address][overlay] = offset
+    addresses = {a for (a,) in db.execute(
+        "SELECT DISTINCT ls_addr FROM ambiguous_samples")}
+    assert addresses and set(stored) == addresses
+    for address in addresses:
+        assert stored[address] == resolver.candidates(image, address)
+
+
+def test_session_tables_describe_the_run(tmp_path, test_image, coprofd):
+    image = test_image("overlays.elf")
+    ident = identity(image)
+    w = Writer()
+    w.start()
+    w.image(image)
+    w.context(4, 7, ident, cycle=500, pid=321, tid=322)
+    for region, guard in enumerate((2, 5, 0)):
+        w.overlay(4, region, guard, 500)
+    w.sample(4, 0x150, 3)
+    w.overlay(4, 0, 3, 700)
+    w.lost_samples(4, 1, 9, 700)
+    w.time(4, 800, 10_000)
+    w.release(4, 900)
+    w.stop(20_000)
+    _, session, _ = replay(coprofd, w.bytes(), tmp_path)
+    db = open_session(session)
+
+    assert db.execute("SELECT context_id, pid, tid, object_id, first_slot,"
+                      " first_cycle FROM contexts").fetchall() == [
+        (7, 321, 322, "0x5000", 4, 500)]
+    row = db.execute("SELECT path, image_offset, device, inode, size, hash,"
+                     " status, short_name FROM images").fetchone()
+    assert row == (image, 0, ident["device"], ident["inode"], ident["size"],
+                   "%016x" % ident["hash"], "ok", "ovl-test.1")
+    assert db.execute("SELECT region, guard, cycle, initial FROM"
+                      " overlay_events ORDER BY id").fetchall() == [
+        (1, 2, 500, 1), (2, 5, 500, 1), (3, 0, 500, 1), (1, 3, 700, 0)]
+    assert db.execute("SELECT slot, start_cycle, end_cycle, start_time_ns,"
+                      " end_time_ns, end_reason FROM bindings").fetchall() == [
+        (4, 500, 900, 9_700, 10_100, "release")]
+    assert db.execute("SELECT cause_name, count, cycle FROM lost_events"
+                      ).fetchall() == [("fifo-overflow", 9, 700)]
+    assert db.execute("SELECT slot, cycle, time_ns FROM time_sync"
+                      ).fetchall() == [(4, 800, 10_000)]
+    assert db.execute("SELECT ls_addr, region, guard_from, guard_to, count"
+                      " FROM ambiguous_samples").fetchall() == [
+        (0x150, 1, 2, 3, 3)]
+    meta = dict(db.execute("SELECT key, value FROM session"))
+    assert meta["stream.stop_samples"] == 3 and meta["stream.complete"] == 1
+    assert meta["stream.clock_hz"] == 10**9 and meta["format_version"] == 1
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -1,0 +1,213 @@
+/*
+ * copsim-int.h — copsim's internal structures, shared by its modules:
+ *
+ *   copsim.c     creating and destroying a copsim, the context table
+ *   server.c     the socket, peer credentials, one thread per connection,
+ *                the requests (INFO, CREATE, LOAD, RUN, DESTROY)
+ *   emulator.c   one run of a context: its QEMU, the console, the exit
+ *   scheduler.c  slots, the run queue, time slices, bind/unbind, hooks
+ *   resolve.c    object-ids and call stacks through /proc/PID/maps
+ *   schedlog.c   the SCHED records
+ *
+ * Locking: sim->lock guards the context table and the list of
+ * connections; sched->lock guards the slots, the run queue and the
+ * scheduling fields of every context, and is the lock the driver's hooks
+ * run under.  No function holds both at once.  The other fields of a
+ * context belong to the thread of its connection.
+ */
+#ifndef COPROF_COPSIM_INT_H
+#define COPROF_COPSIM_INT_H
+
+#include "emulator/copsim/copsim.h"
+#include "emulator/copsim/protocol.h"
+#include "emulator/copsim/resolve.h"
+#include "emulator/copsim/schedlog.h"
+#include "sdk/image.h"
+#include "sdk/loader.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct trace_unit;
+
+/* Where a context is in its life; the scheduler's states under its lock. */
+enum sim_state {
+    SIM_IDLE = 0,       /* created or loaded, not running */
+    SIM_STARTING,       /* its QEMU starts; the plugin has not attached */
+    SIM_QUEUED,         /* held at its gate, waiting for a slot */
+    SIM_BOUND,          /* on a slot */
+    SIM_ENDED,          /* its QEMU has ended; retired from the scheduler */
+};
+
+/* Why copsim itself ended a run, or that it ended. */
+enum sim_kill {
+    SIM_KILL_NONE = 0,
+    SIM_KILL_CYCLES,    /* over its cycle limit: a looping program */
+    SIM_KILL_BIND,      /* the register file refused to bind it */
+    SIM_KILL_CLIENT,    /* its client hung up */
+    SIM_KILL_ATTACH,    /* its plugin never came to the gate */
+    SIM_KILL_ENDED,     /* not killed: it ended by itself */
+};
+
+struct sim_context {
+    struct copsim_context info;     /* what the hooks see */
+    char name[COPSIM_NAME_MAX];
+    struct image_source source;     /* the image's bytes and identity */
+    struct cop_image image;         /* parsed, pointing into source.bytes */
+    int loaded;
+    struct cop_ram ram;
+    char *stack;                    /* creation call stack, formatted */
+
+    /* Scheduling: under sched->lock. */
+    enum sim_state state;
+    int slot;                       /* bound slot, or -1 */
+    struct sim_context *next;       /* run queue */
+    uint64_t cycles_run;            /* on slots, finished bindings */
+    uint64_t max_cycles;            /* 0: no limit */
+    uint32_t binds;
+    uint32_t preemptions;
+    enum sim_kill kill;
+    uint64_t retry_hold_ns;         /* after a hold that timed out */
+    pid_t emulator;                 /* its QEMU while it runs, else 0 */
+};
+
+struct sched_slot {
+    struct sim_context *bound;
+    uint64_t bind_cycle;            /* the slot's cycles at the bind */
+};
+
+struct scheduler {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct trace_unit *unit;
+    struct schedlog *log;
+    struct copsim_info info;        /* for the hooks' start and stop */
+    uint32_t n_slots;
+    struct sched_slot *slots;
+    struct sim_context *queue_head;
+    struct sim_context *queue_tail;
+    uint64_t slice_cycles;
+    uint32_t tick_us;
+    const struct copsim_hooks *hooks;
+    int stopping;
+    int running;
+    pthread_t thread;
+};
+
+struct copsim {
+    struct copsim_config config;
+    char *socket_path;
+    char *state_dir;
+    char *images_dir;               /* copies of anonymous images */
+    char *regs_path;
+    char *event_log_path;
+    char *plugin_path;
+    int listen_fd;
+    int wake_pipe[2];               /* copsim_shutdown() writes here */
+    int parent_fd;                  /* pidfd of a private copsim's parent */
+    struct trace_unit *unit;
+    struct schedlog log;
+    struct scheduler sched;
+    struct hash_cache hashes;
+
+    pthread_mutex_t lock;           /* the fields below */
+    pthread_cond_t idle;            /* signalled when a connection ends */
+    unsigned char *context_used;    /* register file context blocks */
+    uint64_t next_context_id;
+    unsigned connections;
+    struct connection *connection_list;
+
+    copsim_request_handler driver_requests;
+    void *driver_data;
+};
+
+/* ---- copsim.c ----------------------------------------------------------- */
+
+/* A new context of process pid (thread tid): a register file block, its
+ * RAM file, its call stack.  NULL with err and errno set. */
+struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
+                                    const uint64_t *frames, size_t n_frames,
+                                    char *err, size_t errlen);
+/* Loads the image at object_id of the context's process. */
+int sim_context_load(struct copsim *sim, struct sim_context *c, pid_t tid,
+                     uint64_t object_id, uint64_t size, char *err,
+                     size_t errlen);
+/* Frees a context that is not running; reaped says its client vanished. */
+void sim_context_free(struct copsim *sim, struct sim_context *c, int reaped);
+
+/* ---- emulator.c --------------------------------------------------------- */
+
+struct run_result {
+    uint32_t stop_reason;           /* COPSIM_STOP_* */
+    int exit_status;
+    uint64_t instructions;
+    int client_gone;                /* the client hung up meanwhile */
+    char detail[COPSIM_TEXT_MAX];
+};
+
+/*
+ * Runs the loaded context with argv until its program ends, forwarding its
+ * console to console_fd and watching client_sock for a hang-up.  Returns 0
+ * with *result filled, or -1 with err set when the program could not be
+ * started (no emulator, a plugin that refused, arguments too long).
+ */
+int emulator_run(struct copsim *sim, struct sim_context *c, int client_sock,
+                 int console_fd, int argc, char **argv, uint64_t max_cycles,
+                 struct run_result *result, char *err, size_t errlen);
+
+/* ---- scheduler.c -------------------------------------------------------- */
+
+int scheduler_init(struct scheduler *s, struct trace_unit *unit,
+                   struct schedlog *log, const struct copsim_info *info,
+                   uint32_t tick_us, char *err, size_t errlen);
+int scheduler_start(struct scheduler *s, char *err, size_t errlen);
+void scheduler_stop(struct scheduler *s);
+void scheduler_destroy(struct scheduler *s);
+
+/* The context's emulator waits at its closed gate: queue it for a slot. */
+void scheduler_make_runnable(struct scheduler *s, struct sim_context *c);
+
+/* Marks a context as starting (its QEMU spawned as emulator). */
+void scheduler_starting(struct scheduler *s, struct sim_context *c,
+                        pid_t emulator, uint64_t max_cycles);
+
+/* Kills the context's emulator, once, for a reason; the scheduler then
+ * leaves the context alone until it is retired. */
+void scheduler_kill(struct scheduler *s, struct sim_context *c,
+                    enum sim_kill why);
+
+/*
+ * The context's emulator has ended (a zombie, not reaped yet, so its pid
+ * cannot be reused): from now on nothing signals it.  Returns the reason
+ * copsim killed it, or SIM_KILL_ENDED.
+ */
+enum sim_kill scheduler_disarm(struct scheduler *s, struct sim_context *c);
+
+/*
+ * The context's emulator has ended: logs the exit or fault, takes it off its
+ * slot (unbind hook) or out of the run queue.
+ */
+void scheduler_retire(struct scheduler *s, struct sim_context *c,
+                      enum copsim_unbind_reason reason, int status,
+                      uint64_t instructions, const char *detail);
+
+/* Counters of a context, read under the lock. */
+void scheduler_counts(struct scheduler *s, const struct sim_context *c,
+                      uint32_t *binds, uint32_t *preemptions);
+
+int scheduler_hooks_install(struct scheduler *s,
+                            const struct copsim_hooks *hooks, char *err,
+                            size_t errlen);
+void scheduler_hooks_remove(struct scheduler *s);
+
+/* ---- server.c ----------------------------------------------------------- */
+
+/* Fails when a copsim answers on the socket path; removes a stale one. */
+int server_check_unused(struct copsim *sim, char *err, size_t errlen);
+int server_listen(struct copsim *sim, char *err, size_t errlen);
+int server_accept_loop(struct copsim *sim);
+/* Hangs up every connection and waits until their threads have ended. */
+void server_close_all(struct copsim *sim);
+
+#endif /* COPROF_COPSIM_INT_H */

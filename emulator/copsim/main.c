@@ -1,0 +1,288 @@
+/*
+ * main.c — the copsim daemon's command line.
+ *
+ *   copsim [--socket PATH] [--slots N] [--slice CYCLES] [--event-log FILE]
+ *          [...]
+ *
+ * Parses the options into a struct copsim_config, creates the copsim
+ * (copsim.c), serves until SIGTERM or SIGINT (or, with --private, until the
+ * parent process ends) and tears it down.  Each option is one entry in
+ * long_options, one case in parse_option and one paragraph in usage().
+ * Numbers go through lfsr/'s parsers, as in the rest of the project.
+ */
+#include "emulator/copsim/copsim.h"
+#include "emulator/trace-regs.h"
+#include "lfsr/lfsr.h"
+#include "sdk/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXIT_USAGE  2
+
+static struct copsim *running;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: copsim [OPTIONS]\n"
+        "\n"
+        "The emulated coprocessor complex: a daemon that owns the trace\n"
+        "unit's register file and N slots, and runs the coprocessor\n"
+        "contexts of host programs (through libcop), each in its own\n"
+        "qemu-system-riscv32 with the trace-unit plugin, time-slicing them\n"
+        "over the slots.  Every create, load, run, bind, preemption,\n"
+        "unbind, exit, fault and reap goes to the kernel event log as a\n"
+        "SCHED record.  It serves until SIGTERM or SIGINT.\n"
+        "\n"
+        "  -s, --socket PATH     listen on PATH, mode 0600 (default\n"
+        "                        $COPSIM_SOCKET, else\n"
+        "                        $XDG_RUNTIME_DIR/coprof/copsim.sock, else\n"
+        "                        /tmp/coprof-UID/copsim.sock)\n"
+        "  -n, --slots N         slots (1-%u, default %u)\n"
+        "  -t, --slice CYCLES    time slice: cycles a context runs on a\n"
+        "                        slot before it yields to a waiting one\n"
+        "                        (default %u)\n"
+        "  -m, --max-cycles N    stop a run after N cycles as a looping\n"
+        "                        program (default 0: no limit)\n"
+        "  -l, --event-log FILE  write SCHED records to FILE: an existing\n"
+        "                        log needs a SCHED subsystem, a missing one\n"
+        "                        is created (default $COPSIM_EVENT_LOG, else\n"
+        "                        STATE_DIR/copsim.coplog)\n"
+        "  -d, --state-dir DIR   register file (copsim.regs) and copies of\n"
+        "                        anonymous images (images/) (default: the\n"
+        "                        socket's directory)\n"
+        "  -r, --ram-dir DIR     guest RAM files in DIR (default: anonymous\n"
+        "                        memory files)\n"
+        "      --contexts N      contexts in the register file: the most\n"
+        "                        that exist at once (default %u)\n"
+        "      --fifo-depth N    entries per slot FIFO, a power of two\n"
+        "                        (default %u)\n"
+        "      --clock HZ        nominal coprocessor clock, for rates given\n"
+        "                        as time (default 3.2GHz)\n"
+        "      --tick-us N       scheduler period while contexts wait\n"
+        "                        (default %u)\n"
+        "      --qemu PROG       the emulator (default qemu-system-riscv32)\n"
+        "      --plugin PATH     the trace-unit plugin (default\n"
+        "                        libcoptrace.so beside copsim, or\n"
+        "                        $COPROF_TRACE_PLUGIN)\n"
+        "      --reference       run the plugin in its per-instruction\n"
+        "                        reference mode\n"
+        "      --private PID     stop when process PID ends, leaving nothing\n"
+        "                        behind (libcop's private copsim)\n"
+        "      --ready-fd FD     write \"ready\\n\" to FD once serving\n"
+        "  -h, --help            show this help\n"
+        "\n"
+        "emulator/copsim/README.md describes the socket protocol and the\n"
+        "SCHED records.  Errors at start print one line and exit with\n"
+        "status 1, bad options with status 2.\n",
+        TRACE_MAX_SLOTS, COPSIM_DEFAULT_SLOTS, COPSIM_DEFAULT_SLICE,
+        COPSIM_DEFAULT_CONTEXTS, TRACE_DEFAULT_FIFO_DEPTH,
+        COPSIM_DEFAULT_TICK_US);
+}
+
+struct options {
+    struct copsim_config config;
+    int ready_fd;
+};
+
+/* A count between min and max; -1 with a message otherwise. */
+static int parse_number(const char *option, const char *text, uint64_t min,
+                        uint64_t max, uint64_t *value)
+{
+    if (lfsr_parse_count(text, value) < 0 || *value < min || *value > max) {
+        cli_fail(EXIT_USAGE, "%s: '%s' is not a number from %llu to %llu",
+                 option, text, (unsigned long long)min,
+                 (unsigned long long)max);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_u32(const char *option, const char *text, uint64_t min,
+                     uint64_t max, uint32_t *value)
+{
+    uint64_t wide;
+
+    if (parse_number(option, text, min, max, &wide) < 0)
+        return -1;
+    *value = (uint32_t)wide;
+    return 0;
+}
+
+static int parse_clock(const char *text, uint64_t *hz)
+{
+    double value;
+
+    if (lfsr_parse_hz(text, &value) < 0 || value < 1.0 || value > 1e12) {
+        cli_fail(EXIT_USAGE, "--clock: '%s' is not a frequency from 1Hz to "
+                 "1000GHz", text);
+        return -1;
+    }
+    *hz = (uint64_t)value;
+    return 0;
+}
+
+/* Returns 0, or -1 after a message. */
+static int parse_option(int c, const char *arg, struct options *opts)
+{
+    struct copsim_config *config = &opts->config;
+    uint64_t number;
+
+    switch (c) {
+    case 's':
+        config->socket_path = arg;
+        return 0;
+    case 'n':
+        return parse_u32("--slots", arg, 1, TRACE_MAX_SLOTS, &config->n_slots);
+    case 't':
+        return parse_number("--slice", arg, 1, UINT64_MAX / 2,
+                            &config->slice_cycles);
+    case 'm':
+        return parse_number("--max-cycles", arg, 0, UINT64_MAX / 2,
+                            &config->max_cycles);
+    case 'l':
+        config->event_log_path = arg;
+        return 0;
+    case 'd':
+        config->state_dir = arg;
+        return 0;
+    case 'r':
+        config->ram_dir = arg;
+        return 0;
+    case 'C':
+        return parse_u32("--contexts", arg, 1, TRACE_MAX_CONTEXTS,
+                         &config->n_contexts);
+    case 'F':
+        return parse_u32("--fifo-depth", arg, TRACE_MIN_FIFO_DEPTH,
+                         TRACE_MAX_FIFO_DEPTH, &config->fifo_depth);
+    case 'H':
+        return parse_clock(arg, &config->nominal_hz);
+    case 'T':
+        return parse_u32("--tick-us", arg, 10, 1000000, &config->tick_us);
+    case 'Q':
+        config->qemu_program = arg;
+        return 0;
+    case 'P':
+        config->plugin_path = arg;
+        return 0;
+    case 'R':
+        config->reference_mode = 1;
+        return 0;
+    case 'p':
+        if (parse_number("--private", arg, 1, INT32_MAX, &number) < 0)
+            return -1;
+        config->parent_pid = (pid_t)number;
+        return 0;
+    case 'f':
+        if (parse_number("--ready-fd", arg, 0, INT32_MAX, &number) < 0)
+            return -1;
+        opts->ready_fd = (int)number;
+        return 0;
+    }
+    cli_fail(EXIT_USAGE, "unknown option (see copsim --help)");
+    return -1;
+}
+
+/* Returns -1 to go on, or an exit status. */
+static int parse_options(int argc, char **argv, struct options *opts)
+{
+    static const struct option long_options[] = {
+        {"socket", required_argument, NULL, 's'},
+        {"slots", required_argument, NULL, 'n'},
+        {"slice", required_argument, NULL, 't'},
+        {"max-cycles", required_argument, NULL, 'm'},
+        {"event-log", required_argument, NULL, 'l'},
+        {"state-dir", required_argument, NULL, 'd'},
+        {"ram-dir", required_argument, NULL, 'r'},
+        {"contexts", required_argument, NULL, 'C'},
+        {"fifo-depth", required_argument, NULL, 'F'},
+        {"clock", required_argument, NULL, 'H'},
+        {"tick-us", required_argument, NULL, 'T'},
+        {"qemu", required_argument, NULL, 'Q'},
+        {"plugin", required_argument, NULL, 'P'},
+        {"reference", no_argument, NULL, 'R'},
+        {"private", required_argument, NULL, 'p'},
+        {"ready-fd", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->ready_fd = -1;
+    opts->config.event_log_path = getenv("COPSIM_EVENT_LOG");
+    if (opts->config.event_log_path && !*opts->config.event_log_path)
+        opts->config.event_log_path = NULL;
+    while ((c = getopt_long(argc, argv, "s:n:t:m:l:d:r:h", long_options,
+                            NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (c == '?')
+            return cli_fail(EXIT_USAGE, "bad option (see copsim --help)");
+        if (parse_option(c, optarg, opts) < 0)
+            return EXIT_USAGE;
+    }
+    if (optind < argc)
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see copsim "
+                        "--help)", argv[optind]);
+    return -1;
+}
+
+static void on_signal(int signo)
+{
+    (void)signo;
+    if (running)
+        copsim_shutdown(running);
+}
+
+static void install_signals(void)
+{
+    struct sigaction action;
+
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void announce_ready(int fd)
+{
+    static const char ready[] = "ready\n";
+
+    if (fd < 0)
+        return;
+    if (write(fd, ready, sizeof(ready) - 1) < 0)
+        cli_fail(1, "--ready-fd %d: %s", fd, strerror(errno));
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    struct options opts;
+    char err[1024];
+    int status = parse_options(argc, argv, &opts);
+
+    if (status >= 0)
+        return status;
+    install_signals();
+    running = copsim_create(&opts.config, err, sizeof(err));
+    if (!running) {
+        fprintf(stderr, "copsim: %s\n", err);
+        return 1;
+    }
+    announce_ready(opts.ready_fd);
+    status = copsim_serve(running);
+    copsim_destroy(running);
+    running = NULL;
+    return status < 0 ? 1 : 0;
+}

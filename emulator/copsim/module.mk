@@ -1,0 +1,83 @@
+# emulator/copsim/: the copsim daemon (the emulated coprocessor complex),
+# its library for the hosted kernel driver, and its tests.  libcop, the
+# client side, is in sdk/libcop/.
+
+COPSIM_LIB := $(LIB)/libcopsim.a
+COPSIM_OBJS := $(addprefix $(OBJ)/emulator/copsim/, \
+	copsim.o emulator.o protocol.o resolve.o schedlog.o scheduler.o server.o)
+
+# What a program that hosts a copsim links after libcopsim.a.
+COPSIM_DEPS := $(LIB)/libtraceunit.a $(LIB)/libcoploader.a $(LIB)/libcoplog.a \
+	$(LIB)/liblfsr.a
+
+$(OBJ)/emulator/copsim/%.o: CFLAGS += $(GLIB_CFLAGS)
+
+$(COPSIM_LIB): $(COPSIM_OBJS)
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+$(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/sdk/cli.o $(COPSIM_LIB) \
+		$(COPSIM_DEPS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
+
+ALL_TARGETS += $(COPSIM_LIB) $(BIN)/copsim
+INSTALL_BINS += $(BIN)/copsim
+INSTALL_LIBS += $(COPSIM_LIB)
+INSTALL_HEADERS += emulator/copsim/copsim.h emulator/copsim/copsim-hooks.h \
+	emulator/copsim/protocol.h
+
+# ---- Tests ---------------------------------------------------------------
+# copsim-probe, a coprocessor program with one behaviour per command, run by
+# cop-host, a libcop host program that embeds it twice: in the executable
+# and in a shared library it links (an image mapped with a page offset).
+
+include sdk/cop.mk
+
+copsim_probe_SOURCES := emulator/copsim/tests/copsim-probe.c
+copsim_probe_NAME := copsim-probe
+copsim_probe_OUT := $(TESTBIN)/cop/copsim-probe.elf
+$(eval $(call cop_program,copsim_probe))
+
+COPSIM_TEST_OBJ := $(OBJ)/emulator/copsim/tests
+
+$(COPSIM_TEST_OBJ)/probe-embed.o: $(copsim_probe_IMAGE) $(BIN)/cop-embed
+	@mkdir -p $(@D)
+	$(call say,EMBED,$@)$(BIN)/cop-embed $< copsim_probe $@
+
+$(COPSIM_TEST_OBJ)/probe-library-embed.o: $(copsim_probe_IMAGE) $(BIN)/cop-embed
+	@mkdir -p $(@D)
+	$(call say,EMBED,$@)$(BIN)/cop-embed $< copsim_probe_in_library $@
+
+$(TESTBIN)/libcop-host-probe.so: $(COPSIM_TEST_OBJ)/probe-library-embed.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared $^ -o $@
+
+$(TESTBIN)/cop-host: $(COPSIM_TEST_OBJ)/cop-host.o \
+		$(COPSIM_TEST_OBJ)/probe-embed.o $(TESTBIN)/libcop-host-probe.so \
+		$(LIB)/libcop.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o,$^) \
+		-L$(TESTBIN) -lcop-host-probe -L$(LIB) -lcop \
+		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../lib' -o $@
+
+ALL_TARGETS += $(copsim_probe_IMAGE) $(TESTBIN)/cop-host
+PYTESTS += emulator/copsim/tests
+
+# GLib tests of object-id resolution and message framing.
+$(TESTBIN)/test-copsim-resolve: $(COPSIM_TEST_OBJ)/test-copsim-resolve.o \
+		$(COPSIM_LIB) $(COPSIM_DEPS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
+
+GTESTS += $(TESTBIN)/test-copsim-resolve
+
+# GLib tests of the driver's hooks, with a copsim in the test process.
+$(TESTBIN)/test-copsim-hooks: $(COPSIM_TEST_OBJ)/test-copsim-hooks.o \
+		$(COPSIM_LIB) $(COPSIM_DEPS) $(LIB)/libcop.so \
+		| $(copsim_probe_IMAGE) $(BUILD)/examples/overlays.elf $(LIB)/libcoptrace.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -L$(LIB) -lcop \
+		-Wl,-rpath,'$$ORIGIN/../lib' $(GLIB_LIBS) -lm -o $@
+
+GTESTS += $(TESTBIN)/test-copsim-hooks

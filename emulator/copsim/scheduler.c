@@ -1,0 +1,459 @@
+/*
+ * scheduler.c — contexts onto slots: binding, time slices, retiring, and
+ * the driver's hooks.
+ *
+ * A context becomes runnable once its emulator waits at its closed run gate
+ * (emulator.c checks that), and joins the tail of one FIFO run queue.  The
+ * scheduler thread binds the head of the queue to the lowest free slot:
+ *
+ *   bind      register file bind, the bind hook, a "bind" record, then the
+ *             gate opens and the context runs.
+ *
+ * Every tick (1 ms by default) while contexts wait for a slot, it reads
+ * each busy slot's cycle counter; a context that has had its slice on its
+ * slot is preempted:
+ *
+ *   preempt   close the gate and wait until the emulator acknowledges it at
+ *             a block boundary; a "preempt" record, the unbind hook (the
+ *             driver drains the slot), register file unbind, an "unbind"
+ *             record, and the context goes to the tail of the queue, to be
+ *             bound again to whichever slot is free next.
+ *
+ * A context whose emulator ended (emulator.c reaped it) is retired by the
+ * thread that reaped it: an "exit" or "fault" record, and the same unbind
+ * path when it was on a slot.  With a cycle limit the tick also watches
+ * every context's total cycles and kills the emulator of one that went
+ * over it (a looping program).
+ *
+ * Every step above runs with s->lock held, so bind and unbind hooks are
+ * called one at a time, in the order the register file changed, and
+ * nothing else is bound to a slot between an unbind and its hook.
+ */
+#include "emulator/copsim/copsim-int.h"
+
+#include "emulator/trace-unit.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HOLD_TIMEOUT_MS     500     /* an emulator that does not stop */
+#define HOLD_RETRY_NS       1000000000ull
+
+static uint64_t slot_cycles(const struct scheduler *s, uint32_t slot)
+{
+    const struct trace_regs_slot *regs = trace_unit_slot(s->unit, slot);
+
+    return __atomic_load_n(&regs->cycles, __ATOMIC_ACQUIRE);
+}
+
+static struct trace_regs_context *regs_context(const struct scheduler *s,
+                                               const struct sim_context *c)
+{
+    return trace_unit_context(s->unit, c->info.trace_context);
+}
+
+static void make_switch(const struct scheduler *s, uint32_t slot,
+                        const struct sim_context *c,
+                        struct copsim_switch *change)
+{
+    memset(change, 0, sizeof(*change));
+    change->slot = slot;
+    change->cycle = slot_cycles(s, slot);
+    change->monotonic_ns = schedlog_monotonic_ns();
+    change->context = &c->info;
+}
+
+/* ---- The run queue ------------------------------------------------------ */
+
+static void queue_push(struct scheduler *s, struct sim_context *c)
+{
+    c->next = NULL;
+    if (s->queue_tail)
+        s->queue_tail->next = c;
+    else
+        s->queue_head = c;
+    s->queue_tail = c;
+    c->state = SIM_QUEUED;
+}
+
+static struct sim_context *queue_pop(struct scheduler *s)
+{
+    struct sim_context *c = s->queue_head;
+
+    if (c) {
+        s->queue_head = c->next;
+        if (!s->queue_head)
+            s->queue_tail = NULL;
+        c->next = NULL;
+    }
+    return c;
+}
+
+static void queue_remove(struct scheduler *s, struct sim_context *c)
+{
+    struct sim_context **link = &s->queue_head, *previous = NULL;
+
+    while (*link && *link != c) {
+        previous = *link;
+        link = &(*link)->next;
+    }
+    if (!*link)
+        return;
+    *link = c->next;
+    if (s->queue_tail == c)
+        s->queue_tail = previous;
+    c->next = NULL;
+}
+
+/* ---- Switches ----------------------------------------------------------- */
+
+/* Kills the emulator of c, once, for a reason (with s->lock held). */
+static void kill_emulator(struct sim_context *c, enum sim_kill why)
+{
+    if (c->emulator <= 0 || c->kill != SIM_KILL_NONE)
+        return;
+    c->kill = why;
+    kill(c->emulator, SIGKILL);
+}
+
+/* Binds c to the free slot and opens its gate. */
+static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
+{
+    struct copsim_switch change;
+    char err[256];
+
+    if (trace_unit_bind(s->unit, c->info.trace_context, slot, err,
+                        sizeof(err)) < 0) {
+        fprintf(stderr, "copsim: context %llu: %s\n",
+                (unsigned long long)c->info.id, err);
+        schedlog_error(s->log, c->info.id, c->info.pid, err);
+        c->state = SIM_STARTING;        /* not queued; retired when it dies */
+        kill_emulator(c, SIM_KILL_BIND);
+        return;
+    }
+    make_switch(s, slot, c, &change);
+    s->slots[slot].bound = c;
+    s->slots[slot].bind_cycle = change.cycle;
+    c->slot = (int)slot;
+    c->state = SIM_BOUND;
+    c->binds++;
+    if (s->hooks && s->hooks->bind)
+        s->hooks->bind(s->hooks->data, &change);
+    schedlog_bind(s->log, &change);
+    trace_context_release(regs_context(s, c));
+}
+
+/* Takes the context off its slot, whose emulator has stopped. */
+static void unbind_slot(struct scheduler *s, struct sim_context *c,
+                        struct copsim_switch *change)
+{
+    uint32_t slot = change->slot;
+
+    c->cycles_run += change->cycle - s->slots[slot].bind_cycle;
+    if (s->hooks && s->hooks->unbind)
+        s->hooks->unbind(s->hooks->data, change);
+    trace_unit_unbind(s->unit, c->info.trace_context);
+    schedlog_unbind(s->log, change);
+    s->slots[slot].bound = NULL;
+    c->slot = -1;
+}
+
+/* Ends c's time slice on its slot; it goes to the tail of the queue. */
+static void preempt(struct scheduler *s, struct sim_context *c)
+{
+    struct trace_regs_context *regs = regs_context(s, c);
+    uint64_t hold_start = schedlog_monotonic_ns();
+    uint32_t gate = trace_context_hold(regs);
+    uint32_t slot = (uint32_t)c->slot;
+    struct copsim_switch change;
+
+    switch (trace_context_wait_held(regs, gate, HOLD_TIMEOUT_MS)) {
+    case TRACE_WAIT_EXITED:
+        return;                 /* it is ending: retired when reaped */
+    case TRACE_WAIT_TIMEOUT:
+        fprintf(stderr, "copsim: context %llu did not stop at its gate "
+                "within %d ms; it keeps slot %u\n",
+                (unsigned long long)c->info.id, HOLD_TIMEOUT_MS, slot);
+        trace_context_release(regs);
+        c->retry_hold_ns = schedlog_monotonic_ns() + HOLD_RETRY_NS;
+        return;
+    }
+    make_switch(s, slot, c, &change);
+    change.reason = COPSIM_UNBIND_PREEMPT;
+    schedlog_preempt(s->log, &change,
+                     change.cycle - s->slots[slot].bind_cycle,
+                     change.monotonic_ns - hold_start);
+    c->preemptions++;
+    unbind_slot(s, c, &change);
+    queue_push(s, c);
+}
+
+/* ---- The scheduler thread ------------------------------------------------ */
+
+/* Kills the emulator of a context over its cycle limit, once. */
+static void check_limit(struct scheduler *s, struct sim_context *c,
+                        uint64_t ran)
+{
+    if (c->max_cycles != 0 && c->cycles_run + ran >= c->max_cycles)
+        kill_emulator(c, SIM_KILL_CYCLES);
+}
+
+/* Preempts the contexts whose slice is over while others wait, and
+ * enforces cycle limits. */
+static void check_slots(struct scheduler *s)
+{
+    uint64_t now = schedlog_monotonic_ns();
+
+    for (uint32_t slot = 0; slot < s->n_slots; slot++) {
+        struct sim_context *c = s->slots[slot].bound;
+        uint64_t ran;
+
+        if (!c)
+            continue;
+        ran = slot_cycles(s, slot) - s->slots[slot].bind_cycle;
+        check_limit(s, c, ran);
+        if (s->queue_head && c->kill == SIM_KILL_NONE
+            && ran >= s->slice_cycles && now >= c->retry_hold_ns)
+            preempt(s, c);
+    }
+}
+
+static void fill_slots(struct scheduler *s)
+{
+    for (uint32_t slot = 0; slot < s->n_slots && s->queue_head; slot++)
+        if (!s->slots[slot].bound)
+            bind_slot(s, slot, queue_pop(s));
+}
+
+/* Whether the tick must poll the slots: someone waits, or a bound
+ * context has a cycle limit. */
+static int needs_tick(const struct scheduler *s)
+{
+    for (uint32_t slot = 0; slot < s->n_slots; slot++) {
+        const struct sim_context *c = s->slots[slot].bound;
+
+        if (c && (s->queue_head || c->max_cycles))
+            return 1;
+    }
+    return 0;
+}
+
+static void wait_tick(struct scheduler *s)
+{
+    struct timespec until;
+
+    if (!needs_tick(s)) {
+        pthread_cond_wait(&s->wake, &s->lock);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += (long)s->tick_us * 1000;
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&s->wake, &s->lock, &until);
+}
+
+static void *scheduler_main(void *arg)
+{
+    struct scheduler *s = arg;
+
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        fill_slots(s);
+        check_slots(s);
+        fill_slots(s);
+        wait_tick(s);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- Interface ---------------------------------------------------------- */
+
+int scheduler_init(struct scheduler *s, struct trace_unit *unit,
+                   struct schedlog *log, const struct copsim_info *info,
+                   uint32_t tick_us, char *err, size_t errlen)
+{
+    pthread_condattr_t attr;
+
+    memset(s, 0, sizeof(*s));
+    s->unit = unit;
+    s->log = log;
+    s->info = *info;
+    s->n_slots = info->n_slots;
+    s->slice_cycles = info->slice_cycles;
+    s->tick_us = tick_us;
+    s->slots = calloc(s->n_slots, sizeof(*s->slots));
+    if (!s->slots) {
+        snprintf(err, errlen, "out of memory for %u slots",
+                 s->n_slots);
+        return -1;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    return 0;
+}
+
+int scheduler_start(struct scheduler *s, char *err, size_t errlen)
+{
+    int error = pthread_create(&s->thread, NULL, scheduler_main, s);
+
+    if (error) {
+        snprintf(err, errlen, "cannot start the scheduler: %s",
+                 strerror(error));
+        return -1;
+    }
+    s->running = 1;
+    return 0;
+}
+
+void scheduler_stop(struct scheduler *s)
+{
+    if (!s->running)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    s->running = 0;
+}
+
+void scheduler_destroy(struct scheduler *s)
+{
+    scheduler_hooks_remove(s);
+    free(s->slots);
+    s->slots = NULL;
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+}
+
+void scheduler_starting(struct scheduler *s, struct sim_context *c,
+                        pid_t emulator, uint64_t max_cycles)
+{
+    pthread_mutex_lock(&s->lock);
+    c->state = SIM_STARTING;
+    c->slot = -1;
+    c->emulator = emulator;
+    c->max_cycles = max_cycles;
+    c->cycles_run = 0;
+    c->binds = 0;
+    c->preemptions = 0;
+    c->kill = SIM_KILL_NONE;
+    c->retry_hold_ns = 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void scheduler_make_runnable(struct scheduler *s, struct sim_context *c)
+{
+    pthread_mutex_lock(&s->lock);
+    if (c->state == SIM_STARTING && c->kill == SIM_KILL_NONE) {
+        queue_push(s, c);
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void scheduler_kill(struct scheduler *s, struct sim_context *c,
+                    enum sim_kill why)
+{
+    pthread_mutex_lock(&s->lock);
+    kill_emulator(c, why);
+    pthread_mutex_unlock(&s->lock);
+}
+
+enum sim_kill scheduler_disarm(struct scheduler *s, struct sim_context *c)
+{
+    enum sim_kill why;
+
+    pthread_mutex_lock(&s->lock);
+    c->emulator = 0;
+    if (c->kill == SIM_KILL_NONE)
+        c->kill = SIM_KILL_ENDED;
+    why = c->kill;
+    pthread_mutex_unlock(&s->lock);
+    return why;
+}
+
+void scheduler_retire(struct scheduler *s, struct sim_context *c,
+                      enum copsim_unbind_reason reason, int status,
+                      uint64_t instructions, const char *detail)
+{
+    struct copsim_switch change;
+    uint64_t cycles;
+    int slot;
+
+    pthread_mutex_lock(&s->lock);
+    slot = c->state == SIM_BOUND ? c->slot : -1;
+    if (slot >= 0)
+        make_switch(s, (uint32_t)slot, c, &change);
+    cycles = slot >= 0 ? change.cycle : 0;
+    if (reason == COPSIM_UNBIND_EXIT)
+        schedlog_exit(s->log, &c->info, slot, cycles, status, instructions);
+    else if (reason == COPSIM_UNBIND_FAULT)
+        schedlog_fault(s->log, &c->info, slot, cycles, status, detail);
+    if (slot >= 0) {
+        change.reason = reason;
+        change.exit_status = status;
+        unbind_slot(s, c, &change);
+        pthread_cond_signal(&s->wake);
+    } else if (c->state == SIM_QUEUED) {
+        queue_remove(s, c);
+    }
+    c->state = SIM_ENDED;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void scheduler_counts(struct scheduler *s, const struct sim_context *c,
+                      uint32_t *binds, uint32_t *preemptions)
+{
+    pthread_mutex_lock(&s->lock);
+    *binds = c->binds;
+    *preemptions = c->preemptions;
+    pthread_mutex_unlock(&s->lock);
+}
+
+int scheduler_hooks_install(struct scheduler *s,
+                            const struct copsim_hooks *hooks, char *err,
+                            size_t errlen)
+{
+    struct copsim_switch bound[TRACE_MAX_SLOTS];
+    size_t n_bound = 0;
+    int status = 0;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->hooks) {
+        snprintf(err, errlen, "driver hooks are installed already");
+        status = -1;
+    } else {
+        for (uint32_t slot = 0; slot < s->n_slots; slot++)
+            if (s->slots[slot].bound)
+                make_switch(s, slot, s->slots[slot].bound,
+                            &bound[n_bound++]);
+        if (hooks->start
+            && hooks->start(hooks->data, &s->info, bound, n_bound) < 0) {
+            snprintf(err, errlen, "the driver refused to start");
+            status = -1;
+        } else {
+            s->hooks = hooks;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return status;
+}
+
+void scheduler_hooks_remove(struct scheduler *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->hooks && s->hooks->stop)
+        s->hooks->stop(s->hooks->data, &s->info);
+    s->hooks = NULL;
+    pthread_mutex_unlock(&s->lock);
+}

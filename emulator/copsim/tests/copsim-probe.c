@@ -1,0 +1,92 @@
+/*
+ * copsim-probe.c — a coprocessor program for copsim's tests: one behaviour
+ * per command, so that a test picks a program that ends, loops, faults or
+ * talks through the data window.
+ *
+ *   hello             print "hello from CONTEXT-NAME" and exit 0
+ *   spin N            N rounds of arithmetic (about 8 instructions each),
+ *                     then print the result
+ *   loop              never end
+ *   data N            data[i] = data[i] * 3 + 1 for the first N words of
+ *                     the data window, then print their sum
+ *   rendezvous N      set data word 1, wait until the host sets data word
+ *                     0, then spin N: the host starts every context's work
+ *                     once all of them have run
+ *   trap              execute an illegal instruction
+ *   exit S            exit with status S
+ */
+#include "sdk/cop.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int spin(unsigned rounds)
+{
+    volatile uint32_t sink;
+    uint32_t x = 1;
+
+    for (unsigned i = 0; i < rounds; i++)
+        x = x * 1103515245u + 12345u + (x >> 7);
+    sink = x;
+    cop_printf("spin %u -> %08x\n", rounds, (unsigned)sink);
+    return 0;
+}
+
+static void loop_forever(void)
+{
+    volatile uint32_t counter = 0;
+
+    for (;;)
+        counter++;
+}
+
+static int transform_data(unsigned words)
+{
+    size_t size;
+    volatile uint32_t *data = cop_data_window(&size);
+    uint32_t sum = 0;
+
+    if (words > size / 4)
+        return 2;
+    for (unsigned i = 0; i < words; i++) {
+        data[i] = data[i] * 3 + 1;
+        sum += data[i];
+    }
+    cop_printf("data %u sum=%08x\n", words, (unsigned)sum);
+    return 0;
+}
+
+static int rendezvous(unsigned rounds)
+{
+    volatile uint32_t *data = cop_data_window(NULL);
+
+    data[1] = 1;
+    while (data[0] == 0)
+        ;
+    return spin(rounds);
+}
+
+int main(int argc, char **argv)
+{
+    const char *command = argc > 1 ? argv[1] : "hello";
+    unsigned number = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 0) : 0;
+
+    if (strcmp(command, "hello") == 0) {
+        cop_printf("hello from %s\n", cop_program_name());
+        return 0;
+    }
+    if (strcmp(command, "spin") == 0)
+        return spin(number);
+    if (strcmp(command, "loop") == 0)
+        loop_forever();
+    if (strcmp(command, "data") == 0)
+        return transform_data(number);
+    if (strcmp(command, "rendezvous") == 0)
+        return rendezvous(number);
+    if (strcmp(command, "trap") == 0)
+        __asm__ volatile(".4byte 0x00000000");
+    if (strcmp(command, "exit") == 0)
+        cop_exit((int)number);
+    cop_printf("copsim-probe: unknown command '%s'\n", command);
+    return 64;
+}

@@ -1,0 +1,354 @@
+/*
+ * test-copsim-hooks.c — GLib tests of the driver's hooks (copsim-hooks.h):
+ * a copsim created in this process with recording hooks installed, and
+ * libcop clients (threads of this process) running real programs on it.
+ *
+ * The hooks check, as they are called, what the header promises: a bind
+ * comes while the context's run gate is still closed and the register file
+ * shows it bound; an unbind comes once its emulator has stopped (held and
+ * acknowledged, or ended) and while the slot still shows it; the slot's
+ * cycle counter is the one passed; the guest RAM and guard words given are
+ * the context's own.
+ */
+#include "emulator/copsim/copsim.h"
+#include "emulator/trace-unit.h"
+#include "sdk/cop-abi.h"
+#include "sdk/libcop.h"
+
+#include <glib.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_RECORDS 4096
+
+struct record {
+    char kind;                  /* 'b' bind, 'u' unbind */
+    uint32_t slot;
+    uint64_t context;
+    uint64_t cycle;
+    enum copsim_unbind_reason reason;
+    int exit_status;
+    uint32_t guards[2];         /* an overlays image's guard words */
+    uint32_t n_regions;
+};
+
+struct recorder {
+    GMutex lock;
+    struct trace_unit *unit;
+    struct record records[MAX_RECORDS];
+    size_t count;
+    int started, stopped;
+    size_t bound_at_start;
+    uint64_t first_bound_context;
+    struct copsim_hooks hooks;
+};
+
+/* A copsim served by a thread of this process, on the socket that
+ * $COPSIM_SOCKET names (set once, before any thread exists). */
+struct server {
+    struct copsim *sim;
+    GThread *thread;
+};
+
+static char *socket_dir;
+
+/* ---- Hooks --------------------------------------------------------------- */
+
+static const struct trace_regs_context *regs_of(struct recorder *r,
+                                                const struct copsim_context *c)
+{
+    return trace_unit_context(r->unit, c->trace_context);
+}
+
+static int on_start(void *data, const struct copsim_info *info,
+                    const struct copsim_switch *bound, size_t n_bound)
+{
+    struct recorder *r = data;
+
+    r->unit = info->unit;
+    r->started++;
+    r->bound_at_start = n_bound;
+    if (n_bound)
+        r->first_bound_context = bound[0].context->id;
+    g_assert_cmpuint(info->n_slots, ==, 1);
+    return 0;
+}
+
+static void record(struct recorder *r, char kind,
+                   const struct copsim_switch *change)
+{
+    const struct copsim_context *c = change->context;
+    struct record *rec;
+
+    g_mutex_lock(&r->lock);
+    g_assert_cmpuint(r->count, <, MAX_RECORDS);
+    rec = &r->records[r->count++];
+    rec->kind = kind;
+    rec->slot = change->slot;
+    rec->context = c->id;
+    rec->cycle = change->cycle;
+    rec->reason = change->reason;
+    rec->exit_status = change->exit_status;
+    rec->n_regions = c->n_regions;
+    for (uint32_t i = 0; i < c->n_regions && i < 2; i++)
+        rec->guards[i] = c->guard_words[i];
+    g_mutex_unlock(&r->lock);
+}
+
+static void check_view(struct recorder *r, const struct copsim_switch *change)
+{
+    const struct copsim_context *c = change->context;
+    const struct trace_regs_slot *slot = trace_unit_slot(r->unit,
+                                                         change->slot);
+
+    g_assert_cmpuint(slot->bound_context, ==, c->trace_context);
+    g_assert_cmpuint(slot->cycles, ==, change->cycle);
+    g_assert_cmpint(c->pid, ==, getpid());
+    g_assert_nonnull(c->ram);
+    g_assert_cmpuint(c->ram_size, ==, COP_RAM_SIZE);
+    g_assert_true(g_str_has_prefix(c->image.name, "copsim-probe")
+                  || strcmp(c->image.name, "overlays") == 0);
+    if (c->n_regions)
+        g_assert_true((const void *)c->guard_words
+                      == c->ram + c->guard_ls_offset);
+}
+
+static void on_bind(void *data, const struct copsim_switch *change)
+{
+    struct recorder *r = data;
+
+    check_view(r, change);
+    g_assert_false(trace_gate_is_open(regs_of(r, change->context)->gate));
+    record(r, 'b', change);
+}
+
+static void on_unbind(void *data, const struct copsim_switch *change)
+{
+    struct recorder *r = data;
+    const struct trace_regs_context *regs = regs_of(r, change->context);
+
+    check_view(r, change);
+    if (change->reason == COPSIM_UNBIND_PREEMPT) {
+        g_assert_cmpuint(regs->status, ==, TRACE_CONTEXT_HELD);
+        g_assert_cmpuint(regs->ack, ==, regs->gate);
+    }
+    record(r, 'u', change);
+}
+
+static void on_stop(void *data, const struct copsim_info *info)
+{
+    struct recorder *r = data;
+
+    (void)info;
+    r->stopped++;
+}
+
+static void recorder_init(struct recorder *r)
+{
+    memset(r, 0, sizeof(*r));
+    g_mutex_init(&r->lock);
+    r->hooks = (struct copsim_hooks){
+        .data = r, .start = on_start, .bind = on_bind, .unbind = on_unbind,
+        .stop = on_stop,
+    };
+}
+
+/* ---- A copsim in this process --------------------------------------------- */
+
+static gpointer serve(gpointer data)
+{
+    copsim_serve(data);
+    return NULL;
+}
+
+static void server_start(struct server *s, uint64_t slice)
+{
+    struct copsim_config config = {
+        .n_slots = 1,
+        .slice_cycles = slice,
+        .socket_path = g_getenv("COPSIM_SOCKET"),
+    };
+    char err[1024];
+
+    s->sim = copsim_create(&config, err, sizeof(err));
+    if (!s->sim)
+        g_error("copsim: %s", err);
+    s->thread = g_thread_new("copsim", serve, s->sim);
+}
+
+static void remove_in(const char *dir, const char *name)
+{
+    char *path = g_build_filename(dir, name, NULL);
+
+    g_remove(path);
+    g_free(path);
+}
+
+static void server_stop(struct server *s)
+{
+    copsim_shutdown(s->sim);
+    g_thread_join(s->thread);
+    copsim_destroy(s->sim);
+    remove_in(socket_dir, "copsim.coplog");
+    remove_in(socket_dir, "images");
+}
+
+static char *build_path(const char *relative)
+{
+    const char *build = g_getenv("COPROF_BUILD");
+
+    return g_build_filename(build ? build : "build", relative, NULL);
+}
+
+/* Runs image with argv on a new context; returns the stop info. */
+struct run {
+    const char *image;
+    char *argv[4];
+    int argc;
+    uint64_t limit;
+    struct cop_stop_info stop;
+    uint64_t id;
+};
+
+static gpointer run_context(gpointer data)
+{
+    struct run *run = data;
+    cop_context_t *ctx = cop_context_create();
+    char *image = build_path(run->image);
+    int null = open("/dev/null", O_WRONLY);
+
+    g_assert_nonnull(ctx);
+    run->id = cop_context_id(ctx);
+    g_assert_cmpint(cop_context_load_file(ctx, image), ==, 0);
+    g_assert_cmpint(cop_context_set_console(ctx, null), ==, 0);
+    close(null);
+    cop_context_set_cycle_limit(ctx, run->limit);
+    g_assert_cmpint(cop_context_run(ctx, run->argc, run->argv, &run->stop),
+                    ==, 0);
+    g_assert_cmpint(cop_context_destroy(ctx), ==, 0);
+    g_free(image);
+    return NULL;
+}
+
+/* ---- Tests --------------------------------------------------------------- */
+
+/* Three contexts on one slot: every switch seen, in order, consistent. */
+static void test_hooks_see_every_switch(void)
+{
+    struct recorder *r = g_new(struct recorder, 1);
+    struct server s;
+    struct run runs[3] = {
+        {.image = "tests/cop/copsim-probe.elf",
+         .argv = {"p", "spin", "100000000"}, .argc = 3},
+        {.image = "tests/cop/copsim-probe.elf",
+         .argv = {"p", "spin", "100000000"}, .argc = 3},
+        {.image = "examples/overlays.elf", .argv = {"overlays", "2"},
+         .argc = 2},
+    };
+    GThread *threads[3];
+    char err[256];
+    uint64_t bound = 0, last_cycle = 0;
+    int preempted = 0, exits = 0;
+
+    recorder_init(r);
+    server_start(&s, 100000);
+    g_assert_cmpint(copsim_hooks_install(s.sim, &r->hooks, err, sizeof(err)),
+                    ==, 0);
+    g_assert_cmpint(r->started, ==, 1);
+    g_assert_cmpuint(r->bound_at_start, ==, 0);
+    g_assert_cmpint(copsim_hooks_install(s.sim, &r->hooks, err, sizeof(err)),
+                    ==, -1);
+    g_assert_cmpstr(err, ==, "driver hooks are installed already");
+    for (int i = 0; i < 3; i++)
+        threads[i] = g_thread_new("client", run_context, &runs[i]);
+    for (int i = 0; i < 3; i++) {
+        g_thread_join(threads[i]);
+        g_assert_cmpint(runs[i].stop.reason, ==, COP_STOP_EXIT);
+    }
+    for (size_t i = 0; i < r->count; i++) {
+        const struct record *rec = &r->records[i];
+
+        g_assert_cmpuint(rec->slot, ==, 0);
+        g_assert_cmpuint(rec->cycle, >=, last_cycle);
+        if (rec->kind == 'b') {
+            g_assert_cmpuint(bound, ==, 0);
+            g_assert_cmpuint(rec->cycle, ==, last_cycle);
+            bound = rec->context;
+        } else {
+            g_assert_cmpuint(bound, ==, rec->context);
+            bound = 0;
+            preempted += rec->reason == COPSIM_UNBIND_PREEMPT;
+            exits += rec->reason == COPSIM_UNBIND_EXIT;
+            if (rec->reason == COPSIM_UNBIND_EXIT && rec->n_regions == 2) {
+                /* histogram (3) and sort (5) stay loaded at the end. */
+                g_assert_cmpuint(rec->guards[0], ==, 3);
+                g_assert_cmpuint(rec->guards[1], ==, 5);
+            }
+        }
+        last_cycle = rec->cycle;
+    }
+    g_assert_cmpuint(bound, ==, 0);
+    g_assert_cmpint(exits, ==, 3);
+    g_assert_cmpint(preempted, >=, 1);
+    copsim_hooks_remove(s.sim);
+    g_assert_cmpint(r->stopped, ==, 1);
+    copsim_hooks_remove(s.sim);
+    g_assert_cmpint(r->stopped, ==, 1);
+    server_stop(&s);
+    g_free(r);
+}
+
+/* Hooks installed while a context runs learn about it at start, and
+ * copsim's end unbinds it (reaped) before the stop hook. */
+static void test_install_while_running(void)
+{
+    struct recorder *r = g_new(struct recorder, 1);
+    struct server s;
+    struct run loop = {.image = "tests/cop/copsim-probe.elf",
+                       .argv = {"p", "loop"}, .argc = 2, .limit = 300000000};
+    GThread *thread;
+    char err[256];
+
+    recorder_init(r);
+    server_start(&s, 1000000);
+    thread = g_thread_new("client", run_context, &loop);
+    for (;;) {
+        g_assert_cmpint(copsim_hooks_install(s.sim, &r->hooks, err,
+                                             sizeof(err)), ==, 0);
+        if (r->bound_at_start)
+            break;
+        copsim_hooks_remove(s.sim);
+        g_usleep(10000);
+    }
+    g_assert_cmpuint(r->first_bound_context, ==, loop.id);
+    /* The cycle limit ends it as a fault: one unbind, reason fault. */
+    g_thread_join(thread);
+    g_assert_cmpint(loop.stop.reason, ==, COP_STOP_FAULT);
+    g_assert_cmpuint(r->count, ==, 1);
+    g_assert_cmpint(r->records[0].kind, ==, 'u');
+    g_assert_cmpint(r->records[0].reason, ==, COPSIM_UNBIND_FAULT);
+    server_stop(&s);
+    g_assert_cmpint(r->stopped, ==, r->started);
+    g_free(r);
+}
+
+int main(int argc, char **argv)
+{
+    char *socket_path;
+    int status;
+
+    g_test_init(&argc, &argv, NULL);
+    socket_dir = g_dir_make_tmp("cs-hooks-XXXXXX", NULL);
+    socket_path = g_build_filename(socket_dir, "s", NULL);
+    g_setenv("COPSIM_SOCKET", socket_path, TRUE);
+    g_test_add_func("/copsim/hooks/every-switch", test_hooks_see_every_switch);
+    g_test_add_func("/copsim/hooks/install-while-running",
+                    test_install_while_running);
+    status = g_test_run();
+    g_rmdir(socket_dir);
+    g_free(socket_path);
+    g_free(socket_dir);
+    return status;
+}

@@ -1,0 +1,356 @@
+"""copsim and libcop end to end: contexts run by cop-host (a libcop host
+program embedding copsim-probe) on a copsim of the test's own, with its
+SCHED records checked."""
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from copsim_harness import (SOURCE, check_slot_history, parse_host_lines,
+                            sched_events, wait_for)
+
+sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
+import coprof_stream  # noqa: E402  (needs the path above)
+
+
+def host(test_bin, sim, *args, check=True, timeout=120):
+    """Runs cop-host against sim; returns (result, context lines)."""
+    result = subprocess.run([test_bin("cop-host")] + list(args), env=sim.env,
+                            capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, result.stderr + result.stdout
+    return result, parse_host_lines(result.stdout)
+
+
+def test_runs_an_embedded_program(copsim, test_bin, build_dir):
+    sim = copsim("--slots", "2")
+    result, (ctx,) = host(test_bin, sim, "embedded", "hello")
+    assert result.stdout.startswith("hello from copsim-probe\n")
+    assert ctx["reason"] == "exit" and ctx["status"] == "0"
+    assert int(ctx["instructions"]) > 0 and ctx["binds"] == "1"
+    kinds = [(e["kind"], e.get("context")) for e in
+             sched_events(build_dir, sim.log) if e["kind"] != "start"]
+    c = int(ctx["context"])
+    assert kinds == [("create", c), ("load", c), ("run", c), ("bind", c),
+                     ("exit", c), ("unbind", c), ("destroy", c)]
+
+
+def test_sched_records_carry_identity_and_clocks(copsim, test_bin,
+                                                 build_dir):
+    sim = copsim()
+    result, (ctx,) = host(test_bin, sim, "embedded", "spin", "1000")
+    events = {e["kind"]: e for e in sched_events(build_dir, sim.log)}
+    create, bind, exit_ = events["create"], events["bind"], events["exit"]
+    pid = create["pid"]
+    assert os.path.exists("/proc/%d" % pid) is False   # cop-host has ended
+    for e in (events["load"], events["run"], bind, exit_, events["unbind"]):
+        assert e["pid"] == pid and e["context"] == int(ctx["context"])
+    assert create["mono"] <= bind["mono"] <= exit_["mono"]
+    assert abs(bind["mono"] - bind["time_ns"]) < 50_000_000
+    assert exit_["cycles"] - bind["cycles"] == int(ctx["instructions"])
+    assert exit_["instructions"] == int(ctx["instructions"])
+    # The creation call stack names the host program and libc.
+    frames = create["stack"].split()
+    assert frames[0].startswith(test_bin("cop-host") + "+0x")
+    assert any("libc.so" in f for f in frames)
+
+
+def test_data_window_is_shared_with_the_host(copsim, test_bin):
+    sim = copsim("--slots", "2")
+    _, contexts = host(test_bin, sim, "--threads", "3", "--contexts", "3",
+                       "--console-file", "/dev/null", "--data-words", "20000",
+                       "embedded", "data", "20000")
+    assert len(contexts) == 3
+    assert all(c["data"] == "ok" for c in contexts)
+
+
+def test_console_goes_to_a_named_file(copsim, test_bin, tmp_path):
+    sim = copsim()
+    pattern = str(tmp_path / "console-%d.txt")
+    result, contexts = host(test_bin, sim, "--contexts", "2",
+                            "--console-file", pattern, "embedded", "hello")
+    assert "hello" not in result.stdout
+    for i in range(2):
+        with open(pattern % i) as f:
+            assert f.read() == "hello from copsim-probe\n"
+
+
+def test_consoles_sharing_stdout_keep_whole_lines(copsim, test_bin):
+    sim = copsim()
+    result, contexts = host(test_bin, sim, "--threads", "6", "--contexts",
+                            "6", "embedded", "hello")
+    lines = result.stdout.splitlines()
+    assert lines.count("hello from copsim-probe") == 6 and len(contexts) == 6
+    assert len(lines) == 12
+
+
+def test_time_slices_preempt_every_context(copsim, test_bin, build_dir,
+                                           tmp_path):
+    sim = copsim("--slots", "2", "--slice", "100000")
+    _, contexts = host(test_bin, sim, "--threads", "4", "--contexts", "4",
+                       "--console-file", str(tmp_path / "console-%d"),
+                       "--rendezvous", "embedded", "rendezvous", "5000000")
+    assert len(contexts) == 4
+    assert all(c["reason"] == "exit" for c in contexts)
+    assert all(int(c["preemptions"]) >= 1 for c in contexts), contexts
+    events = sched_events(build_dir, sim.log)
+    bindings = check_slot_history(events, 2)
+    preempted = {e["context"] for e in events if e["kind"] == "preempt"}
+    assert preempted == {int(c["context"]) for c in contexts}
+    for c in contexts:
+        runs = bindings[int(c["context"])]
+        # Every cycle the context ran is on one of its bindings.
+        assert sum(end - start for _, start, end, _ in runs) == \
+            int(c["instructions"])
+        assert [r for _, _, _, r in runs][-1] == "exit"
+        assert len(runs) == int(c["binds"]) == int(c["preemptions"]) + 1
+    # A preempted context may come back on the other slot.
+    assert any(len({s for s, _, _, _ in runs}) == 2
+               for runs in bindings.values())
+
+
+def test_object_ids_resolve_to_readelf_offsets(copsim, test_bin, build_dir):
+    sim = copsim()
+    for source, binary, symbol in (
+            ("embedded", test_bin("cop-host"), "copsim_probe.elf_image"),
+            ("library", test_bin("libcop-host-probe.so"),
+             "copsim_probe_in_library.elf_image")):
+        _, (ctx,) = host(test_bin, sim, source, "hello")
+        assert ctx["path"] == os.path.realpath(binary)
+        assert int(ctx["offset"]) == readelf_file_offset(binary, symbol)
+        assert int(ctx["hash"], 16) == coprof_stream.image_hash(binary)
+    load = [e for e in sched_events(build_dir, sim.log) if e["kind"] == "load"]
+    st = os.stat(test_bin("libcop-host-probe.so"))
+    assert (load[1]["inode"], load[1]["dev"], load[1]["size"]) == \
+        (st.st_ino, st.st_dev, st.st_size)
+
+
+def readelf_file_offset(binary, symbol):
+    """The file offset of a symbol, from readelf's symbols and segments."""
+    symbols = subprocess.run(["readelf", "-sW", binary], capture_output=True,
+                             text=True, check=True).stdout
+    value = next(int(line.split()[1], 16) for line in symbols.splitlines()
+                 if line.split()[-1:] == [symbol])
+    segments = subprocess.run(["readelf", "-lW", binary], capture_output=True,
+                              text=True, check=True).stdout
+    for line in segments.splitlines():
+        fields = line.split()
+        if fields[:1] == ["LOAD"]:
+            offset, vaddr, filesz = (int(fields[i], 16) for i in (1, 2, 4))
+            if vaddr <= value < vaddr + filesz:
+                return value - vaddr + offset
+    raise AssertionError("%s is in no PT_LOAD segment of %s"
+                         % (symbol, binary))
+
+
+def test_anonymous_image_is_copied(copsim, test_bin, probe_image):
+    sim = copsim()
+    _, (ctx,) = host(test_bin, sim, "anonymous", "hello")
+    assert ctx["anonymous"] == "1" and ctx["offset"] == "0"
+    assert os.path.dirname(ctx["path"]) == os.path.join(sim.dir, "images")
+    with open(ctx["path"], "rb") as copy, open(probe_image, "rb") as image:
+        assert copy.read() == image.read()
+    assert int(ctx["hash"], 16) == coprof_stream.image_hash(probe_image)
+
+
+def test_image_file_is_loaded_by_mapping(copsim, test_bin, probe_image):
+    sim = copsim()
+    result, (ctx,) = host(test_bin, sim, probe_image, "hello")
+    assert ctx["path"] == os.path.realpath(probe_image)
+    assert ctx["offset"] == "0" and ctx["anonymous"] == "0"
+
+
+def test_faults_are_reported_and_copsim_goes_on(copsim, test_bin, build_dir):
+    sim = copsim("--slots", "1")
+    _, (trap,) = host(test_bin, sim, "embedded", "trap", check=False)
+    assert trap["reason"] == "fault" and trap["status"] == "132"
+    assert trap["fault"].startswith("cop: trap: illegal instruction at 0x")
+    _, (loop,) = host(test_bin, sim, "--cycle-limit", "3000000", "embedded",
+                      "loop", check=False)
+    assert loop["reason"] == "fault"
+    assert loop["fault"] == \
+        "looping: stopped after its limit of 3000000 cycles"
+    assert int(loop["instructions"]) >= 3000000
+    _, (exit7,) = host(test_bin, sim, "embedded", "exit", "7", check=False)
+    assert exit7["reason"] == "exit" and exit7["status"] == "7"
+    _, (fine,) = host(test_bin, sim, "embedded", "hello")
+    assert fine["reason"] == "exit"
+    faults = [e for e in sched_events(build_dir, sim.log)
+              if e["kind"] == "fault"]
+    assert [e["context"] for e in faults] == [int(trap["context"]),
+                                             int(loop["context"])]
+    assert faults[1]["reason"].startswith("looping")
+
+
+def test_copsim_limit_stops_a_looping_program(copsim, test_bin):
+    sim = copsim("--max-cycles", "2000000")
+    _, (loop,) = host(test_bin, sim, "embedded", "loop", check=False)
+    assert loop["fault"] == \
+        "looping: stopped after its limit of 2000000 cycles"
+
+
+def test_host_killed_mid_run_is_reaped(copsim, test_bin, build_dir):
+    sim = copsim("--slots", "2")
+    victim = subprocess.Popen([test_bin("cop-host"), "--threads", "3",
+                               "--contexts", "3", "embedded", "loop"],
+                              env=sim.env, stdout=subprocess.DEVNULL)
+
+    def running():
+        events = sched_events(build_dir, sim.log)
+        return (sum(e["kind"] == "bind" for e in events) >= 2
+                and sum(e["kind"] == "run" for e in events) == 3)
+    wait_for(running)
+    assert len(sim.emulators()) == 3
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+
+    def reaped():
+        events = sched_events(build_dir, sim.log)
+        return sum(e["kind"] == "reap" for e in events) == 3 and events
+    events = wait_for(reaped)
+    check_slot_history(events, 2)
+    unbinds = [e["reason"] for e in events if e["kind"] == "unbind"]
+    # Both slots were busy when the host died; the third context waited
+    # (and may have been bound once more before its hang-up was seen).
+    assert set(unbinds) <= {"preempt", "reap"}
+    assert 2 <= unbinds.count("reap") <= 3
+    assert not [e for e in events if e["kind"] in ("exit", "fault")]
+    assert all(e["pid"] == victim.pid for e in events if "pid" in e
+               and e["kind"] != "start")
+    wait_for(lambda: not sim.emulators())
+    _, (after,) = host(test_bin, sim, "embedded", "hello")
+    assert after["reason"] == "exit"
+
+
+def test_missing_emulator_is_a_clear_error(copsim, test_bin, build_dir):
+    sim = copsim("--qemu", "/nonexistent/qemu-system-riscv32")
+    result, contexts = host(test_bin, sim, "embedded", "hello", check=False)
+    assert result.returncode == 1 and contexts == []
+    assert result.stderr == (
+        "cop-host: context 0: /nonexistent/qemu-system-riscv32: not found "
+        "(install the Debian package qemu-system-misc)\n")
+    assert sim.alive()
+    errors = [e for e in sched_events(build_dir, sim.log)
+              if e["kind"] == "error"]
+    assert "not found" in errors[0]["what"]
+
+
+def test_emulator_that_fails_to_start_is_a_clear_error(copsim, test_bin,
+                                                       tmp_path):
+    fake = tmp_path / "qemu"
+    fake.write_text("#!/bin/sh\necho 'qemu: cannot start today' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    sim = copsim("--qemu", str(fake))
+    result, _ = host(test_bin, sim, "embedded", "hello", check=False)
+    assert result.returncode == 1
+    assert "exited with status 3 before the program started: qemu: cannot " \
+        "start today" in result.stderr
+    _, (ctx,) = host(test_bin, copsim(), "embedded", "hello")
+    assert ctx["reason"] == "exit"
+
+
+def test_full_disk_fails_one_context_not_copsim(copsim, build_dir, test_bin,
+                                               tmp_path):
+    """Guest RAM files on a 24 MiB tmpfs of copsim's own mount namespace:
+    one 16 MiB RAM fits, a second does not; copsim says so and goes on."""
+    if os.getuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root (and unshare) for a tmpfs of its own")
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    wrapper = tmp_path / "copsim-on-tmpfs"
+    wrapper.write_text('#!/bin/sh\nmount -t tmpfs -o size=24m tmpfs %s && '
+                       'exec %s "$@"\n' % (ram, os.path.join(build_dir, "bin",
+                                                             "copsim")))
+    wrapper.chmod(0o755)
+    sim = copsim("--ram-dir", str(ram), "--slots", "2",
+                 prefix=["unshare", "-m", str(wrapper)])
+    first = subprocess.Popen([test_bin("cop-host"), "--console-file",
+                              "/dev/null", "embedded", "spin", "300000000"],
+                             env=sim.env, stdout=subprocess.PIPE, text=True)
+
+    def first_runs():
+        return any(e["kind"] == "bind"
+                   for e in sched_events(build_dir, sim.log))
+    wait_for(first_runs)
+    result, contexts = host(test_bin, sim, "embedded", "hello", check=False)
+    assert result.returncode == 1 and contexts == []
+    assert result.stderr == "cop-host: context 0: %s/ram-2: cannot reserve " \
+        "16 MiB of guest RAM: No space left on device\n" % ram
+    out, _ = first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert parse_host_lines(out)[0]["reason"] == "exit"
+    _, (again,) = host(test_bin, sim, "embedded", "hello")
+    assert again["reason"] == "exit"
+
+
+def test_socket_is_owner_only(copsim):
+    sim = copsim()
+    assert stat.S_IMODE(os.stat(sim.socket).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.join(sim.dir, "images")).st_mode) \
+        == 0o700
+
+
+def test_other_users_cannot_connect(copsim, test_bin):
+    if os.getuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to act as another user")
+    sim = copsim()
+    os.chmod(sim.dir, 0o755)    # only the socket's own mode protects it now
+    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534",
+                             "--clear-groups", test_bin("cop-host"),
+                             "embedded", "hello"],
+                            env=sim.env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "cannot connect to copsim: Permission denied" in result.stderr
+
+
+def test_second_copsim_on_the_same_socket_is_refused(copsim, build_dir):
+    sim = copsim()
+    second = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                             "--socket", sim.socket, "--event-log",
+                             sim.log + ".2"],
+                            capture_output=True, text=True, timeout=30)
+    assert second.returncode == 1
+    assert second.stderr == "copsim: %s: another copsim serves this socket\n" \
+        % sim.socket
+    assert sim.alive()
+
+
+def test_private_copsim_is_started_and_stopped(test_bin, tmp_path):
+    env = dict(os.environ)
+    env["COPSIM_SOCKET"] = str(tmp_path / "nobody-listens.sock")
+    env["COPSIM_EVENT_LOG"] = str(tmp_path / "private.coplog")
+    env["TMPDIR"] = str(tmp_path)
+    # One thread, so that the two consoles do not interleave on stdout.
+    result = subprocess.run([test_bin("cop-host"), "--contexts", "2",
+                             "embedded", "hello"],
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("hello from copsim-probe") == 2
+    # Nothing is left behind but the event log it was told to write.
+    assert sorted(os.listdir(tmp_path)) == ["private.coplog"]
+    build_dir = os.path.dirname(os.path.dirname(test_bin("cop-host")))
+    events = sched_events(build_dir, env["COPSIM_EVENT_LOG"])
+    assert [e["kind"] for e in events][0] == "start"
+    assert events[-1]["kind"] == "stop"
+    assert not os.path.exists("/proc/%d" % events[0]["pid"])
+
+
+def test_usage_errors(build_dir):
+    copsim_bin = os.path.join(build_dir, "bin", "copsim")
+    for args, message in (
+            (["--slots", "0"], "--slots: '0' is not a number from 1 to 64"),
+            (["--slice", "ten"], "--slice: 'ten' is not a number from 1 to"),
+            (["--clock", "fast"], "--clock: 'fast' is not a frequency"),
+            (["extra"], "unexpected argument 'extra'")):
+        result = subprocess.run([copsim_bin] + args, capture_output=True,
+                                text=True)
+        assert result.returncode == 2
+        assert result.stderr.startswith("copsim: " + message), result.stderr
+    assert "--slice CYCLES" in subprocess.run(
+        [copsim_bin, "--help"], capture_output=True, text=True).stdout

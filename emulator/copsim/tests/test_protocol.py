@@ -1,0 +1,270 @@
+"""copsim's socket protocol spoken directly (protocol.h mirrored with
+ctypes): each request's checks, and malformed or out-of-order messages
+answered with one clear error while copsim goes on serving."""
+
+import array
+import ctypes
+import errno
+import os
+import socket
+import threading
+
+from copsim_harness import sched_events, wait_for
+
+VERSION = 1
+INFO, CREATE, LOAD, RUN, DESTROY = 1, 2, 3, 4, 5
+REPLY = 0x8000
+
+
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint16), ("type", ctypes.c_uint16),
+                ("size", ctypes.c_uint32)]
+
+
+class Status(ctypes.Structure):
+    _fields_ = [("error", ctypes.c_int32), ("message", ctypes.c_char * 512)]
+
+
+class InfoReply(ctypes.Structure):
+    _fields_ = [("header", Header), ("status", Status),
+                ("pid", ctypes.c_int32), ("n_slots", ctypes.c_uint32),
+                ("n_contexts", ctypes.c_uint32),
+                ("fifo_depth", ctypes.c_uint32),
+                ("slice_cycles", ctypes.c_uint64),
+                ("max_cycles", ctypes.c_uint64),
+                ("nominal_hz", ctypes.c_uint64),
+                ("regs_path", ctypes.c_char * 4096),
+                ("event_log_path", ctypes.c_char * 4096)]
+
+
+class CreateRequest(ctypes.Structure):
+    _fields_ = [("header", Header), ("tid", ctypes.c_int32),
+                ("n_frames", ctypes.c_uint32),
+                ("frames", ctypes.c_uint64 * 32)]
+
+
+class CreateReply(ctypes.Structure):
+    _fields_ = [("header", Header), ("status", Status),
+                ("context_id", ctypes.c_uint64),
+                ("data_offset", ctypes.c_uint64),
+                ("data_size", ctypes.c_uint64)]
+
+
+class LoadRequest(ctypes.Structure):
+    _fields_ = [("header", Header), ("tid", ctypes.c_int32),
+                ("reserved", ctypes.c_uint32), ("object_id", ctypes.c_uint64),
+                ("image_size", ctypes.c_uint64)]
+
+
+class LoadReply(ctypes.Structure):
+    _fields_ = [("header", Header), ("status", Status),
+                ("offset", ctypes.c_uint64), ("device", ctypes.c_uint64),
+                ("inode", ctypes.c_uint64), ("file_size", ctypes.c_uint64),
+                ("hash", ctypes.c_uint64), ("anonymous", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32), ("name", ctypes.c_char * 64),
+                ("path", ctypes.c_char * 4096)]
+
+
+class RunRequest(ctypes.Structure):
+    _fields_ = [("header", Header), ("tid", ctypes.c_int32),
+                ("argc", ctypes.c_uint32), ("max_cycles", ctypes.c_uint64),
+                ("args_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                ("args", ctypes.c_char * 3968)]
+
+
+class RunReply(ctypes.Structure):
+    _fields_ = [("header", Header), ("status", Status),
+                ("stop_reason", ctypes.c_uint32),
+                ("exit_status", ctypes.c_int32),
+                ("instructions", ctypes.c_uint64),
+                ("binds", ctypes.c_uint32), ("preemptions", ctypes.c_uint32),
+                ("detail", ctypes.c_char * 512)]
+
+
+def run_request(*argv):
+    """A RUN request for the arguments (bytes), from this thread."""
+    args = b"".join(arg + b"\0" for arg in argv)
+    request = RunRequest(tid=threading.get_native_id(), argc=len(argv),
+                         args_size=len(args))
+    ctypes.memmove(ctypes.addressof(request) + RunRequest.args.offset, args,
+                   len(args))
+    return request
+
+
+class Client:
+    def __init__(self, sim):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.connect(sim.socket)
+
+    def send(self, message, type_, fds=()):
+        message.header = Header(VERSION, type_, ctypes.sizeof(message))
+        self.send_bytes(bytes(message), fds)
+
+    def send_bytes(self, data, fds=()):
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                      array.array("i", fds))] if fds else []
+        self.sock.sendmsg([data], ancillary)
+
+    def receive(self, reply_type=None):
+        """The reply as bytes and the descriptors that came with it."""
+        data, ancillary, _, _ = self.sock.recvmsg(
+            16384, socket.CMSG_SPACE(8))
+        fds = []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += array.array("i", payload[:len(payload) // 4 * 4])
+        if reply_type is not None:
+            assert len(data) == ctypes.sizeof(reply_type), len(data)
+            return reply_type.from_buffer_copy(data), fds
+        return data, fds
+
+    def status(self):
+        """(reply type, error, message) of a reply."""
+        data, fds = self.receive()
+        for fd in fds:
+            os.close(fd)
+        header = Header.from_buffer_copy(data)
+        status = Status.from_buffer_copy(data, ctypes.sizeof(Header))
+        return header.type, status.error, status.message.decode()
+
+    def create(self, tid=None):
+        request = CreateRequest(tid=tid or threading.get_native_id())
+        self.send(request, CREATE)
+        reply, fds = self.receive(CreateReply)
+        assert reply.status.error == 0, reply.status.message
+        return reply, fds
+
+    def load(self, object_id, size):
+        self.send(LoadRequest(tid=threading.get_native_id(),
+                              object_id=object_id, image_size=size), LOAD)
+
+    def close(self):
+        self.sock.close()
+
+
+def test_info_describes_copsim(copsim):
+    sim = copsim("--slots", "5", "--slice", "12345", "--max-cycles", "99")
+    client = Client(sim)
+    client.send_bytes(bytes(Header(VERSION, INFO, 8)))
+    reply, _ = client.receive(InfoReply)
+    assert reply.status.error == 0
+    assert (reply.pid, reply.n_slots, reply.slice_cycles, reply.max_cycles,
+            reply.nominal_hz) == (sim.process.pid, 5, 12345, 99, 3200000000)
+    assert reply.event_log_path.decode() == sim.log
+    assert os.path.exists(reply.regs_path.decode())
+
+
+def test_bad_requests_get_one_clear_error(copsim, build_dir):
+    sim = copsim()
+    client = Client(sim)
+    pid = os.getpid()
+    client.send_bytes(bytes(Header(VERSION, 77, 8)))
+    assert client.status() == (77 | REPLY, errno.ENOSYS,
+                               "unknown request type 77")
+    client.send_bytes(bytes(Header(VERSION, 0x150, 8)))
+    assert client.status() == (0x150 | REPLY, errno.ENOSYS, "driver request: "
+                               "no driver runs in this copsim")
+    client.send_bytes(bytes(Header(9, INFO, 8)))
+    assert client.status()[1:] == (errno.EPROTO, "malformed message (wrong "
+                                   "version or size)")
+    client.send_bytes(bytes(Header(VERSION, CREATE, 12)) + b"\0" * 4)
+    assert client.status() == (CREATE | REPLY, errno.EPROTO, "request type 2: "
+                               "12 bytes, expected 272")
+    client.load(0x1000, 100)
+    assert client.status() == (LOAD | REPLY, errno.ENOENT,
+                               "no context: send CREATE first")
+    client.send(CreateRequest(tid=1), CREATE)
+    assert client.status() == (CREATE | REPLY, errno.EPERM, "thread 1 is not "
+                               "a thread of process %d" % pid)
+    client.create()
+    client.send(CreateRequest(tid=threading.get_native_id()), CREATE)
+    assert client.status()[1:] == (errno.EBUSY, "this connection holds a "
+                                   "context already")
+    client.load(0x10, 4096)
+    assert client.status() == (LOAD | REPLY, errno.EINVAL, "object-id 0x10 is "
+                               "not mapped in process %d" % pid)
+    garbage = ctypes.create_string_buffer(b"not an image" * 100)
+    client.load(ctypes.addressof(garbage), 1200)
+    kind, error, message = client.status()
+    assert error == errno.EINVAL and message.endswith(": not an ELF file "
+                                                      "(bad magic)")
+    client.send(run_request(b"x"), RUN)
+    assert client.status()[1:] == (errno.ENOEXEC, "no program loaded: send "
+                                   "LOAD first")
+    client.close()
+    assert sim.alive()
+    errors = [e["what"] for e in sched_events(build_dir, sim.log)
+              if e["kind"] == "error"]
+    assert "unknown request type 77" in errors and len(errors) >= 8
+
+
+def test_run_carries_the_console_and_answers_busy_meanwhile(
+        copsim, probe_image, build_dir):
+    sim = copsim()
+    client = Client(sim)
+    reply, (ram,) = client.create()
+    assert os.fstat(ram).st_size == 16 << 20
+    assert (reply.data_offset, reply.data_size) == (0x800000, 0x600000)
+    with open(probe_image, "rb") as f:
+        image = ctypes.create_string_buffer(f.read())
+    client.load(ctypes.addressof(image), len(image.raw) - 1)
+    loaded, _ = client.receive(LoadReply)
+    assert loaded.status.error == 0 and loaded.anonymous == 1
+    assert loaded.name == b"copsim-probe"
+    run = run_request(b"probe", b"data", b"4")
+    client.send(run, RUN)
+    assert client.status()[1:] == (errno.EINVAL, "RUN carries exactly one "
+                                   "descriptor, the console's")
+    # The data window is the RAM file's: what the host writes, the program
+    # reads and changes.
+    os.pwrite(ram, (7).to_bytes(4, "little") * 4, 0x800000)
+    read_end, write_end = os.pipe()
+    client.send(run, RUN, fds=[write_end])
+    os.close(write_end)
+    client.send_bytes(bytes(Header(VERSION, INFO, 8)))
+    # The emulator takes far longer to start than this request to arrive.
+    assert client.status() == (INFO | REPLY, errno.EBUSY, "the context is "
+                               "running; wait for its run")
+    done, _ = client.receive(RunReply)
+    assert done.status.error == 0 and done.stop_reason == 1
+    assert done.exit_status == 0 and done.binds == 1
+    with os.fdopen(read_end) as console:
+        assert console.read() == "data 4 sum=%08x\n" % (4 * 22)
+    assert os.pread(ram, 16, 0x800000) == (22).to_bytes(4, "little") * 4
+    # A context runs again, from a fresh local store, on the same data.
+    null = os.open(os.devnull, os.O_WRONLY)
+    client.send(run_request(b"probe", b"data", b"2"), RUN, fds=[null])
+    os.close(null)
+    again, _ = client.receive(RunReply)
+    assert again.status.error == 0 and again.exit_status == 0
+    assert again.binds == 1
+    assert os.pread(ram, 16, 0x800000) == \
+        (67).to_bytes(4, "little") * 2 + (22).to_bytes(4, "little") * 2
+    os.close(ram)
+    client.close()
+
+
+def test_connection_closed_mid_run_reaps_the_context(copsim, probe_image,
+                                                     build_dir):
+    sim = copsim()
+    client = Client(sim)
+    client.create()
+    with open(probe_image, "rb") as f:
+        image = ctypes.create_string_buffer(f.read())
+    client.load(ctypes.addressof(image), len(image.raw) - 1)
+    client.receive(LoadReply)
+    null = os.open(os.devnull, os.O_WRONLY)
+    client.send(run_request(b"probe", b"loop"), RUN, fds=[null])
+    os.close(null)
+
+    def logged(kind):
+        def seen():
+            events = sched_events(build_dir, sim.log)
+            return any(e["kind"] == kind for e in events) and events
+        seen.__name__ = "a %s record" % kind
+        return seen
+    wait_for(logged("bind"))
+    client.close()
+    events = wait_for(logged("reap"))
+    unbind = [e for e in events if e["kind"] == "unbind"]
+    assert [e["reason"] for e in unbind] == ["reap"]
