@@ -39,7 +39,8 @@ void copsim_driver_free(struct copsim_driver *driver);
 /*
  * The parameters of the next session (SET).  fill_params() computes them
  * with lfsr/ for one capture every `count` cycles: the LFSR value and the
- * poll interval that keeps the FIFO from overflowing at the nominal clock.
+ * poll interval that keeps the FIFO from overflowing at the nominal clock,
+ * at least 100 us.
  */
 int copsim_driver_set(struct copsim_driver *driver,
 		      const struct copdrv_control_params *params, char *err,
