@@ -58,7 +58,8 @@ CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
 CODE_NAMES = {code: name for name, code in CODES.items()}
 START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE = range(1, 9)
 
-CAUSES = {1: "fifo-overflow", 2: "buffer-full", 3: "no-context"}
+CAUSES = {1: "fifo-overflow", 2: "buffer-full", 3: "no-context",
+          4: "outside-ls"}
 
 # Error kinds, numbered as in copstream.h (index = kind).
 ERRORS = (None, "bad-sample", "bad-header", "bad-check", "short-record",

@@ -78,12 +78,15 @@ enum copstream_code {
  *   FIFO_OVERFLOW  the trace FIFO was full: the hardware dropped the capture
  *   BUFFER_FULL    drained, but the driver's event buffer had no room
  *   NO_CONTEXT     drained for a slot whose context the driver does not know
+ *   OUTSIDE_LS     captured, but the PC lay outside the local store, so it
+ *                  has no address a sample word can carry
  */
 enum copstream_lost_cause {
     COPSTREAM_LOST_FIFO_OVERFLOW = 1,
     COPSTREAM_LOST_BUFFER_FULL   = 2,
     COPSTREAM_LOST_NO_CONTEXT    = 3,
-    COPSTREAM_LOST_CAUSE_END     = 4
+    COPSTREAM_LOST_OUTSIDE_LS    = 4,
+    COPSTREAM_LOST_CAUSE_END     = 5
 };
 
 /* Image file identity, as in IMAGE and CONTEXT records. */

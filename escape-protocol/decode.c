@@ -589,6 +589,7 @@ const char *copstream_cause_name(uint32_t cause)
         [COPSTREAM_LOST_FIFO_OVERFLOW] = "fifo-overflow",
         [COPSTREAM_LOST_BUFFER_FULL] = "buffer-full",
         [COPSTREAM_LOST_NO_CONTEXT] = "no-context",
+        [COPSTREAM_LOST_OUTSIDE_LS] = "outside-ls",
     };
 
     return cause < COPSTREAM_LOST_CAUSE_END ? names[cause] : NULL;

@@ -3,14 +3,21 @@
  *
  *   copsim [--socket PATH] [--slots N] [--slice CYCLES] [--event-log FILE]
  *          [...]
+ *   copsim --event=SPU_CYCLES:N --stream-out FILE [...] -- COMMAND [ARGS...]
  *
  * Parses the options into a struct copsim_config, creates the copsim
  * (copsim.c), serves until SIGTERM or SIGINT (or, with --private, until the
- * parent process ends) and tears it down.  Each option is one entry in
- * long_options, one case in parse_option and one paragraph in usage().
- * Numbers go through lfsr/'s parsers, as in the rest of the project.
+ * parent process ends) and tears it down.  The kernel driver is hosted in
+ * it (kernel-driver/copsim-host.h): its hooks and control requests are
+ * installed at start.  With a COMMAND, copsim runs that one command against
+ * a private copsim with the driver's session started and writes the whole
+ * sample stream to FILE (kernel-driver/copsim-run.c).  Each option is one
+ * entry in long_options, one case in parse_option and one paragraph in
+ * usage().  Numbers go through lfsr/'s parsers, as in the rest of the
+ * project.
  */
 #include "emulator/copsim/copsim.h"
+#include "kernel-driver/copsim-host.h"
 #include "emulator/trace-regs.h"
 #include "lfsr/lfsr.h"
 #include "sdk/cli.h"
@@ -31,6 +38,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: copsim [OPTIONS]\n"
+        "       copsim --event=SPU_CYCLES:N --stream-out FILE [OPTIONS] -- "
+        "COMMAND [ARGS...]\n"
         "\n"
         "The emulated coprocessor complex: a daemon that owns the trace\n"
         "unit's register file and N slots, and runs the coprocessor\n"
@@ -38,7 +47,16 @@ static void usage(FILE *out)
         "qemu-system-riscv32 with the trace-unit plugin, time-slicing them\n"
         "over the slots.  Every create, load, run, bind, preemption,\n"
         "unbind, exit, fault and reap goes to the kernel event log as a\n"
-        "SCHED record.  It serves until SIGTERM or SIGINT.\n"
+        "SCHED record.  It serves until SIGTERM or SIGINT.  It hosts the\n"
+        "kernel driver, which writes the escape-coded sample stream; clients\n"
+        "set, start and stop it over the socket (kernel-driver/README.md).\n"
+        "\n"
+        "With a COMMAND it runs only that command, against a private copsim\n"
+        "whose driver samples from the start, and exits with its status:\n"
+        "      --event=SPU_CYCLES:N  one sample every N cycles of each slot\n"
+        "      --stream-out FILE     write the whole sample stream to FILE;\n"
+        "                            each slot's trace-unit counters and the\n"
+        "                            stream's totals go to stderr\n"
         "\n"
         "  -s, --socket PATH     listen on PATH, mode 0600 (default\n"
         "                        $COPSIM_SOCKET, else\n"
@@ -89,6 +107,9 @@ static void usage(FILE *out)
 struct options {
     struct copsim_config config;
     int ready_fd;
+    uint32_t event_count;       /* --event=SPU_CYCLES:N; 0: none */
+    const char *stream_out;
+    char **command;             /* after the options; NULL: the daemon */
 };
 
 /* A count between min and max; -1 with a message otherwise. */
@@ -125,6 +146,23 @@ static int parse_clock(const char *text, uint64_t *hz)
         return -1;
     }
     *hz = (uint64_t)value;
+    return 0;
+}
+
+/* SPU_CYCLES:N, the OProfile event of the Cell SPU's cycle counter. */
+static int parse_event(const char *text, uint32_t *count)
+{
+    static const char name[] = "SPU_CYCLES:";
+    uint64_t value;
+
+    if (strncmp(text, name, sizeof(name) - 1) != 0
+        || lfsr_parse_count(text + sizeof(name) - 1, &value) < 0
+        || value < 1 || value > LFSR_PERIOD) {
+        cli_fail(EXIT_USAGE, "--event: '%s' is not SPU_CYCLES:N with N from "
+                 "1 to %u", text, LFSR_PERIOD);
+        return -1;
+    }
+    *count = (uint32_t)value;
     return 0;
 }
 
@@ -184,6 +222,11 @@ static int parse_option(int c, const char *arg, struct options *opts)
             return -1;
         opts->ready_fd = (int)number;
         return 0;
+    case 'e':
+        return parse_event(arg, &opts->event_count);
+    case 'o':
+        opts->stream_out = arg;
+        return 0;
     }
     cli_fail(EXIT_USAGE, "unknown option (see copsim --help)");
     return -1;
@@ -209,6 +252,8 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"reference", no_argument, NULL, 'R'},
         {"private", required_argument, NULL, 'p'},
         {"ready-fd", required_argument, NULL, 'f'},
+        {"event", required_argument, NULL, 'e'},
+        {"stream-out", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -219,7 +264,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
     opts->config.event_log_path = getenv("COPSIM_EVENT_LOG");
     if (opts->config.event_log_path && !*opts->config.event_log_path)
         opts->config.event_log_path = NULL;
-    while ((c = getopt_long(argc, argv, "s:n:t:m:l:d:r:h", long_options,
+    while ((c = getopt_long(argc, argv, "+s:n:t:m:l:d:r:h", long_options,
                             NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
@@ -230,9 +275,17 @@ static int parse_options(int argc, char **argv, struct options *opts)
         if (parse_option(c, optarg, opts) < 0)
             return EXIT_USAGE;
     }
-    if (optind < argc)
-        return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see copsim "
-                        "--help)", argv[optind]);
+    if (!opts->event_count && !opts->stream_out) {
+        if (optind < argc)
+            return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see "
+                            "copsim --help)", argv[optind]);
+        return -1;
+    }
+    if (!opts->event_count || !opts->stream_out || optind >= argc)
+        return cli_fail(EXIT_USAGE, "--event=SPU_CYCLES:N, --stream-out FILE "
+                        "and a COMMAND after -- go together (see copsim "
+                        "--help)");
+    opts->command = argv + optind;
     return -1;
 }
 
@@ -266,23 +319,43 @@ static void announce_ready(int fd)
     close(fd);
 }
 
+/* The one-command mode: the terminal's ^C reaches the command, which ends,
+ * and then copsim ends cleanly with the stream complete. */
+static int run_command(struct options *opts)
+{
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    return copsim_driver_run_command(&opts->config, opts->event_count,
+                                     opts->stream_out, opts->command);
+}
+
 int main(int argc, char **argv)
 {
+    struct copsim_driver *driver;
     struct options opts;
     char err[1024];
     int status = parse_options(argc, argv, &opts);
 
     if (status >= 0)
         return status;
+    if (opts.command)
+        return run_command(&opts);
     install_signals();
     running = copsim_create(&opts.config, err, sizeof(err));
     if (!running) {
         fprintf(stderr, "copsim: %s\n", err);
         return 1;
     }
+    driver = copsim_driver_attach(running, err, sizeof(err));
+    if (!driver) {
+        fprintf(stderr, "copsim: %s\n", err);
+        copsim_destroy(running);
+        return 1;
+    }
     announce_ready(opts.ready_fd);
     status = copsim_serve(running);
     copsim_destroy(running);
+    copsim_driver_free(driver);
     running = NULL;
     return status < 0 ? 1 : 0;
 }

@@ -16,8 +16,10 @@ $(COPSIM_LIB): $(COPSIM_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/sdk/cli.o $(COPSIM_LIB) \
-		$(COPSIM_DEPS)
+# copsim hosts the kernel driver (kernel-driver/copsim-host.h).
+$(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/sdk/cli.o \
+		$(LIB)/libcopsim-driver.a $(COPSIM_LIB) $(LIB)/libcopdrv.a \
+		$(COPSIM_DEPS) $(LIB)/libcopstream.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
 

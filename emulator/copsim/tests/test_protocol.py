@@ -162,8 +162,8 @@ def test_bad_requests_get_one_clear_error(copsim, build_dir):
     assert client.status() == (77 | REPLY, errno.ENOSYS,
                                "unknown request type 77")
     client.send_bytes(bytes(Header(VERSION, 0x150, 8)))
-    assert client.status() == (0x150 | REPLY, errno.ENOSYS, "driver request: "
-                               "no driver runs in this copsim")
+    assert client.status() == (0x150 | REPLY, errno.ENOSYS, "kernel driver: "
+                               "unknown request 336")
     client.send_bytes(bytes(Header(9, INFO, 8)))
     assert client.status()[1:] == (errno.EPROTO, "malformed message (wrong "
                                    "version or size)")

@@ -1,0 +1,87 @@
+/*
+ * copdrv-control.h - the driver's control interface on copsim's socket.
+ *
+ * Like oprofilefs (/dev/oprofile/cpu_buffer_size, .../enable, .../buffer),
+ * but as messages of copsim's socket protocol (emulator/copsim/protocol.h)
+ * in the range copsim reserves for the driver.  Each request gets one
+ * reply of its type with COPSIM_REPLY set, beginning with a struct
+ * copsim_status:
+ *
+ *   SET    the session's parameters: LFSR value and count N (computed by
+ *          lfsr/: the value must be the one for N), poll interval, event
+ *          buffer size.  Refused while a session runs.
+ *   GET    the parameters, and what the driver is: slots, FIFO depth,
+ *          nominal clock, whether a session runs.
+ *   START  starts a session with the parameters set; the reply carries the
+ *          stream's reading end as a descriptor (SCM_RIGHTS): the whole
+ *          escape-coded stream, START to STOP, then end-of-file.
+ *   STOP   ends the session (the rest of the stream follows on the
+ *          descriptor).
+ *   STATS  the driver's statistics (struct copdrv_stats, widened).
+ *
+ * Errors are errno values with one line: EINVAL (bad parameters), EBUSY
+ * (SET or START while a session runs), EALREADY (STOP with none).
+ */
+#ifndef COPROF_COPDRV_CONTROL_H
+#define COPROF_COPDRV_CONTROL_H
+
+#include "emulator/copsim/protocol.h"
+
+#include <stdint.h>
+
+#define COPDRV_CONTROL_SET	0x100u
+#define COPDRV_CONTROL_GET	0x101u
+#define COPDRV_CONTROL_START	0x102u
+#define COPDRV_CONTROL_STOP	0x103u
+#define COPDRV_CONTROL_STATS	0x104u
+
+struct copdrv_control_params {
+	uint32_t lfsr_value;
+	uint32_t lfsr_count;
+	uint64_t poll_interval_ns;
+	uint32_t buffer_bytes;		/* 0: the driver's default */
+	uint32_t reserved;
+};
+
+/* SET: the parameters.  GET, START, STOP, STATS: a bare header. */
+struct copdrv_control_set {
+	struct copsim_header header;
+	struct copdrv_control_params params;
+};
+
+/* The reply to SET, GET, START and STOP. */
+struct copdrv_control_reply {
+	struct copsim_header header;
+	struct copsim_status status;
+	struct copdrv_control_params params;
+	uint32_t running;
+	uint32_t slots;
+	uint32_t fifo_depth;
+	uint32_t reserved;
+	uint64_t clock_hz;
+};
+
+/* The reply to STATS: struct copdrv_stats with fixed-width fields. */
+struct copdrv_control_stats {
+	struct copsim_header header;
+	struct copsim_status status;
+	uint32_t running;
+	uint32_t ended;
+	uint64_t polls;
+	uint64_t samples;
+	uint64_t lost_by_cause[8];	/* index: LOST cause */
+	uint64_t lost_pending;
+	uint64_t records[16];		/* index: record code */
+	uint64_t records_waiting;
+	uint64_t bytes_written;
+	uint64_t bytes_read;
+	uint64_t buffer_bytes;
+	uint64_t buffer_used;
+	uint64_t buffer_high_water;
+	uint64_t fifo_errors;
+	uint64_t guard_errors;
+	uint64_t poll_ns;
+	uint64_t poll_cpu_ns;
+};
+
+#endif /* COPROF_COPDRV_CONTROL_H */

@@ -1,0 +1,78 @@
+/*
+ * copdrv-os.h - the thin OS shim under the portable driver core.
+ *
+ * The core (core.c, event-buffer.c) calls nothing but the functions
+ * declared here, the freestanding stream encoder (escape-protocol/) and the
+ * freestanding trace-unit register primitives (emulator/trace-regs.h).  It
+ * uses no libc and no GLib, so that a Linux module port implements this
+ * header with kernel services and builds the core unchanged:
+ *
+ *   shim function               hosted (os-hosted.c)      Linux module
+ *   copdrv_os_alloc/free        calloc/free               kvzalloc/kvfree
+ *   copdrv_os_lock/unlock       pthread mutex             mutex
+ *   copdrv_os_now_ns            CLOCK_MONOTONIC           ktime_get_ns
+ *   copdrv_os_timer_start/stop  poll thread               delayed work
+ *   copdrv_os_buffer_wake       non-blocking send         wake_up on a queue
+ *   copdrv_os_read_ls           loads from mapped RAM     the SPU's LS map
+ *
+ * Every function takes the shim instance the host gave to copdrv_init().
+ * kernel-driver/README.md describes the contract of each.
+ */
+#ifndef COPROF_COPDRV_OS_H
+#define COPROF_COPDRV_OS_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/errno.h>
+#else
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+#endif
+
+struct copdrv_os;
+
+/* Zeroed memory, or NULL.  May sleep; never called from the poll path. */
+void *copdrv_os_alloc(struct copdrv_os *os, size_t bytes);
+void copdrv_os_free(struct copdrv_os *os, void *ptr);
+
+/*
+ * The driver lock: serialises start, stop, poll and the context-switch
+ * hooks.  It is held while a hook drains a slot, so it must be a lock that
+ * the hook's caller may block on.
+ */
+void copdrv_os_lock(struct copdrv_os *os);
+void copdrv_os_unlock(struct copdrv_os *os);
+
+/* CLOCK_MONOTONIC, in nanoseconds. */
+u64 copdrv_os_now_ns(struct copdrv_os *os);
+
+/*
+ * Calls copdrv_poll() every interval_ns from now on, from a context that
+ * may take the driver lock.  Returns 0 or a negative errno.  timer_stop
+ * returns once no poll runs and none will; it is called without the lock.
+ */
+int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns);
+void copdrv_os_timer_stop(struct copdrv_os *os);
+
+/*
+ * The reader should come: the event buffer is past its watermark, has
+ * waited long enough, or holds the stream's end.  Called without the lock.
+ */
+void copdrv_os_buffer_wake(struct copdrv_os *os);
+
+/*
+ * Reads count 32-bit little-endian words at byte offset `offset` of the
+ * local store behind `ls` (the handle the host put in struct
+ * copdrv_context).  The coprocessor may be writing them: each word is read
+ * whole.  Returns 0, or -EFAULT when the words lie outside the local store.
+ */
+int copdrv_os_read_ls(struct copdrv_os *os, void *ls, u32 offset,
+		      u32 *words, u32 count);
+
+#endif /* COPROF_COPDRV_OS_H */

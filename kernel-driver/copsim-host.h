@@ -1,0 +1,79 @@
+/*
+ * copsim-host.h - the kernel driver hosted in copsim.
+ *
+ * copsim is the emulated kernel: its scheduler calls the driver's hooks at
+ * every bind and unbind (emulator/copsim/copsim-hooks.h), and its socket
+ * carries the driver's control interface (copdrv-control.h), as the Cell
+ * kernel called spu_switch_notify and exposed oprofilefs.  This module is
+ * the glue: the hooks call the core (copdrv.h, hosted by os-hosted.c), the
+ * control requests set, start and stop sessions.
+ *
+ * The hooks stay installed while copsim runs, so the driver always knows
+ * which context is on which slot.  A session's start and stop must run
+ * while no emulator runs (they load LFSRs and take baselines): they are
+ * done inside copsim's start and stop hooks, which copsim calls under its
+ * scheduler lock, by removing and installing the hooks again; there the
+ * glue holds every running context at its gate for the moment it takes.
+ *
+ * Functions that can fail return -1 with one line in err[errlen].
+ */
+#ifndef COPROF_COPSIM_HOST_H
+#define COPROF_COPSIM_HOST_H
+
+#include "emulator/copsim/copsim.h"
+#include "kernel-driver/copdrv.h"
+#include "kernel-driver/copdrv-control.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct copsim_driver;
+
+/* Installs the hooks and the control requests in a created copsim. */
+struct copsim_driver *copsim_driver_attach(struct copsim *sim, char *err,
+					   size_t errlen);
+
+/* After copsim_destroy() (which stops a running session). */
+void copsim_driver_free(struct copsim_driver *driver);
+
+/*
+ * The parameters of the next session (SET).  fill_params() computes them
+ * with lfsr/ for one capture every `count` cycles: the LFSR value and the
+ * poll interval that keeps the FIFO from overflowing at the nominal clock,
+ * at least 100 us.
+ */
+int copsim_driver_set(struct copsim_driver *driver,
+		      const struct copdrv_control_params *params, char *err,
+		      size_t errlen);
+int copsim_driver_fill_params(struct copsim_driver *driver, uint32_t count,
+			      struct copdrv_control_params *params, char *err,
+			      size_t errlen);
+
+/* Starts a session; *stream_fd is the stream's reading end (caller's). */
+int copsim_driver_start(struct copsim_driver *driver, int *stream_fd,
+			char *err, size_t errlen);
+int copsim_driver_stop(struct copsim_driver *driver, char *err,
+		       size_t errlen);
+
+void copsim_driver_stats(struct copsim_driver *driver,
+			 struct copdrv_stats *stats,
+			 unsigned long long *poll_cpu_ns);
+
+/* One line per slot that ran: the trace unit's counters at the last stop. */
+void copsim_driver_report_slots(struct copsim_driver *driver, FILE *out);
+
+/*
+ * copsim --event=SPU_CYCLES:N --stream-out FILE -- COMMAND ARGS: runs
+ * COMMAND against a private copsim (config, with its socket in a fresh
+ * directory and COPSIM_SOCKET set for COMMAND) with a session of one
+ * capture every `count` cycles started before COMMAND runs, writes the
+ * whole stream to stream_path, prints each slot's trace-unit counters and
+ * the stream's totals on stderr, and returns COMMAND's exit status (128 +
+ * signal when killed), or 125 when copsim itself failed, 126 when COMMAND
+ * could not run, 127 when it was not found.
+ */
+int copsim_driver_run_command(const struct copsim_config *config,
+			      uint32_t count, const char *stream_path,
+			      char *const command[]);
+
+#endif /* COPROF_COPSIM_HOST_H */

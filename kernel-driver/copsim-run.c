@@ -1,0 +1,221 @@
+/*
+ * copsim-run.c - `copsim --event=SPU_CYCLES:N --stream-out FILE -- COMMAND
+ * ARGS`: one command profiled against a private copsim, the way operf
+ * profiles one command (see copsim-host.h).
+ *
+ * The command is forked first and waits on a pipe: a private copsim serves
+ * until its parent_pid ends, and that process must exist before copsim
+ * does.  Then copsim is created with its socket in a fresh directory, the
+ * driver attached and its session started, a thread copies the stream into
+ * FILE, and the command is let go with COPSIM_SOCKET naming the socket.
+ * When it ends, copsim_serve() returns and copsim is torn down: its clients'
+ * contexts are retired, then the session stops (its stop hook), the end of
+ * the stream reaches FILE, and every slot's trace-unit counters at the stop
+ * and the driver's totals go to stderr.  A private copsim removes its state
+ * directory.
+ */
+#include "kernel-driver/copsim-host.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define EXIT_FAILED	125
+#define EXIT_CANNOT_RUN	126
+#define EXIT_NOT_FOUND	127
+#define SOCKET_NAME	"copsim.sock"
+
+struct stream_copy {
+	int fd;
+	FILE *out;
+	const char *path;
+	int failed;
+	pthread_t thread;
+};
+
+static void *copy_stream(void *arg)
+{
+	struct stream_copy *copy = arg;
+	char buf[65536];
+	ssize_t got;
+
+	while ((got = read(copy->fd, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, (size_t)got, copy->out) != (size_t)got)
+			copy->failed = errno ? errno : EIO;
+	if (got < 0)
+		copy->failed = errno;
+	return NULL;
+}
+
+/* The command, forked now, runs once go_fd is written to. */
+static pid_t fork_command(char *const command[], const char *socket,
+			  int *go_fd)
+{
+	int go[2];
+	pid_t pid;
+	char byte;
+
+	if (pipe(go) < 0)
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		close(go[0]);
+		*go_fd = go[1];
+		if (pid < 0)
+			close(go[1]);
+		return pid;
+	}
+	close(go[1]);
+	if (read(go[0], &byte, 1) != 1)
+		_exit(EXIT_FAILED);
+	close(go[0]);
+	setenv("COPSIM_SOCKET", socket, 1);
+	execvp(command[0], command);
+	fprintf(stderr, "copsim: %s: %s\n", command[0], strerror(errno));
+	_exit(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+}
+
+static int command_status(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return EXIT_FAILED;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+static void report(struct copsim_driver *d, const char *stream_path)
+{
+	struct copdrv_stats s;
+	unsigned long long cpu;
+	uint64_t lost = 0;
+
+	copsim_driver_report_slots(d, stderr);
+	copsim_driver_stats(d, &s, &cpu);
+	for (int cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
+		lost += s.lost_by_cause[cause];
+	fprintf(stderr, "copsim: %s: samples=%" PRIu64 " lost=%" PRIu64
+		" fifo-overflow=%" PRIu64 " buffer-full=%" PRIu64
+		" polls=%" PRIu64 "\n", stream_path, s.samples, lost,
+		s.lost_by_cause[COPSTREAM_LOST_FIFO_OVERFLOW],
+		s.lost_by_cause[COPSTREAM_LOST_BUFFER_FULL], s.polls);
+}
+
+/* Attaches the driver and starts its session; the stream goes to copy. */
+static struct copsim_driver *start_driver(struct copsim *sim, uint32_t count,
+					  struct stream_copy *copy)
+{
+	struct copdrv_control_params params;
+	struct copsim_driver *d;
+	char err[COPSIM_TEXT_MAX];
+
+	d = copsim_driver_attach(sim, err, sizeof(err));
+	if (d && (copsim_driver_fill_params(d, count, &params, err,
+					    sizeof(err)) < 0 ||
+		  copsim_driver_set(d, &params, err, sizeof(err)) < 0 ||
+		  copsim_driver_start(d, &copy->fd, err, sizeof(err)) < 0)) {
+		copsim_driver_free(d);
+		d = NULL;
+	}
+	if (!d) {
+		fprintf(stderr, "copsim: %s\n", err);
+		return NULL;
+	}
+	pthread_create(&copy->thread, NULL, copy_stream, copy);
+	return d;
+}
+
+/*
+ * copsim_destroy() hangs up on every client, so every context is retired
+ * (its unbind drains its slot), and then calls the driver's stop hook,
+ * which ends the session: the stream closes every context before STOP.
+ */
+static int finish(struct copsim *sim, struct copsim_driver *d,
+		  struct stream_copy *copy)
+{
+	int failed = 0;
+
+	copsim_destroy(sim);
+	pthread_join(copy->thread, NULL);
+	close(copy->fd);
+	report(d, copy->path);
+	copsim_driver_free(d);
+	if (fclose(copy->out) != 0 && !copy->failed)
+		copy->failed = errno;
+	if (copy->failed) {
+		fprintf(stderr, "copsim: %s: %s\n", copy->path,
+			strerror(copy->failed));
+		failed = 1;
+	}
+	return failed;
+}
+
+int copsim_driver_run_command(const struct copsim_config *base,
+			      uint32_t count, const char *stream_path,
+			      char *const command[])
+{
+	char dir[] = "/tmp/copsim-run-XXXXXX";
+	char socket[sizeof(dir) + sizeof(SOCKET_NAME)];
+	struct copsim_config config = *base;
+	struct stream_copy copy = { .fd = -1, .path = stream_path };
+	struct copsim_driver *d = NULL;
+	struct copsim *sim = NULL;
+	char err[1024];
+	int go_fd, status;
+	pid_t pid;
+
+	copy.out = fopen(stream_path, "wb");
+	if (!copy.out) {
+		fprintf(stderr, "copsim: %s: %s\n", stream_path,
+			strerror(errno));
+		return EXIT_FAILED;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "copsim: %s: %s\n", dir, strerror(errno));
+		fclose(copy.out);
+		return EXIT_FAILED;
+	}
+	snprintf(socket, sizeof(socket), "%s/%s", dir, SOCKET_NAME);
+	pid = fork_command(command, socket, &go_fd);
+	if (pid < 0) {
+		fprintf(stderr, "copsim: fork: %s\n", strerror(errno));
+		fclose(copy.out);
+		rmdir(dir);
+		return EXIT_FAILED;
+	}
+	config.socket_path = socket;
+	config.state_dir = NULL;
+	config.parent_pid = pid;
+	sim = copsim_create(&config, err, sizeof(err));
+	if (!sim)
+		fprintf(stderr, "copsim: %s\n", err);
+	else
+		d = start_driver(sim, count, &copy);
+	if (!d) {
+		close(go_fd);
+		command_status(pid);
+		copsim_destroy(sim);
+		fclose(copy.out);
+		rmdir(dir);
+		return EXIT_FAILED;
+	}
+	if (write(go_fd, "g", 1) != 1)
+		fprintf(stderr, "copsim: cannot start %s\n", command[0]);
+	close(go_fd);
+	if (copsim_serve(sim) < 0)
+		kill(pid, SIGTERM);
+	status = command_status(pid);
+	if (finish(sim, d, &copy))
+		return EXIT_FAILED;
+	rmdir(dir);
+	return status;
+}

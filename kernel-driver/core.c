@@ -1,0 +1,838 @@
+/*
+ * core.c - the portable core of the coprof kernel driver (see copdrv.h).
+ *
+ * State.  For every slot the driver keeps what the host said is bound
+ * there (bound, the context) and whether the stream already says so
+ * (announced: its CONTEXT, or the RELEASE, is written).  A record that does
+ * not fit in the event buffer is not lost: the slot stays unannounced and
+ * the next poll or hook tries again, while the slot's samples are counted
+ * as lost (buffer-full) rather than written under the wrong context.  The
+ * same holds for guard words (an overlay change is written once it fits)
+ * and for lost counts (they add up until a LOST record fits).
+ *
+ * A poll group.  poll_slot() drains the slot's FIFO into a scratch array,
+ * reads the slot's cycle counter and the context's guard words after the
+ * drain, and only then writes, in the order escape-protocol/README.md §3
+ * prescribes: the samples, the changed guard words, the LOST records, one
+ * TIME record.  The samples leave room for the rest of their group, so a
+ * full buffer costs samples, never the records that explain them.
+ *
+ * Conservation.  At start the driver loads every slot's LFSR, takes the
+ * counters as the baseline and discards what was queued before.  From then
+ * on every capture is a drained entry (a sample, or lost buffer-full or
+ * no-context), a FIFO overflow or a PC outside the local store, and each
+ * is reported exactly once; the end reserve of the buffer guarantees that
+ * the last losses and STOP always fit.
+ *
+ * Portable: the OS shim (copdrv-os.h), the freestanding stream encoder and
+ * the trace unit's freestanding register primitives, nothing else.
+ */
+#include "kernel-driver/copdrv.h"
+#include "kernel-driver/event-buffer.h"
+#include "emulator/trace-regs.h"
+
+#define WORD_BYTES		COPSTREAM_WORD_BYTES
+#define RECORD_BYTES(words)	(WORD_BYTES * (2 + (words)))
+#define OVERLAY_BYTES		RECORD_BYTES(COPSTREAM_OVERLAY_WORDS)
+#define LOST_BYTES		RECORD_BYTES(COPSTREAM_LOST_WORDS)
+#define TIME_BYTES		RECORD_BYTES(COPSTREAM_TIME_WORDS)
+#define STOP_BYTES		RECORD_BYTES(COPSTREAM_STOP_WORDS)
+#define LOST_CAUSES		(COPSTREAM_LOST_CAUSE_END - 1)
+
+/* A guard word not reported yet in this binding (real ones are 32-bit). */
+#define GUARD_UNKNOWN		(1ull << 32)
+
+struct copdrv_image {
+	struct copstream_image_id id;
+	u8 *path;
+	u32 path_length;
+	u32 sent;		/* its IMAGE is written in this session */
+};
+
+struct copdrv_slot {
+	struct trace_regs_slot *regs;
+	u32 index;
+	u32 bound;		/* the host bound a context here */
+	u32 announced;		/* the stream says so (CONTEXT or RELEASE) */
+	struct copdrv_context ctx;	/* path not kept: see image */
+	u32 image;		/* index into copdrv.images */
+	u64 switch_cycle;	/* slot cycle at the last bind or unbind */
+	u64 *guards;		/* guard words as last reported */
+	u32 guards_capacity;
+	u64 overflow_seen;	/* overflow_count already counted */
+	u64 outside_seen;	/* outside_count already counted */
+	u64 pending[COPSTREAM_LOST_CAUSE_END];	/* lost, not yet reported */
+};
+
+struct copdrv {
+	struct copdrv_os *os;
+	u8 *regs;
+	u32 n_slots;
+	u32 fifo_depth;
+	u32 ls_size;
+
+	struct copdrv_params params;
+	u32 running;
+	u64 start_time_ns;
+	u64 last_wake_ns;	/* when the reader was last woken */
+	struct copdrv_slot slots[TRACE_MAX_SLOTS];
+
+	struct copdrv_image *images;
+	u32 n_images;
+	u32 images_capacity;
+
+	struct copdrv_buffer buffer;
+	u16 *fields;		/* drain scratch, fifo_depth entries */
+	u32 *guard_words;	/* guard read scratch, COPDRV_MAX_REGIONS */
+	u8 scratch[COPSTREAM_MAX_RECORD_BYTES];
+	struct copdrv_stats stats;
+};
+
+/* ---- Register file ------------------------------------------------------ */
+
+static int geometry_fits(const struct trace_regs_header *h, u64 size)
+{
+	u64 slots_end;
+
+	if (size < sizeof(*h) || h->n_slots < 1 ||
+	    h->n_slots > TRACE_MAX_SLOTS)
+		return 0;
+	if (h->fifo_depth < TRACE_MIN_FIFO_DEPTH ||
+	    (h->fifo_depth & (h->fifo_depth - 1)) != 0 ||
+	    h->slot_stride < trace_regs_slot_stride(h->fifo_depth))
+		return 0;
+	if (h->ls_size < 4 || h->ls_size > TRACE_MAX_LS_SIZE ||
+	    h->ls_size % 4 != 0)
+		return 0;
+	slots_end = h->slots_offset + (u64)h->n_slots * h->slot_stride;
+	return h->slots_offset >= sizeof(*h) && slots_end <= size;
+}
+
+static u64 slot_cycles(const struct copdrv_slot *s)
+{
+	return __atomic_load_n(&s->regs->cycles, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Programs the reload value and loads the LFSR with it now.  Only while
+ * no emulator runs on the slot (start and stop are called so).
+ */
+static void slot_load(struct copdrv_slot *s, u32 value)
+{
+	__atomic_store_n(&s->regs->programmed_value, value, __ATOMIC_RELEASE);
+	trace_slot_write_lfsr(s->regs, slot_cycles(s), value);
+}
+
+/* The counters as of now become the baseline; queued entries are dropped. */
+static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
+{
+	u32 cause;
+
+	s->overflow_seen = __atomic_load_n(&s->regs->overflow_count,
+					   __ATOMIC_ACQUIRE);
+	s->outside_seen = __atomic_load_n(&s->regs->outside_count,
+					  __ATOMIC_ACQUIRE);
+	trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
+			 drv->fifo_depth);
+	for (cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
+		s->pending[cause] = 0;
+}
+
+/* Hardware losses since the last look become pending LOST counts. */
+static void count_hardware_losses(struct copdrv_slot *s)
+{
+	u64 overflow = __atomic_load_n(&s->regs->overflow_count,
+				       __ATOMIC_ACQUIRE);
+	u64 outside = __atomic_load_n(&s->regs->outside_count,
+				      __ATOMIC_ACQUIRE);
+
+	s->pending[COPSTREAM_LOST_FIFO_OVERFLOW] += overflow - s->overflow_seen;
+	s->pending[COPSTREAM_LOST_OUTSIDE_LS] += outside - s->outside_seen;
+	s->overflow_seen = overflow;
+	s->outside_seen = outside;
+}
+
+/* ---- Records ------------------------------------------------------------ */
+
+/*
+ * Writes a record, leaving `keep` bytes free (room for the TIME record that
+ * closes a poll group).  A record that does not fit is counted as waiting;
+ * the caller keeps what it needs to write it later.
+ */
+static int emit(struct copdrv *drv, const struct copstream_record *rec,
+		enum copdrv_buffer_use use, u64 keep)
+{
+	int bytes = copdrv_buffer_put_record(&drv->buffer, drv->scratch, rec,
+					     use, keep);
+
+	if (bytes < 0) {
+		drv->stats.records_waiting++;
+		return bytes;
+	}
+	drv->stats.records[rec->code]++;
+	return 0;
+}
+
+static int emit_start(struct copdrv *drv)
+{
+	struct copstream_record rec = { .code = COPSTREAM_START };
+	struct copstream_start *start = &rec.u.start;
+
+	start->version = COPSTREAM_VERSION;
+	start->slots = drv->n_slots;
+	start->lfsr_value = drv->params.lfsr_value;
+	start->lfsr_count = drv->params.lfsr_count;
+	start->clock_hz = drv->params.clock_hz;
+	start->fifo_depth = drv->fifo_depth;
+	start->ls_size = drv->ls_size;
+	start->poll_interval_ns = drv->params.poll_interval_ns;
+	start->start_time_ns = drv->start_time_ns;
+	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+static int emit_image(struct copdrv *drv, struct copdrv_image *image)
+{
+	struct copstream_record rec = { .code = COPSTREAM_IMAGE };
+	int err;
+
+	if (image->sent)
+		return 0;
+	rec.u.image.id = image->id;
+	rec.u.image.path = image->path;
+	rec.u.image.path_length = image->path_length;
+	err = emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+	if (!err)
+		image->sent = 1;
+	return err;
+}
+
+static int emit_context(struct copdrv *drv, const struct copdrv_slot *s)
+{
+	struct copstream_record rec = { .code = COPSTREAM_CONTEXT };
+	struct copstream_context *c = &rec.u.context;
+
+	c->slot = s->index;
+	c->pid = s->ctx.pid;
+	c->tid = s->ctx.tid;
+	c->context_id = s->ctx.context_id;
+	c->object_id = s->ctx.object_id;
+	c->image = s->ctx.image;
+	c->image_offset = s->ctx.image_offset;
+	c->cycle = s->switch_cycle;
+	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+static int emit_release(struct copdrv *drv, const struct copdrv_slot *s)
+{
+	struct copstream_record rec = { .code = COPSTREAM_RELEASE };
+
+	rec.u.release.slot = s->index;
+	rec.u.release.cycle = s->switch_cycle;
+	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+static int emit_overlay(struct copdrv *drv, const struct copdrv_slot *s,
+			u32 region, u32 guard, u64 cycle)
+{
+	struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
+
+	rec.u.overlay.slot = s->index;
+	rec.u.overlay.region = region;
+	rec.u.overlay.guard = guard;
+	rec.u.overlay.cycle = cycle;
+	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, TIME_BYTES);
+}
+
+static void emit_time(struct copdrv *drv, const struct copdrv_slot *s,
+		      u64 cycle, u64 time_ns)
+{
+	struct copstream_record rec = { .code = COPSTREAM_TIME };
+
+	rec.u.time.slot = s->index;
+	rec.u.time.cycle = cycle;
+	rec.u.time.time_ns = time_ns;
+	emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+/*
+ * Writes the slot's pending losses, each cause as soon as it fits; in a
+ * poll group, with room left for its TIME record.
+ */
+static int emit_losses(struct copdrv *drv, struct copdrv_slot *s, u64 cycle,
+		       enum copdrv_buffer_use use)
+{
+	struct copstream_record rec = { .code = COPSTREAM_LOST };
+	int written = 0;
+	u32 cause;
+
+	for (cause = 1; cause < COPSTREAM_LOST_CAUSE_END; cause++) {
+		if (!s->pending[cause])
+			continue;
+		rec.u.lost.slot = s->index;
+		rec.u.lost.cause = cause;
+		rec.u.lost.count = s->pending[cause];
+		rec.u.lost.cycle = cycle;
+		if (emit(drv, &rec, use,
+			 use == COPDRV_BUFFER_FINAL ? 0 : TIME_BYTES))
+			continue;
+		drv->stats.lost_by_cause[cause] += s->pending[cause];
+		s->pending[cause] = 0;
+		written++;
+	}
+	return written;
+}
+
+static void emit_stop(struct copdrv *drv)
+{
+	struct copstream_record rec = { .code = COPSTREAM_STOP };
+	u32 cause;
+
+	rec.u.stop.time_ns = copdrv_os_now_ns(drv->os);
+	rec.u.stop.samples = drv->stats.samples;
+	for (cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
+		rec.u.stop.lost += drv->stats.lost_by_cause[cause];
+	emit(drv, &rec, COPDRV_BUFFER_FINAL, 0);
+}
+
+/* ---- Overlay guard words ------------------------------------------------ */
+
+/*
+ * Reads the bound context's guard words into drv->guard_words and returns
+ * how many differ from what the stream last said.
+ */
+static u32 read_guards(struct copdrv *drv, struct copdrv_slot *s)
+{
+	u32 changed = 0;
+	u32 i;
+
+	if (!s->ctx.regions)
+		return 0;
+	if (copdrv_os_read_ls(drv->os, s->ctx.ls, s->ctx.guard_offset,
+			      drv->guard_words, s->ctx.regions)) {
+		drv->stats.guard_errors++;
+		return 0;
+	}
+	for (i = 0; i < s->ctx.regions; i++)
+		if (s->guards[i] != drv->guard_words[i])
+			changed++;
+	return changed;
+}
+
+/* Writes the changes read_guards() found; one that does not fit waits. */
+static void emit_guard_changes(struct copdrv *drv, struct copdrv_slot *s,
+			       u64 cycle)
+{
+	u32 i;
+
+	for (i = 0; i < s->ctx.regions; i++) {
+		u32 guard = drv->guard_words[i];
+
+		if (s->guards[i] == guard)
+			continue;
+		if (emit_overlay(drv, s, i, guard, cycle))
+			return;
+		s->guards[i] = guard;
+	}
+}
+
+/* ---- Slots -------------------------------------------------------------- */
+
+/*
+ * Makes the stream say what is bound on the slot: IMAGE (once per session)
+ * and CONTEXT followed by the first read of every guard word, or RELEASE.
+ * Returns 0 once announced, -ENOSPC while the records do not fit.
+ */
+static int announce(struct copdrv *drv, struct copdrv_slot *s)
+{
+	u32 region;
+	int err;
+
+	if (s->announced)
+		return 0;
+	if (!s->bound) {
+		err = emit_release(drv, s);
+		if (!err)
+			s->announced = 1;
+		return err;
+	}
+	err = emit_image(drv, &drv->images[s->image]);
+	if (!err)
+		err = emit_context(drv, s);
+	if (err)
+		return err;
+	s->announced = 1;
+	for (region = 0; region < s->ctx.regions; region++)
+		s->guards[region] = GUARD_UNKNOWN;
+	if (read_guards(drv, s))
+		emit_guard_changes(drv, s, s->switch_cycle);
+	return 0;
+}
+
+/* Drains the slot's FIFO into drv->fields; returns the entries drained. */
+static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
+{
+	int got = trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
+				   drv->fifo_depth);
+
+	if (got < 0) {
+		drv->stats.fifo_errors++;
+		return 0;
+	}
+	return (u64)got;
+}
+
+/*
+ * One poll group of one slot (see the top of the file).  Drained samples
+ * go out only under an announced context.  While the slot's CONTEXT (or
+ * RELEASE) waits for room they are counted lost, buffer-full, and the
+ * group says nothing more, so that no record of the slot precedes its
+ * switch record with a later cycle.  On an idle slot they are counted
+ * lost, no-context.
+ */
+static void poll_slot(struct copdrv *drv, struct copdrv_slot *s)
+{
+	u64 drained, written = 0, cycle, time_ns, keep;
+
+	announce(drv, s);
+	drained = drain_slot(drv, s);
+	cycle = slot_cycles(s);
+	time_ns = copdrv_os_now_ns(drv->os);
+	count_hardware_losses(s);
+
+	if (!s->announced) {
+		s->pending[s->bound ? COPSTREAM_LOST_BUFFER_FULL :
+			   COPSTREAM_LOST_NO_CONTEXT] += drained;
+		return;
+	}
+	if (s->bound) {
+		keep = read_guards(drv, s) * OVERLAY_BYTES +
+		       LOST_CAUSES * LOST_BYTES + TIME_BYTES;
+		written = copdrv_buffer_put_samples(&drv->buffer, s->index,
+						    drv->fields, drained, keep);
+		drv->stats.samples += written;
+		s->pending[COPSTREAM_LOST_BUFFER_FULL] += drained - written;
+		emit_guard_changes(drv, s, cycle);
+	} else {
+		s->pending[COPSTREAM_LOST_NO_CONTEXT] += drained;
+	}
+	if (emit_losses(drv, s, cycle, COPDRV_BUFFER_NORMAL) || written ||
+	    s->bound)
+		emit_time(drv, s, cycle, time_ns);
+}
+
+static void poll_all(struct copdrv *drv)
+{
+	u64 begin = copdrv_os_now_ns(drv->os);
+	u32 i;
+
+	for (i = 0; i < drv->n_slots; i++)
+		poll_slot(drv, &drv->slots[i]);
+	drv->stats.polls++;
+	drv->stats.poll_ns += copdrv_os_now_ns(drv->os) - begin;
+}
+
+/* ---- Images ------------------------------------------------------------- */
+
+static int same_image(const struct copstream_image_id *a,
+		      const struct copstream_image_id *b)
+{
+	return a->device == b->device && a->inode == b->inode &&
+	       a->size == b->size && a->hash == b->hash;
+}
+
+static int grow_images(struct copdrv *drv)
+{
+	u32 capacity = drv->images_capacity ? 2 * drv->images_capacity : 8;
+	struct copdrv_image *images;
+	u32 i;
+
+	images = copdrv_os_alloc(drv->os, capacity * sizeof(*images));
+	if (!images)
+		return -ENOMEM;
+	for (i = 0; i < drv->n_images; i++)
+		images[i] = drv->images[i];
+	copdrv_os_free(drv->os, drv->images);
+	drv->images = images;
+	drv->images_capacity = capacity;
+	return 0;
+}
+
+/* The index of the context's image in the table, added if new. */
+static int find_image(struct copdrv *drv, const struct copdrv_context *ctx)
+{
+	struct copdrv_image *image;
+	u32 i;
+
+	for (i = 0; i < drv->n_images; i++)
+		if (same_image(&drv->images[i].id, &ctx->image))
+			return (int)i;
+	if (drv->n_images == drv->images_capacity && grow_images(drv))
+		return -ENOMEM;
+	image = &drv->images[drv->n_images];
+	image->path = copdrv_os_alloc(drv->os, ctx->path_length);
+	if (!image->path)
+		return -ENOMEM;
+	for (i = 0; i < ctx->path_length; i++)
+		image->path[i] = ctx->path[i];
+	image->path_length = ctx->path_length;
+	image->id = ctx->image;
+	image->sent = 0;
+	return (int)drv->n_images++;
+}
+
+/* ---- The reader ---------------------------------------------------------- */
+
+/*
+ * Whether to wake the reader now: when the buffer holds a watermark's
+ * worth (an eighth of it), when the reader has not been woken for
+ * COPDRV_WAKE_LATENCY_NS, or when the stream has ended.  Like OProfile's
+ * buffer watershed, this keeps a wakeup (hosted: a send) off most polls.
+ */
+static int wake_due(struct copdrv *drv)
+{
+	u64 now;
+
+	if (!drv->buffer.data)
+		return 0;
+	now = copdrv_os_now_ns(drv->os);
+	if (!drv->buffer.ended &&
+	    copdrv_buffer_used(&drv->buffer) < drv->buffer.size / 8 &&
+	    now - drv->last_wake_ns < COPDRV_WAKE_LATENCY_NS)
+		return 0;
+	drv->last_wake_ns = now;
+	return 1;
+}
+
+/* Drops the driver lock, then wakes the reader if wake_due() says so. */
+static void unlock_and_wake(struct copdrv *drv)
+{
+	int wake = wake_due(drv);
+
+	copdrv_os_unlock(drv->os);
+	if (wake)
+		copdrv_os_buffer_wake(drv->os);
+}
+
+/* ---- Binding ------------------------------------------------------------ */
+
+/*
+ * The slot now holds the context in s->ctx (bound) or nothing: remember
+ * the switch's cycle and, in a session, write CONTEXT or RELEASE.  The
+ * caller has drained the slot for the previous context.
+ */
+static void switch_slot(struct copdrv *drv, struct copdrv_slot *s, u32 bound)
+{
+	s->bound = bound;
+	s->announced = !drv->running;
+	s->switch_cycle = slot_cycles(s);
+	if (drv->running)
+		announce(drv, s);
+}
+
+static int context_valid(const struct copdrv *drv,
+			 const struct copdrv_context *ctx)
+{
+	u32 i;
+
+	if (ctx->slot >= drv->n_slots || ctx->regions > COPDRV_MAX_REGIONS)
+		return 0;
+	if (ctx->regions && (ctx->guard_offset % 4 != 0 ||
+			     ctx->guard_offset + 4ull * ctx->regions >
+			     drv->ls_size))
+		return 0;
+	if (!ctx->path || ctx->path_length < 1 ||
+	    ctx->path_length > COPSTREAM_MAX_PATH)
+		return 0;
+	for (i = 0; i < ctx->path_length; i++)
+		if (ctx->path[i] == 0)
+			return 0;
+	return 1;
+}
+
+static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
+			  u32 regions)
+{
+	u64 *guards;
+
+	if (regions <= s->guards_capacity)
+		return 0;
+	guards = copdrv_os_alloc(drv->os, regions * sizeof(*guards));
+	if (!guards)
+		return -ENOMEM;
+	copdrv_os_free(drv->os, s->guards);
+	s->guards = guards;
+	s->guards_capacity = regions;
+	return 0;
+}
+
+/*
+ * A context the driver cannot take (bad guard table or path, no memory)
+ * still ends the previous one's time on the slot: its samples are drained
+ * and the slot released, so the new context's samples count as lost
+ * (no-context) instead of going to the old one.
+ */
+int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
+{
+	struct copdrv_slot *s;
+	int image = -EINVAL, err = -EINVAL;
+
+	if (ctx->slot >= drv->n_slots)
+		return -EINVAL;
+	copdrv_os_lock(drv->os);
+	s = &drv->slots[ctx->slot];
+	if (drv->running)
+		poll_slot(drv, s);
+	if (context_valid(drv, ctx)) {
+		image = find_image(drv, ctx);
+		err = image < 0 ? image : reserve_guards(drv, s, ctx->regions);
+	}
+	if (err) {
+		if (s->bound)
+			switch_slot(drv, s, 0);
+		unlock_and_wake(drv);
+		return err;
+	}
+	s->ctx = *ctx;
+	s->ctx.path = 0;
+	s->image = (u32)image;
+	switch_slot(drv, s, 1);
+	unlock_and_wake(drv);
+	return 0;
+}
+
+void copdrv_unbind(struct copdrv *drv, u32 slot)
+{
+	struct copdrv_slot *s;
+
+	if (slot >= drv->n_slots)
+		return;
+	copdrv_os_lock(drv->os);
+	s = &drv->slots[slot];
+	if (s->bound) {
+		if (drv->running)
+			poll_slot(drv, s);
+		switch_slot(drv, s, 0);
+	}
+	unlock_and_wake(drv);
+}
+
+/* ---- Start, poll, stop -------------------------------------------------- */
+
+static int params_valid(const struct copdrv *drv,
+			const struct copdrv_params *p)
+{
+	if (p->lfsr_value > 0xFFFFFF || p->lfsr_count > 0xFFFFFF ||
+	    (p->lfsr_value == 0) != (p->lfsr_count == 0))
+		return 0;
+	if (p->poll_interval_ns < COPDRV_POLL_MIN_NS ||
+	    p->poll_interval_ns > COPDRV_POLL_MAX_NS)
+		return 0;
+	if (p->clock_hz < 1 || p->fifo_depth != drv->fifo_depth)
+		return 0;
+	return p->buffer_bytes == 0 ||
+	       (p->buffer_bytes >= COPDRV_BUFFER_MIN &&
+		p->buffer_bytes <= COPDRV_BUFFER_MAX);
+}
+
+/* A fresh event buffer for a session; the old one is freed. */
+static int new_buffer(struct copdrv *drv, u32 bytes)
+{
+	u64 reserve = (u64)drv->n_slots * LOST_CAUSES * LOST_BYTES +
+		      STOP_BYTES;
+	u64 size = (bytes ? bytes : COPDRV_BUFFER_DEFAULT) & ~7ull;
+	u8 *data = copdrv_os_alloc(drv->os, size);
+
+	if (!data)
+		return -ENOMEM;
+	copdrv_os_free(drv->os, drv->buffer.data);
+	copdrv_buffer_init(&drv->buffer, data, size, reserve);
+	return 0;
+}
+
+static void reset_session(struct copdrv *drv)
+{
+	struct copdrv_stats empty = { 0 };
+	u32 i;
+
+	drv->stats = empty;
+	for (i = 0; i < drv->n_images; i++)
+		drv->images[i].sent = 0;
+	for (i = 0; i < drv->n_slots; i++) {
+		struct copdrv_slot *s = &drv->slots[i];
+
+		slot_load(s, drv->params.lfsr_value);
+		slot_baseline(drv, s);
+		s->announced = !s->bound;
+	}
+}
+
+int copdrv_start(struct copdrv *drv, const struct copdrv_params *params)
+{
+	int err;
+	u32 i;
+
+	copdrv_os_lock(drv->os);
+	err = drv->running ? -EBUSY : 0;
+	if (!err && !params_valid(drv, params))
+		err = -EINVAL;
+	if (!err)
+		err = new_buffer(drv, params->buffer_bytes);
+	if (err) {
+		copdrv_os_unlock(drv->os);
+		return err;
+	}
+	drv->params = *params;
+	drv->start_time_ns = copdrv_os_now_ns(drv->os);
+	drv->last_wake_ns = drv->start_time_ns;
+	reset_session(drv);
+	emit_start(drv);
+	for (i = 0; i < drv->n_slots; i++)
+		announce(drv, &drv->slots[i]);
+	err = copdrv_os_timer_start(drv->os, params->poll_interval_ns);
+	if (err) {
+		for (i = 0; i < drv->n_slots; i++)
+			slot_load(&drv->slots[i], 0);
+		emit_stop(drv);
+		copdrv_buffer_end(&drv->buffer);
+	} else {
+		drv->running = 1;
+	}
+	copdrv_os_unlock(drv->os);
+	copdrv_os_buffer_wake(drv->os);
+	return err;
+}
+
+void copdrv_poll(struct copdrv *drv)
+{
+	copdrv_os_lock(drv->os);
+	if (drv->running)
+		poll_all(drv);
+	unlock_and_wake(drv);
+}
+
+int copdrv_stop(struct copdrv *drv)
+{
+	u32 i;
+
+	copdrv_os_timer_stop(drv->os);
+	copdrv_os_lock(drv->os);
+	if (!drv->running) {
+		copdrv_os_unlock(drv->os);
+		return -EINVAL;
+	}
+	for (i = 0; i < drv->n_slots; i++)
+		slot_load(&drv->slots[i], 0);
+	poll_all(drv);
+	for (i = 0; i < drv->n_slots; i++) {
+		struct copdrv_slot *s = &drv->slots[i];
+
+		emit_losses(drv, s, slot_cycles(s), COPDRV_BUFFER_FINAL);
+	}
+	emit_stop(drv);
+	copdrv_buffer_end(&drv->buffer);
+	drv->running = 0;
+	copdrv_os_unlock(drv->os);
+	copdrv_os_buffer_wake(drv->os);
+	return 0;
+}
+
+/* ---- Life cycle, statistics, reader ------------------------------------- */
+
+static int alloc_scratch(struct copdrv *drv)
+{
+	drv->fields = copdrv_os_alloc(drv->os,
+				      drv->fifo_depth * sizeof(*drv->fields));
+	drv->guard_words = copdrv_os_alloc(drv->os, COPDRV_MAX_REGIONS *
+					   sizeof(*drv->guard_words));
+	return drv->fields && drv->guard_words ? 0 : -ENOMEM;
+}
+
+struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
+			     u64 regs_size, int *error)
+{
+	const struct trace_regs_header *header = regs;
+	struct copdrv *drv;
+	u32 i;
+
+	if (!geometry_fits(header, regs_size)) {
+		*error = -EINVAL;
+		return 0;
+	}
+	drv = copdrv_os_alloc(os, sizeof(*drv));
+	if (!drv) {
+		*error = -ENOMEM;
+		return 0;
+	}
+	drv->os = os;
+	drv->regs = regs;
+	drv->n_slots = header->n_slots;
+	drv->fifo_depth = header->fifo_depth;
+	drv->ls_size = header->ls_size;
+	for (i = 0; i < drv->n_slots; i++) {
+		drv->slots[i].index = i;
+		drv->slots[i].announced = 1;
+		drv->slots[i].regs = (struct trace_regs_slot *)
+			(drv->regs + header->slots_offset +
+			 (u64)i * header->slot_stride);
+	}
+	*error = alloc_scratch(drv);
+	if (*error) {
+		copdrv_destroy(drv);
+		return 0;
+	}
+	return drv;
+}
+
+void copdrv_destroy(struct copdrv *drv)
+{
+	u32 i;
+
+	if (drv->running)
+		copdrv_stop(drv);
+	for (i = 0; i < drv->n_slots; i++)
+		copdrv_os_free(drv->os, drv->slots[i].guards);
+	for (i = 0; i < drv->n_images; i++)
+		copdrv_os_free(drv->os, drv->images[i].path);
+	copdrv_os_free(drv->os, drv->images);
+	copdrv_os_free(drv->os, drv->buffer.data);
+	copdrv_os_free(drv->os, drv->fields);
+	copdrv_os_free(drv->os, drv->guard_words);
+	copdrv_os_free(drv->os, drv);
+}
+
+void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats)
+{
+	u32 i, cause;
+
+	copdrv_os_lock(drv->os);
+	*stats = drv->stats;
+	stats->running = drv->running;
+	stats->ended = drv->buffer.ended;
+	for (i = 0; i < drv->n_slots; i++)
+		for (cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
+			stats->lost_pending += drv->slots[i].pending[cause];
+	if (drv->buffer.data) {
+		stats->bytes_written = drv->buffer.head;
+		stats->bytes_read = __atomic_load_n(&drv->buffer.tail,
+						    __ATOMIC_ACQUIRE);
+		stats->buffer_bytes = drv->buffer.size;
+		stats->buffer_used = copdrv_buffer_used(&drv->buffer);
+		stats->buffer_high_water = drv->buffer.high_water;
+	}
+	copdrv_os_unlock(drv->os);
+}
+
+u64 copdrv_buffer_peek(struct copdrv *drv, const u8 **bytes, int *ended)
+{
+	if (!drv->buffer.data) {
+		*bytes = 0;
+		*ended = 0;
+		return 0;
+	}
+	return copdrv_buffer_readable(&drv->buffer, bytes, ended);
+}
+
+void copdrv_buffer_consume(struct copdrv *drv, u64 bytes)
+{
+	copdrv_buffer_take(&drv->buffer, bytes);
+}

@@ -1,0 +1,65 @@
+# kernel-driver/: the portable driver core, its hosted OS shim, the tests.
+
+COPDRV_LIB := $(LIB)/libcopdrv.a
+COPDRV_CORE_OBJS := $(OBJ)/kernel-driver/core.o \
+	$(OBJ)/kernel-driver/event-buffer.o
+
+# The core is freestanding: no builtins turned into libc calls, no loops
+# turned into memcpy.  test_driver_core.py checks its undefined symbols.
+$(COPDRV_CORE_OBJS): CFLAGS += -ffreestanding -fno-tree-loop-distribute-patterns
+
+$(COPDRV_LIB): $(COPDRV_CORE_OBJS) $(OBJ)/kernel-driver/os-hosted.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+# What a program that hosts the driver links, in order.
+COPDRV_LINK := $(COPDRV_LIB) $(LIB)/libtraceunit.a $(LIB)/libcopstream.a
+
+ALL_TARGETS += $(COPDRV_LIB)
+INSTALL_LIBS += $(COPDRV_LIB)
+INSTALL_HEADERS += kernel-driver/copdrv.h kernel-driver/copdrv-os.h \
+	kernel-driver/copdrv-hosted.h
+
+# Tests: the GTest suite with a synthetic producer, and the rule checker
+# it shares with the QEMU harness.
+COPDRV_RULES := $(OBJ)/kernel-driver/tests/stream-rules.o
+$(OBJ)/kernel-driver/tests/%.o: CFLAGS += $(GLIB_CFLAGS)
+
+$(TESTBIN)/test-driver: $(OBJ)/kernel-driver/tests/test-driver.o \
+		$(COPDRV_RULES) $(COPDRV_LINK) $(LIB)/liblfsr.a
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+GTESTS += $(TESTBIN)/test-driver
+
+# The same checker for a stream file (copsim's streams).
+$(TESTBIN)/copdrv-rules: $(OBJ)/kernel-driver/tests/copdrv-rules.o \
+		$(COPDRV_RULES) $(LIB)/libcopstream.a
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+ALL_TARGETS += $(TESTBIN)/copdrv-rules
+
+# The QEMU harness: images under the plugin, the driver polling in-process.
+$(TESTBIN)/copdrv-qemu: $(OBJ)/kernel-driver/tests/copdrv-qemu.o \
+		$(COPDRV_RULES) $(COPDRV_LINK) $(LIB)/liblfsr.a \
+		$(LIB)/libcoploader.a | $(LIB)/libcoptrace.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@
+
+ALL_TARGETS += $(TESTBIN)/copdrv-qemu
+PYTESTS += kernel-driver/tests
+
+# The driver hosted in copsim: the hooks, the control requests and the
+# one-command mode (copsim --event ... --stream-out FILE -- COMMAND), linked
+# into build/bin/copsim by emulator/copsim/module.mk.
+COPSIM_DRIVER_LIB := $(LIB)/libcopsim-driver.a
+
+$(COPSIM_DRIVER_LIB): $(OBJ)/kernel-driver/copsim-host.o \
+		$(OBJ)/kernel-driver/copsim-run.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+ALL_TARGETS += $(COPSIM_DRIVER_LIB)
+INSTALL_LIBS += $(COPSIM_DRIVER_LIB)
+INSTALL_HEADERS += kernel-driver/copdrv-control.h kernel-driver/copsim-host.h

@@ -1,0 +1,655 @@
+/*
+ * test-driver.c - GTest suite of the driver core over the hosted shim,
+ * with a synthetic producer: the test pushes captures into a real trace
+ * register file with the trace unit's own producer primitive
+ * (trace_slot_push), acts as the scheduler by calling the context-switch
+ * hooks, and reads the stream from the driver's socket.
+ *
+ * Every stream is decoded with the escape-protocol decoder and checked
+ * against the writer rules (stream-rules.c).  A pushed PC field carries
+ * the context that pushed it (context << 10 | sequence), so the tests can
+ * tell that every sample went to the context that produced it, in order.
+ */
+#include "kernel-driver/copdrv-hosted.h"
+#include "kernel-driver/tests/stream-rules.h"
+#include "emulator/trace-unit.h"
+#include "lfsr/lfsr.h"
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define LS_SIZE		TRACE_DEFAULT_LS_SIZE
+#define GUARD_OFFSET	0x100u
+#define MAX_CONTEXTS	16
+
+struct fixture {
+	char *dir;
+	struct trace_unit *unit;
+	struct copdrv_os *os;
+	struct copdrv *drv;
+	guint32 *ls[MAX_CONTEXTS];	/* a local store per context */
+	int fd;
+	GThread *reader;
+	GByteArray *stream;
+	struct stream_rules *rules;
+	/* What the producer queued, per context, in order. */
+	GArray *queued[MAX_CONTEXTS];
+};
+
+/* ---- Fixture ------------------------------------------------------------- */
+
+static void setup_with(struct fixture *f, guint32 slots, guint32 depth,
+		       unsigned int flags)
+{
+	struct trace_geometry geo;
+	char err[512] = "";
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->dir = g_dir_make_tmp("test-driver-XXXXXX", NULL);
+	g_assert_nonnull(f->dir);
+	trace_geometry_default(&geo);
+	geo.n_slots = slots;
+	geo.fifo_depth = depth;
+	f->unit = trace_unit_create_temp(f->dir, &geo, err, sizeof(err));
+	g_assert_nonnull(f->unit);
+	f->os = copdrv_hosted_create(f->unit->base, f->unit->size, flags,
+				     err, sizeof(err));
+	if (!f->os)
+		g_test_message("%s", err);
+	g_assert_nonnull(f->os);
+	f->drv = copdrv_hosted_driver(f->os);
+	for (int i = 0; i < MAX_CONTEXTS; i++) {
+		f->ls[i] = g_malloc0(LS_SIZE);
+		f->queued[i] = g_array_new(FALSE, FALSE, sizeof(guint32));
+	}
+}
+
+static void teardown(struct fixture *f)
+{
+	copdrv_hosted_destroy(f->os);
+	if (f->reader)
+		g_thread_join(f->reader);
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->stream)
+		g_byte_array_free(f->stream, TRUE);
+	stream_rules_free(f->rules);
+	trace_unit_close(f->unit, 1);
+	g_rmdir(f->dir);
+	g_free(f->dir);
+	for (int i = 0; i < MAX_CONTEXTS; i++) {
+		g_free(f->ls[i]);
+		g_array_free(f->queued[i], TRUE);
+	}
+}
+
+static gpointer read_stream(gpointer data)
+{
+	struct fixture *f = data;
+	guint8 buf[65536];
+	ssize_t got;
+
+	while ((got = read(f->fd, buf, sizeof(buf))) > 0)
+		g_byte_array_append(f->stream, buf, (guint)got);
+	return NULL;
+}
+
+static void start_reader(struct fixture *f)
+{
+	if (!f->stream)
+		f->stream = g_byte_array_new();
+	f->reader = g_thread_new("reader", read_stream, f);
+}
+
+/* Reads what the socket holds now, up to max bytes, without waiting. */
+static void read_some(struct fixture *f, gsize max)
+{
+	guint8 buf[65536];
+	ssize_t got;
+
+	if (!f->stream)
+		f->stream = g_byte_array_new();
+	while (max > 0 && (got = recv(f->fd, buf, MIN(max, sizeof(buf)),
+				      MSG_DONTWAIT)) > 0) {
+		g_byte_array_append(f->stream, buf, (guint)got);
+		max -= (gsize)got;
+	}
+}
+
+static struct copdrv_params params_for(const struct fixture *f,
+				       guint64 poll_ns, guint32 buffer)
+{
+	struct copdrv_params p = {
+		.lfsr_count = 1000,
+		.lfsr_value = lfsr_value_for_count(1000),
+		.poll_interval_ns = poll_ns,
+		.clock_hz = 1000000000,
+		.fifo_depth = f->unit->header->fifo_depth,
+		.buffer_bytes = buffer,
+	};
+
+	return p;
+}
+
+static void start(struct fixture *f, guint64 poll_ns, guint32 buffer,
+		  int read_now)
+{
+	struct copdrv_params p = params_for(f, poll_ns, buffer);
+	char err[512] = "";
+
+	g_assert_cmpint(copdrv_hosted_start(f->os, &p, &f->fd, err,
+					    sizeof(err)), ==, 0);
+	if (read_now)
+		start_reader(f);
+}
+
+/* Stops, reads the whole stream and checks it against the rules. */
+static void stop_and_check(struct fixture *f)
+{
+	char err[512] = "";
+
+	g_assert_cmpint(copdrv_hosted_stop(f->os, err, sizeof(err)), ==, 0);
+	if (!f->reader)
+		start_reader(f);
+	g_thread_join(f->reader);
+	f->reader = NULL;
+	f->rules = stream_rules_new();
+	stream_rules_feed(f->rules, f->stream->data, f->stream->len);
+	stream_rules_finish(f->rules);
+	if (f->rules->violations)
+		stream_rules_print(f->rules, stderr);
+	g_assert_cmpuint(f->rules->violations, ==, 0);
+	g_assert_true(f->rules->started);
+	g_assert_true(f->rules->stopped);
+}
+
+/* ---- Synthetic contexts and producer ------------------------------------- */
+
+static const char *const image_paths[] = {
+	"/opt/images/first.elf", "/opt/images/second image.elf",
+};
+
+static struct copdrv_context context_for(struct fixture *f, guint32 slot,
+					 guint32 id, guint32 regions)
+{
+	guint32 image = id % 2;
+	struct copdrv_context ctx = {
+		.slot = slot,
+		.pid = 4000 + id,
+		.tid = 5000 + id,
+		.context_id = id,
+		.object_id = 0x10000 + id,
+		.image = { .device = 2049, .inode = 700 + image,
+			   .size = 4096 * (image + 1), .hash = 0xabc + image },
+		.image_offset = 128 * image,
+		.path = (const guint8 *)image_paths[image],
+		.path_length = (guint32)strlen(image_paths[image]),
+		.ls = f->ls[id],
+		.guard_offset = GUARD_OFFSET,
+		.regions = regions,
+	};
+
+	return ctx;
+}
+
+static void bind_context(struct fixture *f, guint32 slot, guint32 id)
+{
+	struct copdrv_context ctx = context_for(f, slot, id, 2);
+
+	g_assert_cmpint(copdrv_bind(f->drv, &ctx), ==, 0);
+}
+
+/* The PC field context `id` pushes as its n-th capture. */
+static guint16 field_of(guint32 id, guint32 n)
+{
+	return (guint16)(id << 10 | (n & 1023));
+}
+
+/* Pushes count captures of context id on slot, remembering the queued. */
+static void push(struct fixture *f, guint32 slot, guint32 id, guint32 count)
+{
+	struct trace_regs_slot *s = trace_unit_slot(f->unit, slot);
+	guint32 depth = f->unit->header->fifo_depth;
+
+	for (guint32 i = 0; i < count; i++) {
+		guint16 field = field_of(id, f->queued[id]->len + i);
+		guint32 address = (guint32)field << 2;
+
+		if (trace_slot_push(s, depth, field))
+			g_array_append_val(f->queued[id], address);
+	}
+}
+
+static void assert_addresses(struct fixture *f, guint32 id)
+{
+	struct rules_context *c = stream_rules_context(f->rules, id);
+	GArray *want = f->queued[id];
+
+	g_assert_nonnull(c);
+	g_assert_cmpuint(c->addresses->len, ==, want->len);
+	if (want->len)
+		g_assert_cmpmem(c->addresses->data, want->len * 4,
+				want->data, want->len * 4);
+}
+
+/* For every slot: capture counter = samples in the stream + lost. */
+static void assert_conservation(struct fixture *f, guint32 slots)
+{
+	for (guint32 i = 0; i < slots; i++) {
+		struct trace_slot_status status;
+		const struct rules_slot *s = &f->rules->slots[i];
+
+		trace_slot_status(f->unit, i, &status);
+		g_assert_cmpuint(status.captures, ==, s->samples + s->lost_total);
+		g_assert_cmpuint(status.dropped, ==,
+				 s->lost[COPSTREAM_LOST_FIFO_OVERFLOW]);
+		g_assert_cmpuint(status.outside, ==,
+				 s->lost[COPSTREAM_LOST_OUTSIDE_LS]);
+	}
+}
+
+static guint count_records(struct fixture *f, guint16 code)
+{
+	guint n = 0;
+
+	for (guint i = 0; i < f->rules->records->len; i++)
+		if (g_array_index(f->rules->records, struct copstream_record,
+				  i).code == code)
+			n++;
+	return n;
+}
+
+/* ---- Tests --------------------------------------------------------------- */
+
+/* START once, with the parameters; IMAGE once per image, then CONTEXT,
+ * for every context bound before the start; the LFSRs programmed. */
+static void test_start_announces_bound(void)
+{
+	struct fixture f;
+	const struct copstream_record *rec;
+	struct trace_slot_status status;
+
+	setup_with(&f, 8, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	bind_context(&f, 3, 3);
+	bind_context(&f, 5, 2);
+	start(&f, 1000000, 0, 1);
+	trace_slot_status(f.unit, 6, &status);
+	g_assert_cmphex(status.programmed_value, ==, lfsr_value_for_count(1000));
+	g_assert_cmphex(status.lfsr_state, ==, lfsr_value_for_count(1000));
+	stop_and_check(&f);
+	trace_slot_status(f.unit, 6, &status);
+	g_assert_cmphex(status.programmed_value, ==, 0);
+	g_assert_cmphex(status.lfsr_state, ==, 0);
+
+	rec = &g_array_index(f.rules->records, struct copstream_record, 0);
+	g_assert_cmpuint(rec->code, ==, COPSTREAM_START);
+	g_assert_cmpuint(rec->u.start.slots, ==, 8);
+	g_assert_cmpuint(rec->u.start.lfsr_count, ==, 1000);
+	g_assert_cmphex(rec->u.start.lfsr_value, ==, lfsr_value_for_count(1000));
+	g_assert_cmpuint(rec->u.start.fifo_depth, ==, 1024);
+	g_assert_cmpuint(rec->u.start.ls_size, ==, LS_SIZE);
+	g_assert_cmpuint(rec->u.start.poll_interval_ns, ==, 1000000);
+	g_assert_cmpuint(rec->u.start.clock_hz, ==, 1000000000);
+	rec = &g_array_index(f.rules->records, struct copstream_record, 1);
+	g_assert_cmpuint(rec->code, ==, COPSTREAM_IMAGE);
+	rec = &g_array_index(f.rules->records, struct copstream_record, 2);
+	g_assert_cmpuint(rec->code, ==, COPSTREAM_CONTEXT);
+	g_assert_cmpuint(rec->u.context.context_id, ==, 1);
+	g_assert_cmpuint(rec->u.context.pid, ==, 4001);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_START), ==, 1);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_IMAGE), ==, 2);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_CONTEXT), ==, 3);
+	/* Two guard words per context, first read right after CONTEXT. */
+	g_assert_cmpuint(count_records(&f, COPSTREAM_OVERLAY), ==, 6);
+	teardown(&f);
+}
+
+/* A hook drains the slot before its CONTEXT or RELEASE: every sample
+ * goes to the context that pushed it, whether a context is unbound
+ * first or replaced directly. */
+static void test_switch_drains_first(void)
+{
+	struct fixture f;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 1, 5);
+	copdrv_unbind(f.drv, 0);
+	bind_context(&f, 0, 2);
+	push(&f, 0, 2, 3);
+	bind_context(&f, 0, 3);
+	push(&f, 0, 3, 2);
+	copdrv_poll(f.drv);
+	push(&f, 0, 3, 4);
+	copdrv_unbind(f.drv, 0);
+	bind_context(&f, 1, 1);
+	push(&f, 1, 1, 6);
+	stop_and_check(&f);
+	for (guint32 id = 1; id <= 3; id++)
+		assert_addresses(&f, id);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_RELEASE), ==, 2);
+	assert_conservation(&f, 2);
+	teardown(&f);
+}
+
+/* Guard words: read at CONTEXT, then reported at each poll only when
+ * changed, after the poll group's samples; no sample is dropped. */
+static void test_overlay_changes(void)
+{
+	struct fixture f;
+	struct rules_context *c;
+	const struct copstream_overlay *o;
+	struct copdrv_context ctx;
+	guint32 *guards;
+
+	setup_with(&f, 1, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	guards = f.ls[4] + GUARD_OFFSET / 4;
+	guards[0] = 1;
+	ctx = context_for(&f, 0, 4, 3);
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, 0);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 4, 10);
+	copdrv_poll(f.drv);
+	guards[1] = 2;
+	push(&f, 0, 4, 10);
+	copdrv_poll(f.drv);
+	guards[0] = 3;
+	guards[2] = 5;
+	push(&f, 0, 4, 10);
+	copdrv_poll(f.drv);
+	copdrv_poll(f.drv);
+	stop_and_check(&f);
+	assert_addresses(&f, 4);
+	c = stream_rules_context(f.rules, 4);
+	g_assert_cmpuint(c->overlays->len, ==, 6);
+	o = (const struct copstream_overlay *)c->overlays->data;
+	g_assert_cmpuint(o[0].region, ==, 0);
+	g_assert_cmpuint(o[0].guard, ==, 1);
+	g_assert_cmpuint(o[1].guard, ==, 0);
+	g_assert_cmpuint(o[2].region, ==, 2);
+	g_assert_cmpuint(o[3].region, ==, 1);
+	g_assert_cmpuint(o[3].guard, ==, 2);
+	g_assert_cmpuint(o[4].region, ==, 0);
+	g_assert_cmpuint(o[4].guard, ==, 3);
+	g_assert_cmpuint(o[5].region, ==, 2);
+	g_assert_cmpuint(o[5].guard, ==, 5);
+	teardown(&f);
+}
+
+struct slicing {
+	struct fixture *f;
+	guint32 slots;
+	guint32 rounds;
+	GRand *rand;
+};
+
+/*
+ * The scheduler and the emulators at once: each round binds a context to
+ * every slot (moving contexts between slots), pushes a burst of captures
+ * (some outside the local store, bursts longer than the FIFO), and
+ * sometimes unbinds, while the poll thread drains concurrently.
+ */
+static void run_slicing(struct slicing *s)
+{
+	struct fixture *f = s->f;
+	guint32 contexts = 2 * s->slots + 1;
+
+	for (guint32 round = 0; round < s->rounds; round++) {
+		for (guint32 slot = 0; slot < s->slots; slot++) {
+			guint32 id = (round + slot * 2) % contexts + 1;
+			guint32 burst = g_rand_int_range(s->rand, 0, 200);
+
+			bind_context(f, slot, id);
+			push(f, slot, id, burst);
+			if (g_rand_int_range(s->rand, 0, 8) == 0)
+				trace_slot_count_outside(
+					trace_unit_slot(f->unit, slot));
+			if (g_rand_int_range(s->rand, 0, 3) == 0)
+				copdrv_unbind(f->drv, slot);
+		}
+		if (round % 16 == 0)
+			g_usleep(200);
+	}
+}
+
+/* Conservation, exactly, for every slot, with FIFO overflows and a poll
+ * thread racing the producer; every sample attributed to its context. */
+static void test_conservation_slicing(void)
+{
+	struct fixture f;
+	struct slicing s = { &f, 4, 1500, g_rand_new_with_seed(7) };
+	guint64 dropped = 0;
+
+	setup_with(&f, 4, 64, 0);
+	start(&f, 20000, 0, 1);
+	run_slicing(&s);
+	stop_and_check(&f);
+	assert_conservation(&f, 4);
+	for (guint32 id = 1; id <= 9; id++)
+		assert_addresses(&f, id);
+	for (guint32 i = 0; i < 4; i++)
+		dropped += f.rules->slots[i].lost[COPSTREAM_LOST_FIFO_OVERFLOW];
+	g_assert_cmpuint(dropped, >, 0);
+	g_assert_cmpuint(f.rules->stop.samples, ==,
+			 f.rules->decoder.stats.samples);
+	g_rand_free(s.rand);
+	teardown(&f);
+}
+
+/* A reader that does not read: the event buffer fills, the samples that
+ * do not fit are reported lost buffer-full, context switches still come
+ * through in order, and the totals stay exact. */
+static void test_buffer_full(void)
+{
+	struct fixture f;
+	struct copdrv_stats stats;
+	guint64 lost_full = 0;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	start(&f, 1000000, COPDRV_BUFFER_MIN, 0);
+	for (guint32 poll = 0; poll < 600; poll++) {
+		if (poll % 50 == 0) {
+			bind_context(&f, 0, 1 + poll / 50 % 3);
+			bind_context(&f, 1, 4 + poll / 50 % 3);
+		}
+		push(&f, 0, 1 + poll / 50 % 3, 1000);
+		push(&f, 1, 4 + poll / 50 % 3, 500);
+		copdrv_poll(f.drv);
+		if (poll % 40 == 39) {
+			read_some(&f, 200000);
+			g_usleep(5000);
+		}
+	}
+	copdrv_get_stats(f.drv, &stats);
+	g_assert_cmpuint(stats.records_waiting, >, 0);
+	stop_and_check(&f);
+	assert_conservation(&f, 2);
+	for (guint32 i = 0; i < 2; i++)
+		lost_full += f.rules->slots[i].lost[COPSTREAM_LOST_BUFFER_FULL];
+	g_assert_cmpuint(lost_full, >, 0);
+	g_assert_cmpuint(f.rules->decoder.stats.samples, >, 0);
+	/* What was written went to the right context, in order. */
+	for (guint32 id = 1; id <= 6; id++) {
+		struct rules_context *c = stream_rules_context(f.rules, id);
+		guint32 at = 0;
+
+		for (guint i = 0; c && i < c->addresses->len; i++) {
+			guint32 a = g_array_index(c->addresses, guint32, i);
+
+			while (at < f.queued[id]->len &&
+			       g_array_index(f.queued[id], guint32, at) != a)
+				at++;
+			g_assert_cmpuint(at, <, f.queued[id]->len);
+		}
+	}
+	teardown(&f);
+}
+
+/* Samples drained from a slot nothing is bound to are lost, no-context. */
+static void test_no_context(void)
+{
+	struct fixture f;
+
+	setup_with(&f, 1, 64, COPDRV_HOSTED_MANUAL_POLL);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 1, 7);
+	copdrv_poll(f.drv);
+	stop_and_check(&f);
+	g_assert_cmpuint(f.rules->slots[0].samples, ==, 0);
+	g_assert_cmpuint(f.rules->slots[0].lost[COPSTREAM_LOST_NO_CONTEXT],
+			 ==, 7);
+	assert_conservation(&f, 1);
+	teardown(&f);
+}
+
+/* Two sessions: each a whole stream, IMAGE sent again in the second;
+ * captures before a start are not counted in it. */
+static void test_restart(void)
+{
+	struct fixture f;
+
+	setup_with(&f, 1, 64, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 1, 9);
+	stop_and_check(&f);
+	g_assert_cmpuint(f.rules->slots[0].samples, ==, 9);
+	push(&f, 0, 1, 4);
+	close(f.fd);
+	g_byte_array_free(f.stream, TRUE);
+	f.stream = NULL;
+	stream_rules_free(f.rules);
+	f.rules = NULL;
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 1, 3);
+	stop_and_check(&f);
+	g_assert_cmpuint(f.rules->slots[0].samples, ==, 3);
+	g_assert_cmpuint(f.rules->slots[0].lost_total, ==, 0);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_IMAGE), ==, 1);
+	teardown(&f);
+}
+
+/* A reader that closes its end does not block the driver. */
+static void test_reader_gone(void)
+{
+	struct fixture f;
+	char err[512];
+
+	setup_with(&f, 1, 1024, 0);
+	bind_context(&f, 0, 1);
+	start(&f, 50000, COPDRV_BUFFER_MIN, 0);
+	close(f.fd);
+	f.fd = -1;
+	for (int i = 0; i < 200; i++) {
+		push(&f, 0, 1, 1000);
+		g_usleep(100);
+	}
+	g_assert_cmpint(copdrv_hosted_stop(f.os, err, sizeof(err)), ==, 0);
+	teardown(&f);
+}
+
+static void expect_start_error(struct fixture *f, struct copdrv_params p,
+			       const char *reason)
+{
+	char err[512] = "";
+	int fd = -1;
+
+	g_assert_cmpint(copdrv_hosted_start(f->os, &p, &fd, err, sizeof(err)),
+			==, -1);
+	g_assert_cmpstr(err, ==, reason);
+	g_assert_cmpint(fd, ==, -1);
+}
+
+/* Bad parameters and contexts are refused with one line. */
+static void test_refusals(void)
+{
+	struct fixture f;
+	struct copdrv_params p;
+	struct copdrv_context ctx;
+	char err[512] = "";
+	const char *invalid = "kernel driver: start: Invalid argument";
+
+	setup_with(&f, 2, 64, COPDRV_HOSTED_MANUAL_POLL);
+	p = params_for(&f, 1000000, 0);
+	p.fifo_depth = 1024;
+	expect_start_error(&f, p, invalid);
+	p = params_for(&f, 1000000, 0);
+	p.lfsr_count = 0;
+	expect_start_error(&f, p, invalid);
+	p = params_for(&f, 1000, 0);
+	expect_start_error(&f, p, invalid);
+	p = params_for(&f, 1000000, 4096);
+	expect_start_error(&f, p, invalid);
+	p = params_for(&f, 1000000, 0);
+	p.lfsr_value = 0x1000000;
+	expect_start_error(&f, p, invalid);
+	g_assert_cmpint(copdrv_hosted_stop(f.os, err, sizeof(err)), ==, -1);
+	g_assert_cmpstr(err, ==, "kernel driver: stop: not started");
+
+	start(&f, 1000000, 0, 1);
+	expect_start_error(&f, params_for(&f, 1000000, 0),
+			   "kernel driver: start: Device or resource busy");
+	ctx = context_for(&f, 2, 1, 2);
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	ctx = context_for(&f, 0, 1, 2);
+	ctx.guard_offset = LS_SIZE - 4;
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	ctx = context_for(&f, 0, 1, COPDRV_MAX_REGIONS + 1);
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	ctx = context_for(&f, 0, 1, 2);
+	ctx.path = (const guint8 *)"a\0b";
+	ctx.path_length = 3;
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	ctx.path_length = 0;
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	/* A refused context still ends the previous one's time on the slot:
+	 * its samples are lost, never given to the old context. */
+	bind_context(&f, 1, 2);
+	push(&f, 1, 2, 3);
+	ctx = context_for(&f, 1, 3, 2);
+	ctx.guard_offset = 2;
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -EINVAL);
+	push(&f, 1, 3, 4);
+	stop_and_check(&f);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_CONTEXT), ==, 1);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_RELEASE), ==, 1);
+	assert_addresses(&f, 2);
+	g_assert_cmpuint(f.rules->slots[1].lost[COPSTREAM_LOST_NO_CONTEXT], ==,
+			 4);
+	teardown(&f);
+}
+
+/* A damaged register file is refused before anything is touched. */
+static void test_bad_register_file(void)
+{
+	char err[512] = "";
+	guint8 junk[4096] = { 0 };
+
+	g_assert_null(copdrv_hosted_create(junk, sizeof(junk), 0, err,
+					   sizeof(err)));
+	g_assert_cmpstr(err, !=, "");
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/driver/start-announces-bound",
+			test_start_announces_bound);
+	g_test_add_func("/driver/switch-drains-first", test_switch_drains_first);
+	g_test_add_func("/driver/overlay-changes", test_overlay_changes);
+	g_test_add_func("/driver/conservation-slicing",
+			test_conservation_slicing);
+	g_test_add_func("/driver/buffer-full", test_buffer_full);
+	g_test_add_func("/driver/no-context", test_no_context);
+	g_test_add_func("/driver/restart", test_restart);
+	g_test_add_func("/driver/reader-gone", test_reader_gone);
+	g_test_add_func("/driver/refusals", test_refusals);
+	g_test_add_func("/driver/bad-register-file", test_bad_register_file);
+	return g_test_run();
+}

@@ -1,0 +1,331 @@
+"""The driver hosted in copsim: `copsim --event=SPU_CYCLES:N --stream-out
+FILE -- COMMAND` on libcop host programs (cop-host, from copsim's tests),
+and the control interface on copsim's socket (copdrv-control.h, mirrored
+with ctypes).  Every stream is checked against the writer rules
+(copdrv-rules), for conservation against the trace unit's counters, and
+against the reference mode's capture sequence.
+"""
+
+import array
+import ctypes
+import errno
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+from driver_fixtures import example, test_bin  # noqa: F401 (fixtures)
+from stream_check import Stream, expected_samples, reference_trace
+
+FIFO_DEPTH = 65536      # deep enough that a loaded machine drops nothing
+
+
+def check_rules(test_bin, path):
+    result = subprocess.run([test_bin("copdrv-rules"), str(path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def slot_counters(stderr):
+    """copsim's per-slot lines: {slot: {captures, dropped, outside, ...}}."""
+    counters = {}
+    for line in stderr.splitlines():
+        match = re.match(r"copsim: slot (\d+): (.*)", line)
+        if match:
+            counters[int(match.group(1))] = {
+                k: int(v) for k, v in re.findall(r"(\w+)=(\d+)",
+                                                 match.group(2))}
+    return counters
+
+
+def host_contexts(stdout):
+    """cop-host's lines: {context id: {instructions, status, ...}}."""
+    contexts = {}
+    for line in stdout.splitlines():
+        if line.startswith("context="):
+            fields = dict(re.findall(r"(\w+)=(\S*)", line))
+            contexts[int(fields["context"])] = fields
+    return contexts
+
+
+def assert_conservation(counters, stream):
+    assert counters
+    for slot, c in counters.items():
+        assert c["captures"] == stream.slot_samples[slot] + stream.lost(slot)
+        assert c["dropped"] == stream.lost(slot, 1)
+        assert c["outside"] == stream.lost(slot, 4)
+    assert stream.errors == [] and stream.orphans == 0
+
+
+def run_one_command(coprof_bin, tmp_path, options, command):
+    stream_path = tmp_path / "stream"
+    result = subprocess.run(
+        [coprof_bin("copsim"), "--fifo-depth", str(FIFO_DEPTH),
+         "--stream-out", str(stream_path)] + options + ["--"] + command,
+        capture_output=True, text=True, timeout=120)
+    return result, stream_path
+
+
+def test_one_command_matches_reference(coprof_bin, test_bin, example,
+                                       tmp_path):
+    """One context on its own: the stream is the reference capture
+    sequence of cop-run, sample for sample, and conservation holds."""
+    image = example("overlays")
+    result, path = run_one_command(
+        coprof_bin, tmp_path, ["--event=SPU_CYCLES:997"],
+        [test_bin("cop-host"), image, "5"])
+    assert result.returncode == 0, result.stderr
+    check_rules(test_bin, path)
+    stream = Stream(path.read_bytes())
+    assert_conservation(slot_counters(result.stderr), stream)
+    context, = host_contexts(result.stdout)
+    want, counters = reference_trace(coprof_bin("cop-run"), image, [5], 997)
+    assert stream.samples[context] == want
+    assert stream.start["lfsr_count"] == 997
+    regions = {o["region"] for o in stream.overlays[context]}
+    assert regions == {0, 1}
+
+
+# A looping context on the slot first, then two programs that end: the
+# loop is on the slot or waiting whenever they are, so they are sliced.
+SLICING_SCRIPT = """
+host=$1
+"$host" embedded loop & loop=$!
+sleep 0.5
+"$host" "$2" 1 & first=$!
+"$host" "$3" 1 & second=$!
+wait $first; a=$?
+wait $second; b=$?
+kill $loop; wait $loop
+exit $((a | b))
+"""
+
+
+def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path):
+    """Three contexts share one slot in slices of 50,000 cycles, the slot's
+    LFSR running on across switches: each program that ends gets exactly
+    the captures its slices and its every-instruction reference trace say;
+    the loop (killed at the end) gets one per multiple of N in its
+    slices."""
+    every = 1009
+    images = [example("overlays"), example("pipeline")]
+    result, path = run_one_command(
+        coprof_bin, tmp_path,
+        ["--event=SPU_CYCLES:%d" % every, "--slots", "1", "--slice", "50000"],
+        ["sh", "-c", SLICING_SCRIPT, "sh", test_bin("cop-host")] + images)
+    assert result.returncode == 0, result.stderr
+    check_rules(test_bin, path)
+    stream = Stream(path.read_bytes())
+    assert_conservation(slot_counters(result.stderr), stream)
+    contexts = host_contexts(result.stdout)
+    assert sorted(c["path"] for c in contexts.values()) == sorted(images)
+    outside_total = 0
+    for context, fields in contexts.items():
+        trace, counters = reference_trace(coprof_bin("cop-run"),
+                                          fields["path"], [1], 1)
+        slices = stream.slices[context]
+        assert len(slices) > 1
+        assert sum(end - begin for begin, end in slices) == \
+            int(fields["instructions"]) == counters["instructions"]
+        want, outside = expected_samples(slices, every, trace,
+                                         counters["outside_ls"])
+        assert stream.samples[context] == want
+        outside_total += outside
+    loop, = set(stream.slices) - set(contexts)
+    captures = sum(end // every - begin // every
+                   for begin, end in stream.slices[loop])
+    assert len(stream.samples[loop]) + stream.lost(0, 4) - outside_total \
+        == captures
+
+
+def test_one_command_errors(coprof_bin, tmp_path):
+    copsim = coprof_bin("copsim")
+    result = subprocess.run([copsim, "--event=SPU_CYCLES:0", "--stream-out",
+                             str(tmp_path / "s"), "--", "true"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.startswith("copsim: --event: 'SPU_CYCLES:0'")
+    result = subprocess.run([copsim, "--event=SPU_CYCLES:10", "--", "true"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    result, _ = run_one_command(coprof_bin, tmp_path,
+                                ["--event=SPU_CYCLES:1000"],
+                                ["/nonexistent/command"])
+    assert result.returncode == 127
+    result = subprocess.run([copsim, "--event=SPU_CYCLES:10", "--stream-out",
+                             "/nonexistent/dir/s", "--", "true"],
+                            capture_output=True, text=True)
+    assert result.returncode == 125
+    assert "/nonexistent/dir/s" in result.stderr
+
+
+# ---- The control interface ---------------------------------------------------
+
+VERSION = 1
+SET, GET, START, STOP, STATS = 0x100, 0x101, 0x102, 0x103, 0x104
+REPLY = 0x8000
+
+
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint16), ("type", ctypes.c_uint16),
+                ("size", ctypes.c_uint32)]
+
+
+class Status(ctypes.Structure):
+    _fields_ = [("error", ctypes.c_int32), ("message", ctypes.c_char * 512)]
+
+
+class Params(ctypes.Structure):
+    _fields_ = [("lfsr_value", ctypes.c_uint32),
+                ("lfsr_count", ctypes.c_uint32),
+                ("poll_interval_ns", ctypes.c_uint64),
+                ("buffer_bytes", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32)]
+
+
+class SetRequest(ctypes.Structure):
+    _fields_ = [("header", Header), ("params", Params)]
+
+
+class BareRequest(ctypes.Structure):
+    _fields_ = [("header", Header)]
+
+
+class Reply(ctypes.Structure):
+    _fields_ = [("header", Header), ("status", Status), ("params", Params),
+                ("running", ctypes.c_uint32), ("slots", ctypes.c_uint32),
+                ("fifo_depth", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32), ("clock_hz", ctypes.c_uint64)]
+
+
+class StatsReply(ctypes.Structure):
+    _fields_ = [("header", Header), ("status", Status),
+                ("running", ctypes.c_uint32), ("ended", ctypes.c_uint32),
+                ("polls", ctypes.c_uint64), ("samples", ctypes.c_uint64),
+                ("lost_by_cause", ctypes.c_uint64 * 8),
+                ("lost_pending", ctypes.c_uint64),
+                ("records", ctypes.c_uint64 * 16)] + [
+                    (name, ctypes.c_uint64) for name in (
+                        "records_waiting", "bytes_written", "bytes_read",
+                        "buffer_bytes", "buffer_used", "buffer_high_water",
+                        "fifo_errors", "guard_errors", "poll_ns",
+                        "poll_cpu_ns")]
+
+
+class Control:
+    """A connection to copsim's socket speaking the driver's requests."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock.connect(path)
+
+    def request(self, message, type_, reply_type=Reply):
+        message.header = Header(VERSION, type_, ctypes.sizeof(message))
+        self.sock.sendmsg([bytes(message)])
+        data, ancillary, _, _ = self.sock.recvmsg(16384, socket.CMSG_SPACE(8))
+        fds = []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += array.array("i", payload[:len(payload) // 4 * 4])
+        assert len(data) == ctypes.sizeof(reply_type)
+        reply = reply_type.from_buffer_copy(data)
+        assert reply.header.type == type_ | REPLY
+        return reply, fds
+
+    def set(self, value, count, poll_ns, buffer_bytes=0):
+        params = Params(lfsr_value=value, lfsr_count=count,
+                        poll_interval_ns=poll_ns, buffer_bytes=buffer_bytes)
+        return self.request(SetRequest(params=params), SET)[0]
+
+    def simple(self, type_, reply_type=Reply):
+        return self.request(BareRequest(), type_, reply_type)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def daemon(coprof_bin):
+    """A copsim daemon of the test's own, with one slot."""
+    directory = tempfile.mkdtemp(prefix="cd-", dir="/tmp")
+    sock = os.path.join(directory, "copsim.sock")
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [coprof_bin("copsim"), "--socket", sock, "--slots", "1",
+         "--fifo-depth", str(FIFO_DEPTH), "--ready-fd", str(write_end)],
+        pass_fds=(write_end,), stderr=subprocess.PIPE, text=True)
+    os.close(write_end)
+    with os.fdopen(read_end) as ready:
+        assert ready.readline() == "ready\n"
+    yield sock
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def lfsr_value(coprof_bin, count):
+    result = subprocess.run([coprof_bin("coplfsr"), str(count)],
+                            capture_output=True, text=True, check=True)
+    return int(result.stdout.split()[0], 0)
+
+
+def test_control_interface(coprof_bin, test_bin, example, daemon, tmp_path):
+    """SET, GET, START (the stream's descriptor comes back), a host program
+    runs, STOP, STATS: the stream is whole and what STATS says."""
+    control = Control(daemon)
+    count = 997
+    value = lfsr_value(coprof_bin, count)
+
+    reply, _ = control.simple(GET)
+    assert reply.status.error == 0 and reply.running == 0
+    assert reply.slots == 1 and reply.fifo_depth == FIFO_DEPTH
+    reply, _ = control.simple(START)
+    assert reply.status.error == errno.EINVAL
+    assert reply.status.message == b"kernel driver: no LFSR value set"
+    reply = control.set(value ^ 1, count, 200000)
+    assert reply.status.error == errno.EINVAL
+    assert b"is not the value" in reply.status.message
+    reply = control.set(value, count, 1000)
+    assert reply.status.error == errno.EINVAL
+    reply = control.set(value, count, 200000)
+    assert reply.status.error == 0 and reply.params.lfsr_count == count
+
+    reply, fds = control.simple(START)
+    assert reply.status.error == 0 and reply.running == 1
+    assert len(fds) == 1
+    stream_file = os.fdopen(fds[0], "rb")
+    assert control.set(value, count, 200000).status.error == errno.EBUSY
+    assert control.simple(START)[0].status.error == errno.EBUSY
+
+    env = dict(os.environ, COPSIM_SOCKET=daemon)
+    host = subprocess.run([test_bin("cop-host"), example("kernels"), "1"],
+                          env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert host.returncode == 0, host.stderr
+    reply, _ = control.simple(STOP)
+    assert reply.status.error == 0 and reply.running == 0
+    assert control.simple(STOP)[0].status.error == errno.EALREADY
+
+    data = stream_file.read()
+    stream_file.close()
+    path = tmp_path / "stream"
+    path.write_bytes(data)
+    check_rules(test_bin, path)
+    stream = Stream(data)
+    stats, _ = control.simple(STATS, StatsReply)
+    assert stats.status.error == 0 and stats.ended == 1
+    assert stats.samples == stream.stats.samples > 0
+    assert sum(stats.lost_by_cause) == stream.stats.lost
+    assert stats.bytes_written == stats.bytes_read == len(data)
+    assert stats.polls > 0
+    context, = host_contexts(host.stdout)
+    want, _ = reference_trace(coprof_bin("cop-run"), example("kernels"), [1],
+                              count)
+    assert stream.samples[context] == want
+    control.close()
