@@ -14,6 +14,7 @@
 #   FUZZ_RUNS       commands (make targets) that `make fuzz` runs
 #   INSTALL_BINS    files installed into $(PREFIX)/bin
 #   INSTALL_LIBS    files installed into $(PREFIX)/lib/coprof
+#   INSTALL_PKGCONFIG pkg-config files installed into $(PREFIX)/lib/pkgconfig
 #   INSTALL_HEADERS headers installed into $(PREFIX)/include/coprof/FOLDER/,
 #                   so their own #include "FOLDER/x.h" lines resolve with
 #                   -I$(PREFIX)/include/coprof
@@ -66,6 +67,7 @@ BENCHES :=
 FUZZ_RUNS :=
 INSTALL_BINS :=
 INSTALL_LIBS :=
+INSTALL_PKGCONFIG :=
 INSTALL_HEADERS :=
 
 .PHONY: all check bench install fuzz clean-build
@@ -94,9 +96,10 @@ fuzz: build-all $(FUZZ_RUNS)
 
 install: build-all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/coprof \
-		$(DESTDIR)$(PREFIX)/include/coprof
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/coprof
 	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin)
 	$(if $(INSTALL_LIBS),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/coprof)
+	$(if $(INSTALL_PKGCONFIG),install -m 644 $(INSTALL_PKGCONFIG) $(DESTDIR)$(PREFIX)/lib/pkgconfig)
 	$(foreach h,$(INSTALL_HEADERS),install -D -m 644 $(h) $(DESTDIR)$(PREFIX)/include/coprof/$(h) &&) true
 
 clean-build:

@@ -4,7 +4,7 @@
 #   build/lib/libcop.so.1, libcop.so      the library (soname libcop.so.1)
 #   build/lib/pkgconfig/libcop.pc         for programs built against the
 #                                         build tree (PKG_CONFIG_PATH)
-#   build/lib/install/libcop.pc           the installed one, in lib/coprof
+#   build/lib/install/libcop.pc           the installed one, in lib/pkgconfig
 
 LIBCOP_SONAME := libcop.so.1
 LIBCOP := $(LIB)/$(LIBCOP_SONAME)
@@ -42,5 +42,6 @@ libcop-installed-pc: sdk/libcop/libcop.pc.in
 $(LIBCOP_INSTALLED_PC): libcop-installed-pc
 
 ALL_TARGETS += $(LIBCOP) $(LIBCOP_LINK) $(LIBCOP_PC) $(LIBCOP_INSTALLED_PC)
-INSTALL_LIBS += $(LIBCOP) $(LIBCOP_LINK) $(LIBCOP_INSTALLED_PC)
+INSTALL_LIBS += $(LIBCOP) $(LIBCOP_LINK)
+INSTALL_PKGCONFIG += $(LIBCOP_INSTALLED_PC)
 INSTALL_HEADERS += sdk/libcop.h
