@@ -87,27 +87,6 @@ def test_make_install(tmp_path):
     assert out.stdout.split()[0] == "0xfffffe"
 
 
-def test_installed_libcop_links_through_pkg_config(tmp_path):
-    """A host program builds against the installed libcop with pkg-config."""
-    dest = tmp_path / "root"
-    subprocess.run(["make", "-s", "install", "PREFIX=/opt/coprof",
-                    "DESTDIR=%s" % dest], cwd=SOURCE, check=True,
-                   capture_output=True, timeout=600)
-    env = dict(os.environ,
-               PKG_CONFIG_PATH=str(dest / "opt/coprof/lib/pkgconfig"),
-               PKG_CONFIG_SYSROOT_DIR=str(dest))
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libcop"],
-                           env=env, capture_output=True, text=True)
-    assert flags.returncode == 0, flags.stderr
-    source = tmp_path / "host.c"
-    source.write_text('#include <libcop.h>\n'
-                      'int main(void) { return 0; }\n')
-    result = subprocess.run(["gcc", str(source), "-o", str(tmp_path / "host")]
-                            + flags.stdout.split(),
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
 def test_installed_headers_compile_alone(tmp_path):
     dest = tmp_path / "root"
     subprocess.run(["make", "-s", "install", "PREFIX=/usr", "DESTDIR=%s" % dest],

@@ -67,7 +67,7 @@ def test_installed_library_builds_through_pkg_config(tmp_path):
                     "DESTDIR=%s" % dest], cwd=SOURCE, check=True,
                    capture_output=True, timeout=600)
     env = dict(os.environ)
-    env["PKG_CONFIG_PATH"] = str(dest / "opt/libcop-test/lib/coprof")
+    env["PKG_CONFIG_PATH"] = str(dest / "opt/libcop-test/lib/pkgconfig")
     env["PKG_CONFIG_SYSROOT_DIR"] = str(dest)
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libcop"],
                            env=env, capture_output=True, text=True, check=True)
