@@ -727,7 +727,8 @@ static int append(char *buf, size_t len, size_t *used, const char *text,
 }
 
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
-                     const char *regs, uint32_t context, uint32_t mode)
+                     const char *regs, uint32_t context, uint32_t mode,
+                     const char *counts)
 {
     char tail[64];
     size_t used = 0;
@@ -738,6 +739,9 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
         || append(buf, len, &used, ",regs=", 0) < 0
         || append(buf, len, &used, regs, 1) < 0
         || append(buf, len, &used, tail, 0) < 0)
+        return -1;
+    if (counts && (append(buf, len, &used, ",counts=", 0) < 0
+                   || append(buf, len, &used, counts, 1) < 0))
         return -1;
     return 0;
 }
@@ -764,7 +768,7 @@ static int bind_and_load(struct trace_run *run, uint32_t count,
 }
 
 static int format_plugin_arg(struct trace_run *run, uint32_t mode,
-                             char *err, size_t errlen)
+                             const char *counts, char *err, size_t errlen)
 {
     char plugin[PATH_MAX];
 
@@ -774,7 +778,7 @@ static int format_plugin_arg(struct trace_run *run, uint32_t mode,
         return -1;
     }
     if (trace_plugin_arg(run->plugin_arg, sizeof(run->plugin_arg), plugin,
-                         run->unit->path, run->context, mode) < 0) {
+                         run->unit->path, run->context, mode, counts) < 0) {
         fail(err, errlen, "%s: path too long for QEMU's -plugin option",
              run->unit->path);
         return -1;
@@ -785,7 +789,7 @@ static int format_plugin_arg(struct trace_run *run, uint32_t mode,
 int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
-                    char *err, size_t errlen)
+                    const char *counts, char *err, size_t errlen)
 {
     memset(run, 0, sizeof(*run));
     run->context = context;
@@ -795,7 +799,7 @@ int trace_run_start(struct trace_run *run, const char *regs,
                      : trace_unit_create_temp(NULL, geo, err, errlen);
     if (!run->unit)
         return -1;
-    if (format_plugin_arg(run, mode, err, errlen) < 0
+    if (format_plugin_arg(run, mode, counts, err, errlen) < 0
         || bind_and_load(run, count, err, errlen) < 0) {
         trace_run_end(run);
         return -1;
