@@ -156,6 +156,12 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
                      const char *regs, uint32_t context, uint32_t mode,
                      const char *counts);
 
+/* Makes `path` an empty exact counts file, for the plugin's counts= to
+ * append to (docs/trace-unit.md), so that a path that cannot be written is
+ * an error before the emulator starts.  Returns 0, or -1 with
+ * "PATH: cannot write: REASON". */
+int trace_counts_create(const char *path, char *err, size_t errlen);
+
 /* ---- A simple traced run (cop-run, coptrace run) ---------------------- */
 
 /* One emulator traced on one slot, with the simple consumer. */

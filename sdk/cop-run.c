@@ -233,22 +233,6 @@ static int run_qemu(const struct cop_argv *command, struct traced *trace)
     }
 }
 
-/* The plugin appends its counts: start the file empty, and say now, not
- * from inside QEMU, when it cannot be written. */
-static int start_counts(const char *path)
-{
-    FILE *f;
-
-    if (!path)
-        return 0;
-    f = fopen(path, "w");
-    if (!f || fclose(f) != 0) {
-        cli_fail(0, "%s: cannot write: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* Runs QEMU with the trace unit attached and prints its counters. */
 static int run_traced(const struct run_options *opts, struct cop_argv *command)
 {
@@ -259,8 +243,9 @@ static int run_traced(const struct run_options *opts, struct cop_argv *command)
 
     trace_geometry_default(&geo);
     geo.fifo_depth = opts->fifo_depth;
-    if (start_counts(opts->exact_counts) < 0)
-        return EXIT_RUN_FAILED;
+    if (opts->exact_counts
+        && trace_counts_create(opts->exact_counts, err, sizeof(err)) < 0)
+        return cli_fail(EXIT_RUN_FAILED, "%s", err);
     if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
                         opts->reference ? TRACE_MODE_REFERENCE
                                         : TRACE_MODE_FAST,
