@@ -456,9 +456,9 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
             retire_last_block();
         tu.instructions += slot_cycles() - tu.attached_at;
     }
-    trace_context_exit(tu.context, tu.instructions);
     if (tu.counts_out)
-        write_counts();
+        write_counts();     /* before a controller learns we are done */
+    trace_context_exit(tu.context, tu.instructions);
 }
 
 /* ---- Translation -------------------------------------------------------- */
