@@ -165,6 +165,45 @@ def test_counts_equal_captures_at_every_instruction(coprof_bin, build_dir,
     assert sum(per_pc.values()) == counters["instructions"]
 
 
+def per_pc_counts(counts):
+    per_pc = collections.Counter()
+    for run in exact_counts.read_counts(str(counts)):
+        for code in run.codes:
+            for insn in code.insns:
+                if insn.count:
+                    per_pc[insn.pc] += insn.count
+    return per_pc
+
+
+@pytest.mark.parametrize("command,status", [("illegal", 132), ("fault", 132),
+                                            ("abort", 134)])
+def test_traps_and_errors_counted_exactly(coprof_bin, build_dir, tmp_path,
+                                          command, status):
+    """Programs that trap (a block left at the faulting instruction) or stop
+    in the runtime: the counts equal the reference mode's captures at N = 1
+    pc for pc, and are the same whichever mode samples (the fast mode
+    itself counts the rest of a block cut by a fault: docs/trace-unit.md)."""
+    image = os.path.join(build_dir, "tests", "cop", "runtime-probe.elf")
+    results = {}
+    for mode in ("fast", "reference"):
+        samples, counts = tmp_path / (mode + ".s"), tmp_path / (mode + ".c")
+        proc = subprocess.run(
+            [coprof_bin("cop-run"), "--sample-every", "1", "--fifo-depth",
+             BIG_FIFO, "--samples-out", str(samples), "--exact-counts",
+             str(counts)] + (["--reference"] if mode == "reference" else [])
+            + [image, command], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == status, proc.stderr
+        results[mode] = (counters_of(proc.stderr), samples, counts)
+    reference, samples, _ = results["reference"]
+    captured = collections.Counter(int(x, 16) for x in
+                                   samples.read_text().split())
+    for mode in ("fast", "reference"):
+        per_pc = per_pc_counts(results[mode][2])
+        assert {pc - LS_BASE: n for pc, n in per_pc.items()
+                if pc >= LS_BASE} == dict(captured)
+        assert sum(per_pc.values()) == reference["instructions"]
+
+
 def test_overlay_functions_counted_in_their_own_overlay(coprof_bin,
                                                         build_dir, tmp_path):
     image = example(build_dir, "overlays")
