@@ -6,7 +6,7 @@
  *   coptrace show FILE
  *   coptrace run [--regs FILE] [--context C] [--slot S] --sample-every N
  *                [--reference] [--samples-out FILE] [--fifo-depth N]
- *                [--no-drain] -- EMULATOR [ARGS...]
+ *                [--no-drain] [--exact-counts FILE] -- EMULATOR [ARGS...]
  *
  * `run` is the trace unit's simple consumer for any emulator command line:
  * it binds the context to the slot, loads the slot's LFSR for one capture
@@ -42,7 +42,8 @@ static void usage(FILE *out)
         "       coptrace show FILE\n"
         "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
         "                --sample-every N [--reference] [--samples-out FILE]\n"
-        "                [--fifo-depth N] [--no-drain] -- EMULATOR [ARGS...]\n"
+        "                [--fifo-depth N] [--no-drain] [--exact-counts FILE]\n"
+        "                -- EMULATOR [ARGS...]\n"
         "\n"
         "Creates, shows and uses the register file of the coprocessor trace\n"
         "unit (docs/trace-unit.md): the shared file through which the\n"
@@ -64,6 +65,8 @@ static void usage(FILE *out)
         "                      consumer: the FIFO keeps its oldest entries)\n"
         "        --fifo-depth  the FIFO of the private file used without\n"
         "                      --regs\n"
+        "        --exact-counts FILE  also count every instruction exactly\n"
+        "                      into FILE (the plugin's counts=)\n"
         "\n"
         "The plugin is found beside this program (../lib) or in\n"
         "$COPROF_TRACE_PLUGIN.  Errors print one line and exit with\n"
@@ -198,6 +201,7 @@ static int cmd_show(int argc, char **argv)
 struct run_options {
     const char *regs;
     const char *samples_out;
+    const char *exact_counts;
     uint32_t context;
     uint32_t slot;
     uint32_t count;
@@ -218,6 +222,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         { "samples-out", required_argument, NULL, 'o' },
         { "fifo-depth", required_argument, NULL, 'd' },
         { "no-drain", no_argument, NULL, 'D' },
+        { "exact-counts", required_argument, NULL, 'x' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -231,6 +236,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         case 'o': opt->samples_out = optarg; break;
         case 'R': opt->reference = 1; break;
         case 'D': opt->drain = 0; break;
+        case 'x': opt->exact_counts = optarg; break;
         case 'c':
         case 's':
         case 'd':
@@ -327,10 +333,15 @@ static int cmd_run(int argc, char **argv)
         return rc;
     trace_geometry_default(&geo);
     geo.fifo_depth = opt.fifo_depth;
+    if (opt.exact_counts
+        && trace_counts_create(opt.exact_counts, err, sizeof(err)) < 0) {
+        cli_fail(0, "%s", err);
+        return EXIT_USAGE;
+    }
     if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
                         opt.count, opt.reference ? TRACE_MODE_REFERENCE
                                                  : TRACE_MODE_FAST,
-                        err, sizeof(err)) < 0) {
+                        opt.exact_counts, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }

@@ -91,6 +91,12 @@ struct qemu_plugin_insn *
 qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 
+/* The instruction's bytes as translated, and their number.  API 3 (QEMU
+ * 9.1) changed qemu_plugin_insn_data to copy into a buffer; the plugin uses
+ * it only under API 1 and 2 (trace-plugin.c, counts=). */
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+
 /* The instruction's disassembly, to be freed by the caller. */
 char *qemu_plugin_insn_disas(const struct qemu_plugin_insn *insn);
 

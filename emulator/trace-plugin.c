@@ -5,6 +5,7 @@
  *
  *   qemu-system-riscv32 ... \
  *       -plugin libcoptrace.so,regs=FILE,context=N[,mode=fast|reference]
+ *               [,counts=COUNTS]
  *
  * FILE is the register file (trace-regs.h, docs/trace-unit.md) that copsim,
  * the driver or cop-run created; N is this context's entry in it.  The
@@ -40,12 +41,24 @@
  * decided only when the next block starts.  Both modes therefore give the
  * same captures, sample for sample; the one exception, documented in
  * docs/trace-unit.md, is a guest exception in the middle of a block.
+ *
+ * counts=COUNTS adds an exact count of every instruction, for tests that
+ * check the samples against the truth: one more callback before every
+ * instruction (the reference mode's way, so a block left early by an exit
+ * or a trap counts only what ran) increments a counter of its own.  The
+ * counters belong to the translated code, keyed by its start address and
+ * its instruction bytes, so two overlays loaded at one address (QEMU
+ * retranslates after the overlay manager's fence.i) keep apart.  At exit
+ * they are appended to COUNTS with the bytes, one record per distinct
+ * block (format: docs/trace-unit.md).  Counting touches nothing the
+ * sampling reads, so the captures are the same with or without it.
  */
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <glib.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,6 +78,18 @@ struct block {
     uint32_t n_if_stopped;      /* up to its last memory write; the rest is
                                    its tail */
     uint64_t vaddr[];           /* guest address of each instruction */
+};
+
+/* counts=: one distinct piece of translated code and its counters. */
+struct code {
+    uint64_t vaddr;             /* its first instruction */
+    uint32_t n_insns;
+    uint32_t n_bytes;
+    uint32_t hash;              /* FNV-1a of the bytes */
+    uint64_t *insn_vaddr;       /* n_insns addresses */
+    uint32_t *insn_size;        /* n_insns sizes in bytes */
+    uint64_t *counts;           /* n_insns counters; never move */
+    uint8_t bytes[];            /* the instruction bytes, as translated */
 };
 
 /* Stands in for a slot while the context is detached: never written. */
@@ -96,6 +121,9 @@ static struct {
     uint64_t attached_at;           /* slot cycles when we attached */
     uint64_t instructions;          /* retired on earlier slots */
     GHashTable *blocks;             /* interned struct block */
+    GHashTable *codes;              /* counts=: interned struct code */
+    FILE *counts_out;               /* counts=: appended to at exit */
+    const char *counts_path;
 } tu = { .slot = &detached_slot };
 
 /*
@@ -345,6 +373,79 @@ static void retire_last_block(void)
         set_slot_cycles(slot_cycles() - (b->n_insns - b->n_if_stopped));
 }
 
+/* ---- Exact counts (counts=) --------------------------------------------- */
+
+/* Before every instruction, with counts= on. */
+static void on_count(unsigned int vcpu_index, void *udata)
+{
+    (*(uint64_t *)udata)++;
+}
+
+static gint code_order(gconstpointer a, gconstpointer b)
+{
+    const struct code *x = a, *y = b;
+
+    if (x->vaddr != y->vaddr)
+        return x->vaddr < y->vaddr ? -1 : 1;
+    if (x->n_insns != y->n_insns)
+        return x->n_insns < y->n_insns ? -1 : 1;
+    return memcmp(x->bytes, y->bytes, MIN(x->n_bytes, y->n_bytes));
+}
+
+static uint64_t code_total(const struct code *c)
+{
+    uint64_t total = 0;
+
+    for (uint32_t i = 0; i < c->n_insns; i++)
+        total += c->counts[i];
+    return total;
+}
+
+static void write_code(FILE *out, const struct code *c)
+{
+    const uint8_t *bytes = c->bytes;
+
+    fprintf(out, "code 0x%08llx %u 0x%08x\n", (unsigned long long)c->vaddr,
+            c->n_insns, c->hash);
+    for (uint32_t i = 0; i < c->n_insns; i++) {
+        fprintf(out, "0x%08llx ", (unsigned long long)c->insn_vaddr[i]);
+        for (uint32_t k = 0; k < c->insn_size[i]; k++)
+            fprintf(out, "%02x", *bytes++);
+        fprintf(out, " %llu\n", (unsigned long long)c->counts[i]);
+    }
+}
+
+/* Appends this run's counters to COUNTS: the codes that ran, in address
+ * order, between a header and an end line that carries the totals. */
+static void write_counts(void)
+{
+    GList *codes = g_list_sort(g_hash_table_get_values(tu.codes), code_order);
+    uint64_t total = 0;
+    unsigned written = 0;
+    FILE *out = tu.counts_out;
+
+    fprintf(out, "coprof-exact-counts 1\n");
+    fprintf(out, "run context=%u mode=%s ls_base=0x%08llx ls_size=0x%llx\n",
+            tu.context_id, tu.reference ? "reference" : "fast",
+            (unsigned long long)tu.ls_base, (unsigned long long)tu.ls_size);
+    for (GList *l = codes; l; l = l->next) {
+        uint64_t n = code_total(l->data);
+
+        if (!n)
+            continue;
+        write_code(out, l->data);
+        total += n;
+        written++;
+    }
+    fprintf(out, "end instructions=%llu codes=%u\n",
+            (unsigned long long)total, written);
+    g_list_free(codes);
+    if (fclose(out) != 0)
+        fprintf(stderr, "coptrace: %s: cannot write: %s\n", tu.counts_path,
+                strerror(errno));
+    tu.counts_out = NULL;
+}
+
 static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
 {
     if (tu.finished)
@@ -355,6 +456,8 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
             retire_last_block();
         tu.instructions += slot_cycles() - tu.attached_at;
     }
+    if (tu.counts_out)
+        write_counts();     /* before a controller learns we are done */
     trace_context_exit(tu.context, tu.instructions);
 }
 
@@ -431,9 +534,86 @@ static const struct block *intern_block(const struct qemu_plugin_tb *tb)
     return b;
 }
 
+static guint code_hash(gconstpointer key)
+{
+    const struct code *c = key;
+
+    return c->hash ^ (guint)c->vaddr ^ c->n_insns;
+}
+
+static gboolean code_equal(gconstpointer a, gconstpointer b)
+{
+    const struct code *x = a, *y = b;
+
+    return x->vaddr == y->vaddr && x->n_insns == y->n_insns
+           && x->n_bytes == y->n_bytes
+           && !memcmp(x->bytes, y->bytes, x->n_bytes)
+           && !memcmp(x->insn_size, y->insn_size,
+                      x->n_insns * sizeof(x->insn_size[0]));
+}
+
+static void free_code(struct code *c)
+{
+    g_free(c->insn_vaddr);
+    g_free(c->insn_size);
+    g_free(c->counts);
+    g_free(c);
+}
+
+/* The counters of the block's code: the same for every translation of the
+ * same bytes at the same address, apart for other bytes there. */
+static struct code *intern_code(const struct qemu_plugin_tb *tb)
+{
+    uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb), size = 0;
+    struct code *c, *known;
+
+    for (uint32_t i = 0; i < n; i++)
+        size += (uint32_t)qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, i));
+    c = g_malloc0(sizeof(*c) + size);
+    c->n_insns = n;
+    c->n_bytes = size;
+    c->hash = 2166136261u;
+    c->insn_vaddr = g_new0(uint64_t, n);
+    c->insn_size = g_new0(uint32_t, n);
+    for (uint32_t i = 0, at = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        const uint8_t *data = qemu_plugin_insn_data(insn);
+
+        c->insn_vaddr[i] = qemu_plugin_insn_vaddr(insn);
+        c->insn_size[i] = (uint32_t)qemu_plugin_insn_size(insn);
+        memcpy(c->bytes + at, data, c->insn_size[i]);
+        at += c->insn_size[i];
+    }
+    for (uint32_t k = 0; k < size; k++)
+        c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
+    c->vaddr = n ? c->insn_vaddr[0] : 0;
+    known = g_hash_table_lookup(tu.codes, c);
+    if (known) {
+        free_code(c);
+        return known;
+    }
+    c->counts = g_new0(uint64_t, n);
+    g_hash_table_add(tu.codes, c);
+    return c;
+}
+
+static void count_block(struct qemu_plugin_tb *tb)
+{
+    struct code *c = intern_code(tb);
+
+    for (uint32_t i = 0; i < c->n_insns; i++)
+        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
+                                               on_count,
+                                               QEMU_PLUGIN_CB_NO_REGS,
+                                               &c->counts[i]);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
+
+    if (tu.codes)
+        count_block(tb);
 
     if (!tu.reference) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block,
@@ -455,6 +635,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 struct options {
     const char *regs;
+    const char *counts;
     uint32_t context;
     int have_context;
     int reference;
@@ -478,21 +659,45 @@ static int parse_options(int argc, char **argv, struct options *opt)
             }
             opt->context = (uint32_t)id;
             opt->have_context = 1;
+        } else if (!strncmp(arg, "counts=", 7) && arg[7]) {
+            opt->counts = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
             opt->reference = 0;
         } else if (!strcmp(arg, "mode=reference")) {
             opt->reference = 1;
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
-                    "regs=FILE, context=N, mode=fast|reference)\n", arg);
+                    "regs=FILE, context=N, mode=fast|reference, "
+                    "counts=FILE)\n", arg);
             return -1;
         }
     }
     if (!opt->regs || !opt->have_context) {
         fprintf(stderr, "coptrace: usage: -plugin libcoptrace.so,regs=FILE,"
-                "context=N[,mode=fast|reference]\n");
+                "context=N[,mode=fast|reference][,counts=FILE]\n");
         return -1;
     }
+    return 0;
+}
+
+/* counts=: the file is opened now (appended to, so that several runs of a
+ * context can share it), so that a bad path stops QEMU before it runs. */
+static int open_counts(const qemu_info_t *info, const char *path)
+{
+    if (info->version.cur >= 3) {
+        fprintf(stderr, "coptrace: counts=%s needs QEMU's plugin API 1 or 2 "
+                "(QEMU 9.0 or older); this QEMU has %d\n", path,
+                info->version.cur);
+        return -1;
+    }
+    tu.counts_out = fopen(path, "a");
+    if (!tu.counts_out) {
+        fprintf(stderr, "coptrace: %s: cannot write: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    tu.counts_path = path;
+    tu.codes = g_hash_table_new(code_hash, code_equal);
     return 0;
 }
 
@@ -510,6 +715,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
                 "machine has %d\n", info->system.smp_vcpus);
         return -1;
     }
+    if (opt.counts && open_counts(info, opt.counts) < 0)
+        return -1;
     tu.unit = trace_unit_open(opt.regs, err, sizeof(err));
     if (!tu.unit) {
         fprintf(stderr, "coptrace: %s\n", err);

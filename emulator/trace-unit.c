@@ -727,7 +727,8 @@ static int append(char *buf, size_t len, size_t *used, const char *text,
 }
 
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
-                     const char *regs, uint32_t context, uint32_t mode)
+                     const char *regs, uint32_t context, uint32_t mode,
+                     const char *counts)
 {
     char tail[64];
     size_t used = 0;
@@ -739,6 +740,20 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
         || append(buf, len, &used, regs, 1) < 0
         || append(buf, len, &used, tail, 0) < 0)
         return -1;
+    if (counts && (append(buf, len, &used, ",counts=", 0) < 0
+                   || append(buf, len, &used, counts, 1) < 0))
+        return -1;
+    return 0;
+}
+
+int trace_counts_create(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+
+    if (!f || fclose(f) != 0) {
+        fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
     return 0;
 }
 
@@ -764,7 +779,7 @@ static int bind_and_load(struct trace_run *run, uint32_t count,
 }
 
 static int format_plugin_arg(struct trace_run *run, uint32_t mode,
-                             char *err, size_t errlen)
+                             const char *counts, char *err, size_t errlen)
 {
     char plugin[PATH_MAX];
 
@@ -774,7 +789,7 @@ static int format_plugin_arg(struct trace_run *run, uint32_t mode,
         return -1;
     }
     if (trace_plugin_arg(run->plugin_arg, sizeof(run->plugin_arg), plugin,
-                         run->unit->path, run->context, mode) < 0) {
+                         run->unit->path, run->context, mode, counts) < 0) {
         fail(err, errlen, "%s: path too long for QEMU's -plugin option",
              run->unit->path);
         return -1;
@@ -785,7 +800,7 @@ static int format_plugin_arg(struct trace_run *run, uint32_t mode,
 int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
-                    char *err, size_t errlen)
+                    const char *counts, char *err, size_t errlen)
 {
     memset(run, 0, sizeof(*run));
     run->context = context;
@@ -795,7 +810,7 @@ int trace_run_start(struct trace_run *run, const char *regs,
                      : trace_unit_create_temp(NULL, geo, err, errlen);
     if (!run->unit)
         return -1;
-    if (format_plugin_arg(run, mode, err, errlen) < 0
+    if (format_plugin_arg(run, mode, counts, err, errlen) < 0
         || bind_and_load(run, count, err, errlen) < 0) {
         trace_run_end(run);
         return -1;

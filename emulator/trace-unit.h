@@ -149,9 +149,18 @@ void trace_context_exit(struct trace_regs_context *context,
 int trace_plugin_path(char *buf, size_t len);
 
 /* Formats QEMU's -plugin argument for a context; commas in paths are
- * doubled as QEMU's option syntax needs.  Returns 0 or -1 if too long. */
+ * doubled as QEMU's option syntax needs.  counts, unless NULL, is the file
+ * the plugin's exact instruction counts go to (counts=).  Returns 0 or -1
+ * if too long. */
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
-                     const char *regs, uint32_t context, uint32_t mode);
+                     const char *regs, uint32_t context, uint32_t mode,
+                     const char *counts);
+
+/* Makes `path` an empty exact counts file, for the plugin's counts= to
+ * append to (docs/trace-unit.md), so that a path that cannot be written is
+ * an error before the emulator starts.  Returns 0, or -1 with
+ * "PATH: cannot write: REASON". */
+int trace_counts_create(const char *path, char *err, size_t errlen);
 
 /* ---- A simple traced run (cop-run, coptrace run) ---------------------- */
 
@@ -172,13 +181,13 @@ struct trace_run {
  * with `geo` when regs is NULL; binds `context` to `slot`; loads and
  * programs the LFSR for one capture every `count` instructions; records
  * this process as the controller; opens the gate; and formats the plugin
- * argument for `mode`.  Returns 0, or -1 with the reason (nothing left
+ * argument for `mode` (and `counts`, the exact counts file, or NULL).  Returns 0, or -1 with the reason (nothing left
  * behind).
  */
 int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
-                    char *err, size_t errlen);
+                    const char *counts, char *err, size_t errlen);
 
 /*
  * The simple consumer: drains the run's slot into out until process

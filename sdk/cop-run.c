@@ -3,7 +3,8 @@
  *
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
  *           [--sample-every N [--reference] [--samples-out FILE]
- *            [--fifo-depth D] [--no-trace]] IMAGE [ARGS...]
+ *            [--fifo-depth D] [--exact-counts C] [--no-trace]]
+ *           IMAGE [ARGS...]
  *
  * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
  * anonymous one), places the image and the arguments {IMAGE, ARGS...} in it
@@ -14,6 +15,8 @@
  * trace-unit.md): a private register file whose slot 0 captures every N-th
  * instruction, the libcoptrace.so plugin on the QEMU command line, and a
  * simple consumer that drains the slot's FIFO into FILE while QEMU runs.
+ * --exact-counts C also has the plugin count every instruction exactly and
+ * write the counts to C at the end (counts=, docs/trace-unit.md).
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
@@ -44,6 +47,7 @@ struct run_options {
     int reference;                  /* the plugin's reference mode */
     const char *samples_out;        /* NULL: count captures only */
     uint32_t fifo_depth;
+    const char *exact_counts;       /* NULL: no exact counts */
     int no_trace;                   /* run without the plugin after all */
     const char *image;
     int argc;                       /* the program's argv, IMAGE first */
@@ -85,6 +89,10 @@ static void usage(FILE *out)
         "      --fifo-depth D  entries of the trace FIFO, a power of two\n"
         "                      (default %u); captures that find it full are\n"
         "                      dropped and counted\n"
+        "  -c, --exact-counts C\n"
+        "                      also count every instruction exactly and write\n"
+        "                      the counts to the file C at the end\n"
+        "                      (docs/trace-unit.md); needs --sample-every\n"
         "      --no-trace      run without the plugin even with the options\n"
         "                      above: the baseline to measure its cost\n"
         "  -h, --help          show this help\n"
@@ -106,6 +114,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"reference", no_argument, NULL, 'R'},
         {"samples-out", required_argument, NULL, 'o'},
         {"fifo-depth", required_argument, NULL, 'D'},
+        {"exact-counts", required_argument, NULL, 'c'},
         {"no-trace", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -114,7 +123,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     int c;
 
     opts->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
-    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:h", long_options,
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:c:h", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -149,6 +158,9 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
                                 "count", optarg);
             opts->fifo_depth = (uint32_t)number;
             break;
+        case 'c':
+            opts->exact_counts = optarg;
+            break;
         case 'T':
             opts->no_trace = 1;
             break;
@@ -164,9 +176,10 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         usage(stderr);
         return EXIT_RUN_FAILED;
     }
-    if (!opts->sample_every && (opts->reference || opts->samples_out))
-        return cli_fail(EXIT_RUN_FAILED, "--reference and --samples-out "
-                        "need --sample-every N");
+    if (!opts->sample_every
+        && (opts->reference || opts->samples_out || opts->exact_counts))
+        return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out and "
+                        "--exact-counts need --sample-every N");
     opts->image = argv[optind];
     opts->argc = argc - optind;
     opts->argv = argv + optind;
@@ -230,10 +243,13 @@ static int run_traced(const struct run_options *opts, struct cop_argv *command)
 
     trace_geometry_default(&geo);
     geo.fifo_depth = opts->fifo_depth;
+    if (opts->exact_counts
+        && trace_counts_create(opts->exact_counts, err, sizeof(err)) < 0)
+        return cli_fail(EXIT_RUN_FAILED, "%s", err);
     if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
                         opts->reference ? TRACE_MODE_REFERENCE
                                         : TRACE_MODE_FAST,
-                        err, sizeof(err)) < 0)
+                        opts->exact_counts, err, sizeof(err)) < 0)
         return cli_fail(EXIT_RUN_FAILED, "%s", err);
     if (cop_argv_add(command, "-plugin") < 0
         || cop_argv_add(command, trace.run.plugin_arg) < 0) {

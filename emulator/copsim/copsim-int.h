@@ -101,6 +101,7 @@ struct copsim {
     char *state_dir;
     char *images_dir;               /* copies of anonymous images */
     char *regs_path;
+    char *counts_dir;               /* --exact-counts DIR, absolute; or NULL */
     char *event_log_path;
     char *plugin_path;
     int listen_fd;
@@ -133,6 +134,10 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
 int sim_context_load(struct copsim *sim, struct sim_context *c, pid_t tid,
                      uint64_t object_id, uint64_t size, char *err,
                      size_t errlen);
+/* DIR/context-ID.counts, the exact counts file of context c (config
+ * exact_counts_dir); -1 when it does not fit. */
+int copsim_counts_path(const struct copsim *sim, const struct sim_context *c,
+                       char *buf, size_t len);
 /* Frees a context that is not running; reaped says its client vanished. */
 void sim_context_free(struct copsim *sim, struct sim_context *c, int reaped);
 

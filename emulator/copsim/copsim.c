@@ -150,6 +150,39 @@ static int start_scheduler(struct copsim *sim, char *err, size_t errlen)
     return scheduler_start(&sim->sched, err, errlen);
 }
 
+/* --exact-counts DIR must be a directory we can write in. */
+static int check_counts_dir(struct copsim *sim, char *err, size_t errlen)
+{
+    const char *dir = sim->config.exact_counts_dir;
+    struct stat st;
+
+    if (!dir)
+        return 0;
+    if (stat(dir, &st) < 0 || access(dir, W_OK | X_OK) < 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", dir);
+        return -1;
+    }
+    sim->counts_dir = realpath(dir, NULL);   /* QEMU may run elsewhere */
+    if (!sim->counts_dir) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int copsim_counts_path(const struct copsim *sim, const struct sim_context *c,
+                       char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s/context-%llu.counts", sim->counts_dir,
+                     (unsigned long long)c->info.id);
+
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 struct copsim *copsim_create(const struct copsim_config *config,
                              char *err, size_t errlen)
 {
@@ -171,6 +204,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     sim->context_used = calloc(sim->config.n_contexts, 1);
     if (!sim->context_used || choose_paths(sim, err, errlen) < 0
         || find_plugin(sim, err, errlen) < 0
+        || check_counts_dir(sim, err, errlen) < 0
         || server_check_unused(sim, err, errlen) < 0
         || create_register_file(sim, err, errlen) < 0
         || schedlog_open(&sim->log, sim->event_log_path, err, errlen) < 0
@@ -256,6 +290,7 @@ void copsim_destroy(struct copsim *sim)
     g_free(sim->state_dir);
     g_free(sim->images_dir);
     g_free(sim->regs_path);
+    free(sim->counts_dir);
     g_free(sim->event_log_path);
     g_free(sim->plugin_path);
     free(sim);
@@ -350,6 +385,17 @@ static char *format_stack(pid_t pid, const uint64_t *frames, size_t n_frames)
     return strdup(text);
 }
 
+/* Context ids are never reused within a copsim, but an older copsim may
+ * have left a file of that name: the plugin appends to it, run after run. */
+static void forget_counts(const struct copsim *sim, const struct sim_context *c)
+{
+    char path[COPSIM_PATH_MAX];
+
+    if (sim->counts_dir
+        && copsim_counts_path(sim, c, path, sizeof(path)) == 0)
+        unlink(path);
+}
+
 struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
                                     const uint64_t *frames, size_t n_frames,
                                     char *err, size_t errlen)
@@ -383,6 +429,7 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
     }
     c->stack = format_stack(pid, frames, n_frames);
     c->info.creation_stack = c->stack ? c->stack : "";
+    forget_counts(sim, c);
     schedlog_create(&sim->log, &c->info);
     return c;
 }

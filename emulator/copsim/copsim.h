@@ -44,6 +44,8 @@ struct copsim_config {
     const char *qemu_program;   /* NULL: qemu-system-riscv32 from PATH */
     const char *plugin_path;    /* NULL: trace_plugin_path() */
     int reference_mode;         /* plugin in reference mode */
+    const char *exact_counts_dir; /* plugin's exact counts go to
+                                   DIR/context-ID.counts; NULL: none */
     pid_t parent_pid;           /* private copsim: stop when it dies; 0 */
 };
 

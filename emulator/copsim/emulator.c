@@ -319,13 +319,20 @@ static int build_command(struct copsim *sim, struct sim_context *c,
         .program = sim->config.qemu_program,
         .ram_path = c->ram.path,
     };
-    char plugin[2 * COPSIM_PATH_MAX];
+    char plugin[3 * COPSIM_PATH_MAX], counts[COPSIM_PATH_MAX];
 
     cop_argv_init(command);
+    if (sim->counts_dir
+        && copsim_counts_path(sim, c, counts, sizeof(counts)) < 0) {
+        snprintf(err, errlen, "%s: path too long",
+                 sim->config.exact_counts_dir);
+        return -1;
+    }
     if (trace_plugin_arg(plugin, sizeof(plugin), sim->plugin_path,
                          sim->regs_path, c->info.trace_context,
                          sim->config.reference_mode ? TRACE_MODE_REFERENCE
-                                                    : TRACE_MODE_FAST) < 0) {
+                                                    : TRACE_MODE_FAST,
+                         sim->counts_dir ? counts : NULL) < 0) {
         snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
         return -1;
     }

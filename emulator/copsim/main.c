@@ -91,6 +91,10 @@ static void usage(FILE *out)
         "                        $COPROF_TRACE_PLUGIN)\n"
         "      --reference       run the plugin in its per-instruction\n"
         "                        reference mode\n"
+        "      --exact-counts DIR\n"
+        "                        count every instruction exactly: each run of\n"
+        "                        context ID appends its counts to\n"
+        "                        DIR/context-ID.counts (docs/trace-unit.md)\n"
         "      --private PID     stop when process PID ends, leaving nothing\n"
         "                        behind (libcop's private copsim)\n"
         "      --ready-fd FD     write \"ready\\n\" to FD once serving\n"
@@ -212,6 +216,9 @@ static int parse_option(int c, const char *arg, struct options *opts)
     case 'R':
         config->reference_mode = 1;
         return 0;
+    case 'x':
+        config->exact_counts_dir = arg;
+        return 0;
     case 'p':
         if (parse_number("--private", arg, 1, INT32_MAX, &number) < 0)
             return -1;
@@ -250,6 +257,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"qemu", required_argument, NULL, 'Q'},
         {"plugin", required_argument, NULL, 'P'},
         {"reference", no_argument, NULL, 'R'},
+        {"exact-counts", required_argument, NULL, 'x'},
         {"private", required_argument, NULL, 'p'},
         {"ready-fd", required_argument, NULL, 'f'},
         {"event", required_argument, NULL, 'e'},

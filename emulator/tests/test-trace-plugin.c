@@ -85,7 +85,8 @@ static pid_t start_emulator(struct fixture *f, uint32_t context,
     g_assert_true(g_file_test(elf, G_FILE_TEST_EXISTS));
     g_assert_cmpint(trace_plugin_arg(arg, sizeof(arg), plugin, f->regs,
                                      context, reference ? TRACE_MODE_REFERENCE
-                                                        : TRACE_MODE_FAST),
+                                                        : TRACE_MODE_FAST,
+                                     NULL),
                     ==, 0);
     pid = fork();
     g_assert_cmpint(pid, >=, 0);

@@ -509,10 +509,12 @@ static void test_trace_run(void)
     g_setenv("COPROF_TRACE_PLUGIN", "/proc/self/exe", TRUE);
     trace_geometry_default(&geo);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 0,
-                                    TRACE_MODE_FAST, err, sizeof(err)), ==, -1);
+                                    TRACE_MODE_FAST, NULL, err, sizeof(err)),
+                    ==, -1);
     g_assert_nonnull(strstr(err, "sample count 0 is outside 1..16777215"));
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 100,
-                                    TRACE_MODE_REFERENCE, err, sizeof(err)),
+                                    TRACE_MODE_REFERENCE, NULL, err,
+                                    sizeof(err)),
                     ==, 0);
     path = g_strdup(run.unit->path);
     ctx = trace_unit_context(run.unit, 2);
@@ -541,7 +543,8 @@ static void test_trace_run(void)
 
     g_setenv("COPROF_TRACE_PLUGIN", "/nonexistent/libcoptrace.so", TRUE);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 0, 0, 5,
-                                    TRACE_MODE_FAST, err, sizeof(err)), ==, -1);
+                                    TRACE_MODE_FAST, NULL, err, sizeof(err)),
+                    ==, -1);
     g_assert_nonnull(strstr(err, "cannot find libcoptrace.so"));
     g_unsetenv("COPROF_TRACE_PLUGIN");
     free(text);
@@ -553,15 +556,23 @@ static void test_plugin_arg(void)
     char buf[256];
 
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "/a,b/lib.so",
-                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE),
+                                     "/tmp/x,y", 3, TRACE_MODE_REFERENCE,
+                                     NULL),
                     ==, 0);
     g_assert_cmpstr(buf, ==, "/a,,b/lib.so,regs=/tmp/x,,y,context=3,"
                              "mode=reference");
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 0,
-                                     TRACE_MODE_FAST), ==, 0);
+                                     TRACE_MODE_FAST, NULL), ==, 0);
     g_assert_cmpstr(buf, ==, "p.so,regs=r,context=0,mode=fast");
+    g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 1,
+                                     TRACE_MODE_FAST, "/c,d/n.counts"), ==, 0);
+    g_assert_cmpstr(buf, ==, "p.so,regs=r,context=1,mode=fast,"
+                    "counts=/c,,d/n.counts");
     g_assert_cmpint(trace_plugin_arg(buf, 12, "p.so", "r", 0,
-                                     TRACE_MODE_FAST), ==, -1);
+                                     TRACE_MODE_FAST, NULL), ==, -1);
+    g_assert_cmpint(trace_plugin_arg(buf, 40, "p.so", "r", 0,
+                                     TRACE_MODE_FAST, "a-long-counts-path"),
+                    ==, -1);
 }
 
 int main(int argc, char **argv)

@@ -258,7 +258,7 @@ static int spawn_run(struct harness *h, struct run *r, const char *plugin)
 		return -1;
 	if (trace_plugin_arg(arg, sizeof(arg), plugin, h->unit->path,
 			     r->context, h->opts.reference ?
-			     TRACE_MODE_REFERENCE : TRACE_MODE_FAST))
+			     TRACE_MODE_REFERENCE : TRACE_MODE_FAST, NULL))
 		return fail("%s: path too long", h->unit->path);
 	qemu.ram_path = r->ram.path;
 	cop_argv_init(&command);

@@ -6,6 +6,7 @@ import array
 import ctypes
 import errno
 import os
+import re
 import socket
 import threading
 
@@ -268,3 +269,37 @@ def test_connection_closed_mid_run_reaps_the_context(copsim, probe_image,
     events = wait_for(logged("reap"))
     unbind = [e for e in events if e["kind"] == "unbind"]
     assert [e["reason"] for e in unbind] == ["reap"]
+
+
+def test_exact_counts_of_a_context_that_runs_twice(copsim, probe_image,
+                                                   tmp_path):
+    """--exact-counts DIR: each run of a context appends its own run to
+    DIR/context-ID.counts, whose total is the RUN reply's instructions."""
+    counts_dir = tmp_path / "counts"
+    counts_dir.mkdir()
+    (counts_dir / "context-1.counts").write_text("left by an older copsim\n")
+    sim = copsim("--exact-counts", str(counts_dir))
+    client = Client(sim)
+    created, (ram,) = client.create()
+    os.close(ram)
+    with open(probe_image, "rb") as f:
+        image = ctypes.create_string_buffer(f.read())
+    client.load(ctypes.addressof(image), len(image.raw) - 1)
+    loaded, _ = client.receive(LoadReply)
+    assert loaded.status.error == 0
+    instructions = []
+    for argv in ([b"probe", b"data", b"4"], [b"probe", b"data", b"2"]):
+        null = os.open(os.devnull, os.O_WRONLY)
+        client.send(run_request(*argv), RUN, fds=[null])
+        os.close(null)
+        done, _ = client.receive(RunReply)
+        assert done.status.error == 0 and done.exit_status == 0
+        instructions.append(done.instructions)
+    client.close()
+    path = counts_dir / ("context-%d.counts" % created.context_id)
+    text = path.read_text()
+    assert text.startswith("coprof-exact-counts 1\n")
+    assert text.count("coprof-exact-counts 1\n") == 2
+    totals = [int(n) for n in re.findall(r"^end instructions=(\d+) ", text,
+                                         re.M)]
+    assert totals == instructions and all(instructions)
