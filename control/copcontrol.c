@@ -49,8 +49,6 @@
 #define DUMP_MS             15000
 #define COPSIM_STOP_MS      30000
 #define EXTRA_ARGS_MAX     32
-#define BUFFER_WORDS_MIN    (COPDRV_BUFFER_MIN / 8u)
-#define BUFFER_WORDS_MAX    (COPDRV_BUFFER_MAX / 8u)
 
 enum action {
     ACT_NONE, ACT_INIT, ACT_START, ACT_STOP, ACT_DUMP, ACT_RESET,
@@ -161,7 +159,8 @@ static void usage(FILE *out)
 "    copcontrol --stop\n"
 "    copcontrol --frequency=20kHz --session-dir=/tmp/s   (saved)\n"
 "    copcontrol --start; copcontrol --status; copcontrol --shutdown\n",
-        BUFFER_WORDS_MIN, BUFFER_WORDS_MAX, (4u << 20) / 8u);
+        DRIVER_BUFFER_WORDS_MIN, DRIVER_BUFFER_WORDS_MAX,
+        DRIVER_BUFFER_WORDS_DEFAULT);
 }
 
 /* ---- Options -------------------------------------------------------------- */
@@ -191,37 +190,21 @@ static int set_rate(struct options *o, enum rate_kind kind, const char *arg)
 
 static int set_buffer(struct options *o, const char *arg)
 {
-    char *end;
-    unsigned long long words;
+    char err[ERR_MAX];
 
-    errno = 0;
-    words = strtoull(arg, &end, 10);
-    if (errno || end == arg || *end || arg[0] == '-' ||
-        words < BUFFER_WORDS_MIN || words > BUFFER_WORDS_MAX)
-        return cli_fail(EXIT_USAGE, "--buffer-size=%s: not a number of "
-                        "64-bit words in %u..%u", arg, BUFFER_WORDS_MIN,
-                        BUFFER_WORDS_MAX);
-    o->given.buffer_words = (uint32_t)words;
+    if (driver_parse_buffer_words(arg, &o->given.buffer_words, err,
+                                  sizeof(err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
     return 0;
 }
 
 static int set_session_dir(struct options *o, const char *arg)
 {
-    char cwd[PATH_MAX];
-    int n;
+    char err[ERR_MAX];
 
-    if (!*arg)
-        return cli_fail(EXIT_USAGE, "--session-dir: empty");
-    if (arg[0] == '/' || !getcwd(cwd, sizeof(cwd)))
-        n = snprintf(o->given.session_dir, sizeof(o->given.session_dir),
-                     "%s", arg);
-    else
-        n = snprintf(o->given.session_dir, sizeof(o->given.session_dir),
-                     "%s/%s", cwd, arg);
-    if (n < 0 || (size_t)n >= sizeof(o->given.session_dir) ||
-        strchr(arg, '\n'))
-        return cli_fail(EXIT_USAGE, "--session-dir=%.64s: not a usable "
-                        "path", arg);
+    if (session_absolute("--session-dir", arg, o->given.session_dir,
+                         sizeof(o->given.session_dir), err, sizeof(err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
     return 0;
 }
 
@@ -422,23 +405,6 @@ static int effective(struct control *c, struct rate_spec *rate, char *dir,
     return EXIT_OK;
 }
 
-/* Waits until coprofd created the session (or died: -1). */
-static int wait_session_created(pid_t pid, const char *dir)
-{
-    char path[PATH_MAX];
-    struct timespec pause = {0, 20000000};
-
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
-    for (int waited = 0; waited < COPROFD_START_MS; waited += 20) {
-        if (access(path, F_OK) == 0)
-            return 0;
-        if (daemons_wait(pid, 0, NULL) == 0)
-            return -1;
-        nanosleep(&pause, NULL);
-    }
-    return 0;   /* slow, but running: the session will appear */
-}
-
 /* ---- Actions -------------------------------------------------------------- */
 
 /* Starts coprofd on the stream; its pid, or -1 (reported). */
@@ -457,7 +423,7 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
-    if (wait_session_created(pid, dir) < 0) {
+    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
         if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
             snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
         cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
@@ -497,7 +463,7 @@ static int action_start(struct control *c)
         driver_close(&d);
         return cli_fail(status, "%s", c->err);
     }
-    if (session_prepare(dir, c->err, sizeof(c->err)) < 0 ||
+    if (session_prepare(dir, NULL, c->err, sizeof(c->err)) < 0 ||
         driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
         driver_close(&d);
         return cli_fail(EXIT_FAILED, "%s", c->err);

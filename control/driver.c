@@ -11,6 +11,7 @@
 #include "escape-protocol/copstream.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -189,4 +190,23 @@ uint64_t driver_lost(const struct copdrv_control_stats *stats)
     for (int cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
         lost += stats->lost_by_cause[cause];
     return lost;
+}
+
+int driver_parse_buffer_words(const char *text, uint32_t *words, char *err,
+                              size_t errlen)
+{
+    unsigned long long n;
+    char *end;
+
+    errno = 0;
+    n = strtoull(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-' ||
+        n < DRIVER_BUFFER_WORDS_MIN || n > DRIVER_BUFFER_WORDS_MAX) {
+        snprintf(err, errlen, "--buffer-size=%s: not a number of 64-bit "
+                 "words in %u..%u", text, DRIVER_BUFFER_WORDS_MIN,
+                 DRIVER_BUFFER_WORDS_MAX);
+        return -1;
+    }
+    *words = (uint32_t)n;
+    return 0;
 }

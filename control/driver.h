@@ -13,6 +13,7 @@
 
 #include "control/rate.h"
 #include "kernel-driver/copdrv-control.h"
+#include "kernel-driver/copdrv.h"
 
 #include <stddef.h>
 
@@ -46,6 +47,13 @@ int driver_stats(struct driver *d, struct copdrv_control_stats *stats,
 int driver_program(struct driver *d, const struct rate_spec *spec,
                    uint32_t buffer_bytes, struct rate *rate, char *err,
                    size_t errlen);
+
+/* --buffer-size: the driver's event buffer in 64-bit words. */
+#define DRIVER_BUFFER_WORDS_MIN     (COPDRV_BUFFER_MIN / 8u)
+#define DRIVER_BUFFER_WORDS_MAX     (COPDRV_BUFFER_MAX / 8u)
+#define DRIVER_BUFFER_WORDS_DEFAULT ((4u << 20) / 8u)
+int driver_parse_buffer_words(const char *text, uint32_t *words, char *err,
+                              size_t errlen);
 
 /* Samples lost in STATS, over every cause. */
 uint64_t driver_lost(const struct copdrv_control_stats *stats);

@@ -10,6 +10,8 @@
  */
 #include "control/session.h"
 
+#include "control/daemons.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const session_files[] = {
@@ -121,11 +124,34 @@ static int clear_old(const char *old, char *err, size_t errlen)
     return -1;
 }
 
-int session_prepare(const char *dir, char *err, size_t errlen)
+int session_absolute(const char *option, const char *path, char *buf,
+                     size_t len, char *err, size_t errlen)
+{
+    char cwd[PATH_MAX];
+    int n;
+
+    if (!*path || strchr(path, '\n')) {
+        snprintf(err, errlen, "%s=%.64s: not a usable path", option, path);
+        return -1;
+    }
+    if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+        n = snprintf(buf, len, "%s", path);
+    else
+        n = snprintf(buf, len, "%s/%s", cwd, path);
+    if (n < 0 || (size_t)n >= len) {
+        snprintf(err, errlen, "%s=%.64s...: path too long", option, path);
+        return -1;
+    }
+    return 0;
+}
+
+int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
 {
     char old[PATH_MAX];
     struct stat st;
 
+    if (moved)
+        *moved = 0;
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && !is_empty_dir(dir)) {
         snprintf(old, sizeof(old), "%s.old", dir);
         if (clear_old(old, err, errlen) < 0)
@@ -135,6 +161,8 @@ int session_prepare(const char *dir, char *err, size_t errlen)
                      strerror(errno));
             return -1;
         }
+        if (moved)
+            *moved = 1;
     } else if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: %s", dir, strerror(ENOTDIR));
         return -1;
@@ -165,6 +193,32 @@ int session_remove(const char *dir, char *err, size_t errlen)
         return -1;
     if (is_empty_dir(dir))
         rmdir(dir);
+    return 0;
+}
+
+void session_restore(const char *dir, int moved)
+{
+    char old[PATH_MAX], err[256];
+
+    session_remove(dir, err, sizeof(err));
+    snprintf(old, sizeof(old), "%s.old", dir);
+    if (moved && access(dir, F_OK) < 0)
+        rename(old, dir);
+}
+
+int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
+{
+    char path[PATH_MAX];
+    struct timespec pause = {0, 20000000};
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        if (daemons_wait(pid, 0, NULL) == 0)
+            return -1;
+        nanosleep(&pause, NULL);
+    }
     return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define SESSION_DB          "session.db"
 #define SESSION_CAUSES_MAX  8
@@ -40,8 +41,24 @@ int session_default_dir(char *buf, size_t len);
 /* mkdir -p with mode for the directories it creates. */
 int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
 
-/* Moves an existing DIR aside to DIR.old, creates DIR, checks it. */
-int session_prepare(const char *dir, char *err, size_t errlen);
+/* An option's path made absolute (against the working directory). */
+int session_absolute(const char *option, const char *path, char *buf,
+                     size_t len, char *err, size_t errlen);
+
+/*
+ * Moves an existing DIR aside to DIR.old, creates DIR, checks it; *moved
+ * (if given) says whether DIR.old is the moved session.
+ */
+int session_prepare(const char *dir, int *moved, char *err, size_t errlen);
+
+/* Undoes session_prepare: removes the new DIR, puts DIR.old back. */
+void session_restore(const char *dir, int moved);
+
+/*
+ * Waits up to timeout_ms until coprofd (pid) created DIR/session.db.
+ * 0 when it did (or is slow but alive), -1 when it ended.
+ */
+int session_wait_created(pid_t pid, const char *dir, int timeout_ms);
 
 /* Removes what coprofd writes in DIR (and DIR itself if then empty). */
 int session_remove(const char *dir, char *err, size_t errlen);
