@@ -193,8 +193,8 @@ int rate_resolve(const struct rate_spec *spec, double clock_hz,
     describe_range(spec->kind, min_count, clock_hz, range, sizeof(range));
     if (count == 0 || count < min_count) {
         snprintf(err, errlen, "%s=%s: outside %s at the nominal clock of %s "
-                 "with a %u-entry FIFO (faster needs polls under the "
-                 "driver's floor of %llu us, or a deeper FIFO: copsim "
+                 "with a %u-entry FIFO (a faster rate needs polls under "
+                 "the driver's floor of %llu us: use a deeper FIFO, copsim "
                  "--fifo-depth)", rate_option(spec->kind), spec->text, range,
                  clock, fifo_depth, COPSIM_DRIVER_MIN_POLL_NS / 1000);
         return -1;
