@@ -369,6 +369,7 @@ static int init_copsim(struct control *c, int announce)
     state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
     if (pidfile_write(pidfile, pid, c->socket, c->err, sizeof(c->err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    say(c, "copsim started (pid %ld), its output in %s", (long)pid, log);
     if (announce)
         printf("copcontrol: copsim (pid %ld) serves on %s\n", (long)pid,
                c->socket);
@@ -434,6 +435,8 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
+    say(c, "coprofd started (pid %ld) on the stream, event log %s, its "
+        "output in %s", (long)pid, event_log, log);
     return pid;
 }
 
@@ -463,6 +466,9 @@ static int action_start(struct control *c)
         driver_close(&d);
         return cli_fail(status, "%s", c->err);
     }
+    say(c, "SET: LFSR value 0x%06x for N=%u, poll interval %llu ns, "
+        "buffer %u words", rate.value, rate.count,
+        (unsigned long long)rate.poll_ns, c->settings.buffer_words);
     if (session_prepare(dir, NULL, c->err, sizeof(c->err)) < 0 ||
         driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
         driver_close(&d);
@@ -498,8 +504,11 @@ static int stop_session(struct control *c, int quiet)
     }
     if (!stopped && !pid)
         return cli_fail(EXIT_FAILED, "no session runs");
-    if (!stopped && pid)
+    if (!stopped && pid) {
+        say(c, "no session in the driver (%s): ending coprofd", c->err);
         kill(pid, SIGTERM);     /* no stream's end will come: end it */
+    }
+    say(c, "waiting for coprofd (pid %ld) to flush and exit", (long)pid);
     if (pid && daemons_wait(pid, COPROFD_STOP_MS, NULL) < 0)
         return cli_fail(EXIT_FAILED, "coprofd (pid %ld) did not finish "
                         "within %d s; its session %s may be incomplete",

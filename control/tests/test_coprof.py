@@ -174,3 +174,33 @@ def test_output_not_writable(cenv, tmp_path):
     result = cenv.coprof("record", "-o", str(blocker), "--", "true")
     one_error_line(result, "coprof", 1)
     assert blocker.read_text() == ""
+
+
+def test_progress_on_a_terminal(cenv, tmp_path):
+    """On a terminal the progress line is rewritten in place once a
+    second, then cleared before the summary."""
+    import pty
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [cenv.coprof_path, "record", "-o", str(tmp_path / "p"), "--",
+         "sleep", "2.5"], env=cenv.env, stdout=subprocess.DEVNULL,
+        stderr=slave)
+    os.close(slave)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    process.wait(timeout=60)
+    os.close(master)
+    text = output.decode()
+    assert process.returncode == 0, text
+    updates = re.findall(r"\r\x1b\[Kcoprof: recording: \d+ samples/s, "
+                         r"\d+ samples, \d+ lost", text)
+    assert len(updates) >= 1, text
+    assert "coprof: session %s" % (tmp_path / "p") in text
