@@ -20,6 +20,7 @@
  */
 #include "control/daemons.h"
 #include "control/driver.h"
+#include "control/options.h"
 #include "control/events.h"
 #include "control/rate.h"
 #include "control/session.h"
@@ -61,8 +62,7 @@ struct options {
     struct settings given;
     int given_any;
     int verbose;
-    const char *copsim_args[EXTRA_ARGS_MAX];
-    int n_copsim_args;
+    struct daemon_args copsim_args;
 };
 
 /* Where everything is. */
@@ -176,18 +176,6 @@ static int set_action(struct options *o, enum action action,
     return 0;
 }
 
-static int set_rate(struct options *o, enum rate_kind kind, const char *arg)
-{
-    char err[ERR_MAX];
-
-    if (o->given.rate.kind != RATE_NONE && o->given.rate.kind != kind)
-        return cli_fail(EXIT_USAGE, "%s and %s: give one rate",
-                        rate_option(o->given.rate.kind), rate_option(kind));
-    if (rate_parse(kind, arg, &o->given.rate, err, sizeof(err)) < 0)
-        return cli_fail(EXIT_USAGE, "%s", err);
-    return 0;
-}
-
 static int set_buffer(struct options *o, const char *arg)
 {
     char err[ERR_MAX];
@@ -208,8 +196,7 @@ static int set_session_dir(struct options *o, const char *arg)
     return 0;
 }
 
-enum { OPT_EVENT = 256, OPT_PERIOD, OPT_FREQUENCY, OPT_SESSION_DIR,
-       OPT_BUFFER, OPT_COPSIM_ARG, OPT_VERBOSE };
+enum { OPT_SESSION_DIR = 256, OPT_BUFFER, OPT_VERBOSE };
 
 static const struct option long_options[] = {
     {"init", no_argument, NULL, ACT_INIT},
@@ -220,14 +207,11 @@ static const struct option long_options[] = {
     {"shutdown", no_argument, NULL, ACT_SHUTDOWN},
     {"status", no_argument, NULL, ACT_STATUS},
     {"list-events", no_argument, NULL, ACT_LIST_EVENTS},
-    {"event", required_argument, NULL, OPT_EVENT},
-    {"sample-period", required_argument, NULL, OPT_PERIOD},
-    {"frequency", required_argument, NULL, OPT_FREQUENCY},
+    RATE_LONG_OPTIONS,
     {"session-dir", required_argument, NULL, OPT_SESSION_DIR},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
-    {"copsim-arg", required_argument, NULL, OPT_COPSIM_ARG},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
-    {"help", no_argument, NULL, 'h'},
+    OPTIONS_LONG_COMMON,
     {NULL, 0, NULL, 0},
 };
 
@@ -235,35 +219,28 @@ static const struct option long_options[] = {
 static int take_option(struct options *o, int c, const char *arg,
                        const char *word)
 {
+    char err[ERR_MAX];
+
+    if (RATE_IS_OPTION(c)) {
+        o->given_any = 1;
+        return rate_take_option(&o->given.rate, c, arg, err, sizeof(err))
+               < 0 ? cli_fail(EXIT_USAGE, "%s", err) : 0;
+    }
     switch (c) {
     case ACT_INIT: case ACT_START: case ACT_STOP: case ACT_DUMP:
     case ACT_RESET: case ACT_SHUTDOWN: case ACT_STATUS: case ACT_LIST_EVENTS:
         return set_action(o, (enum action)c, word);
-    case OPT_EVENT:
-        return set_rate(o, RATE_EVENT, arg);
-    case OPT_PERIOD:
-        return set_rate(o, RATE_PERIOD, arg);
-    case OPT_FREQUENCY:
-        return set_rate(o, RATE_FREQUENCY, arg);
     case OPT_SESSION_DIR:
+        o->given_any = 1;
         return set_session_dir(o, arg);
     case OPT_BUFFER:
+        o->given_any = 1;
         return set_buffer(o, arg);
-    case OPT_COPSIM_ARG:
-        if (o->n_copsim_args >= EXTRA_ARGS_MAX - 1)
-            return cli_fail(EXIT_USAGE, "--copsim-arg: at most %d",
-                            EXTRA_ARGS_MAX - 1);
-        o->copsim_args[o->n_copsim_args++] = arg;
-        return 0;
     case OPT_VERBOSE:
         o->verbose = 1;
         return 0;
-    case 'h':
-        return 1;
-    case ':':
-        return cli_fail(EXIT_USAGE, "%s: needs a value", word);
     default:
-        return cli_fail(EXIT_USAGE, "%s: unknown option (see --help)", word);
+        return options_common(c, arg, word, "--help", &o->copsim_args);
     }
 }
 
@@ -285,8 +262,6 @@ static int parse_options(int argc, char **argv, struct options *o)
         }
         if (status)
             return status;
-        if (c >= OPT_EVENT && c <= OPT_BUFFER)
-            o->given_any = 1;
     }
     if (optind < argc)
         return cli_fail(EXIT_USAGE, "%s: unexpected argument (see --help)",
@@ -342,7 +317,7 @@ static int connect_copsim(struct control *c, struct driver *d)
 static int init_copsim(struct control *c, int announce)
 {
     struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1};
-    const char *args[EXTRA_ARGS_MAX + 4];
+    const char *args[DAEMON_EXTRA_MAX + 4];
     char log[PATH_MAX], pidfile[PATH_MAX];
     struct driver d;
     int n = 0;
@@ -360,8 +335,8 @@ static int init_copsim(struct control *c, int announce)
     spec.log_path = log;
     args[n++] = "--socket";
     args[n++] = c->socket;
-    for (int i = 0; i < c->opt.n_copsim_args; i++)
-        args[n++] = c->opt.copsim_args[i];
+    for (int i = 0; i < c->opt.copsim_args.n; i++)
+        args[n++] = c->opt.copsim_args.args[i];
     args[n] = NULL;
     pid = daemons_start_copsim(&spec, args, c->err, sizeof(c->err));
     if (pid < 0)

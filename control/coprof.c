@@ -27,6 +27,7 @@
  */
 #include "control/daemons.h"
 #include "control/driver.h"
+#include "control/options.h"
 #include "control/rate.h"
 #include "control/session.h"
 #include "sdk/cli.h"
@@ -47,7 +48,6 @@
 #define EXIT_CANNOT_RUN     126
 #define EXIT_NOT_FOUND      127
 #define ERR_MAX             1024
-#define EXTRA_ARGS_MAX      32
 #define DEFAULT_EVENT       RATE_EVENT_NAME ":100000"
 #define DEFAULT_OUTPUT      "coprof_data"
 #define TICK_MS             100
@@ -62,8 +62,7 @@ struct options {
     const char *output;
     uint32_t buffer_words;
     const char *slots;
-    const char *copsim_args[EXTRA_ARGS_MAX];
-    int n_copsim_args;
+    struct daemon_args copsim_args;
     int quiet, verbose;
     char **command;
 };
@@ -151,34 +150,18 @@ static void usage(FILE *out)
 
 /* ---- Options -------------------------------------------------------------- */
 
-enum { OPT_EVENT = 256, OPT_PERIOD, OPT_FREQUENCY, OPT_BUFFER, OPT_SLOTS,
-       OPT_COPSIM_ARG };
+enum { OPT_BUFFER = 256, OPT_SLOTS };
 
 static const struct option long_options[] = {
-    {"event", required_argument, NULL, OPT_EVENT},
-    {"sample-period", required_argument, NULL, OPT_PERIOD},
-    {"frequency", required_argument, NULL, OPT_FREQUENCY},
+    RATE_LONG_OPTIONS,
     {"output", required_argument, NULL, 'o'},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"slots", required_argument, NULL, OPT_SLOTS},
-    {"copsim-arg", required_argument, NULL, OPT_COPSIM_ARG},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
+    OPTIONS_LONG_COMMON,
     {NULL, 0, NULL, 0},
 };
-
-static int set_rate(struct options *o, enum rate_kind kind, const char *arg)
-{
-    char err[ERR_MAX];
-
-    if (o->rate.kind != RATE_NONE && o->rate.kind != kind)
-        return cli_fail(EXIT_USAGE, "%s and %s: give one rate",
-                        rate_option(o->rate.kind), rate_option(kind));
-    if (rate_parse(kind, arg, &o->rate, err, sizeof(err)) < 0)
-        return cli_fail(EXIT_USAGE, "%s", err);
-    return 0;
-}
 
 static int set_slots(struct options *o, const char *arg)
 {
@@ -200,13 +183,10 @@ static int take_option(struct options *o, int c, const char *arg,
 {
     char err[ERR_MAX];
 
+    if (RATE_IS_OPTION(c))
+        return rate_take_option(&o->rate, c, arg, err, sizeof(err)) < 0 ?
+               cli_fail(EXIT_USAGE, "%s", err) : 0;
     switch (c) {
-    case OPT_EVENT:
-        return set_rate(o, RATE_EVENT, arg);
-    case OPT_PERIOD:
-        return set_rate(o, RATE_PERIOD, arg);
-    case OPT_FREQUENCY:
-        return set_rate(o, RATE_FREQUENCY, arg);
     case 'o':
         o->output = arg;
         return 0;
@@ -217,25 +197,15 @@ static int take_option(struct options *o, int c, const char *arg,
         return 0;
     case OPT_SLOTS:
         return set_slots(o, arg);
-    case OPT_COPSIM_ARG:
-        if (o->n_copsim_args >= EXTRA_ARGS_MAX - 1)
-            return cli_fail(EXIT_USAGE, "--copsim-arg: at most %d",
-                            EXTRA_ARGS_MAX - 1);
-        o->copsim_args[o->n_copsim_args++] = arg;
-        return 0;
     case 'q':
         o->quiet = 1;
         return 0;
     case 'v':
         o->verbose = 1;
         return 0;
-    case 'h':
-        return 1;
-    case ':':
-        return cli_fail(EXIT_USAGE, "%s: needs a value", word);
     default:
-        return cli_fail(EXIT_USAGE, "%s: unknown option (see coprof "
-                        "--help)", word);
+        return options_common(c, arg, word, "coprof --help",
+                              &o->copsim_args);
     }
 }
 
@@ -312,7 +282,7 @@ static int make_private_dir(struct record *r)
 static int start_copsim(struct record *r)
 {
     struct daemon_spec spec = {DAEMON_GROUP, NULL, -1};
-    const char *args[EXTRA_ARGS_MAX + 12];
+    const char *args[DAEMON_EXTRA_MAX + 12];
     char parent[32];
     int n = 0;
 
@@ -329,8 +299,8 @@ static int start_copsim(struct record *r)
         args[n++] = "--slots";
         args[n++] = r->opt.slots;
     }
-    for (int i = 0; i < r->opt.n_copsim_args; i++)
-        args[n++] = r->opt.copsim_args[i];
+    for (int i = 0; i < r->opt.copsim_args.n; i++)
+        args[n++] = r->opt.copsim_args.args[i];
     args[n] = NULL;
     r->copsim = daemons_start_copsim(&spec, args, r->err, sizeof(r->err));
     return r->copsim < 0 ? -1 : 0;

@@ -30,6 +30,18 @@
 #define POLL_MS         20
 #define ARGS_MAX        64
 
+int daemons_add_arg(struct daemon_args *extra, const char *arg, char *err,
+                    size_t errlen)
+{
+    if (extra->n >= DAEMON_EXTRA_MAX) {
+        snprintf(err, errlen, "--copsim-arg=%s: at most %d of them", arg,
+                 DAEMON_EXTRA_MAX);
+        return -1;
+    }
+    extra->args[extra->n++] = arg;
+    return 0;
+}
+
 void daemons_find(const char *name, char *buf, size_t len)
 {
     char self[PATH_MAX];

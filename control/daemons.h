@@ -27,6 +27,17 @@ struct daemon_spec {
     int pass_fd;            /* -1, or a descriptor the daemon gets as 3 */
 };
 
+/* Arguments passed to copsim as they are (--copsim-arg, repeatable). */
+#define DAEMON_EXTRA_MAX    32
+struct daemon_args {
+    const char *args[DAEMON_EXTRA_MAX];
+    int n;
+};
+
+/* Adds one; -1 with one line in err when there are too many. */
+int daemons_add_arg(struct daemon_args *extra, const char *arg, char *err,
+                    size_t errlen);
+
 /* Where program NAME is: beside this program, else just NAME (PATH). */
 void daemons_find(const char *name, char *buf, size_t len);
 

@@ -95,6 +95,19 @@ int rate_parse(enum rate_kind kind, const char *text, struct rate_spec *spec,
     return 0;
 }
 
+int rate_take_option(struct rate_spec *spec, int c, const char *arg,
+                     char *err, size_t errlen)
+{
+    enum rate_kind kind = (enum rate_kind)(c - RATE_OPTION_BASE);
+
+    if (spec->kind != RATE_NONE && spec->kind != kind) {
+        snprintf(err, errlen, "%s and %s: give one rate",
+                 rate_option(spec->kind), rate_option(kind));
+        return -1;
+    }
+    return rate_parse(kind, arg, spec, err, errlen);
+}
+
 uint32_t rate_min_count(double clock_hz, uint32_t fifo_depth)
 {
     uint32_t low = 1, high = LFSR_PERIOD;

@@ -39,6 +39,24 @@ struct rate {
     double clock_hz;            /* the nominal clock it was resolved at */
 };
 
+/*
+ * The three options in a getopt_long table (getopt.h): RATE_LONG_OPTIONS
+ * expands to their entries, whose values are RATE_OPTION_BASE + kind, and
+ * rate_take_option() takes one of them, refusing a second kind.
+ */
+#define RATE_OPTION_BASE    0x1000
+#define RATE_LONG_OPTIONS \
+    {"event", required_argument, NULL, RATE_OPTION_BASE + RATE_EVENT}, \
+    {"sample-period", required_argument, NULL, \
+     RATE_OPTION_BASE + RATE_PERIOD}, \
+    {"frequency", required_argument, NULL, RATE_OPTION_BASE + RATE_FREQUENCY}
+#define RATE_IS_OPTION(c) \
+    ((c) > RATE_OPTION_BASE + RATE_NONE && \
+     (c) <= RATE_OPTION_BASE + RATE_FREQUENCY)
+
+int rate_take_option(struct rate_spec *spec, int c, const char *arg,
+                     char *err, size_t errlen);
+
 /* The option that sets a kind ("--event", ...). */
 const char *rate_option(enum rate_kind kind);
 
