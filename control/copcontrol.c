@@ -422,7 +422,7 @@ static int action_start(struct control *c)
     struct rate rate;
     struct driver d;
     char dir[PATH_MAX], line[512], err[ERR_MAX];
-    int status, fd = -1;
+    int status, fd = -1, moved;
     pid_t pid;
 
     if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
@@ -444,9 +444,13 @@ static int action_start(struct control *c)
     say(c, "SET: LFSR value 0x%06x for N=%u, poll interval %llu ns, "
         "buffer %u words", rate.value, rate.count,
         (unsigned long long)rate.poll_ns, c->settings.buffer_words);
-    if (session_prepare(dir, NULL, c->err, sizeof(c->err)) < 0 ||
-        driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
+    if (session_prepare(dir, &moved, c->err, sizeof(c->err)) < 0) {
         driver_close(&d);
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    }
+    if (driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
+        driver_close(&d);
+        session_restore(dir, moved);
         return cli_fail(EXIT_FAILED, "%s", c->err);
     }
     pid = start_coprofd(c, fd, dir, info.event_log_path);
@@ -454,6 +458,7 @@ static int action_start(struct control *c)
     if (pid < 0) {
         driver_stop(&d, err, sizeof(err));
         driver_close(&d);
+        session_restore(dir, moved);
         return EXIT_FAILED;
     }
     driver_close(&d);

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import (alive, context_totals, count, key, one_error_line,
+from control_support import (alive, context_totals, count, key, one_error_line,
                       session, table_samples, wait_gone)
 
 COUNT = 10000

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import (context_totals, count, key, one_error_line, session,
+from control_support import (context_totals, count, key, one_error_line, session,
                       table_samples)
 
 
