@@ -11,6 +11,7 @@
 #include "control/session.h"
 
 #include "control/daemons.h"
+#include "escape-protocol/copstream.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -244,25 +245,40 @@ static int64_t key(sqlite3 *db, const char *name)
                      "WHERE key = ?1", name);
 }
 
+/* The slot of a cause in t, added if new. */
+static unsigned cause_slot(struct session_totals *t, const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < t->n_causes; i++)
+        if (strcmp(t->causes[i].name, name) == 0)
+            return i;
+    if (i == SESSION_CAUSES_MAX)
+        return i - 1;       /* more causes than slots: the last adds up */
+    snprintf(t->causes[i].name, sizeof(t->causes[i].name), "%s", name);
+    t->causes[i].count = 0;
+    t->n_causes++;
+    return i;
+}
+
+/* Every cause the stream names (0 when none was lost), then others. */
 static void read_causes(sqlite3 *db, struct session_totals *t)
 {
     sqlite3_stmt *stmt;
 
+    for (uint32_t cause = 1; cause < COPSTREAM_LOST_CAUSE_END; cause++)
+        cause_slot(t, copstream_cause_name(cause));
     if (sqlite3_prepare_v2(db, "SELECT COALESCE(cause_name, 'cause-' || "
                            "cause), SUM(count) FROM lost_by_cause GROUP BY "
                            "cause ORDER BY cause", -1, &stmt, NULL)
         != SQLITE_OK)
         return;
-    while (sqlite3_step(stmt) == SQLITE_ROW &&
-           t->n_causes < SESSION_CAUSES_MAX) {
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
         const unsigned char *name = sqlite3_column_text(stmt, 0);
+        int64_t n = sqlite3_column_int64(stmt, 1);
 
-        snprintf(t->causes[t->n_causes].name,
-                 sizeof(t->causes[t->n_causes].name), "%s",
-                 name ? (const char *)name : "?");
-        t->causes[t->n_causes].count = sqlite3_column_int64(stmt, 1);
-        t->lost += t->causes[t->n_causes].count;
-        t->n_causes++;
+        t->causes[cause_slot(t, name ? (const char *)name : "?")].count += n;
+        t->lost += n;
     }
     sqlite3_finalize(stmt);
 }
@@ -302,13 +318,13 @@ void session_describe(const struct session_totals *t, char *buf, size_t len)
 {
     size_t used;
 
-    used = (size_t)snprintf(buf, len, "samples=%lld lost=%lld",
+    used = (size_t)snprintf(buf, len, "samples=%lld lost=%lld (",
                             (long long)t->samples, (long long)t->lost);
     for (unsigned i = 0; i < t->n_causes && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, " %s=%lld",
-                                 t->causes[i].name,
+        used += (size_t)snprintf(buf + used, len - used, "%s%s=%lld",
+                                 i ? " " : "", t->causes[i].name,
                                  (long long)t->causes[i].count);
     if (used < len)
-        snprintf(buf + used, len - used, " contexts=%lld",
+        snprintf(buf + used, len - used, ") contexts=%lld",
                  (long long)t->contexts);
 }

@@ -23,6 +23,7 @@
 struct session_totals {
     int64_t samples;            /* stream.samples */
     int64_t lost;               /* sum of lost_by_cause */
+    /* each cause escape-protocol names (also at 0), then others found */
     int64_t contexts;           /* rows of contexts */
     int64_t images;
     int64_t sched_events;
@@ -67,7 +68,8 @@ int session_remove(const char *dir, char *err, size_t errlen);
 int session_read(const char *dir, struct session_totals *totals, char *err,
                  size_t errlen);
 
-/* One line: "samples=N lost=N (cause=N ...) contexts=N". */
+/* One line: "samples=N lost=N (fifo-overflow=N ...) contexts=N": every
+ * cause the stream format names, and any other the session holds. */
 void session_describe(const struct session_totals *t, char *buf, size_t len);
 
 #endif

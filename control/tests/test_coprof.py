@@ -35,6 +35,8 @@ def test_record_host_pipeline(cenv, tmp_path):
                         r" images=\d+ sched_events=(\d+)$", result.stderr,
                         re.M)
     assert summary, result.stderr
+    assert re.search(r" lost=\d+ \(fifo-overflow=\d+ buffer-full=\d+ "
+                     r"no-context=\d+ outside-ls=\d+\) ", result.stderr)
     assert "coprof: session %s" % out in result.stderr
     assert "SPU_CYCLES:10000" in result.stderr
     samples, contexts, sched = assert_complete(out)
