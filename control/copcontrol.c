@@ -251,11 +251,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     memset(o, 0, sizeof(*o));
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *word = argv[optind - 1];
-
-        if ((c == '?' || c == ':') && optopt)
-            word = argv[optind - 1];
-        status = take_option(o, c, optarg, word);
+        status = take_option(o, c, optarg, argv[optind - 1]);
         if (status == 1) {
             usage(stdout);
             exit(EXIT_OK);

@@ -209,3 +209,32 @@ def test_bad_input_with_copsim(cenv, tmp_path):
                              "--session-dir=%s" % (tmp_path / "deep"))
     assert result.returncode == 0, result.stderr
     assert cenv.copcontrol("--stop").returncode == 0
+
+
+def test_help_reads_like_a_manual(cenv):
+    for result in (cenv.copcontrol("--help"), cenv.coprof("--help"),
+                   cenv.coprof("record", "--help")):
+        assert result.returncode == 0 and result.stderr == ""
+        for section in ("SYNOPSIS", "OPTIONS", "FILES", "EXIT STATUS",
+                        "EXAMPLES"):
+            assert section in result.stdout
+        assert "DIR.old" in result.stdout
+        assert "64-bit words" in result.stdout
+
+
+def test_stop_after_coprofd_died(cenv, tmp_path):
+    """A coprofd killed mid-session: --dump says so, --stop still stops
+    the driver, and the next --start works."""
+    sdir = tmp_path / "died"
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    coprofd = cenv.pid("coprofd.pid")
+    os.kill(coprofd, 9)
+    assert wait_gone(coprofd)
+    one_error_line(cenv.copcontrol("--dump"), "copcontrol", 1)
+    result = cenv.copcontrol("--stop")
+    assert result.returncode == 0, result.stderr
+    assert "running:        no" in cenv.copcontrol("--status").stdout
+    result = cenv.copcontrol("--start")
+    assert result.returncode == 0, result.stderr
+    assert cenv.copcontrol("--stop").returncode == 0
