@@ -104,15 +104,15 @@ def test_record_exit_status(cenv, tmp_path):
 def test_record_interrupted(cenv, tmp_path):
     """SIGINT to coprof goes to the command; the session is completed."""
     out = tmp_path / "int"
+    ready = tmp_path / "trap-set"
     process = subprocess.Popen(
         [cenv.coprof_path, "record", "-o", str(out), "--", "sh", "-c",
-         "trap 'exit 7' INT; while :; do sleep 0.05; done"],
-        env=cenv.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+         "trap 'exit 7' INT; touch %s; while :; do sleep 0.05; done" %
+         ready], env=cenv.env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not (out / "session.db").exists() and time.monotonic() < deadline:
+    while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.3)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 7, stderr
@@ -186,7 +186,7 @@ def test_progress_on_a_terminal(cenv, tmp_path):
     master, slave = pty.openpty()
     process = subprocess.Popen(
         [cenv.coprof_path, "record", "-o", str(tmp_path / "p"), "--",
-         "sleep", "2.5"], env=cenv.env, stdout=subprocess.DEVNULL,
+         "sleep", "3.5"], env=cenv.env, stdout=subprocess.DEVNULL,
         stderr=slave)
     os.close(slave)
     output = b""
