@@ -35,14 +35,6 @@
 
 #define HOLD_TIMEOUT_MS	1000
 
-/*
- * The shortest poll interval fill_params() chooses: a thread is not woken
- * reliably much more often, and each wakeup costs microseconds of CPU.  A
- * rate that would need shorter polls needs a deeper FIFO (copsim
- * --fifo-depth) instead.
- */
-#define MIN_CHOSEN_POLL_NS	100000ull
-
 enum pending_hook {
 	HOOK_SYNC,		/* only learn what is bound */
 	HOOK_START,		/* start a session */
@@ -320,8 +312,8 @@ int copsim_driver_fill_params(struct copsim_driver *d, uint32_t count,
 	}
 	interval = lfsr_poll_interval_ns(count, (double)d->info->nominal_hz,
 					 depth);
-	if (interval < MIN_CHOSEN_POLL_NS)
-		interval = MIN_CHOSEN_POLL_NS;
+	if (interval < COPSIM_DRIVER_MIN_POLL_NS)
+		interval = COPSIM_DRIVER_MIN_POLL_NS;
 	memset(params, 0, sizeof(*params));
 	params->lfsr_value = lfsr_value_for_count(count);
 	params->lfsr_count = count;

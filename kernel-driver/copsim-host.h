@@ -29,6 +29,14 @@
 
 struct copsim_driver;
 
+/*
+ * The poll interval's floor: the shortest interval fill_params() chooses
+ * (and copcontrol accepts): a thread is not woken reliably much more often,
+ * and each wakeup costs microseconds of CPU.  A rate that would need
+ * shorter polls needs a deeper FIFO (copsim --fifo-depth) instead.
+ */
+#define COPSIM_DRIVER_MIN_POLL_NS	100000ull
+
 /* Installs the hooks and the control requests in a created copsim. */
 struct copsim_driver *copsim_driver_attach(struct copsim *sim, char *err,
 					   size_t errlen);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 int copsim_socket_path(char *buf, size_t len)
@@ -30,6 +31,31 @@ int copsim_socket_path(char *buf, size_t len)
     else
         n = snprintf(buf, len, "/tmp/coprof-%ld/copsim.sock", (long)getuid());
     return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int copsim_connect(const char *path)
+{
+    struct sockaddr_un addr;
+    int sock;
+
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        return -1;
+    if (connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        int error = errno;
+
+        close(sock);
+        errno = error;
+        return -1;
+    }
+    return sock;
 }
 
 void copsim_header_init(struct copsim_header *header, unsigned type,

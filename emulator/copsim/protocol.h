@@ -165,6 +165,13 @@ struct copsim_message {
  */
 int copsim_socket_path(char *buf, size_t len);
 
+/*
+ * Connects a SOCK_SEQPACKET socket (close-on-exec) to copsim's socket at
+ * path.  Returns the socket, or -1 with errno (ENOENT or ECONNREFUSED: no
+ * copsim there; ENAMETOOLONG: path does not fit a socket address).
+ */
+int copsim_connect(const char *path);
+
 /* Fills a header for a message of `size` bytes. */
 void copsim_header_init(struct copsim_header *header, unsigned type,
                         size_t size);

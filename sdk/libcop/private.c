@@ -34,8 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,32 +46,6 @@ static pthread_mutex_t private_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t private_pid;
 static char private_dir[PATH_MAX - 32];
 static char private_socket[PATH_MAX];
-
-/* Connects to the socket at path; -1 with errno. */
-static int connect_to(const char *path)
-{
-    struct sockaddr_un addr;
-    int sock;
-
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (sock < 0)
-        return -1;
-    if (connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        int error = errno;
-
-        close(sock);
-        errno = error;
-        return -1;
-    }
-    return sock;
-}
 
 static int is_executable(const char *path)
 {
@@ -222,7 +194,7 @@ int libcop_connect(void)
             pthread_mutex_unlock(&private_lock);
             return libcop_fail("the copsim socket path is too long");
         }
-        sock = connect_to(path);
+        sock = copsim_connect(path);
         if (sock >= 0 || (errno != ENOENT && errno != ECONNREFUSED)) {
             pthread_mutex_unlock(&private_lock);
             if (sock < 0)
@@ -239,7 +211,7 @@ int libcop_connect(void)
     pthread_mutex_unlock(&private_lock);
     if (status < 0)
         return -1;
-    sock = connect_to(path);
+    sock = copsim_connect(path);
     if (sock < 0)
         return libcop_fail("%s: cannot connect to the private copsim: %s",
                            path, strerror(errno));

@@ -1,0 +1,750 @@
+/*
+ * copcontrol — control the coprof profiler, the way opcontrol controls
+ * OProfile: start a shared copsim (--init), set the rate (--event,
+ * --sample-period, --frequency), start a session whose stream goes to a
+ * detached coprofd (--start), dump, stop, reset, shut down, show the state.
+ *
+ * Each invocation does one action.  The socket is copsim's default
+ * ($COPSIM_SOCKET, else the per-user one: copsim_socket_path), and
+ * copcontrol's own files live in the socket's directory (state.h).
+ * Settings given without an action are saved; an action uses the saved
+ * settings with those of its own command line (and saves them once it
+ * worked).  The rate is resolved against the running copsim's nominal
+ * clock and FIFO depth (rate.c), set and started through the driver's
+ * control interface (driver.c); coprofd gets the stream's descriptor and
+ * copsim's event log (daemons.c).  --stop waits for coprofd's last flush,
+ * --dump for the session's flushes.dump key to move (session.c).
+ *
+ * Exit status: 0 done, 1 a runtime failure, 2 bad usage; every failure is
+ * one line "copcontrol: THING: reason".
+ */
+#include "control/daemons.h"
+#include "control/driver.h"
+#include "control/options.h"
+#include "control/events.h"
+#include "control/rate.h"
+#include "control/session.h"
+#include "control/state.h"
+#include "emulator/copsim/copsim.h"
+#include "emulator/trace-regs.h"
+#include "escape-protocol/copstream.h"
+#include "kernel-driver/copdrv.h"
+#include "sdk/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_OK             0
+#define EXIT_FAILED         1
+#define EXIT_USAGE          2
+#define ERR_MAX             1024
+#define COPROFD_START_MS    10000
+#define COPROFD_STOP_MS     60000
+#define DUMP_MS             15000
+#define COPSIM_STOP_MS      30000
+#define EXTRA_ARGS_MAX     32
+
+enum action {
+    ACT_NONE, ACT_INIT, ACT_START, ACT_STOP, ACT_DUMP, ACT_RESET,
+    ACT_SHUTDOWN, ACT_STATUS, ACT_LIST_EVENTS,
+};
+
+struct options {
+    enum action action;
+    const char *action_name;
+    struct settings given;
+    int given_any;
+    int verbose;
+    struct daemon_args copsim_args;
+};
+
+/* Where everything is. */
+struct control {
+    struct options opt;
+    struct settings settings;       /* saved, with the given merged in */
+    char socket[COPSIM_PATH_MAX];
+    char state[PATH_MAX];
+    char err[ERR_MAX];
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"NAME\n"
+"    copcontrol - control the coprof coprocessor profiler (like opcontrol)\n"
+"\n"
+"SYNOPSIS\n"
+"    copcontrol [SETTINGS] ACTION\n"
+"    copcontrol SETTINGS                  (save settings for later actions)\n"
+"\n"
+"DESCRIPTION\n"
+"    copcontrol runs a system-wide profiling session: a shared copsim (the\n"
+"    emulated coprocessors, with the kernel driver), whose host programs\n"
+"    find it through libcop's default socket, and a coprofd that records\n"
+"    the driver's sample stream into a session directory for copreport.\n"
+"    The LFSR value and the driver's poll interval are computed here, from\n"
+"    the rate asked for and copsim's nominal clock and FIFO depth.\n"
+"\n"
+"ACTIONS (one at a time)\n"
+"    --init            start a shared copsim on the socket unless one\n"
+"                      answers there (idempotent)\n"
+"    --start           --init, then program the driver and start a session;\n"
+"                      coprofd records it in the session directory.  An\n"
+"                      existing session there is moved to DIR.old first\n"
+"                      (an older DIR.old is replaced), as perf keeps\n"
+"                      perf.data.old\n"
+"    --stop            stop the session; coprofd reads the stream to its end,\n"
+"                      flushes and exits; its summary is printed\n"
+"    --dump            make coprofd flush now (SIGHUP) and wait until it did:\n"
+"                      session.db then holds every sample so far\n"
+"    --reset           clear the current session's data; a running session\n"
+"                      is stopped and started again with the same settings\n"
+"    --shutdown        --stop if a session runs, then stop the copsim that\n"
+"                      copcontrol --init started\n"
+"    --status          what runs: event, count, LFSR value, rate and period\n"
+"                      at the nominal clock, poll interval, samples, lost by\n"
+"                      cause, contexts, coprofd's pid, the session directory\n"
+"    --list-events     SPU_CYCLES with its valid range, and the host CPU's\n"
+"                      events that libpfm4 knows on this machine\n"
+"    -h, --help        this text\n"
+"\n"
+"SETTINGS (saved; given without an action they are only saved)\n"
+"    --event=SPU_CYCLES:N\n"
+"                      one sample every N slot cycles (retired coprocessor\n"
+"                      instructions); N in 1..16777215, and no smaller than\n"
+"                      what keeps the poll interval at or above the driver's\n"
+"                      floor of 100 us (625 with copsim's defaults: 3.2 GHz,\n"
+"                      1024-entry FIFO; a deeper FIFO allows less)\n"
+"    --sample-period=TIME\n"
+"                      a sample every TIME (ns, us, ms, s: e.g. 50us) at\n"
+"                      copsim's nominal clock\n"
+"    --frequency=HZ    HZ samples a second per slot (Hz, kHz, MHz, GHz: e.g.\n"
+"                      20kHz) at copsim's nominal clock\n"
+"                      (one of the three; default SPU_CYCLES:100000)\n"
+"    --session-dir=DIR where coprofd records the session (default\n"
+"                      $XDG_DATA_HOME/coprof/current, else\n"
+"                      ~/.local/share/coprof/current)\n"
+"    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
+"                      (default %u: 4 MiB)\n"
+"\n"
+"OTHER OPTIONS\n"
+"    --copsim-arg=ARG  with --init (or an --start that starts copsim): pass\n"
+"                      ARG to copsim, e.g. --copsim-arg=--fifo-depth=65536\n"
+"                      (repeatable)\n"
+"    --verbose         say what is done\n"
+"\n"
+"FILES\n"
+"    copsim's socket is $COPSIM_SOCKET, else $XDG_RUNTIME_DIR/coprof/\n"
+"    copsim.sock, else /tmp/coprof-UID/copsim.sock.  In its directory:\n"
+"    copcontrol.conf (saved settings), copsim.pid and copsim.log (the copsim\n"
+"    --init started), coprofd.pid (its pid and the session directory) and\n"
+"    coprofd.log (its output and summary); copsim's own copsim.regs and\n"
+"    event log copsim.coplog, which coprofd imports into the session.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 done; 1 a runtime failure (nothing answers, a daemon failed, a\n"
+"    time-out); 2 bad usage (unknown option, bad count, rate or event).\n"
+"    Every failure is one line: copcontrol: THING: reason.\n"
+"\n"
+"EXAMPLES\n"
+"    copcontrol --start --event=SPU_CYCLES:50000\n"
+"    ./host-program; copcontrol --dump; copreport ...\n"
+"    copcontrol --stop\n"
+"    copcontrol --frequency=20kHz --session-dir=/tmp/s   (saved)\n"
+"    copcontrol --start; copcontrol --status; copcontrol --shutdown\n",
+        DRIVER_BUFFER_WORDS_MIN, DRIVER_BUFFER_WORDS_MAX,
+        DRIVER_BUFFER_WORDS_DEFAULT);
+}
+
+/* ---- Options -------------------------------------------------------------- */
+
+static int set_action(struct options *o, enum action action,
+                      const char *name)
+{
+    if (o->action != ACT_NONE && o->action != action)
+        return cli_fail(EXIT_USAGE, "%s and %s: give one action",
+                        o->action_name, name);
+    o->action = action;
+    o->action_name = name;
+    return 0;
+}
+
+static int set_buffer(struct options *o, const char *arg)
+{
+    char err[ERR_MAX];
+
+    if (driver_parse_buffer_words(arg, &o->given.buffer_words, err,
+                                  sizeof(err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
+    return 0;
+}
+
+static int set_session_dir(struct options *o, const char *arg)
+{
+    char err[ERR_MAX];
+
+    if (session_absolute("--session-dir", arg, o->given.session_dir,
+                         sizeof(o->given.session_dir), err, sizeof(err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
+    return 0;
+}
+
+enum { OPT_SESSION_DIR = 256, OPT_BUFFER, OPT_VERBOSE };
+
+static const struct option long_options[] = {
+    {"init", no_argument, NULL, ACT_INIT},
+    {"start", no_argument, NULL, ACT_START},
+    {"stop", no_argument, NULL, ACT_STOP},
+    {"dump", no_argument, NULL, ACT_DUMP},
+    {"reset", no_argument, NULL, ACT_RESET},
+    {"shutdown", no_argument, NULL, ACT_SHUTDOWN},
+    {"status", no_argument, NULL, ACT_STATUS},
+    {"list-events", no_argument, NULL, ACT_LIST_EVENTS},
+    RATE_LONG_OPTIONS,
+    {"session-dir", required_argument, NULL, OPT_SESSION_DIR},
+    {"buffer-size", required_argument, NULL, OPT_BUFFER},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    OPTIONS_LONG_COMMON,
+    {NULL, 0, NULL, 0},
+};
+
+/* One option; 0, 1 for --help, or an exit status (cli_fail's). */
+static int take_option(struct options *o, int c, const char *arg,
+                       const char *word)
+{
+    char err[ERR_MAX];
+
+    if (RATE_IS_OPTION(c)) {
+        o->given_any = 1;
+        return rate_take_option(&o->given.rate, c, arg, err, sizeof(err))
+               < 0 ? cli_fail(EXIT_USAGE, "%s", err) : 0;
+    }
+    switch (c) {
+    case ACT_INIT: case ACT_START: case ACT_STOP: case ACT_DUMP:
+    case ACT_RESET: case ACT_SHUTDOWN: case ACT_STATUS: case ACT_LIST_EVENTS:
+        return set_action(o, (enum action)c, word);
+    case OPT_SESSION_DIR:
+        o->given_any = 1;
+        return set_session_dir(o, arg);
+    case OPT_BUFFER:
+        o->given_any = 1;
+        return set_buffer(o, arg);
+    case OPT_VERBOSE:
+        o->verbose = 1;
+        return 0;
+    default:
+        return options_common(c, arg, word, "--help", &o->copsim_args);
+    }
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    int c, status;
+
+    memset(o, 0, sizeof(*o));
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        status = take_option(o, c, optarg, argv[optind - 1]);
+        if (status == 1) {
+            usage(stdout);
+            exit(EXIT_OK);
+        }
+        if (status)
+            return status;
+    }
+    if (optind < argc)
+        return cli_fail(EXIT_USAGE, "%s: unexpected argument (see --help)",
+                        argv[optind]);
+    if (o->action == ACT_NONE && !o->given_any)
+        return cli_fail(EXIT_USAGE, "no action and no setting given (see "
+                        "--help)");
+    return 0;
+}
+
+/* ---- Shared steps ---------------------------------------------------------- */
+
+static void say(const struct control *c, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void say(const struct control *c, const char *format, ...)
+{
+    va_list args;
+
+    if (!c->opt.verbose)
+        return;
+    va_start(args, format);
+    fprintf(stderr, "copcontrol: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+}
+
+static void state_file(const struct control *c, const char *name, char *buf,
+                       size_t len)
+{
+    state_path(c->state, name, buf, len);
+}
+
+/* The running session's coprofd (0 when none), and its directory. */
+static pid_t running_coprofd(const struct control *c, char *dir, size_t len)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_COPROFD_PID, path, sizeof(path));
+    pid = pidfile_read(path, dir, len);
+    return pid > 0 && daemons_alive(pid) ? pid : 0;
+}
+
+/* Connects to copsim; 0, or -1 (err says why, errno ENOENT/ECONNREFUSED
+ * when none answers). */
+static int connect_copsim(struct control *c, struct driver *d)
+{
+    return driver_connect(d, c->socket, c->err, sizeof(c->err));
+}
+
+static int init_copsim(struct control *c, int announce)
+{
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1};
+    const char *args[DAEMON_EXTRA_MAX + 4];
+    char log[PATH_MAX], pidfile[PATH_MAX];
+    struct driver d;
+    int n = 0;
+    pid_t pid;
+
+    if (connect_copsim(c, &d) == 0) {
+        driver_close(&d);
+        if (announce)
+            say(c, "copsim already serves on %s", c->socket);
+        return EXIT_OK;
+    }
+    if (errno != ENOENT && errno != ECONNREFUSED)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    state_file(c, STATE_COPSIM_LOG, log, sizeof(log));
+    spec.log_path = log;
+    args[n++] = "--socket";
+    args[n++] = c->socket;
+    for (int i = 0; i < c->opt.copsim_args.n; i++)
+        args[n++] = c->opt.copsim_args.args[i];
+    args[n] = NULL;
+    pid = daemons_start_copsim(&spec, args, c->err, sizeof(c->err));
+    if (pid < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
+    if (pidfile_write(pidfile, pid, c->socket, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    say(c, "copsim started (pid %ld), its output in %s", (long)pid, log);
+    if (announce)
+        printf("copcontrol: copsim (pid %ld) serves on %s\n", (long)pid,
+               c->socket);
+    return EXIT_OK;
+}
+
+static int save_settings(struct control *c)
+{
+    if (!c->opt.given_any)
+        return EXIT_OK;
+    if (session_mkdirs(c->state, 0700, c->err, sizeof(c->err)) < 0 ||
+        settings_save(c->state, &c->settings, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    return EXIT_OK;
+}
+
+/* The rate and session directory in force (defaults filled in). */
+static int effective(struct control *c, struct rate_spec *rate, char *dir,
+                     size_t len)
+{
+    char err[ERR_MAX];
+
+    *rate = c->settings.rate;
+    if (rate->kind == RATE_NONE &&
+        rate_parse(RATE_EVENT, RATE_EVENT_NAME ":100000", rate, err,
+                   sizeof(err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", err);
+    if (c->settings.session_dir[0])
+        snprintf(dir, len, "%s", c->settings.session_dir);
+    else if (session_default_dir(dir, len) < 0)
+        return cli_fail(EXIT_FAILED, "no session directory: set "
+                        "--session-dir (neither XDG_DATA_HOME nor HOME "
+                        "is set)");
+    return EXIT_OK;
+}
+
+/* ---- Actions -------------------------------------------------------------- */
+
+/* Starts coprofd on the stream; its pid, or -1 (reported). */
+static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
+                           const char *event_log)
+{
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, stream_fd};
+    char log[PATH_MAX], pidfile[PATH_MAX], line[512];
+    pid_t pid;
+
+    state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
+    spec.log_path = log;
+    pid = daemons_start_coprofd(&spec, dir, event_log, 0, c->err,
+                                sizeof(c->err));
+    if (pid < 0) {
+        cli_fail(EXIT_FAILED, "%s", c->err);
+        return -1;
+    }
+    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
+        if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
+            snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
+        cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
+        return -1;
+    }
+    state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
+    if (pidfile_write(pidfile, pid, dir, c->err, sizeof(c->err)) < 0) {
+        cli_fail(EXIT_FAILED, "%s", c->err);
+        return -1;
+    }
+    say(c, "coprofd started (pid %ld) on the stream, event log %s, its "
+        "output in %s", (long)pid, event_log, log);
+    return pid;
+}
+
+static int action_start(struct control *c)
+{
+    struct copsim_info_reply info;
+    struct rate_spec spec;
+    struct rate rate;
+    struct driver d;
+    char dir[PATH_MAX], line[512], err[ERR_MAX];
+    int status, fd = -1, moved;
+    pid_t pid;
+
+    if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
+        return status;
+    if (running_coprofd(c, NULL, 0))
+        return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
+                        "first)");
+    if ((status = init_copsim(c, 0)) != EXIT_OK)
+        return status;
+    if (connect_copsim(c, &d) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
+        driver_program(&d, &spec, c->settings.buffer_words * 8u, &rate,
+                       c->err, sizeof(c->err)) < 0) {
+        status = errno == EINVAL ? EXIT_USAGE : EXIT_FAILED;
+        driver_close(&d);
+        return cli_fail(status, "%s", c->err);
+    }
+    say(c, "SET: LFSR value 0x%06x for N=%u, poll interval %llu ns, "
+        "buffer %u words", rate.value, rate.count,
+        (unsigned long long)rate.poll_ns, c->settings.buffer_words);
+    if (session_prepare(dir, &moved, c->err, sizeof(c->err)) < 0) {
+        driver_close(&d);
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    }
+    if (driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
+        driver_close(&d);
+        session_restore(dir, moved);
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    }
+    pid = start_coprofd(c, fd, dir, info.event_log_path);
+    close(fd);
+    if (pid < 0) {
+        driver_stop(&d, err, sizeof(err));
+        driver_close(&d);
+        session_restore(dir, moved);
+        return EXIT_FAILED;
+    }
+    driver_close(&d);
+    if ((status = save_settings(c)) != EXIT_OK)
+        return status;
+    rate_describe(&rate, line, sizeof(line));
+    printf("copcontrol: started %s; coprofd pid %ld, session %s\n", line,
+           (long)pid, dir);
+    return EXIT_OK;
+}
+
+/* STOP, then coprofd's end; quiet: no summary (for --reset). */
+static int stop_session(struct control *c, int quiet)
+{
+    char dir[PATH_MAX], pidfile[PATH_MAX], log[PATH_MAX], line[1024];
+    pid_t pid = running_coprofd(c, dir, sizeof(dir));
+    struct driver d;
+    int stopped = 0;
+
+    if (connect_copsim(c, &d) == 0) {
+        stopped = driver_stop(&d, c->err, sizeof(c->err)) == 0;
+        driver_close(&d);
+    }
+    if (!stopped && !pid)
+        return cli_fail(EXIT_FAILED, "no session runs");
+    if (!stopped && pid) {
+        say(c, "no session in the driver (%s): ending coprofd", c->err);
+        kill(pid, SIGTERM);     /* no stream's end will come: end it */
+    }
+    say(c, "waiting for coprofd (pid %ld) to flush and exit", (long)pid);
+    if (pid && daemons_wait(pid, COPROFD_STOP_MS, NULL) < 0)
+        return cli_fail(EXIT_FAILED, "coprofd (pid %ld) did not finish "
+                        "within %d s; its session %s may be incomplete",
+                        (long)pid, COPROFD_STOP_MS / 1000, dir);
+    state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
+    unlink(pidfile);
+    state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
+    if (!quiet && daemons_log_line(log, "coprofd: ", line,
+                                   sizeof(line)) == 0)
+        printf("%s\n", line);
+    else if (!quiet)
+        printf("copcontrol: stopped\n");
+    return EXIT_OK;
+}
+
+static int action_dump(struct control *c)
+{
+    struct session_totals before, after;
+    char dir[PATH_MAX], summary[512];
+    struct timespec pause = {0, 20000000};
+    pid_t pid = running_coprofd(c, dir, sizeof(dir));
+
+    if (!pid)
+        return cli_fail(EXIT_FAILED, "--dump: no coprofd runs (start a "
+                        "session with --start)");
+    if (session_read(dir, &before, c->err, sizeof(c->err)) < 0)
+        before.dumps = 0;
+    if (kill(pid, SIGHUP) < 0)
+        return cli_fail(EXIT_FAILED, "coprofd (pid %ld): %s", (long)pid,
+                        strerror(errno));
+    for (int waited = 0; waited < DUMP_MS; waited += 20) {
+        if (session_read(dir, &after, c->err, sizeof(c->err)) == 0 &&
+            after.dumps > before.dumps) {
+            session_describe(&after, summary, sizeof(summary));
+            printf("copcontrol: dumped %s: %s\n", dir, summary);
+            return EXIT_OK;
+        }
+        nanosleep(&pause, NULL);
+    }
+    return cli_fail(EXIT_FAILED, "coprofd (pid %ld) did not dump within "
+                    "%d s", (long)pid, DUMP_MS / 1000);
+}
+
+static int action_reset(struct control *c)
+{
+    char dir[PATH_MAX];
+    struct rate_spec spec;
+    int status;
+
+    if (running_coprofd(c, dir, sizeof(dir))) {
+        if ((status = stop_session(c, 1)) != EXIT_OK)
+            return status;
+        if (session_remove(dir, c->err, sizeof(c->err)) < 0)
+            return cli_fail(EXIT_FAILED, "%s", c->err);
+        return action_start(c);
+    }
+    if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
+        return status;
+    if (session_remove(dir, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    printf("copcontrol: cleared %s\n", dir);
+    return EXIT_OK;
+}
+
+static int action_shutdown(struct control *c)
+{
+    struct copsim_info_reply info;
+    struct copdrv_control_reply get;
+    char pidfile[PATH_MAX];
+    struct driver d;
+    pid_t ours;
+    int status;
+
+    if (connect_copsim(c, &d) < 0) {
+        if (running_coprofd(c, NULL, 0))
+            stop_session(c, 0);
+        say(c, "no copsim runs on %s", c->socket);
+        return EXIT_OK;
+    }
+    if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
+        driver_get(&d, &get, c->err, sizeof(c->err)) < 0) {
+        driver_close(&d);
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    }
+    driver_close(&d);
+    if ((get.running || running_coprofd(c, NULL, 0)) &&
+        (status = stop_session(c, 0)) != EXIT_OK)
+        return status;
+    state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
+    ours = pidfile_read(pidfile, NULL, 0);
+    if (ours != info.pid)
+        return cli_fail(EXIT_FAILED, "copsim (pid %ld) on %s was not "
+                        "started by copcontrol; leaving it running",
+                        (long)info.pid, c->socket);
+    if (daemons_terminate(info.pid, COPSIM_STOP_MS) < 0)
+        return cli_fail(EXIT_FAILED, "copsim (pid %ld) did not stop within "
+                        "%d s: killed", (long)info.pid, COPSIM_STOP_MS / 1000);
+    unlink(pidfile);
+    printf("copcontrol: copsim (pid %ld) stopped\n", (long)info.pid);
+    return EXIT_OK;
+}
+
+/* The session part of --status. */
+static void status_session(struct control *c, pid_t coprofd, const char *dir)
+{
+    struct session_totals t;
+    char summary[512];
+
+    printf("coprofd:        %s", coprofd ? "" : "not running\n");
+    if (coprofd)
+        printf("pid %ld\n", (long)coprofd);
+    printf("session:        %s\n", dir[0] ? dir : "(none)");
+    if (dir[0] && session_read(dir, &t, c->err, sizeof(c->err)) == 0) {
+        session_describe(&t, summary, sizeof(summary));
+        printf("recorded:       %s (%s)\n", summary,
+               t.complete ? "complete" : "live, as of the last flush");
+        printf("contexts:       %lld\n", (long long)t.contexts);
+    }
+}
+
+static void status_driver(const struct copdrv_control_reply *get,
+                          const struct copdrv_control_stats *stats)
+{
+    struct rate rate = {get->params.lfsr_count, get->params.lfsr_value,
+                        get->params.poll_interval_ns, (double)get->clock_hz};
+    char line[512];
+
+    printf("running:        %s\n", get->running ? "yes" : "no");
+    if (rate.count) {
+        rate_describe(&rate, line, sizeof(line));
+        printf("event:          %s\n", line);
+    } else {
+        printf("event:          (none set)\n");
+    }
+    printf("driver:         %u slots, %u-entry FIFOs, buffer %llu bytes\n",
+           get->slots, get->fifo_depth,
+           (unsigned long long)stats->buffer_bytes);
+    printf("samples:        %llu\n", (unsigned long long)stats->samples);
+    printf("lost:           %llu", (unsigned long long)driver_lost(stats));
+    for (unsigned cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++) {
+        const char *name = copstream_cause_name(cause);
+
+        if (stats->lost_by_cause[cause] || (name && cause))
+            printf(" %s=%llu", name ? name : "other",
+                   (unsigned long long)stats->lost_by_cause[cause]);
+    }
+    printf("\n");
+}
+
+static int action_status(struct control *c)
+{
+    struct copdrv_control_reply get;
+    struct copdrv_control_stats stats;
+    struct copsim_info_reply info;
+    char dir[PATH_MAX] = "";
+    struct driver d;
+    pid_t coprofd = running_coprofd(c, dir, sizeof(dir));
+
+    printf("copsim socket:  %s\n", c->socket);
+    if (connect_copsim(c, &d) < 0) {
+        printf("copsim:         not running\n");
+    } else if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
+               driver_get(&d, &get, c->err, sizeof(c->err)) < 0 ||
+               driver_stats(&d, &stats, c->err, sizeof(c->err)) < 0) {
+        driver_close(&d);
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    } else {
+        driver_close(&d);
+        printf("copsim:         pid %ld, event log %s\n", (long)info.pid,
+               info.event_log_path);
+        status_driver(&get, &stats);
+    }
+    if (!dir[0] && c->settings.session_dir[0])
+        snprintf(dir, sizeof(dir), "%s", c->settings.session_dir);
+    status_session(c, coprofd, dir);
+    return EXIT_OK;
+}
+
+static int action_list_events(struct control *c)
+{
+    struct copdrv_control_reply get;
+    struct driver d;
+    double clock = COPSIM_DEFAULT_NOMINAL_HZ;
+    uint32_t depth = TRACE_DEFAULT_FIFO_DEPTH;
+    int from_copsim = 0;
+
+    if (connect_copsim(c, &d) == 0) {
+        if (driver_get(&d, &get, c->err, sizeof(c->err)) == 0) {
+            clock = (double)get.clock_hz;
+            depth = get.fifo_depth;
+            from_copsim = 1;
+        }
+        driver_close(&d);
+    }
+    events_list(stdout, clock, depth, from_copsim);
+    return EXIT_OK;
+}
+
+/* Settings alone: checked against a running copsim if one answers. */
+static int action_save(struct control *c)
+{
+    struct copdrv_control_reply get;
+    struct rate rate;
+    struct driver d;
+
+    if (c->opt.given.rate.kind != RATE_NONE && connect_copsim(c, &d) == 0) {
+        int bad = driver_get(&d, &get, c->err, sizeof(c->err)) == 0 &&
+                  rate_resolve(&c->opt.given.rate, (double)get.clock_hz,
+                               get.fifo_depth, &rate, c->err,
+                               sizeof(c->err)) < 0;
+
+        driver_close(&d);
+        if (bad)
+            return cli_fail(EXIT_USAGE, "%s", c->err);
+    }
+    return save_settings(c);
+}
+
+static int run_action(struct control *c)
+{
+    switch (c->opt.action) {
+    case ACT_INIT:
+        return init_copsim(c, 1);
+    case ACT_START:
+        return action_start(c);
+    case ACT_STOP:
+        return stop_session(c, 0);
+    case ACT_DUMP:
+        return action_dump(c);
+    case ACT_RESET:
+        return action_reset(c);
+    case ACT_SHUTDOWN:
+        return action_shutdown(c);
+    case ACT_STATUS:
+        return action_status(c);
+    case ACT_LIST_EVENTS:
+        return action_list_events(c);
+    default:
+        return action_save(c);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static struct control c;
+    int status;
+
+    if ((status = parse_options(argc, argv, &c.opt)) != 0)
+        return status;
+    signal(SIGPIPE, SIG_IGN);
+    if (copsim_socket_path(c.socket, sizeof(c.socket)) < 0)
+        return cli_fail(EXIT_USAGE, "the copsim socket path is too long");
+    state_dir_of(c.socket, c.state, sizeof(c.state));
+    if (session_mkdirs(c.state, 0700, c.err, sizeof(c.err)) < 0 ||
+        settings_load(c.state, &c.settings, c.err, sizeof(c.err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c.err);
+    settings_merge(&c.settings, &c.opt.given);
+    status = run_action(&c);
+    if (status == EXIT_OK && c.opt.action != ACT_START &&
+        c.opt.action != ACT_RESET && c.opt.action != ACT_NONE)
+        status = save_settings(&c);
+    return status;
+}

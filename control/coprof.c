@@ -1,0 +1,521 @@
+/*
+ * coprof — `coprof record [OPTIONS] -- CMD ARGS`: profile one command, the
+ * way operf does: a private copsim (with the kernel driver) for CMD alone,
+ * a session started before CMD runs, coprofd recording it into a session
+ * directory, and a summary when CMD has ended.
+ *
+ * How: the session directory is readied first (an existing one moved to
+ * DIR.old).  copsim starts in a fresh temporary directory as a private
+ * copsim of this process (--private PID: it ends if coprof dies), in its
+ * own process group, with its event log in DIR/events.coplog so that the
+ * session keeps its scheduler history.  The rate is resolved at its clock,
+ * set and started through driver.c (copcontrol's code); coprofd gets the
+ * stream as descriptor 3 and the event log.  CMD is forked with
+ * COPSIM_SOCKET naming the private socket.  While it runs, STATS gives a
+ * progress line once a second on a terminal.  When it ends: STOP, coprofd
+ * reads to the stream's end and exits after its last flush, copsim is
+ * stopped, and the summary is read from DIR/session.db.
+ *
+ * Signals: the daemons are in process groups of their own, so a terminal's
+ * ^C reaches CMD (in ours) and not them; SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT sent to coprof itself are forwarded to CMD.  Either way CMD ends
+ * and the session is completed as usual.
+ *
+ * Exit status: CMD's (128 + signal when it was killed; 127 not found, 126
+ * not executable); 2 for bad usage; 1 when the recording could not be made
+ * or completed (when CMD itself failed, its status wins).
+ */
+#include "control/daemons.h"
+#include "control/driver.h"
+#include "control/options.h"
+#include "control/rate.h"
+#include "control/session.h"
+#include "sdk/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_FAILED         1
+#define EXIT_USAGE          2
+#define EXIT_CANNOT_RUN     126
+#define EXIT_NOT_FOUND      127
+#define ERR_MAX             1024
+#define DEFAULT_EVENT       RATE_EVENT_NAME ":100000"
+#define DEFAULT_OUTPUT      "coprof_data"
+#define TICK_MS             100
+#define PROGRESS_TTY_MS     1000
+#define PROGRESS_LOG_MS     10000
+#define COPROFD_START_MS    10000
+#define COPROFD_STOP_MS     60000
+#define COPSIM_STOP_MS      30000
+
+struct options {
+    struct rate_spec rate;
+    const char *output;
+    uint32_t buffer_words;
+    const char *slots;
+    struct daemon_args copsim_args;
+    int quiet, verbose;
+    char **command;
+};
+
+/* A recording in progress. */
+struct record {
+    struct options opt;
+    char dir[PATH_MAX];         /* the session */
+    int moved;                  /* an older session is in DIR.old */
+    char tmp[PATH_MAX];         /* copsim's private directory */
+    char socket[PATH_MAX];
+    char event_log[PATH_MAX];
+    char coprofd_log[PATH_MAX];
+    pid_t copsim, coprofd, command;
+    struct driver driver;
+    struct rate rate;
+    char err[ERR_MAX];
+};
+
+static volatile sig_atomic_t command_pid;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"NAME\n"
+"    coprof record - profile the coprocessor contexts of one command\n"
+"\n"
+"SYNOPSIS\n"
+"    coprof record [OPTIONS] [--] CMD [ARGS...]\n"
+"\n"
+"DESCRIPTION\n"
+"    Runs CMD, a host program using libcop, against a private copsim whose\n"
+"    kernel driver samples every coprocessor context of CMD from its start,\n"
+"    and records the session with coprofd, like operf.  The session is\n"
+"    complete when coprof returns, also when CMD fails or is interrupted.\n"
+"    While CMD runs, a progress line on standard error (samples a second,\n"
+"    samples, lost) is rewritten once a second when standard error is a\n"
+"    terminal; otherwise a line is written every 10 s.  At the end, a\n"
+"    summary: samples, lost by cause, contexts, the session's path.\n"
+"\n"
+"OPTIONS\n"
+"    --event=SPU_CYCLES:N\n"
+"                      one sample every N slot cycles (retired coprocessor\n"
+"                      instructions), N in 1..16777215 and large enough for\n"
+"                      polls of at least 100 us (625 with copsim's defaults)\n"
+"    --sample-period=TIME, --frequency=HZ\n"
+"                      the same as a time (50us) or a rate per slot (20kHz)\n"
+"                      at copsim's nominal clock (3.2 GHz by default).\n"
+"                      One of the three; default " DEFAULT_EVENT " (32 kHz\n"
+"                      per slot at 3.2 GHz)\n"
+"    -o, --output=DIR  the session directory (default ./" DEFAULT_OUTPUT ");\n"
+"                      an existing one is moved to DIR.old first (an older\n"
+"                      DIR.old is replaced)\n"
+"    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
+"                      (default %u: 4 MiB)\n"
+"    --slots=N         coprocessor slots of the private copsim (default 8)\n"
+"    --copsim-arg=ARG  pass ARG to the private copsim as it is (repeatable),\n"
+"                      e.g. --copsim-arg=--fifo-depth=65536\n"
+"    -q, --quiet       no progress line and no summary\n"
+"    -v, --verbose     the daemons' own output on standard error\n"
+"    -h, --help        this text\n"
+"\n"
+"FILES\n"
+"    DIR/session.db, DIR/images/    the session (docs/session-format.md)\n"
+"    DIR/events.coplog              copsim's kernel event log (SCHED)\n"
+"    DIR/coprofd.log                coprofd's output (without --verbose)\n"
+"    copsim's socket and register file live in a temporary directory\n"
+"    ($TMPDIR, else /tmp) that is removed at the end; CMD finds it through\n"
+"    COPSIM_SOCKET.\n"
+"\n"
+"EXIT STATUS\n"
+"    CMD's exit status (128 + N when a signal N killed it, 127 when it was\n"
+"    not found, 126 when it could not run); 2 for bad usage; 1 when the\n"
+"    recording failed (when CMD failed too, its status is returned).\n"
+"    Every failure is one line: coprof: THING: reason.\n"
+"\n"
+"EXAMPLES\n"
+"    coprof record -- ./host-pipeline --contexts 8\n"
+"    coprof record --frequency=10kHz -o /tmp/run1 ./my-host arg\n"
+"    coprof record --event=SPU_CYCLES:20000 --copsim-arg=--slice=500000 "
+"-- ./my-host\n",
+        DRIVER_BUFFER_WORDS_MIN, DRIVER_BUFFER_WORDS_MAX,
+        DRIVER_BUFFER_WORDS_DEFAULT);
+}
+
+/* ---- Options -------------------------------------------------------------- */
+
+enum { OPT_BUFFER = 256, OPT_SLOTS };
+
+static const struct option long_options[] = {
+    RATE_LONG_OPTIONS,
+    {"output", required_argument, NULL, 'o'},
+    {"buffer-size", required_argument, NULL, OPT_BUFFER},
+    {"slots", required_argument, NULL, OPT_SLOTS},
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    OPTIONS_LONG_COMMON,
+    {NULL, 0, NULL, 0},
+};
+
+static int set_slots(struct options *o, const char *arg)
+{
+    char *end;
+    long n;
+
+    errno = 0;
+    n = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || n < 1 || n > 64)
+        return cli_fail(EXIT_USAGE, "--slots=%s: not a number of slots in "
+                        "1..64", arg);
+    o->slots = arg;
+    return 0;
+}
+
+/* One option; 0, 1 for --help, or an exit status. */
+static int take_option(struct options *o, int c, const char *arg,
+                       const char *word)
+{
+    char err[ERR_MAX];
+
+    if (RATE_IS_OPTION(c))
+        return rate_take_option(&o->rate, c, arg, err, sizeof(err)) < 0 ?
+               cli_fail(EXIT_USAGE, "%s", err) : 0;
+    switch (c) {
+    case 'o':
+        o->output = arg;
+        return 0;
+    case OPT_BUFFER:
+        if (driver_parse_buffer_words(arg, &o->buffer_words, err,
+                                      sizeof(err)) < 0)
+            return cli_fail(EXIT_USAGE, "%s", err);
+        return 0;
+    case OPT_SLOTS:
+        return set_slots(o, arg);
+    case 'q':
+        o->quiet = 1;
+        return 0;
+    case 'v':
+        o->verbose = 1;
+        return 0;
+    default:
+        return options_common(c, arg, word, "coprof --help",
+                              &o->copsim_args);
+    }
+}
+
+/* argv[0] is "record"; options stop at "--" or the first other word. */
+static int parse_record(int argc, char **argv, struct options *o)
+{
+    char err[ERR_MAX];
+    int c, status;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+:o:qvh", long_options,
+                            NULL)) != -1) {
+        status = take_option(o, c, optarg, argv[optind - 1]);
+        if (status == 1) {
+            usage(stdout);
+            exit(0);
+        }
+        if (status)
+            return status;
+    }
+    if (optind >= argc)
+        return cli_fail(EXIT_USAGE, "record: no command given (coprof "
+                        "record [OPTIONS] -- CMD [ARGS...])");
+    o->command = argv + optind;
+    if (o->rate.kind == RATE_NONE &&
+        rate_parse(RATE_EVENT, DEFAULT_EVENT, &o->rate, err,
+                   sizeof(err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", err);
+    return 0;
+}
+
+/* ---- Signals -------------------------------------------------------------- */
+
+/* A signal sent to coprof goes on to CMD; a terminal's reached it already. */
+static void forward_signal(int sig, siginfo_t *info, void *context)
+{
+    if (command_pid > 0 && info->si_code != SI_KERNEL)
+        kill(command_pid, sig);
+}
+
+static void catch_signals(void)
+{
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    struct sigaction action;
+
+    memset(&action, 0, sizeof(action));
+    action.sa_sigaction = forward_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < sizeof(signals) / sizeof(*signals); i++)
+        sigaction(signals[i], &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* ---- The daemons ---------------------------------------------------------- */
+
+static int make_private_dir(struct record *r)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    if (!tmp || !*tmp || strlen(tmp) > 64)
+        tmp = "/tmp";       /* a socket path holds about 100 bytes */
+    snprintf(r->tmp, sizeof(r->tmp), "%s/coprof-record-XXXXXX", tmp);
+    if (!mkdtemp(r->tmp)) {
+        snprintf(r->err, sizeof(r->err), "%s: %s", r->tmp, strerror(errno));
+        r->tmp[0] = '\0';
+        return -1;
+    }
+    snprintf(r->socket, sizeof(r->socket), "%s/copsim.sock", r->tmp);
+    return 0;
+}
+
+static int start_copsim(struct record *r)
+{
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1};
+    const char *args[DAEMON_EXTRA_MAX + 12];
+    char parent[32];
+    int n = 0;
+
+    snprintf(parent, sizeof(parent), "%ld", (long)getpid());
+    args[n++] = "--private";
+    args[n++] = parent;
+    args[n++] = "--socket";
+    args[n++] = r->socket;
+    args[n++] = "--state-dir";
+    args[n++] = r->tmp;
+    args[n++] = "--event-log";
+    args[n++] = r->event_log;
+    if (r->opt.slots) {
+        args[n++] = "--slots";
+        args[n++] = r->opt.slots;
+    }
+    for (int i = 0; i < r->opt.copsim_args.n; i++)
+        args[n++] = r->opt.copsim_args.args[i];
+    args[n] = NULL;
+    r->copsim = daemons_start_copsim(&spec, args, r->err, sizeof(r->err));
+    return r->copsim < 0 ? -1 : 0;
+}
+
+/* SET and START; the stream goes to a new coprofd.  -1, or -2 (usage). */
+static int start_session(struct record *r)
+{
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1};
+    int fd;
+
+    if (driver_connect(&r->driver, r->socket, r->err, sizeof(r->err)) < 0)
+        return -1;
+    if (driver_program(&r->driver, &r->opt.rate, r->opt.buffer_words * 8u,
+                       &r->rate, r->err, sizeof(r->err)) < 0)
+        return errno == EINVAL ? -2 : -1;
+    if (driver_start(&r->driver, &fd, r->err, sizeof(r->err)) < 0)
+        return -1;
+    spec.pass_fd = fd;
+    spec.log_path = r->opt.verbose ? NULL : r->coprofd_log;
+    r->coprofd = daemons_start_coprofd(&spec, r->dir, r->event_log, 0,
+                                       r->err, sizeof(r->err));
+    close(fd);
+    if (r->coprofd > 0 &&
+        session_wait_created(r->coprofd, r->dir, COPROFD_START_MS) < 0) {
+        r->coprofd = -1;
+        snprintf(r->err, sizeof(r->err), "coprofd did not start (see %s)",
+                 r->opt.verbose ? "its message above" : r->coprofd_log);
+    }
+    return r->coprofd > 0 ? 0 : -1;
+}
+
+/* Stops whatever runs; 0 when coprofd finished the session in time. */
+static int finish(struct record *r)
+{
+    char err[ERR_MAX];
+    int failed = 0, status = 0;
+
+    if (r->driver.sock >= 0) {
+        driver_stop(&r->driver, err, sizeof(err));
+        driver_close(&r->driver);
+    }
+    if (r->coprofd > 0 &&
+        (daemons_wait(r->coprofd, COPROFD_STOP_MS, &status) < 0 ||
+         status != 0)) {
+        if (status == 0)
+            daemons_terminate(r->coprofd, COPSIM_STOP_MS);
+        snprintf(r->err, sizeof(r->err), "coprofd %s; the session may be "
+                 "incomplete", status ? "failed" : "did not finish in time");
+        failed = 1;
+    }
+    if (r->copsim > 0)
+        daemons_terminate(r->copsim, COPSIM_STOP_MS);
+    if (r->tmp[0])
+        rmdir(r->tmp);
+    return failed ? -1 : 0;
+}
+
+/* ---- The command ---------------------------------------------------------- */
+
+static pid_t start_command(struct record *r)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid != 0)
+        return pid;
+    setenv("COPSIM_SOCKET", r->socket, 1);
+    signal(SIGPIPE, SIG_DFL);
+    execvp(r->opt.command[0], r->opt.command);
+    fprintf(stderr, "coprof: %s: %s\n", r->opt.command[0], strerror(errno));
+    _exit(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+}
+
+/* One progress line from STATS. */
+static void progress(struct record *r, int tty, uint64_t *last,
+                     int elapsed_ms)
+{
+    struct copdrv_control_stats s;
+    char err[ERR_MAX];
+    double per_s;
+
+    if (driver_stats(&r->driver, &s, err, sizeof(err)) < 0)
+        return;
+    per_s = elapsed_ms > 0 ? (double)(s.samples - *last) * 1000.0 /
+            elapsed_ms : 0;
+    *last = s.samples;
+    fprintf(stderr, "%scoprof: recording: %.0f samples/s, %llu samples, "
+            "%llu lost%s", tty ? "\r\033[K" : "", per_s,
+            (unsigned long long)s.samples,
+            (unsigned long long)driver_lost(&s), tty ? "" : "\n");
+}
+
+/* Waits for CMD with progress lines; its exit status. */
+static int wait_command(struct record *r)
+{
+    struct timespec tick = {0, TICK_MS * 1000000L};
+    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus;
+    uint64_t last = 0;
+
+    every = tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
+    for (;;) {
+        pid_t got = waitpid(r->command, &wstatus, WNOHANG);
+
+        if (got == r->command)
+            break;
+        if (got < 0 && errno != EINTR)
+            return EXIT_FAILED;
+        nanosleep(&tick, NULL);
+        since += TICK_MS;
+        if (!r->opt.quiet && since >= every) {
+            progress(r, tty, &last, since);
+            since = 0;
+        }
+    }
+    if (tty && !r->opt.quiet && last)
+        fprintf(stderr, "\r\033[K");
+    return daemons_exit_status(wstatus);
+}
+
+static void summary(struct record *r)
+{
+    struct session_totals t;
+    char line[1024], rate[512];
+
+    if (session_read(r->dir, &t, r->err, sizeof(r->err)) < 0) {
+        fprintf(stderr, "coprof: %s\n", r->err);
+        return;
+    }
+    rate_describe(&r->rate, rate, sizeof(rate));
+    session_describe(&t, line, sizeof(line));
+    fprintf(stderr, "coprof: %s\n", rate);
+    fprintf(stderr, "coprof: %s images=%lld sched_events=%lld%s\n", line,
+            (long long)t.images, (long long)t.sched_events,
+            t.complete ? "" : " (incomplete)");
+    fprintf(stderr, "coprof: session %s\n", r->dir);
+}
+
+/* ---- record --------------------------------------------------------------- */
+
+static int prepare(struct record *r)
+{
+    if (session_absolute("--output", r->opt.output ? r->opt.output :
+                         DEFAULT_OUTPUT, r->dir, sizeof(r->dir), r->err,
+                         sizeof(r->err)) < 0)
+        return EXIT_USAGE;
+    if (session_prepare(r->dir, &r->moved, r->err, sizeof(r->err)) < 0)
+        return EXIT_FAILED;
+    snprintf(r->event_log, sizeof(r->event_log), "%s/events.coplog", r->dir);
+    snprintf(r->coprofd_log, sizeof(r->coprofd_log), "%s/coprofd.log",
+             r->dir);
+    return 0;
+}
+
+/* Everything before CMD; on failure, everything undone. */
+static int begin(struct record *r)
+{
+    int status = prepare(r);
+
+    if (status)
+        return cli_fail(status, "%s", r->err);
+    if (make_private_dir(r) == 0 && start_copsim(r) == 0)
+        status = start_session(r);
+    else
+        status = -1;
+    if (status == 0)
+        return 0;
+    finish(r);
+    session_restore(r->dir, r->moved);
+    return cli_fail(status == -2 ? EXIT_USAGE : EXIT_FAILED, "%s", r->err);
+}
+
+static int record(struct record *r)
+{
+    int status, cmd_status;
+
+    catch_signals();
+    if ((status = begin(r)) != 0)
+        return status;
+    r->command = start_command(r);
+    if (r->command < 0) {
+        cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
+        cmd_status = EXIT_FAILED;
+    } else {
+        command_pid = r->command;
+        cmd_status = wait_command(r);
+        command_pid = 0;
+    }
+    if (finish(r) < 0) {
+        cli_fail(EXIT_FAILED, "%s: %s", r->dir, r->err);
+        return cmd_status ? cmd_status : EXIT_FAILED;
+    }
+    if (!r->opt.quiet)
+        summary(r);
+    return cmd_status;
+}
+
+int main(int argc, char **argv)
+{
+    static struct record r;
+    int status;
+
+    r.driver.sock = -1;
+    if (argc < 2)
+        return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "
+                        "-- CMD [ARGS...] (see coprof --help)");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "record") != 0)
+        return cli_fail(EXIT_USAGE, "%s: unknown subcommand (coprof record "
+                        "[OPTIONS] -- CMD [ARGS...])", argv[1]);
+    if ((status = parse_record(argc - 1, argv + 1, &r.opt)) != 0)
+        return status;
+    return record(&r);
+}

@@ -1,0 +1,300 @@
+/*
+ * daemons.c — starting copsim and coprofd, waiting for processes
+ * (daemons.h).
+ *
+ * start_daemon() forks; the child puts itself in a new session or process
+ * group, moves the descriptor it is given to 3, points stdin at /dev/null
+ * and stdout/stderr at the log, and execs.  An exec that fails exits 127
+ * and says why in the log.  copsim is started with the write end of a pipe
+ * as --ready-fd 3, and the pipe's read end gives "ready\n" once it serves,
+ * or end of file if it could not start.
+ *
+ * Waiting: our children are polled with waitpid(WNOHANG); other processes
+ * (a coprofd started by an earlier copcontrol) through /proc/PID/stat,
+ * where a zombie counts as ended, since whoever inherited it may not reap.
+ */
+#include "control/daemons.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PASSED_FD       3
+#define POLL_MS         20
+#define ARGS_MAX        64
+
+int daemons_add_arg(struct daemon_args *extra, const char *arg, char *err,
+                    size_t errlen)
+{
+    if (extra->n >= DAEMON_EXTRA_MAX) {
+        snprintf(err, errlen, "--copsim-arg=%s: at most %d of them", arg,
+                 DAEMON_EXTRA_MAX);
+        return -1;
+    }
+    extra->args[extra->n++] = arg;
+    return 0;
+}
+
+void daemons_find(const char *name, char *buf, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    const char *env = getenv("COPROF_COPSIM");
+
+    if (strcmp(name, "copsim") == 0 && env && *env) {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    if (n > 0) {
+        char *slash;
+
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(buf, len, "%s/%s", self, name);
+            if (access(buf, X_OK) == 0)
+                return;
+        }
+    }
+    snprintf(buf, len, "%s", name);
+}
+
+/* In the child: descriptors, session, log; never returns. */
+static void exec_daemon(const struct daemon_spec *spec, char *const argv[])
+{
+    int null = open("/dev/null", O_RDONLY);
+
+    if (spec->mode == DAEMON_DETACHED)
+        setsid();
+    else
+        setpgid(0, 0);
+    if (null >= 0 && null != STDIN_FILENO) {
+        dup2(null, STDIN_FILENO);
+        close(null);
+    }
+    if (spec->log_path) {
+        int log = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC |
+                       O_APPEND, 0600);
+
+        if (log >= 0) {
+            dup2(log, STDOUT_FILENO);
+            dup2(log, STDERR_FILENO);
+            if (log > STDERR_FILENO)
+                close(log);
+        }
+    }
+    if (spec->pass_fd >= 0) {
+        if (spec->pass_fd == PASSED_FD)
+            fcntl(PASSED_FD, F_SETFD, 0);
+        else
+            dup2(spec->pass_fd, PASSED_FD);
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    execvp(argv[0], argv);
+    fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static pid_t start_daemon(const struct daemon_spec *spec, char *const argv[],
+                          char *err, size_t errlen)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0)
+        exec_daemon(spec, argv);
+    return pid;
+}
+
+/* Reads until a line; 0 when it is "ready", else -1. */
+static int wait_ready(int fd)
+{
+    char buf[16];
+    size_t got = 0;
+
+    while (got < sizeof(buf) - 1) {
+        ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+        buf[got] = '\0';
+        if (strchr(buf, '\n'))
+            return strcmp(buf, "ready\n") == 0 ? 0 : -1;
+    }
+    return -1;
+}
+
+/* Why a daemon did not start: its log's last line, or the program. */
+static void explain_failure(const char *what, const char *log_path,
+                            char *err, size_t errlen)
+{
+    char line[512];
+
+    if (log_path && daemons_log_line(log_path, NULL, line,
+                                     sizeof(line)) == 0)
+        snprintf(err, errlen, "%s did not start: %s", what, line);
+    else
+        snprintf(err, errlen, "%s did not start (its reason is on "
+                 "standard error)", what);
+}
+
+pid_t daemons_start_copsim(const struct daemon_spec *base,
+                           const char *const *args, char *err, size_t errlen)
+{
+    char program[PATH_MAX], ready_arg[16];
+    char *argv[ARGS_MAX];
+    struct daemon_spec spec = *base;
+    int ready[2], n = 0, status;
+    pid_t pid;
+
+    daemons_find("copsim", program, sizeof(program));
+    argv[n++] = program;
+    for (; *args && n < ARGS_MAX - 3; args++)
+        argv[n++] = (char *)*args;
+    snprintf(ready_arg, sizeof(ready_arg), "--ready-fd=%d", PASSED_FD);
+    argv[n++] = ready_arg;
+    argv[n] = NULL;
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    spec.pass_fd = ready[1];
+    pid = start_daemon(&spec, argv, err, errlen);
+    close(ready[1]);
+    if (pid > 0 && wait_ready(ready[0]) < 0) {
+        daemons_wait(pid, 10000, &status);
+        explain_failure(program, spec.log_path, err, errlen);
+        pid = -1;
+    }
+    close(ready[0]);
+    return pid;
+}
+
+pid_t daemons_start_coprofd(const struct daemon_spec *spec,
+                            const char *session_dir, const char *event_log,
+                            int quiet, char *err, size_t errlen)
+{
+    char program[PATH_MAX], input[32];
+    char *argv[ARGS_MAX];
+    int n = 0;
+
+    daemons_find("coprofd", program, sizeof(program));
+    snprintf(input, sizeof(input), "--input-fd=%d", PASSED_FD);
+    argv[n++] = program;
+    argv[n++] = input;
+    argv[n++] = "--session-dir";
+    argv[n++] = (char *)session_dir;
+    if (event_log && *event_log) {
+        argv[n++] = "--event-log";
+        argv[n++] = (char *)event_log;
+    }
+    if (quiet)
+        argv[n++] = "--quiet";
+    argv[n] = NULL;
+    return start_daemon(spec, argv, err, errlen);
+}
+
+int daemons_alive(pid_t pid)
+{
+    char path[64], buf[512], *paren;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+int daemons_exit_status(int wait_status)
+{
+    if (WIFSIGNALED(wait_status))
+        return 128 + WTERMSIG(wait_status);
+    return WEXITSTATUS(wait_status);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&t, NULL);
+}
+
+int daemons_wait(pid_t pid, int timeout_ms, int *status)
+{
+    for (int waited = 0;; waited += POLL_MS) {
+        int wstatus;
+        pid_t got = waitpid(pid, &wstatus, WNOHANG);
+
+        if (got == pid) {
+            if (status)
+                *status = daemons_exit_status(wstatus);
+            return 0;
+        }
+        if (got < 0 && errno == ECHILD && !daemons_alive(pid)) {
+            if (status)
+                *status = 0;
+            return 0;
+        }
+        if (waited >= timeout_ms)
+            return -1;
+        sleep_ms(POLL_MS);
+    }
+}
+
+int daemons_terminate(pid_t pid, int timeout_ms)
+{
+    if (kill(pid, SIGTERM) < 0 && errno == ESRCH) {
+        daemons_wait(pid, 0, NULL);
+        return 0;
+    }
+    if (daemons_wait(pid, timeout_ms, NULL) == 0)
+        return 0;
+    kill(pid, SIGKILL);
+    daemons_wait(pid, timeout_ms, NULL);
+    return -1;
+}
+
+int daemons_log_line(const char *log_path, const char *prefix, char *buf,
+                     size_t len)
+{
+    FILE *f = fopen(log_path, "r");
+    char line[1024];
+    int found = -1;
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0] || (prefix && strncmp(line, prefix,
+                                           strlen(prefix)) != 0))
+            continue;
+        snprintf(buf, len, "%s", line);
+        found = 0;
+    }
+    fclose(f);
+    return found;
+}

@@ -1,0 +1,78 @@
+/*
+ * daemons.h — starting copsim and coprofd, and waiting for processes.
+ *
+ * The programs are found beside the running one (build/bin/ or PREFIX/bin),
+ * else in PATH; $COPROF_COPSIM names another copsim (as for libcop).
+ * A daemon is started by fork and exec with its standard output and error
+ * in a log file (or inherited), standard input from /dev/null, and either
+ * detached (setsid: it outlives copcontrol and no terminal signal reaches
+ * it) or in a process group of its own (coprof record: ^C goes to the
+ * command, not to the daemons).  copsim is waited for on --ready-fd until
+ * it serves.  Functions that can fail return -1 with one line in err.
+ */
+#ifndef COPROF_CONTROL_DAEMONS_H
+#define COPROF_CONTROL_DAEMONS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+enum daemon_mode {
+    DAEMON_DETACHED,        /* setsid */
+    DAEMON_GROUP,           /* own process group, still our child */
+};
+
+struct daemon_spec {
+    enum daemon_mode mode;
+    const char *log_path;   /* NULL: inherit stdout and stderr */
+    int pass_fd;            /* -1, or a descriptor the daemon gets as 3 */
+};
+
+/* Arguments passed to copsim as they are (--copsim-arg, repeatable). */
+#define DAEMON_EXTRA_MAX    32
+struct daemon_args {
+    const char *args[DAEMON_EXTRA_MAX];
+    int n;
+};
+
+/* Adds one; -1 with one line in err when there are too many. */
+int daemons_add_arg(struct daemon_args *extra, const char *arg, char *err,
+                    size_t errlen);
+
+/* Where program NAME is: beside this program, else just NAME (PATH). */
+void daemons_find(const char *name, char *buf, size_t len);
+
+/*
+ * copsim with the given arguments (argv[0] is set here; args ends with
+ * NULL) and --ready-fd 3; returns its pid once it wrote "ready", or -1
+ * (its log's last line says why).
+ */
+pid_t daemons_start_copsim(const struct daemon_spec *spec,
+                           const char *const *args, char *err,
+                           size_t errlen);
+
+/* coprofd --input-fd 3 --session-dir DIR [--event-log LOG] [--quiet]. */
+pid_t daemons_start_coprofd(const struct daemon_spec *spec,
+                            const char *session_dir, const char *event_log,
+                            int quiet, char *err, size_t errlen);
+
+/* Whether pid runs (a zombie does not). */
+int daemons_alive(pid_t pid);
+
+/*
+ * Waits up to timeout_ms for pid to end; a child of ours is reaped and its
+ * status (as command_status: 128 + signal when killed) put in *status.
+ * Returns 0 when it ended, -1 on time-out.
+ */
+int daemons_wait(pid_t pid, int timeout_ms, int *status);
+
+/* Sends SIGTERM and waits; SIGKILL after timeout_ms.  0, or -1 if killed. */
+int daemons_terminate(pid_t pid, int timeout_ms);
+
+/* The last line of a log that starts with prefix (or any, prefix NULL). */
+int daemons_log_line(const char *log_path, const char *prefix, char *buf,
+                     size_t len);
+
+/* An exit status as a shell gives it: 128 + signal when killed. */
+int daemons_exit_status(int wait_status);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * driver.h — talking to copsim and its kernel driver on copsim's socket.
+ *
+ * One connection (copsim_connect) carries INFO (copsim's pid, clock, FIFO
+ * depth, event log) and the driver's control requests of copdrv-control.h:
+ * GET, SET, START (whose reply carries the stream's reading end), STOP and
+ * STATS.  Messages are framed by emulator/copsim/protocol.c.  Every
+ * function returns 0, or -1 with one line in err (the driver's own
+ * message when it refused) and errno set.
+ */
+#ifndef COPROF_CONTROL_DRIVER_H
+#define COPROF_CONTROL_DRIVER_H
+
+#include "control/rate.h"
+#include "kernel-driver/copdrv-control.h"
+#include "kernel-driver/copdrv.h"
+
+#include <stddef.h>
+
+struct driver {
+    int sock;
+    char path[COPSIM_PATH_MAX];
+};
+
+/* errno ENOENT or ECONNREFUSED: no copsim answers on path. */
+int driver_connect(struct driver *d, const char *path, char *err,
+                   size_t errlen);
+void driver_close(struct driver *d);
+
+int driver_info(struct driver *d, struct copsim_info_reply *info, char *err,
+                size_t errlen);
+int driver_get(struct driver *d, struct copdrv_control_reply *reply,
+               char *err, size_t errlen);
+int driver_set(struct driver *d, const struct rate *rate,
+               uint32_t buffer_bytes, char *err, size_t errlen);
+int driver_start(struct driver *d, int *stream_fd, char *err, size_t errlen);
+int driver_stop(struct driver *d, char *err, size_t errlen);
+int driver_stats(struct driver *d, struct copdrv_control_stats *stats,
+                 char *err, size_t errlen);
+
+/*
+ * What both commands do before START: GET (the clock and FIFO depth;
+ * refused with EBUSY while a session runs), resolve the spec
+ * (rate_resolve; errno EINVAL when it does not: a usage error), SET.
+ * *rate is what was set.
+ */
+int driver_program(struct driver *d, const struct rate_spec *spec,
+                   uint32_t buffer_bytes, struct rate *rate, char *err,
+                   size_t errlen);
+
+/* --buffer-size: the driver's event buffer in 64-bit words. */
+#define DRIVER_BUFFER_WORDS_MIN     (COPDRV_BUFFER_MIN / 8u)
+#define DRIVER_BUFFER_WORDS_MAX     (COPDRV_BUFFER_MAX / 8u)
+#define DRIVER_BUFFER_WORDS_DEFAULT ((4u << 20) / 8u)
+int driver_parse_buffer_words(const char *text, uint32_t *words, char *err,
+                              size_t errlen);
+
+/* Samples lost in STATS, over every cause. */
+uint64_t driver_lost(const struct copdrv_control_stats *stats);
+
+#endif

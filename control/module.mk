@@ -1,0 +1,37 @@
+# control/: copcontrol (opcontrol-style control of a shared copsim, the
+# driver and coprofd) and coprof (`coprof record -- CMD`, the one-shot
+# path), built on one small library: rate.c, driver.c, daemons.c,
+# session.c, state.c, events.c, options.c.
+
+CONTROL_LIB := $(LIB)/libcopcontrol.a
+CONTROL_OBJS := $(addprefix $(OBJ)/control/, \
+	rate.o driver.o daemons.o session.o state.o events.o options.o)
+# What a program linking libcopcontrol.a needs after it.
+CONTROL_DEPS := $(LIB)/liblfsr.a $(LIB)/libcopstream.a
+CONTROL_LIBS := $(SQLITE_LIBS) -lpfm -lm
+
+# Paths are bounded by PATH_MAX; where a cut path would matter it is checked.
+$(OBJ)/control/%.o: CFLAGS += $(SQLITE_CFLAGS) -Wno-format-truncation
+# protocol.c, linked from its own object (as libcop does).
+CONTROL_PROTOCOL := $(OBJ)/emulator/copsim/protocol.o
+
+$(CONTROL_LIB): $(CONTROL_OBJS)
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+$(BIN)/copcontrol: $(OBJ)/control/copcontrol.o $(OBJ)/sdk/cli.o \
+		$(CONTROL_LIB) $(CONTROL_PROTOCOL) $(CONTROL_DEPS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(CONTROL_LIBS) -o $@
+
+$(BIN)/coprof: $(OBJ)/control/coprof.o $(OBJ)/sdk/cli.o \
+		$(CONTROL_LIB) $(CONTROL_PROTOCOL) $(CONTROL_DEPS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(CONTROL_LIBS) -o $@
+
+# The daemons they start, found beside them.
+$(BIN)/copcontrol $(BIN)/coprof: | $(BIN)/copsim $(BIN)/coprofd
+
+ALL_TARGETS += $(CONTROL_LIB) $(BIN)/copcontrol $(BIN)/coprof
+INSTALL_BINS += $(BIN)/copcontrol $(BIN)/coprof
+PYTESTS += control/tests

@@ -1,0 +1,27 @@
+/*
+ * options.h — what copcontrol's and coprof's option parsing share besides
+ * the rate (rate.h): --copsim-arg, --help, and the one-line usage errors
+ * for a missing value or an unknown option (exit status 2).
+ */
+#ifndef COPROF_CONTROL_OPTIONS_H
+#define COPROF_CONTROL_OPTIONS_H
+
+#include "control/daemons.h"
+
+#define OPTIONS_EXIT_USAGE      2
+#define OPTIONS_COPSIM_ARG      0x2000
+#define OPTIONS_LONG_COMMON \
+    {"copsim-arg", required_argument, NULL, OPTIONS_COPSIM_ARG}, \
+    {"help", no_argument, NULL, 'h'}
+
+/*
+ * Takes option c, one of OPTIONS_LONG_COMMON's or anything else the
+ * program did not take: getopt_long's ':' (a missing value; opterr 0 and
+ * an option string that starts with ':') or an unknown option.  word is
+ * the argument that held it, help how to get help.  Returns 0 (taken),
+ * 1 (--help) or OPTIONS_EXIT_USAGE after one line on stderr.
+ */
+int options_common(int c, const char *arg, const char *word,
+                   const char *help, struct daemon_args *copsim_args);
+
+#endif

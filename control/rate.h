@@ -1,0 +1,86 @@
+/*
+ * rate.h — what a user asks to sample at, turned into what the driver needs.
+ *
+ * A rate is given one of three ways: --event=SPU_CYCLES:N (one sample every
+ * N slot cycles), --sample-period=TIME or --frequency=HZ (converted into N
+ * through copsim's nominal clock, DESIGN.md §7).  rate_parse() checks what
+ * can be checked without copsim (the syntax, the event's name, N's range);
+ * rate_resolve() finishes the job once copsim's nominal clock and FIFO
+ * depth are known: N, the LFSR value for N (lfsr_value_for_count) and the
+ * poll interval (lfsr_poll_interval_ns), refusing an N whose polls would
+ * have to come more often than the driver's floor
+ * (COPSIM_DRIVER_MIN_POLL_NS).  Every refusal is one line naming what was
+ * given and the valid range.
+ */
+#ifndef COPROF_CONTROL_RATE_H
+#define COPROF_CONTROL_RATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RATE_EVENT_NAME     "SPU_CYCLES"
+#define RATE_TEXT_MAX       96
+
+enum rate_kind { RATE_NONE, RATE_EVENT, RATE_PERIOD, RATE_FREQUENCY };
+
+/* A rate as the user gave it. */
+struct rate_spec {
+    enum rate_kind kind;
+    char text[RATE_TEXT_MAX];   /* the option's value, e.g. "SPU_CYCLES:997" */
+    uint32_t count;             /* RATE_EVENT: N */
+    double amount;              /* RATE_PERIOD: seconds; RATE_FREQUENCY: Hz */
+};
+
+/* A rate resolved at a clock and FIFO depth. */
+struct rate {
+    uint32_t count;             /* cycles per sample */
+    uint32_t value;             /* the LFSR value for count */
+    uint64_t poll_ns;           /* the driver's poll interval */
+    double clock_hz;            /* the nominal clock it was resolved at */
+};
+
+/*
+ * The three options in a getopt_long table (getopt.h): RATE_LONG_OPTIONS
+ * expands to their entries, whose values are RATE_OPTION_BASE + kind, and
+ * rate_take_option() takes one of them, refusing a second kind.
+ */
+#define RATE_OPTION_BASE    0x1000
+#define RATE_LONG_OPTIONS \
+    {"event", required_argument, NULL, RATE_OPTION_BASE + RATE_EVENT}, \
+    {"sample-period", required_argument, NULL, \
+     RATE_OPTION_BASE + RATE_PERIOD}, \
+    {"frequency", required_argument, NULL, RATE_OPTION_BASE + RATE_FREQUENCY}
+#define RATE_IS_OPTION(c) \
+    ((c) > RATE_OPTION_BASE + RATE_NONE && \
+     (c) <= RATE_OPTION_BASE + RATE_FREQUENCY)
+
+int rate_take_option(struct rate_spec *spec, int c, const char *arg,
+                     char *err, size_t errlen);
+
+/* The option that sets a kind ("--event", ...). */
+const char *rate_option(enum rate_kind kind);
+
+/* Parses an option's value; 0, or -1 with one line in err. */
+int rate_parse(enum rate_kind kind, const char *text, struct rate_spec *spec,
+               char *err, size_t errlen);
+
+/* The smallest N whose poll interval reaches the driver's floor. */
+uint32_t rate_min_count(double clock_hz, uint32_t fifo_depth);
+
+/* N, the LFSR value and the poll interval; 0, or -1 with one line in err. */
+int rate_resolve(const struct rate_spec *spec, double clock_hz,
+                 uint32_t fifo_depth, struct rate *rate, char *err,
+                 size_t errlen);
+
+/* "3.2 GHz", "31.25 us": for messages. */
+void rate_format_hz(double hz, char *buf, size_t len);
+void rate_format_seconds(double seconds, char *buf, size_t len);
+
+/*
+ * One line describing a resolved rate: "SPU_CYCLES:N (LFSR value 0x..),
+ * one sample every T = F Hz per slot at the nominal clock of C, polled
+ * every P".
+ */
+void rate_describe(const struct rate *rate, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * session.c — preparing, removing and reading session directories
+ * (session.h).
+ *
+ * Removal is deliberately narrow: only the names coprofd writes
+ * (session.db and its WAL files, .lock, images/) and coprof record's
+ * (events.coplog, coprofd.log) are removed, then the directory if it is
+ * empty, so a mistyped --session-dir never costs a user's files.  A
+ * DIR.old in the way is removed whole only if it is a session.
+ */
+#include "control/session.h"
+
+#include "control/daemons.h"
+#include "escape-protocol/copstream.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <dirent.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const session_files[] = {
+    "session.db", "session.db-wal", "session.db-shm", "session.db-journal",
+    ".lock", "events.coplog", "coprofd.log",
+};
+
+int session_default_dir(char *buf, size_t len)
+{
+    const char *data = getenv("XDG_DATA_HOME");
+    const char *home = getenv("HOME");
+    int n;
+
+    if (data && *data)
+        n = snprintf(buf, len, "%s/coprof/current", data);
+    else if (home && *home)
+        n = snprintf(buf, len, "%s/.local/share/coprof/current", home);
+    else
+        return -1;
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen)
+{
+    char buf[PATH_MAX];
+
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        snprintf(err, errlen, "%.64s...: path too long", path);
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        char c = *p;
+
+        if (c != '/' && c != '\0')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST) {
+            snprintf(err, errlen, "%s: %s", buf, strerror(errno));
+            return -1;
+        }
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    return 0;
+}
+
+static int is_empty_dir(const char *path)
+{
+    DIR *dir = opendir(path);
+    struct dirent *e;
+    int empty = 1;
+
+    if (!dir)
+        return 0;
+    while (empty && (e = readdir(dir)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            empty = 0;
+    closedir(dir);
+    return empty;
+}
+
+static int has_file(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Removes a whole tree (a previous DIR.old that is a session). */
+static int remove_tree(const char *path, char *err, size_t errlen)
+{
+    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Makes room for DIR.old. */
+static int clear_old(const char *old, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (lstat(old, &st) < 0)
+        return 0;
+    if (S_ISDIR(st.st_mode) && (is_empty_dir(old) ||
+                                has_file(old, SESSION_DB) ||
+                                has_file(old, "events.coplog")))
+        return remove_tree(old, err, errlen);
+    snprintf(err, errlen, "%s: is in the way of the previous session and "
+             "is not a session; remove it", old);
+    return -1;
+}
+
+int session_absolute(const char *option, const char *path, char *buf,
+                     size_t len, char *err, size_t errlen)
+{
+    char cwd[PATH_MAX];
+    int n;
+
+    if (!*path || strchr(path, '\n')) {
+        snprintf(err, errlen, "%s=%.64s: not a usable path", option, path);
+        return -1;
+    }
+    if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+        n = snprintf(buf, len, "%s", path);
+    else
+        n = snprintf(buf, len, "%s/%s", cwd, path);
+    if (n < 0 || (size_t)n >= len) {
+        snprintf(err, errlen, "%s=%.64s...: path too long", option, path);
+        return -1;
+    }
+    return 0;
+}
+
+int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
+{
+    char old[PATH_MAX];
+    struct stat st;
+
+    if (moved)
+        *moved = 0;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && !is_empty_dir(dir)) {
+        snprintf(old, sizeof(old), "%s.old", dir);
+        if (clear_old(old, err, errlen) < 0)
+            return -1;
+        if (rename(dir, old) < 0) {
+            snprintf(err, errlen, "%s: cannot move it to %s: %s", dir, old,
+                     strerror(errno));
+            return -1;
+        }
+        if (moved)
+            *moved = 1;
+    } else if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(ENOTDIR));
+        return -1;
+    }
+    if (session_mkdirs(dir, 0755, err, errlen) < 0)
+        return -1;
+    if (access(dir, W_OK | X_OK) < 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int session_remove(const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+
+    for (size_t i = 0; i < sizeof(session_files) / sizeof(*session_files);
+         i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, session_files[i]);
+        if (unlink(path) < 0 && errno != ENOENT) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(path, sizeof(path), "%s/images", dir);
+    if (access(path, F_OK) == 0 && remove_tree(path, err, errlen) < 0)
+        return -1;
+    if (is_empty_dir(dir))
+        rmdir(dir);
+    return 0;
+}
+
+void session_restore(const char *dir, int moved)
+{
+    char old[PATH_MAX], err[256];
+
+    session_remove(dir, err, sizeof(err));
+    snprintf(old, sizeof(old), "%s.old", dir);
+    if (moved && access(dir, F_OK) < 0)
+        rename(old, dir);
+}
+
+int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
+{
+    char path[PATH_MAX];
+    struct timespec pause = {0, 20000000};
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        if (daemons_wait(pid, 0, NULL) == 0)
+            return -1;
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+/* One integer from a query; 0 when it gives no row or NULL. */
+static int64_t query_int(sqlite3 *db, const char *sql, const char *arg)
+{
+    sqlite3_stmt *stmt;
+    int64_t value = 0;
+
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return 0;
+    if (arg)
+        sqlite3_bind_text(stmt, 1, arg, -1, SQLITE_STATIC);
+    if (sqlite3_step(stmt) == SQLITE_ROW)
+        value = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return value;
+}
+
+static int64_t key(sqlite3 *db, const char *name)
+{
+    return query_int(db, "SELECT CAST(value AS INTEGER) FROM session "
+                     "WHERE key = ?1", name);
+}
+
+/* The slot of a cause in t, added if new. */
+static unsigned cause_slot(struct session_totals *t, const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < t->n_causes; i++)
+        if (strcmp(t->causes[i].name, name) == 0)
+            return i;
+    if (i == SESSION_CAUSES_MAX)
+        return i - 1;       /* more causes than slots: the last adds up */
+    snprintf(t->causes[i].name, sizeof(t->causes[i].name), "%s", name);
+    t->causes[i].count = 0;
+    t->n_causes++;
+    return i;
+}
+
+/* Every cause the stream names (0 when none was lost), then others. */
+static void read_causes(sqlite3 *db, struct session_totals *t)
+{
+    sqlite3_stmt *stmt;
+
+    for (uint32_t cause = 1; cause < COPSTREAM_LOST_CAUSE_END; cause++)
+        cause_slot(t, copstream_cause_name(cause));
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(cause_name, 'cause-' || "
+                           "cause), SUM(count) FROM lost_by_cause GROUP BY "
+                           "cause ORDER BY cause", -1, &stmt, NULL)
+        != SQLITE_OK)
+        return;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const unsigned char *name = sqlite3_column_text(stmt, 0);
+        int64_t n = sqlite3_column_int64(stmt, 1);
+
+        t->causes[cause_slot(t, name ? (const char *)name : "?")].count += n;
+        t->lost += n;
+    }
+    sqlite3_finalize(stmt);
+}
+
+int session_read(const char *dir, struct session_totals *t, char *err,
+                 size_t errlen)
+{
+    char path[PATH_MAX];
+    sqlite3 *db = NULL;
+
+    memset(t, 0, sizeof(*t));
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    if (access(path, R_OK) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
+                 "cannot open");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    t->samples = key(db, "stream.samples");
+    t->complete = key(db, "stream.complete");
+    t->dumps = key(db, "flushes.dump");
+    t->contexts = query_int(db, "SELECT COUNT(*) FROM contexts", NULL);
+    t->images = query_int(db, "SELECT COUNT(*) FROM images", NULL);
+    t->sched_events = query_int(db, "SELECT COUNT(*) FROM sched_events",
+                                NULL);
+    read_causes(db, t);
+    sqlite3_close(db);
+    return 0;
+}
+
+void session_describe(const struct session_totals *t, char *buf, size_t len)
+{
+    size_t used;
+
+    used = (size_t)snprintf(buf, len, "samples=%lld lost=%lld (",
+                            (long long)t->samples, (long long)t->lost);
+    for (unsigned i = 0; i < t->n_causes && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s=%lld",
+                                 i ? " " : "", t->causes[i].name,
+                                 (long long)t->causes[i].count);
+    if (used < len)
+        snprintf(buf + used, len - used, ") contexts=%lld",
+                 (long long)t->contexts);
+}

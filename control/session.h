@@ -1,0 +1,75 @@
+/*
+ * session.h — the session directory that coprofd writes
+ * (docs/session-format.md), as copcontrol and coprof record handle it.
+ *
+ * session_prepare() readies DIR for a new session the way perf keeps
+ * perf.data.old: a DIR that exists and is not empty is renamed DIR.old
+ * (an older DIR.old that is a session, or empty, is removed first; any
+ * other DIR.old is refused), then DIR is created and must be writable.
+ * session_read() reads the totals a summary shows from DIR/session.db,
+ * opened read-only (WAL: the last committed flush, while coprofd runs).
+ * Functions that can fail return -1 with one line in err.
+ */
+#ifndef COPROF_CONTROL_SESSION_H
+#define COPROF_CONTROL_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SESSION_DB          "session.db"
+#define SESSION_CAUSES_MAX  8
+
+struct session_totals {
+    int64_t samples;            /* stream.samples */
+    int64_t lost;               /* sum of lost_by_cause */
+    /* each cause escape-protocol names (also at 0), then others found */
+    int64_t contexts;           /* rows of contexts */
+    int64_t images;
+    int64_t sched_events;
+    int64_t complete;           /* stream.complete */
+    int64_t dumps;              /* flushes.dump */
+    unsigned n_causes;
+    struct {
+        char name[32];
+        int64_t count;
+    } causes[SESSION_CAUSES_MAX];
+};
+
+/* $XDG_DATA_HOME/coprof/current, else ~/.local/share/coprof/current. */
+int session_default_dir(char *buf, size_t len);
+
+/* mkdir -p with mode for the directories it creates. */
+int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
+
+/* An option's path made absolute (against the working directory). */
+int session_absolute(const char *option, const char *path, char *buf,
+                     size_t len, char *err, size_t errlen);
+
+/*
+ * Moves an existing DIR aside to DIR.old, creates DIR, checks it; *moved
+ * (if given) says whether DIR.old is the moved session.
+ */
+int session_prepare(const char *dir, int *moved, char *err, size_t errlen);
+
+/* Undoes session_prepare: removes the new DIR, puts DIR.old back. */
+void session_restore(const char *dir, int moved);
+
+/*
+ * Waits up to timeout_ms until coprofd (pid) created DIR/session.db.
+ * 0 when it did (or is slow but alive), -1 when it ended.
+ */
+int session_wait_created(pid_t pid, const char *dir, int timeout_ms);
+
+/* Removes what coprofd writes in DIR (and DIR itself if then empty). */
+int session_remove(const char *dir, char *err, size_t errlen);
+
+/* The totals of DIR's session; -1 when there is no readable session. */
+int session_read(const char *dir, struct session_totals *totals, char *err,
+                 size_t errlen);
+
+/* One line: "samples=N lost=N (fifo-overflow=N ...) contexts=N": every
+ * cause the stream format names, and any other the session holds. */
+void session_describe(const struct session_totals *t, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * state.c — copcontrol's saved settings and pid files (state.h).
+ *
+ * The settings file is rewritten whole (to a temporary file renamed over
+ * it), so a reader never sees half of it.  Its rate is kept as the user
+ * wrote it and parsed again by rate_parse() when read: a rate in
+ * frequency or period resolves at whatever clock copsim has at --start.
+ */
+#include "control/state.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct {
+    const char *key;
+    enum rate_kind kind;
+} rate_keys[] = {
+    {"event", RATE_EVENT},
+    {"sample-period", RATE_PERIOD},
+    {"frequency", RATE_FREQUENCY},
+};
+
+int state_dir_of(const char *socket_path, char *buf, size_t len)
+{
+    const char *slash = strrchr(socket_path, '/');
+
+    if (!slash) {
+        snprintf(buf, len, ".");
+        return 0;
+    }
+    if (slash == socket_path) {
+        snprintf(buf, len, "/");
+        return 0;
+    }
+    snprintf(buf, len, "%.*s", (int)(slash - socket_path), socket_path);
+    return 0;
+}
+
+void state_path(const char *dir, const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* One "key=value" line into s. */
+static int settings_line(char *line, struct settings *s, char *err,
+                         size_t errlen)
+{
+    char *eq = strchr(line, '=');
+    char *end;
+
+    if (!eq)
+        return 0;
+    *eq = '\0';
+    for (size_t i = 0; i < sizeof(rate_keys) / sizeof(*rate_keys); i++)
+        if (strcmp(line, rate_keys[i].key) == 0)
+            return rate_parse(rate_keys[i].kind, eq + 1, &s->rate, err,
+                              errlen);
+    if (strcmp(line, "session-dir") == 0)
+        snprintf(s->session_dir, sizeof(s->session_dir), "%s", eq + 1);
+    if (strcmp(line, "buffer-size") == 0)
+        s->buffer_words = (uint32_t)strtoul(eq + 1, &end, 10);
+    return 0;
+}
+
+int settings_load(const char *dir, struct settings *s, char *err,
+                  size_t errlen)
+{
+    char path[PATH_MAX], line[PATH_MAX + 32], why[256];
+    FILE *f;
+    int status = 0;
+
+    memset(s, 0, sizeof(*s));
+    state_path(dir, STATE_CONF, path, sizeof(path));
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    while (status == 0 && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        status = settings_line(line, s, why, sizeof(why));
+    }
+    fclose(f);
+    if (status < 0)
+        snprintf(err, errlen, "%s: %s", path, why);
+    return status;
+}
+
+static const char *rate_key(enum rate_kind kind)
+{
+    for (size_t i = 0; i < sizeof(rate_keys) / sizeof(*rate_keys); i++)
+        if (rate_keys[i].kind == kind)
+            return rate_keys[i].key;
+    return NULL;
+}
+
+int settings_save(const char *dir, const struct settings *s, char *err,
+                  size_t errlen)
+{
+    char path[PATH_MAX], temp[PATH_MAX + 8];
+    FILE *f;
+
+    state_path(dir, STATE_CONF, path, sizeof(path));
+    snprintf(temp, sizeof(temp), "%s.new", path);
+    f = fopen(temp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", temp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# copcontrol's saved settings (copcontrol --help)\n");
+    if (s->rate.kind != RATE_NONE)
+        fprintf(f, "%s=%s\n", rate_key(s->rate.kind), s->rate.text);
+    if (s->session_dir[0])
+        fprintf(f, "session-dir=%s\n", s->session_dir);
+    if (s->buffer_words)
+        fprintf(f, "buffer-size=%u\n", s->buffer_words);
+    if (fclose(f) != 0 || rename(temp, path) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        unlink(temp);
+        return -1;
+    }
+    return 0;
+}
+
+void settings_merge(struct settings *base, const struct settings *given)
+{
+    if (given->rate.kind != RATE_NONE)
+        base->rate = given->rate;
+    if (given->session_dir[0])
+        snprintf(base->session_dir, sizeof(base->session_dir), "%s",
+                 given->session_dir);
+    if (given->buffer_words)
+        base->buffer_words = given->buffer_words;
+}
+
+int pidfile_write(const char *path, pid_t pid, const char *text, char *err,
+                  size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "%ld\n%s\n", (long)pid, text ? text : "");
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+pid_t pidfile_read(const char *path, char *text, size_t len)
+{
+    char line[PATH_MAX + 2];
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+
+    if (text && len)
+        text[0] = '\0';
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof(line), f))
+        pid = strtol(line, NULL, 10);
+    if (text && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(text, len, "%s", line);
+    }
+    fclose(f);
+    return pid > 0 ? (pid_t)pid : 0;
+}

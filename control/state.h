@@ -1,0 +1,58 @@
+/*
+ * state.h — copcontrol's files beside copsim's socket, like opcontrol's
+ * daemonrc and its pid files:
+ *
+ *   copcontrol.conf   saved settings, one "key=value" a line: event=,
+ *                     sample-period= or frequency= (the rate as given),
+ *                     session-dir=, buffer-size= (64-bit words)
+ *   copsim.pid        the copsim copcontrol --init started
+ *   copsim.log        its standard output and error
+ *   coprofd.pid       the running session's coprofd: its pid, then the
+ *                     session directory, one a line
+ *   coprofd.log       its standard output and error (its summary line)
+ */
+#ifndef COPROF_CONTROL_STATE_H
+#define COPROF_CONTROL_STATE_H
+
+#include "control/rate.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STATE_CONF          "copcontrol.conf"
+#define STATE_COPSIM_PID    "copsim.pid"
+#define STATE_COPSIM_LOG    "copsim.log"
+#define STATE_COPROFD_PID   "coprofd.pid"
+#define STATE_COPROFD_LOG   "coprofd.log"
+
+struct settings {
+    struct rate_spec rate;          /* kind RATE_NONE: not set */
+    char session_dir[PATH_MAX];     /* "": not set */
+    uint32_t buffer_words;          /* 0: not set (the driver's default) */
+};
+
+/* The directory of the socket path; -1 when it has none. */
+int state_dir_of(const char *socket_path, char *buf, size_t len);
+
+/* path = dir/name. */
+void state_path(const char *dir, const char *name, char *buf, size_t len);
+
+/* Reads dir's copcontrol.conf into s (zeroed first; a missing file is
+ * no settings).  -1 with one line in err for a damaged file. */
+int settings_load(const char *dir, struct settings *s, char *err,
+                  size_t errlen);
+int settings_save(const char *dir, const struct settings *s, char *err,
+                  size_t errlen);
+
+/* Whatever `given` sets replaces base's. */
+void settings_merge(struct settings *base, const struct settings *given);
+
+/* A pid file: the pid, then an optional line of text. */
+int pidfile_write(const char *path, pid_t pid, const char *text, char *err,
+                  size_t errlen);
+/* The pid (0 when there is no file), text when given. */
+pid_t pidfile_read(const char *path, char *text, size_t len);
+
+#endif

@@ -1,0 +1,240 @@
+"""copcontrol against a real copsim, coprofd and host-pipeline: the whole
+cycle (init, start, status, dump, stop, reset, shutdown), saved settings,
+--list-events, and every bad input: one line, the right exit status."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from control_support import (alive, context_totals, count, key, one_error_line,
+                      session, table_samples, wait_gone)
+
+COUNT = 10000
+
+
+def status_fields(result):
+    assert result.returncode == 0, result.stderr
+    return dict(re.findall(r"^([\w ]+):\s+(.*)$", result.stdout, re.M))
+
+
+def lfsr_value(coprof_bin, n):
+    out = subprocess.run([coprof_bin("coplfsr"), str(n)], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split()[0], 0)
+
+
+def test_full_cycle(cenv, coprof_bin, tmp_path):
+    sdir = tmp_path / "s"
+    result = cenv.copcontrol("--init")
+    assert result.returncode == 0, result.stderr
+    assert "serves on " + cenv.socket in result.stdout
+    copsim = cenv.pid("copsim.pid")
+    assert alive(copsim)
+    result = cenv.copcontrol("--init")          # idempotent
+    assert result.returncode == 0 and cenv.pid("copsim.pid") == copsim
+
+    result = cenv.copcontrol("--start", "--event=SPU_CYCLES:%d" % COUNT,
+                             "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip()
+    assert "SPU_CYCLES:%d" % COUNT in line and str(sdir) in line
+    assert "0x%06x" % lfsr_value(coprof_bin, COUNT) in line
+    coprofd = cenv.pid("coprofd.pid")
+    assert alive(coprofd)
+    again = cenv.copcontrol("--start")
+    one_error_line(again, "copcontrol", 1)
+
+    host = cenv.host_pipeline()
+    assert host.returncode == 0, host.stderr
+
+    fields = status_fields(cenv.copcontrol("--status"))
+    assert fields["running"] == "yes"
+    assert "SPU_CYCLES:%d" % COUNT in fields["event"]
+    assert "polled every" in fields["event"]
+    assert int(fields["samples"]) > 0
+    assert fields["coprofd"] == "pid %d" % coprofd
+    assert fields["session"] == str(sdir)
+
+    result = cenv.copcontrol("--dump")
+    assert result.returncode == 0, result.stderr
+    with session(sdir) as db:
+        assert key(db, "flushes.dump") >= 1
+        assert key(db, "stream.complete") == 0
+        assert key(db, "stream.samples") > 0
+        assert count(db, "contexts") == 4
+
+    result = cenv.copcontrol("--stop")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("coprofd: %s: samples=" % sdir)
+    assert wait_gone(coprofd)
+    stats = status_fields(cenv.copcontrol("--status"))
+    assert stats["running"] == "no"
+    with session(sdir) as db:
+        samples = key(db, "stream.samples")
+        assert key(db, "stream.complete") == 1
+        assert samples > 0
+        assert samples == table_samples(db) == context_totals(db)
+        assert samples == int(stats["samples"])
+        assert samples == key(db, "stream.stop_samples")
+        assert count(db, "contexts") == 4
+        assert count(db, "sched_events") > 0
+    one_error_line(cenv.copcontrol("--stop"), "copcontrol", 1)
+
+    # A second start moves the finished session aside.
+    result = cenv.copcontrol("--start")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "s.old" / "session.db").exists()
+    result = cenv.copcontrol("--reset")
+    assert result.returncode == 0, result.stderr
+    assert status_fields(cenv.copcontrol("--status"))["running"] == "yes"
+    assert alive(cenv.pid("coprofd.pid"))
+
+    result = cenv.copcontrol("--shutdown")
+    assert result.returncode == 0, result.stderr
+    assert wait_gone(copsim)
+    assert not os.path.exists(cenv.socket)
+    with session(sdir) as db:
+        assert key(db, "stream.complete") == 1
+    fields = status_fields(cenv.copcontrol("--status"))
+    assert fields["copsim"] == "not running"
+    result = cenv.copcontrol("--reset")        # nothing runs: data cleared
+    assert result.returncode == 0, result.stderr
+    assert not (sdir / "session.db").exists()
+
+
+def test_saved_settings(cenv, tmp_path):
+    sdir = tmp_path / "saved"
+    result = cenv.copcontrol("--frequency=20kHz", "--session-dir=%s" % sdir,
+                             "--buffer-size=16384")
+    assert result.returncode == 0 and result.stdout == "", result.stderr
+    with open(cenv.state_file("copcontrol.conf")) as f:
+        conf = f.read()
+    assert "frequency=20kHz" in conf and "buffer-size=16384" in conf
+    assert "session-dir=%s" % sdir in conf
+
+    result = cenv.copcontrol("--start")
+    assert result.returncode == 0, result.stderr
+    assert "SPU_CYCLES:160000" in result.stdout     # 3.2 GHz / 20 kHz
+    fields = status_fields(cenv.copcontrol("--status"))
+    assert "buffer 131072 bytes" in fields["driver"]
+    assert fields["session"] == str(sdir)
+    result = cenv.copcontrol("--stop")
+    assert result.returncode == 0, result.stderr
+    with session(sdir) as db:
+        assert key(db, "stream.lfsr_count") == 160000
+        assert key(db, "stream.complete") == 1
+
+    # The default session directory, once none is saved.
+    os.unlink(cenv.state_file("copcontrol.conf"))
+    result = cenv.copcontrol("--start", "--event=SPU_CYCLES:50000")
+    assert result.returncode == 0, result.stderr
+    default = tmp_path / "data" / "coprof" / "current"
+    assert str(default) in result.stdout
+    assert (default / "session.db").exists()
+    assert cenv.copcontrol("--stop").returncode == 0
+
+
+def test_list_events(cenv):
+    result = cenv.copcontrol("--list-events")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"SPU_CYCLES:N .* N in 625\.\.16777215", result.stdout)
+    pmu_events = re.findall(r"^\s+(\w+)::(\S+)", result.stdout, re.M)
+    if os.path.isdir("/sys/bus/event_source/devices/cpu"):
+        # A host CPU PMU is exposed: libpfm4 must list its events.
+        assert any(p not in ("perf", "perf_raw") for p, _ in pmu_events)
+    elif os.path.isdir("/sys/bus/event_source/devices/software"):
+        # perf events without a CPU PMU (this project's VMs): the generic
+        # ones, and a line saying so.
+        assert ("perf", "CYCLES") in pmu_events
+        assert "no hardware CPU PMU" in result.stdout
+    else:
+        assert "libpfm4 knows no PMU on this host" in result.stdout
+
+
+@pytest.mark.parametrize("args, status, text", [
+    (["--event=SPU_CYCLES:0"], 2, "count 0 is outside 1..16777215"),
+    (["--event=SPU_CYCLES:16777216"], 2, "outside 1..16777215"),
+    (["--event=SPU_CYCLES:ten"], 2, "not a number; N is in 1..16777215"),
+    (["--event=SPU_CYCLES"], 2, "no count"),
+    (["--event=CPU_CYCLES:1000"], 2, "valid event is SPU_CYCLES:N"),
+    (["--frequency=fast"], 2, "not a positive frequency"),
+    (["--frequency=0Hz"], 2, "not a positive frequency"),
+    (["--sample-period=50"], 2, "not a positive time with a unit"),
+    (["--event=SPU_CYCLES:1000", "--frequency=10kHz"], 2, "give one rate"),
+    (["--buffer-size=10"], 2, "64-bit words in 8192..134217728"),
+    (["--buffer-size=lots"], 2, "64-bit words"),
+    (["--bogus"], 2, "--bogus: unknown option"),
+    (["--event"], 2, "--event: needs a value"),
+    (["--start", "--stop"], 2, "give one action"),
+    (["stray"], 2, "stray: unexpected argument"),
+    ([], 2, "no action"),
+    (["--stop"], 1, "no session runs"),
+    (["--dump"], 1, "--dump: no coprofd runs"),
+])
+def test_bad_input(cenv, args, status, text):
+    line = one_error_line(cenv.copcontrol(*args), "copcontrol", status)
+    assert text in line
+    assert not os.path.exists(cenv.state_file("copcontrol.conf"))
+
+
+def test_bad_input_with_copsim(cenv, tmp_path):
+    assert cenv.copcontrol("--init").returncode == 0
+    cases = [
+        (["--event=SPU_CYCLES:100"], "outside 625..16777215"),
+        (["--frequency=1GHz"], "outside 190.7 Hz..5.12 MHz"),
+        (["--sample-period=10s"], "outside 195.3 ns..5.243 ms"),
+    ]
+    for args, text in cases:
+        # Saving checks against the running copsim, so does --start.
+        assert text in one_error_line(cenv.copcontrol(*args), "copcontrol",
+                                      2)
+        line = one_error_line(cenv.copcontrol("--start", *args),
+                              "copcontrol", 2)
+        assert text in line and "--fifo-depth" in line
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    line = one_error_line(cenv.copcontrol(
+        "--start", "--session-dir=%s/sub" % blocker), "copcontrol", 1)
+    assert "Not a directory" in line
+    fields = status_fields(cenv.copcontrol("--status"))
+    assert fields["running"] == "no"
+    assert fields["coprofd"] == "not running"
+    # A copsim with a deeper FIFO accepts what the default one refused.
+    assert cenv.copcontrol("--shutdown").returncode == 0
+    result = cenv.copcontrol("--init", "--copsim-arg=--fifo-depth=65536")
+    assert result.returncode == 0, result.stderr
+    result = cenv.copcontrol("--start", "--event=SPU_CYCLES:100",
+                             "--session-dir=%s" % (tmp_path / "deep"))
+    assert result.returncode == 0, result.stderr
+    assert cenv.copcontrol("--stop").returncode == 0
+
+
+def test_help_reads_like_a_manual(cenv):
+    for result in (cenv.copcontrol("--help"), cenv.coprof("--help"),
+                   cenv.coprof("record", "--help")):
+        assert result.returncode == 0 and result.stderr == ""
+        for section in ("SYNOPSIS", "OPTIONS", "FILES", "EXIT STATUS",
+                        "EXAMPLES"):
+            assert section in result.stdout
+        assert "DIR.old" in result.stdout
+        assert "64-bit words" in result.stdout
+
+
+def test_stop_after_coprofd_died(cenv, tmp_path):
+    """A coprofd killed mid-session: --dump says so, --stop still stops
+    the driver, and the next --start works."""
+    sdir = tmp_path / "died"
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    coprofd = cenv.pid("coprofd.pid")
+    os.kill(coprofd, 9)
+    assert wait_gone(coprofd)
+    one_error_line(cenv.copcontrol("--dump"), "copcontrol", 1)
+    result = cenv.copcontrol("--stop")
+    assert result.returncode == 0, result.stderr
+    assert "running:        no" in cenv.copcontrol("--status").stdout
+    result = cenv.copcontrol("--start")
+    assert result.returncode == 0, result.stderr
+    assert cenv.copcontrol("--stop").returncode == 0

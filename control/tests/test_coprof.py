@@ -1,0 +1,208 @@
+"""coprof record on host-pipeline and on commands that fail: the exit
+status passed on, the summary, a complete session with its contexts,
+samples and scheduler events, events.coplog kept, the previous session
+moved to DIR.old, ^C forwarded; and every bad input."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from control_support import (context_totals, count, key, one_error_line, session,
+                      table_samples)
+
+
+def assert_complete(path):
+    with session(path) as db:
+        assert key(db, "stream.complete") == 1
+        samples = key(db, "stream.samples")
+        assert samples == table_samples(db) == context_totals(db)
+        return samples, count(db, "contexts"), count(db, "sched_events")
+
+
+def test_record_host_pipeline(cenv, tmp_path):
+    out = tmp_path / "rec"
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    args = ["record", "--event=SPU_CYCLES:10000", "-o", str(out), "--",
+            host, "--contexts", "4", "--threads", "2", "--frames", "1"]
+    result = cenv.coprof(*args)
+    assert result.returncode == 0, result.stderr
+    assert "4 ok, 0 failed" in result.stdout
+    summary = re.search(r"^coprof: samples=(\d+) lost=(\d+).* contexts=(\d+)"
+                        r" images=\d+ sched_events=(\d+)$", result.stderr,
+                        re.M)
+    assert summary, result.stderr
+    assert re.search(r" lost=\d+ \(fifo-overflow=\d+ buffer-full=\d+ "
+                     r"no-context=\d+ outside-ls=\d+\) ", result.stderr)
+    assert "coprof: session %s" % out in result.stderr
+    assert "SPU_CYCLES:10000" in result.stderr
+    samples, contexts, sched = assert_complete(out)
+    assert samples > 0 and contexts == 4 and sched > 0
+    assert int(summary.group(1)) == samples
+    assert int(summary.group(3)) == 4
+    assert int(summary.group(4)) == sched
+    assert (out / "events.coplog").exists()
+    with session(out) as db:
+        kinds = {k for (k,) in db.execute("SELECT DISTINCT kind FROM "
+                                          "sched_events")}
+        assert {"create", "bind", "unbind", "exit"} <= kinds
+        assert key(db, "stream.lfsr_count") == 10000
+    # Again: the first session moves to DIR.old.
+    result = cenv.coprof(*args)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "rec.old" / "session.db").exists()
+    assert_complete(tmp_path / "rec.old")
+    assert_complete(out)
+
+
+def test_private_directory_removed(cenv, tmp_path):
+    """copsim's private directory (under TMPDIR) is gone at the end."""
+    tmpdir = os.path.join(cenv.state, "tmp")
+    os.mkdir(tmpdir)
+    cenv.env["TMPDIR"] = tmpdir
+    result = cenv.coprof("record", "-o", str(tmp_path / "t"), "--", "sh",
+                         "-c", "test -S \"$COPSIM_SOCKET\" && "
+                         "echo \"$COPSIM_SOCKET\"")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(tmpdir + "/coprof-record-")
+    assert os.listdir(tmpdir) == []
+
+
+def test_record_exit_status(cenv, tmp_path):
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    script = "%s --contexts 2 --threads 1 --frames 1 && exit 3" % host
+    out = tmp_path / "fails"
+    result = cenv.coprof("record", "-o", str(out), "--event=SPU_CYCLES:10000",
+                         "--", "sh", "-c", script)
+    assert result.returncode == 3, result.stderr
+    samples, contexts, _ = assert_complete(out)
+    assert samples > 0 and contexts == 2
+
+    result = cenv.coprof("record", "-o", str(tmp_path / "nf"), "--",
+                         "/nonexistent/host")
+    assert result.returncode == 127
+    assert "coprof: /nonexistent/host: No such file" in result.stderr
+    assert assert_complete(tmp_path / "nf")[0] == 0
+
+    plain = tmp_path / "plain-file"
+    plain.write_text("not a program\n")
+    result = cenv.coprof("record", "-o", str(tmp_path / "nx"), "--",
+                         str(plain))
+    assert result.returncode == 126
+    assert_complete(tmp_path / "nx")
+
+    result = cenv.coprof("record", "--quiet", "-o", str(tmp_path / "k"),
+                         "--", "sh", "-c", "kill -TERM $$")
+    assert result.returncode == 128 + signal.SIGTERM
+    assert result.stderr == ""
+    assert_complete(tmp_path / "k")
+
+
+def test_record_interrupted(cenv, tmp_path):
+    """SIGINT to coprof goes to the command; the session is completed."""
+    out = tmp_path / "int"
+    ready = tmp_path / "trap-set"
+    process = subprocess.Popen(
+        [cenv.coprof_path, "record", "-o", str(out), "--", "sh", "-c",
+         "trap 'exit 7' INT; touch %s; while :; do sleep 0.05; done" %
+         ready], env=cenv.env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 7, stderr
+    assert "coprof: session %s" % out in stderr
+    assert_complete(out)
+
+
+@pytest.mark.parametrize("args, status, text", [
+    ([], 2, "no subcommand"),
+    (["report"], 2, "report: unknown subcommand"),
+    (["record"], 2, "record: no command given"),
+    (["record", "--"], 2, "record: no command given"),
+    (["record", "--event=SPU_CYCLES:0", "--", "true"], 2,
+     "count 0 is outside 1..16777215"),
+    (["record", "--event=SPU_CYCLES:16777216", "--", "true"], 2,
+     "outside 1..16777215"),
+    (["record", "--event=SPU_CYCLES:x", "--", "true"], 2, "not a number"),
+    (["record", "--event=INSTRUCTIONS:5", "--", "true"], 2,
+     "valid event is SPU_CYCLES:N"),
+    (["record", "--frequency=often", "--", "true"], 2,
+     "not a positive frequency"),
+    (["record", "--sample-period=-1ms", "--", "true"], 2,
+     "not a positive time"),
+    (["record", "--event=SPU_CYCLES:1000", "--sample-period=1ms", "--",
+      "true"], 2, "give one rate"),
+    (["record", "--bogus", "--", "true"], 2, "--bogus: unknown option"),
+    (["record", "--slots=0", "--", "true"], 2, "--slots=0"),
+    (["record", "--buffer-size=1", "--", "true"], 2, "64-bit words"),
+    (["record", "-o"], 2, "-o: needs a value"),
+])
+def test_bad_usage(cenv, tmp_path, args, status, text):
+    result = cenv.coprof(*args, cwd=str(tmp_path))
+    assert text in one_error_line(result, "coprof", status)
+    assert not (tmp_path / "coprof_data").exists()
+
+
+def test_bad_rate_at_the_clock(cenv, tmp_path):
+    """Refused once copsim's clock is known: nothing is left behind, and
+    the previous session is back in its place."""
+    out = tmp_path / "keep"
+    result = cenv.coprof("record", "-o", str(out), "--", "true")
+    assert result.returncode == 0, result.stderr
+    for rate in ("--event=SPU_CYCLES:100", "--frequency=1GHz",
+                 "--sample-period=1s"):
+        result = cenv.coprof("record", rate, "-o", str(out), "--", "true")
+        line = one_error_line(result, "coprof", 2)
+        assert "--fifo-depth" in line
+        assert (out / "session.db").exists()
+        assert not (tmp_path / "keep.old").exists()
+    result = cenv.coprof("record", "--event=SPU_CYCLES:100",
+                         "--copsim-arg=--fifo-depth=65536", "-o", str(out),
+                         "--", "true")
+    assert result.returncode == 0, result.stderr
+
+
+def test_output_not_writable(cenv, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = cenv.coprof("record", "-o", str(blocker / "sub"), "--", "true")
+    assert "Not a directory" in one_error_line(result, "coprof", 1)
+    result = cenv.coprof("record", "-o", str(blocker), "--", "true")
+    one_error_line(result, "coprof", 1)
+    assert blocker.read_text() == ""
+
+
+def test_progress_on_a_terminal(cenv, tmp_path):
+    """On a terminal the progress line is rewritten in place once a
+    second, then cleared before the summary."""
+    import pty
+
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [cenv.coprof_path, "record", "-o", str(tmp_path / "p"), "--",
+         "sleep", "3.5"], env=cenv.env, stdout=subprocess.DEVNULL,
+        stderr=slave)
+    os.close(slave)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    process.wait(timeout=60)
+    os.close(master)
+    text = output.decode()
+    assert process.returncode == 0, text
+    updates = re.findall(r"\r\x1b\[Kcoprof: recording: \d+ samples/s, "
+                         r"\d+ samples, \d+ lost", text)
+    assert len(updates) >= 1, text
+    assert "coprof: session %s" % (tmp_path / "p") in text
