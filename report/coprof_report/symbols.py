@@ -16,12 +16,12 @@ The same code serves host programs, whose creation-stack frames are
 Rules, those of overlay/'s ovl_symbol_at(): the file offset falls in the
 SHF_ALLOC section (not SHT_NOBITS) whose file bytes hold it; its address is
 sh_addr + (offset - sh_offset); the function is a symbol of that section
-covering the address, STT_FUNC first, then STT_NOTYPE labels; a sized
-symbol covers [value, value + size), a zero-sized one up to the next symbol
-or its section's end; of several at one start a sized one, then GLOBAL over
-WEAK over LOCAL, then the smaller name.  Names starting with "$" (mapping
-symbols) or ".L" are ignored.  Each file is parsed once (symbolizer());
-lookups are binary searches.
+(code sections, SHF_EXECINSTR, only) covering the address, STT_FUNC first,
+then STT_NOTYPE labels; a sized symbol covers [value, value + size), a
+zero-sized one up to the next symbol or its section's end; of several at
+one start a sized one, then GLOBAL over WEAK over LOCAL, then the smaller
+name.  Names starting with "$" (mapping symbols) or ".L" are ignored.  Each
+file is parsed once (symbolizer()); lookups are binary searches.
 """
 
 import bisect
@@ -84,7 +84,8 @@ class Symbolizer:
                 sec = _Section(s.name, s["sh_addr"], s["sh_offset"],
                                s["sh_size"])
                 self._sections.append(sec)
-                by_index[i] = sec
+                if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR:
+                    by_index[i] = sec       # functions: code sections only
         self._sections.sort(key=lambda s: s.offset)
         self._starts = [s.offset for s in self._sections]
 
