@@ -86,6 +86,13 @@ class Parser(argparse.ArgumentParser):
             thing, _, reason = message[len("argument "):].partition(": ")
             thing = thing.split("/")[-1]
             message = "%s: %s" % (thing, reason)
+        elif message.startswith("unrecognized arguments: "):
+            message = "%s: unrecognized argument" % \
+                message[len("unrecognized arguments: "):]
+        elif message.startswith("the following arguments are required: "):
+            things = message.split(": ", 1)[1]
+            message = "%s: required" % ", ".join(
+                t.split("/")[-1] for t in things.split(", "))
         raise UsageError(message)
 
 

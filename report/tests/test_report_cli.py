@@ -70,14 +70,15 @@ def test_newer_format_version_key(copreport, session_copy):
     (["--threshold=-1"], ["--threshold", "between 0 and 100"]),
     (["--threshold", "nan"], ["--threshold"]),
     (["--format", "xml"], ["--format", "invalid choice"]),
-    (["--frobnicate"], ["unrecognized arguments"]),
+    (["--frobnicate"], ["--frobnicate: unrecognized argument"]),
 ])
 def test_usage_errors(copreport, real_session, args, words):
     one_line(copreport("-d", real_session.dir, *args), 2, *words)
 
 
 def test_timeline_usage(copreport, real_session):
-    one_line(copreport("timeline", "-d", real_session.dir), 2, "-o")
+    one_line(copreport("timeline", "-d", real_session.dir), 2,
+             "--output: required")
     one_line(copreport("timeline", "-d", real_session.dir, "-o", "x",
                        "--separate=none"), 2, "unrecognized")
 
