@@ -436,9 +436,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
 
     def gorder(g):
         k = g.key
-        if separation == "context":
-            return (k is None, k or 0)
-        if separation == "image":
+        if separation in ("context", "image"):
             return (k is None, k or 0)
         if separation == "slot":
             return (len(k) == 0, k)

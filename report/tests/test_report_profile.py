@@ -50,8 +50,6 @@ def test_contexts_sum_to_context_totals(real_session, report_json):
     for g in rep["groups"]:
         assert g["context"] is not None
         got[g["context"]["id"]] = g["total"]
-    for row in rep["rows"]:
-        pass
     sums = {}
     labels = {g["label"]: g["context"]["id"] for g in rep["groups"]}
     for row in rep["rows"]:
