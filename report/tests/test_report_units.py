@@ -296,3 +296,25 @@ def test_read_only(hand):
     with pytest.raises(sqlite3.OperationalError):
         s.db.execute("DELETE FROM samples")
     s.close()
+
+
+def test_png_of_hand_and_empty_sessions(hand, new_session, tmp_path):
+    from coprof_report import plot
+    s = Session.open(hand)
+    out = tmp_path / "hand.png"
+    plot.write_png(timeline.build(s), str(out))
+    s.close()
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    d = str(tmp_path / "empty")
+    new_session(d).close()
+    s = Session.open(d)
+    tl = timeline.build(s)
+    assert tl.bindings == [] and tl.slices == []
+    trace = timeline.trace_events(tl)
+    assert all(e["ph"] == "M" for e in trace["traceEvents"])
+    out = tmp_path / "empty.png"
+    plot.write_png(tl, str(out))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    prof = profile.build(s, "context")
+    assert prof.groups == [] and prof.totals["samples"] == 0
+    s.close()
