@@ -68,6 +68,11 @@ events, all on CLOCK_MONOTONIC (ts in microseconds).  --png also draws
 slot occupancy and the top functions over time."""
 
 TIMELINE_EPILOG = """\
+files:
+  DIR/session.db      bindings, sample_timeline, sched_events (read-only)
+  DIR/images/         the coprocessor images, for function names
+  default DIR         ./coprof_data, else $XDG_DATA_HOME/coprof/current
+
 exit status:
   0  written; 1  no or unreadable session, unwritable output; 2  bad usage
 
