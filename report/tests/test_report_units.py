@@ -318,3 +318,41 @@ def test_png_of_hand_and_empty_sessions(hand, new_session, tmp_path):
     prof = profile.build(s, "context")
     assert prof.groups == [] and prof.totals["samples"] == 0
     s.close()
+
+
+def test_overlays_example_rows(new_session, build_dir, tmp_path, copreport):
+    """examples/overlays, by hand: a sample in each overlay's first bytes
+    is a row of its own function, named with its overlay."""
+    from elftools.elf.elffile import ELFFile
+    elf_path = os.path.join(build_dir, "examples", "overlays.elf")
+    with open(elf_path, "rb") as f:
+        elf = ELFFile(f)
+        secs = [(s.name, s["sh_offset"], s["sh_addr"])
+                for s in elf.iter_sections()
+                if s.name.startswith(".overlay.")]
+    assert len(secs) == 5
+    d = str(tmp_path / "ovl")
+    db = new_session(d)
+    os.makedirs(os.path.join(d, "images"))
+    shutil.copy(elf_path, os.path.join(d, "images", "o.elf"))
+    db.execute("INSERT INTO images VALUES (1, ?, 0, 1, 2, 3, '01', 'ok',"
+               " NULL, 'overlays', 1, 'images/o.elf')", (elf_path,))
+    db.execute("INSERT INTO contexts VALUES (1, 1, 1, 1, '0x1', 1, 0, 0,"
+               " NULL)")
+    for i, (name, off, addr) in enumerate(secs):
+        db.execute("INSERT INTO samples VALUES (1, 1, ?, ?, ?)",
+                   (off + 8, i + 1, 10 * (i + 1)))
+    db.commit()
+    db.close()
+    p = copreport("-d", d, "--format", "json", check=True)
+    rows = {r["symbol"]: r for r in json.loads(p.stdout)["rows"]}
+    want = {"blur_picture": ".overlay.blur", "crc16_bitwise": ".overlay.crc",
+            "histogram_median": ".overlay.histogram",
+            "count_primes": ".overlay.sieve", "shell_sort": ".overlay.sort"}
+    assert {k: r["overlay"] for k, r in rows.items()} == want
+    addrs = {addr for name, _, addr in secs}
+    assert len(addrs) == 2          # two regions, five overlays
+    text = copreport("-d", d, check=True).stdout
+    for fn, sec in want.items():
+        line = [ln for ln in text.splitlines() if ln.endswith(" " + fn)]
+        assert len(line) == 1 and sec in line[0]
