@@ -1,0 +1,267 @@
+"""copreport's command line: the profile (default) and `timeline`.
+
+Every error is one line "copreport: THING: reason" on stderr, never a
+traceback: exit status 2 for bad usage (options, their values, filters
+naming nothing in the session), 1 for runtime errors (no session, a
+session that cannot be read, an output file that cannot be written).
+"""
+
+import argparse
+import os
+import sys
+
+from . import output, profile, session as session_mod
+
+PROG = "copreport"
+
+REPORT_DESCRIPTION = """\
+Report where the coprocessors spent their cycles, per symbol, from a coprof
+session (the directory `coprof record`, copcontrol or coprofd wrote), the
+way opreport does for CPUs.
+
+Each row gives the samples, their share of the group's samples with the
+half-width of its 95% interval (binomial standard error: p = k/n,
+SE = sqrt(p(1-p)/n), p +- 1.96 SE), the image (its short name and the
+file it lives in, with the offset of an image embedded in a host
+executable: pipeline (host-pipeline@0x1a800)), the overlay and the symbol.
+Overlay functions sharing an address are distinct rows, named with their
+overlay's section.  Samples the daemon could not place exactly are rows of
+their own: [ambiguous region R: f|g] (taken while the overlay region was
+swapped; the candidates are named, the count never split), [unmapped
+REASON], [orphan] (no context on the slot).  With --separate=context each
+context gets a header: pid/tid, image, and the host call site that created
+it.  A footer gives the totals, the lost samples by cause and the
+ambiguous total."""
+
+REPORT_EPILOG = """\
+files:
+  DIR/session.db      the session database (docs/session-format.md),
+                      opened read-only; a session being recorded may be read
+  DIR/images/         the session's copies of the coprocessor images, which
+                      symbols are read from
+  default DIR         ./coprof_data (coprof record's) if it exists, else
+                      $XDG_DATA_HOME/coprof/current (copcontrol's; default
+                      ~/.local/share/coprof/current)
+
+exit status:
+  0  the report was written
+  1  no session, an unreadable session, or an output that cannot be written
+  2  bad usage: an unknown option or --separate, a bad --threshold, an
+     --image or --context that names nothing in the session
+
+examples:
+  copreport                              the session in ./coprof_data
+  copreport -d DIR --separate=context    one section per context
+  copreport --image overlays --threshold 1
+  copreport --format json --separate=none > profile.json
+  copreport timeline -o trace.json --png timeline.png
+
+see also: copreport timeline --help; report/README.md"""
+
+TIMELINE_DESCRIPTION = """\
+Write the session's timeline as Chrome trace event JSON, which Perfetto
+(ui.perfetto.dev) and chrome://tracing open: a track per slot with the
+contexts bound to it over time, a track per context with the functions it
+ran (per time bucket the function with the most samples, consecutive
+buckets merged), and the scheduler's events from the event log as instant
+events, all on CLOCK_MONOTONIC (ts in microseconds).  --png also draws
+slot occupancy and the top functions over time."""
+
+TIMELINE_EPILOG = """\
+files:
+  DIR/session.db      bindings, sample_timeline, sched_events (read-only)
+  DIR/images/         the coprocessor images, for function names
+  default DIR         ./coprof_data, else $XDG_DATA_HOME/coprof/current
+
+exit status:
+  0  written; 1  no or unreadable session, unwritable output; 2  bad usage
+
+examples:
+  copreport timeline -o trace.json
+  copreport timeline -d DIR -o trace.json --png timeline.png"""
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        if message.startswith("argument "):
+            thing, _, reason = message[len("argument "):].partition(": ")
+            thing = thing.split("/")[-1]
+            message = "%s: %s" % (thing, reason)
+        elif message.startswith("unrecognized arguments: "):
+            message = "%s: unrecognized argument" % \
+                message[len("unrecognized arguments: "):]
+        elif message.startswith("the following arguments are required: "):
+            things = message.split(": ", 1)[1]
+            message = "%s: required" % ", ".join(
+                t.split("/")[-1] for t in things.split(", "))
+        raise UsageError(message)
+
+
+def _threshold(text):
+    t = text.strip()
+    if t.endswith("%"):
+        t = t[:-1]
+    try:
+        v = float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a percentage: %r" % text)
+    if not (0.0 <= v <= 100.0) or v != v:
+        raise argparse.ArgumentTypeError("%r is not between 0 and 100" % text)
+    return v
+
+
+def _session_arg(p):
+    p.add_argument("-d", "--session-dir", metavar="DIR", dest="dir",
+                   help="the session directory (default ./coprof_data, "
+                        "else $XDG_DATA_HOME/coprof/current)")
+
+
+def report_parser():
+    p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
+               epilog=REPORT_EPILOG,
+               usage="%(prog)s [-d DIR] [OPTIONS]\n"
+                     "       %(prog)s timeline [-d DIR] -o FILE.json "
+                     "[--png FILE]",
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p)
+    p.add_argument("-s", "--separate", default="none", metavar="HOW",
+                   choices=profile.SEPARATIONS,
+                   help="group rows by context, slot, image or none "
+                        "(default none)")
+    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
+                   metavar="PERCENT",
+                   help="leave out rows under PERCENT of their group "
+                        "(0-100, default 0)")
+    p.add_argument("-i", "--image", action="append", default=[],
+                   metavar="NAME",
+                   help="only samples of this image: its short name, its "
+                        "file, or its number (repeatable)")
+    p.add_argument("-c", "--context", action="append", default=[],
+                   metavar="N",
+                   help="only samples of this context: coprofd's number N, "
+                        "pid:PID or tid:TID (repeatable)")
+    p.add_argument("-f", "--format", default="text", choices=output.FORMATS,
+                   metavar="FMT", help="text, csv or json (default text)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE instead of standard output")
+    return p
+
+
+def timeline_parser():
+    p = Parser(prog=PROG + " timeline", description=TIMELINE_DESCRIPTION,
+               epilog=TIMELINE_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p)
+    p.add_argument("-o", "--output", metavar="FILE.json", required=True,
+                   help="the Chrome trace event JSON to write")
+    p.add_argument("--png", metavar="FILE",
+                   help="also draw slot occupancy and the top functions "
+                        "over time to FILE (PNG)")
+    return p
+
+
+class RuntimeFailure(Exception):
+    pass
+
+
+def _open_session(d):
+    if d is None:
+        d = session_mod.default_dir()
+        if d is None:
+            raise RuntimeFailure(
+                "coprof_data: no session here, and none in "
+                "$XDG_DATA_HOME/coprof/current (give -d DIR)")
+    return session_mod.Session.open(d)
+
+
+def _open_output(path):
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise RuntimeFailure("%s: %s" % (path, e.strerror or e))
+
+
+def _check_writable(path):
+    """Fail early (before the work) when path cannot be written."""
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise RuntimeFailure("%s: Is a directory" % path)
+    if not os.path.isdir(d):
+        raise RuntimeFailure("%s: No such file or directory" % path)
+    if not os.access(d, os.W_OK) or (os.path.exists(path) and
+                                     not os.access(path, os.W_OK)):
+        raise RuntimeFailure("%s: Permission denied" % path)
+
+
+def run_report(args):
+    if args.output:
+        _check_writable(args.output)
+    s = _open_session(args.dir)
+    try:
+        try:
+            prof = profile.build(s, args.separate, args.image, args.context,
+                                 args.threshold)
+        except profile.FilterError as e:
+            raise UsageError(str(e))
+        writer = output.WRITERS[args.format]
+        if args.output:
+            with _open_output(args.output) as f:
+                writer(prof, f, s.dir)
+        else:
+            writer(prof, sys.stdout, s.dir)
+            sys.stdout.flush()
+    finally:
+        s.close()
+
+
+def run_timeline(args):
+    import json
+    from . import timeline
+    _check_writable(args.output)
+    if args.png:
+        _check_writable(args.png)
+    s = _open_session(args.dir)
+    try:
+        tl = timeline.build(s)
+        trace = timeline.trace_events(tl)
+        with _open_output(args.output) as f:
+            json.dump(trace, f)
+            f.write("\n")
+        if args.png:
+            from . import plot
+            try:
+                plot.write_png(tl, args.png, "slot occupancy: %s" % s.dir)
+            except OSError as e:
+                raise RuntimeFailure("%s: %s" % (args.png,
+                                                 e.strerror or e))
+    finally:
+        s.close()
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] == "timeline":
+            args = timeline_parser().parse_args(argv[1:])
+            run_timeline(args)
+        else:
+            args = report_parser().parse_args(argv)
+            run_report(args)
+    except UsageError as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return 2
+    except (RuntimeFailure, session_mod.SessionError) as e:
+        sys.stderr.write("%s: %s\n" % (PROG, e))
+        return 1
+    except BrokenPipeError:
+        # a reader that stopped (| head): no message, no traceback at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted\n" % PROG)
+        return 130
+    return 0

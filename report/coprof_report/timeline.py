@@ -1,0 +1,202 @@
+"""The session's timeline as Chrome trace event JSON, which Perfetto
+(ui.perfetto.dev) and chrome://tracing open.
+
+Three processes, each a group of tracks:
+
+- "slots" (pid 1): a track per slot (tid slot + 1), with a complete event
+  ("ph": "X") per binding of a context to the slot, from the bindings
+  table's start_time_ns to end_time_ns (a binding still open ends at the
+  stream's STOP); consecutive bindings of a slot are clipped so that they
+  never overlap.  The scheduler events of the event log (sched_events)
+  that name a slot are instant events ("ph": "i") on its track.
+- "contexts" (pid 2): a track per context (tid = coprofd's context number),
+  with function slices from the sample timeline: in each time bucket the
+  function with the most exact samples; consecutive buckets of the same
+  function merge into one slice, whose args carry its sample counts.
+- "scheduler" (pid 3): scheduler events that name no slot (create, load,
+  run, exit of a context not on a slot, ...), instant events on one track.
+
+Every time is CLOCK_MONOTONIC: "ts" and "dur" are microseconds (floats)
+from CLOCK_MONOTONIC nanoseconds, so the trace lines up with other traces
+on that clock (perf record -k CLOCK_MONOTONIC).  Metadata events
+("ph": "M") name the processes and tracks.
+"""
+
+import collections
+import re
+
+from . import profile
+
+PID_SLOTS, PID_CONTEXTS, PID_SCHED = 1, 2, 3
+
+Binding = collections.namedtuple(
+    "Binding", "slot context start_ns end_ns end_reason label")
+Slice = collections.namedtuple(
+    "Slice", "context start_ns end_ns function samples bucket_samples buckets")
+
+
+_MONO = re.compile(r"\bmono=(\d+)")
+
+
+def event_time_ns(row):
+    """When a SCHED event happened: its message's mono= field (copsim's
+    CLOCK_MONOTONIC at the event), else the log record's time."""
+    m = _MONO.search(row["message"] or "")
+    return int(m.group(1)) if m else row["time_ns"]
+
+
+def _us(ns):
+    return ns / 1000.0
+
+
+class Timeline:
+    """What the trace and the plot show, on CLOCK_MONOTONIC ns."""
+
+    def __init__(self):
+        self.bindings = []          # [Binding], per slot in time order
+        self.slices = []            # [Slice], per context in time order
+        self.buckets = {}           # {(bucket_start, function): samples}
+        self.sched = []             # sched_events rows
+        self.contexts = {}          # {id: ContextInfo}
+        self.start_ns = None
+        self.stop_ns = None
+        self.bucket_ns = 0
+        self.slots = 0
+
+
+def context_label(c):
+    image = c.image.short_name if c.image else "?"
+    return "context %d %s (pid %s tid %s)" % (c.id, image, c.pid, c.tid)
+
+
+def build(session):
+    """The Timeline of a session."""
+    tl = Timeline()
+    tl.start_ns = session.int_key("stream.start_time_ns", None)
+    tl.stop_ns = session.int_key("stream.stop_time_ns", None)
+    tl.bucket_ns = session.int_key("timeline.bucket_ns", 0)
+    tl.slots = session.int_key("stream.slots", 0)
+    images = {i: profile.ImageInfo(r, session)
+              for i, r in session.images().items()}
+    contexts = {i: profile.ContextInfo(r, images.get(r["image"]))
+                for i, r in session.contexts().items()}
+    tl.contexts = contexts
+
+    # slots: bindings, clipped so that a slot's never overlap
+    last_end = {}
+    end_default = tl.stop_ns
+    for b in session.bindings():
+        start, end = b["start_time_ns"], b["end_time_ns"]
+        if start is None:
+            continue            # no TIME record ever placed it
+        if end is None:
+            end = end_default if end_default is not None else start
+        slot = b["slot"]
+        if slot in last_end and start < last_end[slot]:
+            start = last_end[slot]
+        if end < start:
+            end = start
+        last_end[slot] = end
+        c = contexts.get(b["context"])
+        tl.bindings.append(Binding(
+            slot, b["context"], start, end, b["end_reason"],
+            context_label(c) if c else "context %s" % b["context"]))
+
+    # contexts: the dominant function of each bucket, merged
+    per_bucket = collections.defaultdict(dict)  # (ctx, bucket) -> {fn: n}
+    names = {}
+    for ctx, img, bucket, foff, count in session.sample_timeline():
+        info = images.get(img)
+        key = (img, foff)
+        if key not in names:
+            f = info.symbolizer.function_at(foff) \
+                if info and info.symbolizer else None
+            names[key] = f.name if f else "0x%x" % foff
+        fn = names[key]
+        d = per_bucket[(ctx, bucket)]
+        d[fn] = d.get(fn, 0) + count
+        tl.buckets[(bucket, fn)] = tl.buckets.get((bucket, fn), 0) + count
+    width = tl.bucket_ns or 1
+    open_slice = {}
+    for (ctx, bucket) in sorted(per_bucket):
+        d = per_bucket[(ctx, bucket)]
+        fn = max(sorted(d), key=lambda k: d[k])
+        total = sum(d.values())
+        s = open_slice.get(ctx)
+        if s is not None and s.function == fn and s.end_ns == bucket:
+            open_slice[ctx] = s._replace(
+                end_ns=bucket + width, samples=s.samples + d[fn],
+                bucket_samples=s.bucket_samples + total,
+                buckets=s.buckets + 1)
+            continue
+        if s is not None:
+            tl.slices.append(s)
+        open_slice[ctx] = Slice(ctx, bucket, bucket + width, fn, d[fn],
+                                total, 1)
+    tl.slices.extend(open_slice.values())
+    tl.slices.sort(key=lambda s: (s.context, s.start_ns))
+
+    tl.sched = session.sched_events()
+    return tl
+
+
+def trace_events(tl):
+    """The Chrome trace JSON object of a Timeline."""
+    ev = []
+
+    def meta(pid, tid, name, value, sort=None):
+        ev.append({"ph": "M", "ts": 0, "pid": pid, "tid": tid,
+                   "name": name, "args": {"name": value}})
+        if sort is not None:
+            ev.append({"ph": "M", "ts": 0, "pid": pid, "tid": tid,
+                       "name": name.replace("_name", "_sort_index"),
+                       "args": {"sort_index": sort}})
+
+    meta(PID_SLOTS, 0, "process_name", "slots", 1)
+    meta(PID_CONTEXTS, 0, "process_name", "contexts", 2)
+    meta(PID_SCHED, 0, "process_name", "scheduler", 3)
+    slots = set(b.slot for b in tl.bindings)
+    slots |= {r["slot"] for r in tl.sched
+              if r["slot"] is not None and r["slot"] >= 0}
+    for s in sorted(slots):
+        meta(PID_SLOTS, s + 1, "thread_name", "slot %d" % s, s)
+    for c in tl.contexts.values():
+        meta(PID_CONTEXTS, c.id, "thread_name", context_label(c), c.id)
+    meta(PID_SCHED, 1, "thread_name", "scheduler events", 0)
+
+    for b in tl.bindings:
+        c = tl.contexts.get(b.context)
+        ev.append({"ph": "X", "name": b.label, "cat": "binding",
+                   "pid": PID_SLOTS, "tid": b.slot + 1,
+                   "ts": _us(b.start_ns), "dur": _us(b.end_ns - b.start_ns),
+                   "args": {"context": b.context,
+                            "context_id": c.context_id if c else None,
+                            "pid": c.pid if c else None,
+                            "tid": c.tid if c else None,
+                            "image": c.image.short_name
+                            if c and c.image else None,
+                            "end_reason": b.end_reason}})
+    for s in tl.slices:
+        ev.append({"ph": "X", "name": s.function, "cat": "function",
+                   "pid": PID_CONTEXTS, "tid": s.context,
+                   "ts": _us(s.start_ns), "dur": _us(s.end_ns - s.start_ns),
+                   "args": {"samples": s.samples,
+                            "bucket_samples": s.bucket_samples,
+                            "buckets": s.buckets}})
+    for r in tl.sched:
+        on_slot = r["slot"] is not None and r["slot"] >= 0
+        args = {"message": r["message"]}
+        for k in ("context_id", "cycle", "host_pid", "host_tid"):
+            if r[k] is not None:
+                args[k] = r[k]
+        ev.append({"ph": "i", "s": "t", "name": r["kind"] or "event",
+                   "cat": "sched",
+                   "pid": PID_SLOTS if on_slot else PID_SCHED,
+                   "tid": r["slot"] + 1 if on_slot else 1,
+                   "ts": _us(event_time_ns(r)), "args": args})
+    return {"traceEvents": ev, "displayTimeUnit": "ms",
+            "otherData": {"clock": "CLOCK_MONOTONIC",
+                          "ts_unit": "microseconds",
+                          "bucket_ns": tl.bucket_ns,
+                          "start_time_ns": tl.start_ns,
+                          "stop_time_ns": tl.stop_ns}}

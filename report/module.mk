@@ -1,0 +1,32 @@
+# report/: copreport, the reports of a session (Python, /usr/bin/python3).
+#
+# build/bin/copreport is the launcher report/copreport; it imports the
+# coprof_report package from ../lib/coprof/python beside it, so the build
+# tree and an installed PREFIX have the same layout:
+#   build/bin/copreport                    PREFIX/bin/copreport
+#   build/lib/coprof/python/coprof_report  PREFIX/lib/coprof/python/coprof_report
+# INSTALL_LIBS installs flat into lib/coprof, so the package is installed by
+# this fragment's own rule, made a prerequisite of `install`.
+
+REPORT_PY := $(wildcard report/coprof_report/*.py)
+REPORT_PKG := $(LIB)/coprof/python/coprof_report
+REPORT_PKG_FILES := $(patsubst report/coprof_report/%,$(REPORT_PKG)/%,$(REPORT_PY))
+
+$(REPORT_PKG)/%.py: report/coprof_report/%.py
+	@mkdir -p $(@D)
+	$(call say,CP,$@)cp $< $@
+
+$(BIN)/copreport: report/copreport $(REPORT_PKG_FILES)
+	@mkdir -p $(@D)
+	$(call say,CP,$@)install -m 755 $< $@
+
+ALL_TARGETS += $(BIN)/copreport $(REPORT_PKG_FILES)
+INSTALL_BINS += $(BIN)/copreport
+PYTESTS += report/tests
+
+.PHONY: install-report
+install: install-report
+install-report: build-all
+	install -d $(DESTDIR)$(PREFIX)/lib/coprof/python/coprof_report
+	install -m 644 $(REPORT_PKG_FILES) \
+		$(DESTDIR)$(PREFIX)/lib/coprof/python/coprof_report

@@ -1,0 +1,132 @@
+"""Fixtures of copreport's tests.
+
+real_session: one real run, shared by every test: host-pipeline (4
+pipeline, 2 kernels and 2 overlays contexts, 8 rounds: enough that every
+hot overlay function has exact samples although many are ambiguous) under copsim's one
+command mode sampling every 997 cycles with the SCHED event log, replayed
+by coprofd into a session.
+
+new_session(dir): an empty session.db made with the schema of
+daemon/store.c (read from the C source at test time, never copied), for
+hand-built sessions.
+"""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPORT = os.path.dirname(HERE)
+SOURCE = os.path.dirname(REPORT)
+if REPORT not in sys.path:
+    sys.path.insert(0, REPORT)
+
+PYTHON = "/usr/bin/python3"
+
+
+def store_schema():
+    """The CREATE script of daemon/store.c: its C string literals joined."""
+    with open(os.path.join(SOURCE, "daemon", "store.c")) as f:
+        text = f.read()
+    m = re.search(r"static const char schema\[\] =(.*?);\s*\n\s*\n", text,
+                  re.S)
+    assert m, "no schema in daemon/store.c"
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
+    return "".join(parts).replace("\\n", "\n")
+
+
+@pytest.fixture(scope="session")
+def new_session():
+    def make(directory, keys=None, version=1):
+        os.makedirs(directory, exist_ok=True)
+        db = sqlite3.connect(os.path.join(directory, "session.db"))
+        db.executescript(store_schema())
+        db.execute("PRAGMA application_id = %d" % 0x436F7072)
+        db.execute("PRAGMA user_version = %d" % version)
+        base = {"format_version": version, "stream.complete": 1,
+                "stream.slots": 8, "timeline.bucket_ns": 10000000}
+        base.update(keys or {})
+        db.executemany("INSERT INTO session VALUES (?, ?)", base.items())
+        db.commit()
+        return db
+    return make
+
+
+@pytest.fixture(scope="session")
+def copreport(coprof_bin):
+    """copreport(*args, cwd=None, env=None) -> CompletedProcess (text)."""
+    exe = coprof_bin("copreport")
+
+    def run(*args, cwd=None, env=None, check=False):
+        p = subprocess.run([exe] + [str(a) for a in args], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=120)
+        if check and p.returncode != 0:
+            pytest.fail("copreport %s: exit %d\n%s" % (
+                " ".join(map(str, args)), p.returncode, p.stderr))
+        return p
+    return run
+
+
+class Real:
+    """The shared session: dir, host (the host-pipeline path), db."""
+
+
+@pytest.fixture(scope="session")
+def real_session(tmp_path_factory, coprof_bin, build_dir):
+    work = tmp_path_factory.mktemp("real")
+    stream = work / "stream"
+    log = work / "events.coplog"
+    sess = work / "session"
+    host = os.path.join(build_dir, "examples", "host-pipeline")
+    if not os.access(host, os.X_OK):
+        pytest.fail("%s is not built: run make" % host)
+    env = dict(os.environ)
+    env.pop("COPSIM_SOCKET", None)
+    p = subprocess.run(
+        [coprof_bin("copsim"), "--event=SPU_CYCLES:997",
+         "--stream-out", str(stream), "--event-log", str(log), "--",
+         host, "--contexts", "8", "--frames", "1", "--rounds", "8",
+         "--console-dir", str(work)],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = subprocess.run(
+        [coprof_bin("coprofd"), "--replay", str(stream), "--session-dir",
+         str(sess), "--event-log", str(log), "--quiet"],
+        capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = Real()
+    r.dir = str(sess)
+    r.host = os.path.realpath(host)
+    r.db = sqlite3.connect("file:%s?mode=ro" % os.path.join(r.dir,
+                                                            "session.db"),
+                           uri=True)
+    yield r
+    r.db.close()
+
+
+@pytest.fixture(scope="session")
+def report_json(real_session, copreport):
+    """report_json(*args) -> the parsed JSON report of the real session."""
+    cache = {}
+
+    def get(*args):
+        if args not in cache:
+            p = copreport("-d", real_session.dir, "--format", "json", *args,
+                          check=True)
+            cache[args] = json.loads(p.stdout)
+        return cache[args]
+    return get
+
+
+@pytest.fixture
+def session_copy(real_session, tmp_path):
+    """A writable copy of the real session."""
+    d = tmp_path / "copy"
+    shutil.copytree(real_session.dir, str(d))
+    return str(d)

@@ -1,0 +1,122 @@
+"""copreport timeline: the Chrome trace JSON and the PNG of a real session."""
+
+import collections
+import json
+import re
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def trace(real_session, copreport, tmp_path_factory):
+    d = tmp_path_factory.mktemp("timeline")
+    out, png = d / "trace.json", d / "timeline.png"
+    copreport("timeline", "-d", real_session.dir, "-o", out, "--png", png,
+              check=True)
+    with open(str(out)) as f:
+        data = json.load(f)
+    return data, png
+
+
+def q(real, sql):
+    return real.db.execute(sql).fetchall()
+
+
+def test_well_formed(trace):
+    data, _ = trace
+    assert isinstance(data["traceEvents"], list) and data["traceEvents"]
+    for e in data["traceEvents"]:
+        for k in ("ph", "ts", "pid", "tid", "name"):
+            assert k in e, e
+        assert isinstance(e["ts"], (int, float))
+        if e["ph"] == "X":
+            assert e["dur"] >= 0
+    assert data["otherData"]["clock"] == "CLOCK_MONOTONIC"
+
+
+def test_slices_do_not_overlap(trace):
+    data, _ = trace
+    tracks = collections.defaultdict(list)
+    for e in data["traceEvents"]:
+        if e["ph"] == "X":
+            tracks[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+    assert tracks
+    for key, spans in tracks.items():
+        spans.sort()
+        for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+            assert a1 <= b0 + 1e-6, (key, (a0, a1), (b0, b1))
+
+
+def test_tracks_named(trace):
+    data, _ = trace
+    names = {}
+    procs = {}
+    for e in data["traceEvents"]:
+        if e["ph"] == "M" and e["name"] == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+        if e["ph"] == "M" and e["name"] == "process_name":
+            procs[e["pid"]] = e["args"]["name"]
+    assert set(procs.values()) == {"slots", "contexts", "scheduler"}
+    for e in data["traceEvents"]:
+        if e["ph"] in ("X", "i"):
+            assert (e["pid"], e["tid"]) in names, e
+
+
+def test_bindings_on_slot_tracks_in_microseconds(trace, real_session):
+    data, _ = trace
+    slots_pid = [e["pid"] for e in data["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "process_name"
+                 and e["args"]["name"] == "slots"][0]
+    xs = sorted((e["args"]["context"], e["tid"] - 1, e["ts"])
+                for e in data["traceEvents"]
+                if e["ph"] == "X" and e["pid"] == slots_pid)
+    rows = q(real_session, "SELECT context, slot, start_time_ns FROM "
+             "bindings WHERE start_time_ns IS NOT NULL ORDER BY context")
+    assert len(xs) == len(rows)
+    starts = sorted(rows)
+    for (c, s, ts), (c2, s2, ns) in zip(xs, starts):
+        assert (c, s) == (c2, s2)
+        # clipping may only move a start later, never earlier
+        assert ts >= ns / 1000.0 - 1e-6
+    # and most are exactly the binding's start
+    exact = sum(1 for (_, _, ts), (_, _, ns) in zip(xs, starts)
+                if abs(ts - ns / 1000.0) < 1e-3)
+    assert exact >= len(xs) // 2
+
+
+def test_context_function_slices(trace, real_session):
+    data, _ = trace
+    ctx_pid = [e["pid"] for e in data["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "process_name"
+               and e["args"]["name"] == "contexts"][0]
+    slices = [e for e in data["traceEvents"]
+              if e["ph"] == "X" and e["pid"] == ctx_pid]
+    assert slices
+    bucket = int(q(real_session, "SELECT value FROM session WHERE key = "
+                   "'timeline.bucket_ns'")[0][0])
+    total = q(real_session, "SELECT SUM(count) FROM sample_timeline")[0][0]
+    assert sum(e["args"]["bucket_samples"] for e in slices) == total
+    for e in slices:
+        assert e["dur"] == pytest.approx(e["args"]["buckets"] * bucket / 1000)
+        assert 0 < e["args"]["samples"] <= e["args"]["bucket_samples"]
+    names = {e["name"] for e in slices}
+    assert "stage_denoise" in names
+
+
+def test_sched_events_instant(trace, real_session):
+    data, _ = trace
+    inst = [e for e in data["traceEvents"] if e["ph"] == "i"]
+    rows = q(real_session, "SELECT kind, message FROM sched_events")
+    assert rows and len(inst) == len(rows)
+    for e in inst:
+        m = re.search(r"\bmono=(\d+)", e["args"]["message"])
+        if m:
+            assert e["ts"] == pytest.approx(int(m.group(1)) / 1000.0)
+    assert {e["name"] for e in inst} >= {"bind", "unbind", "create"}
+
+
+def test_png(trace):
+    _, png = trace
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 10000
