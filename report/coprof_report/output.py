@@ -41,6 +41,7 @@ def _row_json(group, r):
         "region": r.region,
         "section": r.section,
         "reason": r.reason,
+        "candidates": list(r.candidates),
         "image": r.image.short_name if r.image else None,
         "image_id": r.image.id if r.image else None,
         "path": r.image.path if r.image else None,

@@ -51,10 +51,10 @@ def interval(k, n):
 class Row:
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
                  "offset_lo", "offset_hi", "samples", "percent", "ci_low",
-                 "ci_high", "reason")
+                 "ci_high", "reason", "candidates")
 
     def __init__(self, kind, image, symbol, overlay=None, section=None,
-                 region=None, reason=None):
+                 region=None, reason=None, candidates=()):
         self.kind = kind            # exact, ambiguous, unmapped, orphan
         self.image = image          # ImageInfo or None
         self.symbol = symbol
@@ -62,6 +62,7 @@ class Row:
         self.section = section      # the overlay's (or code's) section
         self.region = region
         self.reason = reason
+        self.candidates = candidates    # ambiguous: the functions it may be in
         self.offset_lo = None
         self.offset_hi = None
         self.samples = 0
@@ -391,7 +392,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
             r = g.rows[key] = Row(
                 "ambiguous", info,
                 "[ambiguous region %s: %s]" % (region, what),
-                region=region)
+                region=region, candidates=names)
         r.add(count)
 
     # unmapped samples
