@@ -58,6 +58,7 @@ class Timeline:
         self.buckets = {}           # {(bucket_start, function): samples}
         self.sched = []             # sched_events rows
         self.contexts = {}          # {id: ContextInfo}
+        self.context_ids = set()    # copsim's ids of those contexts
         self.start_ns = None
         self.stop_ns = None
         self.bucket_ns = 0
@@ -81,6 +82,7 @@ def build(session):
     contexts = {i: profile.ContextInfo(r, images.get(r["image"]))
                 for i, r in session.contexts().items()}
     tl.contexts = contexts
+    tl.context_ids = {c["context_id"] for c in session.contexts().values()}
 
     # slots: bindings, clipped so that a slot's never overlap
     last_end = {}
@@ -136,8 +138,17 @@ def build(session):
     tl.slices.extend(open_slice.values())
     tl.slices.sort(key=lambda s: (s.context, s.start_ns))
 
-    tl.sched = session.sched_events()
+    tl.sched = [r for r in session.sched_events() if in_session(tl, r)]
     return tl
+
+
+def in_session(tl, row):
+    """Whether a SCHED event belongs on the session's timeline: it names one
+    of the session's contexts, or no context at all (copsim's start, stop,
+    errors).  A copsim shared by copcontrol sessions keeps one event log for
+    all of them, and coprofd imports it whole: the events of other
+    sessions' contexts are left out here."""
+    return row["context_id"] is None or row["context_id"] in tl.context_ids
 
 
 def trace_events(tl):

@@ -3,6 +3,7 @@
 import collections
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -113,6 +114,32 @@ def test_sched_events_instant(trace, real_session):
         if m:
             assert e["ts"] == pytest.approx(int(m.group(1)) / 1000.0)
     assert {e["name"] for e in inst} >= {"bind", "unbind", "create"}
+
+
+def test_other_sessions_events_left_out(copreport, session_copy, tmp_path):
+    """A copsim shared by copcontrol sessions has one event log: the events
+    of contexts not in this session are not on its timeline."""
+    db = sqlite3.connect(session_copy + "/session.db")
+    (order,) = db.execute("SELECT MAX(order_num) FROM sched_events"
+                          ).fetchone()
+    (other,) = db.execute("SELECT MAX(context_id) + 1000 FROM contexts"
+                          ).fetchone()
+    row = db.execute("SELECT * FROM sched_events WHERE kind = 'bind'"
+                     " LIMIT 1").fetchone()
+    columns = [c[1] for c in db.execute("PRAGMA table_info(sched_events)")]
+    foreign = dict(zip(columns, row), order_num=order + 1,
+                   context_id=other, message="bind slot=0 context=%d" % other)
+    db.execute("INSERT INTO sched_events (%s) VALUES (%s)"
+               % (",".join(foreign), ",".join("?" * len(foreign))),
+               list(foreign.values()))
+    db.commit()
+    db.close()
+    out = tmp_path / "trace.json"
+    copreport("timeline", "-d", session_copy, "-o", out, check=True)
+    with open(str(out)) as f:
+        inst = [e for e in json.load(f)["traceEvents"] if e["ph"] == "i"]
+    assert inst
+    assert all(e["args"].get("context_id") != other for e in inst)
 
 
 def test_png(trace):
