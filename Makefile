@@ -8,11 +8,13 @@
 #   make            build everything into build/
 #   make check      build and run every test; ends with "N passed, N failed"
 #   make bench      build and run the benchmarks under bench/
+#   make demo       profile the host-pipeline example with coprof record and
+#                   print its report (build/demo/)
 #   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local)
 #   make deps       install the Debian packages (as root) or print the command
 #   make clean      remove build/
 
-GOALS := all check bench install fuzz clean-build
+GOALS := all check bench install fuzz demo clean-build
 
 .PHONY: $(GOALS) deps clean
 .DEFAULT_GOAL := all

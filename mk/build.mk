@@ -70,7 +70,7 @@ INSTALL_LIBS :=
 INSTALL_PKGCONFIG :=
 INSTALL_HEADERS :=
 
-.PHONY: all check bench install fuzz clean-build
+.PHONY: all check bench install fuzz demo clean-build
 all: build-all
 
 include $(sort $(wildcard */module.mk))
@@ -93,6 +93,9 @@ bench: build-all $(BENCHES)
 	$(Q)set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 
 fuzz: build-all $(FUZZ_RUNS)
+
+demo: build-all
+	$(Q)sh mk/demo.sh $(BUILD)
 
 install: build-all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/coprof \

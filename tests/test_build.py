@@ -100,3 +100,20 @@ def test_installed_headers_compile_alone(tmp_path):
         result = subprocess.run(["gcc", "-fsyntax-only", "-I%s" % include,
                                  str(source)], capture_output=True, text=True)
         assert result.returncode == 0, "%s: %s" % (header, result.stderr)
+
+
+def test_demo(build_dir, tmp_path):
+    """make demo's script: coprof record on host-pipeline, the report, the
+    timeline files."""
+    out = tmp_path / "demo"
+    result = subprocess.run(["sh", "mk/demo.sh", build_dir, str(out)],
+                            cwd=SOURCE, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "host-pipeline: 16 contexts from 4 threads, 16 ok" in result.stdout
+    assert "contexts=16 images=3" in result.stderr
+    assert "stage_denoise" in result.stdout
+    assert "session complete" in result.stdout
+    assert (out / "session" / "session.db").is_file()
+    assert (out / "timeline.json").stat().st_size > 1000
+    assert (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
