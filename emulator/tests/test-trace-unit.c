@@ -134,7 +134,7 @@ static void expect_open_error(struct fixture *f,
 }
 
 static void damage_magic(uint8_t *b, gsize *size) { b[0] = 'X'; }
-static void damage_version(uint8_t *b, gsize *size) { b[8] = 2; }
+static void damage_version(uint8_t *b, gsize *size) { b[8] = 3; }
 static void damage_reserved(uint8_t *b, gsize *size) { b[100] = 1; }
 static void damage_depth(uint8_t *b, gsize *size) { b[33] ^= 0x01; }
 static void damage_stride(uint8_t *b, gsize *size) { b[36] += 64; }
@@ -148,7 +148,7 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
 
     expect_open_error(f, damage_magic, "bad magic");
     expect_open_error(f, damage_version,
-                      "version 2, this build reads version 1");
+                      "version 3, this build reads version 2");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
