@@ -310,7 +310,7 @@ static int run_emulator(struct trace_run *run, const struct run_options *opt,
                 strerror(errno));
         return EXIT_USAGE;
     }
-    if (trace_run_consume(run, child, opt->drain, samples, err,
+    if (trace_run_consume(run, child, opt->drain, samples, NULL, err,
                           sizeof(err)) < 0)
         cli_fail(0, "%s", err);
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
@@ -341,7 +341,7 @@ static int cmd_run(int argc, char **argv)
     if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
                         opt.count, opt.reference ? TRACE_MODE_REFERENCE
                                                  : TRACE_MODE_FAST,
-                        opt.exact_counts, err, sizeof(err)) < 0) {
+                        opt.exact_counts, NULL, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }
