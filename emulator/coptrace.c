@@ -160,14 +160,16 @@ static void show_context(const struct trace_unit *unit, uint32_t i)
     else
         printf("%u", slot);
     printf(" status=%s gate=%u(%s) ack=%u pid=%d mode=%s instructions=%"
-           PRIu64 "\n",
+           PRIu64 " guards=%u@0x%05x\n",
            status < 4 ? context_status_names[status] : "corrupt", gate,
            trace_gate_is_open(gate) ? "open" : "closed",
            __atomic_load_n(&ctx->ack, __ATOMIC_ACQUIRE),
            (int)__atomic_load_n(&ctx->pid, __ATOMIC_ACQUIRE),
            ctx->mode == TRACE_MODE_REFERENCE ? "reference"
            : ctx->mode == TRACE_MODE_FAST ? "fast" : "none",
-           __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE));
+           __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE),
+           __atomic_load_n(&ctx->guard_count, __ATOMIC_ACQUIRE),
+           __atomic_load_n(&ctx->guard_ls_offset, __ATOMIC_ACQUIRE));
 }
 
 static int cmd_show(int argc, char **argv)

@@ -3,8 +3,8 @@
  *
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
  *           [--sample-every N [--reference] [--samples-out FILE]
- *            [--events-out E] [--fifo-depth D] [--exact-counts C]
- *            [--no-trace]]
+ *            [--events-out E] [--no-watch] [--fifo-depth D]
+ *            [--exact-counts C] [--no-trace]]
  *           IMAGE [ARGS...]
  *
  * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
@@ -20,7 +20,7 @@
  * write the counts to C at the end (counts=, docs/trace-unit.md).  For an
  * image with overlays the context watches its guard words (the plugin's
  * ram=), and the consumer drains the overlay events after the FIFO, into
- * E with --events-out.
+ * E with --events-out; --no-watch turns the watch off.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
@@ -51,6 +51,7 @@ struct run_options {
     int reference;                  /* the plugin's reference mode */
     const char *samples_out;        /* NULL: count captures only */
     const char *events_out;         /* NULL: overlay events counted only */
+    int no_watch;                   /* no overlay watch after all */
     uint32_t fifo_depth;
     const char *exact_counts;       /* NULL: no exact counts */
     int no_trace;                   /* run without the plugin after all */
@@ -98,6 +99,8 @@ static void usage(FILE *out)
         "                      overlays, whose guard words the trace unit\n"
         "                      watches (on exit \"events=E events_dropped=F\"\n"
         "                      on stderr)\n"
+        "      --no-watch      do not watch the guard words: the baseline\n"
+        "                      to check that the watch changes no capture\n"
         "      --fifo-depth D  entries of the trace FIFO, a power of two\n"
         "                      (default %u); captures that find it full are\n"
         "                      dropped and counted\n"
@@ -126,6 +129,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"reference", no_argument, NULL, 'R'},
         {"samples-out", required_argument, NULL, 'o'},
         {"events-out", required_argument, NULL, 'e'},
+        {"no-watch", no_argument, NULL, 'W'},
         {"fifo-depth", required_argument, NULL, 'D'},
         {"exact-counts", required_argument, NULL, 'c'},
         {"no-trace", no_argument, NULL, 'T'},
@@ -168,6 +172,9 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         case 'e':
             opts->events_out = optarg;
             break;
+        case 'W':
+            opts->no_watch = 1;
+            break;
         case 'D':
             if (lfsr_parse_count(optarg, &number) < 0 || number > UINT32_MAX)
                 return cli_fail(EXIT_RUN_FAILED, "--fifo-depth '%s': not a "
@@ -194,9 +201,9 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     }
     if (!opts->sample_every
         && (opts->reference || opts->samples_out || opts->events_out
-            || opts->exact_counts))
+            || opts->no_watch || opts->exact_counts))
         return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out, "
-                        "--events-out and --exact-counts need "
+                        "--events-out, --no-watch and --exact-counts need "
                         "--sample-every N");
     opts->image = argv[optind];
     opts->argc = argc - optind;
@@ -271,7 +278,8 @@ static void close_output(const char *path, FILE *out, int *status)
 }
 
 /* Runs QEMU with the trace unit attached and prints its counters.  An
- * image with overlays has its guard words watched in the RAM file. */
+ * image with overlays has its guard words watched in the RAM file (unless
+ * --no-watch). */
 static int run_traced(const struct run_options *opts,
                       const struct cop_image *image, const struct cop_ram *ram,
                       struct cop_argv *command)
@@ -279,7 +287,7 @@ static int run_traced(const struct run_options *opts,
     struct trace_watch watch = {
         .ram = ram->path,
         .guard_ls_offset = cop_image_guard_ls_offset(image),
-        .guard_count = image->nregions,
+        .guard_count = opts->no_watch ? 0 : image->nregions,
     };
     struct trace_geometry geo;
     struct traced trace = { .samples = NULL, .events = NULL };
