@@ -939,6 +939,11 @@ void trace_run_report(const struct trace_run *run, FILE *out)
     const struct trace_regs_slot *slot = trace_unit_slot(run->unit, run->slot);
     struct trace_slot_status now;
 
+    if (__atomic_load_n(&ctx->guard_count, __ATOMIC_ACQUIRE))
+        fprintf(out, "events=%llu events_dropped=%u\n",
+                (unsigned long long)run->events_drained,
+                __atomic_load_n(&slot->event_overflow, __ATOMIC_ACQUIRE)
+                - run->start_event_overflow);
     trace_slot_status(run->unit, run->slot, &now);
     fprintf(out, "captures=%llu dropped=%llu instructions=%llu "
             "outside_ls=%llu\n",
@@ -947,11 +952,6 @@ void trace_run_report(const struct trace_run *run, FILE *out)
             (unsigned long long)__atomic_load_n(&ctx->instructions,
                                                 __ATOMIC_ACQUIRE),
             (unsigned long long)(now.outside - run->start.outside));
-    if (__atomic_load_n(&ctx->guard_count, __ATOMIC_ACQUIRE))
-        fprintf(out, "events=%llu events_dropped=%u\n",
-                (unsigned long long)run->events_drained,
-                __atomic_load_n(&slot->event_overflow, __ATOMIC_ACQUIRE)
-                - run->start_event_overflow);
 }
 
 /* Unlinks a private register file once the emulator has mapped it. */

@@ -244,8 +244,9 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
                       FILE *out, FILE *events, char *err, size_t errlen);
 
 /* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
- * (the slot's counters since the start, the context's instructions), and a
- * second line "events=E events_dropped=F" when it watches guard words. */
+ * (the slot's counters since the start, the context's instructions), after
+ * a line "events=E events_dropped=F" when it watches guard words (so the
+ * counters stay the last line). */
 void trace_run_report(const struct trace_run *run, FILE *out);
 
 /* Unmaps the register file, removing it if the run created it. */

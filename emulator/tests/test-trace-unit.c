@@ -715,7 +715,8 @@ static void test_trace_run(void)
     out = open_memstream(&text, &size);
     trace_run_report(&run, out);
     fclose(out);
-    g_assert_true(g_str_has_suffix(text, "\nevents=1 events_dropped=0\n"));
+    g_assert_true(g_str_has_prefix(text, "events=1 events_dropped=0\n"
+                                         "captures=1 "));
     free(event_text);
     trace_run_end(&run);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,

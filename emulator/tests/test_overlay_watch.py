@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.join(SOURCE, "sdk", "tests"))
 
 import copimage  # noqa: E402  (needs the path above)
 
-COUNTERS = re.compile(r"^captures=(\d+) dropped=(\d+) instructions=(\d+) "
-                      r"outside_ls=(\d+)\nevents=(\d+) events_dropped=(\d+)$",
+COUNTERS = re.compile(r"^events=(\d+) events_dropped=(\d+)\ncaptures=(\d+) "
+                      r"dropped=(\d+) instructions=(\d+) outside_ls=(\d+)$",
                       re.M)
 RESULT = re.compile(r"^overlays rounds=(\d+) digest=[0-9a-f]+ loads=(\d+) "
                     r"guards=(\d+),(\d+)$", re.M)
@@ -121,7 +121,7 @@ def test_every_overlay_capture_is_placed(coprof_bin, tmp_path, overlays,
     loads, final = int(result.group(2)), [int(result.group(3)),
                                           int(result.group(4))]
     assert counters, "no events line on stderr"
-    captures, dropped, _, outside, n_events, events_dropped = \
+    n_events, events_dropped, captures, dropped, _, outside = \
         (int(g) for g in counters.groups())
     assert dropped == 0 and events_dropped == 0
     assert len(samples) == captures - outside
