@@ -18,6 +18,7 @@ overlay region sees the same guard in both modes.
 
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -177,3 +178,37 @@ def test_image_without_overlays_is_not_watched(coprof_bin, tmp_path,
     assert proc.returncode == 0, proc.stderr
     assert "events=" not in proc.stderr
     assert events.read_text() == ""
+
+
+@pytest.mark.parametrize("offset,count,ram,message", [
+    (0x2050, 65, "RAM", "watches 65 guard words, more than 64"),
+    (0x3FFFC, 2, "RAM", "not aligned words inside the 0x40000-byte local "
+                        "store"),
+    (0x2052, 1, "RAM", "not aligned words"),
+    (0x2050, 2, None, "give the guest RAM file with ram=FILE"),
+    (0x2050, 2, "RAM.missing", "cannot open: No such file or directory"),
+    (0x2050, 2, "SHORT", "not a guest RAM file holding the guard words"),
+])
+def test_bad_watch_refused(coprof_bin, build_dir, qemu_command, tmp_path,
+                           offset, count, ram, message):
+    """A watch the plugin cannot keep stops QEMU before the guest runs,
+    with one line."""
+    regs = tmp_path / "regs"
+    subprocess.run([coprof_bin("coptrace"), "create", str(regs)], check=True)
+    data = bytearray(regs.read_bytes())
+    contexts = struct.unpack_from("<I", data, 48)[0]
+    struct.pack_into("<II", data, contexts + 8, offset, count)
+    regs.write_bytes(bytes(data))
+    (tmp_path / "RAM").write_bytes(bytes(0x40000))
+    (tmp_path / "SHORT").write_bytes(bytes(0x2000))
+    plugin = os.path.join(build_dir, "lib", "libcoptrace.so")
+    argument = "%s,regs=%s,context=0" % (plugin, regs)
+    if ram:
+        argument += ",ram=%s" % (tmp_path / ram)
+    proc = subprocess.run([*qemu_command("mix"), "-plugin", argument],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "mix crc" not in proc.stdout       # the guest never ran
+    ours = [line for line in proc.stderr.splitlines()
+            if line.startswith("coptrace: ")]
+    assert len(ours) == 1 and message in ours[0], proc.stderr
