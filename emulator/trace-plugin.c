@@ -65,9 +65,10 @@
  * it falls in, before that block runs, or, when it falls in the block's
  * tail, at the start of the next block, after it: a tail has no store, and
  * a block of overlay code has no guard store (only the resident overlay
- * manager stores guards, and a block never spans two functions' code), so
- * a capture in overlay code always sees the guards that were current when
- * it executed.  The check costs nothing on the fast path.
+ * manager stores guards, and its block ends at the return or jump that
+ * leaves it), so a capture in overlay code always sees the guards that
+ * were current when it executed.  The check costs nothing on the fast
+ * path; docs/trace-unit.md has the whole argument.
  */
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/trace-unit.h"
