@@ -160,14 +160,16 @@ static void show_context(const struct trace_unit *unit, uint32_t i)
     else
         printf("%u", slot);
     printf(" status=%s gate=%u(%s) ack=%u pid=%d mode=%s instructions=%"
-           PRIu64 "\n",
+           PRIu64 " guards=%u@0x%05x\n",
            status < 4 ? context_status_names[status] : "corrupt", gate,
            trace_gate_is_open(gate) ? "open" : "closed",
            __atomic_load_n(&ctx->ack, __ATOMIC_ACQUIRE),
            (int)__atomic_load_n(&ctx->pid, __ATOMIC_ACQUIRE),
            ctx->mode == TRACE_MODE_REFERENCE ? "reference"
            : ctx->mode == TRACE_MODE_FAST ? "fast" : "none",
-           __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE));
+           __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE),
+           __atomic_load_n(&ctx->guard_count, __ATOMIC_ACQUIRE),
+           __atomic_load_n(&ctx->guard_ls_offset, __ATOMIC_ACQUIRE));
 }
 
 static int cmd_show(int argc, char **argv)
@@ -310,7 +312,7 @@ static int run_emulator(struct trace_run *run, const struct run_options *opt,
                 strerror(errno));
         return EXIT_USAGE;
     }
-    if (trace_run_consume(run, child, opt->drain, samples, err,
+    if (trace_run_consume(run, child, opt->drain, samples, NULL, err,
                           sizeof(err)) < 0)
         cli_fail(0, "%s", err);
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)
@@ -341,7 +343,7 @@ static int cmd_run(int argc, char **argv)
     if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
                         opt.count, opt.reference ? TRACE_MODE_REFERENCE
                                                  : TRACE_MODE_FAST,
-                        opt.exact_counts, err, sizeof(err)) < 0) {
+                        opt.exact_counts, NULL, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }

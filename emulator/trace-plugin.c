@@ -5,7 +5,7 @@
  *
  *   qemu-system-riscv32 ... \
  *       -plugin libcoptrace.so,regs=FILE,context=N[,mode=fast|reference]
- *               [,counts=COUNTS]
+ *               [,counts=COUNTS][,ram=RAM]
  *
  * FILE is the register file (trace-regs.h, docs/trace-unit.md) that copsim,
  * the driver or cop-run created; N is this context's entry in it.  The
@@ -52,18 +52,39 @@
  * they are appended to COUNTS with the bytes, one record per distinct
  * block (format: docs/trace-unit.md).  Counting touches nothing the
  * sampling reads, so the captures are the same with or without it.
+ *
+ * ram=RAM is the guest RAM file QEMU maps (memory-backend-file; local-store
+ * byte 0 at file offset 0).  When the context block names overlay guard
+ * words to watch (guard_count > 0, read once here at the start), the
+ * plugin maps the file read-only, copies the words, and at every capture,
+ * before the capture is pushed (or counted outside the LS, or dropped),
+ * compares the live words with its copy: each changed word becomes an
+ * overlay event at the slot's fifo_head.  Exactness: in reference mode the
+ * words are read before the captured instruction runs, after everything
+ * before it.  In fast mode an expiry is decided at the start of the block
+ * it falls in, before that block runs, or, when it falls in the block's
+ * tail, at the start of the next block, after it: a tail has no store, and
+ * a block of overlay code has no guard store (only the resident overlay
+ * manager stores guards, and its block ends at the return or jump that
+ * leaves it), so a capture in overlay code always sees the guards that
+ * were current when it executed.  The check costs nothing on the fast
+ * path; docs/trace-unit.md has the whole argument.
  */
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
 
 #include <dlfcn.h>
+#include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -122,6 +143,10 @@ static struct {
     uint64_t instructions;          /* retired on earlier slots */
     GHashTable *blocks;             /* interned struct block */
     GHashTable *codes;              /* counts=: interned struct code */
+    const uint32_t *guards;         /* ram=: the watched words, mapped */
+    uint32_t guard_count;           /* 0: no watch */
+    uint32_t guard_seen[TRACE_MAX_GUARDS];  /* their values at the last
+                                               capture */
     FILE *counts_out;               /* counts=: appended to at exit */
     const char *counts_path;
 } tu = { .slot = &detached_slot };
@@ -167,10 +192,27 @@ static uint32_t steps_to_expiry(uint32_t state)
     return tu.cached_count;
 }
 
+/* Overlay watch: an event for every guard word that changed since the
+ * last capture, placed at the FIFO position the coming capture takes. */
+static void place_guard_changes(void)
+{
+    for (uint32_t r = 0; r < tu.guard_count; r++) {
+        uint32_t now = le32toh(__atomic_load_n(&tu.guards[r],
+                                               __ATOMIC_RELAXED));
+
+        if (now != tu.guard_seen[r]) {
+            trace_slot_push_event(tu.slot, tu.fifo_depth, r, now);
+            tu.guard_seen[r] = now;
+        }
+    }
+}
+
 static void capture(uint64_t vaddr)
 {
     uint64_t offset = vaddr - tu.ls_base;
 
+    if (tu.guard_count)
+        place_guard_changes();
     if (vaddr >= tu.ls_base && offset < tu.ls_size)
         trace_slot_push(tu.slot, tu.fifo_depth, (uint16_t)(offset >> 2));
     else
@@ -636,6 +678,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 struct options {
     const char *regs;
     const char *counts;
+    const char *ram;
     uint32_t context;
     int have_context;
     int reference;
@@ -661,6 +704,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->have_context = 1;
         } else if (!strncmp(arg, "counts=", 7) && arg[7]) {
             opt->counts = arg + 7;
+        } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
+            opt->ram = arg + 4;
         } else if (!strcmp(arg, "mode=fast")) {
             opt->reference = 0;
         } else if (!strcmp(arg, "mode=reference")) {
@@ -668,13 +713,13 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE)\n", arg);
+                    "counts=FILE, ram=FILE)\n", arg);
             return -1;
         }
     }
     if (!opt->regs || !opt->have_context) {
         fprintf(stderr, "coptrace: usage: -plugin libcoptrace.so,regs=FILE,"
-                "context=N[,mode=fast|reference][,counts=FILE]\n");
+                "context=N[,mode=fast|reference][,counts=FILE][,ram=FILE]\n");
         return -1;
     }
     return 0;
@@ -701,6 +746,66 @@ static int open_counts(const qemu_info_t *info, const char *path)
     return 0;
 }
 
+/* Maps the first `bytes` bytes of the RAM file read-only. */
+static const void *map_ram(const char *path, size_t bytes)
+{
+    struct stat st;
+    void *base;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < bytes) {
+        fprintf(stderr, "coptrace: %s: not a guest RAM file holding the "
+                "guard words (%zu bytes needed)\n", path, bytes);
+        close(fd);
+        return NULL;
+    }
+    base = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
+/* ram=: sets up the context's overlay watch, if it has one, and copies
+ * the guard words as they are at the start. */
+static int watch_guards(uint32_t context, const char *ram)
+{
+    uint32_t offset, count;
+    const uint8_t *base;
+    char err[512];
+
+    if (trace_context_guards(tu.unit, context, &offset, &count, err,
+                             sizeof(err)) < 0) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return -1;
+    }
+    if (!count)
+        return 0;
+    if (!ram) {
+        fprintf(stderr, "coptrace: %s: context %u watches %u guard words; "
+                "give the guest RAM file with ram=FILE\n", tu.unit->path,
+                context, count);
+        return -1;
+    }
+    base = map_ram(ram, (size_t)offset + 4u * count);
+    if (!base)
+        return -1;
+    tu.guards = (const uint32_t *)(base + offset);
+    tu.guard_count = count;
+    for (uint32_t r = 0; r < count; r++)
+        tu.guard_seen[r] = le32toh(__atomic_load_n(&tu.guards[r],
+                                                   __ATOMIC_RELAXED));
+    return 0;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
                                            const qemu_info_t *info,
                                            int argc, char **argv)
@@ -720,6 +825,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     tu.unit = trace_unit_open(opt.regs, err, sizeof(err));
     if (!tu.unit) {
         fprintf(stderr, "coptrace: %s\n", err);
+        return -1;
+    }
+    if (watch_guards(opt.context, opt.ram) < 0) {
+        trace_unit_close(tu.unit, 0);
         return -1;
     }
     tu.context = trace_context_attach(tu.unit, opt.context,

@@ -11,9 +11,22 @@
  * The file is a header followed by n_slots slot blocks and n_contexts context
  * blocks.  A slot is one emulated trace-array channel: an LFSR, counters and
  * a FIFO of 16-bit PC fields with one producer (the emulator of the context
- * bound to the slot) and one consumer (the driver).  A context block is the
- * handshake with one emulator process: which slot it runs on and the run gate
- * at which it waits between translation blocks while copsim has it held.
+ * bound to the slot) and one consumer (the driver), and after the FIFO a
+ * small ring of overlay events.  A context block is the handshake with one
+ * emulator process: which slot it runs on, the run gate at which it waits
+ * between translation blocks while copsim has it held, and the overlay guard
+ * words the trace unit watches for it.
+ *
+ * Overlay watch (version 2): a controller that knows the context's image
+ * writes where its overlay guard words are (guard_ls_offset, guard_count).
+ * At every capture the emulator compares those words in the local store
+ * with the values it saw at its previous capture and, for each one that
+ * changed, pushes an event {fifo_pos, region, guard} on its slot before the
+ * capture itself: fifo_pos is the slot's fifo_head at that moment, so the
+ * consumer knows that the FIFO entries before fifo_pos were captured under
+ * the old guard and those from fifo_pos on under the new one.  Like a data
+ * address comparator with data-value trace in a real trace macrocell, it
+ * places every overlay change exactly in the sample sequence.
  *
  * Each block is split into 64-byte lines with a single writer each, so the
  * emulator's per-block store to `cycles` never shares a line with what the
@@ -29,7 +42,7 @@
 
 #define TRACE_REGS_MAGIC        "COPTRACE"  /* 8 bytes, no terminator */
 #define TRACE_REGS_MAGIC_SIZE   8
-#define TRACE_REGS_VERSION      1
+#define TRACE_REGS_VERSION      2
 #define TRACE_LINE_SIZE         64
 
 #define TRACE_NONE              0xFFFFFFFFu /* no slot / no context */
@@ -40,6 +53,10 @@
 #define TRACE_MIN_FIFO_DEPTH    2
 #define TRACE_MAX_FIFO_DEPTH    (1u << 24)
 #define TRACE_MAX_LS_SIZE       0x40000u    /* 16-bit field << 2 */
+#define TRACE_MAX_GUARDS        64          /* guard words one context watches */
+
+/* Overlay events per slot (a power of two); see struct trace_ovl_event. */
+#define TRACE_EVENT_DEPTH       64
 
 /* Defaults of the hardware model (shared/DESIGN.md section 2). */
 #define TRACE_DEFAULT_SLOTS      8
@@ -98,20 +115,39 @@ struct trace_regs_slot {
     uint32_t reload_state;          /* 104: the state it was loaded with */
     uint32_t lfsr_seq;              /* 108: seqlock over cycles/reload_* */
     uint32_t fifo_head;             /* 112: entries ever pushed (mod 2^32) */
-    uint8_t  producer_pad[12];
+    uint32_t event_head;            /* 116: overlay events ever pushed */
+    uint32_t event_overflow;        /* 120: overlay events dropped, ring full */
+    uint8_t  producer_pad[4];
 
     /* Line 2: written by the consumer (the driver). */
     uint32_t fifo_tail;             /* 128: entries ever drained (mod 2^32) */
-    uint8_t  consumer_pad[60];
+    uint32_t event_tail;            /* 132: overlay events ever drained */
+    uint8_t  consumer_pad[56];
 
-    uint16_t fifo[];                /* 192: fifo_depth PC fields */
+    uint16_t fifo[];                /* 192: fifo_depth PC fields, then the
+                                           events (trace_slot_events()) */
+};
+
+/*
+ * One overlay event: the guard word of `region` (0-based index into the
+ * context's guard words) became `guard` before the capture that was to be
+ * FIFO entry number fifo_pos (the slot's fifo_head when it was seen).
+ */
+struct trace_ovl_event {
+    uint32_t fifo_pos;
+    uint32_t region;
+    uint32_t guard;
+    uint32_t reserved;              /* zero */
 };
 
 struct trace_regs_context {
     /* Line 0: written by the controller. */
     uint32_t gate;                  /*   0: run gate, odd = open */
     uint32_t slot;                  /*   4: bound slot, or TRACE_NONE */
-    uint8_t  controller_pad[56];
+    uint32_t guard_ls_offset;       /*   8: LS byte offset of the overlay
+                                           guard words (_ovly_buf_table) */
+    uint32_t guard_count;           /*  12: guard words to watch, 0 = none */
+    uint8_t  controller_pad[48];
 
     /* Line 1: written by the emulator. */
     uint32_t ack;                   /*  64: last gate value obeyed */
@@ -129,12 +165,26 @@ static inline int trace_gate_is_open(uint32_t gate)
     return (gate & 1u) != 0;
 }
 
-/* Bytes of one slot block with its FIFO, rounded up to whole lines. */
-static inline uint32_t trace_regs_slot_stride(uint32_t fifo_depth)
+/* Offset of a slot block's overlay events: after its FIFO, on a new line. */
+static inline uint32_t trace_regs_slot_events_offset(uint32_t fifo_depth)
 {
     uint32_t bytes = (uint32_t)sizeof(struct trace_regs_slot) + 2u * fifo_depth;
 
     return (bytes + TRACE_LINE_SIZE - 1) & ~(uint32_t)(TRACE_LINE_SIZE - 1);
+}
+
+/* Bytes of one slot block with its FIFO and its events, in whole lines. */
+static inline uint32_t trace_regs_slot_stride(uint32_t fifo_depth)
+{
+    return trace_regs_slot_events_offset(fifo_depth)
+           + TRACE_EVENT_DEPTH * (uint32_t)sizeof(struct trace_ovl_event);
+}
+
+static inline struct trace_ovl_event *
+trace_slot_events(struct trace_regs_slot *slot, uint32_t fifo_depth)
+{
+    return (struct trace_ovl_event *)((char *)slot
+            + trace_regs_slot_events_offset(fifo_depth));
 }
 
 /*
@@ -172,6 +222,63 @@ static inline void trace_slot_count_outside(struct trace_regs_slot *slot)
 
     __atomic_store_n(&slot->outside_count, outside + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->capture_count, captures + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Producer: records that guard word `region` became `guard` before the next
+ * capture, at FIFO position fifo_head.  Push the events a capture found
+ * before trace_slot_push() of that capture.  The entry is written before
+ * the release store of event_head publishes it; a full ring counts the
+ * event in event_overflow instead (the consumer then knows that changes
+ * went unplaced).  Returns 1 if queued, 0 if dropped.
+ */
+static inline int trace_slot_push_event(struct trace_regs_slot *slot,
+                                        uint32_t fifo_depth, uint32_t region,
+                                        uint32_t guard)
+{
+    uint32_t head = __atomic_load_n(&slot->event_head, __ATOMIC_RELAXED);
+    uint32_t tail = __atomic_load_n(&slot->event_tail, __ATOMIC_ACQUIRE);
+    struct trace_ovl_event *e;
+
+    if (head - tail >= TRACE_EVENT_DEPTH) {
+        uint32_t dropped = __atomic_load_n(&slot->event_overflow,
+                                           __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->event_overflow, dropped + 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    e = &trace_slot_events(slot, fifo_depth)[head & (TRACE_EVENT_DEPTH - 1)];
+    e->fifo_pos = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
+    e->region = region;
+    e->guard = guard;
+    e->reserved = 0;
+    __atomic_store_n(&slot->event_head, head + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/*
+ * Consumer: moves up to `max` queued overlay events into out[], oldest
+ * first.  Drain the FIFO first, then the events: every event placed before
+ * a drained entry is then visible.  Returns the number moved, or -1 when
+ * head and tail are more than TRACE_EVENT_DEPTH apart (nothing moved).
+ */
+static inline int32_t trace_slot_drain_events(struct trace_regs_slot *slot,
+                                              uint32_t fifo_depth,
+                                              struct trace_ovl_event *out,
+                                              uint32_t max)
+{
+    uint32_t tail = __atomic_load_n(&slot->event_tail, __ATOMIC_RELAXED);
+    uint32_t head = __atomic_load_n(&slot->event_head, __ATOMIC_ACQUIRE);
+    const struct trace_ovl_event *ring = trace_slot_events(slot, fifo_depth);
+    uint32_t queued = head - tail;
+    uint32_t n;
+
+    if (queued > TRACE_EVENT_DEPTH)
+        return -1;
+    n = queued < max ? queued : max;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = ring[(tail + i) & (TRACE_EVENT_DEPTH - 1)];
+    __atomic_store_n(&slot->event_tail, tail + n, __ATOMIC_RELEASE);
+    return (int32_t)n;
 }
 
 /*
@@ -251,11 +358,18 @@ _Static_assert(__builtin_offsetof(struct trace_regs_slot, cycles) == 64,
                "slot layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_head) == 112,
                "slot layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_slot, event_head) == 116,
+               "slot layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_tail) == 128,
                "slot layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_slot, event_tail) == 132,
+               "slot layout");
+_Static_assert(sizeof(struct trace_ovl_event) == 16, "event layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo) == 192,
                "slot layout");
 _Static_assert(sizeof(struct trace_regs_context) == 128, "context layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_context,
+                                  guard_count) == 12, "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context, ack) == 64,
                "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context,

@@ -471,6 +471,72 @@ void trace_unit_unbind(struct trace_unit *unit, uint32_t context)
     __atomic_store_n(&ctx->slot, TRACE_NONE, __ATOMIC_RELEASE);
 }
 
+/* Whether guard_count words at guard_ls_offset are a watch the local
+ * store of `unit` can hold. */
+static int check_guards(const struct trace_unit *unit, uint32_t context,
+                        uint32_t guard_ls_offset, uint32_t guard_count,
+                        char *err, size_t errlen)
+{
+    uint32_t ls_size = unit->header->ls_size;
+
+    if (guard_count > TRACE_MAX_GUARDS) {
+        fail(err, errlen, "%s: context %u watches %u guard words, more than "
+             "%u", unit->path, context, guard_count, TRACE_MAX_GUARDS);
+        return -1;
+    }
+    if (guard_count && (guard_ls_offset % 4 || guard_ls_offset > ls_size
+                        || guard_count * 4u > ls_size - guard_ls_offset)) {
+        fail(err, errlen, "%s: context %u's %u guard words at LS offset "
+             "0x%x are not aligned words inside the 0x%x-byte local store",
+             unit->path, context, guard_count, guard_ls_offset, ls_size);
+        return -1;
+    }
+    return 0;
+}
+
+int trace_context_watch_guards(struct trace_unit *unit, uint32_t context,
+                               uint32_t guard_ls_offset, uint32_t guard_count,
+                               char *err, size_t errlen)
+{
+    struct trace_regs_context *ctx = trace_unit_context(unit, context);
+
+    if (!ctx) {
+        fail(err, errlen, "%s: context %u is out of range (%u contexts)",
+             unit->path, context, unit->header->n_contexts);
+        return -1;
+    }
+    if (check_guards(unit, context, guard_ls_offset, guard_count,
+                     err, errlen) < 0)
+        return -1;
+    if (context_is_running(ctx)) {
+        fail(err, errlen, "%s: context %u is running; its watch is read "
+             "when its emulator starts", unit->path, context);
+        return -1;
+    }
+    __atomic_store_n(&ctx->guard_ls_offset, guard_count ? guard_ls_offset : 0,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->guard_count, guard_count, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int trace_context_guards(const struct trace_unit *unit, uint32_t context,
+                         uint32_t *guard_ls_offset, uint32_t *guard_count,
+                         char *err, size_t errlen)
+{
+    const struct trace_regs_context *ctx = trace_unit_context(unit, context);
+
+    if (!ctx) {
+        fail(err, errlen, "%s: context %u is out of range (%u contexts)",
+             unit->path, context, unit->header->n_contexts);
+        return -1;
+    }
+    *guard_count = __atomic_load_n(&ctx->guard_count, __ATOMIC_ACQUIRE);
+    *guard_ls_offset = __atomic_load_n(&ctx->guard_ls_offset,
+                                       __ATOMIC_RELAXED);
+    return check_guards(unit, context, *guard_ls_offset, *guard_count,
+                        err, errlen);
+}
+
 uint32_t trace_context_hold(struct trace_regs_context *context)
 {
     uint32_t gate = __atomic_load_n(&context->gate, __ATOMIC_ACQUIRE);
@@ -567,6 +633,30 @@ int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
     return 0;
 }
 
+int trace_slot_drain_events_to(struct trace_unit *unit, uint32_t slot,
+                               uint32_t base, FILE *out, uint64_t *drained,
+                               char *err, size_t errlen)
+{
+    struct trace_regs_slot *s = trace_unit_slot(unit, slot);
+    uint32_t depth = unit->header->fifo_depth;
+    struct trace_ovl_event batch[TRACE_EVENT_DEPTH];
+    int32_t n;
+
+    while ((n = trace_slot_drain_events(s, depth, batch,
+                                        TRACE_EVENT_DEPTH)) > 0) {
+        for (int32_t i = 0; out && i < n; i++)
+            fprintf(out, "%u %u %u\n", batch[i].fifo_pos - base,
+                    batch[i].region, batch[i].guard);
+        *drained += (uint64_t)n;
+    }
+    if (n < 0) {
+        fail(err, errlen, "%s: slot %u event ring is corrupt (head %u, "
+             "tail %u)", unit->path, slot, s->event_head, s->event_tail);
+        return -1;
+    }
+    return 0;
+}
+
 /* Whether the child has ended, leaving it to the caller to reap. */
 static int child_ended(pid_t child, char *err, size_t errlen)
 {
@@ -584,15 +674,19 @@ static int child_ended(pid_t child, char *err, size_t errlen)
 }
 
 /*
- * The next poll interval: halved when a poll found the FIFO more than half
- * full, doubled when it found less than an eighth, so a slow sampling rate
- * costs few wake-ups and a fast one loses few captures.
+ * The next poll interval: halved when a poll found the FIFO or the event
+ * ring more than half full, doubled when it found both less than an
+ * eighth, so a slow sampling rate costs few wake-ups and a fast one (or
+ * frequent overlay loads) loses few captures and events.
  */
-static long next_poll_us(long interval, uint64_t found, uint32_t depth)
+static long next_poll_us(long interval, uint64_t found, uint32_t depth,
+                         uint64_t events)
 {
-    if (found > depth / 2 && interval > POLL_MIN_US)
+    if ((found > depth / 2 || events > TRACE_EVENT_DEPTH / 2)
+        && interval > POLL_MIN_US)
         return interval / 2;
-    if (found < depth / 8 && interval < POLL_MAX_US)
+    if (found < depth / 8 && events < TRACE_EVENT_DEPTH / 8
+        && interval < POLL_MAX_US)
         return interval * 2;
     return interval;
 }
@@ -728,7 +822,7 @@ static int append(char *buf, size_t len, size_t *used, const char *text,
 
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
                      const char *regs, uint32_t context, uint32_t mode,
-                     const char *counts)
+                     const char *counts, const char *ram)
 {
     char tail[64];
     size_t used = 0;
@@ -742,6 +836,9 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
         return -1;
     if (counts && (append(buf, len, &used, ",counts=", 0) < 0
                    || append(buf, len, &used, counts, 1) < 0))
+        return -1;
+    if (ram && (append(buf, len, &used, ",ram=", 0) < 0
+                || append(buf, len, &used, ram, 1) < 0))
         return -1;
     return 0;
 }
@@ -779,7 +876,8 @@ static int bind_and_load(struct trace_run *run, uint32_t count,
 }
 
 static int format_plugin_arg(struct trace_run *run, uint32_t mode,
-                             const char *counts, char *err, size_t errlen)
+                             const char *counts, const char *ram,
+                             char *err, size_t errlen)
 {
     char plugin[PATH_MAX];
 
@@ -789,7 +887,8 @@ static int format_plugin_arg(struct trace_run *run, uint32_t mode,
         return -1;
     }
     if (trace_plugin_arg(run->plugin_arg, sizeof(run->plugin_arg), plugin,
-                         run->unit->path, run->context, mode, counts) < 0) {
+                         run->unit->path, run->context, mode, counts,
+                         ram) < 0) {
         fail(err, errlen, "%s: path too long for QEMU's -plugin option",
              run->unit->path);
         return -1;
@@ -800,8 +899,12 @@ static int format_plugin_arg(struct trace_run *run, uint32_t mode,
 int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
-                    const char *counts, char *err, size_t errlen)
+                    const char *counts, const struct trace_watch *watch,
+                    char *err, size_t errlen)
 {
+    int watching = watch && watch->guard_count;
+    struct trace_regs_slot *s;
+
     memset(run, 0, sizeof(*run));
     run->context = context;
     run->slot = slot;
@@ -810,12 +913,21 @@ int trace_run_start(struct trace_run *run, const char *regs,
                      : trace_unit_create_temp(NULL, geo, err, errlen);
     if (!run->unit)
         return -1;
-    if (format_plugin_arg(run, mode, counts, err, errlen) < 0
+    if (format_plugin_arg(run, mode, counts, watching ? watch->ram : NULL,
+                          err, errlen) < 0
+        || trace_context_watch_guards(run->unit, context,
+                                      watching ? watch->guard_ls_offset : 0,
+                                      watching ? watch->guard_count : 0,
+                                      err, errlen) < 0
         || bind_and_load(run, count, err, errlen) < 0) {
         trace_run_end(run);
         return -1;
     }
+    s = trace_unit_slot(run->unit, slot);
     trace_slot_status(run->unit, slot, &run->start);
+    run->fifo_base = __atomic_load_n(&s->fifo_head, __ATOMIC_ACQUIRE);
+    run->start_event_overflow = __atomic_load_n(&s->event_overflow,
+                                                __ATOMIC_ACQUIRE);
     trace_context_release(trace_unit_context(run->unit, context));
     return 0;
 }
@@ -824,8 +936,14 @@ void trace_run_report(const struct trace_run *run, FILE *out)
 {
     const struct trace_regs_context *ctx = trace_unit_context(run->unit,
                                                               run->context);
+    const struct trace_regs_slot *slot = trace_unit_slot(run->unit, run->slot);
     struct trace_slot_status now;
 
+    if (__atomic_load_n(&ctx->guard_count, __ATOMIC_ACQUIRE))
+        fprintf(out, "events=%llu events_dropped=%u\n",
+                (unsigned long long)run->events_drained,
+                __atomic_load_n(&slot->event_overflow, __ATOMIC_ACQUIRE)
+                - run->start_event_overflow);
     trace_slot_status(run->unit, run->slot, &now);
     fprintf(out, "captures=%llu dropped=%llu instructions=%llu "
             "outside_ls=%llu\n",
@@ -850,28 +968,40 @@ static void forget_private_file(struct trace_run *run)
     run->file_removed = 1;
 }
 
+/* Drains the FIFO, then the overlay events (the order trace-regs.h asks). */
+static int drain_run(struct trace_run *run, FILE *out, FILE *events,
+                     char *err, size_t errlen)
+{
+    if (trace_slot_drain_to(run->unit, run->slot, out, &run->drained,
+                            err, errlen) < 0)
+        return -1;
+    return trace_slot_drain_events_to(run->unit, run->slot, run->fifo_base,
+                                      events, &run->events_drained,
+                                      err, errlen);
+}
+
 int trace_run_consume(struct trace_run *run, pid_t child, int drain,
-                      FILE *out, char *err, size_t errlen)
+                      FILE *out, FILE *events, char *err, size_t errlen)
 {
     int pidfd = pidfd_open(child, 0);
     long interval = POLL_MIN_US;
     int failed = 0, ended;
 
     for (;;) {
-        uint64_t before = run->drained;
+        uint64_t before = run->drained, events_before = run->events_drained;
 
         ended = child_ended(child, err, errlen);
         if (ended < 0)
             break;
         forget_private_file(run);
         if ((drain || ended) && !failed
-            && trace_slot_drain_to(run->unit, run->slot, out, &run->drained,
-                                   err, errlen) < 0)
+            && drain_run(run, out, events, err, errlen) < 0)
             failed = 1;     /* keep waiting for the child, then report */
         if (ended)
             break;
         interval = next_poll_us(interval, run->drained - before,
-                                run->unit->header->fifo_depth);
+                                run->unit->header->fifo_depth,
+                                run->events_drained - events_before);
         sleep_or_exit(pidfd, interval);
     }
     if (pidfd >= 0)

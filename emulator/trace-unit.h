@@ -85,6 +85,24 @@ int trace_unit_bind(struct trace_unit *unit, uint32_t context, uint32_t slot,
                     char *err, size_t errlen);
 void trace_unit_unbind(struct trace_unit *unit, uint32_t context);
 
+/*
+ * Overlay watch: the emulator of `context` watches guard_count 32-bit guard
+ * words at local-store byte guard_ls_offset (_ovly_buf_table) and places
+ * every change among its slot's captures (trace-regs.h).  guard_count 0
+ * turns the watch off.  The emulator reads these when it starts, so set
+ * them before; refused while the context runs, or for words that are not
+ * aligned, more than TRACE_MAX_GUARDS or outside the local store.
+ */
+int trace_context_watch_guards(struct trace_unit *unit, uint32_t context,
+                               uint32_t guard_ls_offset, uint32_t guard_count,
+                               char *err, size_t errlen);
+
+/* Reads and checks a context's watch (for the emulator): 0 with the
+ * offset and count, or -1 with the reason. */
+int trace_context_guards(const struct trace_unit *unit, uint32_t context,
+                         uint32_t *guard_ls_offset, uint32_t *guard_count,
+                         char *err, size_t errlen);
+
 /* Closes the context's gate; returns the closed gate value to wait for. */
 uint32_t trace_context_hold(struct trace_regs_context *context);
 
@@ -124,6 +142,14 @@ uint32_t trace_lfsr_snapshot_state(const struct trace_lfsr_snapshot *snap);
 int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
                         uint64_t *drained, char *err, size_t errlen);
 
+/* Drains every queued overlay event of a slot (after its FIFO: see
+ * trace_slot_drain_events), writing each as "POS REGION GUARD\n" to out
+ * (NULL: discard), POS being fifo_pos - base.  Adds the number of events
+ * to *drained.  Returns 0, or -1 on a corrupt ring. */
+int trace_slot_drain_events_to(struct trace_unit *unit, uint32_t slot,
+                               uint32_t base, FILE *out, uint64_t *drained,
+                               char *err, size_t errlen);
+
 /* ---- Emulator (the QEMU plugin) ---------------------------------------- */
 
 /* Claims a context for this process and records its mode.  Fails when the
@@ -150,11 +176,12 @@ int trace_plugin_path(char *buf, size_t len);
 
 /* Formats QEMU's -plugin argument for a context; commas in paths are
  * doubled as QEMU's option syntax needs.  counts, unless NULL, is the file
- * the plugin's exact instruction counts go to (counts=).  Returns 0 or -1
- * if too long. */
+ * the plugin's exact instruction counts go to (counts=); ram, unless NULL,
+ * the guest RAM file in which it watches the context's guard words
+ * (ram=).  Returns 0, or -1 if too long. */
 int trace_plugin_arg(char *buf, size_t len, const char *plugin,
                      const char *regs, uint32_t context, uint32_t mode,
-                     const char *counts);
+                     const char *counts, const char *ram);
 
 /* Makes `path` an empty exact counts file, for the plugin's counts= to
  * append to (docs/trace-unit.md), so that a path that cannot be written is
@@ -163,6 +190,13 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
 int trace_counts_create(const char *path, char *err, size_t errlen);
 
 /* ---- A simple traced run (cop-run, coptrace run) ---------------------- */
+
+/* The overlay watch of a traced run. */
+struct trace_watch {
+    const char *ram;                /* the guest RAM file (LS at offset 0) */
+    uint32_t guard_ls_offset;       /* LS byte offset of _ovly_buf_table */
+    uint32_t guard_count;           /* guard words; 0: no watch */
+};
 
 /* One emulator traced on one slot, with the simple consumer. */
 struct trace_run {
@@ -173,6 +207,9 @@ struct trace_run {
     uint32_t slot;
     struct trace_slot_status start; /* the slot when the run began */
     uint64_t drained;
+    uint32_t fifo_base;             /* the slot's fifo_head at the start */
+    uint32_t start_event_overflow;  /* its event_overflow then */
+    uint64_t events_drained;
     char plugin_arg[8192];          /* for QEMU's -plugin option */
 };
 
@@ -181,17 +218,22 @@ struct trace_run {
  * with `geo` when regs is NULL; binds `context` to `slot`; loads and
  * programs the LFSR for one capture every `count` instructions; records
  * this process as the controller; opens the gate; and formats the plugin
- * argument for `mode` (and `counts`, the exact counts file, or NULL).  Returns 0, or -1 with the reason (nothing left
- * behind).
+ * argument for `mode` (and `counts`, the exact counts file, or NULL).
+ * With a watch (NULL: none) the context watches its guard words and the
+ * plugin gets the RAM file.  Returns 0, or -1 with the reason (nothing
+ * left behind).
  */
 int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
-                    const char *counts, char *err, size_t errlen);
+                    const char *counts, const struct trace_watch *watch,
+                    char *err, size_t errlen);
 
 /*
  * The simple consumer: drains the run's slot into out until process
- * `child` (the emulator) ends, then once more.  It does not reap the child:
+ * `child` (the emulator) ends, then once more; after each drain of the
+ * FIFO it drains the overlay events into events (NULL: discard), their
+ * positions counted from the run's first capture (a line of out).  It does not reap the child:
  * the caller waits for it and reads its status.  With drain 0 it drains
  * only that last time: a consumer that stalls while the emulator runs, so
  * the FIFO keeps its oldest entries and overflows.  A private register
@@ -199,10 +241,12 @@ int trace_run_start(struct trace_run *run, const char *regs,
  * is left behind however the run ends.  Returns 0, or -1 with the reason.
  */
 int trace_run_consume(struct trace_run *run, pid_t child, int drain,
-                      FILE *out, char *err, size_t errlen);
+                      FILE *out, FILE *events, char *err, size_t errlen);
 
 /* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
- * (the slot's counters since the start, the context's instructions). */
+ * (the slot's counters since the start, the context's instructions), after
+ * a line "events=E events_dropped=F" when it watches guard words (so the
+ * counters stay the last line). */
 void trace_run_report(const struct trace_run *run, FILE *out);
 
 /* Unmaps the register file, removing it if the run created it. */

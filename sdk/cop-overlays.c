@@ -600,7 +600,7 @@ static int command_list(int argc, char **argv)
            image.noverlays);
     printf("ovly_buf_table 0x%08x ls_offset 0x%05x regions %u\n",
            image.ovly_buf_table,
-           image.nregions ? image.ovly_buf_table - COP_LS_BASE : 0,
+           cop_image_guard_ls_offset(&image),
            image.nregions);
     printf("%-5s %-6s %-10s %-8s %-10s %s\n", "index", "region", "vma",
            "size", "file_off", "section");

@@ -3,7 +3,8 @@
  *
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
  *           [--sample-every N [--reference] [--samples-out FILE]
- *            [--fifo-depth D] [--exact-counts C] [--no-trace]]
+ *            [--events-out E] [--no-watch] [--fifo-depth D]
+ *            [--exact-counts C] [--no-trace]]
  *           IMAGE [ARGS...]
  *
  * It validates IMAGE, creates the guest RAM file (F, kept afterwards, or an
@@ -16,7 +17,10 @@
  * instruction, the libcoptrace.so plugin on the QEMU command line, and a
  * simple consumer that drains the slot's FIFO into FILE while QEMU runs.
  * --exact-counts C also has the plugin count every instruction exactly and
- * write the counts to C at the end (counts=, docs/trace-unit.md).
+ * write the counts to C at the end (counts=, docs/trace-unit.md).  For an
+ * image with overlays the context watches its guard words (the plugin's
+ * ram=), and the consumer drains the overlay events after the FIFO, into
+ * E with --events-out; --no-watch turns the watch off.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
@@ -46,6 +50,8 @@ struct run_options {
     uint32_t sample_every;          /* 0: no trace unit */
     int reference;                  /* the plugin's reference mode */
     const char *samples_out;        /* NULL: count captures only */
+    const char *events_out;         /* NULL: overlay events counted only */
+    int no_watch;                   /* no overlay watch after all */
     uint32_t fifo_depth;
     const char *exact_counts;       /* NULL: no exact counts */
     int no_trace;                   /* run without the plugin after all */
@@ -86,6 +92,15 @@ static void usage(FILE *out)
         "  -o, --samples-out FILE\n"
         "                      write the captured local-store addresses to\n"
         "                      FILE, one per line in hex, in capture order\n"
+        "  -e, --events-out E  write the overlay events to E, one per line:\n"
+        "                      \"POS REGION GUARD\", guard word REGION (from\n"
+        "                      0) became GUARD before the capture on line POS\n"
+        "                      (from 0) of --samples-out; for an image with\n"
+        "                      overlays, whose guard words the trace unit\n"
+        "                      watches (on exit \"events=E events_dropped=F\"\n"
+        "                      on stderr)\n"
+        "      --no-watch      do not watch the guard words: the baseline\n"
+        "                      to check that the watch changes no capture\n"
         "      --fifo-depth D  entries of the trace FIFO, a power of two\n"
         "                      (default %u); captures that find it full are\n"
         "                      dropped and counted\n"
@@ -113,6 +128,8 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"sample-every", required_argument, NULL, 'n'},
         {"reference", no_argument, NULL, 'R'},
         {"samples-out", required_argument, NULL, 'o'},
+        {"events-out", required_argument, NULL, 'e'},
+        {"no-watch", no_argument, NULL, 'W'},
         {"fifo-depth", required_argument, NULL, 'D'},
         {"exact-counts", required_argument, NULL, 'c'},
         {"no-trace", no_argument, NULL, 'T'},
@@ -123,7 +140,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     int c;
 
     opts->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
-    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:c:h", long_options,
+    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:e:c:h", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 'r':
@@ -152,6 +169,12 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         case 'o':
             opts->samples_out = optarg;
             break;
+        case 'e':
+            opts->events_out = optarg;
+            break;
+        case 'W':
+            opts->no_watch = 1;
+            break;
         case 'D':
             if (lfsr_parse_count(optarg, &number) < 0 || number > UINT32_MAX)
                 return cli_fail(EXIT_RUN_FAILED, "--fifo-depth '%s': not a "
@@ -177,9 +200,11 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         return EXIT_RUN_FAILED;
     }
     if (!opts->sample_every
-        && (opts->reference || opts->samples_out || opts->exact_counts))
-        return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out and "
-                        "--exact-counts need --sample-every N");
+        && (opts->reference || opts->samples_out || opts->events_out
+            || opts->no_watch || opts->exact_counts))
+        return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out, "
+                        "--events-out, --no-watch and --exact-counts need "
+                        "--sample-every N");
     opts->image = argv[optind];
     opts->argc = argc - optind;
     opts->argv = argv + optind;
@@ -202,10 +227,11 @@ static int build_command(const struct run_options *opts,
 }
 
 /* A traced run: context 0 on slot 0 of a private register file, and the
- * file the captures go to (NULL: counted only). */
+ * files the captures and the overlay events go to (NULL: counted only). */
 struct traced {
     struct trace_run run;
     FILE *samples;
+    FILE *events;
 };
 
 /* Runs QEMU; with a trace unit, drains its FIFO until QEMU ends. */
@@ -220,7 +246,7 @@ static int run_qemu(const struct cop_argv *command, struct traced *trace)
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
     if (trace && trace_run_consume(&trace->run, pid, 1, trace->samples,
-                                   reason, sizeof(reason)) < 0)
+                                   trace->events, reason, sizeof(reason)) < 0)
         cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
@@ -233,11 +259,38 @@ static int run_qemu(const struct cop_argv *command, struct traced *trace)
     }
 }
 
-/* Runs QEMU with the trace unit attached and prints its counters. */
-static int run_traced(const struct run_options *opts, struct cop_argv *command)
+/* Opens an output file of a traced run; NULL path: none. */
+static int open_output(const char *path, FILE **out)
 {
+    *out = NULL;
+    if (path && !(*out = fopen(path, "w")))
+        return cli_fail(-1, "%s: cannot write: %s", path, strerror(errno));
+    return 0;
+}
+
+/* Closes it; a failed write makes the status a failure. */
+static void close_output(const char *path, FILE *out, int *status)
+{
+    if (out && fclose(out) != 0) {
+        cli_fail(0, "%s: write failed: %s", path, strerror(errno));
+        *status = *status ? *status : EXIT_RUN_FAILED;
+    }
+}
+
+/* Runs QEMU with the trace unit attached and prints its counters.  An
+ * image with overlays has its guard words watched in the RAM file (unless
+ * --no-watch). */
+static int run_traced(const struct run_options *opts,
+                      const struct cop_image *image, const struct cop_ram *ram,
+                      struct cop_argv *command)
+{
+    struct trace_watch watch = {
+        .ram = ram->path,
+        .guard_ls_offset = cop_image_guard_ls_offset(image),
+        .guard_count = opts->no_watch ? 0 : image->nregions,
+    };
     struct trace_geometry geo;
-    struct traced trace = { .samples = NULL };
+    struct traced trace = { .samples = NULL, .events = NULL };
     char err[512];
     int status;
 
@@ -249,24 +302,23 @@ static int run_traced(const struct run_options *opts, struct cop_argv *command)
     if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
                         opts->reference ? TRACE_MODE_REFERENCE
                                         : TRACE_MODE_FAST,
-                        opts->exact_counts, err, sizeof(err)) < 0)
+                        opts->exact_counts, &watch, err, sizeof(err)) < 0)
         return cli_fail(EXIT_RUN_FAILED, "%s", err);
     if (cop_argv_add(command, "-plugin") < 0
         || cop_argv_add(command, trace.run.plugin_arg) < 0) {
         trace_run_end(&trace.run);
         return cli_fail(EXIT_RUN_FAILED, "out of memory");
     }
-    if (opts->samples_out && !(trace.samples = fopen(opts->samples_out, "w"))) {
+    if (open_output(opts->samples_out, &trace.samples) < 0
+        || open_output(opts->events_out, &trace.events) < 0) {
+        if (trace.samples)
+            fclose(trace.samples);
         trace_run_end(&trace.run);
-        return cli_fail(EXIT_RUN_FAILED, "%s: cannot write: %s",
-                        opts->samples_out, strerror(errno));
+        return EXIT_RUN_FAILED;
     }
     status = run_qemu(command, &trace);
-    if (trace.samples && fclose(trace.samples) != 0) {
-        cli_fail(0, "%s: write failed: %s", opts->samples_out,
-                 strerror(errno));
-        status = status ? status : EXIT_RUN_FAILED;
-    }
+    close_output(opts->samples_out, trace.samples, &status);
+    close_output(opts->events_out, trace.events, &status);
     trace_run_report(&trace.run, stderr);
     trace_run_end(&trace.run);
     return status;
@@ -310,7 +362,7 @@ static int run(const struct run_options *opts)
     else if (build_command(opts, &ram, &command) < 0)
         status = cli_fail(EXIT_RUN_FAILED, "out of memory");
     else if (opts->sample_every && !opts->no_trace)
-        status = run_traced(opts, &command);
+        status = run_traced(opts, &image, &ram, &command);
     else
         status = run_qemu(&command, NULL);
     cop_argv_free(&command);

@@ -121,6 +121,13 @@ int cop_image_symbol(const struct cop_image *image, const char *name,
 long cop_image_file_offset(const struct cop_image *image, uint32_t addr,
                            uint32_t len);
 
+/* Local-store byte offset of the guard words (_ovly_buf_table), what the
+ * trace unit's overlay watch and the driver take; 0 without overlays. */
+static inline uint32_t cop_image_guard_ls_offset(const struct cop_image *image)
+{
+    return image->nregions ? image->ovly_buf_table - COP_LS_BASE : 0;
+}
+
 /* Number of PF_OVERLAY segments. */
 size_t cop_image_overlay_segments(const struct cop_image *image);
 

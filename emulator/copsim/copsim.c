@@ -450,10 +450,9 @@ static void describe_image(struct sim_context *c, uint64_t object_id)
     image->anonymous = c->source.anonymous;
     snprintf(c->name, sizeof(c->name), "%s", c->image.name);
     c->info.n_regions = c->image.nregions;
-    c->info.guard_ls_offset = 0;
+    c->info.guard_ls_offset = cop_image_guard_ls_offset(&c->image);
     c->info.guard_words = NULL;
     if (c->image.nregions) {
-        c->info.guard_ls_offset = c->image.ovly_buf_table - COP_LS_BASE;
         c->info.guard_words = (const volatile uint32_t *)
             (c->ram.base + c->info.guard_ls_offset);
     }

@@ -332,7 +332,8 @@ static int build_command(struct copsim *sim, struct sim_context *c,
                          sim->regs_path, c->info.trace_context,
                          sim->config.reference_mode ? TRACE_MODE_REFERENCE
                                                     : TRACE_MODE_FAST,
-                         sim->counts_dir ? counts : NULL) < 0) {
+                         sim->counts_dir ? counts : NULL,
+                         c->info.n_regions ? c->ram.path : NULL) < 0) {
         snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
         return -1;
     }
@@ -432,6 +433,10 @@ int emulator_run(struct copsim *sim, struct sim_context *c, int client_sock,
         snprintf(err, errlen, "%s", cerr.message);
         return -1;
     }
+    if (trace_context_watch_guards(sim->unit, c->info.trace_context,
+                                   c->info.guard_ls_offset,
+                                   c->info.n_regions, err, errlen) < 0)
+        return -1;
     if (build_command(sim, c, &command, err, errlen) < 0)
         return -1;
     trace_context_hold(regs);

@@ -86,7 +86,7 @@ static pid_t start_emulator(struct fixture *f, uint32_t context,
     g_assert_cmpint(trace_plugin_arg(arg, sizeof(arg), plugin, f->regs,
                                      context, reference ? TRACE_MODE_REFERENCE
                                                         : TRACE_MODE_FAST,
-                                     NULL),
+                                     NULL, NULL),
                     ==, 0);
     pid = fork();
     g_assert_cmpint(pid, >=, 0);

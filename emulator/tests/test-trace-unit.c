@@ -68,13 +68,16 @@ static void test_default_layout(void)
     g_assert_nonnull(f.unit);
     h = f.unit->header;
     g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
-    g_assert_cmpuint(h->version, ==, 1);
+    g_assert_cmpuint(h->version, ==, 2);
     g_assert_cmpuint(h->n_slots, ==, 8);
     g_assert_cmpuint(h->fifo_depth, ==, 1024);
-    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048);
+    /* 192-byte slot head, 2048 FIFO bytes, 64 events of 16 bytes. */
+    g_assert_cmpuint(trace_regs_slot_events_offset(1024), ==, 192 + 2048);
+    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048 + 1024);
     g_assert_cmpuint(h->slots_offset, ==, 128);
-    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 2240);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 2240 + 64 * 128);
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 3264);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 3264 + 64 * 128);
+    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 256);  /* a line */
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
     g_assert_cmphex(h->ls_size, ==, 0x40000);
     for (uint32_t i = 0; i < 8; i++)
@@ -134,7 +137,7 @@ static void expect_open_error(struct fixture *f,
 }
 
 static void damage_magic(uint8_t *b, gsize *size) { b[0] = 'X'; }
-static void damage_version(uint8_t *b, gsize *size) { b[8] = 2; }
+static void damage_version(uint8_t *b, gsize *size) { b[8] = 3; }
 static void damage_reserved(uint8_t *b, gsize *size) { b[100] = 1; }
 static void damage_depth(uint8_t *b, gsize *size) { b[33] ^= 0x01; }
 static void damage_stride(uint8_t *b, gsize *size) { b[36] += 64; }
@@ -148,7 +151,7 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
 
     expect_open_error(f, damage_magic, "bad magic");
     expect_open_error(f, damage_version,
-                      "version 2, this build reads version 1");
+                      "version 3, this build reads version 2");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -183,6 +186,150 @@ static void test_overflow_counted(struct fixture *f, gconstpointer data)
     g_assert_cmpint(trace_slot_push(slot, 64, 7), ==, 1);
     slot->fifo_head += 100;                    /* corrupt: beyond depth */
     g_assert_cmpint(trace_slot_drain(slot, 64, out, 200), ==, -1);
+}
+
+/* ---- Overlay events ---------------------------------------------------- */
+
+/* Events carry the FIFO position of the capture they come before, and
+ * survive the FIFO's own drains; a full ring counts what it drops. */
+static void test_events(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 1);
+    struct trace_ovl_event out[TRACE_EVENT_DEPTH + 8];
+    uint16_t fields[8];
+
+    g_assert_cmpint(trace_slot_drain_events(slot, 64, out, 8), ==, 0);
+    trace_slot_push(slot, 64, 10);
+    trace_slot_push(slot, 64, 11);
+    g_assert_cmpint(trace_slot_push_event(slot, 64, 1, 5), ==, 1);
+    g_assert_cmpint(trace_slot_push_event(slot, 64, 0, 3), ==, 1);
+    trace_slot_push(slot, 64, 12);
+    g_assert_cmpint(trace_slot_drain(slot, 64, fields, 8), ==, 3);
+    g_assert_cmpint(trace_slot_drain_events(slot, 64, out, 1), ==, 1);
+    g_assert_cmpuint(out[0].fifo_pos, ==, 2);
+    g_assert_cmpuint(out[0].region, ==, 1);
+    g_assert_cmpuint(out[0].guard, ==, 5);
+    g_assert_cmpuint(out[0].reserved, ==, 0);
+    g_assert_cmpint(trace_slot_drain_events(slot, 64, out, 8), ==, 1);
+    g_assert_cmpuint(out[0].fifo_pos, ==, 2);
+    g_assert_cmpuint(out[0].region, ==, 0);
+    g_assert_cmpuint(out[0].guard, ==, 3);
+
+    /* Fill the ring; the rest is counted, the oldest are kept. */
+    for (uint32_t i = 0; i < TRACE_EVENT_DEPTH + 5; i++)
+        trace_slot_push_event(slot, 64, 0, 100 + i);
+    g_assert_cmpuint(slot->event_overflow, ==, 5);
+    g_assert_cmpint(trace_slot_drain_events(slot, 64, out,
+                                            TRACE_EVENT_DEPTH + 8),
+                    ==, TRACE_EVENT_DEPTH);
+    for (uint32_t i = 0; i < TRACE_EVENT_DEPTH; i++) {
+        g_assert_cmpuint(out[i].guard, ==, 100 + i);
+        g_assert_cmpuint(out[i].fifo_pos, ==, 3);
+    }
+    /* The ring lies after the FIFO: FIFO entries leave it untouched. */
+    for (uint32_t i = 0; i < 64; i++)
+        trace_slot_push(slot, 64, 0xFFFF);
+    g_assert_cmpint(trace_slot_push_event(slot, 64, 2, 9), ==, 1);
+    g_assert_cmpint(trace_slot_drain_events(slot, 64, out, 8), ==, 1);
+    g_assert_cmpuint(out[0].guard, ==, 9);
+    g_assert_cmpuint(out[0].fifo_pos, ==, 67);
+    slot->event_head += TRACE_EVENT_DEPTH + 1;   /* corrupt */
+    g_assert_cmpint(trace_slot_drain_events(slot, 64, out, 8), ==, -1);
+}
+
+/* The events drained to a file, positions counted from a base. */
+static void test_events_to_file(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    char *text = NULL, err[512];
+    size_t size = 0;
+    uint64_t drained = 0;
+    FILE *out;
+
+    slot->fifo_head = 1000;
+    slot->fifo_tail = 1000;
+    trace_slot_push_event(slot, 64, 1, 4);
+    trace_slot_push(slot, 64, 1);
+    trace_slot_push_event(slot, 64, 0, 2);
+    out = open_memstream(&text, &size);
+    g_assert_cmpint(trace_slot_drain_events_to(f->unit, 0, 990, out,
+                                               &drained, err, sizeof(err)),
+                    ==, 0);
+    fclose(out);
+    g_assert_cmpstr(text, ==, "10 1 4\n11 0 2\n");
+    g_assert_cmpuint(drained, ==, 2);
+    slot->event_tail -= 100;
+    g_assert_cmpint(trace_slot_drain_events_to(f->unit, 0, 0, NULL,
+                                               &drained, err, sizeof(err)),
+                    ==, -1);
+    g_assert_nonnull(strstr(err, "slot 0 event ring is corrupt"));
+    free(text);
+}
+
+/* The controller's watch: validated, refused while running, read back. */
+static void test_watch_guards(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 3);
+    uint32_t offset = 1, count = 1;
+    char err[512];
+
+    g_assert_cmpint(trace_context_guards(f->unit, 3, &offset, &count, err,
+                                         sizeof(err)), ==, 0);
+    g_assert_cmpuint(count, ==, 0);
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x2050, 2, err,
+                                               sizeof(err)), ==, 0);
+    g_assert_cmphex(ctx->guard_ls_offset, ==, 0x2050);
+    g_assert_cmpuint(ctx->guard_count, ==, 2);
+    g_assert_cmpint(trace_context_guards(f->unit, 3, &offset, &count, err,
+                                         sizeof(err)), ==, 0);
+    g_assert_cmphex(offset, ==, 0x2050);
+    g_assert_cmpuint(count, ==, 2);
+
+    /* The last word of the local store is allowed, one more is not. */
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x40000 - 256,
+                                               TRACE_MAX_GUARDS, err,
+                                               sizeof(err)), ==, 0);
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x40000 - 252,
+                                               TRACE_MAX_GUARDS, err,
+                                               sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "inside the 0x40000-byte local store"));
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x40000, 1, err,
+                                               sizeof(err)), ==, -1);
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0xFFFFFFFCu, 2,
+                                               err, sizeof(err)), ==, -1);
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x2052, 1, err,
+                                               sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "not aligned"));
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0,
+                                               TRACE_MAX_GUARDS + 1, err,
+                                               sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "more than 64"));
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 64, 0, 1, err,
+                                               sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "out of range"));
+    g_assert_cmpint(trace_context_guards(f->unit, 64, &offset, &count, err,
+                                         sizeof(err)), ==, -1);
+
+    /* Off: the offset reads 0 too. */
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x100, 0, err,
+                                               sizeof(err)), ==, 0);
+    g_assert_cmpuint(ctx->guard_count, ==, 0);
+    g_assert_cmphex(ctx->guard_ls_offset, ==, 0);
+
+    /* A context whose emulator runs keeps its watch. */
+    ctx->pid = getpid();
+    ctx->status = TRACE_CONTEXT_RUNNING;
+    ctx->gate = 1;
+    g_assert_cmpint(trace_context_watch_guards(f->unit, 3, 0x2050, 2, err,
+                                               sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "context 3 is running"));
+
+    /* A file whose watch lies outside the local store is refused to the
+     * emulator that reads it. */
+    ctx->guard_ls_offset = 0x3FFFC;
+    ctx->guard_count = 2;
+    g_assert_cmpint(trace_context_guards(f->unit, 3, &offset, &count, err,
+                                         sizeof(err)), ==, -1);
 }
 
 struct producer {
@@ -500,20 +647,22 @@ static void test_trace_run(void)
     struct trace_geometry geo;
     struct trace_run run;
     struct trace_regs_context *ctx;
-    char *text = NULL, *path;
-    size_t size = 0;
-    FILE *out;
+    char *text = NULL, *path, *event_text = NULL;
+    size_t size = 0, event_size = 0;
+    FILE *out, *events;
+    pid_t child;
     char err[512];
 
     /* Any readable file stands in for the plugin here. */
     g_setenv("COPROF_TRACE_PLUGIN", "/proc/self/exe", TRUE);
     trace_geometry_default(&geo);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 0,
-                                    TRACE_MODE_FAST, NULL, err, sizeof(err)),
+                                    TRACE_MODE_FAST, NULL, NULL, err,
+                                    sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "sample count 0 is outside 1..16777215"));
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 100,
-                                    TRACE_MODE_REFERENCE, NULL, err,
+                                    TRACE_MODE_REFERENCE, NULL, NULL, err,
                                     sizeof(err)),
                     ==, 0);
     path = g_strdup(run.unit->path);
@@ -538,12 +687,50 @@ static void test_trace_run(void)
     fclose(out);
     g_assert_cmpstr(text, ==, "captures=2 dropped=0 instructions=250 "
                               "outside_ls=1\n");
+    free(text);
+    text = NULL;
     trace_run_end(&run);
+
+    /* A watched run: the context's words, ram= and the events line. */
+    g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,
+                                    TRACE_MODE_FAST, NULL,
+                                    &(struct trace_watch){ "/r", 0x2050, 2 },
+                                    err, sizeof(err)),
+                    ==, 0);
+    g_assert_cmpuint(trace_unit_context(run.unit, 1)->guard_count, ==, 2);
+    g_assert_cmphex(trace_unit_context(run.unit, 1)->guard_ls_offset, ==,
+                    0x2050);
+    g_assert_true(g_str_has_suffix(run.plugin_arg, ",mode=fast,ram=/r"));
+    trace_slot_push(trace_unit_slot(run.unit, 0), geo.fifo_depth, 1);
+    trace_slot_push_event(trace_unit_slot(run.unit, 0), geo.fifo_depth, 1, 4);
+    child = fork();
+    if (child == 0)
+        _exit(0);
+    events = open_memstream(&event_text, &event_size);
+    g_assert_cmpint(trace_run_consume(&run, child, 1, NULL, events, err,
+                                      sizeof(err)), ==, 0);
+    fclose(events);
+    waitpid(child, NULL, 0);
+    g_assert_cmpstr(event_text, ==, "1 1 4\n");  /* before the 2nd capture */
+    out = open_memstream(&text, &size);
+    trace_run_report(&run, out);
+    fclose(out);
+    g_assert_true(g_str_has_prefix(text, "events=1 events_dropped=0\n"
+                                         "captures=1 "));
+    free(event_text);
+    trace_run_end(&run);
+    g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,
+                                    TRACE_MODE_FAST, NULL,
+                                    &(struct trace_watch){ "/r", 0x3FFFC, 2 },
+                                    err, sizeof(err)),
+                    ==, -1);
+    g_assert_nonnull(strstr(err, "inside the 0x40000-byte local store"));
     g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));   /* private */
 
     g_setenv("COPROF_TRACE_PLUGIN", "/nonexistent/libcoptrace.so", TRUE);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 0, 0, 5,
-                                    TRACE_MODE_FAST, NULL, err, sizeof(err)),
+                                    TRACE_MODE_FAST, NULL, NULL, err,
+                                    sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "cannot find libcoptrace.so"));
     g_unsetenv("COPROF_TRACE_PLUGIN");
@@ -557,21 +744,29 @@ static void test_plugin_arg(void)
 
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "/a,b/lib.so",
                                      "/tmp/x,y", 3, TRACE_MODE_REFERENCE,
-                                     NULL),
+                                     NULL, NULL),
                     ==, 0);
     g_assert_cmpstr(buf, ==, "/a,,b/lib.so,regs=/tmp/x,,y,context=3,"
                              "mode=reference");
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 0,
-                                     TRACE_MODE_FAST, NULL), ==, 0);
+                                     TRACE_MODE_FAST, NULL, NULL), ==, 0);
     g_assert_cmpstr(buf, ==, "p.so,regs=r,context=0,mode=fast");
     g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 1,
-                                     TRACE_MODE_FAST, "/c,d/n.counts"), ==, 0);
+                                     TRACE_MODE_FAST, "/c,d/n.counts", NULL), ==, 0);
     g_assert_cmpstr(buf, ==, "p.so,regs=r,context=1,mode=fast,"
                     "counts=/c,,d/n.counts");
+    g_assert_cmpint(trace_plugin_arg(buf, sizeof(buf), "p.so", "r", 1,
+                                     TRACE_MODE_FAST, "c", "/proc/1/fd/3,x"),
+                    ==, 0);
+    g_assert_cmpstr(buf, ==, "p.so,regs=r,context=1,mode=fast,counts=c,"
+                    "ram=/proc/1/fd/3,,x");
+    g_assert_cmpint(trace_plugin_arg(buf, 48, "p.so", "r", 0,
+                                     TRACE_MODE_FAST, NULL, "a-long-ram-path"),
+                    ==, -1);
     g_assert_cmpint(trace_plugin_arg(buf, 12, "p.so", "r", 0,
-                                     TRACE_MODE_FAST, NULL), ==, -1);
+                                     TRACE_MODE_FAST, NULL, NULL), ==, -1);
     g_assert_cmpint(trace_plugin_arg(buf, 40, "p.so", "r", 0,
-                                     TRACE_MODE_FAST, "a-long-counts-path"),
+                                     TRACE_MODE_FAST, "a-long-counts-path", NULL),
                     ==, -1);
 }
 
@@ -600,6 +795,12 @@ int main(int argc, char **argv)
                test_controller_death, teardown);
     g_test_add("/trace-unit/drain-to-file", struct fixture, NULL, setup,
                test_drain_to_file, teardown);
+    g_test_add("/trace-unit/events", struct fixture, NULL, setup,
+               test_events, teardown);
+    g_test_add("/trace-unit/events-to-file", struct fixture, NULL, setup,
+               test_events_to_file, teardown);
+    g_test_add("/trace-unit/watch-guards", struct fixture, NULL, setup,
+               test_watch_guards, teardown);
     g_test_add_func("/trace-unit/trace-run", test_trace_run);
     g_test_add_func("/trace-unit/plugin-arg", test_plugin_arg);
     return g_test_run();

@@ -104,10 +104,14 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
                               "16777215"),
     (["--sample-every", "16777216"], "not a count from 1 to 16777215"),
     (["--sample-every", "9x"], "--sample-every '9x'"),
-    (["--reference"], "--reference, --samples-out and --exact-counts need "
-                      "--sample-every N"),
+    (["--reference"], "--reference, --samples-out, --events-out, --no-watch "
+                      "and --exact-counts need --sample-every N"),
     (["--samples-out", "x"], "need --sample-every N"),
     (["--exact-counts", "x"], "need --sample-every N"),
+    (["--events-out", "x"], "need --sample-every N"),
+    (["--no-watch"], "need --sample-every N"),
+    (["--sample-every", "5", "--events-out", "/nonexistent/dir/e"],
+     "/nonexistent/dir/e: cannot write"),
     (["--sample-every", "5", "--fifo-depth", "1000"],
      "FIFO depth 1000 is not a power of two"),
     (["--sample-every", "5", "--samples-out", "/nonexistent/dir/s"],

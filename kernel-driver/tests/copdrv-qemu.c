@@ -237,6 +237,19 @@ static int image_identity(const char *path, const struct cop_image *image,
 	return 0;
 }
 
+/* The context watches its image's guard words (trace-regs.h), so every
+ * traced run places its overlay loads among its captures. */
+static int watch_guards(struct harness *h, struct run *r)
+{
+	char err[512];
+
+	if (trace_context_watch_guards(h->unit, r->context,
+				       cop_image_guard_ls_offset(&r->image),
+				       r->image.nregions, err, sizeof(err)))
+		return fail("%s", err);
+	return 0;
+}
+
 static int spawn_run(struct harness *h, struct run *r, const char *plugin)
 {
 	struct cop_qemu_options qemu = { .ram_path = NULL };
@@ -254,11 +267,13 @@ static int spawn_run(struct harness *h, struct run *r, const char *plugin)
 	r->loaded = 1;
 	if (cop_ram_load(&r->ram, &r->image, r->argc, r->argv, &err))
 		return fail("%s", err.message);
-	if (image_identity(r->argv[0], &r->image, &r->id))
+	if (image_identity(r->argv[0], &r->image, &r->id) ||
+	    watch_guards(h, r))
 		return -1;
 	if (trace_plugin_arg(arg, sizeof(arg), plugin, h->unit->path,
 			     r->context, h->opts.reference ?
-			     TRACE_MODE_REFERENCE : TRACE_MODE_FAST, NULL))
+			     TRACE_MODE_REFERENCE : TRACE_MODE_FAST, NULL,
+			     r->image.nregions ? r->ram.path : NULL))
 		return fail("%s: path too long", h->unit->path);
 	qemu.ram_path = r->ram.path;
 	cop_argv_init(&command);
@@ -312,8 +327,7 @@ static struct copdrv_context context_of(const struct run *r, guint32 slot)
 		.path = (const guint8 *)r->argv[0],
 		.path_length = (guint32)strlen(r->argv[0]),
 		.ls = r->ram.base,
-		.guard_offset = r->image.nregions ?
-				r->image.ovly_buf_table - COP_LS_BASE : 0,
+		.guard_offset = cop_image_guard_ls_offset(&r->image),
 		.regions = r->image.nregions,
 	};
 

@@ -8,7 +8,7 @@
  * shows it bound; an unbind comes once its emulator has stopped (held and
  * acknowledged, or ended) and while the slot still shows it; the slot's
  * cycle counter is the one passed; the guest RAM and guard words given are
- * the context's own.
+ * the context's own, and the trace unit watches those guard words.
  */
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-unit.h"
@@ -113,6 +113,9 @@ static void check_view(struct recorder *r, const struct copsim_switch *change)
     if (c->n_regions)
         g_assert_true((const void *)c->guard_words
                       == c->ram + c->guard_ls_offset);
+    /* The trace unit watches the same guard words (none without). */
+    g_assert_cmpuint(regs_of(r, c)->guard_count, ==, c->n_regions);
+    g_assert_cmphex(regs_of(r, c)->guard_ls_offset, ==, c->guard_ls_offset);
 }
 
 static void on_bind(void *data, const struct copsim_switch *change)
