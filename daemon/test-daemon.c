@@ -145,13 +145,21 @@ static void put_context(struct builder *b, uint32_t slot, uint64_t context,
     put(b, &rec);
 }
 
-static void put_guard(struct builder *b, uint32_t slot, uint32_t region,
-                      uint32_t guard)
+static void put_overlay(struct builder *b, uint32_t slot, uint32_t region,
+                        uint32_t guard, uint32_t flags)
 {
     struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
 
-    rec.u.overlay = (struct copstream_overlay){ slot, region, guard, 0 };
+    rec.u.overlay = (struct copstream_overlay){
+        .slot = slot, .region = region, .guard = guard, .flags = flags };
     put(b, &rec);
+}
+
+/* A poll-time read (not placed). */
+static void put_guard(struct builder *b, uint32_t slot, uint32_t region,
+                      uint32_t guard)
+{
+    put_overlay(b, slot, region, guard, 0);
 }
 
 /* CONTEXT and the first read of the three regions. */
