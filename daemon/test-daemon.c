@@ -550,6 +550,16 @@ static void test_ambiguity_two_changes(void)
     g_free(path);
 }
 
+/* Conservation, then the recording, the builder and the image path go. */
+static void recording_done(struct recording *rec, struct builder *b,
+                           char *path)
+{
+    assert_conserved(rec);
+    recording_free(rec);
+    builder_free(b);
+    g_free(path);
+}
+
 /* A placed change (stream 1.1): exact in the sample sequence. */
 static void put_placed(struct builder *b, uint32_t slot, uint32_t region,
                        uint32_t guard)
@@ -603,10 +613,7 @@ static void test_placed_mid_group(void)
     /* The timeline holds the exact samples of both groups. */
     g_assert_cmpint(query(rec.db, "SELECT SUM(count) FROM sample_timeline"),
                     ==, 3 + 6 + 4 + 5 + 2 + 2);
-    assert_conserved(&rec);
-    recording_free(&rec);
-    builder_free(&b);
-    g_free(path);
+    recording_done(&rec, &b, path);
 }
 
 /*
@@ -636,7 +643,7 @@ static void test_placed_and_unplaced(void)
     put_time(&b, 0, 3000, 3000);
     put_samples(&b, 0, REGION1_ADDR2, 32);      /* group 4: exact, 3 */
     put_time(&b, 0, 4000, 4000);
-    put_samples(&b, 0, REGION1_ADDR2, 64);      /* group 5: exact, then */
+    put_samples(&b, 0, REGION1_ADDR2, 64);      /* group 5: ambiguous, */
     put_placed(&b, 0, 0, 1);
     put_guard(&b, 0, 0, 2);                     /* an unplaced change */
     put_time(&b, 0, 5000, 5000);
@@ -649,13 +656,11 @@ static void test_placed_and_unplaced(void)
     g_assert_cmpint(ambiguous_count(rec.db), ==, 4 + 8 + 16 + 64);
     g_assert_cmpint(query(rec.db, "SELECT count FROM ambiguous_samples WHERE"
                           " guard_from = 3 AND guard_to = 2"), ==, 4 + 8);
-    /* Group 5's samples before the placed change: from 3, taken under 3. */
+    /* Group 3's after its placed change (from 3, the guard now 3), and
+     * group 5's before its placed change (from 3, taken under 3). */
     g_assert_cmpint(query(rec.db, "SELECT count FROM ambiguous_samples WHERE"
                           " guard_from = 3 AND guard_to = 3"), ==, 16 + 64);
-    assert_conserved(&rec);
-    recording_free(&rec);
-    builder_free(&b);
-    g_free(path);
+    recording_done(&rec, &b, path);
 }
 
 /*
@@ -693,10 +698,7 @@ static void test_placed_trailing(void)
                           " context = 2 AND guard_from = 3 AND"
                           " guard_to = 1"), ==, 9);
     g_assert_cmpint(ambiguous_count(rec.db), ==, 9);
-    assert_conserved(&rec);
-    recording_free(&rec);
-    builder_free(&b);
-    g_free(path);
+    recording_done(&rec, &b, path);
 }
 
 /*
