@@ -28,9 +28,12 @@
  * the final read sees came after the last capture and is written placed
  * after the last sample; and when the trace unit dropped events (its
  * event_overflow advanced), the poll read is reported unplaced as without
- * the watch.  A placed OVERLAY that does not fit waits with the events
- * after it, and the group's samples after it are lost (buffer-full), so
- * it still precedes every later sample of the slot.
+ * the watch.  A placed OVERLAY that does not fit waits, and the slot's
+ * samples after it are lost (buffer-full) until it is written: then it
+ * still precedes every later sample of the slot.  Meanwhile the changes
+ * of each region coalesce into the latest (no sample lies between them),
+ * so the events are always drained whole and a full buffer never makes
+ * the trace unit drop events.
  *
  * Conservation.  At start the driver loads every slot's LFSR, takes the
  * counters as the baseline and discards what was queued before.  From then
@@ -79,8 +82,10 @@ struct copdrv_slot {
 	u64 pending[COPSTREAM_LOST_CAUSE_END];	/* lost, not yet reported */
 	u32 watched;		/* the trace unit watches the guard words */
 	u32 event_overflow_seen;	/* event_overflow already counted */
-	u32 n_events;		/* drained overlay events not written yet */
-	struct trace_ovl_event events[TRACE_EVENT_DEPTH];
+	u32 n_events;		/* drained into copdrv.events this group */
+	u64 *stalled;		/* placed changes that wait for room, by
+				 * region; GUARD_UNKNOWN: none */
+	u32 n_stalled;		/* regions with one */
 };
 
 struct copdrv {
@@ -105,6 +110,7 @@ struct copdrv {
 
 	struct copdrv_buffer buffer;
 	u16 *fields;		/* drain scratch, fifo_depth entries */
+	struct trace_ovl_event events[TRACE_EVENT_DEPTH];	/* the same */
 	u32 *guard_words;	/* guard read scratch, COPDRV_MAX_REGIONS */
 	u8 scratch[COPSTREAM_MAX_RECORD_BYTES];
 	struct copdrv_stats stats;
@@ -183,9 +189,14 @@ static void slot_load(struct copdrv_slot *s, u32 value)
  */
 static void discard_events(struct copdrv *drv, struct copdrv_slot *s)
 {
-	trace_slot_drain_events(s->regs, drv->fifo_depth, s->events,
+	u32 i;
+
+	trace_slot_drain_events(s->regs, drv->fifo_depth, drv->events,
 				TRACE_EVENT_DEPTH);
 	s->n_events = 0;
+	for (i = 0; i < s->guards_capacity; i++)
+		s->stalled[i] = GUARD_UNKNOWN;
+	s->n_stalled = 0;
 	s->event_overflow_seen = __atomic_load_n(&s->regs->event_overflow,
 						 __ATOMIC_ACQUIRE);
 }
@@ -414,23 +425,23 @@ static void emit_guard_changes(struct copdrv *drv, struct copdrv_slot *s,
 /* ---- Overlay events ----------------------------------------------------- */
 
 /*
- * Appends the slot's queued overlay events to s->events (behind any that
- * still wait).  Returns 1 when the trace unit dropped events since the
- * last look (or its ring is corrupt): changes then went unplaced.
+ * Drains the slot's queued overlay events into drv->events.  Returns 1
+ * when the trace unit dropped events since the last look (or its ring is
+ * corrupt): changes then went unplaced.
  */
 static int drain_events(struct copdrv *drv, struct copdrv_slot *s)
 {
 	u32 overflow;
 	int got;
 
-	got = trace_slot_drain_events(s->regs, drv->fifo_depth,
-				      s->events + s->n_events,
-				      TRACE_EVENT_DEPTH - s->n_events);
+	s->n_events = 0;
+	got = trace_slot_drain_events(s->regs, drv->fifo_depth, drv->events,
+				      TRACE_EVENT_DEPTH);
 	if (got < 0) {
 		drv->stats.fifo_errors++;
 		return 1;
 	}
-	s->n_events += (u32)got;
+	s->n_events = (u32)got;
 	overflow = __atomic_load_n(&s->regs->event_overflow, __ATOMIC_ACQUIRE);
 	if (overflow == s->event_overflow_seen)
 		return 0;
@@ -442,8 +453,8 @@ static int drain_events(struct copdrv *drv, struct copdrv_slot *s)
 /*
  * Where an event falls among the `drained` entries that began at FIFO
  * position `tail`: before entry number n, or at the end for an event at or
- * past the drained end.  An event of a position drained earlier (one that
- * waited for room) goes before all of them.
+ * past the drained end.  An event of a position drained earlier (there is
+ * none from the trace unit) goes before all of them.
  */
 static u64 event_index(const struct trace_ovl_event *e, u32 tail, u64 drained)
 {
@@ -454,16 +465,44 @@ static u64 event_index(const struct trace_ovl_event *e, u32 tail, u64 drained)
 	return (u64)at < drained ? (u64)at : drained;
 }
 
-/* Writes the placed OVERLAY of an event, unless it changes nothing. */
-static int emit_event(struct copdrv *drv, struct copdrv_slot *s,
-		      const struct trace_ovl_event *e, u64 cycle)
+/* Writes a placed OVERLAY of the region, unless it changes nothing. */
+static int emit_placed(struct copdrv *drv, struct copdrv_slot *s, u32 region,
+		       u32 guard, u64 cycle)
 {
-	if (e->region >= s->ctx.regions || s->guards[e->region] == e->guard)
+	if (s->guards[region] == guard)
 		return 0;
-	if (emit_overlay(drv, s, e->region, e->guard, cycle,
+	if (emit_overlay(drv, s, region, guard, cycle,
 			 COPSTREAM_OVERLAY_PLACED))
 		return -ENOSPC;
-	s->guards[e->region] = e->guard;
+	s->guards[region] = guard;
+	return 0;
+}
+
+/* A placed change waits for room; a later one of its region replaces it. */
+static void stall(struct copdrv_slot *s, u32 region, u32 guard)
+{
+	if (s->stalled[region] == GUARD_UNKNOWN)
+		s->n_stalled++;
+	s->stalled[region] = guard;
+}
+
+/*
+ * Writes the changes that waited for room, before any sample of the group.
+ * Returns -ENOSPC while one still does not fit.
+ */
+static int emit_stalled(struct copdrv *drv, struct copdrv_slot *s, u64 cycle)
+{
+	u32 region;
+
+	for (region = 0; s->n_stalled && region < s->ctx.regions; region++) {
+		if (s->stalled[region] == GUARD_UNKNOWN)
+			continue;
+		if (emit_placed(drv, s, region, (u32)s->stalled[region],
+				cycle))
+			return -ENOSPC;
+		s->stalled[region] = GUARD_UNKNOWN;
+		s->n_stalled--;
+	}
 	return 0;
 }
 
@@ -483,23 +522,25 @@ static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 }
 
 /*
- * Writes the drained samples (from FIFO position `tail`) with the placed
- * OVERLAY of every waiting event at its position, keeping `keep` bytes for
- * the rest of the group and room for the OVERLAYs still to come.  When an
- * OVERLAY does not fit, it and the events after it wait, and the samples
- * after it are not written (the caller counts them lost).  Returns the
- * samples written.
+ * Writes the drained samples (from FIFO position `tail`) with a placed
+ * OVERLAY at the position of every drained event, after the changes that
+ * waited for room, keeping `keep` bytes for the rest of the group and room
+ * for the OVERLAYs still to come.  When an OVERLAY does not fit, it and
+ * the changes after it wait (stall()), and the samples after it are not
+ * written (the caller counts them lost).  Returns the samples written.
  */
 static u64 put_samples_placed(struct copdrv *drv, struct copdrv_slot *s,
 			      u32 tail, u64 drained, u64 cycle, u64 keep)
 {
 	u64 done = 0, written = 0, at;
-	u32 i, waiting = 0;
-	int stalled = 0;
+	int stalled = emit_stalled(drv, s, cycle) != 0;
+	u32 i;
 
 	for (i = 0; i < s->n_events; i++) {
-		const struct trace_ovl_event *e = &s->events[i];
+		const struct trace_ovl_event *e = &drv->events[i];
 
+		if (e->region >= s->ctx.regions)
+			continue;
 		if (!stalled) {
 			at = event_index(e, tail, drained);
 			if (at > done) {
@@ -507,12 +548,13 @@ static u64 put_samples_placed(struct copdrv *drv, struct copdrv_slot *s,
 					(u64)(s->n_events - i) * OVERLAY_BYTES);
 				done = at;
 			}
-			stalled = emit_event(drv, s, e, cycle) != 0;
+			stalled = emit_placed(drv, s, e->region, e->guard,
+					      cycle) != 0;
 		}
 		if (stalled)
-			s->events[waiting++] = *e;
+			stall(s, e->region, e->guard);
 	}
-	s->n_events = waiting;
+	s->n_events = 0;
 	if (!stalled)
 		written += put_samples(drv, s, done, drained, keep);
 	return written;
@@ -589,7 +631,8 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 			   int final)
 {
 	int flags = read_flags(s, events_lost, final);
-	u64 changed = read_guards(drv, s) + s->n_events, keep, written;
+	u64 changed = read_guards(drv, s) + s->n_events + s->n_stalled;
+	u64 keep, written;
 
 	if (flags < 0)
 		changed = 0;
@@ -598,7 +641,7 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES + TIME_BYTES;
 	written = put_samples_placed(drv, s, tail, drained, cycle, keep);
 	/* Placed changes still waiting come first: the read must follow. */
-	if (flags >= 0 && !s->n_events)
+	if (flags >= 0 && !s->n_stalled)
 		emit_guard_changes(drv, s, cycle, (u32)flags);
 	return written;
 }
@@ -625,7 +668,7 @@ static void poll_slot(struct copdrv *drv, struct copdrv_slot *s, int final)
 	count_hardware_losses(s);
 
 	if (!s->announced || !s->bound)
-		s->n_events = 0;
+		discard_events(drv, s);
 	if (!s->announced) {
 		s->pending[s->bound ? COPSTREAM_LOST_BUFFER_FULL :
 			   COPSTREAM_LOST_NO_CONTEXT] += drained;
@@ -779,16 +822,26 @@ static int context_valid(const struct copdrv *drv,
 static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
 			  u32 regions)
 {
-	u64 *guards;
+	u64 *guards, *stalled;
+	u32 i;
 
 	if (regions <= s->guards_capacity)
 		return 0;
 	guards = copdrv_os_alloc(drv->os, regions * sizeof(*guards));
-	if (!guards)
+	stalled = copdrv_os_alloc(drv->os, regions * sizeof(*stalled));
+	if (!guards || !stalled) {
+		copdrv_os_free(drv->os, guards);
+		copdrv_os_free(drv->os, stalled);
 		return -ENOMEM;
+	}
+	for (i = 0; i < regions; i++)
+		stalled[i] = GUARD_UNKNOWN;
 	copdrv_os_free(drv->os, s->guards);
+	copdrv_os_free(drv->os, s->stalled);
 	s->guards = guards;
+	s->stalled = stalled;
 	s->guards_capacity = regions;
+	s->n_stalled = 0;
 	return 0;
 }
 
@@ -1017,8 +1070,10 @@ void copdrv_destroy(struct copdrv *drv)
 
 	if (drv->running)
 		copdrv_stop(drv);
-	for (i = 0; i < drv->n_slots; i++)
+	for (i = 0; i < drv->n_slots; i++) {
 		copdrv_os_free(drv->os, drv->slots[i].guards);
+		copdrv_os_free(drv->os, drv->slots[i].stalled);
+	}
 	for (i = 0; i < drv->n_images; i++)
 		copdrv_os_free(drv->os, drv->images[i].path);
 	copdrv_os_free(drv->os, drv->images);

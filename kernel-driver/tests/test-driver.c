@@ -546,6 +546,75 @@ static void test_overlay_event_overflow(void)
 	teardown(&f);
 }
 
+/* The guard the stall test's context runs under at its n-th capture: a
+ * function of the PC field it pushes (n & 1023), so a sample tells it. */
+static guint32 stall_guard(guint32 n)
+{
+	return n / 64 % 4 + 1;
+}
+
+/*
+ * A full buffer with the watch on: the placed OVERLAYs keep their places
+ * among the samples that are written (one that does not fit waits, and
+ * the samples after it are lost), so every written sample is under the
+ * guard it was taken under; conservation stays exact.
+ */
+static void test_overlay_placed_buffer_full(void)
+{
+	struct rules_context *c;
+	const struct copstream_overlay *o;
+	struct trace_regs_slot *slot;
+	struct copdrv_stats st;
+	struct fixture f;
+	guint32 guard, n = 0, depth, j = 1;
+
+	setup_with(&f, 1, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	slot = trace_unit_slot(f.unit, 0);
+	depth = f.unit->header->fifo_depth;
+	guard = stall_guard(0);
+	f.ls[1][GUARD_OFFSET / 4] = guard;
+	bind_watched(&f, 0, 1, 1);
+	start(&f, 1000000, COPDRV_BUFFER_MIN, 0);
+	for (guint32 poll = 0; poll < 300; poll++) {
+		for (guint32 i = 0; i < 700; i++, n++) {
+			guint16 field = field_of(1, n);
+			guint32 address = (guint32)field << 2;
+
+			if (stall_guard(n) != guard) {
+				guard = stall_guard(n);
+				change_guard(&f, 0, 1, 0, guard);
+			}
+			if (trace_slot_push(slot, depth, field))
+				g_array_append_val(f.queued[1], address);
+		}
+		copdrv_poll(f.drv);
+		if (poll % 40 == 39)
+			read_some(&f, 200000);
+	}
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.records_waiting, >, 0);
+	g_assert_cmpuint(st.overlay_events_lost, ==, 0);
+	stop_and_check(&f);
+	assert_conservation(&f, 1);
+	g_assert_cmpuint(f.rules->slots[0].lost[COPSTREAM_LOST_BUFFER_FULL],
+			 >, 0);
+	c = stream_rules_context(f.rules, 1);
+	o = (const struct copstream_overlay *)c->overlays->data;
+	g_assert_cmpuint(c->overlays->len, >, 1);
+	guard = o[0].guard;
+	for (guint i = 0; i < c->addresses->len; i++) {
+		guint32 a = g_array_index(c->addresses, guint32, i);
+
+		while (j < c->overlays->len &&
+		       g_array_index(c->overlay_at, guint, j) <= i) {
+			g_assert_cmpuint(o[j].flags, ==, COPSTREAM_OVERLAY_PLACED);
+			guard = o[j++].guard;
+		}
+		g_assert_cmpuint(guard, ==, stall_guard((a >> 2) & 1023));
+	}
+	teardown(&f);
+}
+
 struct slicing {
 	struct fixture *f;
 	guint32 slots;
@@ -810,6 +879,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/driver/overlay-placed", test_overlay_placed);
 	g_test_add_func("/driver/overlay-event-overflow",
 			test_overlay_event_overflow);
+	g_test_add_func("/driver/overlay-placed-buffer-full",
+			test_overlay_placed_buffer_full);
 	g_test_add_func("/driver/conservation-slicing",
 			test_conservation_slicing);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);
