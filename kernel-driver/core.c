@@ -631,13 +631,11 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 			   int final)
 {
 	int flags = read_flags(s, events_lost, final);
-	u64 changed = read_guards(drv, s) + s->n_events + s->n_stalled;
-	u64 keep, written;
+	u64 changed = read_guards(drv, s), keep, written;
 
+	/* put_samples_placed() keeps the room of the placed OVERLAYs. */
 	if (flags < 0)
 		changed = 0;
-	if (changed > s->ctx.regions)
-		changed = s->ctx.regions;
 	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES + TIME_BYTES;
 	written = put_samples_placed(drv, s, tail, drained, cycle, keep);
 	/* Placed changes still waiting come first: the read must follow. */
