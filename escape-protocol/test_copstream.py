@@ -65,6 +65,18 @@ def test_every_record_round_trips():
     assert 8 * stats.samples + stats.record_bytes == len(data)
 
 
+def test_a_1_0_reader_takes_the_flags_word_as_extra(monkeypatch):
+    """A reader that knows OVERLAY's 4 words of 1.0 (the layout without
+    placed) reads a 1.1 OVERLAY whole, the flags word as an extra word."""
+    monkeypatch.setitem(cs.LAYOUTS, cs.OVERLAY, cs.LAYOUTS[cs.OVERLAY][:4])
+    data = cs.encode_raw(cs.OVERLAY, [0, 2, 3, 4, cs.OVERLAY_PLACED])
+    events, stats = cs.decode(data)
+    (record,) = [e for e in events if isinstance(e, cs.Record)]
+    assert stats.errors_by_kind[cs.SHORT_RECORD] == 0
+    assert record.fields == dict(slot=0, region=2, guard=3, cycle=4)
+    assert record.extra == (cs.OVERLAY_PLACED,)
+
+
 def test_overlay_of_1_1_and_of_1_0():
     """1.1's OVERLAY has the flags word (dump: placed=); the 1.0 form
     without it reads without the field; a later version's words after it
