@@ -560,6 +560,18 @@ static void recording_done(struct recording *rec, struct builder *b,
     g_free(path);
 }
 
+/* A stream of context 1 bound on slot 0 with guards (g1, g2, 0); the image
+ * path, for recording_done(). */
+static char *begin_on_slot_0(struct builder *b, uint32_t g1, uint32_t g2)
+{
+    char *path = test_image_path();
+
+    builder_init(b, path);
+    put_header(b);
+    put_bind(b, 0, 1, g1, g2);
+    return path;
+}
+
 /* A placed change (stream 1.1): exact in the sample sequence. */
 static void put_placed(struct builder *b, uint32_t slot, uint32_t region,
                        uint32_t guard)
@@ -579,12 +591,8 @@ static int64_t ambiguous_count(sqlite3 *db)
  */
 static void test_placed_mid_group(void)
 {
-    char *path = test_image_path();
     struct builder b;
-
-    builder_init(&b, path);
-    put_header(&b);
-    put_bind(&b, 0, 1, 2, 5);
+    char *path = begin_on_slot_0(&b, 2, 5);
     put_samples(&b, 0, REGION1_ADDR2, 3);       /* under 2 */
     put_samples(&b, 0, REGION2_ADDR, 1);
     put_placed(&b, 0, 0, 3);
@@ -623,12 +631,8 @@ static void test_placed_mid_group(void)
  */
 static void test_placed_and_unplaced(void)
 {
-    char *path = test_image_path();
     struct builder b;
-
-    builder_init(&b, path);
-    put_header(&b);
-    put_bind(&b, 0, 1, 2, 5);
+    char *path = begin_on_slot_0(&b, 2, 5);
     put_samples(&b, 0, REGION1_ADDR2, 1);       /* group 1: exact, 2 */
     put_placed(&b, 0, 0, 3);
     put_samples(&b, 0, REGION1_ADDR2, 2);       /* exact, 3 */
@@ -670,12 +674,9 @@ static void test_placed_and_unplaced(void)
  */
 static void test_placed_trailing(void)
 {
-    char *path = test_image_path();
     struct builder b;
+    char *path = begin_on_slot_0(&b, 2, 4);
 
-    builder_init(&b, path);
-    put_header(&b);
-    put_bind(&b, 0, 1, 2, 4);
     put_bind(&b, 1, 2, 2, 4);
     put_samples(&b, 0, REGION1_ADDR2, 3);
     put_samples(&b, 1, REGION1_ADDR2, 5);
