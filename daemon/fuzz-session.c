@@ -78,7 +78,8 @@ static void build_prefix(const char *path)
         for (uint32_t region = 0; region < 3; region++) {
             rec = (struct copstream_record){ .code = COPSTREAM_OVERLAY };
             rec.u.overlay = (struct copstream_overlay){
-                slot, region, region == 0 ? 1 + slot : 4 * (region == 1), 0,
+                .slot = slot, .region = region,
+                .guard = region == 0 ? 1 + slot : 4 * (region == 1),
             };
             add(&rec);
         }

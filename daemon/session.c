@@ -19,6 +19,16 @@
  * at the close of group k-2 (k-1 when only group k changed), the value
  * after is the one read now.
  *
+ * Placed changes (stream 1.1, OVERLAY flags bit 0) sit exactly in the
+ * slot's sample sequence and open no window.  At a placed change of region
+ * r, the open group's samples in r so far are set aside as held samples
+ * with the guard they were taken under; the group's close judges them with
+ * that guard (exact), unless an unplaced change of r touches the window
+ * (ambiguous, as any sample of the group).  The samples after it stay in
+ * the group and are judged under the guard at the close, as before.  Held
+ * samples are never pending: the placed record says the guard held until
+ * it.
+ *
  * Settling: a sample the guards decide (outside overlay regions, or in a
  * region that kept its guard) goes to its context's settled tally, by LS
  * address; the tally is resolved and counted only before the context's
@@ -91,11 +101,21 @@ struct context_key {
     uint32_t pid, tid;
 };
 
+/* Samples of the open group taken before a placed change of their region. */
+struct held_samples {
+    uint32_t address;
+    uint32_t n;
+    unsigned region;                /* 1-based */
+    int64_t guard;                  /* the region's guard then, or NONE */
+};
+
 struct slot_state {
     uint32_t index;
     struct context_state *context;  /* NULL when idle */
     bool first_read;                /* OVERLAYs now are the first read */
     struct addr_tally group;        /* the open poll group's samples */
+    struct addr_tally rest;         /* scratch: the group, minus a region */
+    GArray *held;                   /* struct held_samples of the group */
     struct store_binding binding;   /* valid while context != NULL */
     bool have_time;                 /* a TIME seen during this binding */
     uint64_t time_cycle, time_ns;
@@ -151,6 +171,8 @@ static struct slot_state *get_slot(struct session *s, uint32_t index)
     slot = g_new0(struct slot_state, 1);
     slot->index = index;
     addr_tally_init(&slot->group);
+    addr_tally_init(&slot->rest);
+    slot->held = g_array_new(FALSE, FALSE, sizeof(struct held_samples));
     s->slots[index] = slot;
     return slot;
 }
@@ -436,6 +458,37 @@ static void attribute(struct session *s, struct context_state *context,
     }
 }
 
+/*
+ * Held samples of the group now closing: taken under h->guard, exact
+ * unless an unplaced change of their region touches the window.
+ */
+static void attribute_held(struct session *s, struct context_state *context,
+                           const struct held_samples *h, enum group_end end)
+{
+    const struct region_state *region = &context->region[h->region - 1];
+    struct ovl_location loc;
+
+    if (region->changed_now || region->changed_before) {
+        int64_t from = region->changed_before ? region->closed_before
+                                              : region->closed;
+        count_ambiguous(s, context, h->address, h->region, from, h->guard,
+                        h->n);
+        return;
+    }
+    if (h->guard == COUNT_GUARD_NONE) {
+        count(s, context, COUNT_UNMAPPED, OVL_GUARD_UNKNOWN, h->address,
+              COUNT_GUARD_NONE, 0, 0, h->n);
+        return;
+    }
+    uint32_t now = context->guard[h->region - 1];
+    context->guard[h->region - 1] = (uint32_t)h->guard;
+    resolve(context, h->address, &loc);
+    context->guard[h->region - 1] = now;
+    count_location(s, context, &loc, h->n);
+    if (end == GROUP_READ && loc.reason == OVL_MAPPED)
+        add_to_bucket(context, loc.file_offset, h->n);
+}
+
 /* A context whose image cannot be used keeps raw LS addresses. */
 static void keep_raw(struct session *s, struct context_state *context,
                      const struct addr_tally *group)
@@ -444,6 +497,17 @@ static void keep_raw(struct session *s, struct context_state *context,
         count(s, context, COUNT_UNMAPPED, COUNT_REASON_NO_IMAGE,
               addr_tally_address(group, i), COUNT_GUARD_NONE, 0, 0,
               addr_tally_count(group, i));
+}
+
+/* The held samples of a group, judged at its close (image usable). */
+static void attribute_all_held(struct session *s, struct slot_state *slot,
+                               enum group_end end)
+{
+    for (guint i = 0; i < slot->held->len; i++)
+        attribute_held(s, slot->context,
+                       &g_array_index(slot->held, struct held_samples, i),
+                       end);
+    g_array_set_size(slot->held, 0);
 }
 
 /* The window moves on: group k closed with a read after it. */
@@ -475,11 +539,13 @@ static void close_group(struct session *s, struct slot_state *slot,
             context->region[r].tail_from = guard_now(context, r);
     if (context->image->ovl == NULL) {
         keep_raw(s, context, &slot->group);
+        g_array_set_size(slot->held, 0);    /* only with an image: none */
     } else {
         /* The image may have become usable after the context was made. */
         ensure_regions(context, ovl_image_region_count(context->image->ovl));
         if (end == GROUP_READ)
             enter_bucket(s, context, time_ns);
+        attribute_all_held(s, slot, end);
         const uint16_t *regions = region_map(s, context->image);
         for (uint32_t i = 0; i < slot->group.used_count; i++)
             attribute(s, context, regions,
@@ -668,8 +734,37 @@ static void queue_overlay_event(struct session *s,
         .guard = o->guard,
         .cycle = o->cycle,
         .initial = first,
+        .placed = !first && (o->flags & COPSTREAM_OVERLAY_PLACED) != 0,
     };
     g_array_append_val(s->overlay_rows, event);
+}
+
+/*
+ * A placed change of region r (1-based) comes: the open group's samples in
+ * r so far were taken under its guard now, and are held with it.
+ */
+static void hold_region(struct session *s, struct slot_state *slot,
+                        unsigned r)
+{
+    struct context_state *context = slot->context;
+
+    if (context->image->ovl == NULL || slot->group.used_count == 0)
+        return;
+    const uint16_t *regions = region_map(s, context->image);
+    addr_tally_clear(&slot->rest);
+    for (uint32_t i = 0; i < slot->group.used_count; i++) {
+        uint32_t address = addr_tally_address(&slot->group, i);
+        uint32_t n = addr_tally_count(&slot->group, i);
+        if (address >= COP_LS_SIZE || regions[address / 4] != r) {
+            addr_tally_add_n(&slot->rest, address, n);
+            continue;
+        }
+        struct held_samples h = { address, n, r, guard_now(context, r - 1) };
+        g_array_append_val(slot->held, h);
+    }
+    struct addr_tally swap = slot->group;
+    slot->group = slot->rest;
+    slot->rest = swap;
 }
 
 static void on_overlay(struct session *s, const struct copstream_record *rec)
@@ -687,14 +782,17 @@ static void on_overlay(struct session *s, const struct copstream_record *rec)
     ensure_regions(context, o->region + 1);
     settle(s, context);             /* under the guards they were decided */
     struct region_state *region = &context->region[o->region];
-    if (slot->first_read && region->reread)
+    bool placed = (o->flags & COPSTREAM_OVERLAY_PLACED) != 0;
+    if (slot->first_read && (region->reread || placed))
         end_first_read(s, slot);    /* a region twice: a change after all */
+    if (placed && o->region + 1 <= UINT16_MAX)
+        hold_region(s, slot, o->region + 1);
     context->guard[o->region] = o->guard;
     region->known = true;
     slot->last_cycle = o->cycle;
     if (slot->first_read)
         region->reread = true;
-    else
+    else if (!placed)
         region->changed_now = true;
     queue_overlay_event(s, slot, o, slot->first_read);
 }
@@ -892,6 +990,8 @@ void session_free(struct session *s)
         if (s->slots[i] == NULL)
             continue;
         addr_tally_free(&s->slots[i]->group);
+        addr_tally_free(&s->slots[i]->rest);
+        g_array_free(s->slots[i]->held, TRUE);
         g_free(s->slots[i]);
     }
     for (guint i = 0; i < s->contexts->len; i++)
@@ -968,6 +1068,8 @@ void session_get_totals(struct session *s, struct session_totals *t)
         const struct slot_state *slot = s->slots[i];
         for (uint32_t j = 0; slot != NULL && j < slot->group.used_count; j++)
             t->open += addr_tally_count(&slot->group, j);
+        for (guint j = 0; slot != NULL && j < slot->held->len; j++)
+            t->open += g_array_index(slot->held, struct held_samples, j).n;
     }
 }
 

@@ -64,7 +64,7 @@ static const char schema[] =
     " ls_addr INTEGER, region INTEGER, guard INTEGER, count INTEGER);\n"
     "CREATE TABLE overlay_events (id INTEGER PRIMARY KEY, context INTEGER,"
     " slot INTEGER, region INTEGER, guard INTEGER, cycle INTEGER,"
-    " initial INTEGER);\n"
+    " initial INTEGER, placed INTEGER);\n"
     "CREATE TABLE lost_events (id INTEGER PRIMARY KEY, slot INTEGER,"
     " context INTEGER, cause INTEGER, cause_name TEXT, count INTEGER,"
     " cycle INTEGER);\n"
@@ -147,7 +147,7 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_PENDING] = "INSERT INTO pending_samples (context, image, ls_addr,"
         " region, guard, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OVERLAY_EVENT] = "INSERT INTO overlay_events (context, slot, region,"
-        " guard, cycle, initial) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        " guard, cycle, initial, placed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_LOST] = "INSERT INTO lost_events (slot, context, cause, cause_name,"
         " count, cycle) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_TIME] = "INSERT INTO time_sync (slot, cycle, time_ns)"
@@ -721,6 +721,7 @@ int store_put_overlay_event(struct store *store,
     sqlite3_bind_int64(st, 4, event->guard);
     sqlite3_bind_int64(st, 5, (int64_t)event->cycle);
     sqlite3_bind_int(st, 6, event->initial);
+    sqlite3_bind_int(st, 7, event->placed);
     return run(store, st);
 }
 

@@ -119,6 +119,7 @@ struct store_overlay_event {
     uint32_t guard;
     uint64_t cycle;
     bool initial;               /* the first read after a bind */
+    bool placed;                /* placed in the sample sequence (1.1) */
 };
 int store_put_overlay_event(struct store *store,
                             const struct store_overlay_event *event);

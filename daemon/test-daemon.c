@@ -145,13 +145,21 @@ static void put_context(struct builder *b, uint32_t slot, uint64_t context,
     put(b, &rec);
 }
 
-static void put_guard(struct builder *b, uint32_t slot, uint32_t region,
-                      uint32_t guard)
+static void put_overlay(struct builder *b, uint32_t slot, uint32_t region,
+                        uint32_t guard, uint32_t flags)
 {
     struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
 
-    rec.u.overlay = (struct copstream_overlay){ slot, region, guard, 0 };
+    rec.u.overlay = (struct copstream_overlay){
+        .slot = slot, .region = region, .guard = guard, .flags = flags };
     put(b, &rec);
+}
+
+/* A poll-time read (not placed). */
+static void put_guard(struct builder *b, uint32_t slot, uint32_t region,
+                      uint32_t guard)
+{
+    put_overlay(b, slot, region, guard, 0);
 }
 
 /* CONTEXT and the first read of the three regions. */
@@ -540,6 +548,158 @@ static void test_ambiguity_two_changes(void)
     recording_free(&rec);
     builder_free(&b);
     g_free(path);
+}
+
+/* Conservation, then the recording, the builder and the image path go. */
+static void recording_done(struct recording *rec, struct builder *b,
+                           char *path)
+{
+    assert_conserved(rec);
+    recording_free(rec);
+    builder_free(b);
+    g_free(path);
+}
+
+/* A stream of context 1 bound on slot 0 with guards (g1, g2, 0); the image
+ * path, for recording_done(). */
+static char *begin_on_slot_0(struct builder *b, uint32_t g1, uint32_t g2)
+{
+    char *path = test_image_path();
+
+    builder_init(b, path);
+    put_header(b);
+    put_bind(b, 0, 1, g1, g2);
+    return path;
+}
+
+/* A placed change (stream 1.1): exact in the sample sequence. */
+static void put_placed(struct builder *b, uint32_t slot, uint32_t region,
+                       uint32_t guard)
+{
+    put_overlay(b, slot, region, guard, COPSTREAM_OVERLAY_PLACED);
+}
+
+static int64_t ambiguous_count(sqlite3 *db)
+{
+    return query(db, "SELECT IFNULL(SUM(count), 0) FROM ambiguous_samples");
+}
+
+/*
+ * Placed changes mid-group: the samples before each are exact under the
+ * guard before it, those after under the new one; two changes of a region
+ * at one point, a change at the group's end, other regions untouched.
+ */
+static void test_placed_mid_group(void)
+{
+    struct builder b;
+    char *path = begin_on_slot_0(&b, 2, 5);
+    put_samples(&b, 0, REGION1_ADDR2, 3);       /* under 2 */
+    put_samples(&b, 0, REGION2_ADDR, 1);
+    put_placed(&b, 0, 0, 3);
+    put_samples(&b, 0, REGION1_ADDR2, 4);       /* under 3 */
+    put_samples(&b, 0, RESIDENT_ADDR, 2);
+    put_placed(&b, 0, 0, 1);
+    put_placed(&b, 0, 0, 2);                    /* twice at one point */
+    put_samples(&b, 0, REGION1_ADDR2, 6);       /* under 2 */
+    put_samples(&b, 0, REGION2_ADDR, 1);
+    put_placed(&b, 0, 0, 3);                    /* at the group's end */
+    put_time(&b, 0, 1000, 1000);
+    put_samples(&b, 0, REGION1_ADDR2, 5);       /* under 3 */
+    put_time(&b, 0, 2000, 2000);
+    put_stop(&b);
+    struct recording rec = record(&b);
+
+    g_assert_cmpint(exact_at(rec.db, REGION1_ADDR2, 2, 5), ==, 3 + 6);
+    g_assert_cmpint(exact_at(rec.db, REGION1_ADDR2, 3, 5), ==, 4 + 5);
+    g_assert_cmpint(exact_at(rec.db, REGION2_ADDR, 2, 5), ==, 2);
+    g_assert_cmpint(exact_at(rec.db, RESIDENT_ADDR, 0, 0), ==, 2);
+    g_assert_cmpint(rec.totals.ambiguous + rec.totals.unmapped, ==, 0);
+    g_assert_cmpint(query(rec.db, "SELECT COUNT(*) FROM overlay_events"
+                          " WHERE placed = 1 AND initial = 0"), ==, 4);
+    g_assert_cmpint(query(rec.db, "SELECT COUNT(*) FROM overlay_events"
+                          " WHERE placed = 0"), ==, 3);
+    /* The timeline holds the exact samples of both groups. */
+    g_assert_cmpint(query(rec.db, "SELECT SUM(count) FROM sample_timeline"),
+                    ==, 3 + 6 + 4 + 5 + 2 + 2);
+    recording_done(&rec, &b, path);
+}
+
+/*
+ * Placed and unplaced changes of one region: any sample of a group that an
+ * unplaced change's window touches is ambiguous, before or after a placed
+ * change; outside such windows placed changes divide exactly.
+ */
+static void test_placed_and_unplaced(void)
+{
+    struct builder b;
+    char *path = begin_on_slot_0(&b, 2, 5);
+    put_samples(&b, 0, REGION1_ADDR2, 1);       /* group 1: exact, 2 */
+    put_placed(&b, 0, 0, 3);
+    put_samples(&b, 0, REGION1_ADDR2, 2);       /* exact, 3 */
+    put_time(&b, 0, 1000, 1000);
+    put_samples(&b, 0, REGION1_ADDR2, 4);       /* group 2: ambiguous */
+    put_samples(&b, 0, REGION2_ADDR, 1);        /* other region: exact */
+    put_guard(&b, 0, 0, 2);
+    put_time(&b, 0, 2000, 2000);
+    put_samples(&b, 0, REGION1_ADDR2, 8);       /* group 3: ambiguous */
+    put_placed(&b, 0, 0, 3);
+    put_samples(&b, 0, REGION1_ADDR2, 16);      /* ambiguous too */
+    put_time(&b, 0, 3000, 3000);
+    put_samples(&b, 0, REGION1_ADDR2, 32);      /* group 4: exact, 3 */
+    put_time(&b, 0, 4000, 4000);
+    put_samples(&b, 0, REGION1_ADDR2, 64);      /* group 5: ambiguous, */
+    put_placed(&b, 0, 0, 1);
+    put_guard(&b, 0, 0, 2);                     /* an unplaced change */
+    put_time(&b, 0, 5000, 5000);
+    put_stop(&b);
+    struct recording rec = record(&b);
+
+    g_assert_cmpint(exact_at(rec.db, REGION1_ADDR2, 2, 5), ==, 1);
+    g_assert_cmpint(exact_at(rec.db, REGION1_ADDR2, 3, 5), ==, 2 + 32);
+    g_assert_cmpint(exact_at(rec.db, REGION2_ADDR, 2, 5), ==, 1);
+    g_assert_cmpint(ambiguous_count(rec.db), ==, 4 + 8 + 16 + 64);
+    g_assert_cmpint(query(rec.db, "SELECT count FROM ambiguous_samples WHERE"
+                          " guard_from = 3 AND guard_to = 2"), ==, 4 + 8);
+    /* Group 3's after its placed change (from 3, the guard now 3), and
+     * group 5's before its placed change (from 3, taken under 3). */
+    g_assert_cmpint(query(rec.db, "SELECT count FROM ambiguous_samples WHERE"
+                          " guard_from = 3 AND guard_to = 3"), ==, 16 + 64);
+    recording_done(&rec, &b, path);
+}
+
+/*
+ * A trailing group (a switch, no TIME after): samples before a placed
+ * change are exact at once (the record says the guard held until it);
+ * those after it wait for the context's next first read as before.
+ */
+static void test_placed_trailing(void)
+{
+    struct builder b;
+    char *path = begin_on_slot_0(&b, 2, 4);
+
+    put_bind(&b, 1, 2, 2, 4);
+    put_samples(&b, 0, REGION1_ADDR2, 3);
+    put_samples(&b, 1, REGION1_ADDR2, 5);
+    put_placed(&b, 0, 0, 3);
+    put_placed(&b, 1, 0, 3);
+    put_samples(&b, 0, REGION1_ADDR2, 7);
+    put_samples(&b, 1, REGION1_ADDR2, 9);
+    put_release(&b, 0, 100);
+    put_release(&b, 1, 100);
+    put_bind(&b, 0, 1, 3, 4);               /* 1 back: same guard */
+    put_bind(&b, 1, 2, 1, 4);               /* 2 back: it changed */
+    put_time(&b, 0, 200, 200);
+    put_time(&b, 1, 200, 200);
+    put_stop(&b);
+    struct recording rec = record(&b);
+
+    g_assert_cmpint(exact_at(rec.db, REGION1_ADDR2, 2, 4), ==, 3 + 5);
+    g_assert_cmpint(exact_at(rec.db, REGION1_ADDR2, 3, 4), ==, 7);
+    g_assert_cmpint(query(rec.db, "SELECT count FROM ambiguous_samples WHERE"
+                          " context = 2 AND guard_from = 3 AND"
+                          " guard_to = 1"), ==, 9);
+    g_assert_cmpint(ambiguous_count(rec.db), ==, 9);
+    recording_done(&rec, &b, path);
 }
 
 /*
@@ -1229,6 +1389,12 @@ int main(int argc, char **argv)
     g_test_add_func("/daemon/attribution/two-changes",
                     test_ambiguity_two_changes);
     g_test_add_func("/daemon/attribution/trailing-group", test_trailing_group);
+    g_test_add_func("/daemon/attribution/placed-mid-group",
+                    test_placed_mid_group);
+    g_test_add_func("/daemon/attribution/placed-and-unplaced",
+                    test_placed_and_unplaced);
+    g_test_add_func("/daemon/attribution/placed-trailing",
+                    test_placed_trailing);
     g_test_add_func("/daemon/attribution/pending-then-stop",
                     test_pending_then_stop);
     g_test_add_func("/daemon/attribution/orphans-and-unmapped",

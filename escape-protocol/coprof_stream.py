@@ -32,6 +32,7 @@ __all__ = [
     "CODE_NAMES", "CAUSES", "ERRORS", "Sample", "Record", "Error", "Resync",
     "Stats", "Decoder", "decode", "dump_lines", "check", "encode_record",
     "encode_raw", "encode_sample", "sample_word", "image_hash",
+    "OVERLAY_PLACED",
 ]
 
 # ---- Framing: fixed for every version -------------------------------------
@@ -47,10 +48,10 @@ ADDRESS_ALIGN = 4
 MASK64 = (1 << 64) - 1
 CHECK_MULTIPLIER = 0x9E3779B97F4A7C15
 
-# ---- Version 1.0 -------------------------------------------------------------
+# ---- Version 1.1 -------------------------------------------------------------
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 0
+VERSION_MINOR = 1
 VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
@@ -84,7 +85,8 @@ LAYOUTS = {
               ("size", 64, "dec"), ("hash", 64, "hex16"),
               ("image_offset", 64, "dec"), ("cycle", 64, "dec")),
     OVERLAY: (("slot", 32, "dec"), ("region", 32, "dec"),
-              ("guard", 32, "dec"), ("cycle", 64, "dec")),
+              ("guard", 32, "dec"), ("cycle", 64, "dec"),
+              ("placed", 32, "dec")),
     LOST: (("slot", 32, "dec"), ("cause", 32, "cause"), ("count", 64, "dec"),
            ("cycle", 64, "dec")),
     TIME: (("slot", 32, "dec"), ("cycle", 64, "dec"), ("time_ns", 64, "dec")),
@@ -95,6 +97,18 @@ LAYOUTS = {
     RELEASE: (("slot", 32, "dec"), ("cycle", 64, "dec")),
 }
 MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
+
+# Fields a sound record must have, where a later minor version appended
+# some (the 1.0 form); the others are absent from a decoded record's fields
+# when its writer did not send them.  OVERLAY's placed (1.1) is the flags
+# word: bit 0, OVERLAY_PLACED, says the change sits exactly at this point of
+# the slot's sample sequence.
+MIN_WORDS = {OVERLAY: 4}
+OVERLAY_PLACED = 0x1
+
+
+def min_words(code):
+    return MIN_WORDS.get(code, len(LAYOUTS[code]))
 
 
 # ---- Words and the check ---------------------------------------------------
@@ -180,13 +194,17 @@ def record_words(code, fields):
     """The payload words of a known record, checking every field."""
     if code not in LAYOUTS:
         raise ValueError("code %r is not a known record" % (code,))
-    missing = [n for n, _, _ in LAYOUTS[code] if n not in fields]
-    unknown = set(fields) - {n for n, _, _ in LAYOUTS[code]}
+    layout = LAYOUTS[code]
+    given = min_words(code)
+    while given < len(layout) and layout[given][0] in fields:
+        given += 1
+    missing = [n for n, _, _ in layout[:min_words(code)] if n not in fields]
+    unknown = set(fields) - {n for n, _, _ in layout[:given]}
     if missing or unknown:
         raise ValueError("%s: missing fields %s, unknown fields %s"
                          % (CODE_NAMES[code], missing, sorted(unknown)))
     words = []
-    for name, width, style in LAYOUTS[code]:
+    for name, width, style in layout[:given]:
         value = fields[name]
         if style == "path":
             value = len(fields[name])
@@ -280,7 +298,7 @@ class Record(collections.namedtuple(
             return text
         parts = ["%d %s" % (self.offset, self.name)]
         parts += ["%s=%s" % (n, _field_text(n, style, self.fields[n]))
-                  for n, _, style in LAYOUTS[self.code]]
+                  for n, _, style in LAYOUTS[self.code] if n in self.fields]
         if self.extra:
             parts.append("extra=" + _words_text(self.extra))
         if self.repeat:
@@ -426,14 +444,14 @@ class Decoder:
     def _parse(self, code, words, payload):
         """(fields, extra) of a known record, or the error kind."""
         layout = LAYOUTS[code]
-        if len(words) < len(layout):
+        if len(words) < min_words(code):
             return SHORT_RECORD
         fields = {}
         for (name, width, _), word in zip(layout, words):
             if width == 32 and word > 0xFFFFFFFF:
                 return BAD_FIELD
             fields[name] = word
-        known = len(layout)
+        known = len(fields)
         if code == IMAGE:
             length = fields["path"]
             if not 1 <= length <= MAX_PATH:

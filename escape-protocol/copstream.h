@@ -42,10 +42,10 @@
 #define COPSTREAM_MAX_SLOTS      256u
 #define COPSTREAM_ADDRESS_ALIGN  4u          /* PC fields are address >> 2 */
 
-/* ---- Version 1.0 -------------------------------------------------------- */
+/* ---- Version 1.1 -------------------------------------------------------- */
 
 #define COPSTREAM_VERSION_MAJOR  1u
-#define COPSTREAM_VERSION_MINOR  0u
+#define COPSTREAM_VERSION_MINOR  1u
 #define COPSTREAM_VERSION \
     (COPSTREAM_VERSION_MAJOR << 16 | COPSTREAM_VERSION_MINOR)
 
@@ -61,10 +61,15 @@ enum copstream_code {
     COPSTREAM_CODE_END = 9            /* codes at or above are unknown in 1.0 */
 };
 
-/* Payload words of each record in version 1.0 (IMAGE: plus the path). */
+/*
+ * Payload words of each record in version 1.1 (IMAGE: plus the path).  1.1
+ * appended OVERLAY's flags word; a record in its 1.0 form (without it) is
+ * still sound and reads as flags 0.
+ */
 #define COPSTREAM_START_WORDS    9u
 #define COPSTREAM_CONTEXT_WORDS  11u
-#define COPSTREAM_OVERLAY_WORDS  4u
+#define COPSTREAM_OVERLAY_WORDS  5u
+#define COPSTREAM_OVERLAY_WORDS_1_0 4u
 #define COPSTREAM_LOST_WORDS     4u
 #define COPSTREAM_TIME_WORDS     3u
 #define COPSTREAM_STOP_WORDS     3u
@@ -119,11 +124,20 @@ struct copstream_context {
     uint64_t cycle;               /* slot cycle at the switch */
 };
 
+/*
+ * OVERLAY flags (1.1).  PLACED: the change sits exactly at this point of
+ * the slot's sample sequence (the trace unit saw it between two captures):
+ * every sample of the slot before the record was taken under the previous
+ * guard, every one after it under this one.
+ */
+#define COPSTREAM_OVERLAY_PLACED 0x1u
+
 struct copstream_overlay {
     uint32_t slot;
     uint32_t region;              /* index into _ovly_buf_table, from 0 */
     uint32_t guard;               /* 1-based overlay index loaded; 0: none */
     uint64_t cycle;               /* slot cycle when the guard was read */
+    uint32_t flags;               /* COPSTREAM_OVERLAY_*; 0 in a 1.0 record */
 };
 
 struct copstream_lost {
@@ -158,9 +172,12 @@ struct copstream_release {
 
 /*
  * One record.  The encoder reads code and the matching member of the
- * union.  The decoder fills everything; payload points at the record's
- * payload_words raw little-endian words (known fields first, then any words
- * a later minor version added), valid only during the callback.
+ * union, and payload_words only to write a record in an earlier minor
+ * version's shorter form (a value from that form's length up to below the
+ * current one; anything else, e.g. 0, writes the current form).  The
+ * decoder fills everything; payload points at the record's payload_words
+ * raw little-endian words (known fields first, then any words a later minor
+ * version added), valid only during the callback.
  */
 struct copstream_record {
     uint16_t code;

@@ -204,9 +204,11 @@ static int parse_fields(struct copstream_record *rec, uint32_t slot_limit)
 {
     const struct record_layout *layout = &copstream_layouts[rec->code];
 
-    if (rec->payload_words < layout->words)
+    uint32_t present = layout_fields_present(layout, rec->payload_words);
+
+    if (rec->payload_words < layout->min_words)
         return COPSTREAM_ERR_SHORT_RECORD;
-    for (uint32_t i = 0; i < layout->words; i++) {
+    for (uint32_t i = 0; i < present; i++) {
         uint64_t w = load_word(rec->payload + COPSTREAM_WORD_BYTES * i);
         if (layout->fields[i].width == 4 && w > 0xFFFFFFFFu)
             return COPSTREAM_ERR_BAD_FIELD;

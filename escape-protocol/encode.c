@@ -56,6 +56,7 @@ static const struct field_layout overlay_fields[COPSTREAM_OVERLAY_WORDS] = {
     FIELD(struct copstream_overlay, region, "region", FIELD_DECIMAL),
     FIELD(struct copstream_overlay, guard, "guard", FIELD_DECIMAL),
     FIELD(struct copstream_overlay, cycle, "cycle", FIELD_DECIMAL),
+    FIELD(struct copstream_overlay, flags, "placed", FIELD_DECIMAL),
 };
 
 static const struct field_layout lost_fields[COPSTREAM_LOST_WORDS] = {
@@ -91,14 +92,22 @@ static const struct field_layout release_fields[COPSTREAM_RELEASE_WORDS] = {
 };
 
 const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
-    [COPSTREAM_START]   = { COPSTREAM_START_WORDS, start_fields },
-    [COPSTREAM_CONTEXT] = { COPSTREAM_CONTEXT_WORDS, context_fields },
-    [COPSTREAM_OVERLAY] = { COPSTREAM_OVERLAY_WORDS, overlay_fields },
-    [COPSTREAM_LOST]    = { COPSTREAM_LOST_WORDS, lost_fields },
-    [COPSTREAM_TIME]    = { COPSTREAM_TIME_WORDS, time_fields },
-    [COPSTREAM_STOP]    = { COPSTREAM_STOP_WORDS, stop_fields },
-    [COPSTREAM_IMAGE]   = { COPSTREAM_IMAGE_WORDS, image_fields },
-    [COPSTREAM_RELEASE] = { COPSTREAM_RELEASE_WORDS, release_fields },
+    [COPSTREAM_START]   = { COPSTREAM_START_WORDS, COPSTREAM_START_WORDS,
+                            start_fields },
+    [COPSTREAM_CONTEXT] = { COPSTREAM_CONTEXT_WORDS, COPSTREAM_CONTEXT_WORDS,
+                            context_fields },
+    [COPSTREAM_OVERLAY] = { COPSTREAM_OVERLAY_WORDS,
+                            COPSTREAM_OVERLAY_WORDS_1_0, overlay_fields },
+    [COPSTREAM_LOST]    = { COPSTREAM_LOST_WORDS, COPSTREAM_LOST_WORDS,
+                            lost_fields },
+    [COPSTREAM_TIME]    = { COPSTREAM_TIME_WORDS, COPSTREAM_TIME_WORDS,
+                            time_fields },
+    [COPSTREAM_STOP]    = { COPSTREAM_STOP_WORDS, COPSTREAM_STOP_WORDS,
+                            stop_fields },
+    [COPSTREAM_IMAGE]   = { COPSTREAM_IMAGE_WORDS, COPSTREAM_IMAGE_WORDS,
+                            image_fields },
+    [COPSTREAM_RELEASE] = { COPSTREAM_RELEASE_WORDS, COPSTREAM_RELEASE_WORDS,
+                            release_fields },
 };
 
 uint16_t copstream_check(uint16_t code, uint16_t length,
@@ -173,9 +182,20 @@ int copstream_fields_check(const struct copstream_record *rec,
     }
 }
 
+/* The fixed words rec is written with: its code's, or an earlier form's. */
+static uint32_t fixed_words(const struct copstream_record *rec)
+{
+    const struct record_layout *layout = &copstream_layouts[rec->code];
+
+    if (rec->payload_words >= layout->min_words &&
+        rec->payload_words < layout->words)
+        return rec->payload_words;
+    return layout->words;
+}
+
 static uint32_t record_words(const struct copstream_record *rec)
 {
-    uint32_t words = copstream_layouts[rec->code].words;
+    uint32_t words = fixed_words(rec);
 
     if (rec->code == COPSTREAM_IMAGE)
         words += path_words(rec->u.image.path_length);
@@ -222,12 +242,12 @@ int copstream_encode_record(uint8_t *out, size_t room,
 
     const struct record_layout *layout = &copstream_layouts[rec->code];
     uint8_t *payload = out + 2 * COPSTREAM_WORD_BYTES;
-    for (uint32_t i = 0; i < layout->words; i++)
+    uint32_t fixed = fixed_words(rec);
+    for (uint32_t i = 0; i < fixed; i++)
         store_word(payload + COPSTREAM_WORD_BYTES * i,
                    field_get(&rec->u, &layout->fields[i]));
     if (rec->code == COPSTREAM_IMAGE)
-        put_path(payload + COPSTREAM_WORD_BYTES * layout->words,
-                 &rec->u.image);
+        put_path(payload + COPSTREAM_WORD_BYTES * fixed, &rec->u.image);
     frame(out, rec->code, (uint16_t)record_words(rec));
     return bytes;
 }

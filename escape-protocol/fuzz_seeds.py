@@ -67,6 +67,11 @@ def seeds():
                                            cs.encode_raw(0)] + parts[2:])
     yield "extra", b"".join(parts[:2] + [cs.encode_record(
         "time", slot=0, cycle=1, time_ns=2, extra=[cs.ESCAPE, 5])] + parts[2:])
+    placed = cs.encode_record("overlay", slot=0, region=1, guard=2, cycle=3,
+                              placed=cs.OVERLAY_PLACED)
+    old_form = cs.encode_record("overlay", slot=0, region=1, guard=0, cycle=3)
+    yield "placed", b"".join(parts[:5] + [placed] + parts[5:7] + [old_form] +
+                             parts[7:])
     yield "long-path", cs.encode_record("image", path=b"p" * 4000, **IDENTITY)
 
 

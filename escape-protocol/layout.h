@@ -89,11 +89,23 @@ struct field_layout {
     const char *name;
 };
 
-/* The fixed payload words of a record code (IMAGE adds its path after). */
+/*
+ * The fixed payload words of a record code (IMAGE adds its path after).
+ * min_words: the fields a sound record must have (the 1.0 form); the later
+ * ones read as zero when absent.
+ */
 struct record_layout {
     uint16_t words;
+    uint16_t min_words;
     const struct field_layout *fields;
 };
+
+/* The fields a record of this code and payload length holds. */
+static inline uint32_t layout_fields_present(const struct record_layout *l,
+                                             uint32_t payload_words)
+{
+    return payload_words < l->words ? payload_words : l->words;
+}
 
 /* The value of field f of a union member (struct copstream_start, ...). */
 static inline uint64_t field_get(const void *member,

@@ -107,12 +107,26 @@ static void add_release(GByteArray *s, uint32_t slot, uint64_t cycle)
     add_record(s, &rec);
 }
 
+/* An OVERLAY of version 1.1 with its flags, or (words 4) in 1.0's form. */
+static void add_overlay_words(GByteArray *s, uint32_t slot, uint32_t region,
+                              uint32_t guard, uint32_t flags, uint16_t words)
+{
+    struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
+
+    rec.payload_words = words;
+    rec.u.overlay = (struct copstream_overlay){
+        .slot = slot, .region = region, .guard = guard, .cycle = 200,
+        .flags = flags };
+    add_record(s, &rec);
+}
+
 static void add_overlay(GByteArray *s, uint32_t slot, uint32_t region,
                         uint32_t guard, uint64_t cycle)
 {
     struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
 
-    rec.u.overlay = (struct copstream_overlay){ slot, region, guard, cycle };
+    rec.u.overlay = (struct copstream_overlay){
+        .slot = slot, .region = region, .guard = guard, .cycle = cycle };
     add_record(s, &rec);
 }
 
@@ -302,7 +316,7 @@ static void test_round_trip_every_record(void)
 {
     GByteArray *s = g_byte_array_new();
     static const char *const expected =
-        "0 start version=1.0 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
+        "0 start version=1.1 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
         "clock_hz=1000000000 fifo_depth=1024 ls_size=262144 "
         "poll_interval_ns=512 start_time_ns=1000\n"
         "88 image device=2049 inode=77 size=40960 hash=0x0123456789abcdef "
@@ -310,19 +324,21 @@ static void test_round_trip_every_record(void)
         "152 context slot=5 pid=4000 tid=4006 context_id=9 "
         "object_id=0x55550009 device=2049 inode=77 size=40960 "
         "hash=0x0123456789abcdef image_offset=4096 cycle=123\n"
-        "256 overlay slot=5 region=2 guard=3 cycle=200\n"
-        "304 sample slot=5 address=0x3fffc\n"
-        "312 sample slot=5 address=0x00000\n"
-        "320 lost slot=5 cause=buffer-full count=4 cycle=999\n"
-        "368 lost slot=5 cause=77 count=1 cycle=999\n"
-        "416 time slot=5 cycle=300 time_ns=1234567\n"
-        "456 release slot=5 cycle=400\n"
-        "488 stop time_ns=5000000 samples=2 lost=5\n";
+        "256 overlay slot=5 region=2 guard=3 cycle=200 placed=1\n"
+        "312 overlay slot=5 region=1 guard=0 cycle=200\n"
+        "360 sample slot=5 address=0x3fffc\n"
+        "368 sample slot=5 address=0x00000\n"
+        "376 lost slot=5 cause=buffer-full count=4 cycle=999\n"
+        "424 lost slot=5 cause=77 count=1 cycle=999\n"
+        "472 time slot=5 cycle=300 time_ns=1234567\n"
+        "512 release slot=5 cycle=400\n"
+        "544 stop time_ns=5000000 samples=2 lost=5\n";
 
     add_start(s);
     add_image(s, "/a b\\\n\xff");
     add_context(s, 5, 9, 123);
-    add_overlay(s, 5, 2, 3, 200);
+    add_overlay_words(s, 5, 2, 3, COPSTREAM_OVERLAY_PLACED, 0);
+    add_overlay_words(s, 5, 1, 0, 0, COPSTREAM_OVERLAY_WORDS_1_0);
     add_sample(s, 5, 0x3fffc);
     add_sample(s, 5, 0);
     add_lost(s, 5, COPSTREAM_LOST_BUFFER_FULL, 4);
@@ -563,6 +579,87 @@ static void test_unknown_codes_skipped(void)
                             "words=0x0,0xffffffffffffffff,0xffffffffffffffff\n"));
     g_assert_nonnull(strstr(d.text, " unknown code=0\n"));
     g_free(d.text);
+    g_byte_array_unref(s);
+}
+
+static void expect_kind(GByteArray *s, enum copstream_error_kind kind,
+                        guint64 of_kind, guint64 all);
+
+/* The OVERLAY record a test decoder saw last, and how many it saw. */
+static struct copstream_record last_overlay;
+static int overlays_seen;
+
+static void keep_overlay(void *user, const struct copstream_record *rec)
+{
+    if (rec->code == COPSTREAM_OVERLAY) {
+        last_overlay = *rec;
+        overlays_seen++;
+    }
+}
+
+static void decode_overlays(GByteArray *s)
+{
+    static struct copstream_decoder dec;
+    struct copstream_handler h = { .record = keep_overlay };
+
+    overlays_seen = 0;
+    copstream_decoder_init(&dec, &h);
+    copstream_decoder_feed(&dec, s->data, s->len);
+    copstream_decoder_finish(&dec);
+    g_assert_cmpuint(dec.stats.errors, ==, 0);
+}
+
+/*
+ * OVERLAY of 1.1: the flags word round-trips; a 1.0 OVERLAY (4 words) reads
+ * as flags 0; words a later version appends after flags are ignored, as a
+ * 1.0 reader ignores the flags word itself (the extra-words rule); 3 words
+ * are short.
+ */
+static void test_overlay_flags(void)
+{
+    GByteArray *s = g_byte_array_new();
+    uint64_t longer[7] = { 0, 1, 2, 50, COPSTREAM_OVERLAY_PLACED, 9, 9 };
+    uint8_t out[128];
+
+    add_start(s);
+    add_context(s, 0, 1, 0);
+    add_overlay_words(s, 0, 4, 7, COPSTREAM_OVERLAY_PLACED, 0);
+    add_stop(s, 0, 0);
+    decode_overlays(s);
+    g_assert_cmpint(overlays_seen, ==, 1);
+    g_assert_cmpuint(last_overlay.payload_words, ==, 5);
+    g_assert_cmpuint(last_overlay.u.overlay.region, ==, 4);
+    g_assert_cmpuint(last_overlay.u.overlay.guard, ==, 7);
+    g_assert_cmphex(last_overlay.u.overlay.flags, ==,
+                    COPSTREAM_OVERLAY_PLACED);
+
+    g_byte_array_set_size(s, 0);
+    add_start(s);
+    add_context(s, 0, 1, 0);
+    add_overlay_words(s, 0, 4, 7, COPSTREAM_OVERLAY_PLACED,
+                      COPSTREAM_OVERLAY_WORDS_1_0);
+    add_raw(s, COPSTREAM_OVERLAY, longer, 7);
+    add_stop(s, 0, 0);
+    decode_overlays(s);
+    g_assert_cmpint(overlays_seen, ==, 2);
+    g_assert_cmpuint(last_overlay.payload_words, ==, 7);
+    g_assert_cmpuint(last_overlay.u.overlay.guard, ==, 2);
+    g_assert_cmphex(last_overlay.u.overlay.flags, ==,
+                    COPSTREAM_OVERLAY_PLACED);
+
+    /* The 1.0 form is 48 bytes, the flags word is 0 in it. */
+    struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
+    rec.u.overlay.flags = COPSTREAM_OVERLAY_PLACED;
+    g_assert_cmpint(copstream_record_bytes(&rec), ==, 56);
+    rec.payload_words = COPSTREAM_OVERLAY_WORDS_1_0;
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==, 48);
+
+    g_byte_array_set_size(s, 0);
+    add_start(s);
+    add_context(s, 0, 1, 0);
+    add_raw(s, COPSTREAM_OVERLAY, longer, 3);
+    add_stop(s, 0, 0);
+    expect_kind(s, COPSTREAM_ERR_SHORT_RECORD, 1, 1);
     g_byte_array_unref(s);
 }
 
@@ -882,6 +979,7 @@ int main(int argc, char **argv)
                     test_round_trip_every_record);
     g_test_add_func("/copstream/round-trip-values", test_round_trip_values);
     g_test_add_func("/copstream/encoder-errors", test_encoder_errors);
+    g_test_add_func("/copstream/overlay-flags", test_overlay_flags);
     g_test_add_func("/copstream/sample-words", test_sample_words);
     g_test_add_func("/copstream/idempotent-start", test_idempotent_start);
     g_test_add_func("/copstream/unknown-codes-skipped",

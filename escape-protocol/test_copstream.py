@@ -44,24 +44,58 @@ def test_every_record_round_trips():
         ("context", dict(fuzz_seeds.IDENTITY, slot=3, pid=2**32 - 1, tid=1,
                          context_id=2**64 - 1, object_id=0x7fff0000,
                          image_offset=4096, cycle=12)),
-        ("overlay", dict(slot=3, region=1, guard=2, cycle=13)),
+        ("overlay", dict(slot=3, region=1, guard=2, cycle=13, placed=1)),
+        ("overlay", dict(slot=3, region=0, guard=0, cycle=13)),
         ("lost", dict(slot=3, cause=2, count=5, cycle=14)),
         ("time", dict(slot=3, cycle=15, time_ns=16)),
         ("release", dict(slot=3, cycle=17)),
         ("stop", dict(time_ns=18, samples=1, lost=5)),
     ]
     data = b"".join(cs.encode_record(name, **fields) for name, fields
-                    in records[:4])
+                    in records[:5])
     data += cs.encode_sample(3, 0x3FFFC)
     data += b"".join(cs.encode_record(name, **fields) for name, fields
-                     in records[4:])
+                     in records[5:])
     events, stats = cs.decode(data)
     assert stats.errors == 0
     decoded = [e for e in events if isinstance(e, cs.Record)]
     assert [(r.name, r.fields) for r in decoded] == records
     assert [e for e in events if isinstance(e, cs.Sample)] == \
-        [cs.Sample(events[4].offset, 3, 0x3FFFC)]
+        [cs.Sample(events[5].offset, 3, 0x3FFFC)]
     assert 8 * stats.samples + stats.record_bytes == len(data)
+
+
+def test_a_1_0_reader_takes_the_flags_word_as_extra(monkeypatch):
+    """A reader that knows OVERLAY's 4 words of 1.0 (the layout without
+    placed) reads a 1.1 OVERLAY whole, the flags word as an extra word."""
+    monkeypatch.setitem(cs.LAYOUTS, cs.OVERLAY, cs.LAYOUTS[cs.OVERLAY][:4])
+    data = cs.encode_raw(cs.OVERLAY, [0, 2, 3, 4, cs.OVERLAY_PLACED])
+    events, stats = cs.decode(data)
+    (record,) = [e for e in events if isinstance(e, cs.Record)]
+    assert stats.errors_by_kind[cs.SHORT_RECORD] == 0
+    assert record.fields == dict(slot=0, region=2, guard=3, cycle=4)
+    assert record.extra == (cs.OVERLAY_PLACED,)
+
+
+def test_overlay_of_1_1_and_of_1_0():
+    """1.1's OVERLAY has the flags word (dump: placed=); the 1.0 form
+    without it reads without the field; a later version's words after it
+    are extra; fewer than 4 words are short."""
+    placed = cs.encode_record("overlay", slot=0, region=2, guard=3, cycle=4,
+                              placed=cs.OVERLAY_PLACED)
+    old = cs.encode_record("overlay", slot=0, region=2, guard=3, cycle=4)
+    later = cs.encode_record("overlay", slot=0, region=2, guard=3, cycle=4,
+                             placed=1, extra=[7])
+    short = cs.encode_raw(cs.OVERLAY, [0, 2, 3])
+    assert len(placed) == 16 + 5 * 8 and len(old) == 16 + 4 * 8
+    records = [e for e in cs.decode(placed + old + later + short)[0]
+               if isinstance(e, cs.Record) or
+               isinstance(e, cs.Error) and e.name == "short-record"]
+    assert [str(r).split(" ", 1)[1] for r in records] == [
+        "overlay slot=0 region=2 guard=3 cycle=4 placed=1",
+        "overlay slot=0 region=2 guard=3 cycle=4",
+        "overlay slot=0 region=2 guard=3 cycle=4 placed=1 extra=0x7",
+        "error short-record code=3"]
 
 
 def test_encoder_refuses_bad_fields():
@@ -177,6 +211,10 @@ def test_c_encoder_writes_what_python_writes(coprof_bin, tmp_path):
                                  cs.encode_raw(0),
                                  cs.encode_record("time", slot=0, cycle=1,
                                                   time_ns=2, extra=[7, 8]),
+                                 cs.encode_record("overlay", slot=0, region=1,
+                                                  guard=2, cycle=3, placed=1),
+                                 cs.encode_record("overlay", slot=0, region=1,
+                                                  guard=2, cycle=3),
                                  parts[0]] + parts[2:])
     text = "\n".join(cs.dump_lines(data)) + "\n"
     result = run(coprof_bin, "encode", stdin=text.encode())

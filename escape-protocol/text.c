@@ -85,7 +85,8 @@ static void write_field(FILE *out, const struct copstream_record *rec,
 /* The payload words the known fields of rec take. */
 static uint32_t known_words(const struct copstream_record *rec)
 {
-    uint32_t words = copstream_layouts[rec->code].words;
+    uint32_t words = layout_fields_present(&copstream_layouts[rec->code],
+                                           rec->payload_words);
 
     if (rec->code == COPSTREAM_IMAGE)
         words += path_words(rec->u.image.path_length);
@@ -106,7 +107,8 @@ void copstream_text_record(FILE *out, const struct copstream_record *rec)
     }
     fputs(name, out);
     const struct record_layout *layout = &copstream_layouts[rec->code];
-    for (uint32_t i = 0; i < layout->words; i++)
+    uint32_t present = layout_fields_present(layout, rec->payload_words);
+    for (uint32_t i = 0; i < present; i++)
         write_field(out, rec, &layout->fields[i]);
     if (rec->payload_words > known_words(rec))
         write_words(out, "extra", rec->payload, known_words(rec),
@@ -337,6 +339,21 @@ static long append_extra(struct reader *r, uint8_t *out, size_t room,
                                 known + extra_count);
 }
 
+/*
+ * How many fixed fields a text record gave: all of them, or the earlier
+ * form's when a field a later minor version added is absent (a 1.0 OVERLAY
+ * without placed=), so that a dump re-encodes byte for byte.
+ */
+static uint32_t fields_given(const struct record_layout *layout,
+                             const uint8_t *seen)
+{
+    uint32_t n = layout->min_words;
+
+    while (n < layout->words && seen[n])
+        n++;
+    return n;
+}
+
 static long encode_record(struct reader *r, uint16_t code, uint8_t *out,
                           size_t room)
 {
@@ -370,9 +387,10 @@ static long encode_record(struct reader *r, uint16_t code, uint8_t *out,
         seen[f - layout->fields] = 1;
     }
     for (uint32_t i = 0; i < layout->words; i++)
-        if (!seen[i])
+        if (!seen[i] && i < layout->min_words)
             return fail(r, "%s needs the field %s", name,
                         layout->fields[i].name);
+    rec.payload_words = (uint16_t)fields_given(layout, seen);
 
     long bytes = copstream_encode_record(out, room, &rec);
     if (bytes == COPSTREAM_INVALID)

@@ -82,6 +82,8 @@ struct copdrv_control_stats {
 	uint64_t guard_errors;
 	uint64_t poll_ns;
 	uint64_t poll_cpu_ns;
+	uint64_t overlays_placed;	/* placed OVERLAY records written */
+	uint64_t overlay_events_lost;	/* overlay events the unit dropped */
 };
 
 #endif /* COPROF_COPDRV_CONTROL_H */

@@ -96,6 +96,8 @@ struct copdrv_stats {
 	u64 buffer_high_water;
 	u64 fifo_errors;	/* drains refused: FIFO pointers corrupt */
 	u64 guard_errors;	/* guard words that could not be read */
+	u64 overlays_placed;	/* placed OVERLAY records written */
+	u64 overlay_events_lost;	/* events the trace unit dropped */
 	u64 poll_ns;		/* wall time spent in polls */
 };
 

@@ -442,6 +442,8 @@ static int reply_stats(struct copsim_driver *d, int sock)
 	reply.guard_errors = s.guard_errors;
 	reply.poll_ns = s.poll_ns;
 	reply.poll_cpu_ns = cpu;
+	reply.overlays_placed = s.overlays_placed;
+	reply.overlay_events_lost = s.overlay_events_lost;
 	return copsim_send(sock, &reply.header, NULL, 0) < 0 ? -1 : 0;
 }
 

@@ -11,11 +11,29 @@
  * and for lost counts (they add up until a LOST record fits).
  *
  * A poll group.  poll_slot() drains the slot's FIFO into a scratch array,
- * reads the slot's cycle counter and the context's guard words after the
- * drain, and only then writes, in the order escape-protocol/README.md §3
- * prescribes: the samples, the changed guard words, the LOST records, one
- * TIME record.  The samples leave room for the rest of their group, so a
- * full buffer costs samples, never the records that explain them.
+ * then the slot's overlay events, reads the slot's cycle counter and the
+ * context's guard words after the drain, and only then writes, in the
+ * order escape-protocol/README.md §3 prescribes: the samples with a placed
+ * OVERLAY at each event's FIFO position, the guard words the poll read
+ * found changed, the LOST records, one TIME record.  The samples leave
+ * room for the rest of their group, so a full buffer costs samples, never
+ * the records that explain them.
+ *
+ * Overlay watch.  When the trace unit watches the bound context's guard
+ * words (its register-file context block has guard_count > 0), every
+ * change reaches the driver as an event placed in the FIFO sequence, and
+ * the poll read is not reported: a change it sees is placed at the trace
+ * unit's next capture, which may come after captures the next drain takes.
+ * Two exceptions: at a context switch the emulator is stopped, so a change
+ * the final read sees came after the last capture and is written placed
+ * after the last sample; and when the trace unit dropped events (its
+ * event_overflow advanced), the poll read is reported unplaced as without
+ * the watch.  A placed OVERLAY that does not fit waits, and the slot's
+ * samples after it are lost (buffer-full) until it is written: then it
+ * still precedes every later sample of the slot.  Meanwhile the changes
+ * of each region coalesce into the latest (no sample lies between them),
+ * so the events are always drained whole and a full buffer never makes
+ * the trace unit drop events.
  *
  * Conservation.  At start the driver loads every slot's LFSR, takes the
  * counters as the baseline and discards what was queued before.  From then
@@ -62,6 +80,12 @@ struct copdrv_slot {
 	u64 overflow_seen;	/* overflow_count already counted */
 	u64 outside_seen;	/* outside_count already counted */
 	u64 pending[COPSTREAM_LOST_CAUSE_END];	/* lost, not yet reported */
+	u32 watched;		/* the trace unit watches the guard words */
+	u32 event_overflow_seen;	/* event_overflow already counted */
+	u32 n_events;		/* drained into copdrv.events this group */
+	u64 *stalled;		/* placed changes that wait for room, by
+				 * region; GUARD_UNKNOWN: none */
+	u32 n_stalled;		/* regions with one */
 };
 
 struct copdrv {
@@ -70,6 +94,9 @@ struct copdrv {
 	u32 n_slots;
 	u32 fifo_depth;
 	u32 ls_size;
+	u8 *contexts;		/* context blocks, 0 if they do not fit */
+	u32 n_contexts;
+	u32 context_stride;
 
 	struct copdrv_params params;
 	u32 running;
@@ -83,6 +110,7 @@ struct copdrv {
 
 	struct copdrv_buffer buffer;
 	u16 *fields;		/* drain scratch, fifo_depth entries */
+	struct trace_ovl_event events[TRACE_EVENT_DEPTH];	/* the same */
 	u32 *guard_words;	/* guard read scratch, COPDRV_MAX_REGIONS */
 	u8 scratch[COPSTREAM_MAX_RECORD_BYTES];
 	struct copdrv_stats stats;
@@ -108,6 +136,37 @@ static int geometry_fits(const struct trace_regs_header *h, u64 size)
 	return h->slots_offset >= sizeof(*h) && slots_end <= size;
 }
 
+/* The context blocks, when the header places them inside the file. */
+static void find_contexts(struct copdrv *drv,
+			  const struct trace_regs_header *h, u64 size)
+{
+	u64 end = h->contexts_offset + (u64)h->n_contexts * h->context_stride;
+
+	if (h->n_contexts < 1 || h->n_contexts > TRACE_MAX_CONTEXTS ||
+	    h->context_stride < sizeof(struct trace_regs_context) ||
+	    h->contexts_offset < sizeof(*h) || end > size)
+		return;
+	drv->contexts = drv->regs + h->contexts_offset;
+	drv->n_contexts = h->n_contexts;
+	drv->context_stride = h->context_stride;
+}
+
+/*
+ * Whether the trace unit watches the guard words of the context the
+ * register file binds to the slot (its guard_count).
+ */
+static u32 slot_watched(const struct copdrv *drv, const struct copdrv_slot *s)
+{
+	u32 index = __atomic_load_n(&s->regs->bound_context, __ATOMIC_ACQUIRE);
+	const struct trace_regs_context *c;
+
+	if (!drv->contexts || index >= drv->n_contexts)
+		return 0;
+	c = (const struct trace_regs_context *)
+		(drv->contexts + (u64)index * drv->context_stride);
+	return __atomic_load_n(&c->guard_count, __ATOMIC_ACQUIRE) > 0;
+}
+
 static u64 slot_cycles(const struct copdrv_slot *s)
 {
 	return __atomic_load_n(&s->regs->cycles, __ATOMIC_ACQUIRE);
@@ -123,6 +182,25 @@ static void slot_load(struct copdrv_slot *s, u32 value)
 	trace_slot_write_lfsr(s->regs, slot_cycles(s), value);
 }
 
+/*
+ * Overlay events queued so far are dropped (they describe captures the
+ * stream will not hold; the first read or the CONTEXT that follows tells
+ * the state) and event_overflow becomes the baseline.
+ */
+static void discard_events(struct copdrv *drv, struct copdrv_slot *s)
+{
+	u32 i;
+
+	trace_slot_drain_events(s->regs, drv->fifo_depth, drv->events,
+				TRACE_EVENT_DEPTH);
+	s->n_events = 0;
+	for (i = 0; i < s->guards_capacity; i++)
+		s->stalled[i] = GUARD_UNKNOWN;
+	s->n_stalled = 0;
+	s->event_overflow_seen = __atomic_load_n(&s->regs->event_overflow,
+						 __ATOMIC_ACQUIRE);
+}
+
 /* The counters as of now become the baseline; queued entries are dropped. */
 static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
 {
@@ -134,6 +212,7 @@ static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
 					  __ATOMIC_ACQUIRE);
 	trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
 			 drv->fifo_depth);
+	discard_events(drv, s);
 	for (cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
 		s->pending[cause] = 0;
 }
@@ -232,15 +311,20 @@ static int emit_release(struct copdrv *drv, const struct copdrv_slot *s)
 }
 
 static int emit_overlay(struct copdrv *drv, const struct copdrv_slot *s,
-			u32 region, u32 guard, u64 cycle)
+			u32 region, u32 guard, u64 cycle, u32 flags)
 {
 	struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
+	int err;
 
 	rec.u.overlay.slot = s->index;
 	rec.u.overlay.region = region;
 	rec.u.overlay.guard = guard;
 	rec.u.overlay.cycle = cycle;
-	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, TIME_BYTES);
+	rec.u.overlay.flags = flags;
+	err = emit(drv, &rec, COPDRV_BUFFER_NORMAL, TIME_BYTES);
+	if (!err && (flags & COPSTREAM_OVERLAY_PLACED))
+		drv->stats.overlays_placed++;
+	return err;
 }
 
 static void emit_time(struct copdrv *drv, const struct copdrv_slot *s,
@@ -318,9 +402,12 @@ static u32 read_guards(struct copdrv *drv, struct copdrv_slot *s)
 	return changed;
 }
 
-/* Writes the changes read_guards() found; one that does not fit waits. */
+/*
+ * Writes the changes read_guards() found, with `flags`; one that does not
+ * fit waits.
+ */
 static void emit_guard_changes(struct copdrv *drv, struct copdrv_slot *s,
-			       u64 cycle)
+			       u64 cycle, u32 flags)
 {
 	u32 i;
 
@@ -329,10 +416,148 @@ static void emit_guard_changes(struct copdrv *drv, struct copdrv_slot *s,
 
 		if (s->guards[i] == guard)
 			continue;
-		if (emit_overlay(drv, s, i, guard, cycle))
+		if (emit_overlay(drv, s, i, guard, cycle, flags))
 			return;
 		s->guards[i] = guard;
 	}
+}
+
+/* ---- Overlay events ----------------------------------------------------- */
+
+/*
+ * Drains the slot's queued overlay events into drv->events.  Returns 1
+ * when the trace unit dropped events since the last look (or its ring is
+ * corrupt): changes then went unplaced.
+ */
+static int drain_events(struct copdrv *drv, struct copdrv_slot *s)
+{
+	u32 overflow;
+	int got;
+
+	s->n_events = 0;
+	got = trace_slot_drain_events(s->regs, drv->fifo_depth, drv->events,
+				      TRACE_EVENT_DEPTH);
+	if (got < 0) {
+		drv->stats.fifo_errors++;
+		return 1;
+	}
+	s->n_events = (u32)got;
+	overflow = __atomic_load_n(&s->regs->event_overflow, __ATOMIC_ACQUIRE);
+	if (overflow == s->event_overflow_seen)
+		return 0;
+	drv->stats.overlay_events_lost += overflow - s->event_overflow_seen;
+	s->event_overflow_seen = overflow;
+	return 1;
+}
+
+/*
+ * Where an event falls among the `drained` entries that began at FIFO
+ * position `tail`: before entry number n, or at the end for an event at or
+ * past the drained end.  An event of a position drained earlier (there is
+ * none from the trace unit) goes before all of them.
+ */
+static u64 event_index(const struct trace_ovl_event *e, u32 tail, u64 drained)
+{
+	s32 at = (s32)(e->fifo_pos - tail);
+
+	if (at < 0)
+		return 0;
+	return (u64)at < drained ? (u64)at : drained;
+}
+
+/* Writes a placed OVERLAY of the region, unless it changes nothing. */
+static int emit_placed(struct copdrv *drv, struct copdrv_slot *s, u32 region,
+		       u32 guard, u64 cycle)
+{
+	if (s->guards[region] == guard)
+		return 0;
+	if (emit_overlay(drv, s, region, guard, cycle,
+			 COPSTREAM_OVERLAY_PLACED))
+		return -ENOSPC;
+	s->guards[region] = guard;
+	return 0;
+}
+
+/* A placed change waits for room; a later one of its region replaces it. */
+static void stall(struct copdrv_slot *s, u32 region, u32 guard)
+{
+	if (s->stalled[region] == GUARD_UNKNOWN)
+		s->n_stalled++;
+	s->stalled[region] = guard;
+}
+
+/*
+ * Writes the changes that waited for room, before any sample of the group.
+ * Returns -ENOSPC while one still does not fit.
+ */
+static int emit_stalled(struct copdrv *drv, struct copdrv_slot *s, u64 cycle)
+{
+	u32 region;
+
+	for (region = 0; s->n_stalled && region < s->ctx.regions; region++) {
+		if (s->stalled[region] == GUARD_UNKNOWN)
+			continue;
+		if (emit_placed(drv, s, region, (u32)s->stalled[region],
+				cycle))
+			return -ENOSPC;
+		s->stalled[region] = GUARD_UNKNOWN;
+		s->n_stalled--;
+	}
+	return 0;
+}
+
+/* Writes drained entries [from, to) as samples; returns how many fitted. */
+static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
+		       u64 to, u64 keep)
+{
+	u64 written;
+
+	if (to <= from)
+		return 0;
+	written = copdrv_buffer_put_samples(&drv->buffer, s->index,
+					    drv->fields + from, to - from,
+					    keep);
+	drv->stats.samples += written;
+	return written;
+}
+
+/*
+ * Writes the drained samples (from FIFO position `tail`) with a placed
+ * OVERLAY at the position of every drained event, after the changes that
+ * waited for room, keeping `keep` bytes for the rest of the group and room
+ * for the OVERLAYs still to come.  When an OVERLAY does not fit, it and
+ * the changes after it wait (stall()), and the samples after it are not
+ * written (the caller counts them lost).  Returns the samples written.
+ */
+static u64 put_samples_placed(struct copdrv *drv, struct copdrv_slot *s,
+			      u32 tail, u64 drained, u64 cycle, u64 keep)
+{
+	u64 done = 0, written = 0, at;
+	int stalled = emit_stalled(drv, s, cycle) != 0;
+	u32 i;
+
+	for (i = 0; i < s->n_events; i++) {
+		const struct trace_ovl_event *e = &drv->events[i];
+
+		if (e->region >= s->ctx.regions)
+			continue;
+		if (!stalled) {
+			at = event_index(e, tail, drained);
+			if (at > done) {
+				written += put_samples(drv, s, done, at, keep +
+					(u64)(s->n_events - i) * OVERLAY_BYTES);
+				done = at;
+			}
+			stalled = emit_placed(drv, s, e->region, e->guard,
+					      cycle) != 0;
+		}
+		if (stalled)
+			stall(s, e->region, e->guard);
+	}
+	s->n_events = 0;
+	if (!stalled)
+		written += put_samples(drv, s, done, drained, keep);
+	return written;
 }
 
 /* ---- Slots -------------------------------------------------------------- */
@@ -364,7 +589,7 @@ static int announce(struct copdrv *drv, struct copdrv_slot *s)
 	for (region = 0; region < s->ctx.regions; region++)
 		s->guards[region] = GUARD_UNKNOWN;
 	if (read_guards(drv, s))
-		emit_guard_changes(drv, s, s->switch_cycle);
+		emit_guard_changes(drv, s, s->switch_cycle, 0);
 	return 0;
 }
 
@@ -382,36 +607,77 @@ static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 }
 
 /*
+ * How the guard words the poll read found changed are reported: not at
+ * all while the trace unit places every change (unless it dropped some),
+ * placed at a context switch (the emulator is stopped: the change came
+ * after its last capture), else unplaced.  Returns -1 for not at all, or
+ * the OVERLAY flags.
+ */
+static int read_flags(const struct copdrv_slot *s, int events_lost,
+		      int final)
+{
+	if (!s->watched || events_lost)
+		return 0;
+	return final ? (int)COPSTREAM_OVERLAY_PLACED : -1;
+}
+
+/*
+ * The group of a bound, announced slot: the samples with the placed
+ * OVERLAYs among them, then the changes of the poll read.  Returns the
+ * samples written.
+ */
+static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
+			   u32 tail, u64 drained, u64 cycle, int events_lost,
+			   int final)
+{
+	int flags = read_flags(s, events_lost, final);
+	u64 changed = read_guards(drv, s), keep, written;
+
+	/* put_samples_placed() keeps the room of the placed OVERLAYs. */
+	if (flags < 0)
+		changed = 0;
+	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES + TIME_BYTES;
+	written = put_samples_placed(drv, s, tail, drained, cycle, keep);
+	/* Placed changes still waiting come first: the read must follow. */
+	if (flags >= 0 && !s->n_stalled)
+		emit_guard_changes(drv, s, cycle, (u32)flags);
+	return written;
+}
+
+/*
  * One poll group of one slot (see the top of the file).  Drained samples
  * go out only under an announced context.  While the slot's CONTEXT (or
  * RELEASE) waits for room they are counted lost, buffer-full, and the
  * group says nothing more, so that no record of the slot precedes its
  * switch record with a later cycle.  On an idle slot they are counted
- * lost, no-context.
+ * lost, no-context.  final: a hook's drain, the emulator stopped.
  */
-static void poll_slot(struct copdrv *drv, struct copdrv_slot *s)
+static void poll_slot(struct copdrv *drv, struct copdrv_slot *s, int final)
 {
-	u64 drained, written = 0, cycle, time_ns, keep;
+	u64 drained, written = 0, cycle, time_ns;
+	u32 tail = __atomic_load_n(&s->regs->fifo_tail, __ATOMIC_RELAXED);
+	int events_lost;
 
 	announce(drv, s);
 	drained = drain_slot(drv, s);
+	events_lost = drain_events(drv, s);
 	cycle = slot_cycles(s);
 	time_ns = copdrv_os_now_ns(drv->os);
 	count_hardware_losses(s);
 
+	if (!s->announced || !s->bound)
+		discard_events(drv, s);
 	if (!s->announced) {
 		s->pending[s->bound ? COPSTREAM_LOST_BUFFER_FULL :
 			   COPSTREAM_LOST_NO_CONTEXT] += drained;
 		return;
 	}
 	if (s->bound) {
-		keep = read_guards(drv, s) * OVERLAY_BYTES +
-		       LOST_CAUSES * LOST_BYTES + TIME_BYTES;
-		written = copdrv_buffer_put_samples(&drv->buffer, s->index,
-						    drv->fields, drained, keep);
-		drv->stats.samples += written;
+		if (!final)
+			s->watched = slot_watched(drv, s);
+		written = put_bound_group(drv, s, tail, drained, cycle,
+					  events_lost, final);
 		s->pending[COPSTREAM_LOST_BUFFER_FULL] += drained - written;
-		emit_guard_changes(drv, s, cycle);
 	} else {
 		s->pending[COPSTREAM_LOST_NO_CONTEXT] += drained;
 	}
@@ -426,7 +692,7 @@ static void poll_all(struct copdrv *drv)
 	u32 i;
 
 	for (i = 0; i < drv->n_slots; i++)
-		poll_slot(drv, &drv->slots[i]);
+		poll_slot(drv, &drv->slots[i], 0);
 	drv->stats.polls++;
 	drv->stats.poll_ns += copdrv_os_now_ns(drv->os) - begin;
 }
@@ -525,6 +791,8 @@ static void switch_slot(struct copdrv *drv, struct copdrv_slot *s, u32 bound)
 	s->bound = bound;
 	s->announced = !drv->running;
 	s->switch_cycle = slot_cycles(s);
+	s->watched = bound ? slot_watched(drv, s) : 0;
+	discard_events(drv, s);
 	if (drv->running)
 		announce(drv, s);
 }
@@ -552,16 +820,26 @@ static int context_valid(const struct copdrv *drv,
 static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
 			  u32 regions)
 {
-	u64 *guards;
+	u64 *guards, *stalled;
+	u32 i;
 
 	if (regions <= s->guards_capacity)
 		return 0;
 	guards = copdrv_os_alloc(drv->os, regions * sizeof(*guards));
-	if (!guards)
+	stalled = copdrv_os_alloc(drv->os, regions * sizeof(*stalled));
+	if (!guards || !stalled) {
+		copdrv_os_free(drv->os, guards);
+		copdrv_os_free(drv->os, stalled);
 		return -ENOMEM;
+	}
+	for (i = 0; i < regions; i++)
+		stalled[i] = GUARD_UNKNOWN;
 	copdrv_os_free(drv->os, s->guards);
+	copdrv_os_free(drv->os, s->stalled);
 	s->guards = guards;
+	s->stalled = stalled;
 	s->guards_capacity = regions;
+	s->n_stalled = 0;
 	return 0;
 }
 
@@ -581,7 +859,7 @@ int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 	copdrv_os_lock(drv->os);
 	s = &drv->slots[ctx->slot];
 	if (drv->running)
-		poll_slot(drv, s);
+		poll_slot(drv, s, 1);
 	if (context_valid(drv, ctx)) {
 		image = find_image(drv, ctx);
 		err = image < 0 ? image : reserve_guards(drv, s, ctx->regions);
@@ -610,7 +888,7 @@ void copdrv_unbind(struct copdrv *drv, u32 slot)
 	s = &drv->slots[slot];
 	if (s->bound) {
 		if (drv->running)
-			poll_slot(drv, s);
+			poll_slot(drv, s, 1);
 		switch_slot(drv, s, 0);
 	}
 	unlock_and_wake(drv);
@@ -768,6 +1046,7 @@ struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
 	drv->n_slots = header->n_slots;
 	drv->fifo_depth = header->fifo_depth;
 	drv->ls_size = header->ls_size;
+	find_contexts(drv, header, regs_size);
 	for (i = 0; i < drv->n_slots; i++) {
 		drv->slots[i].index = i;
 		drv->slots[i].announced = 1;
@@ -789,8 +1068,10 @@ void copdrv_destroy(struct copdrv *drv)
 
 	if (drv->running)
 		copdrv_stop(drv);
-	for (i = 0; i < drv->n_slots; i++)
+	for (i = 0; i < drv->n_slots; i++) {
 		copdrv_os_free(drv->os, drv->slots[i].guards);
+		copdrv_os_free(drv->os, drv->slots[i].stalled);
+	}
 	for (i = 0; i < drv->n_images; i++)
 		copdrv_os_free(drv->os, drv->images[i].path);
 	copdrv_os_free(drv->os, drv->images);

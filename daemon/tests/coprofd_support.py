@@ -6,10 +6,14 @@ copovl (the overlay library, tested on its own) where an LS address lies
 under a guard state.  Simulation plays a random run the way the driver
 sees it -- samples and overlay swaps happen at true moments; the driver
 drains at polls and context switches and reads guard words only after its
-poll drains -- and keeps the true guard state of every sample.  Its model()
-predicts, from the rules in daemon/README.md written out again here, which
-samples coprofd must store exact, ambiguous or unmapped, and checks on the
-way that the rules never call a sample exact whose true place differs.
+poll drains -- and keeps the true guard state of every sample.  Contexts
+may have the trace unit's overlay watch on: their swaps reach the driver
+as events placed before the next capture, written as placed OVERLAY
+records among the samples, and their poll reads are not reported (the
+unbind's read is, placed).  Model predicts, from the rules in
+daemon/README.md written out again here, which samples coprofd must store
+exact, ambiguous or unmapped, and checks on the way that the rules never
+call a sample exact whose true place differs.
 """
 
 import collections
@@ -63,9 +67,13 @@ class Writer:
                     context_id=context_id, object_id=0x5000, image_offset=0,
                     cycle=cycle, **ident)
 
-    def overlay(self, slot, region, guard, cycle=0):
-        self.record("overlay", slot=slot, region=region, guard=guard,
-                    cycle=cycle)
+    def overlay(self, slot, region, guard, cycle=0, placed=False):
+        if placed:
+            self.record("overlay", slot=slot, region=region, guard=guard,
+                        cycle=cycle, placed=cs.OVERLAY_PLACED)
+        else:
+            self.record("overlay", slot=slot, region=region, guard=guard,
+                        cycle=cycle)
 
     def sample(self, slot, address, count=1):
         self.parts.append(cs.encode_sample(slot, address) * count)
@@ -206,10 +214,13 @@ def image_info(copovl, path):
 
 
 Sample = collections.namedtuple("Sample", "context address guards")
+# The trace unit's overlay event: pushed before the capture that follows a
+# guard change, in the FIFO's order.
+Event = collections.namedtuple("Event", "region guard")
 
 
 class Context:
-    def __init__(self, number, image):
+    def __init__(self, number, image, watched=False):
         self.number = number            # the stream's context id
         self.image = image.path
         self.info = image
@@ -218,6 +229,8 @@ class Context:
         self.slot = None
         self.swapped = set()            # regions swapped since the last read
         self.reported = []
+        self.watched = watched          # the trace unit watches its guards
+        self.captured = list(self.guards)   # guards at its last capture
 
 
 class Simulation:
@@ -225,17 +238,24 @@ class Simulation:
     swaps, all with the truth kept.  Produces the stream (writer) and the
     script of what the driver drained when (events), for model()."""
 
-    def __init__(self, seed, images, slots=3, contexts=5, steps=120):
-        """images: ImageInfo objects, used by the contexts in turn."""
+    def __init__(self, seed, images, slots=3, contexts=5, steps=120,
+                 watch="none"):
+        """images: ImageInfo objects, used by the contexts in turn.
+        watch: which contexts the trace unit's overlay watch covers:
+        "none", "half" (numbers 1, 2, 5, 6, ...: of every image, with two
+        images) or "all"."""
         self.rng = random.Random(seed)
         self.writer = Writer()
         self.events = []
         self.slots = [None] * slots
         self.fifo = [[] for _ in range(slots)]
         self.cycle = 0
+        self.placed = 0
         self.contexts = []
         for n in range(contexts):
-            self.contexts.append(Context(n + 1, images[n % len(images)]))
+            watched = watch == "all" or (watch == "half" and n // 2 % 2 == 0)
+            self.contexts.append(Context(n + 1, images[n % len(images)],
+                                         watched))
         self.idents = {image.path: identity(image.path) for image in images}
         self.writer.start(slots)
         for image in images:
@@ -249,38 +269,84 @@ class Simulation:
         """n random moments of the slot's context: samples and overlay
         swaps.  A region swaps at most once between two guard reads: a swap
         and its undoing between reads is invisible to any driver that only
-        reads guard words (daemon/README.md, limits)."""
+        reads guard words (daemon/README.md, limits).
+        A watched context may swap freely: the trace unit compares the
+        guards at each capture, and a swap undone before the next capture
+        has no sample under it."""
         context = self.slots[slot]
         for _ in range(n):
             if context.regions and self.rng.random() < 0.15:
                 region = self.rng.randrange(context.regions)
                 choices = [g for g in context.info.guard_choices[region]
                            if g != context.guards[region]]
-                if region in context.swapped or not choices:
+                if (region in context.swapped and not context.watched or
+                        not choices):
                     continue
                 context.guards[region] = self.rng.choice(choices)
                 context.swapped.add(region)
             else:
-                self.fifo[slot].append(Sample(
-                    context, self.rng.choice(context.info.addresses),
-                    tuple(context.guards)))
+                self.capture(slot, context)
+
+    def capture(self, slot, context):
+        """A capture; with the watch on, an event per guard changed since
+        the context's last capture goes first."""
+        if context.watched:
+            for region, value in enumerate(context.guards):
+                if value != context.captured[region]:
+                    self.fifo[slot].append(Event(region, value))
+            context.captured = list(context.guards)
+        self.fifo[slot].append(Sample(
+            context, self.rng.choice(context.info.addresses),
+            tuple(context.guards)))
 
     # -- what the driver does
     def drain(self, slot):
-        for s in self.fifo[slot]:
-            self.writer.sample(slot, s.address)
-        self.events.append(("drain", slot, list(self.fifo[slot])))
+        """The samples, with a placed OVERLAY at each event that changes
+        what the stream last said of its region."""
+        context = self.slots[slot]
+        segment = []
+        for item in self.fifo[slot]:
+            if isinstance(item, Sample):
+                self.writer.sample(slot, item.address)
+                segment.append(item)
+                continue
+            if item.guard == context.reported[item.region]:
+                continue
+            self.events.append(("drain", slot, segment))
+            segment = []
+            self.write_placed(slot, item.region, item.guard)
+        self.events.append(("drain", slot, segment))
         self.fifo[slot].clear()
 
+    def write_placed(self, slot, region, value):
+        self.writer.overlay(slot, region, value, self.cycle, placed=True)
+        self.events.append(("placed", slot, region, value))
+        self.slots[slot].reported[region] = value
+        self.placed += 1
+
     def read_guards(self, slot, first):
+        """The poll read after a drain: not reported for a watched context
+        (the trace unit places the change at its next capture)."""
         context = self.slots[slot]
         context.swapped.clear()
+        if context.watched and not first:
+            return
         for region in range(context.regions):
             value = context.guards[region]
             if first or value != context.reported[region]:
                 self.writer.overlay(slot, region, value, self.cycle)
                 self.events.append(("guard", slot, region, value, first))
                 context.reported[region] = value
+
+    def final_read(self, slot):
+        """A switch: the emulator is stopped, so a watched context's change
+        the read finds came after its last capture: placed at the end."""
+        context = self.slots[slot]
+        if context is None or not context.watched:
+            return
+        for region in range(context.regions):
+            if context.guards[region] != context.reported[region]:
+                self.write_placed(slot, region, context.guards[region])
 
     def poll(self, slot):
         self.drain(slot)
@@ -294,6 +360,7 @@ class Simulation:
     def bind(self, slot, context):
         if self.fifo[slot]:
             self.drain(slot)
+        self.final_read(slot)
         self.slots[slot] = context
         context.slot = slot
         context.reported = list(context.guards)
@@ -304,6 +371,7 @@ class Simulation:
 
     def unbind(self, slot):
         self.drain(slot)
+        self.final_read(slot)
         self.slots[slot].slot = None
         self.slots[slot] = None
         self.writer.release(slot, self.cycle)
@@ -360,6 +428,8 @@ class Model:
         self.state = {}             # context -> per-region dict
         self.bound = {}             # slot -> context
         self.open = collections.defaultdict(list)   # slot -> drained samples
+        self.held = collections.defaultdict(list)   # slot -> (sample,
+        #                             region, guard): before a placed change
         self.first = {}             # slot -> in the first read
         self.tails = {}             # context -> [samples], region values
         for event in sim.events:
@@ -377,9 +447,9 @@ class Model:
     def guards(self, context):
         return [max(r["now"], 0) for r in self.regions(context)]
 
-    def place(self, context, address):
-        return self.resolver.resolve(context.image, self.guards(context),
-                                     address)
+    def place(self, context, address, guards=None):
+        return self.resolver.resolve(context.image,
+                                     guards or self.guards(context), address)
 
     def region_of(self, context, address):
         if not context.regions:
@@ -390,8 +460,8 @@ class Model:
                 context.image, address, context.regions)
         return self.resolver.cache[key]
 
-    def count_place(self, context, sample, at_time=False):
-        place = self.place(context, sample.address)
+    def count_place(self, context, sample, at_time=False, guards=None):
+        place = self.place(context, sample.address, guards)
         truth = self.resolver.resolve(context.image, list(sample.guards),
                                       sample.address)
         assert place == truth, "exact but misattributed: %r" % (sample,)
@@ -447,6 +517,34 @@ class Model:
         else:
             r["changed"] = True
 
+    def on_placed(self, slot, region, value):
+        """A placed change of region (0-based): the group's samples in it so
+        far were taken under its guard now; they are held with it."""
+        context = self.bound[slot]
+        self.end_first(slot)
+        r = self.regions(context)[region]
+        keep = []
+        for sample in self.open[slot]:
+            if self.region_of(context, sample.address) == region + 1:
+                self.held[slot].append((sample, region + 1, r["now"]))
+            else:
+                keep.append(sample)
+        self.open[slot] = keep
+        r["now"] = value
+
+    def attribute_held(self, context, sample, region, guard, trailing):
+        """Taken under guard: exact, unless an unplaced change of its region
+        touches the window (then ambiguous, as any sample of the group)."""
+        r = self.regions(context)[region - 1]
+        if r["changed"] or r["changed_before"]:
+            before = r["before"] if r["changed_before"] else r["closed"]
+            self.count_ambiguous(context, sample, region, before, guard)
+            return
+        guards = self.guards(context)
+        guards[region - 1] = guard
+        self.count_place(context, sample, at_time=not trailing,
+                         guards=guards)
+
     def on_drain(self, slot, samples):
         if samples:
             self.end_first(slot)
@@ -474,6 +572,8 @@ class Model:
             assert not self.open[slot]
             return
         self.end_first(slot)
+        for sample, region, guard in self.held.pop(slot, []):
+            self.attribute_held(context, sample, region, guard, trailing)
         for sample in self.open.pop(slot, []):
             self.attribute(context, sample, trailing)
         if not trailing:

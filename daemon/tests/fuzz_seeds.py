@@ -4,9 +4,9 @@
 An input is two control bytes -- bit 0 of the first chooses the target's
 sound prefix (START, the image, two bound contexts), the second where the
 rest is split in two feeds -- and then stream bytes.  The seeds are random
-runs of coprofd_support.Simulation (whole streams, no prefix) and poll
-groups for the prefix's two slots with overlay swaps, releases and lost
-samples.
+runs of coprofd_support.Simulation (whole streams, no prefix; some with
+the overlay watch on) and poll groups for the prefix's two slots with
+overlay swaps (some placed among the samples), releases and lost samples.
 """
 
 import argparse
@@ -28,6 +28,9 @@ def prefixed_seed(rng, image):
         for slot in (0, 1):
             for _ in range(rng.randrange(0, 6)):
                 w.sample(slot, rng.choice(image.addresses))
+                if rng.random() < 0.1:
+                    w.overlay(slot, rng.randrange(2),
+                              rng.choice((0, 1, 2, 3)), placed=True)
             if rng.random() < 0.4:
                 w.overlay(slot, 0, rng.choice((0, 1, 2, 3)))
             if rng.random() < 0.2:
@@ -55,7 +58,8 @@ def main():
     seeds = []
     for seed in range(6):
         sim = support.Simulation(seed, [image], slots=2,
-                                 contexts=3, steps=25)
+                                 contexts=3, steps=25,
+                                 watch=("none", "half", "all")[seed % 3])
         seeds.append(bytes([0, rng.randrange(256)]) + sim.writer.bytes())
     for _ in range(6):
         seeds.append(bytes([1, rng.randrange(256)]) +

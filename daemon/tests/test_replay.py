@@ -45,12 +45,21 @@ def image_sets(test_image, example_image, resolver):
     }
 
 
-@pytest.mark.parametrize("images, seed", [("test", n) for n in range(1, 7)] +
-                         [("examples", n) for n in range(1, 5)])
-def test_random_run_matches_model(images, seed, image_sets, tmp_path,
+RUNS = ([("test", n, "none") for n in range(1, 7)] +
+        [("examples", n, "none") for n in range(1, 5)] +
+        [("test", n, "half") for n in range(7, 10)] +
+        [("examples", n, "half") for n in range(5, 7)] +
+        [("test", n, "all") for n in range(10, 12)] +
+        [("examples", n, "all") for n in range(7, 9)])
+
+
+@pytest.mark.parametrize("images, seed, watch", RUNS)
+def test_random_run_matches_model(images, seed, watch, image_sets, tmp_path,
                                   resolver, coprofd, coprof_bin):
+    """watch: which contexts have the overlay watch on (placed OVERLAYs
+    among their samples, no poll reads reported)."""
     sim = Simulation(seed, image_sets[images], slots=3, contexts=5,
-                     steps=150)
+                     steps=150, watch=watch)
     stream, session, result = replay(coprofd, sim.writer.bytes(), tmp_path)
     model = Model(sim, resolver)
     db = open_session(session)
@@ -62,7 +71,17 @@ def test_random_run_matches_model(images, seed, image_sets, tmp_path,
     assert db.execute("SELECT COUNT(*) FROM pending_samples"
                       ).fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM orphan_samples").fetchone()[0] == 0
-    assert sum(model.ambiguous.values()) > 0, "a run without ambiguity"
+    placed = db.execute("SELECT COUNT(*) FROM overlay_events WHERE placed"
+                        ).fetchone()[0]
+    assert placed == sim.placed
+    if watch == "none":
+        assert sum(model.ambiguous.values()) > 0, "a run without ambiguity"
+    else:
+        assert placed > 0, "a run without placed changes"
+    if watch == "all":
+        # Only the tails the stop leaves are ambiguous: the placed changes
+        # open no window.
+        assert all(key[4] == -1 for key in model.ambiguous)
 
     # Per context, every sample the driver drained is in the session once.
     per_context = collections.Counter()

@@ -6,7 +6,9 @@
  * group may start: samples allowed), SWITCHED (just after CONTEXT: its
  * first guard reads, then samples), OVERLAY (guard changes: no more
  * samples), LOST (no more samples or guard changes).  TIME, CONTEXT and
- * RELEASE close a group.
+ * RELEASE close a group.  A placed OVERLAY (stream 1.1) sits among the
+ * samples: it leaves the phase as it is, but may not follow the group's
+ * unplaced OVERLAY or LOST records.
  */
 #include "kernel-driver/tests/stream-rules.h"
 
@@ -46,6 +48,7 @@ static void free_context(gpointer data)
 
 	g_array_free(context->addresses, TRUE);
 	g_array_free(context->overlays, TRUE);
+	g_array_free(context->overlay_at, TRUE);
 	g_free(context);
 }
 
@@ -63,6 +66,7 @@ static struct rules_context *context_for(struct stream_rules *rules,
 	context->addresses = g_array_new(FALSE, FALSE, sizeof(guint32));
 	context->overlays = g_array_new(FALSE, FALSE,
 					 sizeof(struct copstream_overlay));
+	context->overlay_at = g_array_new(FALSE, FALSE, sizeof(guint));
 	g_hash_table_insert(rules->contexts, &context->id, context);
 	return context;
 }
@@ -162,6 +166,7 @@ static void on_overlay(struct stream_rules *rules,
 {
 	const struct copstream_overlay *o = &rec->u.overlay;
 	struct rules_slot *s = &rules->slots[o->slot];
+	struct rules_context *context;
 
 	s->overlays++;
 	check_cycle(rules, o->slot, o->cycle, rec->offset, "OVERLAY");
@@ -170,13 +175,24 @@ static void on_overlay(struct stream_rules *rules,
 			  "context", o->slot);
 		return;
 	}
-	if (s->phase == PHASE_LOST)
-		violation(rules, rec->offset, "OVERLAY of slot %u after the "
-			  "LOST records of its poll group", o->slot);
-	if (s->phase != PHASE_SWITCHED)
-		s->phase = PHASE_OVERLAY;
-	g_array_append_val(context_for(rules, s->context_id,
-				       o->slot)->overlays, *o);
+	context = context_for(rules, s->context_id, o->slot);
+	if (o->flags & COPSTREAM_OVERLAY_PLACED) {
+		s->placed++;
+		if (s->phase == PHASE_OVERLAY || s->phase == PHASE_LOST)
+			violation(rules, rec->offset, "placed OVERLAY of slot "
+				  "%u after the %s records of its poll group",
+				  o->slot, s->phase == PHASE_LOST ? "LOST" :
+				  "unplaced OVERLAY");
+	} else {
+		if (s->phase == PHASE_LOST)
+			violation(rules, rec->offset, "OVERLAY of slot %u "
+				  "after the LOST records of its poll group",
+				  o->slot);
+		if (s->phase != PHASE_SWITCHED)
+			s->phase = PHASE_OVERLAY;
+	}
+	g_array_append_val(context->overlays, *o);
+	g_array_append_val(context->overlay_at, context->addresses->len);
 }
 
 static void on_lost(struct stream_rules *rules,

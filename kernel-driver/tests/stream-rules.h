@@ -9,7 +9,8 @@
  *   - an IMAGE sent twice, or a CONTEXT naming an image not sent before;
  *   - a sample or OVERLAY of a slot with no CONTEXT (or after RELEASE);
  *   - a poll group out of order: within a slot, between two TIME (or
- *     CONTEXT, RELEASE) records, samples, then OVERLAY, then LOST;
+ *     CONTEXT, RELEASE) records, samples (with placed OVERLAY records
+ *     among them), then unplaced OVERLAY, then LOST;
  *   - a slot's cycles going backwards across its records (by more than a
  *     block's provisional tail, which the trace unit takes back at exit).
  *
@@ -39,6 +40,7 @@ struct rules_slot {
 	guint64 lost_total;
 	guint64 contexts;		/* CONTEXT records */
 	guint64 overlays;		/* OVERLAY records */
+	guint64 placed;			/* of them placed */
 	guint64 times;			/* TIME records */
 };
 
@@ -48,6 +50,7 @@ struct rules_context {
 	GArray *addresses;		/* guint32, in stream order */
 	guint64 switches;		/* CONTEXT records naming it */
 	GArray *overlays;		/* struct copstream_overlay */
+	GArray *overlay_at;		/* guint: addresses before each one */
 };
 
 struct stream_rules {

@@ -382,6 +382,239 @@ static void test_overlay_changes(void)
 	teardown(&f);
 }
 
+/* ---- Overlay watch ------------------------------------------------------- */
+
+/*
+ * Binds context id to the slot in the register file too, with the trace
+ * unit watching its `regions` guard words, as copsim does for an image
+ * with overlays; then the driver's bind.
+ */
+static void bind_watched(struct fixture *f, guint32 slot, guint32 id,
+			 guint32 regions)
+{
+	struct copdrv_context ctx = context_for(f, slot, id, regions);
+	struct trace_regs_context *c = trace_unit_context(f->unit, id);
+	char err[256] = "";
+
+	c->guard_ls_offset = GUARD_OFFSET;
+	c->guard_count = regions;
+	g_assert_cmpint(trace_unit_bind(f->unit, id, slot, err, sizeof(err)),
+			==, 0);
+	g_assert_cmpint(copdrv_bind(f->drv, &ctx), ==, 0);
+}
+
+/*
+ * The synthetic trace unit's overlay watch: guard word `region` of context
+ * id becomes `guard` in its local store, and the event is pushed before the
+ * next capture.  Returns whether the ring took it.
+ */
+static int change_guard(struct fixture *f, guint32 slot, guint32 id,
+			guint32 region, guint32 guard)
+{
+	f->ls[id][GUARD_OFFSET / 4 + region] = guard;
+	return trace_slot_push_event(trace_unit_slot(f->unit, slot),
+				     f->unit->header->fifo_depth, region,
+				     guard);
+}
+
+struct want_overlay {
+	guint32 region, guard, placed;
+	guint at;			/* the context's samples before it */
+};
+
+static void assert_overlays(struct fixture *f, guint32 id,
+			    const struct want_overlay *want, guint n)
+{
+	struct rules_context *c = stream_rules_context(f->rules, id);
+	const struct copstream_overlay *o;
+
+	g_assert_nonnull(c);
+	g_assert_cmpuint(c->overlays->len, ==, n);
+	o = (const struct copstream_overlay *)c->overlays->data;
+	for (guint i = 0; i < n; i++) {
+		g_test_message("overlay %u", i);
+		g_assert_cmpuint(o[i].region, ==, want[i].region);
+		g_assert_cmpuint(o[i].guard, ==, want[i].guard);
+		g_assert_cmpuint(o[i].flags & COPSTREAM_OVERLAY_PLACED, ==,
+				 want[i].placed);
+		g_assert_cmpuint(g_array_index(c->overlay_at, guint, i), ==,
+				 want[i].at);
+	}
+}
+
+/*
+ * With the watch on, every change goes out placed at its FIFO position
+ * among the samples: several in one drain, at the drained end, a region
+ * changing twice between two captures; a change the poll read sees alone
+ * is not reported; the unbind's read is placed after the last sample.
+ */
+static void test_overlay_placed(void)
+{
+	static const struct want_overlay want[] = {
+		{ 0, 1, 0, 0 }, { 1, 0, 0, 0 }, { 2, 0, 0, 0 },
+		{ 0, 2, 1, 3 }, { 1, 7, 1, 5 }, { 2, 5, 1, 5 },
+		{ 0, 3, 1, 9 }, { 0, 4, 1, 11 }, { 0, 1, 1, 11 },
+		{ 1, 9, 1, 14 },
+	};
+	struct copdrv_stats st;
+	struct fixture f;
+
+	setup_with(&f, 1, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	f.ls[4][GUARD_OFFSET / 4] = 1;
+	bind_watched(&f, 0, 4, 3);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 4, 3);
+	change_guard(&f, 0, 4, 0, 2);
+	push(&f, 0, 4, 2);
+	change_guard(&f, 0, 4, 1, 7);
+	change_guard(&f, 0, 4, 2, 5);
+	push(&f, 0, 4, 4);
+	change_guard(&f, 0, 4, 0, 3);		/* at the drained end */
+	copdrv_poll(f.drv);
+	push(&f, 0, 4, 2);
+	change_guard(&f, 0, 4, 0, 4);		/* twice before one capture */
+	change_guard(&f, 0, 4, 0, 1);
+	push(&f, 0, 4, 1);
+	copdrv_poll(f.drv);
+	f.ls[4][GUARD_OFFSET / 4 + 1] = 9;	/* not captured yet */
+	copdrv_poll(f.drv);
+	push(&f, 0, 4, 2);
+	copdrv_poll(f.drv);
+	copdrv_unbind(f.drv, 0);		/* stopped: placed at the end */
+	stop_and_check(&f);
+	assert_addresses(&f, 4);
+	assert_overlays(&f, 4, want, G_N_ELEMENTS(want));
+	assert_conservation(&f, 1);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.overlays_placed, ==, 7);
+	g_assert_cmpuint(st.overlay_events_lost, ==, 0);
+	teardown(&f);
+}
+
+/*
+ * Events the trace unit dropped (its ring full): those it kept are still
+ * placed, the poll read of that group is reported unplaced, and the next
+ * groups are placed only again.  Without the watch the unbind's read is
+ * unplaced, as every poll read.
+ */
+static void test_overlay_event_overflow(void)
+{
+	struct want_overlay want[TRACE_EVENT_DEPTH + 4];
+	guint n = 0, dropped = 0;
+	struct copdrv_stats st;
+	struct fixture f;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	bind_watched(&f, 0, 4, 1);
+	bind_context(&f, 1, 5);
+	start(&f, 1000000, 0, 1);
+	want[n++] = (struct want_overlay){ 0, 0, 0, 0 };
+	for (guint32 i = 1; i <= TRACE_EVENT_DEPTH + 3; i++) {
+		if (change_guard(&f, 0, 4, 0, i))
+			want[n++] = (struct want_overlay){ 0, i, 1, i - 1 };
+		else
+			dropped++;
+		push(&f, 0, 4, 1);
+	}
+	g_assert_cmpuint(dropped, ==, 3);
+	want[n++] = (struct want_overlay){ 0, TRACE_EVENT_DEPTH + 3, 0,
+					   TRACE_EVENT_DEPTH + 3 };
+	copdrv_poll(f.drv);
+	f.ls[4][GUARD_OFFSET / 4] = 500;	/* read only: not reported */
+	copdrv_poll(f.drv);
+	change_guard(&f, 0, 4, 0, 501);
+	push(&f, 0, 4, 2);
+	want[n++] = (struct want_overlay){ 0, 501, 1, TRACE_EVENT_DEPTH + 3 };
+	copdrv_poll(f.drv);
+	f.ls[5][GUARD_OFFSET / 4 + 1] = 3;	/* no watch on slot 1 */
+	push(&f, 1, 5, 2);
+	copdrv_unbind(f.drv, 1);
+	stop_and_check(&f);
+	assert_addresses(&f, 4);
+	assert_addresses(&f, 5);
+	assert_overlays(&f, 4, want, n);
+	{
+		static const struct want_overlay want5[] = {
+			{ 0, 0, 0, 0 }, { 1, 0, 0, 0 }, { 1, 3, 0, 2 },
+		};
+		assert_overlays(&f, 5, want5, G_N_ELEMENTS(want5));
+	}
+	assert_conservation(&f, 2);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.overlay_events_lost, ==, 3);
+	g_assert_cmpuint(st.overlays_placed, ==, TRACE_EVENT_DEPTH + 1);
+	teardown(&f);
+}
+
+/* The guard the stall test's context runs under at its n-th capture: a
+ * function of the PC field it pushes (n & 1023), so a sample tells it. */
+static guint32 stall_guard(guint32 n)
+{
+	return n / 64 % 4 + 1;
+}
+
+/*
+ * A full buffer with the watch on: the placed OVERLAYs keep their places
+ * among the samples that are written (one that does not fit waits, and
+ * the samples after it are lost), so every written sample is under the
+ * guard it was taken under; conservation stays exact.
+ */
+static void test_overlay_placed_buffer_full(void)
+{
+	struct rules_context *c;
+	const struct copstream_overlay *o;
+	struct trace_regs_slot *slot;
+	struct copdrv_stats st;
+	struct fixture f;
+	guint32 guard, n = 0, depth, j = 1;
+
+	setup_with(&f, 1, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	slot = trace_unit_slot(f.unit, 0);
+	depth = f.unit->header->fifo_depth;
+	guard = stall_guard(0);
+	f.ls[1][GUARD_OFFSET / 4] = guard;
+	bind_watched(&f, 0, 1, 1);
+	start(&f, 1000000, COPDRV_BUFFER_MIN, 0);
+	for (guint32 poll = 0; poll < 300; poll++) {
+		for (guint32 i = 0; i < 700; i++, n++) {
+			guint16 field = field_of(1, n);
+			guint32 address = (guint32)field << 2;
+
+			if (stall_guard(n) != guard) {
+				guard = stall_guard(n);
+				change_guard(&f, 0, 1, 0, guard);
+			}
+			if (trace_slot_push(slot, depth, field))
+				g_array_append_val(f.queued[1], address);
+		}
+		copdrv_poll(f.drv);
+		if (poll % 40 == 39)
+			read_some(&f, 200000);
+	}
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.records_waiting, >, 0);
+	g_assert_cmpuint(st.overlay_events_lost, ==, 0);
+	stop_and_check(&f);
+	assert_conservation(&f, 1);
+	g_assert_cmpuint(f.rules->slots[0].lost[COPSTREAM_LOST_BUFFER_FULL],
+			 >, 0);
+	c = stream_rules_context(f.rules, 1);
+	o = (const struct copstream_overlay *)c->overlays->data;
+	g_assert_cmpuint(c->overlays->len, >, 1);
+	guard = o[0].guard;
+	for (guint i = 0; i < c->addresses->len; i++) {
+		guint32 a = g_array_index(c->addresses, guint32, i);
+
+		while (j < c->overlays->len &&
+		       g_array_index(c->overlay_at, guint, j) <= i) {
+			g_assert_cmpuint(o[j].flags, ==, COPSTREAM_OVERLAY_PLACED);
+			guard = o[j++].guard;
+		}
+		g_assert_cmpuint(guard, ==, stall_guard((a >> 2) & 1023));
+	}
+	teardown(&f);
+}
+
 struct slicing {
 	struct fixture *f;
 	guint32 slots;
@@ -643,6 +876,11 @@ int main(int argc, char **argv)
 			test_start_announces_bound);
 	g_test_add_func("/driver/switch-drains-first", test_switch_drains_first);
 	g_test_add_func("/driver/overlay-changes", test_overlay_changes);
+	g_test_add_func("/driver/overlay-placed", test_overlay_placed);
+	g_test_add_func("/driver/overlay-event-overflow",
+			test_overlay_event_overflow);
+	g_test_add_func("/driver/overlay-placed-buffer-full",
+			test_overlay_placed_buffer_full);
 	g_test_add_func("/driver/conservation-slicing",
 			test_conservation_slicing);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);

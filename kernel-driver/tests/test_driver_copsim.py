@@ -214,7 +214,8 @@ class StatsReply(ctypes.Structure):
                         "records_waiting", "bytes_written", "bytes_read",
                         "buffer_bytes", "buffer_used", "buffer_high_water",
                         "fifo_errors", "guard_errors", "poll_ns",
-                        "poll_cpu_ns")]
+                        "poll_cpu_ns", "overlays_placed",
+                        "overlay_events_lost")]
 
 
 class Control:
