@@ -7,11 +7,10 @@ copsim also writes every context's exact instruction counts (`copsim
 per-symbol profile; tests/exact_counts.py and the report's own symbolizer
 turn the exact counts into the true share of every function.
 
-For every function above 1% of the instructions, the sampled share must lie
-within 3 binomial standard errors of the true share.  Samples of overlay
-code taken while a guard word changed are ambiguous rows (coprofd never
-guesses), so an overlay function's exact samples bound its share from
-below and its exact plus ambiguous-candidate samples from above.
+For every function above 1% of the instructions, overlay functions
+included, the sampled share must lie within 3 binomial standard errors of
+the true share.  The trace unit's overlay watch places every guard change
+in the sample stream, so no sample of this run may be ambiguous.
 """
 
 import json
@@ -64,18 +63,12 @@ def recorded(build_dir, coprof_bin, tmp_path_factory):
                 profile=json.loads(report.stdout))
 
 
-def function_key(image_id, name, section, overlay_sections):
-    """Rows and counts meet on (image, function, overlay section or None)."""
-    return (image_id, name, section if section in overlay_sections else None)
-
-
 def true_counts(recorded, symbols):
-    """{(image id, function, overlay section): instructions}, over every
-    context of the session, from the exact counts."""
+    """{(image id, function, section): instructions}, over every context
+    of the session, from the exact counts: the key of the report's rows."""
     profile = recorded["profile"]
     images = {i["id"]: i for i in profile["images"]}
     truth = {}
-    overlay_sections = set()
     for context in profile["contexts"]:
         image = images[image_id_of(profile, context)]
         path, base = image["path"], image["image_offset"]
@@ -89,9 +82,7 @@ def true_counts(recorded, symbols):
             section = f.section if f else None
             key = (image["id"], name, section)
             truth[key] = truth.get(key, 0) + n
-            if section and section.startswith(".overlay"):
-                overlay_sections.add(section)
-    return truth, overlay_sections
+    return truth
 
 
 def image_id_of(profile, context):
@@ -115,22 +106,21 @@ def test_every_context_has_exact_counts(recorded):
 def test_shares_agree_with_exact_counts(recorded, build_dir):
     symbols = report_package(build_dir)
     profile = recorded["profile"]
-    truth, overlay_sections = true_counts(recorded, symbols)
+    truth = true_counts(recorded, symbols)
     n = profile["totals"]["samples"]
-    assert profile["totals"]["lost"] == 0, profile["lost_by_cause"]
+    # A capture of QEMU's reset code (outside-ls) is no loss of the shares.
+    lost = {c["cause_name"]: c["count"] for c in profile["lost_by_cause"]}
+    assert set(lost) <= {"outside-ls"}, lost
+    assert profile["totals"]["ambiguous"] == 0
+    assert profile["totals"]["pending"] == 0
     instructions = sum(truth.values())
     assert n > 5000, "too few samples to judge: %d" % n
 
     sampled = {}
-    ambiguous = {}
     for row in profile["rows"]:
         if row["kind"] == "exact":
             key = (row["image_id"], row["symbol"], row["section"])
             sampled[key] = sampled.get(key, 0) + row["samples"]
-        elif row["kind"] == "ambiguous":
-            for name in row["candidates"]:
-                key = (row["image_id"], name)
-                ambiguous[key] = ambiguous.get(key, 0) + row["samples"]
 
     judged = []
     for key, count in sorted(truth.items(), key=lambda kv: -kv[1]):
@@ -138,18 +128,16 @@ def test_shares_agree_with_exact_counts(recorded, build_dir):
         if share < ABOVE or key[1] is None:
             continue
         error = SIGMAS * math.sqrt(share * (1 - share) / n)
-        low = sampled.get(key, 0) / n
-        high = low
-        if key[2] in overlay_sections:
-            high += ambiguous.get((key[0], key[1]), 0) / n
+        got = sampled.get(key, 0) / n
         judged.append(key)
-        assert low - error <= share <= high + error, (
-            "%s in %s: true share %.4f, sampled %.4f..%.4f, 3 SE %.4f"
-            % (key[1], key[2], share, low, high, error))
+        assert abs(got - share) <= error, (
+            "%s in %s: true share %.4f, sampled %.4f, 3 SE %.4f"
+            % (key[1], key[2], share, got, error))
     names = {key[1] for key in judged}
     # The examples' hot functions (examples/README.md) are all judged.
     for name in ("stage_denoise", "matrix_multiply", "crc32_bitwise",
-                 "crc16_bitwise", "count_primes"):
+                 "crc16_bitwise", "count_primes", "blur_picture",
+                 "shell_sort", "histogram_median"):
         assert name in names, sorted(names)
 
 
