@@ -55,8 +55,13 @@
 #define TRACE_MAX_LS_SIZE       0x40000u    /* 16-bit field << 2 */
 #define TRACE_MAX_GUARDS        64          /* guard words one context watches */
 
-/* Overlay events per slot (a power of two); see struct trace_ovl_event. */
-#define TRACE_EVENT_DEPTH       64
+/*
+ * Overlay events per slot (a power of two); see struct trace_ovl_event.  A
+ * capture pushes at most one event per guard word, and the driver polls
+ * when about half the default FIFO (512 captures) is queued, so 1024 holds
+ * a poll's events with two regions swapped before every capture.
+ */
+#define TRACE_EVENT_DEPTH       1024
 
 /* Defaults of the hardware model (shared/DESIGN.md section 2). */
 #define TRACE_DEFAULT_SLOTS      8

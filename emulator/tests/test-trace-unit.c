@@ -71,12 +71,12 @@ static void test_default_layout(void)
     g_assert_cmpuint(h->version, ==, 2);
     g_assert_cmpuint(h->n_slots, ==, 8);
     g_assert_cmpuint(h->fifo_depth, ==, 1024);
-    /* 192-byte slot head, 2048 FIFO bytes, 64 events of 16 bytes. */
+    /* 192-byte slot head, 2048 FIFO bytes, 1024 events of 16 bytes. */
     g_assert_cmpuint(trace_regs_slot_events_offset(1024), ==, 192 + 2048);
-    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048 + 1024);
+    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048 + 16384);
     g_assert_cmpuint(h->slots_offset, ==, 128);
-    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 3264);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 3264 + 64 * 128);
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 18624);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 18624 + 64 * 128);
     g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 256);  /* a line */
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
     g_assert_cmphex(h->ls_size, ==, 0x40000);
@@ -258,7 +258,7 @@ static void test_events_to_file(struct fixture *f, gconstpointer data)
     fclose(out);
     g_assert_cmpstr(text, ==, "10 1 4\n11 0 2\n");
     g_assert_cmpuint(drained, ==, 2);
-    slot->event_tail -= 100;
+    slot->event_tail -= TRACE_EVENT_DEPTH + 1;
     g_assert_cmpint(trace_slot_drain_events_to(f->unit, 0, 0, NULL,
                                                &drained, err, sizeof(err)),
                     ==, -1);

@@ -504,7 +504,8 @@ static void test_overlay_event_overflow(void)
 	struct copdrv_stats st;
 	struct fixture f;
 
-	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	/* A FIFO deeper than the event ring, so only the events overflow. */
+	setup_with(&f, 2, 4 * TRACE_EVENT_DEPTH, COPDRV_HOSTED_MANUAL_POLL);
 	bind_watched(&f, 0, 4, 1);
 	bind_context(&f, 1, 5);
 	start(&f, 1000000, 0, 1);
