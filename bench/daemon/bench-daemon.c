@@ -97,7 +97,10 @@ static void put_guard(struct stream *s, uint32_t slot, uint32_t region,
 {
     struct copstream_record rec = { .code = COPSTREAM_OVERLAY };
 
-    rec.u.overlay = (struct copstream_overlay){ slot, region, guard, cycle };
+    /* Unplaced, as read at a poll without the overlay watch: the costlier
+     * path, where a change makes its window's samples ambiguous. */
+    rec.u.overlay = (struct copstream_overlay){ slot, region, guard, cycle,
+                                                0 };
     put(s, &rec);
 }
 
