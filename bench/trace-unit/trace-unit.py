@@ -10,6 +10,11 @@ their wall times is taken per pair, so slow drifts of a busy machine cancel
 out.  It prints the median ratio of each mode and every pair's ratio, and
 the median ratio of CPU time (cop-run and QEMU, user + system), which other
 work on the machine disturbs less.
+
+Then the overlay watch: build/examples/overlays.elf (7 overlay loads per
+round) in fast mode at a high rate, watched (the default for an image with
+overlays) against --no-watch, pairs alternating the same way: the cost of
+comparing the guard words at every capture and pushing an event per swap.
 """
 
 import argparse
@@ -21,6 +26,7 @@ import sys
 import time
 
 COUNTERS = re.compile(r"captures=(\d+) dropped=(\d+) instructions=(\d+)")
+EVENTS = re.compile(r"events=(\d+) events_dropped=(\d+)")
 MIN_INSTRUCTIONS = 500000000
 
 
@@ -44,6 +50,12 @@ def parse_args():
     parser.add_argument("--rounds", type=int, default=4000,
                         help="the example's argument (default 4000, about "
                              "1.8 billion instructions; at least 1200)")
+    parser.add_argument("--watch-every", type=int, default=997, metavar="N",
+                        help="the overlay watch's run: one capture every N "
+                             "instructions (default 997)")
+    parser.add_argument("--overlay-rounds", type=int, default=2000,
+                        help="overlays.elf's argument for the watch's run "
+                             "(default 2000, about a billion instructions)")
     return parser.parse_args()
 
 
@@ -112,6 +124,27 @@ def main():
               % (name, statistics.median(walls), statistics.median(cpus),
                  " ".join("%.2f" % r for r in walls),
                  match.group(1) if match else "?"))
+    measure_watch(args, cop_run)
+
+
+def measure_watch(args, cop_run):
+    """The overlay watch against none, on the overlays example."""
+    example = os.path.join(args.build, "examples", "overlays.elf")
+    if not os.path.exists(example):
+        sys.exit("bench/trace-unit: %s is missing: run make" % example)
+    watched = [cop_run, "--sample-every", str(args.watch_every), example,
+               str(args.overlay_rounds)]
+    unwatched = watched[:1] + ["--no-watch"] + watched[1:]
+    walls, cpus, stderr = measure(watched, unwatched, args.pairs)
+    counters, events = COUNTERS.search(stderr), EVENTS.search(stderr)
+    print("overlay watch / none: overlays.elf %d, one capture every %d: "
+          "median %.2fx wall, %.2fx CPU  (pairs, wall: %s; %s captures, %s "
+          "events, %s dropped)"
+          % (args.overlay_rounds, args.watch_every, statistics.median(walls),
+             statistics.median(cpus), " ".join("%.2f" % r for r in walls),
+             counters.group(1) if counters else "?",
+             events.group(1) if events else "?",
+             events.group(2) if events else "?"))
 
 
 if __name__ == "__main__":
