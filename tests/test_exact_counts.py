@@ -152,12 +152,9 @@ def test_counts_equal_captures_at_every_instruction(coprof_bin, build_dir,
     assert counters["dropped"] == 0
     captured = collections.Counter(int(x, 16) for x in
                                    samples.read_text().split())
-    per_pc = collections.Counter()
-    for run in exact_counts.read_counts(str(counts)):
-        assert run.mode == mode
-        for code in run.codes:
-            for insn in code.insns:
-                per_pc[insn.pc] += insn.count
+    assert {run.mode for run in exact_counts.read_counts(str(counts))} \
+        == {mode}
+    per_pc = per_pc_counts(counts)
     in_ls = {pc - LS_BASE: n for pc, n in per_pc.items()
              if LS_BASE <= pc < LS_BASE + 0x40000 and n}
     assert in_ls == dict(captured)

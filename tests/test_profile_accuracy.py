@@ -72,7 +72,7 @@ def true_counts(recorded, symbols):
     for context in profile["contexts"]:
         image = images[image_id_of(profile, context)]
         path, base = image["path"], image["image_offset"]
-        sym = symbols.Symbolizer(path, base=base)
+        sym = symbols.symbolizer(path, base)
         counts_file = recorded["counts"] / ("context-%d.counts"
                                             % context["context_id"])
         for offset, n in exact_counts.counts_by_file_offset(

@@ -232,7 +232,11 @@ def run_timeline(args):
             json.dump(trace, f)
             f.write("\n")
         if args.png:
-            from . import plot
+            try:
+                from . import plot
+            except ImportError as e:
+                raise RuntimeFailure("%s: needs Debian's python3-matplotlib "
+                                     "(%s)" % (args.png, e))
             try:
                 plot.write_png(tl, args.png, "slot occupancy: %s" % s.dir)
             except OSError as e:

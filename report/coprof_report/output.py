@@ -67,7 +67,9 @@ def _footer_lines(prof):
     if prof.lost:
         causes = ", ".join("%s %d" % (name or "cause %s" % cause, n)
                            for cause, name, n in prof.lost)
-        lines.append("lost %d samples (%s)" % (t["lost"], causes))
+        lines.append("lost %d samples%s (%s)"
+                     % (t["lost"], " of the whole session" if prof.filtered
+                        else "", causes))
     else:
         lines.append("lost 0 samples")
     if prof.decode_errors:

@@ -57,8 +57,11 @@ def write_png(tl, path, title=None):
     series = []
     for fn in best:
         series.append([tl.buckets.get((b, fn), 0) for b in buckets])
-    rest = [sum(n for (b2, fn), n in tl.buckets.items()
-                if b2 == b and fn not in best) for b in buckets]
+    per_bucket = {}
+    for (b, fn), n in tl.buckets.items():
+        per_bucket[b] = per_bucket.get(b, 0) + n
+    rest = [per_bucket[b] - sum(ys[i] for ys in series)
+            for i, b in enumerate(buckets)]
     labels = list(best)
     if any(rest):
         series.append(rest)

@@ -26,6 +26,7 @@ context, not per slot).  A row's percent is of its group's total, with the
 p = k/n, SE = sqrt(p(1-p)/n), p +- 1.96 SE (clamped to [0, 1]).
 """
 
+import functools
 import math
 import os
 
@@ -68,14 +69,13 @@ class Row:
         self.samples = 0
         self.percent = self.ci_low = self.ci_high = 0.0
 
-    def add(self, count, lo=None, hi=None):
+    def add(self, count, offset=None):
         self.samples += count
-        if lo is not None:
-            self.offset_lo = lo if self.offset_lo is None \
-                else min(self.offset_lo, lo)
-            hi = lo if hi is None else hi
-            self.offset_hi = hi if self.offset_hi is None \
-                else max(self.offset_hi, hi)
+        if offset is not None:
+            self.offset_lo = offset if self.offset_lo is None \
+                else min(self.offset_lo, offset)
+            self.offset_hi = offset if self.offset_hi is None \
+                else max(self.offset_hi, offset)
 
     @property
     def overlay_label(self):
@@ -130,9 +130,20 @@ class ContextInfo:
         self.image = image
         self.first_slot = row["first_slot"]
         self.creation_stack = row["creation_stack"]
-        self.created_at, self.created_source = creation_site(
-            row["creation_stack"])
         self.slots = []
+
+    @functools.cached_property
+    def _creation_site(self):
+        # Symbolizing reads the host executable: only for reports that say it.
+        return creation_site(self.creation_stack)
+
+    @property
+    def created_at(self):
+        return self._creation_site[0]
+
+    @property
+    def created_source(self):
+        return self._creation_site[1]
 
     @property
     def label(self):
@@ -270,6 +281,14 @@ def _match_contexts(contexts, wanted):
     return ids
 
 
+def load_images_and_contexts(session):
+    """{id: ImageInfo} and {id: ContextInfo} of a session."""
+    images = {i: ImageInfo(r, session) for i, r in session.images().items()}
+    contexts = {i: ContextInfo(r, images.get(r["image"]))
+                for i, r in session.contexts().items()}
+    return images, contexts
+
+
 def build(session, separation="none", image_filter=(), context_filter=(),
           threshold=0.0):
     """The Profile of a session.  threshold: rows under this percent of
@@ -278,11 +297,8 @@ def build(session, separation="none", image_filter=(), context_filter=(),
         raise ValueError(separation)
     prof = Profile(separation)
     prof.threshold = threshold
-    images = {i: ImageInfo(r, session) for i, r in session.images().items()}
+    images, contexts = load_images_and_contexts(session)
     prof.images = images
-    contexts = {}
-    for i, r in session.contexts().items():
-        contexts[i] = ContextInfo(r, images.get(r["image"]))
     for b in session.bindings():
         c = contexts.get(b["context"])
         if c is not None and b["slot"] not in c.slots:
@@ -354,11 +370,8 @@ def build(session, separation="none", image_filter=(), context_filter=(),
             key = ("x", img, ovl, None, section)
             name = "[no symbol in %s]" % section if section else \
                 "[no symbols]"
-        r = g.rows.get(key)
-        if r is None:
-            r = g.rows[key] = Row("exact", info, name, overlay=ovl,
-                                  section=section)
-        r.add(count, off)
+        g.row(key, lambda: Row("exact", info, name, overlay=ovl,
+                               section=section)).add(count, off)
 
     # ambiguous and pending samples
     candidates = session.candidates()
@@ -386,14 +399,10 @@ def build(session, separation="none", image_filter=(), context_filter=(),
             names = cand_names[ck] = tuple(names)
         g = group_of(ctx, img)
         key = ("a", img, region, names)
-        r = g.rows.get(key)
-        if r is None:
-            what = "|".join(names) if names else "ls 0x%x" % ls
-            r = g.rows[key] = Row(
-                "ambiguous", info,
-                "[ambiguous region %s: %s]" % (region, what),
-                region=region, candidates=names)
-        r.add(count)
+        what = "|".join(names) if names else "ls 0x%x" % ls
+        g.row(key, lambda: Row(
+            "ambiguous", info, "[ambiguous region %s: %s]" % (region, what),
+            region=region, candidates=names)).add(count)
 
     # unmapped samples
     for ctx, img, ls, reason, guard, count in session.unmapped():
@@ -402,21 +411,16 @@ def build(session, separation="none", image_filter=(), context_filter=(),
         totals["unmapped"] += count
         g = group_of(ctx, img)
         key = ("u", img, reason)
-        r = g.rows.get(key)
-        if r is None:
-            r = g.rows[key] = Row("unmapped", images.get(img),
-                                  "[unmapped %s]" % reason, reason=reason)
-        r.add(count)
+        g.row(key, lambda: Row("unmapped", images.get(img),
+                               "[unmapped %s]" % reason,
+                               reason=reason)).add(count)
 
     # orphans: no context, no image
     if not filtered:
         for slot, ls, count in session.orphans():
             totals["orphan"] += count
             g = group_of(None, None, slot)
-            r = g.rows.get(("o",))
-            if r is None:
-                r = g.rows[("o",)] = Row("orphan", None, "[orphan]")
-            r.add(count)
+            g.row(("o",), lambda: Row("orphan", None, "[orphan]")).add(count)
 
     # percentages, intervals, threshold, order
     order = []

@@ -85,6 +85,10 @@ class Session:
             db.close()
             raise SessionError("%s: cannot read (%s)" % (path, e))
         fv = session.keys.get("format_version")
+        if fv is not None and not str(fv).isdigit():
+            db.close()
+            raise SessionError("%s: format_version %r is not a number"
+                               % (path, fv))
         if fv is not None and int(fv) > FORMAT_VERSION:
             db.close()
             raise SessionError("%s: format version %s is newer than this "
@@ -101,9 +105,6 @@ class Session:
         except sqlite3.Error as e:
             raise SessionError("%s: cannot read (%s)"
                                % (os.path.join(self.dir, DB_NAME), e))
-
-    def key(self, name, default=None):
-        return self.keys.get(name, default)
 
     def int_key(self, name, default=0):
         v = self.keys.get(name)
@@ -122,11 +123,6 @@ class Session:
         """{id: Row} of contexts, in id order."""
         return {r["id"]: r for r in
                 self.query("SELECT * FROM contexts ORDER BY id")}
-
-    def overlays(self):
-        """{(image, overlay): Row}."""
-        return {(r["image"], r["overlay"]): r
-                for r in self.query("SELECT * FROM overlays")}
 
     def samples(self):
         return self.query("SELECT context, image, file_offset, overlay, count "
@@ -158,10 +154,6 @@ class Session:
 
     def orphans(self):
         return self.query("SELECT slot, ls_addr, count FROM orphan_samples")
-
-    def context_totals(self):
-        return {r["context"]: r for r in
-                self.query("SELECT * FROM context_totals")}
 
     def lost_by_cause(self):
         return self.query("SELECT cause, cause_name, count FROM lost_by_cause "

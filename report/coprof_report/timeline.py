@@ -55,7 +55,7 @@ class Timeline:
     def __init__(self):
         self.bindings = []          # [Binding], per slot in time order
         self.slices = []            # [Slice], per context in time order
-        self.buckets = {}           # {(bucket_start, function): samples}
+        self.buckets = {}           # {(bucket_start, "image:function"): n}
         self.sched = []             # sched_events rows
         self.contexts = {}          # {id: ContextInfo}
         self.context_ids = set()    # copsim's ids of those contexts
@@ -77,12 +77,9 @@ def build(session):
     tl.stop_ns = session.int_key("stream.stop_time_ns", None)
     tl.bucket_ns = session.int_key("timeline.bucket_ns", 0)
     tl.slots = session.int_key("stream.slots", 0)
-    images = {i: profile.ImageInfo(r, session)
-              for i, r in session.images().items()}
-    contexts = {i: profile.ContextInfo(r, images.get(r["image"]))
-                for i, r in session.contexts().items()}
+    images, contexts = profile.load_images_and_contexts(session)
     tl.contexts = contexts
-    tl.context_ids = {c["context_id"] for c in session.contexts().values()}
+    tl.context_ids = {c.context_id for c in contexts.values()}
 
     # slots: bindings, clipped so that a slot's never overlap
     last_end = {}
@@ -117,7 +114,10 @@ def build(session):
         fn = names[key]
         d = per_bucket[(ctx, bucket)]
         d[fn] = d.get(fn, 0) + count
-        tl.buckets[(bucket, fn)] = tl.buckets.get((bucket, fn), 0) + count
+        # The plot's series: functions of one name in two images apart.
+        series = "%s:%s" % (info.short_name if info else "?", fn)
+        tl.buckets[(bucket, series)] = tl.buckets.get((bucket, series),
+                                                      0) + count
     width = tl.bucket_ns or 1
     open_slice = {}
     for (ctx, bucket) in sorted(per_bucket):

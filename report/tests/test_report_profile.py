@@ -167,16 +167,12 @@ def test_overlay_functions_distinct_rows(real_session, report_json):
         for r in rows:
             if r["kind"] == "exact" and r["overlay_index"]:
                 check_exact(r)
-            if r["kind"] == "ambiguous":
-                assert r["symbol"].startswith("[ambiguous region %d: "
-                                              % r["region"])
-                assert r["overlay"] == "region %d" % r["region"]
-                names = r["symbol"].split(": ", 1)[1][:-1].split("|")
-                assert names and all(names)
-    n_amb = q(real_session, "SELECT IFNULL(SUM(count), 0) FROM "
-              "ambiguous_samples")[0][0]
-    assert sum(r["samples"] for r in rep["rows"]
-               if r["kind"] == "ambiguous") == n_amb
+    # copsim's trace unit watches the guard words, so every swap is placed
+    # and no sample of the real session is ambiguous (ambiguous rows are
+    # tested on hand-built sessions, test_report_units.py).
+    assert q(real_session, "SELECT IFNULL(SUM(count), 0) FROM "
+             "ambiguous_samples")[0][0] == 0
+    assert not [r for r in rep["rows"] if r["kind"] == "ambiguous"]
 
 
 def test_overlays_text_rows(real_session, copreport):

@@ -111,8 +111,8 @@ def test_sched_events_instant(trace, real_session):
     assert rows and len(inst) == len(rows)
     for e in inst:
         m = re.search(r"\bmono=(\d+)", e["args"]["message"])
-        if m:
-            assert e["ts"] == pytest.approx(int(m.group(1)) / 1000.0)
+        assert m, e     # every SCHED record of copsim's says when
+        assert e["ts"] == pytest.approx(int(m.group(1)) / 1000.0)
     assert {e["name"] for e in inst} >= {"bind", "unbind", "create"}
 
 
