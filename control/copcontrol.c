@@ -26,6 +26,7 @@
 #include "control/session.h"
 #include "control/state.h"
 #include "emulator/copsim/copsim.h"
+#include "lfsr/lfsr.h"
 #include "emulator/trace-regs.h"
 #include "escape-protocol/copstream.h"
 #include "kernel-driver/copdrv.h"
@@ -49,7 +50,6 @@
 #define COPROFD_STOP_MS     60000
 #define DUMP_MS             15000
 #define COPSIM_STOP_MS      30000
-#define EXTRA_ARGS_MAX     32
 
 enum action {
     ACT_NONE, ACT_INIT, ACT_START, ACT_STOP, ACT_DUMP, ACT_RESET,
@@ -389,13 +389,14 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
 
     state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
     spec.log_path = log;
-    pid = daemons_start_coprofd(&spec, dir, event_log, 0, c->err,
+    pid = daemons_start_coprofd(&spec, dir, event_log, c->err,
                                 sizeof(c->err));
     if (pid < 0) {
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
     if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
+        daemons_terminate(pid, COPROFD_STOP_MS);
         if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
             snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
         cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
@@ -403,6 +404,8 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
     }
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     if (pidfile_write(pidfile, pid, dir, c->err, sizeof(c->err)) < 0) {
+        /* Nobody could find it again: it does not outlive this start. */
+        daemons_terminate(pid, COPROFD_STOP_MS);
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
@@ -500,6 +503,30 @@ static int stop_session(struct control *c, int quiet)
     return EXIT_OK;
 }
 
+/*
+ * Waits until what the driver held when --dump was asked has reached
+ * coprofd: the driver hands its buffer to the reader at the first poll
+ * after COPDRV_WAKE_LATENCY_NS without a wake-up (like OProfile's buffer
+ * watershed), so one latency and one poll interval are enough.
+ */
+static void wait_driver_handover(struct control *c)
+{
+    struct copdrv_control_reply get;
+    uint64_t wait_ns = COPDRV_WAKE_LATENCY_NS + LFSR_POLL_MAX_NS;
+    struct driver d;
+    struct timespec pause;
+
+    if (connect_copsim(c, &d) == 0) {
+        if (driver_get(&d, &get, c->err, sizeof(c->err)) == 0)
+            wait_ns = COPDRV_WAKE_LATENCY_NS + get.params.poll_interval_ns;
+        driver_close(&d);
+    }
+    wait_ns += wait_ns / 4;             /* the poll thread's own delays */
+    pause.tv_sec = (time_t)(wait_ns / 1000000000u);
+    pause.tv_nsec = (long)(wait_ns % 1000000000u);
+    nanosleep(&pause, NULL);
+}
+
 static int action_dump(struct control *c)
 {
     struct session_totals before, after;
@@ -510,6 +537,7 @@ static int action_dump(struct control *c)
     if (!pid)
         return cli_fail(EXIT_FAILED, "--dump: no coprofd runs (start a "
                         "session with --start)");
+    wait_driver_handover(c);
     if (session_read(dir, &before, c->err, sizeof(c->err)) < 0)
         before.dumps = 0;
     if (kill(pid, SIGHUP) < 0)
@@ -559,10 +587,9 @@ static int action_shutdown(struct control *c)
     int status;
 
     if (connect_copsim(c, &d) < 0) {
-        if (running_coprofd(c, NULL, 0))
-            stop_session(c, 0);
+        status = running_coprofd(c, NULL, 0) ? stop_session(c, 0) : EXIT_OK;
         say(c, "no copsim runs on %s", c->socket);
-        return EXIT_OK;
+        return status;
     }
     if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
         driver_get(&d, &get, c->err, sizeof(c->err)) < 0) {
@@ -579,10 +606,11 @@ static int action_shutdown(struct control *c)
         return cli_fail(EXIT_FAILED, "copsim (pid %ld) on %s was not "
                         "started by copcontrol; leaving it running",
                         (long)info.pid, c->socket);
-    if (daemons_terminate(info.pid, COPSIM_STOP_MS) < 0)
+    status = daemons_terminate(info.pid, COPSIM_STOP_MS);
+    unlink(pidfile);
+    if (status < 0)
         return cli_fail(EXIT_FAILED, "copsim (pid %ld) did not stop within "
                         "%d s: killed", (long)info.pid, COPSIM_STOP_MS / 1000);
-    unlink(pidfile);
     printf("copcontrol: copsim (pid %ld) stopped\n", (long)info.pid);
     return EXIT_OK;
 }

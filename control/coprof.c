@@ -30,6 +30,8 @@
 #include "control/options.h"
 #include "control/rate.h"
 #include "control/session.h"
+#include "emulator/copsim/copsim.h"
+#include "emulator/trace-regs.h"
 #include "sdk/cli.h"
 
 #include <errno.h>
@@ -118,11 +120,12 @@ static void usage(FILE *out)
 "                      DIR.old is replaced)\n"
 "    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
 "                      (default %u: 4 MiB)\n"
-"    --slots=N         coprocessor slots of the private copsim (default 8)\n"
+"    --slots=N         coprocessor slots of the private copsim (default %d)\n"
 "    --copsim-arg=ARG  pass ARG to the private copsim as it is (repeatable),\n"
 "                      e.g. --copsim-arg=--fifo-depth=65536\n"
 "    -q, --quiet       no progress line and no summary\n"
-"    -v, --verbose     the daemons' own output on standard error\n"
+"    -v, --verbose     coprofd's output on standard error instead of\n"
+"                      DIR/coprofd.log (copsim's goes there always)\n"
 "    -h, --help        this text\n"
 "\n"
 "FILES\n"
@@ -145,7 +148,7 @@ static void usage(FILE *out)
 "    coprof record --event=SPU_CYCLES:20000 --copsim-arg=--slice=500000 "
 "-- ./my-host\n",
         DRIVER_BUFFER_WORDS_MIN, DRIVER_BUFFER_WORDS_MAX,
-        DRIVER_BUFFER_WORDS_DEFAULT);
+        DRIVER_BUFFER_WORDS_DEFAULT, COPSIM_DEFAULT_SLOTS);
 }
 
 /* ---- Options -------------------------------------------------------------- */
@@ -170,9 +173,9 @@ static int set_slots(struct options *o, const char *arg)
 
     errno = 0;
     n = strtol(arg, &end, 10);
-    if (errno || end == arg || *end || n < 1 || n > 64)
+    if (errno || end == arg || *end || n < 1 || n > TRACE_MAX_SLOTS)
         return cli_fail(EXIT_USAGE, "--slots=%s: not a number of slots in "
-                        "1..64", arg);
+                        "1..%d", arg, TRACE_MAX_SLOTS);
     o->slots = arg;
     return 0;
 }
@@ -321,11 +324,12 @@ static int start_session(struct record *r)
         return -1;
     spec.pass_fd = fd;
     spec.log_path = r->opt.verbose ? NULL : r->coprofd_log;
-    r->coprofd = daemons_start_coprofd(&spec, r->dir, r->event_log, 0,
+    r->coprofd = daemons_start_coprofd(&spec, r->dir, r->event_log,
                                        r->err, sizeof(r->err));
     close(fd);
     if (r->coprofd > 0 &&
         session_wait_created(r->coprofd, r->dir, COPROFD_START_MS) < 0) {
+        daemons_terminate(r->coprofd, COPROFD_STOP_MS);
         r->coprofd = -1;
         snprintf(r->err, sizeof(r->err), "coprofd did not start (see %s)",
                  r->opt.verbose ? "its message above" : r->coprofd_log);
@@ -399,7 +403,7 @@ static void progress(struct record *r, int tty, uint64_t *last,
 static int wait_command(struct record *r)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
-    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus;
+    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus, shown = 0;
     uint64_t last = 0;
 
     every = tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
@@ -414,10 +418,11 @@ static int wait_command(struct record *r)
         since += TICK_MS;
         if (!r->opt.quiet && since >= every) {
             progress(r, tty, &last, since);
+            shown = 1;
             since = 0;
         }
     }
-    if (tty && !r->opt.quiet && last)
+    if (tty && shown)
         fprintf(stderr, "\r\033[K");
     return daemons_exit_status(wstatus);
 }

@@ -14,6 +14,7 @@
  * where a zombie counts as ended, since whoever inherited it may not reap.
  */
 #include "control/daemons.h"
+#include "emulator/copsim/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,8 @@
 #define PASSED_FD       3
 #define POLL_MS         20
 #define ARGS_MAX        64
+#define COPSIM_READY_MS 30000   /* a copsim that serves by then is ready */
+#define EXIT_GRACE_MS   2000    /* for one that said no to end by itself */
 
 int daemons_add_arg(struct daemon_args *extra, const char *arg, char *err,
                     size_t errlen)
@@ -122,26 +125,6 @@ static pid_t start_daemon(const struct daemon_spec *spec, char *const argv[],
 }
 
 /* Reads until a line; 0 when it is "ready", else -1. */
-static int wait_ready(int fd)
-{
-    char buf[16];
-    size_t got = 0;
-
-    while (got < sizeof(buf) - 1) {
-        ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-        buf[got] = '\0';
-        if (strchr(buf, '\n'))
-            return strcmp(buf, "ready\n") == 0 ? 0 : -1;
-    }
-    return -1;
-}
-
 /* Why a daemon did not start: its log's last line, or the program. */
 static void explain_failure(const char *what, const char *log_path,
                             char *err, size_t errlen)
@@ -179,8 +162,10 @@ pid_t daemons_start_copsim(const struct daemon_spec *base,
     spec.pass_fd = ready[1];
     pid = start_daemon(&spec, argv, err, errlen);
     close(ready[1]);
-    if (pid > 0 && wait_ready(ready[0]) < 0) {
-        daemons_wait(pid, 10000, &status);
+    if (pid > 0 && copsim_wait_ready(ready[0], COPSIM_READY_MS) < 0) {
+        /* Ended, or hung before serving: never leave it behind. */
+        if (daemons_wait(pid, EXIT_GRACE_MS, &status) < 0)
+            daemons_terminate(pid, EXIT_GRACE_MS);
         explain_failure(program, spec.log_path, err, errlen);
         pid = -1;
     }
@@ -190,7 +175,7 @@ pid_t daemons_start_copsim(const struct daemon_spec *base,
 
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,
-                            int quiet, char *err, size_t errlen)
+                            char *err, size_t errlen)
 {
     char program[PATH_MAX], input[32];
     char *argv[ARGS_MAX];
@@ -206,8 +191,6 @@ pid_t daemons_start_coprofd(const struct daemon_spec *spec,
         argv[n++] = "--event-log";
         argv[n++] = (char *)event_log;
     }
-    if (quiet)
-        argv[n++] = "--quiet";
     argv[n] = NULL;
     return start_daemon(spec, argv, err, errlen);
 }

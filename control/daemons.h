@@ -50,10 +50,10 @@ pid_t daemons_start_copsim(const struct daemon_spec *spec,
                            const char *const *args, char *err,
                            size_t errlen);
 
-/* coprofd --input-fd 3 --session-dir DIR [--event-log LOG] [--quiet]. */
+/* coprofd --input-fd 3 --session-dir DIR [--event-log LOG]. */
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,
-                            int quiet, char *err, size_t errlen);
+                            char *err, size_t errlen);
 
 /* Whether pid runs (a zombie does not). */
 int daemons_alive(pid_t pid);

@@ -51,7 +51,7 @@ int driver_program(struct driver *d, const struct rate_spec *spec,
 /* --buffer-size: the driver's event buffer in 64-bit words. */
 #define DRIVER_BUFFER_WORDS_MIN     (COPDRV_BUFFER_MIN / 8u)
 #define DRIVER_BUFFER_WORDS_MAX     (COPDRV_BUFFER_MAX / 8u)
-#define DRIVER_BUFFER_WORDS_DEFAULT ((4u << 20) / 8u)
+#define DRIVER_BUFFER_WORDS_DEFAULT (COPDRV_BUFFER_DEFAULT / 8u)
 int driver_parse_buffer_words(const char *text, uint32_t *words, char *err,
                               size_t errlen);
 

@@ -146,6 +146,21 @@ int session_absolute(const char *option, const char *path, char *buf,
     return 0;
 }
 
+/* A session_prepare() that failed after moving DIR to DIR.old puts it back
+ * (DIR may have been made, empty, meanwhile); returns -1. */
+static int put_back(const char *dir, int *moved)
+{
+    char old[PATH_MAX];
+
+    if (moved && *moved) {
+        snprintf(old, sizeof(old), "%s.old", dir);
+        rmdir(dir);
+        if (rename(old, dir) == 0)
+            *moved = 0;
+    }
+    return -1;
+}
+
 int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
 {
     char old[PATH_MAX];
@@ -169,10 +184,10 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
         return -1;
     }
     if (session_mkdirs(dir, 0755, err, errlen) < 0)
-        return -1;
+        return put_back(dir, moved);
     if (access(dir, W_OK | X_OK) < 0) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-        return -1;
+        return put_back(dir, moved);
     }
     return 0;
 }

@@ -7,6 +7,7 @@
  * frequency or period resolves at whatever clock copsim has at --start.
  */
 #include "control/state.h"
+#include "control/driver.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,7 +50,6 @@ static int settings_line(char *line, struct settings *s, char *err,
                          size_t errlen)
 {
     char *eq = strchr(line, '=');
-    char *end;
 
     if (!eq)
         return 0;
@@ -61,7 +61,8 @@ static int settings_line(char *line, struct settings *s, char *err,
     if (strcmp(line, "session-dir") == 0)
         snprintf(s->session_dir, sizeof(s->session_dir), "%s", eq + 1);
     if (strcmp(line, "buffer-size") == 0)
-        s->buffer_words = (uint32_t)strtoul(eq + 1, &end, 10);
+        return driver_parse_buffer_words(eq + 1, &s->buffer_words, err,
+                                         errlen);
     return 0;
 }
 

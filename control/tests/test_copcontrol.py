@@ -86,10 +86,17 @@ def test_full_cycle(cenv, coprof_bin, tmp_path):
     result = cenv.copcontrol("--start")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "s.old" / "session.db").exists()
+    before = cenv.pid("coprofd.pid")
+    with session(sdir) as db:
+        created = key(db, "created_realtime_ns")
     result = cenv.copcontrol("--reset")
     assert result.returncode == 0, result.stderr
     assert status_fields(cenv.copcontrol("--status"))["running"] == "yes"
+    # A new coprofd on a new session, not the old one left running.
     assert alive(cenv.pid("coprofd.pid"))
+    assert cenv.pid("coprofd.pid") != before and not alive(before)
+    with session(sdir) as db:
+        assert key(db, "created_realtime_ns") > created
 
     result = cenv.copcontrol("--shutdown")
     assert result.returncode == 0, result.stderr

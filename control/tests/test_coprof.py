@@ -205,4 +205,7 @@ def test_progress_on_a_terminal(cenv, tmp_path):
     updates = re.findall(r"\r\x1b\[Kcoprof: recording: \d+ samples/s, "
                          r"\d+ samples, \d+ lost", text)
     assert len(updates) >= 1, text
+    # `sleep` runs no coprocessor code: 0 samples, and still the line is
+    # cleared, so the summary starts a line of its own.
+    assert re.search(r"lost\r\x1b\[Kcoprof: SPU_CYCLES:", text), text
     assert "coprof: session %s" % (tmp_path / "p") in text

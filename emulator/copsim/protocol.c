@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -179,4 +180,31 @@ void copsim_message_close_fds(struct copsim_message *message)
     for (unsigned i = 0; i < message->n_fds; i++)
         close(message->fds[i]);
     message->n_fds = 0;
+}
+
+int copsim_wait_ready(int fd, int timeout_ms)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    char buf[16];
+    size_t got = 0;
+
+    while (got < sizeof(buf) - 1) {
+        int ready = poll(&pfd, 1, timeout_ms);
+        ssize_t n;
+
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            return -1;
+        n = read(fd, buf + got, sizeof(buf) - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+        buf[got] = '\0';
+        if (strchr(buf, '\n'))
+            return strcmp(buf, "ready\n") == 0 ? 0 : -1;
+    }
+    return -1;
 }

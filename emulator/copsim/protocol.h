@@ -172,6 +172,14 @@ int copsim_socket_path(char *buf, size_t len);
  */
 int copsim_connect(const char *path);
 
+/*
+ * Waits until a copsim started with --ready-fd writes "ready\n" on the pipe
+ * whose reading end is fd, for at most timeout_ms (-1: no limit).  Returns
+ * 0, or -1 when copsim wrote anything else, closed the pipe (it ended) or
+ * the time ran out.
+ */
+int copsim_wait_ready(int fd, int timeout_ms);
+
 /* Fills a header for a message of `size` bytes. */
 void copsim_header_init(struct copsim_header *header, unsigned type,
                         size_t size);

@@ -117,26 +117,6 @@ static int spawn_copsim(const char *program, int ready_write, pid_t *pid)
     return error;
 }
 
-/* Waits for "ready" on the pipe; 0, or -1 when copsim ended instead. */
-static int wait_ready(int ready_read)
-{
-    char buf[16];
-    size_t got = 0;
-
-    while (got < sizeof(buf)) {
-        ssize_t n = read(ready_read, buf + got, sizeof(buf) - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        if (memchr(buf, '\n', got))
-            return strncmp(buf, "ready\n", 6) == 0 ? 0 : -1;
-    }
-    return -1;
-}
-
 /* Starts the private copsim; with private_lock held. */
 static int start_private(void)
 {
@@ -168,7 +148,7 @@ static int start_private(void)
         return libcop_fail("%s: cannot start a private copsim: %s", program,
                            strerror(error));
     }
-    if (wait_ready(ready[0]) < 0) {
+    if (copsim_wait_ready(ready[0], -1) < 0) {
         close(ready[0]);
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
