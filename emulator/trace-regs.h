@@ -262,28 +262,48 @@ static inline int trace_slot_push_event(struct trace_regs_slot *slot,
 
 /*
  * Consumer: moves up to `max` queued overlay events into out[], oldest
- * first.  Drain the FIFO first, then the events: every event placed before
- * a drained entry is then visible.  Returns the number moved, or -1 when
- * head and tail are more than TRACE_EVENT_DEPTH apart (nothing moved).
+ * first, stopping before the first one placed after FIFO position *end
+ * (when end is not NULL).  Drain the FIFO first, then the events: every
+ * event placed before a drained entry is then visible.  Pass the drained
+ * end as *end when the emulator may still run: an event it pushed after
+ * that drain may follow a capture the drain did not take, and must wait
+ * for the drain that takes it.  Returns the number moved, or -1 when head
+ * and tail are more than TRACE_EVENT_DEPTH apart (nothing moved).
  */
-static inline int32_t trace_slot_drain_events(struct trace_regs_slot *slot,
-                                              uint32_t fifo_depth,
-                                              struct trace_ovl_event *out,
-                                              uint32_t max)
+static inline int32_t trace_slot_drain_events_upto(struct trace_regs_slot *slot,
+                                                   uint32_t fifo_depth,
+                                                   struct trace_ovl_event *out,
+                                                   uint32_t max,
+                                                   const uint32_t *end)
 {
     uint32_t tail = __atomic_load_n(&slot->event_tail, __ATOMIC_RELAXED);
     uint32_t head = __atomic_load_n(&slot->event_head, __ATOMIC_ACQUIRE);
     const struct trace_ovl_event *ring = trace_slot_events(slot, fifo_depth);
     uint32_t queued = head - tail;
-    uint32_t n;
+    uint32_t n = 0;
 
     if (queued > TRACE_EVENT_DEPTH)
         return -1;
-    n = queued < max ? queued : max;
-    for (uint32_t i = 0; i < n; i++)
-        out[i] = ring[(tail + i) & (TRACE_EVENT_DEPTH - 1)];
+    while (n < queued && n < max) {
+        const struct trace_ovl_event *e =
+            &ring[(tail + n) & (TRACE_EVENT_DEPTH - 1)];
+
+        if (end && (int32_t)(e->fifo_pos - *end) > 0)
+            break;
+        out[n++] = *e;
+    }
     __atomic_store_n(&slot->event_tail, tail + n, __ATOMIC_RELEASE);
     return (int32_t)n;
+}
+
+/* trace_slot_drain_events_upto() with no end: every queued event. */
+static inline int32_t trace_slot_drain_events(struct trace_regs_slot *slot,
+                                              uint32_t fifo_depth,
+                                              struct trace_ovl_event *out,
+                                              uint32_t max)
+{
+    return trace_slot_drain_events_upto(slot, fifo_depth, out, max,
+                                        (const uint32_t *)0);
 }
 
 /*

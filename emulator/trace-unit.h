@@ -97,6 +97,14 @@ int trace_context_watch_guards(struct trace_unit *unit, uint32_t context,
                                uint32_t guard_ls_offset, uint32_t guard_count,
                                char *err, size_t errlen);
 
+/* The guard words of an image with `regions` overlay regions that a
+ * context can have watched: all, or none when there are more than
+ * TRACE_MAX_GUARDS (its changes then go unplaced, read at each poll). */
+static inline uint32_t trace_watchable_guards(uint32_t regions)
+{
+    return regions <= TRACE_MAX_GUARDS ? regions : 0;
+}
+
 /* Reads and checks a context's watch (for the emulator): 0 with the
  * offset and count, or -1 with the reason. */
 int trace_context_guards(const struct trace_unit *unit, uint32_t context,

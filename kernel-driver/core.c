@@ -425,18 +425,21 @@ static void emit_guard_changes(struct copdrv *drv, struct copdrv_slot *s,
 /* ---- Overlay events ----------------------------------------------------- */
 
 /*
- * Drains the slot's queued overlay events into drv->events.  Returns 1
- * when the trace unit dropped events since the last look (or its ring is
- * corrupt): changes then went unplaced.
+ * Drains the slot's overlay events placed at or before FIFO position end
+ * (the end of the FIFO drain just made) into drv->events: a later one
+ * follows a capture still in the FIFO and waits for the next drain.
+ * Returns 1 when the trace unit dropped events since the last look (or
+ * its ring is corrupt): changes then went unplaced.
  */
-static int drain_events(struct copdrv *drv, struct copdrv_slot *s)
+static int drain_events(struct copdrv *drv, struct copdrv_slot *s, u32 end)
 {
 	u32 overflow;
 	int got;
 
 	s->n_events = 0;
-	got = trace_slot_drain_events(s->regs, drv->fifo_depth, drv->events,
-				      TRACE_EVENT_DEPTH);
+	got = trace_slot_drain_events_upto(s->regs, drv->fifo_depth,
+					   drv->events, TRACE_EVENT_DEPTH,
+					   &end);
 	if (got < 0) {
 		drv->stats.fifo_errors++;
 		return 1;
@@ -631,11 +634,20 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 			   int final)
 {
 	int flags = read_flags(s, events_lost, final);
-	u64 changed = read_guards(drv, s), keep, written;
+	u64 changed = 0, keep, written;
+	u32 region;
 
-	/* put_samples_placed() keeps the room of the placed OVERLAYs. */
-	if (flags < 0)
-		changed = 0;
+	/*
+	 * Events lost: a region may have changed and changed back unseen, so
+	 * every region is reported again (unplaced: a window for each).
+	 */
+	if (events_lost && s->watched)
+		for (region = 0; region < s->ctx.regions; region++)
+			s->guards[region] = GUARD_UNKNOWN;
+	/* Not reported at all: no read (put_samples_placed() keeps the room
+	 * of the placed OVERLAYs). */
+	if (flags >= 0)
+		changed = read_guards(drv, s);
 	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES + TIME_BYTES;
 	written = put_samples_placed(drv, s, tail, drained, cycle, keep);
 	/* Placed changes still waiting come first: the read must follow. */
@@ -660,7 +672,7 @@ static void poll_slot(struct copdrv *drv, struct copdrv_slot *s, int final)
 
 	announce(drv, s);
 	drained = drain_slot(drv, s);
-	events_lost = drain_events(drv, s);
+	events_lost = drain_events(drv, s, tail + (u32)drained);
 	cycle = slot_cycles(s);
 	time_ns = copdrv_os_now_ns(drv->os);
 	count_hardware_losses(s);

@@ -287,7 +287,8 @@ static int run_traced(const struct run_options *opts,
     struct trace_watch watch = {
         .ram = ram->path,
         .guard_ls_offset = cop_image_guard_ls_offset(image),
-        .guard_count = opts->no_watch ? 0 : image->nregions,
+        .guard_count = opts->no_watch ? 0
+                       : trace_watchable_guards(image->nregions),
     };
     struct trace_geometry geo;
     struct traced trace = { .samples = NULL, .events = NULL };

@@ -435,7 +435,8 @@ int emulator_run(struct copsim *sim, struct sim_context *c, int client_sock,
     }
     if (trace_context_watch_guards(sim->unit, c->info.trace_context,
                                    c->info.guard_ls_offset,
-                                   c->info.n_regions, err, errlen) < 0)
+                                   trace_watchable_guards(c->info.n_regions),
+                                   err, errlen) < 0)
         return -1;
     if (build_command(sim, c, &command, err, errlen) < 0)
         return -1;

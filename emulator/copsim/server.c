@@ -67,16 +67,13 @@ int server_check_unused(struct copsim *sim, char *err, size_t errlen)
         return -1;
     if (access(sim->socket_path, F_OK) < 0)
         return 0;
-    sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (sock >= 0 && connect(sock, (struct sockaddr *)&addr,
-                             sizeof(addr)) == 0) {
+    sock = copsim_connect(sim->socket_path);
+    if (sock >= 0) {
         close(sock);
         snprintf(err, errlen, "%s: another copsim serves this socket",
                  sim->socket_path);
         return -1;
     }
-    if (sock >= 0)
-        close(sock);
     unlink(sim->socket_path);   /* left by a copsim that died */
     return 0;
 }

@@ -237,6 +237,39 @@ static void test_events(struct fixture *f, gconstpointer data)
     g_assert_cmpint(trace_slot_drain_events(slot, 64, out, 8), ==, -1);
 }
 
+/*
+ * The driver's race: it drained the FIFO up to position 1; then the
+ * emulator pushed capture 1, saw a change and pushed an event at 2.  The
+ * event follows a capture the drain did not take, so a drain of the events
+ * up to the FIFO drain's end leaves it for the next one.
+ */
+static void test_events_upto(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 1);
+    struct trace_ovl_event out[8];
+    uint16_t fields[8];
+    uint32_t end;
+
+    trace_slot_push_event(slot, 64, 0, 4);          /* before capture 0 */
+    trace_slot_push(slot, 64, 10);
+    g_assert_cmpint(trace_slot_drain(slot, 64, fields, 8), ==, 1);
+    end = slot->fifo_tail;                          /* drained up to 1 */
+    trace_slot_push_event(slot, 64, 0, 5);          /* before capture 1 */
+    trace_slot_push(slot, 64, 11);
+    trace_slot_push_event(slot, 64, 0, 6);          /* before capture 2 */
+    g_assert_cmpint(trace_slot_drain_events_upto(slot, 64, out, 8, &end),
+                    ==, 2);
+    g_assert_cmpuint(out[0].fifo_pos, ==, 0);
+    g_assert_cmpuint(out[1].fifo_pos, ==, 1);       /* at the end: kept */
+    g_assert_cmpuint(out[1].guard, ==, 5);
+    g_assert_cmpint(trace_slot_drain(slot, 64, fields, 8), ==, 1);
+    end = slot->fifo_tail;
+    g_assert_cmpint(trace_slot_drain_events_upto(slot, 64, out, 8, &end),
+                    ==, 1);
+    g_assert_cmpuint(out[0].fifo_pos, ==, 2);
+    g_assert_cmpuint(out[0].guard, ==, 6);
+}
+
 /* The events drained to a file, positions counted from a base. */
 static void test_events_to_file(struct fixture *f, gconstpointer data)
 {
@@ -797,6 +830,8 @@ int main(int argc, char **argv)
                test_drain_to_file, teardown);
     g_test_add("/trace-unit/events", struct fixture, NULL, setup,
                test_events, teardown);
+    g_test_add("/trace-unit/events-upto", struct fixture, NULL, setup,
+               test_events_upto, teardown);
     g_test_add("/trace-unit/events-to-file", struct fixture, NULL, setup,
                test_events_to_file, teardown);
     g_test_add("/trace-unit/watch-guards", struct fixture, NULL, setup,

@@ -35,7 +35,7 @@ COUNTERS = re.compile(r"^events=(\d+) events_dropped=(\d+)\ncaptures=(\d+) "
                       re.M)
 RESULT = re.compile(r"^overlays rounds=(\d+) digest=[0-9a-f]+ loads=(\d+) "
                     r"guards=(\d+),(\d+)$", re.M)
-ROUNDS = "2"            # 14 loads: the event ring (64) never fills
+ROUNDS = "2"            # 14 loads: the event ring (1024) never fills
 
 
 @pytest.fixture(scope="module")

@@ -245,7 +245,8 @@ static int watch_guards(struct harness *h, struct run *r)
 
 	if (trace_context_watch_guards(h->unit, r->context,
 				       cop_image_guard_ls_offset(&r->image),
-				       r->image.nregions, err, sizeof(err)))
+				       trace_watchable_guards(r->image.nregions),
+				       err, sizeof(err)))
 		return fail("%s", err);
 	return 0;
 }
