@@ -6,17 +6,25 @@
  * libpfm4's PMUs that are present on this machine (pfm_get_pmu_info's
  * is_present), each with its events (pfm_get_event_next from the PMU's
  * first event, pfm_get_event_info for the name and description), as
- * PMU::EVENT lines like perf's and OProfile's listings.  A host whose CPU
- * PMU is not exposed (a virtual machine) may show only the kernel's
- * generic perf events; a line says so.
+ * PMU::EVENT lines like perf's and OProfile's listings.  libpfm4 judges
+ * a core PMU present from the CPU model alone, so a virtual machine that
+ * hides the PMU from its kernel still "has" one: a core PMU is listed only
+ * when the kernel exposes a core PMU too (a device of type PERF_TYPE_RAW in
+ * /sys/bus/event_source/devices).  A host without one shows only the
+ * kernel's generic perf events, and a line says so.
  */
 #include "control/events.h"
 
 #include "control/rate.h"
 #include "lfsr/lfsr.h"
 
+#include <dirent.h>
+#include <linux/perf_event.h>
 #include <perfmon/pfmlib.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define EVENT_SOURCES "/sys/bus/event_source/devices"
 
 static void list_spu_cycles(FILE *out, double clock_hz, uint32_t fifo_depth,
                             int from_copsim)
@@ -58,9 +66,43 @@ static int list_pmu(FILE *out, const pfm_pmu_info_t *pmu)
     return listed;
 }
 
+/* The perf type number of the event source NAME, or -1. */
+static long event_source_type(const char *name)
+{
+    char path[512];
+    FILE *f;
+    long type = -1;
+
+    snprintf(path, sizeof(path), EVENT_SOURCES "/%s/type", name);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (fscanf(f, "%ld", &type) != 1)
+        type = -1;
+    fclose(f);
+    return type;
+}
+
+/* Does the kernel expose a core PMU (hardware events) to perf? */
+static int kernel_has_core_pmu(void)
+{
+    DIR *dir = opendir(EVENT_SOURCES);
+    struct dirent *e;
+    int found = 0;
+
+    if (!dir)
+        return 0;
+    while (!found && (e = readdir(dir)) != NULL)
+        found = e->d_name[0] != '.' &&
+                event_source_type(e->d_name) == PERF_TYPE_RAW;
+    closedir(dir);
+    return found;
+}
+
 static int list_host(FILE *out)
 {
     int status = pfm_initialize(), pmus = 0, hardware = 0;
+    int core_pmu = kernel_has_core_pmu();
     pfm_pmu_t p;
 
     if (status != PFM_SUCCESS) {
@@ -76,6 +118,8 @@ static int list_host(FILE *out)
         pmu.size = sizeof(pmu);
         if (pfm_get_pmu_info(p, &pmu) != PFM_SUCCESS || !pmu.is_present)
             continue;
+        if (pmu.type == PFM_PMU_TYPE_CORE && !core_pmu)
+            continue;           /* the CPU has it, the kernel hides it */
         pmus++;
         if (pmu.type == PFM_PMU_TYPE_CORE || pmu.type == PFM_PMU_TYPE_UNCORE)
             hardware++;
