@@ -7,6 +7,7 @@
 # Goals:
 #   make            build everything into build/
 #   make check      build and run every test; ends with "N passed, N failed"
+#   make check-faults  the fault-injection tests that need root (tmpfs mounts)
 #   make bench      build and run the benchmarks under bench/
 #   make demo       profile the host-pipeline example with coprof record and
 #                   print its report (build/demo/)
@@ -14,7 +15,7 @@
 #   make deps       install the Debian packages (as root) or print the command
 #   make clean      remove build/
 
-GOALS := all check bench install fuzz demo clean-build
+GOALS := all check check-faults bench install fuzz demo clean-build
 
 .PHONY: $(GOALS) deps clean
 .DEFAULT_GOAL := all

@@ -11,6 +11,10 @@
 #   GTESTS          GTest programs that `make check` runs (TAP output)
 #   PYTESTS         files or folders of pytest tests that `make check` runs
 #   BENCHES         programs that `make bench` runs, one after another
+#   FAULT_PYTESTS   pytest files of fault-injection tests that need root or
+#                   a mount (tmpfs), run by `make check-faults`; they are
+#                   named fault_*.py so that `make check`'s pytest run,
+#                   which collects test_*.py, leaves them out
 #   FUZZ_RUNS       commands (make targets) that `make fuzz` runs
 #   INSTALL_BINS    files installed into $(PREFIX)/bin
 #   INSTALL_LIBS    files installed into $(PREFIX)/lib/coprof
@@ -64,13 +68,14 @@ ALL_TARGETS :=
 GTESTS :=
 PYTESTS := tests
 BENCHES :=
+FAULT_PYTESTS :=
 FUZZ_RUNS :=
 INSTALL_BINS :=
 INSTALL_LIBS :=
 INSTALL_PKGCONFIG :=
 INSTALL_HEADERS :=
 
-.PHONY: all check bench install fuzz demo clean-build
+.PHONY: all check check-faults bench install fuzz demo clean-build
 all: build-all
 
 include $(sort $(wildcard */module.mk))
@@ -88,6 +93,10 @@ $(OBJ)/%.o: %.c
 check: build-all $(GTESTS)
 	$(Q)$(PYTHON) tests/runner.py --build $(BUILD) \
 		--gtest $(GTESTS) --pytest $(PYTESTS)
+
+check-faults: build-all
+	$(Q)$(PYTHON) tests/runner.py --build $(BUILD) \
+		--log-dir $(BUILD)/test-logs-faults --pytest $(FAULT_PYTESTS)
 
 bench: build-all $(BENCHES)
 	$(Q)set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done

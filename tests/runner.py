@@ -124,6 +124,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build",
                         help="the build folder (default: build)")
+    parser.add_argument("--log-dir", metavar="DIR",
+                        help="where the full output goes "
+                             "(default: BUILD/test-logs)")
     parser.add_argument("--gtest", nargs="*", default=[], metavar="PROGRAM",
                         help="GTest programs to run")
     parser.add_argument("--pytest", nargs="*", default=[], metavar="PATH",
@@ -131,7 +134,7 @@ def main():
     args = parser.parse_args()
 
     build = os.path.abspath(args.build)
-    logdir = os.path.join(build, "test-logs")
+    logdir = args.log_dir or os.path.join(build, "test-logs")
     os.makedirs(logdir, exist_ok=True)
     env = dict(os.environ, COPROF_BUILD=build,
                COPROF_SOURCE=os.path.abspath(os.path.dirname(
