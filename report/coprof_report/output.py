@@ -6,7 +6,7 @@ text  opreport-like: a title, per group a header (for contexts: who, what
 csv   one line per row, with a header line; the group in the first column.
 json  one object: the session, the separation, groups, rows (flat, each
       naming its group), totals, lost_by_cause, decode_errors, complete,
-      end_state and end_reason, the images' warnings.
+      end_state and end_reason, image_warnings.
 """
 
 import csv
@@ -161,7 +161,7 @@ def to_json(prof, session_dir):
         "complete": prof.complete,
         "end_state": prof.end_state,
         "end_reason": prof.end_reason,
-        "warnings": list(prof.warnings),
+        "image_warnings": list(prof.warnings),
         "contexts": [_context_json(c) for c in prof.contexts.values()],
         "images": [_image_json(i) for i in prof.images.values()],
     }

@@ -239,7 +239,7 @@ def test_swapped_cache_is_not_used(real_session, session_copy, capsys):
     assert any(caches["kernels"] in e for e in err)
     assert all("symbols from %s instead" % real_session.host in e
                for e in err)
-    assert rows == good and rep["warnings"] == [
+    assert rows == good and rep["image_warnings"] == [
         e[len("copreport: warning: "):] for e in err]
 
 
