@@ -42,14 +42,6 @@ def accepted(kind, value):
 
 
 @pytest.fixture(scope="module")
-def test_image(build_dir):
-    p = os.path.join(build_dir, "tests", "overlay", "overlays.elf")
-    if not os.path.isfile(p):
-        pytest.fail("%s is not built: run make" % p)
-    return p
-
-
-@pytest.fixture(scope="module")
 def template(new_session, test_image, tmp_path_factory):
     """A session with one row in every table a report reads."""
     d = str(tmp_path_factory.mktemp("damage") / "template")
@@ -219,18 +211,28 @@ def warning(err, *words):
         assert w in err[0], (w, err[0])
 
 
+def swap_caches(session, path=None):
+    """Swaps the cached copies of the kernels and pipeline images (and
+    makes every image's file path, when given); returns {short name:
+    cache_file}."""
+    db = sqlite3.connect(os.path.join(session, "session.db"))
+    if path is not None:
+        db.execute("UPDATE images SET path = ?", (path,))
+        db.commit()
+    caches = dict(db.execute("SELECT short_name, cache_file FROM images"))
+    db.close()
+    a = os.path.join(session, caches["kernels"])
+    b = os.path.join(session, caches["pipeline"])
+    os.rename(a, a + ".tmp")
+    os.rename(b, a)
+    os.rename(a + ".tmp", b)
+    return caches
+
+
 def test_swapped_cache_is_not_used(real_session, session_copy, capsys):
     good, err, _ = rows_by_symbol(capsys, real_session.dir)
     assert err == []
-    db = sqlite3.connect(os.path.join(session_copy, "session.db"))
-    caches = dict(db.execute("SELECT short_name, cache_file FROM images"))
-    db.close()
-    a = os.path.join(session_copy, caches["kernels"])
-    b = os.path.join(session_copy, caches["pipeline"])
-    tmp = a + ".tmp"
-    os.rename(a, tmp)
-    os.rename(b, a)
-    os.rename(tmp, b)
+    caches = swap_caches(session_copy)
     rows, err, rep = rows_by_symbol(capsys, session_copy)
     # both swapped copies are refused, the host executable (unchanged since
     # the recording) gives the right symbols
@@ -265,17 +267,7 @@ def test_swapped_cache_and_no_host(real_session, session_copy, capsys,
                                    tmp_path):
     """Swapped copies with their host executable gone: no symbols for
     those images, a warning each, the rest reported."""
-    db = sqlite3.connect(os.path.join(session_copy, "session.db"))
-    db.execute("UPDATE images SET path = ?", (str(tmp_path / "gone"),))
-    caches = dict(db.execute("SELECT short_name, cache_file FROM images"))
-    db.commit()
-    db.close()
-    a = os.path.join(session_copy, caches["kernels"])
-    b = os.path.join(session_copy, caches["pipeline"])
-    tmp = a + ".tmp"
-    os.rename(a, tmp)
-    os.rename(b, a)
-    os.rename(tmp, b)
+    swap_caches(session_copy, str(tmp_path / "gone"))
     rows, err, _ = rows_by_symbol(capsys, session_copy)
     assert len(err) == 2 and all("is gone" in e and "without symbols" in e
                                  for e in err), err
