@@ -366,6 +366,17 @@ def test_live_session_is_as_of_its_last_flush(template, capsys, tmp_path):
         "session INCOMPLETE: its coprofd ended without finishing it")
 
 
+def test_timeline_carries_the_state(template, capsys, tmp_path):
+    d = damaged(template, tmp_path, "SELECT 1")
+    set_keys(d, end_state="incomplete", end_reason="flush failed: ENOSPC")
+    status, _, err = run(capsys, "timeline", "-d", d, "-o",
+                         tmp_path / "t.json")
+    assert status == 0, err
+    other = json.load(open(str(tmp_path / "t.json")))["otherData"]
+    assert (other["end_state"], other["end_reason"]) == (
+        "incomplete", "flush failed: ENOSPC")
+
+
 def test_old_session_without_end_keys(template, capsys, tmp_path):
     d = damaged(template, tmp_path, "SELECT 1")
     set_keys(d, end_state=None, end_reason=None)
