@@ -10,8 +10,9 @@ writes to a session, also while coprofd is still recording it.
 
 A damaged session is refused before any report is built: check() scans
 every column a report reads for values of the wrong kind (text where a
-count belongs, a negative count, a NULL image offset: COLUMNS), and the
-integer session keys (INT_KEYS), in one query per table.  A cached image
+count belongs, a negative count, a NULL image offset: COLUMNS), in one
+query per table, the references between tables (REFERENCES: a sample's
+image is a row of images) and the integer session keys (INT_KEYS).  A cached image
 is used only when its bytes are the image's (image_file(): its size, and
 its bytes against the file it was found in when that file still has the
 recorded content hash); a per-image problem is a warning (Session.warnings)
@@ -91,6 +92,24 @@ COLUMNS = {
                      ("host_pid", "int?"), ("host_tid", "int?"),
                      ("message", "text?")),
 }
+
+# Columns naming a row of another table (table, column, the table it names
+# by id); NULL names none.
+REFERENCES = (
+    ("contexts", "image", "images"),
+    ("samples", "context", "contexts"), ("samples", "image", "images"),
+    ("ambiguous_samples", "context", "contexts"),
+    ("ambiguous_samples", "image", "images"),
+    ("pending_samples", "context", "contexts"),
+    ("pending_samples", "image", "images"),
+    ("ambiguous_candidates", "image", "images"),
+    ("unmapped_samples", "context", "contexts"),
+    ("unmapped_samples", "image", "images"),
+    ("lost_events", "context", "contexts"),
+    ("bindings", "context", "contexts"),
+    ("sample_timeline", "context", "contexts"),
+    ("sample_timeline", "image", "images"),
+)
 
 # Session keys a report reads as integers, with their least valid value.
 INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
@@ -204,6 +223,8 @@ class Session:
         end_state."""
         for table, columns in COLUMNS.items():
             self._check_table(table, columns)
+        for table, column, target in REFERENCES:
+            self._check_reference(table, column, target)
         for key, least in INT_KEYS.items():
             self.int_key(key, None, least)
         state = self.keys.get("end_state")
@@ -233,6 +254,17 @@ class Session:
                 raise SessionError("%s: %s.%s is %s, not %s"
                                    % (self.db_path, table, column,
                                       _shown(value), KINDS[kind][1]))
+
+    def _check_reference(self, table, column, target):
+        """A value of table.column naming no row of target, as a
+        SessionError."""
+        rows = self.query("SELECT %s FROM %s WHERE %s IS NOT NULL AND %s NOT"
+                          " IN (SELECT id FROM %s) LIMIT 1"
+                          % (column, table, column, column, target))
+        if rows:
+            raise SessionError("%s: %s.%s is %s, which names no row of %s"
+                               % (self.db_path, table, column, rows[0][0],
+                                  target))
 
     def close(self):
         self.db.close()

@@ -1,6 +1,7 @@
 """Damaged sessions: every column a report reads, damaged with every kind
 of wrong value, gives one line "copreport: SESSION: reason" and exit 1 (or
 a report, when the value is one the column may hold), never a traceback;
+so does every reference to a row that is not there;
 bad format versions and session keys are refused; cached images that are
 not the image's bytes, or a missing cache beside a rebuilt host binary,
 are a warning and the other images are still reported; the session's
@@ -16,7 +17,7 @@ import sqlite3
 import pytest
 
 from coprof_report import cli
-from coprof_report.session import COLUMNS
+from coprof_report.session import COLUMNS, REFERENCES
 
 # overlay/'s test image: main's file offset
 MAIN = 0x103c
@@ -124,6 +125,14 @@ def test_template_is_sound(template, capsys, tmp_path):
     status, out, err = run(capsys, "-d", template, "--format", "json")
     rows = {r["symbol"]: r["samples"] for r in json.loads(out)["rows"]}
     assert rows["main"] == 1 and json.loads(out)["totals"]["samples"] == 5
+
+
+@pytest.mark.parametrize("table,column,target", REFERENCES)
+def test_dangling_references(template, capsys, tmp_path, table, column,
+                             target):
+    d = damaged(template, tmp_path, "UPDATE %s SET %s = 42" % (table, column))
+    refused(capsys, d, tmp_path, "%s.%s is 42, which names no row of %s"
+            % (table, column, target))
 
 
 @pytest.mark.parametrize("table,column,kind", [
