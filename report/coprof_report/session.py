@@ -6,7 +6,9 @@ every coprocessor image a context ran.  Session.open() checks that the
 directory holds a database of ours (PRAGMA application_id "Copr") of a
 format version this reader knows (PRAGMA user_version and the session key
 format_version), and opens it with a read-only URI so that a report never
-writes to a session, also while coprofd is still recording it.
+writes to a session, also while coprofd is still recording it.  Everything
+is read in one read transaction, so that a report of a live session is of
+one flush, whole, however many flushes come while it is made.
 
 A damaged session is refused before any report is built: check() scans
 every column a report reads for values of the wrong kind (text where a
@@ -161,8 +163,10 @@ class Session:
             raise SessionError("%s: permission denied" % path)
         uri = "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path))
         try:
-            db = sqlite3.connect(uri, uri=True)
+            db = sqlite3.connect(uri, uri=True, isolation_level=None)
             db.row_factory = sqlite3.Row
+            # one read transaction: every query sees the same flush
+            db.execute("BEGIN")
             app = db.execute("PRAGMA application_id").fetchone()[0]
             version = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as e:

@@ -386,6 +386,28 @@ def test_timeline_carries_the_state(template, capsys, tmp_path):
         "incomplete", "flush failed: ENOSPC")
 
 
+def test_one_flush_whole(template, tmp_path):
+    """A report reads one snapshot: a flush committed while it is made
+    (here between opening the session and reading its samples) is not
+    half in it."""
+    from coprof_report.session import Session
+    d = damaged(template, tmp_path, "PRAGMA journal_mode = WAL")
+    s = Session.open(d)
+    try:
+        writer = sqlite3.connect(os.path.join(d, "session.db"))
+        writer.execute("UPDATE samples SET count = count + 1000")
+        writer.execute("INSERT INTO contexts (id, image) VALUES (2, 1)")
+        writer.commit()
+        writer.close()
+        assert [r["count"] for r in s.samples()] == [1]
+        assert list(s.contexts()) == [1]
+    finally:
+        s.close()
+    s = Session.open(d)
+    assert [r["count"] for r in s.samples()] == [1001]
+    s.close()
+
+
 def test_old_session_without_end_keys(template, capsys, tmp_path):
     d = damaged(template, tmp_path, "SELECT 1")
     set_keys(d, end_state=None, end_reason=None)
