@@ -147,6 +147,7 @@ class Session:
         self.db = db
         self.keys = dict(db.execute("SELECT key, value FROM session"))
         self.warnings = []          # one line each: per-image problems
+        self.recording = False      # a coprofd held the lock at open
         self._originals = {}        # (path, hash, size) -> bytes or None
 
     @classmethod
@@ -161,6 +162,9 @@ class Session:
                                % (directory, DB_NAME))
         if not os.access(path, os.R_OK):
             raise SessionError("%s: permission denied" % path)
+        # Before the snapshot: a coprofd that held the lock then and has
+        # gone since wrote its end before the snapshot is taken.
+        recording = recorder_alive(directory)
         uri = "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path))
         try:
             db = sqlite3.connect(uri, uri=True, isolation_level=None)
@@ -189,6 +193,7 @@ class Session:
         except sqlite3.Error as e:
             db.close()
             raise SessionError("%s: cannot read (%s)" % (path, e))
+        session.recording = recording
         try:
             session.check_format_version()
             session.check()
@@ -304,14 +309,15 @@ class Session:
         end_state and end_reason say it; a session without them (older
         coprofd) is complete when stream.complete is 1, else live or
         incomplete.  A session that says live but whose lock no coprofd
-        holds any more is incomplete: its coprofd died."""
+        held when it was opened (before its snapshot) is incomplete: its
+        coprofd died."""
         state = self.keys.get("end_state")
         reason = self.keys.get("end_reason") or ""
         if state is None:
             if self.int_key("stream.complete") == 1:
                 return "complete", ""
             state = "live"
-        if state == "live" and not self.recorder_alive():
+        if state == "live" and not self.recording:
             return "incomplete", (
                 "its coprofd ended without finishing it (killed?); the "
                 "data is as of its last flush")
@@ -321,21 +327,6 @@ class Session:
         if state == "incomplete" and not reason:
             reason = "no reason recorded"
         return state, reason if state != "complete" else ""
-
-    def recorder_alive(self):
-        """Whether a coprofd holds the session's lock (is recording it)."""
-        try:
-            fd = os.open(os.path.join(self.dir, LOCK_NAME),
-                         os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True             # held: coprofd is there
-        finally:
-            os.close(fd)            # also drops a lock we took
-        return False
 
     # --- tables -------------------------------------------------------
 
@@ -443,6 +434,25 @@ class Session:
     def _warn(self, message):
         if message not in self.warnings:
             self.warnings.append(message)
+
+
+def recorder_alive(directory):
+    """Whether a coprofd holds the session's lock (is recording it); True
+    also when the lock cannot be opened to tell (not ours to say it died)."""
+    try:
+        fd = os.open(os.path.join(directory, LOCK_NAME),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True                 # held: coprofd is there
+    finally:
+        os.close(fd)                # also drops a lock we took
+    return False
 
 
 def content_hash(data):
