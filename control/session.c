@@ -222,6 +222,8 @@ void session_restore(const char *dir, int moved)
         rename(old, dir);
 }
 
+static int session_has_header(const char *path);
+
 int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
 {
     char path[PATH_MAX];
@@ -229,7 +231,7 @@ int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
 
     snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (access(path, F_OK) == 0)
+        if (session_has_header(path))
             return 0;
         if (daemons_wait(pid, 0, NULL) == 0)
             return -1;
@@ -258,6 +260,20 @@ static int64_t key(sqlite3 *db, const char *name)
 {
     return query_int(db, "SELECT CAST(value AS INTEGER) FROM session "
                      "WHERE key = ?1", name);
+}
+
+/* Whether coprofd's first transaction (the schema and the header keys)
+ * is in the session at path: the file exists before it, empty. */
+static int session_has_header(const char *path)
+{
+    sqlite3 *db = NULL;
+    int64_t version = 0;
+
+    if (access(path, F_OK) == 0 &&
+        sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        version = key(db, "format_version");
+    sqlite3_close(db);
+    return version > 0;
 }
 
 /* The slot of a cause in t, added if new. */

@@ -10,7 +10,13 @@ reports through a JUnit XML file.
 
 The last line printed is always "N passed, N failed" (", N skipped" when
 any were skipped), and the exit status is 0 only when nothing failed.
-Full output of each program is kept under build/test-logs/.
+Before it, every failed test is named on a "FAILED" line followed by its
+reason, at most REASON_LINES lines of REASON_WIDTH characters: for a
+pytest test the "E" lines of its failure or error in the JUnit XML and the
+line that raised (else the end of its traceback), for a GTest its TAP
+output since the previous result (the assertion GLib printed), for a
+GTest program that crashed or timed out the last lines it printed.  Full
+output of each program is kept under build/test-logs/.
 """
 
 import argparse
@@ -25,6 +31,9 @@ PYTEST_TIMEOUT = 3600        # seconds for the whole pytest run
 
 TAP_RESULT = re.compile(r"^(not ok|ok)\b(.*)$")
 TAP_PLAN = re.compile(r"^1\.\.(\d+)")
+TAP_NOISE = re.compile(r"^# (Start|End) of ")
+REASON_LINES = 12            # lines of reason shown per failed test
+REASON_WIDTH = 200           # characters per reason line
 
 
 class Tally:
@@ -32,11 +41,39 @@ class Tally:
         self.passed = 0
         self.failed = 0
         self.skipped = 0
-        self.failures = []
+        self.failures = []          # [(name, [reason line, ...])]
 
-    def fail(self, name):
-        self.failed += 1
-        self.failures.append(name)
+    def fail(self, name, reason=(), count=1):
+        self.failed += count
+        self.failures.append((name, bounded(reason)))
+
+
+def bounded(lines):
+    """The last REASON_LINES non-blank lines, each cut to REASON_WIDTH."""
+    lines = [ln.rstrip() for ln in lines if ln.strip()][-REASON_LINES:]
+    return [ln if len(ln) <= REASON_WIDTH else ln[:REASON_WIDTH - 3] + "..."
+            for ln in lines]
+
+
+def tap_reason(lines):
+    """What a GTest printed for one test: its lines without GLib's
+    "# Start of" / "# End of" markers."""
+    return [ln for ln in lines if not TAP_NOISE.match(ln)]
+
+
+def junit_reason(element):
+    """The reason of a JUnit <failure> or <error>: pytest's "E" lines and
+    the "file:line: Exception" line after them, else the end of the
+    traceback, else the message attribute."""
+    text = (element.text or "").splitlines()
+    errors = [i for i, ln in enumerate(text) if ln.startswith("E ")]
+    if errors:
+        picked = [text[i] for i in errors][:REASON_LINES - 1]
+        tail = [ln for ln in text[errors[-1] + 1:] if ln.strip()]
+        return picked + tail[-1:]
+    if any(ln.strip() for ln in text):
+        return text
+    return (element.get("message") or "").splitlines()
 
 
 def run_gtest(program, logdir, env, tally):
@@ -57,6 +94,7 @@ def run_gtest(program, logdir, env, tally):
         f.write(output)
 
     planned, seen, failed_here = None, 0, 0
+    since = []                  # lines since the last result
     for line in output.splitlines():
         plan = TAP_PLAN.match(line)
         if plan:
@@ -64,6 +102,7 @@ def run_gtest(program, logdir, env, tally):
             continue
         result = TAP_RESULT.match(line)
         if not result:
+            since.append(line)
             continue
         seen += 1
         verdict, rest = result.groups()
@@ -73,14 +112,13 @@ def run_gtest(program, logdir, env, tally):
             tally.passed += 1
         else:
             failed_here += 1
-            tally.fail("%s:%s" % (name, rest.strip()))
+            tally.fail("%s:%s" % (name, rest.strip()), tap_reason(since))
+        since = []
     missing = (planned or 0) - seen
     if missing > 0 or (status != 0 and failed_here == 0):
-        count = max(missing, 1)
-        tally.failed += count
-        tally.failures.append("%s: exited with status %d, %d test(s) "
-                              "without a result (see %s)"
-                              % (name, status, count, log))
+        tally.fail("%s: exited with status %d, %d test(s) without a result "
+                   "(see %s)" % (name, status, max(missing, 1), log),
+                   tap_reason(since), count=max(missing, 1))
     print("  %-28s %d run%s" % (name, seen,
                                 ", FAILED" if failed_here or missing > 0
                                 or status != 0 else ""))
@@ -103,18 +141,21 @@ def run_pytest(paths, build, logdir, env, tally):
     with open(log, "w") as f:
         f.write(output)
     if not os.path.exists(xml_path):
-        tally.fail("pytest: produced no report (see %s)" % log)
-        print(output[-2000:])
+        tally.fail("pytest: produced no report (see %s)" % log,
+                   output.splitlines())
         return
     root = ET.parse(xml_path).getroot()
     run = 0
     for case in root.iter("testcase"):
         run += 1
         name = "%s::%s" % (case.get("classname"), case.get("name"))
-        if case.find("skipped") is not None:
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        if case.find("skipped") is not None and bad is None:
             tally.skipped += 1
-        elif case.find("failure") is not None or case.find("error") is not None:
-            tally.fail(name)
+        elif bad is not None:
+            tally.fail(name, junit_reason(bad))
         else:
             tally.passed += 1
     print("  %-28s %d run" % ("pytest", run))
@@ -146,8 +187,10 @@ def main():
     if args.pytest:
         run_pytest(args.pytest, build, logdir, env, tally)
 
-    for name in tally.failures:
+    for name, reason in tally.failures:
         print("FAILED " + name)
+        for line in reason:
+            print("    " + line)
     summary = "%d passed, %d failed" % (tally.passed, tally.failed)
     if tally.skipped:
         summary += ", %d skipped" % tally.skipped

@@ -347,23 +347,17 @@ def test_copsim_writes_one_file_per_context(coprof_bin, build_dir, tmp_path):
     counts_dir.mkdir()
     log = tmp_path / "sched.coplog"
     host = os.path.join(build_dir, "examples", "host-pipeline")
-    # Whether contexts get preempted depends on how the emulators' starts
-    # overlap: up to 5 tries for a time-sliced run.
-    for _ in range(5):
-        for name in os.listdir(counts_dir):
-            os.unlink(counts_dir / name)
-        if log.exists():
-            log.unlink()
-        proc = subprocess.run(
-            [coprof_bin("copsim"), "--event=SPU_CYCLES:10007", "--stream-out",
-             str(tmp_path / "stream"), "--slots", "2", "--slice", "10000",
-             "--event-log", str(log), "--exact-counts", str(counts_dir),
-             "--", host, "--threads", "6", "--contexts", "6", "--frames",
-             "1", "--rounds", "1", "--console-dir", str(tmp_path)],
-            capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        if sched_records(coprof_bin, log, "preempt"):
-            break
+    # copsim binds nothing until the 6 contexts wait (COPSIM_TEST_GATHER):
+    # 4 wait while 2 run, so the running ones are preempted.
+    proc = subprocess.run(
+        [coprof_bin("copsim"), "--event=SPU_CYCLES:10007", "--stream-out",
+         str(tmp_path / "stream"), "--slots", "2", "--slice", "10000",
+         "--event-log", str(log), "--exact-counts", str(counts_dir),
+         "--", host, "--threads", "6", "--contexts", "6", "--frames",
+         "1", "--rounds", "1", "--console-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, COPSIM_TEST_GATHER="6"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     exits = {int(r["context"]): int(r["instructions"])
              for r in sched_records(coprof_bin, log, "exit")}
     loads = {int(r["context"]): r for r in sched_records(coprof_bin, log,

@@ -24,26 +24,26 @@ SLOT_LINE = re.compile(r"^copsim: slot (\d+): captures=(\d+) dropped=(\d+) "
 
 
 def record(coprof_bin, build_dir, tmp_path, every, fifo_depth):
-    """Runs host-pipeline under the one-command copsim until a run was
-    time-sliced (a context bound more than once; whether the scheduler
-    needs to preempt depends on how the emulators' starts overlap, so up to
-    5 tries); returns the stream path, the host program's path and
-    copsim's stderr."""
+    """Runs host-pipeline under the one-command copsim, time-sliced: its
+    scheduler binds nothing until 6 contexts (one per host thread) wait
+    (copsim's COPSIM_TEST_GATHER hook), so 4 of them wait while 2 run and
+    the running ones are preempted, however the emulators' starts overlap.
+    Returns the stream path, the host program's path and copsim's
+    stderr."""
     host = os.path.join(build_dir, "examples", "host-pipeline")
     stream = tmp_path / "stream"
-    for _ in range(5):
-        proc = subprocess.run(
-            [coprof_bin("copsim"), "--event=SPU_CYCLES:%d" % every,
-             "--stream-out", str(stream), "--slots", "2", "--slice", "20000",
-             "--fifo-depth", str(fifo_depth), "--", host, "--threads", "6",
-             "--contexts", str(CONTEXTS), "--frames", "2", "--rounds", "2",
-             "--console-dir", str(tmp_path)],
-            capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        binds = [int(n) for n in re.findall(r" binds=(\d+) ", proc.stdout)]
-        assert len(binds) == CONTEXTS, proc.stdout
-        if sum(binds) > CONTEXTS:
-            break
+    proc = subprocess.run(
+        [coprof_bin("copsim"), "--event=SPU_CYCLES:%d" % every,
+         "--stream-out", str(stream), "--slots", "2", "--slice", "20000",
+         "--fifo-depth", str(fifo_depth), "--", host, "--threads", "6",
+         "--contexts", str(CONTEXTS), "--frames", "2", "--rounds", "2",
+         "--console-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, COPSIM_TEST_GATHER="6"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    binds = [int(n) for n in re.findall(r" binds=(\d+) ", proc.stdout)]
+    assert len(binds) == CONTEXTS, proc.stdout
+    assert sum(binds) > CONTEXTS, proc.stdout      # time-sliced
     return stream, host, proc.stderr
 
 

@@ -89,6 +89,8 @@ struct scheduler {
     struct sim_context *queue_tail;
     uint64_t slice_cycles;
     uint32_t tick_us;
+    uint32_t gather;                /* test hook: see scheduler_gathering() */
+    uint64_t gather_until_ns;
     const struct copsim_hooks *hooks;
     int stopping;
     int running;

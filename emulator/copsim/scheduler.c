@@ -28,6 +28,12 @@
  * Every step above runs with s->lock held, so bind and unbind hooks are
  * called one at a time, in the order the register file changed, and
  * nothing else is bound to a slot between an unbind and its hook.
+ *
+ * A test hook, the environment variable COPSIM_TEST_GATHER=N, makes the
+ * scheduler bind nothing until N contexts wait in the run queue (once):
+ * then contexts certainly wait while others run, so a test with more
+ * contexts than slots sees preemptions however the emulators' starts
+ * overlap.
  */
 #include "emulator/copsim/copsim-int.h"
 
@@ -42,6 +48,8 @@
 
 #define HOLD_TIMEOUT_MS     500     /* an emulator that does not stop */
 #define HOLD_RETRY_NS       1000000000ull
+#define GATHER_ENV          "COPSIM_TEST_GATHER"
+#define GATHER_TIMEOUT_NS   60000000000ull  /* a test whose contexts failed */
 
 static uint64_t slot_cycles(const struct scheduler *s, uint32_t slot)
 {
@@ -222,8 +230,34 @@ static void check_slots(struct scheduler *s)
     }
 }
 
+/* Whether the COPSIM_TEST_GATHER hook still holds binds back: fewer than
+ * s->gather contexts wait.  It ends once they did, or GATHER_TIMEOUT_NS
+ * after the first came (a test whose other contexts failed to start: said
+ * on stderr, and the contexts run). */
+static int scheduler_gathering(struct scheduler *s)
+{
+    uint32_t waiting = 0;
+
+    if (s->gather == 0 || !s->queue_head)
+        return s->gather != 0;
+    for (const struct sim_context *c = s->queue_head; c; c = c->next)
+        waiting++;
+    if (s->gather_until_ns == 0)
+        s->gather_until_ns = schedlog_monotonic_ns() + GATHER_TIMEOUT_NS;
+    if (waiting < s->gather &&
+        schedlog_monotonic_ns() < s->gather_until_ns)
+        return 1;
+    if (waiting < s->gather)
+        fprintf(stderr, "copsim: %s: only %u of %u contexts came to the "
+                "run queue\n", GATHER_ENV, waiting, s->gather);
+    s->gather = 0;
+    return 0;
+}
+
 static void fill_slots(struct scheduler *s)
 {
+    if (scheduler_gathering(s))
+        return;
     for (uint32_t slot = 0; slot < s->n_slots && s->queue_head; slot++)
         if (!s->slots[slot].bound)
             bind_slot(s, slot, queue_pop(s));
@@ -233,6 +267,8 @@ static void fill_slots(struct scheduler *s)
  * context has a cycle limit. */
 static int needs_tick(const struct scheduler *s)
 {
+    if (s->gather && s->queue_head)
+        return 1;               /* scheduler_gathering()'s time limit */
     for (uint32_t slot = 0; slot < s->n_slots; slot++) {
         const struct sim_context *c = s->slots[slot].bound;
 
@@ -274,6 +310,28 @@ static void *scheduler_main(void *arg)
 
 /* ---- Interface ---------------------------------------------------------- */
 
+/* Reads the COPSIM_TEST_GATHER hook: unset or empty, off; else a count
+ * of contexts from 1 to the slot limit of the register file. */
+static int scheduler_gather_option(struct scheduler *s, char *err,
+                                   size_t errlen)
+{
+    const char *text = getenv(GATHER_ENV);
+    char *end;
+    unsigned long n;
+
+    if (!text || !*text)
+        return 0;
+    errno = 0;
+    n = strtoul(text, &end, 10);
+    if (*end || errno || n == 0 || n > UINT32_MAX || text[0] == '-') {
+        snprintf(err, errlen, "%s=%s: not a number of contexts",
+                 GATHER_ENV, text);
+        return -1;
+    }
+    s->gather = (uint32_t)n;
+    return 0;
+}
+
 int scheduler_init(struct scheduler *s, struct trace_unit *unit,
                    struct schedlog *log, const struct copsim_info *info,
                    uint32_t tick_us, char *err, size_t errlen)
@@ -287,6 +345,8 @@ int scheduler_init(struct scheduler *s, struct trace_unit *unit,
     s->n_slots = info->n_slots;
     s->slice_cycles = info->slice_cycles;
     s->tick_us = tick_us;
+    if (scheduler_gather_option(s, err, errlen) < 0)
+        return -1;
     s->slots = calloc(s->n_slots, sizeof(*s->slots));
     if (!s->slots) {
         snprintf(err, errlen, "out of memory for %u slots",

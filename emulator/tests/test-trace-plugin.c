@@ -228,14 +228,30 @@ static void test_start_held(struct fixture *f, gconstpointer data)
     g_array_free(captures, TRUE);
 }
 
+/* Lets context 0 run until slots 0 and 1 together counted `until` cycles,
+ * or it exited: moves then come at points of the run, not of time, and a
+ * loaded machine cannot make the run end before the test moved it. */
+static void run_until_cycles(struct fixture *f, uint64_t until)
+{
+    struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
+    struct trace_regs_slot *s0 = trace_unit_slot(f->unit, 0);
+    struct trace_regs_slot *s1 = trace_unit_slot(f->unit, 1);
+
+    while (__atomic_load_n(&s0->cycles, __ATOMIC_ACQUIRE)
+           + __atomic_load_n(&s1->cycles, __ATOMIC_ACQUIRE) < until
+           && __atomic_load_n(&ctx->status, __ATOMIC_ACQUIRE)
+              != TRACE_CONTEXT_EXITED)
+        g_usleep(200);
+}
+
 /*
- * Holds the running context every few milliseconds, drains its slot, loads
- * the other slot's LFSR with the state this one has, moves the context
- * there and releases it: the captures, concatenated, must be those of a run
- * that never moved.
+ * Holds the running context every eighth of its run (`run_cycles`), drains
+ * its slot, loads the other slot's LFSR with the state this one has, moves
+ * the context there and releases it: the captures, concatenated, must be
+ * those of a run that never moved.
  */
 static void check_moves(struct fixture *f, int reference, GArray *unmoved,
-                        uint32_t value)
+                        uint32_t value, uint64_t run_cycles)
 {
     struct trace_regs_context *ctx = trace_unit_context(f->unit, 0);
     GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
@@ -252,7 +268,7 @@ static void check_moves(struct fixture *f, int reference, GArray *unmoved,
     for (;;) {
         uint32_t gate;
 
-        g_usleep(reference ? 20000 : 4000);
+        run_until_cycles(f, (moves + 1) * (run_cycles / 8));
         gate = trace_context_hold(ctx);
         if (trace_context_wait_held(ctx, gate, 10000) != TRACE_WAIT_HELD)
             break;
@@ -280,7 +296,8 @@ static void check_moves(struct fixture *f, int reference, GArray *unmoved,
 
 static void test_move_while_held(void)
 {
-    uint32_t value = lfsr_value_for_count(997);
+    const uint32_t count = 997;
+    uint32_t value = lfsr_value_for_count(count);
     struct fixture f;
     GArray *unmoved;
 
@@ -290,7 +307,8 @@ static void test_move_while_held(void)
     g_assert_cmpuint(unmoved->len, >, 10000);
     for (int reference = 0; reference <= 1; reference++) {
         setup(&f, NULL);
-        check_moves(&f, reference, unmoved, value);
+        check_moves(&f, reference, unmoved, value,
+                    (uint64_t)unmoved->len * count);
         teardown(&f, NULL);
     }
     g_array_free(unmoved, TRUE);

@@ -3,7 +3,9 @@
 Every error is one line "copreport: THING: reason" on stderr, never a
 traceback: exit status 2 for bad usage (options, their values, filters
 naming nothing in the session), 1 for runtime errors (no session, a
-session that cannot be read, an output file that cannot be written).
+session that cannot be read or is damaged, an output file that cannot be
+written).  Per-image problems are warning lines, "copreport: warning:
+...", and the report goes on.
 """
 
 import argparse
@@ -43,11 +45,21 @@ files:
                       $XDG_DATA_HOME/coprof/current (copcontrol's; default
                       ~/.local/share/coprof/current)
 
+session:
+  A damaged session (a count stored as text, a negative count, a bad
+  format_version, ...) is refused with one line naming what is wrong.  A
+  cached image that is not the image's bytes, or a missing one beside a
+  rebuilt host binary, is a warning line on stderr; that image's samples
+  are then shown from the original file or without symbols.  The header
+  says whether the session is complete, live (as of its last flush) or
+  incomplete, and why.
+
 exit status:
   0  the report was written
-  1  no session, an unreadable session, or an output that cannot be written
+  1  no session, an unreadable or damaged session, or an output that
+     cannot be written
   2  bad usage: an unknown option or --separate, a bad --threshold, an
-     --image or --context that names nothing in the session
+     --image or --context that names nothing in the session, an empty -o
 
 examples:
   copreport                              the session in ./coprof_data
@@ -74,7 +86,8 @@ files:
   default DIR         ./coprof_data, else $XDG_DATA_HOME/coprof/current
 
 exit status:
-  0  written; 1  no or unreadable session, unwritable output; 2  bad usage
+  0  written; 1  no, unreadable or damaged session, unwritable output;
+  2  bad usage
 
 examples:
   copreport timeline -o trace.json
@@ -114,6 +127,13 @@ def _threshold(text):
     return v
 
 
+def _file_name(text):
+    """An output file name: not empty (that would be standard output)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty file name")
+    return text
+
+
 def _session_arg(p):
     p.add_argument("-d", "--session-dir", metavar="DIR", dest="dir",
                    help="the session directory (default ./coprof_data, "
@@ -146,7 +166,7 @@ def report_parser():
                         "pid:PID or tid:TID (repeatable)")
     p.add_argument("-f", "--format", default="text", choices=output.FORMATS,
                    metavar="FMT", help="text, csv or json (default text)")
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
                    help="write to FILE instead of standard output")
     return p
 
@@ -157,8 +177,9 @@ def timeline_parser():
                formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_arg(p)
     p.add_argument("-o", "--output", metavar="FILE.json", required=True,
+                   type=_file_name,
                    help="the Chrome trace event JSON to write")
-    p.add_argument("--png", metavar="FILE",
+    p.add_argument("--png", metavar="FILE", type=_file_name,
                    help="also draw slot occupancy and the top functions "
                         "over time to FILE (PNG)")
     return p
@@ -197,8 +218,14 @@ def _check_writable(path):
         raise RuntimeFailure("%s: Permission denied" % path)
 
 
+def _warn(session):
+    """The session's per-image warnings, one line each on stderr."""
+    for w in session.warnings:
+        sys.stderr.write("%s: warning: %s\n" % (PROG, w))
+
+
 def run_report(args):
-    if args.output:
+    if args.output is not None:
         _check_writable(args.output)
     s = _open_session(args.dir)
     try:
@@ -207,8 +234,9 @@ def run_report(args):
                                  args.threshold)
         except profile.FilterError as e:
             raise UsageError(str(e))
+        _warn(s)
         writer = output.WRITERS[args.format]
-        if args.output:
+        if args.output is not None:
             with _open_output(args.output) as f:
                 writer(prof, f, s.dir)
         else:
@@ -222,16 +250,17 @@ def run_timeline(args):
     import json
     from . import timeline
     _check_writable(args.output)
-    if args.png:
+    if args.png is not None:
         _check_writable(args.png)
     s = _open_session(args.dir)
     try:
         tl = timeline.build(s)
+        _warn(s)
         trace = timeline.trace_events(tl)
         with _open_output(args.output) as f:
             json.dump(trace, f)
             f.write("\n")
-        if args.png:
+        if args.png is not None:
             try:
                 from . import plot
             except ImportError as e:

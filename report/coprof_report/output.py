@@ -5,7 +5,8 @@ text  opreport-like: a title, per group a header (for contexts: who, what
       symbol" by samples, then a footer of totals, losses and errors.
 csv   one line per row, with a header line; the group in the first column.
 json  one object: the session, the separation, groups, rows (flat, each
-      naming its group), totals, lost_by_cause, decode_errors, complete.
+      naming its group), totals, lost_by_cause, decode_errors, complete,
+      end_state and end_reason, image_warnings.
 """
 
 import csv
@@ -78,9 +79,16 @@ def _footer_lines(prof):
     if prof.filtered:
         lines.append("(filtered: %d of the session's %d samples)"
                      % (t["samples"], prof.stream_samples))
-    lines.append("session complete" if prof.complete else
-                 "session NOT complete: still recording, or its coprofd died")
+    lines.append(state_line(prof))
     return lines
+
+
+def state_line(prof):
+    """What the session says about itself: "session complete", "session
+    LIVE: ..." (as of its last flush) or "session INCOMPLETE: why"."""
+    if prof.end_state == "complete":
+        return "session complete"
+    return "session %s: %s" % (prof.end_state.upper(), prof.end_reason)
 
 
 def write_text(prof, out, session_dir):
@@ -88,6 +96,7 @@ def write_text(prof, out, session_dir):
         session_dir, prof.separation,
         ", rows under %g%% hidden" % prof.threshold if prof.threshold
         else ""))
+    out.write(state_line(prof) + "\n")
     out.write("percent: of the group's samples, +- the half-width of its "
               "95% interval\n")
     hdr = "%9s %8s %7s  %-34s %-18s %s\n" % (
@@ -150,6 +159,9 @@ def to_json(prof, session_dir):
         "decode_errors": [{"kind": k, "count": n}
                           for k, n in prof.decode_errors],
         "complete": prof.complete,
+        "end_state": prof.end_state,
+        "end_reason": prof.end_reason,
+        "image_warnings": list(prof.warnings),
         "contexts": [_context_json(c) for c in prof.contexts.values()],
         "images": [_image_json(i) for i in prof.images.values()],
     }

@@ -466,6 +466,14 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     totals["lost"] = sum(c for _, _, c in prof.lost)
     prof.decode_errors = [(r["kind"], r["count"])
                           for r in session.decode_errors()]
-    prof.complete = session.int_key("stream.complete") == 1
     prof.stream_samples = session.int_key("stream.samples")
+    session_state(prof, session)
     return prof
+
+
+def session_state(prof, session):
+    """The session's truth about itself (Session.end()) and the warnings
+    of its images, on the profile."""
+    prof.end_state, prof.end_reason = session.end()
+    prof.complete = prof.end_state == "complete"
+    prof.warnings = list(session.warnings)

@@ -6,18 +6,119 @@ every coprocessor image a context ran.  Session.open() checks that the
 directory holds a database of ours (PRAGMA application_id "Copr") of a
 format version this reader knows (PRAGMA user_version and the session key
 format_version), and opens it with a read-only URI so that a report never
-writes to a session, also while coprofd is still recording it.
+writes to a session, also while coprofd is still recording it.  Everything
+is read in one read transaction, so that a report of a live session is of
+one flush, whole, however many flushes come while it is made.
+
+A damaged session is refused before any report is built: check() scans
+every column a report reads for values of the wrong kind (text where a
+count belongs, a negative count, a NULL image offset: COLUMNS), in one
+query per table, the references between tables (REFERENCES: a sample's
+image is a row of images) and the integer session keys (INT_KEYS).  A cached image
+is used only when its bytes are the image's (image_file(): its size, and
+its bytes against the file it was found in when that file still has the
+recorded content hash); a per-image problem is a warning (Session.warnings)
+and that image's samples are reported without symbols.  end() says whether
+the session is complete, live or incomplete, and why.
 
 Every failure is a SessionError whose str() is one line "THING: reason".
 """
 
+import fcntl
+import hashlib
 import os
 import sqlite3
+import time
 import urllib.parse
 
 APPLICATION_ID = 0x436F7072     # "Copr"
 FORMAT_VERSION = 1
 DB_NAME = "session.db"
+LOCK_NAME = ".lock"             # flock()ed by the coprofd writing a session
+
+# What a column may hold: (SQL condition true for a bad value, what it must
+# be).  "{c}" is the column.
+KINDS = {
+    "count": ("typeof({c}) != 'integer' OR {c} < 0", "a count (>= 0)"),
+    "id": ("typeof({c}) != 'integer' OR {c} < 1", "a row id (>= 1)"),
+    "id?": ("{c} IS NOT NULL AND (typeof({c}) != 'integer' OR {c} < 1)",
+            "a row id (>= 1) or NULL"),
+    "uint": ("typeof({c}) != 'integer' OR {c} < 0", "an integer >= 0"),
+    "uint?": ("{c} IS NOT NULL AND (typeof({c}) != 'integer' OR {c} < 0)",
+              "an integer >= 0 or NULL"),
+    "int": ("typeof({c}) != 'integer'", "an integer"),
+    "int?": ("{c} IS NOT NULL AND typeof({c}) != 'integer'",
+             "an integer or NULL"),
+    "text": ("typeof({c}) != 'text'", "text"),
+    "text?": ("{c} IS NOT NULL AND typeof({c}) != 'text'", "text or NULL"),
+}
+
+# Every column a report reads (docs/session-format.md), with its kind.
+COLUMNS = {
+    "images": (("id", "id"), ("path", "text?"), ("image_offset", "uint"),
+               ("size", "uint?"), ("hash", "text?"), ("status", "text"),
+               ("message", "text?"), ("short_name", "text?"),
+               ("image_size", "uint?"), ("cache_file", "text?")),
+    "contexts": (("id", "id"), ("context_id", "int?"), ("pid", "int?"),
+                 ("tid", "int?"), ("image", "id?"), ("first_slot", "uint?"),
+                 ("creation_stack", "text?")),
+    "samples": (("context", "id?"), ("image", "id?"),
+                ("file_offset", "uint"), ("overlay", "uint?"),
+                ("count", "count")),
+    "ambiguous_samples": (("context", "id?"), ("image", "id?"),
+                          ("ls_addr", "uint"), ("region", "uint?"),
+                          ("guard_from", "int?"), ("guard_to", "int?"),
+                          ("count", "count")),
+    "pending_samples": (("context", "id?"), ("image", "id?"),
+                        ("ls_addr", "uint"), ("region", "uint?"),
+                        ("guard", "int?"), ("count", "count")),
+    "ambiguous_candidates": (("image", "id?"), ("ls_addr", "uint"),
+                             ("overlay", "uint?"), ("file_offset", "uint")),
+    "unmapped_samples": (("context", "id?"), ("image", "id?"),
+                         ("ls_addr", "uint?"), ("reason", "text?"),
+                         ("guard", "int?"), ("count", "count")),
+    "orphan_samples": (("slot", "uint"), ("ls_addr", "uint?"),
+                       ("count", "count")),
+    "lost_events": (("slot", "int?"), ("context", "id?"), ("cause", "int?"),
+                    ("cause_name", "text?"), ("count", "count")),
+    "decode_errors": (("kind", "text"), ("count", "count")),
+    "bindings": (("id", "id"), ("slot", "uint"), ("context", "id?"),
+                 ("start_time_ns", "int?"), ("end_time_ns", "int?"),
+                 ("end_reason", "text?")),
+    "sample_timeline": (("context", "id?"), ("image", "id?"),
+                        ("bucket_start_ns", "int"),
+                        ("function_offset", "uint"), ("count", "count")),
+    "sched_events": (("order_num", "int"), ("time_ns", "int"),
+                     ("kind", "text?"), ("slot", "int?"),
+                     ("context_id", "int?"), ("cycle", "int?"),
+                     ("host_pid", "int?"), ("host_tid", "int?"),
+                     ("message", "text?")),
+}
+
+# Columns naming a row of another table (table, column, the table it names
+# by id); NULL names none.
+REFERENCES = (
+    ("contexts", "image", "images"),
+    ("samples", "context", "contexts"), ("samples", "image", "images"),
+    ("ambiguous_samples", "context", "contexts"),
+    ("ambiguous_samples", "image", "images"),
+    ("pending_samples", "context", "contexts"),
+    ("pending_samples", "image", "images"),
+    ("ambiguous_candidates", "image", "images"),
+    ("unmapped_samples", "context", "contexts"),
+    ("unmapped_samples", "image", "images"),
+    ("lost_events", "context", "contexts"),
+    ("bindings", "context", "contexts"),
+    ("sample_timeline", "context", "contexts"),
+    ("sample_timeline", "image", "images"),
+)
+
+# Session keys a report reads as integers, with their least valid value.
+INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
+            "stream.start_time_ns": None, "stream.stop_time_ns": None,
+            "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0}
+
+END_STATES = ("live", "complete", "incomplete")
 
 
 class SessionError(Exception):
@@ -45,6 +146,9 @@ class Session:
         self.dir = directory
         self.db = db
         self.keys = dict(db.execute("SELECT key, value FROM session"))
+        self.warnings = []          # one line each: per-image problems
+        self.recording = False      # a coprofd held the lock at open
+        self._originals = {}        # (path, hash, size) -> bytes or None
 
     @classmethod
     def open(cls, directory):
@@ -58,10 +162,15 @@ class Session:
                                % (directory, DB_NAME))
         if not os.access(path, os.R_OK):
             raise SessionError("%s: permission denied" % path)
+        # Before the snapshot: a coprofd that held the lock then and has
+        # gone since wrote its end before the snapshot is taken.
+        recording = recorder_alive(directory)
         uri = "file:%s?mode=ro" % urllib.parse.quote(os.path.abspath(path))
         try:
-            db = sqlite3.connect(uri, uri=True)
+            db = sqlite3.connect(uri, uri=True, isolation_level=None)
             db.row_factory = sqlite3.Row
+            # one read transaction: every query sees the same flush
+            db.execute("BEGIN")
             app = db.execute("PRAGMA application_id").fetchone()[0]
             version = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as e:
@@ -84,17 +193,87 @@ class Session:
         except sqlite3.Error as e:
             db.close()
             raise SessionError("%s: cannot read (%s)" % (path, e))
-        fv = session.keys.get("format_version")
-        if fv is not None and not str(fv).isdigit():
+        session.recording = recording
+        try:
+            session.check_format_version()
+            session.check()
+        except SessionError:
             db.close()
-            raise SessionError("%s: format_version %r is not a number"
-                               % (path, fv))
-        if fv is not None and int(fv) > FORMAT_VERSION:
-            db.close()
+            raise
+        return session
+
+    @property
+    def db_path(self):
+        return os.path.join(self.dir, DB_NAME)
+
+    def check_format_version(self):
+        """The session key format_version: present, a number, one this
+        reader knows."""
+        path = self.db_path
+        if "format_version" not in self.keys or \
+                self.keys["format_version"] is None:
+            raise SessionError("%s: not a coprof session (no format_version)"
+                               % path)
+        fv = self.keys["format_version"]
+        if not str(fv).isdigit():
+            raise SessionError("%s: format_version %s is not a number"
+                               % (path, _shown(fv)))
+        if int(fv) > FORMAT_VERSION:
             raise SessionError("%s: format version %s is newer than this "
                                "copreport reads (%d)"
                                % (path, fv, FORMAT_VERSION))
-        return session
+        if int(fv) < 1:
+            raise SessionError("%s: not a coprof session (format version %s)"
+                               % (path, fv))
+
+    def check(self):
+        """Refuses (SessionError) a session holding a value a report cannot
+        use: a column of COLUMNS of the wrong kind, a bad INT_KEYS key or
+        end_state."""
+        for table, columns in COLUMNS.items():
+            self._check_table(table, columns)
+        for table, column, target in REFERENCES:
+            self._check_reference(table, column, target)
+        for key, least in INT_KEYS.items():
+            self.int_key(key, None, least)
+        state = self.keys.get("end_state")
+        if state is not None and state not in END_STATES:
+            raise SessionError("%s: end_state %s is not one of %s"
+                               % (self.db_path, _shown(state),
+                                  ", ".join(END_STATES)))
+        reason = self.keys.get("end_reason")
+        if reason is not None and not isinstance(reason, str):
+            raise SessionError("%s: end_reason %s is not text"
+                               % (self.db_path, _shown(reason)))
+
+    def _check_table(self, table, columns):
+        """The first bad value of a table, as a SessionError: one scan
+        returning, for the first row with a bad value, each column's value
+        and whether it is bad."""
+        bad = ["(%s)" % KINDS[k][0].format(c=c) for c, k in columns]
+        rows = self.query("SELECT %s, %s FROM %s WHERE %s LIMIT 1"
+                          % (", ".join(bad), ", ".join(c for c, _ in columns),
+                             table, " OR ".join(bad)))
+        if not rows:
+            return
+        n = len(columns)
+        for (column, kind), is_bad, value in zip(columns, rows[0][:n],
+                                                 rows[0][n:]):
+            if is_bad:
+                raise SessionError("%s: %s.%s is %s, not %s"
+                                   % (self.db_path, table, column,
+                                      _shown(value), KINDS[kind][1]))
+
+    def _check_reference(self, table, column, target):
+        """A value of table.column naming no row of target, as a
+        SessionError."""
+        rows = self.query("SELECT %s FROM %s WHERE %s IS NOT NULL AND %s NOT"
+                          " IN (SELECT id FROM %s) LIMIT 1"
+                          % (column, table, column, column, target))
+        if rows:
+            raise SessionError("%s: %s.%s is %s, which names no row of %s"
+                               % (self.db_path, table, column, rows[0][0],
+                                  target))
 
     def close(self):
         self.db.close()
@@ -106,12 +285,48 @@ class Session:
             raise SessionError("%s: cannot read (%s)"
                                % (os.path.join(self.dir, DB_NAME), e))
 
-    def int_key(self, name, default=0):
+    def int_key(self, name, default=0, least=None):
+        """The session key name as an integer, default when absent or NULL;
+        SessionError when it is not an integer (or under least)."""
         v = self.keys.get(name)
-        try:
-            return int(v)
-        except (TypeError, ValueError):
+        if v is None:
             return default
+        try:
+            n = int(v) if not isinstance(v, (float, bytes)) else None
+        except ValueError:
+            n = None
+        if n is None or (least is not None and n < least):
+            raise SessionError("%s: session key %s is %s, not %s"
+                               % (self.db_path, name, _shown(v),
+                                  "an integer" if least is None
+                                  else "an integer >= %d" % least))
+        return n
+
+    def end(self):
+        """(state, reason): whether the session is "complete", "live"
+        (its coprofd still records it: the report is as of the last flush)
+        or "incomplete", and why (one line, "" when complete).  The keys
+        end_state and end_reason say it; a session without them (older
+        coprofd) is complete when stream.complete is 1, else live or
+        incomplete.  A session that says live but whose lock no coprofd
+        held when it was opened (before its snapshot) is incomplete: its
+        coprofd died."""
+        state = self.keys.get("end_state")
+        reason = self.keys.get("end_reason") or ""
+        if state is None:
+            if self.int_key("stream.complete") == 1:
+                return "complete", ""
+            state = "live"
+        if state == "live" and not self.recording:
+            return "incomplete", (
+                "its coprofd ended without finishing it (killed?); the "
+                "data is as of its last flush")
+        if state == "live" and not reason:
+            reason = "still being recorded; this is its last flush%s" \
+                % _flush_time(self.int_key("last_flush_realtime_ns", None))
+        if state == "incomplete" and not reason:
+            reason = "no reason recorded"
+        return state, reason if state != "complete" else ""
 
     # --- tables -------------------------------------------------------
 
@@ -176,13 +391,145 @@ class Session:
 
     def image_file(self, image):
         """The path of an image's bytes to symbolize, and the offset of its
-        ELF header in it: the session's cached copy when present, else the
-        file it was found in."""
+        ELF header in it: the session's cached copy when it holds the
+        image's bytes, else the file it was found in when that still is the
+        file the context ran (its recorded size and content hash); (None,
+        0) when neither, with a warning in self.warnings."""
+        if image["status"] != "ok":
+            return None, 0          # coprofd said why (images.message)
+        original = self._original(image)
         cache = image["cache_file"]
-        if cache:
+        if cache and os.path.lexists(os.path.join(self.dir, cache)):
             p = os.path.join(self.dir, cache)
-            if os.path.isfile(p):
+            problem = _cache_problem(p, image, original)
+            if problem is None:
                 return p, 0
-        if image["path"] and os.path.isfile(image["path"]):
-            return image["path"], image["image_offset"] or 0
+            if original is not None:
+                self._warn("%s: %s; symbols from %s instead"
+                           % (p, problem, image["path"]))
+                return image["path"], image["image_offset"]
+            self._warn("%s: %s, and %s; the samples of image %s are "
+                       "shown without symbols" % (p, problem, _gone(image),
+                                                  _image_name(image)))
+            return None, 0
+        if original is not None:
+            return image["path"], image["image_offset"]
+        self._warn("image %s: not in the session's cache, and %s; its "
+                   "samples are shown without symbols"
+                   % (_image_name(image), _gone(image)))
         return None, 0
+
+    def _original(self, image):
+        """The bytes of the file the image was found in, when it still is
+        the file the context ran (size and content hash as recorded), else
+        None."""
+        path, want = image["path"], image["hash"]
+        if not path or not want:
+            return None
+        key = (path, want.lower(), image["size"])
+        if key not in self._originals:
+            self._originals[key] = _checked_file(*key)
+        return self._originals[key]
+
+    def _warn(self, message):
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+def recorder_alive(directory):
+    """Whether a coprofd holds the session's lock (is recording it); True
+    also when the lock cannot be opened to tell (not ours to say it died)."""
+    try:
+        fd = os.open(os.path.join(directory, LOCK_NAME),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True                 # held: coprofd is there
+    finally:
+        os.close(fd)                # also drops a lock we took
+    return False
+
+
+def content_hash(data):
+    """The content hash of a file's bytes as the session records it
+    (images.hash): its SHA-256's first 8 bytes read little-endian, 16 hex
+    digits."""
+    return "%016x" % int.from_bytes(hashlib.sha256(data).digest()[:8],
+                                     "little")
+
+
+def _checked_file(path, want_hash, want_size):
+    """The bytes of path when it has the recorded size and content hash,
+    else None."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if want_size is not None and len(data) != want_size:
+        return None
+    return data if content_hash(data) == want_hash else None
+
+
+def _cache_problem(path, image, original):
+    """None when the cached copy at path holds the image's bytes, else
+    what is wrong with it.  Its size must be image_size; when the file the
+    image was found in still is the one the context ran, the bytes must be
+    that file's at image_offset, else (an image with a file of its own)
+    the cache must have the recorded content hash."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return "cannot be read (%s)" % (e.strerror or e)
+    size = image["image_size"]
+    if size is not None and len(data) != size:
+        return "holds %d bytes, the image has %d (not the image's copy)" \
+            % (len(data), size)
+    off = image["image_offset"]
+    if original is not None:
+        if original[off:off + len(data)] != data:
+            return "is not the image's bytes in %s (the cache was changed)" \
+                % image["path"]
+    elif off == 0 and image["hash"] and image["size"] == len(data) and \
+            content_hash(data) != image["hash"].lower():
+        return "content hash %s, the image's is %s (not the image's copy)" \
+            % (content_hash(data), image["hash"].lower())
+    return None
+
+
+def _flush_time(ns):
+    """" (at HH:MM:SS UTC)" of a realtime in ns, "" when unknown."""
+    if not ns:
+        return ""
+    return " (at %s UTC)" % time.strftime("%Y-%m-%d %H:%M:%S",
+                                          time.gmtime(ns / 1e9))
+
+
+def _gone(image):
+    """Why the file an image was found in cannot be used instead."""
+    path = image["path"]
+    if not path:
+        return "the session names no file for it"
+    if not os.path.exists(path):
+        return "%s is gone" % path
+    return "%s is not the file the context ran (rebuilt?)" % path
+
+
+def _image_name(image):
+    return "%s (%d)" % (image["short_name"] or "?", image["id"])
+
+
+def _shown(value):
+    """A stored value for a one-line message: 'abc', 12, NULL, a blob."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return "a blob of %d bytes" % len(value)
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -63,6 +63,8 @@ class Timeline:
         self.stop_ns = None
         self.bucket_ns = 0
         self.slots = 0
+        self.end_state = None       # Session.end(): complete, live, ...
+        self.end_reason = ""
 
 
 def context_label(c):
@@ -77,6 +79,7 @@ def build(session):
     tl.stop_ns = session.int_key("stream.stop_time_ns", None)
     tl.bucket_ns = session.int_key("timeline.bucket_ns", 0)
     tl.slots = session.int_key("stream.slots", 0)
+    tl.end_state, tl.end_reason = session.end()
     images, contexts = profile.load_images_and_contexts(session)
     tl.contexts = contexts
     tl.context_ids = {c.context_id for c in contexts.values()}
@@ -207,6 +210,8 @@ def trace_events(tl):
                    "ts": _us(event_time_ns(r)), "args": args})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"clock": "CLOCK_MONOTONIC",
+                          "end_state": tl.end_state,
+                          "end_reason": tl.end_reason,
                           "ts_unit": "microseconds",
                           "bucket_ns": tl.bucket_ns,
                           "start_time_ns": tl.start_ns,

@@ -8,7 +8,7 @@ by coprofd into a session.
 
 new_session(dir): an empty session.db made with the schema of
 daemon/store.c (read from the C source at test time, never copied), for
-hand-built sessions.
+hand-built sessions; test_image: overlay/'s test image to symbolize them.
 """
 
 import json
@@ -39,6 +39,15 @@ def store_schema():
     assert m, "no schema in daemon/store.c"
     parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
     return "".join(parts).replace("\\n", "\n")
+
+
+@pytest.fixture(scope="session")
+def test_image(build_dir):
+    """overlay/'s test image, whose overlays share local-store addresses."""
+    p = os.path.join(build_dir, "tests", "overlay", "overlays.elf")
+    if not os.path.isfile(p):
+        pytest.fail("%s is not built: run make" % p)
+    return p
 
 
 @pytest.fixture(scope="session")

@@ -22,14 +22,6 @@ FUNCS = {
 }
 
 
-@pytest.fixture(scope="module")
-def test_image(build_dir):
-    p = os.path.join(build_dir, "tests", "overlay", "overlays.elf")
-    if not os.path.isfile(p):
-        pytest.fail("%s is not built: run make" % p)
-    return p
-
-
 def test_symbolizer_by_file_offset(test_image):
     s = symbols.Symbolizer(test_image)
     for name, off in FUNCS.items():
@@ -112,8 +104,8 @@ def hand(new_session, test_image, tmp_path):
     os.makedirs(os.path.join(d, "images"))
     shutil.copy(test_image, os.path.join(d, "images", "0123-3040.elf"))
     db.execute("INSERT INTO images VALUES (1, '/gone/host', 12352, 1, 2, 3,"
-               " '0123', 'ok', NULL, 'ovltest', 30000, "
-               "'images/0123-3040.elf')")
+               " '0123', 'ok', NULL, 'ovltest', ?, "
+               "'images/0123-3040.elf')", (os.path.getsize(test_image),))
     db.execute("INSERT INTO images VALUES (2, '/gone/other.elf', 0, 1, 3, 3,"
                " '0456', 'changed', 'not the file', NULL, NULL, NULL)")
     db.execute("INSERT INTO contexts VALUES (1, 11, 100, 101, '0x10', 1, 0,"
@@ -231,7 +223,9 @@ def test_text_report(hand, copreport):
         " the daemon did not finish), unmapped 15, orphan 2"
     assert tail[1] == "lost 19 samples (fifo-overflow 15, cause 2 4)"
     assert tail[2] == "decode errors: bad-sample 2"
-    assert tail[-1].startswith("session NOT complete")
+    # stream.complete 0, no end_state and no coprofd holding the session
+    assert tail[-1].startswith("session INCOMPLETE: its coprofd ended "
+                               "without finishing it")
 
 
 def test_threshold_and_filters(hand):
@@ -336,7 +330,8 @@ def test_overlays_example_rows(new_session, build_dir, tmp_path, copreport):
     os.makedirs(os.path.join(d, "images"))
     shutil.copy(elf_path, os.path.join(d, "images", "o.elf"))
     db.execute("INSERT INTO images VALUES (1, ?, 0, 1, 2, 3, '01', 'ok',"
-               " NULL, 'overlays', 1, 'images/o.elf')", (elf_path,))
+               " NULL, 'overlays', ?, 'images/o.elf')",
+               (elf_path, os.path.getsize(elf_path)))
     db.execute("INSERT INTO contexts VALUES (1, 1, 1, 1, '0x1', 1, 0, 0,"
                " NULL)")
     for i, (name, off, addr) in enumerate(secs):

@@ -63,8 +63,14 @@ def test_host_pipeline_checks_every_result(copsim, build_dir, tmp_path):
 
 
 def test_host_pipeline_reports_a_failed_context(copsim, build_dir):
+    """Both pipeline contexts over copsim's cycle limit.  copsim checks the
+    limit at its scheduler's tick (1 ms), so a context must not be able to
+    finish between two ticks however loaded the machine: 2000 frames (as
+    many as the data window holds) are 1.6 billion instructions, 1600
+    times the limit (3 frames, 2.4 million, once finished first)."""
     sim = copsim("--max-cycles", "1000000")
-    result = host_pipeline(build_dir, sim, "--threads", "2", "--contexts", "2")
+    result = host_pipeline(build_dir, sim, "--threads", "2", "--contexts", "2",
+                           "--frames", "2000")
     assert result.returncode == 1
     assert "context 0 pipeline FAILED binds=1 preemptions=0: looping: " \
         "stopped after its limit of 1000000 cycles (status 137)" \
