@@ -12,6 +12,7 @@
 
 #include "control/daemons.h"
 #include "escape-protocol/copstream.h"
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -47,27 +48,7 @@ int session_default_dir(char *buf, size_t len)
 
 int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen)
 {
-    char buf[PATH_MAX];
-
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-        snprintf(err, errlen, "%.64s...: path too long", path);
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        char c = *p;
-
-        if (c != '/' && c != '\0')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST) {
-            snprintf(err, errlen, "%s: %s", buf, strerror(errno));
-            return -1;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    return 0;
+    return safe_make_dirs(path, mode, err, errlen);
 }
 
 static int is_empty_dir(const char *path)

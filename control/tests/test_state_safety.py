@@ -1,0 +1,147 @@
+"""copcontrol's state directory against another user of the machine: a
+directory someone else made first, symlinks planted in it, a socket served
+by another uid.
+
+"Another user" is uid 65534 (nobody): tests that need to chown to it or
+run a server as it need root and are skipped otherwise."""
+
+import os
+import socket
+import stat
+
+import pytest
+
+from control_support import one_error_line
+
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="chown/setuid to another uid needs root")
+
+
+def run_dir(cenv):
+    """The state directory: the socket's."""
+    return os.path.dirname(cenv.socket)
+
+
+def plant(cenv, tmp_path, names):
+    """The state directory made 0700 by this user, with each name a symlink
+    to a victim file; returns the victim's path."""
+    run = run_dir(cenv)
+    os.mkdir(run, 0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    for name in names:
+        os.symlink(victim, os.path.join(run, name))
+    return victim
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_settings_never_written_through_a_symlink(cenv, tmp_path):
+    victim = plant(cenv, tmp_path, ["copcontrol.conf.new"])
+    result = cenv.copcontrol("--event=SPU_CYCLES:100000")
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    conf = cenv.state_file("copcontrol.conf")
+    assert not os.path.islink(conf) and mode(conf) == 0o600
+    assert "event=SPU_CYCLES:100000" in open(conf).read()
+
+
+def test_logs_and_pid_files_never_written_through_a_symlink(cenv, tmp_path):
+    victim = plant(cenv, tmp_path, ["copsim.log"])
+    line = one_error_line(cenv.copcontrol("--init"), "copcontrol", 1)
+    assert cenv.state_file("copsim.log") in line
+    assert "symbolic link" in line
+    assert victim.read_text() == "precious\n"
+
+    os.unlink(cenv.state_file("copsim.log"))
+    os.symlink(victim, cenv.state_file("copsim.pid"))
+    result = cenv.copcontrol("--init")
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    pidfile = cenv.state_file("copsim.pid")
+    assert not os.path.islink(pidfile) and mode(pidfile) == 0o600
+
+
+def test_a_state_directory_symlink_is_refused(cenv, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    os.symlink(elsewhere, run_dir(cenv))
+    line = one_error_line(cenv.copcontrol("--status"), "copcontrol", 1)
+    assert run_dir(cenv) in line and "symbolic link" in line
+    assert os.listdir(elsewhere) == []
+
+
+def test_a_state_directory_others_can_write_is_refused(cenv, tmp_path):
+    victim = plant(cenv, tmp_path, ["copcontrol.conf.new", "copsim.log"])
+    os.chmod(run_dir(cenv), 0o777)
+    line = one_error_line(cenv.copcontrol("--event=SPU_CYCLES:100000"),
+                          "copcontrol", 1)
+    assert run_dir(cenv) in line and "writable by others" in line
+    assert victim.read_text() == "precious\n"
+
+
+@needs_root
+def test_a_state_directory_of_another_user_is_refused(cenv, tmp_path):
+    victim = plant(cenv, tmp_path, ["copcontrol.conf.new", "copsim.log",
+                                     "copsim.pid", "coprofd.pid"])
+    os.chown(run_dir(cenv), NOBODY, NOBODY)
+    for action in ("--init", "--status", "--event=SPU_CYCLES:100000"):
+        line = one_error_line(cenv.copcontrol(action), "copcontrol", 1)
+        assert run_dir(cenv) in line, action
+        assert "owned by uid %d" % NOBODY in line, action
+    assert victim.read_text() == "precious\n"
+
+
+def impostor(path):
+    """A SOCK_SEQPACKET server on path that runs as nobody, in a child
+    process: returns (pid, a pipe) on which it writes, for each connection,
+    how many bytes the client sent before it hung up."""
+    ready_r, ready_w = os.pipe()
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready_r)
+            os.close(report_r)
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            server.bind(path)
+            os.chmod(path, 0o666)
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            server.listen(8)        # SO_PEERCRED: the uid at listen()
+            os.write(ready_w, b"r")
+            while True:
+                conn, _ = server.accept()
+                got = 0
+                while True:
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    got += len(data)
+                conn.close()
+                os.write(report_w, b"%d\n" % got)
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(report_w)
+    assert os.read(ready_r, 1) == b"r"
+    os.close(ready_r)
+    return pid, report_r
+
+
+@needs_root
+def test_a_socket_served_by_another_uid_gets_nothing(cenv, tmp_path):
+    os.mkdir(run_dir(cenv), 0o700)
+    pid, report = impostor(cenv.socket)
+    try:
+        line = one_error_line(cenv.copcontrol("--status"), "copcontrol", 1)
+        assert "served by uid %d" % NOBODY in line and cenv.socket in line
+        assert os.read(report, 64) == b"0\n"    # it heard nothing
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(report)
+
