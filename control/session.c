@@ -164,7 +164,7 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", dir, strerror(ENOTDIR));
         return -1;
     }
-    if (session_mkdirs(dir, 0755, err, errlen) < 0)
+    if (session_mkdirs(dir, SAFE_DIR_MODE, err, errlen) < 0)
         return put_back(dir, moved);
     if (access(dir, W_OK | X_OK) < 0) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));

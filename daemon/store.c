@@ -7,8 +7,15 @@
  * statement is prepared once when the store opens, from the table below,
  * and reset after each use.  A lock file in the session directory keeps a
  * second daemon out of a session in use.
+ *
+ * A session is its user's alone, like perf.data: the directories are made
+ * 0700, the lock and the database 0600 (the database is created empty
+ * before SQLite opens it, and SQLite gives its -wal, -shm and -journal
+ * files the database's mode).
  */
 #include "daemon/store.h"
+
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -260,7 +267,8 @@ static int take_lock(struct store *store, GError **error)
 {
     g_autofree char *path = g_build_filename(store->dir, ".lock", NULL);
 
-    store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    store->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                          SAFE_FILE_MODE);
     if (store->lock_fd < 0) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "%s: cannot create: %s", path, g_strerror(errno));
@@ -314,11 +322,28 @@ static int prepare_statements(struct store *store, GError **error)
     return 0;
 }
 
+/* Creates the database file empty, mode 0600, for SQLite to fill. */
+static int create_private_file(const char *path, GError **error)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  SAFE_FILE_MODE);
+
+    if (fd < 0) {
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+                    "%s: cannot create: %s", path, g_strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 static int open_database(struct store *store, GError **error)
 {
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                 SQLITE_OPEN_NOMUTEX;
 
+    if (create_private_file(store->db_path, error) != 0)
+        return -1;
     if (sqlite3_open_v2(store->db_path, &store->db, flags, NULL) !=
         SQLITE_OK) {
         g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
@@ -345,7 +370,7 @@ struct store *store_open(const char *session_dir, bool overwrite,
     store->db_path = g_build_filename(session_dir, STORE_DB_NAME, NULL);
     g_autofree char *cache = g_build_filename(session_dir, STORE_CACHE_DIR,
                                               NULL);
-    if (g_mkdir_with_parents(cache, 0755) != 0) {
+    if (g_mkdir_with_parents(cache, SAFE_DIR_MODE) != 0) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "%s: cannot create: %s", cache, g_strerror(errno));
         goto fail;

@@ -1,6 +1,7 @@
 """copcontrol's state directory against another user of the machine: a
 directory someone else made first, symlinks planted in it, a socket served
-by another uid.
+by another uid, and the modes of every file copcontrol, copsim and coprofd
+create there and in the session.
 
 "Another user" is uid 65534 (nobody): tests that need to chown to it or
 run a server as it need root and are skipped otherwise."""
@@ -145,3 +146,67 @@ def test_a_socket_served_by_another_uid_gets_nothing(cenv, tmp_path):
         os.waitpid(pid, 0)
         os.close(report)
 
+
+def test_every_file_is_private(cenv, tmp_path):
+    """With a umask that would let everyone read, the state directory, the
+    session and every file in them are the user's alone."""
+    old = os.umask(0o022)
+    try:
+        sdir = tmp_path / "s"
+        result = cenv.copcontrol("--start", "--event=SPU_CYCLES:100000",
+                                 "--session-dir=%s" % sdir)
+        assert result.returncode == 0, result.stderr
+        host = cenv.host_pipeline()
+        assert host.returncode == 0, host.stderr
+        result = cenv.copcontrol("--dump")
+        assert result.returncode == 0, result.stderr
+        run = run_dir(cenv)
+        names = set(os.listdir(run))
+        assert {"copcontrol.conf", "copsim.pid", "copsim.log", "coprofd.pid",
+                "coprofd.log", "copsim.regs", "copsim.coplog",
+                "copsim.sock"} <= names
+        session = set(os.listdir(sdir))
+        assert {"session.db", "session.db-wal", "images"} <= session
+        images = os.listdir(sdir / "images")
+        assert images
+        seen = {}
+        for top in (run, str(sdir)):
+            for dirpath, dirnames, filenames in os.walk(top):
+                seen[dirpath] = mode(dirpath)
+                for name in filenames:
+                    seen[os.path.join(dirpath, name)] = mode(
+                        os.path.join(dirpath, name))
+        loose = {p: "%04o" % m for p, m in seen.items() if m & 0o077}
+        assert loose == {}
+        assert mode(cenv.state_file("copsim.sock")) == 0o600
+        assert cenv.copcontrol("--stop").returncode == 0
+    finally:
+        os.umask(old)
+
+
+
+def private_tree(top):
+    """Every directory and file under top whose mode lets others in."""
+    loose = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for path in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
+            if mode(path) & 0o077:
+                loose[path] = "%04o" % mode(path)
+    return loose
+
+
+def test_coprof_record_session_is_private(cenv, tmp_path):
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "rec"
+        result = cenv.coprof("record", "-o", str(out), "--",
+                             os.path.join(cenv.build, "examples",
+                                          "host-pipeline"),
+                             "--contexts", "2", "--frames", "1")
+        assert result.returncode == 0, result.stderr
+        assert {"session.db", "images", "events.coplog",
+                "coprofd.log"} <= set(os.listdir(out))
+        assert mode(out) == 0o700
+        assert private_tree(out) == {}
+    finally:
+        os.umask(old)
