@@ -20,6 +20,7 @@
 #define COPROF_CONTROL_STATE_H
 
 #include "control/rate.h"
+#include "emulator/copsim/protocol.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -29,7 +30,7 @@
 #define STATE_CONF          "copcontrol.conf"
 #define STATE_COPSIM_PID    "copsim.pid"
 #define STATE_COPSIM_LOG    "copsim.log"
-#define STATE_COPROFD_PID   "coprofd.pid"
+#define STATE_COPROFD_PID   COPSIM_SESSION_MARK     /* libcop looks */
 #define STATE_COPROFD_LOG   "coprofd.log"
 
 struct settings {

@@ -7,12 +7,13 @@ create there and in the session.
 run a server as it need root and are skipped otherwise."""
 
 import os
+import signal
 import socket
 import stat
 
 import pytest
 
-from control_support import one_error_line
+from control_support import one_error_line, wait_gone
 
 NOBODY = 65534
 needs_root = pytest.mark.skipif(os.geteuid() != 0,
@@ -141,10 +142,26 @@ def test_a_socket_served_by_another_uid_gets_nothing(cenv, tmp_path):
         line = one_error_line(cenv.copcontrol("--status"), "copcontrol", 1)
         assert "served by uid %d" % NOBODY in line and cenv.socket in line
         assert os.read(report, 64) == b"0\n"    # it heard nothing
+
+        cop_host = os.path.join(cenv.build, "tests", "cop-host")
+        result = cenv.run(cop_host, ["exit", "0"])
+        assert result.returncode != 0
+        assert "served by uid %d" % NOBODY in result.stderr
+        assert os.read(report, 64) == b"0\n"
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         os.close(report)
+
+
+def private_tree(top):
+    """Every directory and file under top whose mode lets others in."""
+    loose = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for path in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
+            if mode(path) & 0o077:
+                loose[path] = "%04o" % mode(path)
+    return loose
 
 
 def test_every_file_is_private(cenv, tmp_path):
@@ -169,30 +186,13 @@ def test_every_file_is_private(cenv, tmp_path):
         assert {"session.db", "session.db-wal", "images"} <= session
         images = os.listdir(sdir / "images")
         assert images
-        seen = {}
-        for top in (run, str(sdir)):
-            for dirpath, dirnames, filenames in os.walk(top):
-                seen[dirpath] = mode(dirpath)
-                for name in filenames:
-                    seen[os.path.join(dirpath, name)] = mode(
-                        os.path.join(dirpath, name))
-        loose = {p: "%04o" % m for p, m in seen.items() if m & 0o077}
-        assert loose == {}
+        assert private_tree(run) == {}
+        assert private_tree(sdir) == {}
         assert mode(cenv.state_file("copsim.sock")) == 0o600
         assert cenv.copcontrol("--stop").returncode == 0
     finally:
         os.umask(old)
 
-
-
-def private_tree(top):
-    """Every directory and file under top whose mode lets others in."""
-    loose = {}
-    for dirpath, dirnames, filenames in os.walk(top):
-        for path in [dirpath] + [os.path.join(dirpath, n) for n in filenames]:
-            if mode(path) & 0o077:
-                loose[path] = "%04o" % mode(path)
-    return loose
 
 
 def test_coprof_record_session_is_private(cenv, tmp_path):
@@ -210,3 +210,24 @@ def test_coprof_record_session_is_private(cenv, tmp_path):
         assert private_tree(out) == {}
     finally:
         os.umask(old)
+
+
+def test_libcop_never_runs_unprofiled_under_copcontrol(cenv, tmp_path):
+    """copsim killed during a copcontrol session: the host program's
+    contexts fail, one line from libcop, instead of running on a private
+    copsim nobody profiles."""
+    result = cenv.copcontrol("--start", "--session-dir=%s" % (tmp_path / "s"))
+    assert result.returncode == 0, result.stderr
+    copsim = cenv.pid("copsim.pid")
+    os.kill(copsim, signal.SIGKILL)
+    assert wait_gone(copsim)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    cenv.env["TMPDIR"] = str(tmpdir)
+    host = cenv.host_pipeline()
+    assert host.returncode != 0, host.stdout
+    lines = [l for l in host.stderr.splitlines() if l.startswith("libcop: ")]
+    assert lines, host.stderr
+    assert "the profiling session's copsim is gone" in lines[0]
+    assert cenv.state_file("coprofd.pid") in lines[0]
+    assert os.listdir(tmpdir) == []             # no private copsim

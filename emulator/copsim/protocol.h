@@ -158,6 +158,11 @@ struct copsim_message {
     unsigned n_fds;
 };
 
+/* In the socket's directory while copcontrol records a session on that
+ * copsim (its coprofd's pid file, from --start to --stop): libcop then
+ * never falls back to a private copsim. */
+#define COPSIM_SESSION_MARK     "coprofd.pid"
+
 /*
  * The socket of the shared copsim: $COPSIM_SOCKET if set, else
  * $XDG_RUNTIME_DIR/coprof/copsim.sock, else /tmp/coprof-UID/copsim.sock.

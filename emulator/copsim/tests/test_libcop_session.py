@@ -1,0 +1,108 @@
+"""libcop under a profiling session, and its private copsim's directory.
+
+Under a session (coprof record's $COPROF_SESSION, or copcontrol's mark in
+the socket's directory: control/tests/test_state_safety.py) a copsim that
+does not answer or hangs up is an error the host program sees, with one
+line from libcop, never a silent private copsim that runs the contexts
+unprofiled.  Without a session libcop starts its private copsim in a
+folder under $TMPDIR, and that folder goes whatever happens."""
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from copsim_harness import wait_for
+
+GONE = "the profiling session's copsim is gone"
+
+
+@pytest.fixture
+def tmpdir_short():
+    """A TMPDIR short enough for libcop to use (a socket path holds about
+    100 bytes: libcop takes /tmp instead of a longer one)."""
+    path = tempfile.mkdtemp(prefix="lc-", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def host_env(tmp_path, tmpdir, **extra):
+    """cop-host's environment: no copsim on its socket, TMPDIR its own."""
+    env = dict(os.environ, COPSIM_SOCKET=str(tmp_path / "nobody.sock"),
+               COPSIM_EVENT_LOG=str(tmp_path / "private.coplog"),
+               TMPDIR=tmpdir)
+    env.pop("COPROF_SESSION", None)
+    env.update(extra)
+    return env, tmpdir
+
+
+def libcop_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("libcop: ")]
+
+
+def test_no_private_copsim_under_a_coprof_session(test_bin, tmp_path,
+                                                  tmpdir_short):
+    env, tmpdir = host_env(tmp_path, tmpdir_short,
+                           COPROF_SESSION=str(tmp_path / "s"))
+    result = subprocess.run([test_bin("cop-host"), "--contexts", "2",
+                             "embedded", "exit", "0"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = libcop_lines(result.stderr)
+    assert len(lines) == 2, result.stderr       # one per context create
+    assert GONE in lines[0] and env["COPSIM_SOCKET"] in lines[0]
+    assert "COPROF_SESSION" in lines[0]
+    assert "context=" not in result.stdout      # nothing ran unprofiled
+    assert os.listdir(tmpdir) == []             # no private copsim
+
+
+def test_copsim_gone_mid_run_under_a_session(copsim, test_bin, tmp_path):
+    sim = copsim()
+    env = dict(sim.env, COPROF_SESSION=str(tmp_path / "s"))
+    host = subprocess.Popen([test_bin("cop-host"), "embedded", "loop"],
+                            env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: len(sim.emulators()) == 1)
+    sim.process.send_signal(signal.SIGKILL)
+    out, err = host.communicate(timeout=60)
+    assert host.returncode == 1
+    lines = libcop_lines(err)
+    assert len(lines) == 1 and GONE in lines[0], err
+    assert "Connection reset by peer" in lines[0]
+    assert "cop-host: context 0: " + lines[0][len("libcop: "):] in err
+
+
+def test_a_private_copsim_that_died_starting_leaves_nothing(test_bin,
+                                                             tmp_path,
+                                                             tmpdir_short):
+    """A private copsim killed while it set up (SIGXFSZ: its register file
+    exceeds the file size limit) left its files; libcop removes them, for
+    each context that tried."""
+    env, tmpdir = host_env(tmp_path, tmpdir_short)
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    result = subprocess.run([test_bin("cop-host"), "--contexts", "3",
+                             "embedded", "exit", "0"], env=env,
+                            capture_output=True, text=True, timeout=120,
+                            preexec_fn=small_files)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.count("the private copsim did not start") == 3
+    assert os.listdir(tmpdir) == []
+
+
+def test_a_private_copsim_leaves_nothing_after_a_run(test_bin, tmp_path,
+                                                     tmpdir_short):
+    env, tmpdir = host_env(tmp_path, tmpdir_short)
+    result = subprocess.run([test_bin("cop-host"), "--contexts", "3",
+                             "--threads", "3", "embedded", "exit", "0"],
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("context=") == 3
+    assert os.listdir(tmpdir) == []
