@@ -162,6 +162,15 @@ static int check_file(int fd, const char *dir, const char *name, char *err,
     return 0;
 }
 
+/* Empties an opened file when flags ask for it (after check_file). */
+static int truncate_asked(int fd, int flags, const char *dir,
+                          const char *name, char *err, size_t errlen)
+{
+    if ((flags & O_TRUNC) && ftruncate(fd, 0) < 0)
+        return refuse(errno, err, errlen, dir, name, strerror(errno));
+    return 0;
+}
+
 int safe_file_create(int dirfd, const char *dir, const char *name,
                      int flags, char *err, size_t errlen)
 {
@@ -177,8 +186,7 @@ int safe_file_create(int dirfd, const char *dir, const char *name,
         return refuse(errno, err, errlen, dir, name, strerror(errno));
     }
     if (check_file(fd, dir, name, err, errlen) < 0
-        || ((flags & O_TRUNC) && ftruncate(fd, 0) < 0
-            && refuse(errno, err, errlen, dir, name, strerror(errno)))) {
+        || truncate_asked(fd, flags, dir, name, err, errlen) < 0) {
         int error = errno;
 
         close(fd);

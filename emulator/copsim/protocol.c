@@ -106,7 +106,8 @@ int copsim_connect_checked(const char *path, char *err, size_t errlen)
         return -1;
     }
     if (connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot connect to copsim: %s", path,
+                 strerror(errno));
         return close_failed(sock);
     }
     if (check_server(sock, path, err, errlen) < 0)

@@ -186,7 +186,7 @@ static int profiling_session(const char *socket_path, char *why, size_t len)
 {
     const char *session = getenv(COPROF_SESSION_ENV), *name;
     char err[COPSIM_TEXT_MAX];
-    int dirfd, marked;
+    int dirfd, marked, dir_len;
 
     if (session && *session) {
         snprintf(why, len, "$%s is %s", COPROF_SESSION_ENV, session);
@@ -198,9 +198,10 @@ static int profiling_session(const char *socket_path, char *why, size_t len)
     marked = faccessat(dirfd, COPSIM_SESSION_MARK, F_OK,
                        AT_SYMLINK_NOFOLLOW) == 0;
     close(dirfd);
+    dir_len = (int)(name - socket_path) - 1;     /* -1: no slash */
     if (marked)
         snprintf(why, len, "copcontrol's session: %.*s/%s exists",
-                 (int)(name - socket_path - 1), socket_path,
+                 dir_len < 0 ? 1 : dir_len, dir_len < 0 ? "." : socket_path,
                  COPSIM_SESSION_MARK);
     return marked;
 }
