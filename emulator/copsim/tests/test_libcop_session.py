@@ -7,6 +7,7 @@ line from libcop, never a silent private copsim that runs the contexts
 unprofiled.  Without a session libcop starts its private copsim in a
 folder under $TMPDIR, and that folder goes whatever happens."""
 
+import errno
 import os
 import resource
 import shutil
@@ -19,6 +20,23 @@ import pytest
 from copsim_harness import wait_for
 
 GONE = "the profiling session's copsim is gone"
+
+CREATE_SOURCE = r"""
+#include <libcop.h>
+#include <errno.h>
+#include <stdio.h>
+
+int main(void)
+{
+    cop_context_t *ctx;
+
+    errno = 0;
+    ctx = cop_context_create();
+    printf("created=%d errno=%d error=%s\n", ctx != NULL, errno,
+           cop_last_error());
+    return ctx != NULL;
+}
+"""
 
 
 @pytest.fixture
@@ -58,6 +76,31 @@ def test_no_private_copsim_under_a_coprof_session(test_bin, tmp_path,
     assert "COPROF_SESSION" in lines[0]
     assert "context=" not in result.stdout      # nothing ran unprofiled
     assert os.listdir(tmpdir) == []             # no private copsim
+
+
+def test_create_under_a_session_sets_errno(build_dir, tmp_path,
+                                           tmpdir_short):
+    """What a host program sees: NULL, errno, cop_last_error()."""
+    env, tmpdir = host_env(tmp_path, tmpdir_short,
+                           COPROF_SESSION=str(tmp_path / "s"),
+                           PKG_CONFIG_PATH=os.path.join(build_dir, "lib",
+                                                        "pkgconfig"))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libcop"],
+                           env=env, capture_output=True, text=True,
+                           check=True)
+    source = tmp_path / "create.c"
+    source.write_text(CREATE_SOURCE)
+    program = tmp_path / "create"
+    subprocess.run(["gcc", str(source), "-o", str(program)]
+                   + flags.stdout.split(), check=True)
+    result = subprocess.run([str(program)], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("created=0 errno=%d error=%s"
+                                    % (errno.ENOENT, env["COPSIM_SOCKET"]))
+    assert GONE in result.stdout
+    assert len(libcop_lines(result.stderr)) == 1, result.stderr
+    assert os.listdir(tmpdir) == []
 
 
 def test_copsim_gone_mid_run_under_a_session(copsim, test_bin, tmp_path):
