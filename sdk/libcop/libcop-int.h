@@ -5,7 +5,8 @@
 #ifndef COPROF_LIBCOP_INT_H
 #define COPROF_LIBCOP_INT_H
 
-/* Names the session of coprof record's command (the session directory). */
+/* Set (not empty) for a profiled program: coprof record sets it to the
+ * session directory, copsim's one-command mode to its socket. */
 #define COPROF_SESSION_ENV "COPROF_SESSION"
 
 /* Sets the calling thread's error (cop_last_error) and returns -1; errno

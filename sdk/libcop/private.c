@@ -22,7 +22,8 @@
  *
  * Under a profiling session there is no private copsim: contexts on it
  * would run unprofiled while the user believes they are profiled.  A
- * session is $COPROF_SESSION (coprof record sets it for its command) or
+ * session is $COPROF_SESSION (coprof record and copsim's one-command mode
+ * set it for their command) or
  * copcontrol's session mark in the socket's directory
  * (COPSIM_SESSION_MARK, copcontrol's coprofd.pid, there from --start to
  * --stop).  Then a copsim that does not answer, or hangs up, is an error

@@ -149,3 +149,20 @@ def test_a_private_copsim_leaves_nothing_after_a_run(test_bin, tmp_path,
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("context=") == 3
     assert os.listdir(tmpdir) == []
+
+
+def test_copsim_one_command_mode_marks_a_session(build_dir, tmp_path):
+    """copsim --event ... -- COMMAND profiles COMMAND: its libcop must know
+    (COPROF_SESSION), so that a copsim gone is an error there too."""
+    env = dict(os.environ)
+    env.pop("COPROF_SESSION", None)
+    result = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                             "--event=SPU_CYCLES:100000", "--stream-out",
+                             str(tmp_path / "stream"), "--", "sh", "-c",
+                             'printf "%s|%s" "$COPROF_SESSION" '
+                             '"$COPSIM_SOCKET"'],
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    session, socket = result.stdout.split("|")
+    assert session and session == socket
