@@ -166,3 +166,23 @@ def test_copsim_one_command_mode_marks_a_session(build_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     session, socket = result.stdout.split("|")
     assert session and session == socket
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to uid 65534 needs root")
+def test_a_socket_directory_of_another_user_is_refused(test_bin, tmp_path,
+                                                       tmpdir_short):
+    """Not a reason to start a private copsim either: the user asked for
+    that socket, and someone else controls it."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    env, tmpdir = host_env(tmp_path, tmpdir_short,
+                           COPSIM_SOCKET=str(theirs / "copsim.sock"))
+    result = subprocess.run([test_bin("cop-host"), "embedded", "exit", "0"],
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1
+    assert result.stderr == ("cop-host: context 0: %s: owned by uid 65534, "
+                             "not by this user (uid 0): refusing to use it\n"
+                             % theirs)
+    assert os.listdir(tmpdir) == []

@@ -44,3 +44,16 @@ def test_state_and_ram_files_are_private(copsim, test_bin, tmp_path):
             host.communicate(timeout=60)
     finally:
         os.umask(old)
+
+
+def test_a_state_directory_others_can_write_is_refused(build_dir, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    result = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                             "--socket", str(shared / "copsim.sock")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert result.stderr == ("copsim: %s: writable by others (mode 0777): "
+                             "refusing to use it\n" % shared)
+    assert os.listdir(shared) == []
