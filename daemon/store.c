@@ -9,8 +9,8 @@
  * second daemon out of a session in use.
  *
  * A session is its user's alone, like perf.data: the directories are made
- * 0700, the lock and the database 0600 (the database is created empty
- * before SQLite opens it, and SQLite gives its -wal, -shm and -journal
+ * 0700, the lock and the database 0600 (made so as soon as SQLite created
+ * it, before the first write, and SQLite gives its -wal, -shm and -journal
  * files the database's mode).
  */
 #include "daemon/store.h"
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define APPLICATION_ID  0x436f7072      /* "Copr" */
@@ -322,15 +323,18 @@ static int prepare_statements(struct store *store, GError **error)
     return 0;
 }
 
-/* Creates the database file empty, mode 0600, for SQLite to fill. */
-static int create_private_file(const char *path, GError **error)
+/* Makes the database file that SQLite just created mode 0600, before
+ * anything is written (the files SQLite makes beside it copy its mode). */
+static int make_private(const char *path, GError **error)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  SAFE_FILE_MODE);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
-    if (fd < 0) {
+    if (fd < 0 || fchmod(fd, SAFE_FILE_MODE) < 0) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
-                    "%s: cannot create: %s", path, g_strerror(errno));
+                    "%s: cannot make it private: %s", path,
+                    g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     close(fd);
@@ -342,8 +346,6 @@ static int open_database(struct store *store, GError **error)
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                 SQLITE_OPEN_NOMUTEX;
 
-    if (create_private_file(store->db_path, error) != 0)
-        return -1;
     if (sqlite3_open_v2(store->db_path, &store->db, flags, NULL) !=
         SQLITE_OK) {
         g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
@@ -351,6 +353,8 @@ static int open_database(struct store *store, GError **error)
                     store->db ? sqlite3_errmsg(store->db) : "out of memory");
         return -1;
     }
+    if (make_private(store->db_path, error) != 0)
+        return -1;
     sqlite3_busy_timeout(store->db, BUSY_TIMEOUT_MS);
     if (exec_sql(store, "PRAGMA journal_mode = WAL;"
                         " PRAGMA synchronous = NORMAL;", error) != 0)
