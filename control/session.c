@@ -203,6 +203,23 @@ void session_restore(const char *dir, int moved)
         rename(old, dir);
 }
 
+static int64_t key(sqlite3 *db, const char *name);
+
+/* Whether coprofd committed the session's first keys (its header) to the
+ * database at path: before that a reader finds no session table. */
+static int has_header(const char *path)
+{
+    sqlite3 *db = NULL;
+    int64_t version = 0;
+
+    if (access(path, F_OK) < 0)
+        return 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        version = key(db, "format_version");
+    sqlite3_close(db);
+    return version > 0;
+}
+
 int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
 {
     char path[PATH_MAX];
@@ -210,7 +227,7 @@ int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
 
     snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (access(path, F_OK) == 0)
+        if (has_header(path))
             return 0;
         if (daemons_wait(pid, 0, NULL) == 0)
             return -1;
