@@ -111,6 +111,7 @@ def test_copsim_gone_mid_run_under_a_session(copsim, test_bin, tmp_path):
                             stderr=subprocess.PIPE, text=True)
     wait_for(lambda: len(sim.emulators()) == 1)
     sim.process.send_signal(signal.SIGKILL)
+    assert sim.process.wait(timeout=30) == -signal.SIGKILL
     out, err = host.communicate(timeout=60)
     assert host.returncode == 1
     lines = libcop_lines(err)
