@@ -304,10 +304,16 @@ static pid_t running_coprofd(const struct control *c, char *dir, size_t len)
 }
 
 /* Connects to copsim; 0, or -1 (err says why, errno ENOENT/ECONNREFUSED
- * when none answers). */
+ * when none answers).  A socket another user serves, or in a directory
+ * another user can write, is never "no copsim": every action ends there,
+ * with its one line, before anything is sent. */
 static int connect_copsim(struct control *c, struct driver *d)
 {
-    return driver_connect(d, c->socket, c->err, sizeof(c->err));
+    if (driver_connect(d, c->socket, c->err, sizeof(c->err)) == 0)
+        return 0;
+    if (errno == EACCES)
+        exit(cli_fail(EXIT_FAILED, "%s", c->err));
+    return -1;
 }
 
 static int init_copsim(struct control *c, int announce)
@@ -326,6 +332,9 @@ static int init_copsim(struct control *c, int announce)
         return EXIT_OK;
     }
     if (errno != ENOENT && errno != ECONNREFUSED)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    if (state_log_create(c->state, STATE_COPSIM_LOG, c->err,
+                         sizeof(c->err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     state_file(c, STATE_COPSIM_LOG, log, sizeof(log));
     spec.log_path = log;
@@ -351,7 +360,7 @@ static int save_settings(struct control *c)
 {
     if (!c->opt.given_any)
         return EXIT_OK;
-    if (session_mkdirs(c->state, 0700, c->err, sizeof(c->err)) < 0 ||
+    if (state_dir_prepare(c->state, c->err, sizeof(c->err)) < 0 ||
         settings_save(c->state, &c->settings, c->err, sizeof(c->err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     return EXIT_OK;
@@ -387,6 +396,11 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
     char log[PATH_MAX], pidfile[PATH_MAX], line[512];
     pid_t pid;
 
+    if (state_log_create(c->state, STATE_COPROFD_LOG, c->err,
+                         sizeof(c->err)) < 0) {
+        cli_fail(EXIT_FAILED, "%s", c->err);
+        return -1;
+    }
     state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
     spec.log_path = log;
     pid = daemons_start_coprofd(&spec, dir, event_log, c->err,
@@ -766,7 +780,7 @@ int main(int argc, char **argv)
     if (copsim_socket_path(c.socket, sizeof(c.socket)) < 0)
         return cli_fail(EXIT_USAGE, "the copsim socket path is too long");
     state_dir_of(c.socket, c.state, sizeof(c.state));
-    if (session_mkdirs(c.state, 0700, c.err, sizeof(c.err)) < 0 ||
+    if (state_dir_prepare(c.state, c.err, sizeof(c.err)) < 0 ||
         settings_load(c.state, &c.settings, c.err, sizeof(c.err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", c.err);
     settings_merge(&c.settings, &c.opt.given);

@@ -134,7 +134,8 @@ static void usage(FILE *out)
 "    DIR/coprofd.log                coprofd's output (without --verbose)\n"
 "    copsim's socket and register file live in a temporary directory\n"
 "    ($TMPDIR, else /tmp) that is removed at the end; CMD finds it through\n"
-"    COPSIM_SOCKET.\n"
+"    COPSIM_SOCKET.  COPROF_SESSION names DIR for CMD: libcop then never\n"
+"    runs a context on a private copsim of its own (unprofiled).\n"
 "\n"
 "EXIT STATUS\n"
 "    CMD's exit status (128 + N when a signal N killed it, 127 when it was\n"
@@ -374,6 +375,7 @@ static pid_t start_command(struct record *r)
     if (pid != 0)
         return pid;
     setenv("COPSIM_SOCKET", r->socket, 1);
+    setenv("COPROF_SESSION", r->dir, 1);    /* libcop: no private copsim */
     signal(SIGPIPE, SIG_DFL);
     execvp(r->opt.command[0], r->opt.command);
     fprintf(stderr, "coprof: %s: %s\n", r->opt.command[0], strerror(errno));

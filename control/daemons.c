@@ -85,7 +85,7 @@ static void exec_daemon(const struct daemon_spec *spec, char *const argv[])
     }
     if (spec->log_path) {
         int log = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC |
-                       O_APPEND, 0600);
+                       O_APPEND | O_NOFOLLOW, 0600);
 
         if (log >= 0) {
             dup2(log, STDOUT_FILENO);

@@ -20,14 +20,12 @@ int driver_connect(struct driver *d, const char *path, char *err,
                    size_t errlen)
 {
     snprintf(d->path, sizeof(d->path), "%s", path);
-    d->sock = copsim_connect(path);
+    d->sock = copsim_connect_checked(path, err, errlen);
     if (d->sock < 0) {
         int error = errno;
 
         if (error == ENOENT || error == ECONNREFUSED)
             snprintf(err, errlen, "%s: no copsim answers there", path);
-        else
-            snprintf(err, errlen, "%s: %s", path, strerror(error));
         errno = error;
         return -1;
     }

@@ -7,12 +7,13 @@ CONTROL_LIB := $(LIB)/libcopcontrol.a
 CONTROL_OBJS := $(addprefix $(OBJ)/control/, \
 	rate.o driver.o daemons.o session.o state.o events.o options.o)
 # What a program linking libcopcontrol.a needs after it.
-CONTROL_DEPS := $(LIB)/liblfsr.a $(LIB)/libcopstream.a
+CONTROL_DEPS := $(LIB)/liblfsr.a $(LIB)/libcopstream.a $(LIB)/libcopsafe.a
 CONTROL_LIBS := $(SQLITE_LIBS) -lpfm -lm
 
 # Paths are bounded by PATH_MAX; where a cut path would matter it is checked.
 $(OBJ)/control/%.o: CFLAGS += $(SQLITE_CFLAGS) -Wno-format-truncation
-# protocol.c, linked from its own object (as libcop does).
+# protocol.c, linked from its own object (as libcop does); it needs
+# libcopsafe.a (CONTROL_DEPS).
 CONTROL_PROTOCOL := $(OBJ)/emulator/copsim/protocol.o
 
 $(CONTROL_LIB): $(CONTROL_OBJS)

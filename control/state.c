@@ -1,19 +1,26 @@
 /*
  * state.c — copcontrol's saved settings and pid files (state.h).
  *
- * The settings file is rewritten whole (to a temporary file renamed over
- * it), so a reader never sees half of it.  Its rate is kept as the user
- * wrote it and parsed again by rate_parse() when read: a rate in
- * frequency or period resolves at whatever clock copsim has at --start.
+ * The settings and pid files are rewritten whole (to NAME.new renamed
+ * over NAME), so a reader never sees half of one.  Every file is opened
+ * through the checked directory's descriptor (safe-file.h): nothing is
+ * read or written through a symlink, in a directory another user owns or
+ * can write.  The rate is kept as the user wrote it and parsed again by
+ * rate_parse() when read: a rate in frequency or period resolves at
+ * whatever clock copsim has at --start.
  */
 #include "control/state.h"
 #include "control/driver.h"
+#include "sdk/safe-file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define FILE_TEXT_MAX   (2 * PATH_MAX + 256)
 
 static const struct {
     const char *key;
@@ -43,6 +50,67 @@ int state_dir_of(const char *socket_path, char *buf, size_t len)
 void state_path(const char *dir, const char *name, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/%s", dir, name);
+}
+
+int state_dir_prepare(const char *dir, char *err, size_t errlen)
+{
+    int fd = safe_dir_open(dir, SAFE_DIR_CREATE, err, errlen);
+
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+int state_log_create(const char *dir, const char *name, char *err,
+                     size_t errlen)
+{
+    int dirfd = safe_dir_open(dir, 0, err, errlen), fd = -1;
+
+    if (dirfd >= 0) {
+        fd = safe_file_create(dirfd, dir, name, O_TRUNC, err, errlen);
+        close(dirfd);
+    }
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+/* Opens dir/name for reading, never through a symlink nor in a directory
+ * another user can write; NULL with errno (ENOENT: no such file). */
+static FILE *open_state_file(const char *dir, const char *name)
+{
+    char err[256];
+    int dirfd = safe_dir_open(dir, 0, err, sizeof(err)), fd, error;
+    FILE *f;
+
+    if (dirfd < 0)
+        return NULL;
+    fd = safe_file_open_read(dirfd, name);
+    error = errno;
+    close(dirfd);
+    if (fd < 0 || !(f = fdopen(fd, "r"))) {
+        if (fd >= 0)
+            close(fd);
+        errno = error;
+        return NULL;
+    }
+    return f;
+}
+
+/* Replaces dir/name with text; 0 or -1 with one line in err. */
+static int replace_state_file(const char *dir, const char *name,
+                              const char *text, char *err, size_t errlen)
+{
+    int dirfd = safe_dir_open(dir, 0, err, errlen), status;
+
+    if (dirfd < 0)
+        return -1;
+    status = safe_file_replace(dirfd, dir, name, text, strlen(text), err,
+                               errlen);
+    close(dirfd);
+    return status;
 }
 
 /* One "key=value" line into s. */
@@ -75,9 +143,14 @@ int settings_load(const char *dir, struct settings *s, char *err,
 
     memset(s, 0, sizeof(*s));
     state_path(dir, STATE_CONF, path, sizeof(path));
-    f = fopen(path, "r");
-    if (!f)
+    f = open_state_file(dir, STATE_CONF);
+    if (!f && errno == ENOENT)
         return 0;
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, errno == ELOOP ?
+                 "a symbolic link: refusing to read it" : strerror(errno));
+        return -1;
+    }
     while (status == 0 && fgets(line, sizeof(line), f)) {
         line[strcspn(line, "\n")] = '\0';
         status = settings_line(line, s, why, sizeof(why));
@@ -99,29 +172,21 @@ static const char *rate_key(enum rate_kind kind)
 int settings_save(const char *dir, const struct settings *s, char *err,
                   size_t errlen)
 {
-    char path[PATH_MAX], temp[PATH_MAX + 8];
-    FILE *f;
+    char text[FILE_TEXT_MAX];
+    size_t n;
 
-    state_path(dir, STATE_CONF, path, sizeof(path));
-    snprintf(temp, sizeof(temp), "%s.new", path);
-    f = fopen(temp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", temp, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "# copcontrol's saved settings (copcontrol --help)\n");
+    n = (size_t)snprintf(text, sizeof(text),
+                         "# copcontrol's saved settings (copcontrol --help)\n");
     if (s->rate.kind != RATE_NONE)
-        fprintf(f, "%s=%s\n", rate_key(s->rate.kind), s->rate.text);
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "%s=%s\n",
+                              rate_key(s->rate.kind), s->rate.text);
     if (s->session_dir[0])
-        fprintf(f, "session-dir=%s\n", s->session_dir);
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "session-dir=%s\n",
+                              s->session_dir);
     if (s->buffer_words)
-        fprintf(f, "buffer-size=%u\n", s->buffer_words);
-    if (fclose(f) != 0 || rename(temp, path) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        unlink(temp);
-        return -1;
-    }
-    return 0;
+        snprintf(text + n, sizeof(text) - n, "buffer-size=%u\n",
+                 s->buffer_words);
+    return replace_state_file(dir, STATE_CONF, text, err, errlen);
 }
 
 void settings_merge(struct settings *base, const struct settings *given)
@@ -135,29 +200,33 @@ void settings_merge(struct settings *base, const struct settings *given)
         base->buffer_words = given->buffer_words;
 }
 
+/* The name part of a path in the state directory. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash ? slash + 1 : path;
+}
+
 int pidfile_write(const char *path, pid_t pid, const char *text, char *err,
                   size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    char dir[PATH_MAX], content[PATH_MAX + 32];
 
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "%ld\n%s\n", (long)pid, text ? text : "");
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    state_dir_of(path, dir, sizeof(dir));
+    snprintf(content, sizeof(content), "%ld\n%s\n", (long)pid,
+             text ? text : "");
+    return replace_state_file(dir, base_name(path), content, err, errlen);
 }
 
 pid_t pidfile_read(const char *path, char *text, size_t len)
 {
-    char line[PATH_MAX + 2];
-    FILE *f = fopen(path, "r");
+    char line[PATH_MAX + 2], dir[PATH_MAX];
+    FILE *f;
     long pid = 0;
 
+    state_dir_of(path, dir, sizeof(dir));
+    f = open_state_file(dir, base_name(path));
     if (text && len)
         text[0] = '\0';
     if (!f)

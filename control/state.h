@@ -10,11 +10,17 @@
  *   coprofd.pid       the running session's coprofd: its pid, then the
  *                     session directory, one a line
  *   coprofd.log       its standard output and error (its summary line)
+ *
+ * The directory is predictable (/tmp/coprof-UID), so another user may have
+ * made it first or planted symlinks in it: it is used only once it is
+ * this user's own and writable by nobody else, and every file in it is
+ * created 0600 without following a symlink (sdk/safe-file.h).
  */
 #ifndef COPROF_CONTROL_STATE_H
 #define COPROF_CONTROL_STATE_H
 
 #include "control/rate.h"
+#include "emulator/copsim/protocol.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -24,7 +30,7 @@
 #define STATE_CONF          "copcontrol.conf"
 #define STATE_COPSIM_PID    "copsim.pid"
 #define STATE_COPSIM_LOG    "copsim.log"
-#define STATE_COPROFD_PID   "coprofd.pid"
+#define STATE_COPROFD_PID   COPSIM_SESSION_MARK     /* libcop looks */
 #define STATE_COPROFD_LOG   "coprofd.log"
 
 struct settings {
@@ -35,6 +41,15 @@ struct settings {
 
 /* The directory of the socket path; -1 when it has none. */
 int state_dir_of(const char *socket_path, char *buf, size_t len);
+
+/* Creates dir (0700) unless it exists, and checks that it is this user's
+ * own; -1 with one line in err naming it and why it is refused. */
+int state_dir_prepare(const char *dir, char *err, size_t errlen);
+
+/* Creates dir/name empty (0600, never through a symlink) for a daemon's
+ * output; 0 or -1 with one line in err. */
+int state_log_create(const char *dir, const char *name, char *err,
+                     size_t errlen);
 
 /* path = dir/name. */
 void state_path(const char *dir, const char *name, char *buf, size_t len);
@@ -49,10 +64,11 @@ int settings_save(const char *dir, const struct settings *s, char *err,
 /* Whatever `given` sets replaces base's. */
 void settings_merge(struct settings *base, const struct settings *given);
 
-/* A pid file: the pid, then an optional line of text. */
+/* A pid file: the pid, then an optional line of text; replaced whole. */
 int pidfile_write(const char *path, pid_t pid, const char *text, char *err,
                   size_t errlen);
-/* The pid (0 when there is no file), text when given. */
+/* The pid (0 when there is no file, or it is not in a directory of this
+ * user's), text when given. */
 pid_t pidfile_read(const char *path, char *text, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
  */
 #include "daemon/images.h"
 #include "daemon/store.h"
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -143,8 +144,11 @@ static void write_cache(struct image_registry *registry,
                                              NULL);
     GError *error = NULL;
 
-    if (!g_file_set_contents(path, (const char *)ovl_image_bytes(record->ovl),
-                             (gssize)ovl_image_size(record->ovl), &error)) {
+    if (!g_file_set_contents_full(path,
+                                  (const char *)ovl_image_bytes(record->ovl),
+                                  (gssize)ovl_image_size(record->ovl),
+                                  G_FILE_SET_CONTENTS_CONSISTENT,
+                                  SAFE_FILE_MODE, &error)) {
         if (!registry->quiet)
             g_printerr("coprofd: %s: cannot cache the image: %s\n",
                        record->path, error->message);

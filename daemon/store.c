@@ -7,8 +7,15 @@
  * statement is prepared once when the store opens, from the table below,
  * and reset after each use.  A lock file in the session directory keeps a
  * second daemon out of a session in use.
+ *
+ * A session is its user's alone, like perf.data: the directories are made
+ * 0700, the lock and the database 0600 (made so as soon as SQLite created
+ * it, before the first write, and SQLite gives its -wal, -shm and -journal
+ * files the database's mode).
  */
 #include "daemon/store.h"
+
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define APPLICATION_ID  0x436f7072      /* "Copr" */
@@ -260,7 +268,8 @@ static int take_lock(struct store *store, GError **error)
 {
     g_autofree char *path = g_build_filename(store->dir, ".lock", NULL);
 
-    store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    store->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                          SAFE_FILE_MODE);
     if (store->lock_fd < 0) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "%s: cannot create: %s", path, g_strerror(errno));
@@ -314,6 +323,24 @@ static int prepare_statements(struct store *store, GError **error)
     return 0;
 }
 
+/* Makes the database file that SQLite just created mode 0600, before
+ * anything is written (the files SQLite makes beside it copy its mode). */
+static int make_private(const char *path, GError **error)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0 || fchmod(fd, SAFE_FILE_MODE) < 0) {
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+                    "%s: cannot make it private: %s", path,
+                    g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 static int open_database(struct store *store, GError **error)
 {
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -326,6 +353,8 @@ static int open_database(struct store *store, GError **error)
                     store->db ? sqlite3_errmsg(store->db) : "out of memory");
         return -1;
     }
+    if (make_private(store->db_path, error) != 0)
+        return -1;
     sqlite3_busy_timeout(store->db, BUSY_TIMEOUT_MS);
     if (exec_sql(store, "PRAGMA journal_mode = WAL;"
                         " PRAGMA synchronous = NORMAL;", error) != 0)
@@ -345,7 +374,7 @@ struct store *store_open(const char *session_dir, bool overwrite,
     store->db_path = g_build_filename(session_dir, STORE_DB_NAME, NULL);
     g_autofree char *cache = g_build_filename(session_dir, STORE_CACHE_DIR,
                                               NULL);
-    if (g_mkdir_with_parents(cache, 0755) != 0) {
+    if (g_mkdir_with_parents(cache, SAFE_DIR_MODE) != 0) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "%s: cannot create: %s", cache, g_strerror(errno));
         goto fail;

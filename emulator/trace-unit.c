@@ -264,7 +264,7 @@ struct trace_unit *trace_unit_create(const char *path,
         fail(err, errlen, "%s: %s", path, reason);
         return NULL;
     }
-    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         return NULL;

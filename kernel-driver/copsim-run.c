@@ -76,6 +76,7 @@ static pid_t fork_command(char *const command[], const char *socket,
 		_exit(EXIT_FAILED);
 	close(go[0]);
 	setenv("COPSIM_SOCKET", socket, 1);
+	setenv("COPROF_SESSION", socket, 1);	/* libcop: no private copsim */
 	execvp(command[0], command);
 	fprintf(stderr, "copsim: %s: %s\n", command[0], strerror(errno));
 	_exit(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);

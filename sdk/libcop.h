@@ -19,8 +19,12 @@
  *
  * Contexts run in copsim (emulator/copsim/), found on the socket named by
  * $COPSIM_SOCKET, else $XDG_RUNTIME_DIR/coprof/copsim.sock, else
- * /tmp/coprof-UID/copsim.sock.  When none answers there, libcop starts a
- * private copsim for this process on first use and stops it at exit.
+ * /tmp/coprof-UID/copsim.sock, once it is sure that copsim is this user's
+ * (the socket's directory and the server's uid).  When none answers there,
+ * libcop starts a private copsim for this process on first use and stops
+ * it at exit, except under a profiling session ($COPROF_SESSION, or
+ * copcontrol's session): then a copsim that is gone is an error (errno set,
+ * one line also on standard error), never contexts that run unprofiled.
  *
  * cop_context_run() blocks until the program exits or faults, like
  * spe_context_run().  Threads: any number of threads may each create and

@@ -43,7 +43,7 @@ static int open_named(struct cop_ram *ram, const char *path,
         cop_error_set(err, "%s: path too long", path);
         return -1;
     }
-    ram->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ram->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (ram->fd < 0) {
         cop_error_set(err, "%s: %s", path, strerror(errno));
         return -1;

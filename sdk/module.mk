@@ -5,6 +5,15 @@ include sdk/cop.mk
 
 COPLOADER_LIB := $(LIB)/libcoploader.a
 
+# Private directories and the files in them (safe-file.h): for every tool
+# that keeps state where other users reach it (copsim, libcop, copcontrol,
+# coprof, coprofd).
+SAFE_FILE_LIB := $(LIB)/libcopsafe.a
+
+$(SAFE_FILE_LIB): $(OBJ)/sdk/safe-file.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
 $(COPLOADER_LIB): $(OBJ)/sdk/image.o $(OBJ)/sdk/loader.o $(OBJ)/sdk/qemu.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
@@ -47,11 +56,12 @@ overlay_calls_OUT := $(TESTBIN)/cop/overlay-calls.elf
 $(eval $(call cop_program,runtime_probe))
 $(eval $(call cop_program,overlay_calls))
 
-ALL_TARGETS += $(COPLOADER_LIB) $(BIN)/cop-run $(BIN)/cop-embed \
+ALL_TARGETS += $(COPLOADER_LIB) $(SAFE_FILE_LIB) $(BIN)/cop-run $(BIN)/cop-embed \
                $(BIN)/cop-overlays $(COP_RUNTIME_LIB) \
                $(runtime_probe_IMAGE) $(overlay_calls_IMAGE)
 GTESTS += $(TESTBIN)/test-loader
 PYTESTS += sdk/tests
 INSTALL_BINS += $(BIN)/cop-run $(BIN)/cop-embed $(BIN)/cop-overlays
-INSTALL_LIBS += $(COPLOADER_LIB)
-INSTALL_HEADERS += sdk/cop-abi.h sdk/cop-handle.h sdk/image.h sdk/loader.h
+INSTALL_LIBS += $(COPLOADER_LIB) $(SAFE_FILE_LIB)
+INSTALL_HEADERS += sdk/cop-abi.h sdk/cop-handle.h sdk/image.h sdk/loader.h \
+	sdk/safe-file.h

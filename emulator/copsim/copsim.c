@@ -17,6 +17,7 @@
 #include "emulator/copsim/copsim-int.h"
 
 #include "emulator/trace-unit.h"
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,24 +35,20 @@
 #define IMAGES_NAME     "images"
 #define STACK_TEXT_MAX  1000    /* what one event-log string holds */
 
-/* Makes dir (mode 0700) unless it exists; an existing one must be ours. */
+/* Makes dir (mode 0700) unless it exists; an existing one must be this
+ * user's own, a real directory nobody else can write (safe-file.h). */
 static int make_private_dir(const char *dir, char *err, size_t errlen)
 {
-    struct stat st;
+    int fd;
 
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+    if (mkdir(dir, SAFE_DIR_MODE) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
         return -1;
     }
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", dir);
+    fd = safe_dir_open(dir, 0, err, errlen);
+    if (fd < 0)
         return -1;
-    }
-    if (st.st_uid != getuid()) {
-        snprintf(err, errlen, "%s: owned by uid %ld, not by this user", dir,
-                 (long)st.st_uid);
-        return -1;
-    }
+    close(fd);
     return 0;
 }
 

@@ -8,7 +8,7 @@ COPSIM_OBJS := $(addprefix $(OBJ)/emulator/copsim/, \
 
 # What a program that hosts a copsim links after libcopsim.a.
 COPSIM_DEPS := $(LIB)/libtraceunit.a $(LIB)/libcoploader.a $(LIB)/libcoplog.a \
-	$(LIB)/liblfsr.a
+	$(LIB)/liblfsr.a $(LIB)/libcopsafe.a
 
 $(OBJ)/emulator/copsim/%.o: CFLAGS += $(GLIB_CFLAGS)
 

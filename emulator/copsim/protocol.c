@@ -1,13 +1,20 @@
 /*
  * protocol.c — sending and receiving copsim's messages (protocol.h).
  *
- * Both ends use these two functions.  A message goes out in one sendmsg()
+ * A client checks whom it reached before it sends anything
+ * (copsim_connect_checked): a socket in a directory another user can write,
+ * or served by another user, could be an impostor collecting host call
+ * stacks and handing out RAM files of its choosing.
+ *
+ * Both ends use the two message functions.  A message goes out in one sendmsg()
  * with its descriptors as SCM_RIGHTS; a receiver checks the version, the
  * size in the header against the bytes that arrived, and that nothing was
  * truncated, before anyone looks at the payload.  Descriptors received are
  * close-on-exec, so a QEMU spawned meanwhile does not inherit them.
  */
 #include "emulator/copsim/protocol.h"
+
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -34,7 +41,50 @@ int copsim_socket_path(char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-int copsim_connect(const char *path)
+/* Closes sock keeping errno; returns -1. */
+static int close_failed(int sock)
+{
+    int error = errno;
+
+    close(sock);
+    errno = error;
+    return -1;
+}
+
+/* The server must run as this user or as root. */
+static int check_server(int sock, const char *path, char *err, size_t errlen)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        snprintf(err, errlen, "%s: cannot tell who serves it: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    if (cred.uid != geteuid() && cred.uid != 0) {
+        snprintf(err, errlen, "%s: served by uid %ld (pid %ld), not by this "
+                 "user (uid %ld): refusing to talk to it", path,
+                 (long)cred.uid, (long)cred.pid, (long)geteuid());
+        errno = EACCES;
+        return -1;
+    }
+    return 0;
+}
+
+/* The socket's directory must be this user's own (safe-file.h). */
+static int check_directory(const char *path, char *err, size_t errlen)
+{
+    const char *name;
+    int dirfd = safe_dir_of(path, 0, &name, err, errlen);
+
+    if (dirfd < 0)
+        return -1;
+    close(dirfd);
+    return 0;
+}
+
+int copsim_connect_checked(const char *path, char *err, size_t errlen)
 {
     struct sockaddr_un addr;
     int sock;
@@ -42,21 +92,34 @@ int copsim_connect(const char *path)
     memset(&addr, 0, sizeof(addr));
     addr.sun_family = AF_UNIX;
     if (strlen(path) >= sizeof(addr.sun_path)) {
+        snprintf(err, errlen, "%s: socket path too long (at most %zu bytes)",
+                 path, sizeof(addr.sun_path) - 1);
         errno = ENAMETOOLONG;
         return -1;
     }
     strcpy(addr.sun_path, path);
-    sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (sock < 0)
+    if (check_directory(path, err, errlen) < 0)
         return -1;
-    if (connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        int error = errno;
-
-        close(sock);
-        errno = error;
+    sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (sock < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
         return -1;
     }
+    if (connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        snprintf(err, errlen, "%s: cannot connect to copsim: %s", path,
+                 strerror(errno));
+        return close_failed(sock);
+    }
+    if (check_server(sock, path, err, errlen) < 0)
+        return close_failed(sock);
     return sock;
+}
+
+int copsim_connect(const char *path)
+{
+    char err[COPSIM_TEXT_MAX];
+
+    return copsim_connect_checked(path, err, sizeof(err));
 }
 
 void copsim_header_init(struct copsim_header *header, unsigned type,

@@ -158,6 +158,11 @@ struct copsim_message {
     unsigned n_fds;
 };
 
+/* In the socket's directory while copcontrol records a session on that
+ * copsim (its coprofd's pid file, from --start to --stop): libcop then
+ * never falls back to a private copsim. */
+#define COPSIM_SESSION_MARK     "coprofd.pid"
+
 /*
  * The socket of the shared copsim: $COPSIM_SOCKET if set, else
  * $XDG_RUNTIME_DIR/coprof/copsim.sock, else /tmp/coprof-UID/copsim.sock.
@@ -167,9 +172,17 @@ int copsim_socket_path(char *buf, size_t len);
 
 /*
  * Connects a SOCK_SEQPACKET socket (close-on-exec) to copsim's socket at
- * path.  Returns the socket, or -1 with errno (ENOENT or ECONNREFUSED: no
- * copsim there; ENAMETOOLONG: path does not fit a socket address).
+ * path, and makes sure it reached this user's copsim before anything is
+ * sent: the socket's directory must be this user's (or root's), a real
+ * directory writable by nobody else (safe_dir_open), and the server's
+ * SO_PEERCRED uid this user's or root's.  Returns the socket, or -1 with
+ * errno (ENOENT or ECONNREFUSED: no copsim there; EACCES: the directory or
+ * the server is another user's; ENAMETOOLONG: path does not fit a socket
+ * address) and one line in err naming the thing and the reason.
  */
+int copsim_connect_checked(const char *path, char *err, size_t errlen);
+
+/* copsim_connect_checked() without the line. */
 int copsim_connect(const char *path);
 
 /*

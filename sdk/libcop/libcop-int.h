@@ -5,7 +5,12 @@
 #ifndef COPROF_LIBCOP_INT_H
 #define COPROF_LIBCOP_INT_H
 
-/* Sets the calling thread's error (cop_last_error) and returns -1. */
+/* Set (not empty) for a profiled program: coprof record sets it to the
+ * session directory, copsim's one-command mode to its socket. */
+#define COPROF_SESSION_ENV "COPROF_SESSION"
+
+/* Sets the calling thread's error (cop_last_error) and returns -1; errno
+ * is left as it was. */
 int libcop_fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /*
@@ -14,5 +19,13 @@ int libcop_fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
  * stopped at exit.  Returns the socket, or -1 with the error set.
  */
 int libcop_connect(void);
+
+/*
+ * copsim on socket_path did not answer or hung up with error (an errno
+ * value).  Under a profiling session that is an error of its own: sets it,
+ * prints it as one line on standard error, sets errno and returns -1.
+ * Otherwise returns 0.
+ */
+int libcop_copsim_gone(const char *socket_path, int error);
 
 #endif /* COPROF_LIBCOP_INT_H */

@@ -42,6 +42,7 @@ struct cop_context {
     void *file_map;             /* an image file loaded by path */
     size_t file_size;
     int loaded;
+    int lost;                   /* copsim hung up: said once */
     struct cop_context_image image;
 };
 
@@ -49,11 +50,13 @@ static __thread char last_error[COPSIM_TEXT_MAX + 128];
 
 int libcop_fail(const char *format, ...)
 {
+    int error = errno;
     va_list args;
 
     va_start(args, format);
     vsnprintf(last_error, sizeof(last_error), format, args);
     va_end(args);
+    errno = error;
     return -1;
 }
 
@@ -88,6 +91,22 @@ static int check_reply(const struct copsim_message *m, unsigned type,
     return 0;
 }
 
+/* The connection to copsim failed with error (ECONNRESET: it hung up);
+ * -1 with errno and the error set, also printed under a profiling
+ * session (libcop_copsim_gone). */
+static int copsim_lost(const char *what, int error)
+{
+    char path[COPSIM_PATH_MAX];
+
+    if (copsim_socket_path(path, sizeof(path)) == 0
+        && libcop_copsim_gone(path, error) < 0)
+        return -1;
+    errno = error;
+    if (error == ECONNRESET)
+        return libcop_fail("copsim: hung up (did it stop?)");
+    return libcop_fail("copsim: %s: %s", what, strerror(error));
+}
+
 /*
  * Sends a request and waits for its reply of reply_size bytes.  Returns 0,
  * or -1 with the error set.  A descriptor that comes with the reply goes to
@@ -102,16 +121,25 @@ static int transact(cop_context_t *ctx, struct copsim_header *request,
 
     if (!m)
         return libcop_fail("out of memory");
-    if (copsim_send(ctx->sock, request, fds, n_fds) < 0) {
+    if (ctx->lost) {
         free(m);
-        return libcop_fail("copsim: cannot send a request: %s",
-                           strerror(errno));
+        errno = ECONNRESET;
+        return libcop_fail("copsim: hung up before (did it stop?)");
+    }
+    if (copsim_send(ctx->sock, request, fds, n_fds) < 0) {
+        int error = errno;
+
+        free(m);
+        ctx->lost = 1;
+        return copsim_lost("cannot send a request", error);
     }
     got = copsim_receive(ctx->sock, m);
     if (got <= 0) {
+        int error = got == 0 ? ECONNRESET : errno;
+
         free(m);
-        return libcop_fail("copsim: %s", got == 0 ? "hung up (did it stop?)"
-                                                  : strerror(errno));
+        ctx->lost = 1;
+        return copsim_lost("cannot receive a reply", error);
     }
     status = check_reply(m, type, reply_size);
     if (status == 0) {

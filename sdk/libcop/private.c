@@ -2,8 +2,10 @@
  * private.c — libcop's connections to copsim, and the private copsim.
  *
  * A connection goes to the shared copsim on the default socket
- * (copsim_socket_path).  When nothing listens there (no socket file, or a
- * stale one), libcop starts a copsim of its own, once per process, the
+ * (copsim_socket_path), once copsim_connect_checked() made sure that this
+ * user's copsim serves it: a socket of another user's is an error, never a
+ * reason to go elsewhere.  When nothing listens there (no socket file, or
+ * a stale one), libcop starts a copsim of its own, once per process, the
  * embedded default:
  *
  *     copsim --private PID --socket DIR/copsim.sock --state-dir DIR
@@ -14,15 +16,29 @@
  * start; it said why on standard error).  The private copsim ends when this
  * process does: libcop stops it with SIGTERM from an atexit handler, and
  * copsim itself watches this process (--private) in case exit handlers
- * never run, removing DIR as it goes.
+ * never run, removing DIR as it goes.  libcop removes DIR and whatever is
+ * left in it whenever it stops or fails to start a private copsim, so a
+ * copsim that died half-way leaves nothing behind.
+ *
+ * Under a profiling session there is no private copsim: contexts on it
+ * would run unprofiled while the user believes they are profiled.  A
+ * session is $COPROF_SESSION (coprof record and copsim's one-command mode
+ * set it for their command) or
+ * copcontrol's session mark in the socket's directory
+ * (COPSIM_SESSION_MARK, copcontrol's coprofd.pid, there from --start to
+ * --stop).  Then a copsim that does not answer, or hangs up, is an error
+ * the host program sees (errno set, cop_last_error) and that libcop also
+ * prints, as one line on standard error.
  *
  * copsim is $COPROF_COPSIM, else found beside libcop itself (../bin/copsim
  * in the build tree, ../../bin/copsim when installed in lib/coprof), else
  * in PATH.
  */
 #include "sdk/libcop/libcop-int.h"
+#include "sdk/libcop.h"
 
 #include "emulator/copsim/protocol.h"
+#include "sdk/safe-file.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -93,7 +109,7 @@ static void stop_private(void)
     kill(pid, SIGTERM);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
-    rmdir(private_dir);     /* copsim removed what it put there */
+    safe_remove_tree(private_dir);  /* what copsim did not remove */
 }
 
 /* Spawns copsim with the write end of the ready pipe as READY_FD. */
@@ -137,14 +153,14 @@ static int start_private(void)
     snprintf(private_socket, sizeof(private_socket), "%s/copsim.sock",
              private_dir);
     if (pipe2(ready, O_CLOEXEC) < 0) {
-        rmdir(private_dir);
+        safe_remove_tree(private_dir);
         return libcop_fail("pipe: %s", strerror(errno));
     }
     error = spawn_copsim(program, ready[1], &pid);
     close(ready[1]);
     if (error) {
         close(ready[0]);
-        rmdir(private_dir);
+        safe_remove_tree(private_dir);
         return libcop_fail("%s: cannot start a private copsim: %s", program,
                            strerror(error));
     }
@@ -152,7 +168,7 @@ static int start_private(void)
         close(ready[0]);
         kill(pid, SIGTERM);
         waitpid(pid, &status, 0);
-        rmdir(private_dir);
+        safe_remove_tree(private_dir);  /* what a dead copsim left */
         return libcop_fail("%s: the private copsim did not start (its "
                            "reason is on standard error)", program);
     }
@@ -161,6 +177,70 @@ static int start_private(void)
     if (!registered && atexit(stop_private) == 0)
         registered = 1;
     return 0;
+}
+
+/*
+ * Whether the copsim on socket_path is a profiling session's; why says
+ * whose.  The session mark counts only in a directory of this user's.
+ */
+static int profiling_session(const char *socket_path, char *why, size_t len)
+{
+    const char *session = getenv(COPROF_SESSION_ENV), *name;
+    char err[COPSIM_TEXT_MAX];
+    int dirfd, marked, dir_len;
+
+    if (session && *session) {
+        snprintf(why, len, "$%s is %s", COPROF_SESSION_ENV, session);
+        return 1;
+    }
+    dirfd = safe_dir_of(socket_path, 0, &name, err, sizeof(err));
+    if (dirfd < 0)
+        return 0;
+    marked = faccessat(dirfd, COPSIM_SESSION_MARK, F_OK,
+                       AT_SYMLINK_NOFOLLOW) == 0;
+    close(dirfd);
+    dir_len = (int)(name - socket_path) - 1;     /* -1: no slash */
+    if (marked)
+        snprintf(why, len, "copcontrol's session: %.*s/%s exists",
+                 dir_len < 0 ? 1 : dir_len, dir_len < 0 ? "." : socket_path,
+                 COPSIM_SESSION_MARK);
+    return marked;
+}
+
+int libcop_copsim_gone(const char *socket_path, int error)
+{
+    char why[PATH_MAX + 64];
+
+    if (!profiling_session(socket_path, why, sizeof(why)))
+        return 0;
+    libcop_fail("%s: the profiling session's copsim is gone (%s): %s; no "
+                "context runs unprofiled", socket_path, why,
+                strerror(error));
+    fprintf(stderr, "libcop: %s\n", cop_last_error());
+    errno = error;
+    return -1;
+}
+
+/* The shared copsim on path; -1 with errno ENOENT or ECONNREFUSED when
+ * none answers and a private one may be started, else -1 with the error
+ * set. */
+static int connect_shared(const char *path)
+{
+    char err[COPSIM_TEXT_MAX];
+    int sock = copsim_connect_checked(path, err, sizeof(err)), error;
+
+    if (sock >= 0)
+        return sock;
+    error = errno;
+    if (error != ENOENT && error != ECONNREFUSED) {
+        libcop_fail("%s", err);
+        errno = error;
+        return -2;
+    }
+    if (libcop_copsim_gone(path, error) < 0)
+        return -2;
+    errno = error;
+    return -1;
 }
 
 int libcop_connect(void)
@@ -174,13 +254,10 @@ int libcop_connect(void)
             pthread_mutex_unlock(&private_lock);
             return libcop_fail("the copsim socket path is too long");
         }
-        sock = copsim_connect(path);
-        if (sock >= 0 || (errno != ENOENT && errno != ECONNREFUSED)) {
+        sock = connect_shared(path);
+        if (sock != -1) {
             pthread_mutex_unlock(&private_lock);
-            if (sock < 0)
-                return libcop_fail("%s: cannot connect to copsim: %s", path,
-                                   strerror(errno));
-            return sock;
+            return sock < 0 ? -1 : sock;
         }
         status = start_private();
     }
