@@ -12,6 +12,7 @@
 
 #include "control/daemons.h"
 #include "escape-protocol/copstream.h"
+#include "sdk/safe-file.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -47,27 +48,7 @@ int session_default_dir(char *buf, size_t len)
 
 int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen)
 {
-    char buf[PATH_MAX];
-
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-        snprintf(err, errlen, "%.64s...: path too long", path);
-        return -1;
-    }
-    for (char *p = buf + 1;; p++) {
-        char c = *p;
-
-        if (c != '/' && c != '\0')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST) {
-            snprintf(err, errlen, "%s: %s", buf, strerror(errno));
-            return -1;
-        }
-        *p = c;
-        if (c == '\0')
-            break;
-    }
-    return 0;
+    return safe_make_dirs(path, mode, err, errlen);
 }
 
 static int is_empty_dir(const char *path)
@@ -183,7 +164,7 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", dir, strerror(ENOTDIR));
         return -1;
     }
-    if (session_mkdirs(dir, 0755, err, errlen) < 0)
+    if (session_mkdirs(dir, SAFE_DIR_MODE, err, errlen) < 0)
         return put_back(dir, moved);
     if (access(dir, W_OK | X_OK) < 0) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
