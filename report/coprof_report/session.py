@@ -186,3 +186,30 @@ class Session:
         if image["path"] and os.path.isfile(image["path"]):
             return image["path"], image["image_offset"] or 0
         return None, 0
+
+    # --- losses and stalls by context (issue 13) ----------------------
+
+    def has_table(self, name):
+        """True if the session has this table or view (a session written
+        before it was added does not)."""
+        return bool(self.query("SELECT 1 FROM sqlite_master WHERE name = ?"
+                               " AND type IN ('table', 'view')", (name,)))
+
+    def lost_by_context(self):
+        """Lost captures as (context, slot, cause, cause_name, count),
+        summed per context, slot and cause; context None when the slot had
+        none."""
+        return self.query("SELECT context, slot, cause, cause_name,"
+                          " SUM(count) FROM lost_events"
+                          " GROUP BY context, slot, cause"
+                          " ORDER BY context, slot, cause")
+
+    def stalls(self):
+        """Time the trace unit stalled the coprocessor on a full FIFO, as
+        (slot, context, count, ns) rows; none for a session without the
+        stalls table (recorded before the stall policy existed)."""
+        if not self.has_table("stalls"):
+            return []
+        return self.query("SELECT slot, context, SUM(count), SUM(ns)"
+                          " FROM stalls GROUP BY slot, context"
+                          " ORDER BY slot, context")
