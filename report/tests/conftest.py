@@ -9,6 +9,9 @@ by coprofd into a session.
 new_session(dir): an empty session.db made with the schema of
 daemon/store.c (read from the C source at test time, never copied), for
 hand-built sessions.
+
+test_image: overlay/'s test image (build/tests/overlay/overlays.elf),
+whose overlays share local-store addresses, for hand-built sessions.
 """
 
 import json
@@ -56,6 +59,14 @@ def new_session():
         db.commit()
         return db
     return make
+
+
+@pytest.fixture(scope="session")
+def test_image(build_dir):
+    p = os.path.join(build_dir, "tests", "overlay", "overlays.elf")
+    if not os.path.isfile(p):
+        pytest.fail("%s is not built: run make" % p)
+    return p
 
 
 @pytest.fixture(scope="session")

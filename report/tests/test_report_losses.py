@@ -19,14 +19,6 @@ MAIN = 0x103c           # main in overlay/'s test image (test_report_units)
 FOLD = 0x4114           # ovl1_c_fold, overlay 3
 
 
-@pytest.fixture(scope="module")
-def test_image(build_dir):
-    p = os.path.join(build_dir, "tests", "overlay", "overlays.elf")
-    if not os.path.isfile(p):
-        pytest.fail("%s is not built: run make" % p)
-    return p
-
-
 def stalls_table(db):
     """The stalls table as docs/session-format.md gives it, for a schema
     from before it (a no-op once daemon/store.c creates it)."""

@@ -22,14 +22,6 @@ FUNCS = {
 }
 
 
-@pytest.fixture(scope="module")
-def test_image(build_dir):
-    p = os.path.join(build_dir, "tests", "overlay", "overlays.elf")
-    if not os.path.isfile(p):
-        pytest.fail("%s is not built: run make" % p)
-    return p
-
-
 def test_symbolizer_by_file_offset(test_image):
     s = symbols.Symbolizer(test_image)
     for name, off in FUNCS.items():
