@@ -68,21 +68,27 @@ static void test_default_layout(void)
     g_assert_nonnull(f.unit);
     h = f.unit->header;
     g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
-    g_assert_cmpuint(h->version, ==, 2);
+    g_assert_cmpuint(h->version, ==, 3);
     g_assert_cmpuint(h->n_slots, ==, 8);
     g_assert_cmpuint(h->fifo_depth, ==, 1024);
-    /* 192-byte slot head, 2048 FIFO bytes, 1024 events of 16 bytes. */
-    g_assert_cmpuint(trace_regs_slot_events_offset(1024), ==, 192 + 2048);
-    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048 + 16384);
+    /* 256-byte slot head, 2048 FIFO bytes, 1024 events of 16 bytes. */
+    g_assert_cmpuint(trace_regs_slot_events_offset(1024), ==, 256 + 2048);
+    g_assert_cmpuint(h->slot_stride, ==, 256 + 2048 + 16384);
     g_assert_cmpuint(h->slots_offset, ==, 128);
-    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 18624);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 18624 + 64 * 128);
-    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 256);  /* a line */
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 18688);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 18688 + 64 * 128);
+    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 320);  /* a line */
+    g_assert_cmpuint(h->doorbell, ==, 0);
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
     g_assert_cmphex(h->ls_size, ==, 0x40000);
-    for (uint32_t i = 0; i < 8; i++)
-        g_assert_cmphex(trace_unit_slot(f.unit, i)->bound_context, ==,
-                        TRACE_NONE);
+    for (uint32_t i = 0; i < 8; i++) {
+        const struct trace_regs_slot *slot = trace_unit_slot(f.unit, i);
+
+        g_assert_cmphex(slot->bound_context, ==, TRACE_NONE);
+        g_assert_cmpuint(slot->fifo_policy, ==, TRACE_FIFO_DROP);
+        g_assert_cmpuint(slot->watermark, ==, 512);
+        g_assert_cmpuint(slot->dither, ==, 0);
+    }
     for (uint32_t i = 0; i < 64; i++) {
         g_assert_cmphex(trace_unit_context(f.unit, i)->slot, ==, TRACE_NONE);
         g_assert_cmpuint(trace_unit_context(f.unit, i)->gate, ==, 0);
@@ -137,7 +143,7 @@ static void expect_open_error(struct fixture *f,
 }
 
 static void damage_magic(uint8_t *b, gsize *size) { b[0] = 'X'; }
-static void damage_version(uint8_t *b, gsize *size) { b[8] = 3; }
+static void damage_version(uint8_t *b, gsize *size) { b[8] = 2; }
 static void damage_reserved(uint8_t *b, gsize *size) { b[100] = 1; }
 static void damage_depth(uint8_t *b, gsize *size) { b[33] ^= 0x01; }
 static void damage_stride(uint8_t *b, gsize *size) { b[36] += 64; }
@@ -151,7 +157,7 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
 
     expect_open_error(f, damage_magic, "bad magic");
     expect_open_error(f, damage_version,
-                      "version 3, this build reads version 2");
+                      "version 2, this build reads version 3");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -690,12 +696,13 @@ static void test_trace_run(void)
     g_setenv("COPROF_TRACE_PLUGIN", "/proc/self/exe", TRUE);
     trace_geometry_default(&geo);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 0,
-                                    TRACE_MODE_FAST, NULL, NULL, err,
+                                    TRACE_MODE_FAST, NULL, NULL, NULL, err,
                                     sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "sample count 0 is outside 1..16777215"));
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 100,
-                                    TRACE_MODE_REFERENCE, NULL, NULL, err,
+                                    TRACE_MODE_REFERENCE, NULL, NULL, NULL,
+                                    err,
                                     sizeof(err)),
                     ==, 0);
     path = g_strdup(run.unit->path);
@@ -728,7 +735,7 @@ static void test_trace_run(void)
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,
                                     TRACE_MODE_FAST, NULL,
                                     &(struct trace_watch){ "/r", 0x2050, 2 },
-                                    err, sizeof(err)),
+                                    NULL, err, sizeof(err)),
                     ==, 0);
     g_assert_cmpuint(trace_unit_context(run.unit, 1)->guard_count, ==, 2);
     g_assert_cmphex(trace_unit_context(run.unit, 1)->guard_ls_offset, ==,
@@ -755,14 +762,14 @@ static void test_trace_run(void)
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,
                                     TRACE_MODE_FAST, NULL,
                                     &(struct trace_watch){ "/r", 0x3FFFC, 2 },
-                                    err, sizeof(err)),
+                                    NULL, err, sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "inside the 0x40000-byte local store"));
     g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));   /* private */
 
     g_setenv("COPROF_TRACE_PLUGIN", "/nonexistent/libcoptrace.so", TRUE);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 0, 0, 5,
-                                    TRACE_MODE_FAST, NULL, NULL, err,
+                                    TRACE_MODE_FAST, NULL, NULL, NULL, err,
                                     sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "cannot find libcoptrace.so"));
