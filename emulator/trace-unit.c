@@ -854,6 +854,26 @@ static void sleep_or_exit(int pidfd, long interval_us)
         nanosleep(&timeout, NULL);
 }
 
+/*
+ * Until the next drain: under the stall policy the emulator waits for us,
+ * so we wait on the doorbell (`seen`: its value before the last drain),
+ * which it rings at the watermark and while it stalls, for at most the
+ * interval (the emulator's end rings nothing); otherwise for the
+ * interval, or until the child ends.
+ */
+static void wait_for_work(const struct trace_run *run, int pidfd,
+                          long interval_us, uint32_t seen)
+{
+    const struct trace_regs_slot *s = trace_unit_slot(run->unit, run->slot);
+
+    if (__atomic_load_n(&s->fifo_policy, __ATOMIC_RELAXED)
+        == TRACE_FIFO_STALL)
+        trace_doorbell_wait(&run->unit->header->doorbell, seen,
+                            (uint64_t)interval_us * 1000u);
+    else
+        sleep_or_exit(pidfd, interval_us);
+}
+
 /* ---- Emulator ----------------------------------------------------------- */
 
 struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
@@ -1153,6 +1173,8 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
 
     for (;;) {
         uint64_t before = run->drained, events_before = run->events_drained;
+        uint32_t seen = __atomic_load_n(&run->unit->header->doorbell,
+                                        __ATOMIC_ACQUIRE);
 
         ended = child_ended(child, err, errlen);
         if (ended < 0)
@@ -1166,7 +1188,7 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
         interval = next_poll_us(interval, run->drained - before,
                                 run->unit->header->fifo_depth,
                                 run->events_drained - events_before);
-        sleep_or_exit(pidfd, interval);
+        wait_for_work(run, pidfd, interval, seen);
     }
     if (pidfd >= 0)
         close(pidfd);

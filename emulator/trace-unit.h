@@ -303,7 +303,9 @@ int trace_run_start(struct trace_run *run, const char *regs,
  * positions counted from the run's first capture (a line of out).  It does not reap the child:
  * the caller waits for it and reads its status.  With drain 0 it drains
  * only that last time: a consumer that stalls while the emulator runs, so
- * the FIFO keeps its oldest entries and overflows.  A private register
+ * the FIFO keeps its oldest entries and overflows (under the drop policy
+ * only: a stalling emulator would wait for it).  Under the stall policy
+ * it drains whenever the emulator rings the doorbell.  A private register
  * file is unlinked as soon as the emulator has attached to it, so nothing
  * is left behind however the run ends.  Returns 0, or -1 with the reason.
  */
