@@ -71,22 +71,30 @@ def run_one_command(coprof_bin, tmp_path, options, command):
     return result, stream_path
 
 
+@pytest.mark.parametrize("dither", [None, 12345])
 def test_one_command_matches_reference(coprof_bin, test_bin, example,
-                                       tmp_path):
+                                       tmp_path, dither):
     """One context on its own: the stream is the reference capture
-    sequence of cop-run, sample for sample, and conservation holds."""
+    sequence of cop-run, sample for sample, and conservation holds; with
+    --dither=SEED the dithered sequence of cop-run --dither SEED, and the
+    START record and the session carry the seed."""
     image = example("overlays")
+    seed = ["--no-dither"] if dither is None else ["--dither=%d" % dither]
     result, path = run_one_command(
-        coprof_bin, tmp_path, ["--event=SPU_CYCLES:997"],
+        coprof_bin, tmp_path, ["--event=SPU_CYCLES:997"] + seed,
         [test_bin("cop-host"), image, "5"])
     assert result.returncode == 0, result.stderr
     check_rules(test_bin, path)
     stream = Stream(path.read_bytes())
     assert_conservation(slot_counters(result.stderr), stream)
     context, = host_contexts(result.stdout)
-    want, counters = reference_trace(coprof_bin("cop-run"), image, [5], 997)
+    want, counters = reference_trace(coprof_bin("cop-run"), image, [5], 997,
+                                     dither=dither)
     assert stream.samples[context] == want
     assert stream.start["lfsr_count"] == 997
+    assert stream.start["dither"] == (dither is not None)
+    assert stream.start["dither_seed"] == (dither or 0)
+    assert stream.start["fifo_full"] == 1       # stall, the default
     regions = {o["region"] for o in stream.overlays[context]}
     assert regions == {0, 1}
 
@@ -116,7 +124,8 @@ def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path):
     images = [example("overlays"), example("pipeline")]
     result, path = run_one_command(
         coprof_bin, tmp_path,
-        ["--event=SPU_CYCLES:%d" % every, "--slots", "1", "--slice", "50000"],
+        ["--event=SPU_CYCLES:%d" % every, "--no-dither", "--slots", "1",
+         "--slice", "50000"],
         ["sh", "-c", SLICING_SCRIPT, "sh", test_bin("cop-host")] + images)
     assert result.returncode == 0, result.stderr
     check_rules(test_bin, path)
@@ -185,7 +194,23 @@ class Params(ctypes.Structure):
                 ("lfsr_count", ctypes.c_uint32),
                 ("poll_interval_ns", ctypes.c_uint64),
                 ("buffer_bytes", ctypes.c_uint32),
+                ("fifo_full", ctypes.c_uint32),
+                ("dither", ctypes.c_uint32),
+                ("watermark", ctypes.c_uint32),
+                ("dither_seed", ctypes.c_uint64)]
+
+
+class ParamsV1(ctypes.Structure):
+    """The parameters' first form (24 bytes), which SET still takes."""
+    _fields_ = [("lfsr_value", ctypes.c_uint32),
+                ("lfsr_count", ctypes.c_uint32),
+                ("poll_interval_ns", ctypes.c_uint64),
+                ("buffer_bytes", ctypes.c_uint32),
                 ("reserved", ctypes.c_uint32)]
+
+
+class SetRequestV1(ctypes.Structure):
+    _fields_ = [("header", Header), ("params", ParamsV1)]
 
 
 class SetRequest(ctypes.Structure):
@@ -215,7 +240,10 @@ class StatsReply(ctypes.Structure):
                         "buffer_bytes", "buffer_used", "buffer_high_water",
                         "fifo_errors", "guard_errors", "poll_ns",
                         "poll_cpu_ns", "overlays_placed",
-                        "overlay_events_lost")]
+                        "overlay_events_lost", "doorbell_polls", "stalls",
+                        "stall_ns")] + [
+                    ("slot_stalls", ctypes.c_uint64 * 64),
+                    ("slot_stall_ns", ctypes.c_uint64 * 64)]
 
 
 class Control:
@@ -238,9 +266,10 @@ class Control:
         assert reply.header.type == type_ | REPLY
         return reply, fds
 
-    def set(self, value, count, poll_ns, buffer_bytes=0):
+    def set(self, value, count, poll_ns, buffer_bytes=0, **sampling):
         params = Params(lfsr_value=value, lfsr_count=count,
-                        poll_interval_ns=poll_ns, buffer_bytes=buffer_bytes)
+                        poll_interval_ns=poll_ns, buffer_bytes=buffer_bytes,
+                        **sampling)
         return self.request(SetRequest(params=params), SET)[0]
 
     def simple(self, type_, reply_type=Reply):
