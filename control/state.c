@@ -45,15 +45,56 @@ void state_path(const char *dir, const char *name, char *buf, size_t len)
     snprintf(buf, len, "%s/%s", dir, name);
 }
 
+void settings_init(struct settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    sampling_spec_init(&s->sampling);
+}
+
+/* A "dither=", "dither-seed=" or "fifo-full=" line (1), else 0; -1 bad. */
+static int sampling_line(const char *key, const char *value,
+                         struct sampling_spec *spec, char *err, size_t errlen)
+{
+    int fifo;
+
+    if (strcmp(key, "dither") == 0) {
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
+            snprintf(err, errlen, "dither=%s: not on or off", value);
+            return -1;
+        }
+        spec->dither = strcmp(value, "on") == 0;
+        return 1;
+    }
+    if (strcmp(key, "dither-seed") == 0) {
+        if (sampling_parse_seed(value, &spec->seed) < 0) {
+            snprintf(err, errlen, "dither-seed=%s: not a seed", value);
+            return -1;
+        }
+        return 1;
+    }
+    if (strcmp(key, "fifo-full") == 0) {
+        if ((fifo = sampling_fifo_parse(value)) < 0) {
+            snprintf(err, errlen, "fifo-full=%s: not stall or drop", value);
+            return -1;
+        }
+        spec->fifo_full = fifo;
+        return 1;
+    }
+    return 0;
+}
+
 /* One "key=value" line into s. */
 static int settings_line(char *line, struct settings *s, char *err,
                          size_t errlen)
 {
     char *eq = strchr(line, '=');
+    int taken;
 
     if (!eq)
         return 0;
     *eq = '\0';
+    if ((taken = sampling_line(line, eq + 1, &s->sampling, err, errlen)))
+        return taken < 0 ? -1 : 0;
     for (size_t i = 0; i < sizeof(rate_keys) / sizeof(*rate_keys); i++)
         if (strcmp(line, rate_keys[i].key) == 0)
             return rate_parse(rate_keys[i].kind, eq + 1, &s->rate, err,
@@ -73,7 +114,7 @@ int settings_load(const char *dir, struct settings *s, char *err,
     FILE *f;
     int status = 0;
 
-    memset(s, 0, sizeof(*s));
+    settings_init(s);
     state_path(dir, STATE_CONF, path, sizeof(path));
     f = fopen(path, "r");
     if (!f)
@@ -116,6 +157,14 @@ int settings_save(const char *dir, const struct settings *s, char *err,
         fprintf(f, "session-dir=%s\n", s->session_dir);
     if (s->buffer_words)
         fprintf(f, "buffer-size=%u\n", s->buffer_words);
+    if (s->sampling.dither != SAMPLING_UNSET)
+        fprintf(f, "dither=%s\n", s->sampling.dither ? "on" : "off");
+    if (s->sampling.seed)
+        fprintf(f, "dither-seed=%llu\n",
+                (unsigned long long)s->sampling.seed);
+    if (s->sampling.fifo_full != SAMPLING_UNSET)
+        fprintf(f, "fifo-full=%s\n",
+                sampling_fifo_name((uint32_t)s->sampling.fifo_full));
     if (fclose(f) != 0 || rename(temp, path) < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         unlink(temp);
@@ -133,6 +182,7 @@ void settings_merge(struct settings *base, const struct settings *given)
                  given->session_dir);
     if (given->buffer_words)
         base->buffer_words = given->buffer_words;
+    sampling_spec_merge(&base->sampling, &given->sampling);
 }
 
 int pidfile_write(const char *path, pid_t pid, const char *text, char *err,

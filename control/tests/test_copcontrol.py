@@ -124,14 +124,44 @@ def test_saved_settings(cenv, tmp_path):
     result = cenv.copcontrol("--start")
     assert result.returncode == 0, result.stderr
     assert "SPU_CYCLES:160000" in result.stdout     # 3.2 GHz / 20 kHz
+    # the defaults: dither on with a seed drawn at start, FIFO stall
+    seed = re.search(r", dither on \(seed (\d+)\), FIFO full: stall; ",
+                     result.stdout)
+    assert seed, result.stdout
     fields = status_fields(cenv.copcontrol("--status"))
     assert "buffer 131072 bytes" in fields["driver"]
+    assert fields["sampling"] == "dither on (seed %s), FIFO full: stall" \
+        % seed.group(1)
+    assert re.match(r"stalled \d+\.\d\d ms in \d+ stalls?", fields["stalls"])
     assert fields["session"] == str(sdir)
     result = cenv.copcontrol("--stop")
     assert result.returncode == 0, result.stderr
     with session(sdir) as db:
         assert key(db, "stream.lfsr_count") == 160000
         assert key(db, "stream.complete") == 1
+
+    with session(sdir) as db:
+        assert str(key(db, "sampling.dither_seed")) == seed.group(1)
+
+    # --no-dither and --fifo-full saved like the rate, and used
+    result = cenv.copcontrol("--no-dither", "--fifo-full=drop")
+    assert result.returncode == 0, result.stderr
+    with open(cenv.state_file("copcontrol.conf")) as f:
+        conf = f.read()
+    assert "dither=off" in conf and "fifo-full=drop" in conf
+    assert "frequency=20kHz" in conf            # the rest kept
+    result = cenv.copcontrol("--start")
+    assert result.returncode == 0, result.stderr
+    assert ", dither off, FIFO full: drop; " in result.stdout
+    fields = status_fields(cenv.copcontrol("--status"))
+    assert fields["sampling"] == "dither off, FIFO full: drop"
+    assert cenv.copcontrol("--stop").returncode == 0
+    # a seed given is kept for the next starts; --dither back on
+    result = cenv.copcontrol("--dither-seed=42", "--dither")
+    assert result.returncode == 0, result.stderr
+    result = cenv.copcontrol("--start")
+    assert ", dither on (seed 42), FIFO full: drop; " in result.stdout
+    assert cenv.copcontrol("--stop").returncode == 0
 
     # The default session directory, once none is saved.
     os.unlink(cenv.state_file("copcontrol.conf"))
@@ -179,6 +209,9 @@ def test_list_events(cenv):
     ([], 2, "no action"),
     (["--stop"], 1, "no session runs"),
     (["--dump"], 1, "--dump: no coprofd runs"),
+    (["--fifo-full=never"], 2, "--fifo-full=never: not a policy"),
+    (["--dither-seed=none"], 2, "--dither-seed=none: not a seed"),
+    (["--no-dither", "--dither-seed=3"], 2, "a seed needs the dither"),
 ])
 def test_bad_input(cenv, args, status, text):
     line = one_error_line(cenv.copcontrol(*args), "copcontrol", status)
