@@ -115,7 +115,8 @@ def _ms(ns):
 
 
 def _stall_text(smp, count, ns, slots=1):
-    """"stalled 1.20 ms in 3 stalls (0.10% of the run)"."""
+    """"stalled 1.20 ms in 3 stalls (0.10% of its run time)"; slots 0:
+    without the share."""
     share = smp.share(ns, slots)
     return "stalled %s in %d stall%s%s" % (
         _ms(ns), count, "" if count == 1 else "s",
@@ -167,7 +168,9 @@ def _group_footer_lines(prof, g):
         c = g.context
         if c is not None and (c.stall_count or
                               prof.sampling.fifo_full == "stall"):
-            s += "; " + _stall_text(prof.sampling, c.stall_count, c.stall_ns)
+            s += "; " + _stall_text(prof.sampling, c.stall_count, c.stall_ns,
+                                    0)      # no share: a context's run
+                                            # time is not the session's
         if g.biased:
             s += "; more than %g%%: its shares may be biased" \
                 % profile.LOSS_WARN_PERCENT

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import sqlite3
 
 import pytest
 
@@ -19,17 +20,11 @@ MAIN = 0x103c           # main in overlay/'s test image (test_report_units)
 FOLD = 0x4114           # ovl1_c_fold, overlay 3
 
 
-def stalls_table(db):
-    """The stalls table as docs/session-format.md gives it, for a schema
-    from before it (a no-op once daemon/store.c creates it)."""
-    db.execute("CREATE TABLE IF NOT EXISTS stalls (slot INTEGER, context"
-               " INTEGER, count INTEGER, ns INTEGER)")
-
-
 @pytest.fixture
 def make(new_session, test_image, tmp_path):
     """make(name, samples={ctx: n}, lost=[(slot, ctx, cause, name, n)],
-    keys={}, stalls=[(slot, ctx, count, ns)]) -> a session directory:
+    keys={}, stalls=[(slot, ctx, count, ns)]) -> a session directory
+    (daemon/store.c's schema, with its stalls table):
     context 1 of image ovltest on slot 0, context 2 of image second (the
     same bytes) on slot 1, every sample on main."""
     def build(name, samples, lost=(), keys=None, stalls=None):
@@ -56,7 +51,6 @@ def make(new_session, test_image, tmp_path):
             db.execute("INSERT INTO lost_events VALUES (?,?,?,?,?,?,?)",
                        (i + 1, slot, ctx, cause, cname, n, 100 * i))
         if stalls is not None:
-            stalls_table(db)
             db.executemany("INSERT INTO stalls (slot, context, count, ns)"
                            " VALUES (?, ?, ?, ?)", stalls)
         db.commit()
@@ -205,8 +199,7 @@ def test_header_stall_and_dither(make, copreport):
         " stalls (0.40% of the 2 slots' run time)"
     assert lines[2] == "stalled by slot: slot 0 6.00 ms (0.30%), slot 1" \
         " 10.00 ms (0.50%)"
-    assert "  lost 0 captures; stalled 6.00 ms in 4 stalls (0.30% of its" \
-        " run time)" in lines
+    assert "  lost 0 captures; stalled 6.00 ms in 4 stalls" in lines
     rep = as_json(copreport, d, "--separate=context")
     smp = rep["sampling"]
     assert (smp["period_cycles"], smp["fifo_full"], smp["dither"],
@@ -234,6 +227,9 @@ def test_header_of_an_old_session(make, copreport):
     """A session from before the stall policy and the dither: not
     recorded, and no stalls table needed."""
     d = make("old", {1: 10}, [], {"stream.lfsr_count": 997})
+    db = sqlite3.connect(os.path.join(d, "session.db"))
+    db.executescript("DROP VIEW stall_by_context; DROP TABLE stalls;")
+    db.close()
     s = Session.open(d)
     assert not s.has_table("stalls") and s.stalls() == []
     s.close()
