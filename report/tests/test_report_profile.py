@@ -57,6 +57,10 @@ def test_contexts_sum_to_context_totals(real_session, report_json):
         sums[cid] = sums.get(cid, 0) + row["samples"]
     assert got == totals
     assert sums == {c: n for c, n in totals.items() if n}
+    # each group's and context's losses are context_totals' too
+    lost = dict(q(real_session, "SELECT context, lost FROM context_totals"))
+    assert {g["context"]["id"]: g["lost"] for g in rep["groups"]} == lost
+    assert {c["id"]: c["lost"] for c in rep["contexts"]} == lost
 
 
 @pytest.mark.parametrize("sep", ["none", "context", "slot", "image"])
