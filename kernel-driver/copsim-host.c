@@ -401,11 +401,13 @@ void copsim_driver_report_slots(struct copsim_driver *d, FILE *out)
 		if (!st->cycles && !st->captures)
 			continue;
 		fprintf(out, "copsim: slot %u: captures=%llu dropped=%llu "
-			"outside=%llu cycles=%llu\n", slot,
-			(unsigned long long)st->captures,
+			"outside=%llu cycles=%llu stalls=%llu stall_ns=%llu\n",
+			slot, (unsigned long long)st->captures,
 			(unsigned long long)st->dropped,
 			(unsigned long long)st->outside,
-			(unsigned long long)st->cycles);
+			(unsigned long long)st->cycles,
+			(unsigned long long)st->stalls,
+			(unsigned long long)st->stall_ns);
 	}
 }
 

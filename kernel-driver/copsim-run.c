@@ -105,9 +105,11 @@ static void report(struct copsim_driver *d, const char *stream_path)
 		lost += s.lost_by_cause[cause];
 	fprintf(stderr, "copsim: %s: samples=%" PRIu64 " lost=%" PRIu64
 		" fifo-overflow=%" PRIu64 " buffer-full=%" PRIu64
-		" polls=%" PRIu64 "\n", stream_path, s.samples, lost,
+		" polls=%" PRIu64 " doorbell-polls=%" PRIu64 " stalls=%" PRIu64
+		" stall-ns=%" PRIu64 "\n", stream_path, s.samples, lost,
 		s.lost_by_cause[COPSTREAM_LOST_FIFO_OVERFLOW],
-		s.lost_by_cause[COPSTREAM_LOST_BUFFER_FULL], s.polls);
+		s.lost_by_cause[COPSTREAM_LOST_BUFFER_FULL], s.polls,
+		s.doorbell_polls, s.stalls, s.stall_ns);
 }
 
 /* SET and START the session `run` asks for. */

@@ -20,7 +20,8 @@ from coprofd_support import open_session
 
 CONTEXTS = 8            # on 2 slots, from 6 threads: time-sliced
 SLOT_LINE = re.compile(r"^copsim: slot (\d+): captures=(\d+) dropped=(\d+) "
-                       r"outside=(\d+) cycles=(\d+)$", re.M)
+                       r"outside=(\d+) cycles=(\d+) stalls=\d+ "
+                       r"stall_ns=\d+$", re.M)
 
 
 def record(coprof_bin, build_dir, tmp_path, every, fifo_depth, options):
