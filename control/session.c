@@ -223,22 +223,6 @@ void session_restore(const char *dir, int moved)
         rename(old, dir);
 }
 
-int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
-{
-    char path[PATH_MAX];
-    struct timespec pause = {0, 20000000};
-
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
-    for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (access(path, F_OK) == 0)
-            return 0;
-        if (daemons_wait(pid, 0, NULL) == 0)
-            return -1;
-        nanosleep(&pause, NULL);
-    }
-    return 0;
-}
-
 /* One integer from a query; 0 when it gives no row or NULL. */
 static int64_t query_int(sqlite3 *db, const char *sql, const char *arg)
 {
@@ -293,6 +277,40 @@ static void read_sampling(sqlite3 *db, struct session_totals *t)
     t->stall_ns = query_int(db, "SELECT SUM(ns) FROM stalls", NULL);
     t->run_ns = start > 0 && stop > start ? stop - start : 0;
     t->slots = key(db, "stream.slots");
+}
+
+/*
+ * 1 when path holds coprofd's first transaction: its schema and header
+ * keys (created_realtime_ns), which a reader may then rely on; the file
+ * alone exists before them.
+ */
+static int has_header(const char *path)
+{
+    sqlite3 *db = NULL;
+    int64_t created = 0;
+
+    if (access(path, F_OK) < 0)
+        return 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        created = key(db, "created_realtime_ns");
+    sqlite3_close(db);
+    return created > 0;
+}
+
+int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
+{
+    char path[PATH_MAX];
+    struct timespec pause = {0, 20000000};
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        if (has_header(path))
+            return 0;
+        if (daemons_wait(pid, 0, NULL) == 0)
+            return -1;
+        nanosleep(&pause, NULL);
+    }
+    return 0;
 }
 
 /* The slot of a cause in t, added if new. */

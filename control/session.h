@@ -62,8 +62,10 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen);
 void session_restore(const char *dir, int moved);
 
 /*
- * Waits up to timeout_ms until coprofd (pid) created DIR/session.db.
- * 0 when it did (or is slow but alive), -1 when it ended.
+ * Waits up to timeout_ms until coprofd (pid) committed its first
+ * transaction to DIR/session.db (the schema and the header keys, so a
+ * reader finds the session), 0 when it did (or is slow but alive), -1
+ * when it ended.
  */
 int session_wait_created(pid_t pid, const char *dir, int timeout_ms);
 
