@@ -144,7 +144,7 @@ static void usage(FILE *out)
 "                      full: stall (default) makes the coprocessor wait\n"
 "                      until the driver drains it, so no sample is lost and\n"
 "                      only wall time passes; drop loses the capture and\n"
-"                      counts it, as the Cell did"
+"                      counts it, as the Cell did\n"
 "    --session-dir=DIR where coprofd records the session (default\n"
 "                      $XDG_DATA_HOME/coprof/current, else\n"
 "                      ~/.local/share/coprof/current)\n"
@@ -501,6 +501,18 @@ static int action_start(struct control *c)
     return EXIT_OK;
 }
 
+/* The session's dither, FIFO-full policy and stall time, one line. */
+static void print_sampling(const char *dir)
+{
+    struct session_totals t;
+    char line[512], err[ERR_MAX];
+
+    if (session_read(dir, &t, err, sizeof(err)) < 0)
+        return;
+    session_describe_sampling(&t, line, sizeof(line));
+    printf("copcontrol: sampling: %s\n", line);
+}
+
 /* STOP, then coprofd's end; quiet: no summary (for --reset). */
 static int stop_session(struct control *c, int quiet)
 {
@@ -532,6 +544,8 @@ static int stop_session(struct control *c, int quiet)
         printf("%s\n", line);
     else if (!quiet)
         printf("copcontrol: stopped\n");
+    if (!quiet && pid)
+        print_sampling(dir);
     return EXIT_OK;
 }
 

@@ -136,6 +136,10 @@ def test_saved_settings(cenv, tmp_path):
     assert fields["session"] == str(sdir)
     result = cenv.copcontrol("--stop")
     assert result.returncode == 0, result.stderr
+    assert re.search(r"^copcontrol: sampling: dither on \(seed %s\), FIFO "
+                     r"full: stall, stalled \d+\.\d\d ms in \d+ stalls? "
+                     r"\(\d+\.\d\d%% of the 8 slots' run time\)$"
+                     % seed.group(1), result.stdout, re.M), result.stdout
     with session(sdir) as db:
         assert key(db, "stream.lfsr_count") == 160000
         assert key(db, "stream.complete") == 1
@@ -155,7 +159,10 @@ def test_saved_settings(cenv, tmp_path):
     assert ", dither off, FIFO full: drop; " in result.stdout
     fields = status_fields(cenv.copcontrol("--status"))
     assert fields["sampling"] == "dither off, FIFO full: drop"
-    assert cenv.copcontrol("--stop").returncode == 0
+    result = cenv.copcontrol("--stop")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == \
+        "copcontrol: sampling: dither off, FIFO full: drop"
     # a seed given is kept for the next starts; --dither back on
     result = cenv.copcontrol("--dither-seed=42", "--dither")
     assert result.returncode == 0, result.stderr
@@ -260,6 +267,15 @@ def test_help_reads_like_a_manual(cenv):
             assert section in result.stdout
         assert "DIR.old" in result.stdout
         assert "64-bit words" in result.stdout
+        # every option at the start of a line of its own
+        for option in ("--no-dither", "--dither-seed=S",
+                       "--fifo-full=stall|drop", "--buffer-size=N"):
+            assert re.search(r"^    %s" % re.escape(option), result.stdout,
+                             re.M), option
+    assert re.search(r"^    --session-dir=DIR ", cenv.copcontrol(
+        "--help").stdout, re.M)
+    assert re.search(r"^    -o, --output=DIR ", cenv.coprof("--help").stdout,
+                     re.M)
 
 
 def test_stop_after_coprofd_died(cenv, tmp_path):
