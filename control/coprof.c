@@ -111,7 +111,7 @@ static void usage(FILE *out)
 "    --event=SPU_CYCLES:N\n"
 "                      one sample every N slot cycles (retired coprocessor\n"
 "                      instructions), N in 1..16777215 and large enough for\n"
-"                      polls of at least 100 us (625 with copsim's defaults)\n"
+"                      polls of at least 100 us (157 with copsim's defaults)\n"
 "    --sample-period=TIME, --frequency=HZ\n"
 "                      the same as a time (50us) or a rate per slot (20kHz)\n"
 "                      at copsim's nominal clock (3.2 GHz by default).\n"

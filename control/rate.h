@@ -23,7 +23,7 @@
 /*
  * The rate when none is given: at least 10,000 samples of
  * `coprof record -- build/examples/host-pipeline` (26.1 million
- * instructions at its defaults: 13,050 samples), polled every 320 us at
+ * instructions at its defaults: 13,050 samples), polled every 1.28 ms at
  * copsim's defaults; prime, so no loop length divides it even without
  * the dither (control/README.md, "The rate").
  */

@@ -510,8 +510,9 @@ int lfsr_check_count(uint32_t count, double clock_hz, uint32_t fifo_depth,
     else
         snprintf(err, errlen, "SPU_CYCLES:%u: outside %u..%u at %.4g Hz "
                  "with a %u-entry FIFO: a faster rate fills the FIFO before "
-                 "a poll can come (the driver polls at most every %llu us); "
-                 "use a deeper FIFO", count, min, LFSR_PERIOD, clock_hz,
-                 fifo_depth, LFSR_MIN_POLL_NS / 1000);
+                 "a poll can come (the driver polls at most every %llu us), "
+                 "so the coprocessor would stall, or drop captures, at every "
+                 "fill; use a deeper FIFO", count, min, LFSR_PERIOD,
+                 clock_hz, fifo_depth, LFSR_MIN_POLL_NS / 1000);
     return -1;
 }

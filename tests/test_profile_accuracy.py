@@ -3,7 +3,7 @@ beside two CPU-burning processes.
 
 `coprof record` profiles examples/host-pipeline (pipeline, kernels and
 overlays contexts, embedded in the host executable) at SPU_CYCLES:997
-with the defaults a user gets (the 1024-entry FIFO, FIFO-full policy
+with the defaults a user gets (the 4096-entry FIFO, FIFO-full policy
 stall, dither on) while its private copsim also writes every context's
 exact instruction counts (`copsim --exact-counts`, reference mode).
 `copreport --format json` then gives the per-symbol profile;

@@ -71,13 +71,13 @@ static void test_default_layout(void)
     g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
     g_assert_cmpuint(h->version, ==, 3);
     g_assert_cmpuint(h->n_slots, ==, 8);
-    g_assert_cmpuint(h->fifo_depth, ==, 1024);
-    /* 256-byte slot head, 2048 FIFO bytes, 1024 events of 16 bytes. */
-    g_assert_cmpuint(trace_regs_slot_events_offset(1024), ==, 256 + 2048);
-    g_assert_cmpuint(h->slot_stride, ==, 256 + 2048 + 16384);
+    g_assert_cmpuint(h->fifo_depth, ==, 4096);
+    /* 256-byte slot head, 8192 FIFO bytes, 1024 events of 16 bytes. */
+    g_assert_cmpuint(trace_regs_slot_events_offset(4096), ==, 256 + 8192);
+    g_assert_cmpuint(h->slot_stride, ==, 256 + 8192 + 16384);
     g_assert_cmpuint(h->slots_offset, ==, 128);
-    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 18688);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 18688 + 64 * 128);
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 24832);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 24832 + 64 * 128);
     g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 320);  /* a line */
     g_assert_cmpuint(h->doorbell, ==, 0);
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
@@ -87,7 +87,7 @@ static void test_default_layout(void)
 
         g_assert_cmphex(slot->bound_context, ==, TRACE_NONE);
         g_assert_cmpuint(slot->fifo_policy, ==, TRACE_FIFO_DROP);
-        g_assert_cmpuint(slot->watermark, ==, 512);
+        g_assert_cmpuint(slot->watermark, ==, 2048);
         g_assert_cmpuint(slot->dither, ==, 0);
     }
     for (uint32_t i = 0; i < 64; i++) {
