@@ -303,9 +303,9 @@ class Profile:
         self.sampling = None
 
     def loss_warnings(self):
-        """One line per group, and for a report not separated by image per
-        image shown, that lost more than LOSS_WARN_PERCENT of its
-        captures."""
+        """One line per group, and in a report unseparated or by slot per
+        image shown (its share against the others is in no group), that
+        lost more than LOSS_WARN_PERCENT of its captures."""
         out = ["group %s lost %.2f%% of its %d captures (more than %g%%):"
                " its shares may be biased"
                % (g.label, g.losses.percent(g.total),
