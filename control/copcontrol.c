@@ -23,6 +23,7 @@
 #include "control/options.h"
 #include "control/events.h"
 #include "control/rate.h"
+#include "control/sampling.h"
 #include "control/session.h"
 #include "control/state.h"
 #include "emulator/copsim/copsim.h"
@@ -120,14 +121,30 @@ static void usage(FILE *out)
 "                      one sample every N slot cycles (retired coprocessor\n"
 "                      instructions); N in 1..16777215, and no smaller than\n"
 "                      what keeps the poll interval at or above the driver's\n"
-"                      floor of 100 us (625 with copsim's defaults: 3.2 GHz,\n"
-"                      1024-entry FIFO; a deeper FIFO allows less)\n"
+"                      floor of 100 us (157 with copsim's defaults: 3.2 GHz,\n"
+"                      4096-entry FIFO; a deeper FIFO allows less)\n"
 "    --sample-period=TIME\n"
 "                      a sample every TIME (ns, us, ms, s: e.g. 50us) at\n"
 "                      copsim's nominal clock\n"
 "    --frequency=HZ    HZ samples a second per slot (Hz, kHz, MHz, GHz: e.g.\n"
 "                      20kHz) at copsim's nominal clock\n"
-"                      (one of the three; default SPU_CYCLES:100000)\n"
+"                      (one of the three; default " RATE_DEFAULT_EVENT ")\n"
+"    --no-dither, --dither\n"
+"                      sample at exactly every N cycles, or (the default)\n"
+"                      at N plus a small jitter of mean 0 from a seeded\n"
+"                      generator in the trace unit, so that code in step\n"
+"                      with N (a loop whose length divides N) is not always\n"
+"                      sampled at the same instruction (aliasing)\n"
+"    --dither-seed=S   the jitter's seed (1..2^63-1), to repeat a capture\n"
+"                      sequence; default: a new one drawn at each --start,\n"
+"                      shown by --start and --status and kept in the\n"
+"                      session\n"
+"    --fifo-full=stall|drop\n"
+"                      what a capture does when its slot's trace FIFO is\n"
+"                      full: stall (default) makes the coprocessor wait\n"
+"                      until the driver drains it, so no sample is lost and\n"
+"                      only wall time passes; drop loses the capture and\n"
+"                      counts it, as the Cell did\n"
 "    --session-dir=DIR where coprofd records the session (default\n"
 "                      $XDG_DATA_HOME/coprof/current, else\n"
 "                      ~/.local/share/coprof/current)\n"
@@ -208,6 +225,7 @@ static const struct option long_options[] = {
     {"status", no_argument, NULL, ACT_STATUS},
     {"list-events", no_argument, NULL, ACT_LIST_EVENTS},
     RATE_LONG_OPTIONS,
+    SAMPLING_LONG_OPTIONS,
     {"session-dir", required_argument, NULL, OPT_SESSION_DIR},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
@@ -225,6 +243,12 @@ static int take_option(struct options *o, int c, const char *arg,
         o->given_any = 1;
         return rate_take_option(&o->given.rate, c, arg, err, sizeof(err))
                < 0 ? cli_fail(EXIT_USAGE, "%s", err) : 0;
+    }
+    if (SAMPLING_IS_OPTION(c)) {
+        o->given_any = 1;
+        return sampling_take_option(&o->given.sampling, c, arg, err,
+                                    sizeof(err)) < 0 ?
+               cli_fail(EXIT_USAGE, "%s", err) : 0;
     }
     switch (c) {
     case ACT_INIT: case ACT_START: case ACT_STOP: case ACT_DUMP:
@@ -249,6 +273,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     int c, status;
 
     memset(o, 0, sizeof(*o));
+    settings_init(&o->given);
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         status = take_option(o, c, optarg, argv[optind - 1]);
@@ -374,7 +399,7 @@ static int effective(struct control *c, struct rate_spec *rate, char *dir,
 
     *rate = c->settings.rate;
     if (rate->kind == RATE_NONE &&
-        rate_parse(RATE_EVENT, RATE_EVENT_NAME ":100000", rate, err,
+        rate_parse(RATE_EVENT, RATE_DEFAULT_EVENT, rate, err,
                    sizeof(err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", err);
     if (c->settings.session_dir[0])
@@ -433,8 +458,9 @@ static int action_start(struct control *c)
     struct copsim_info_reply info;
     struct rate_spec spec;
     struct rate rate;
+    struct sampling sampling;
     struct driver d;
-    char dir[PATH_MAX], line[512], err[ERR_MAX];
+    char dir[PATH_MAX], line[512], how[256], err[ERR_MAX];
     int status, fd = -1, moved;
     pid_t pid;
 
@@ -443,13 +469,16 @@ static int action_start(struct control *c)
     if (running_coprofd(c, NULL, 0))
         return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
                         "first)");
+    if (sampling_resolve(&c->settings.sampling, &sampling, c->err,
+                         sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
     if ((status = init_copsim(c, 0)) != EXIT_OK)
         return status;
     if (connect_copsim(c, &d) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
-        driver_program(&d, &spec, c->settings.buffer_words * 8u, &rate,
-                       c->err, sizeof(c->err)) < 0) {
+        driver_program(&d, &spec, c->settings.buffer_words * 8u, &sampling,
+                       &rate, c->err, sizeof(c->err)) < 0) {
         status = errno == EINVAL ? EXIT_USAGE : EXIT_FAILED;
         driver_close(&d);
         return cli_fail(status, "%s", c->err);
@@ -478,9 +507,24 @@ static int action_start(struct control *c)
     if ((status = save_settings(c)) != EXIT_OK)
         return status;
     rate_describe(&rate, line, sizeof(line));
-    printf("copcontrol: started %s; coprofd pid %ld, session %s\n", line,
-           (long)pid, dir);
+    sampling_describe(sampling.dither, sampling.seed,
+                      sampling_fifo_name(sampling.fifo_full), how,
+                      sizeof(how));
+    printf("copcontrol: started %s, %s; coprofd pid %ld, session %s\n",
+           line, how, (long)pid, dir);
     return EXIT_OK;
+}
+
+/* The session's dither, FIFO-full policy and stall time, one line. */
+static void print_sampling(const char *dir)
+{
+    struct session_totals t;
+    char line[512], err[ERR_MAX];
+
+    if (session_read(dir, &t, err, sizeof(err)) < 0)
+        return;
+    session_describe_sampling(&t, line, sizeof(line));
+    printf("copcontrol: sampling: %s\n", line);
 }
 
 /* STOP, then coprofd's end; quiet: no summary (for --reset). */
@@ -514,6 +558,8 @@ static int stop_session(struct control *c, int quiet)
         printf("%s\n", line);
     else if (!quiet)
         printf("copcontrol: stopped\n");
+    if (!quiet && pid)
+        print_sampling(dir);
     return EXIT_OK;
 }
 
@@ -647,6 +693,32 @@ static void status_session(struct control *c, pid_t coprofd, const char *dir)
     }
 }
 
+/* The dither, the FIFO-full policy and the stalls, from GET and STATS. */
+static void status_sampling(const struct copdrv_control_reply *get,
+                            const struct copdrv_control_stats *stats)
+{
+    char line[512];
+    const char *sep = "; ";
+    unsigned slots = get->slots;
+
+    sampling_describe(get->params.dither != 0, get->params.dither_seed,
+                      sampling_fifo_name(get->params.fifo_full), line,
+                      sizeof(line));
+    printf("sampling:       %s\n", line);
+    sampling_describe_stalls(stats->stalls, stats->stall_ns, 0, 0, line,
+                             sizeof(line));
+    printf("stalls:         %s", line);
+    if (slots > sizeof(stats->slot_stall_ns) / sizeof(*stats->slot_stall_ns))
+        slots = sizeof(stats->slot_stall_ns) / sizeof(*stats->slot_stall_ns);
+    for (unsigned slot = 0; slot < slots; slot++)
+        if (stats->slot_stalls[slot]) {
+            printf("%sslot %u %.2f ms", sep, slot,
+                   (double)stats->slot_stall_ns[slot] / 1e6);
+            sep = ", ";
+        }
+    printf("\n");
+}
+
 static void status_driver(const struct copdrv_control_reply *get,
                           const struct copdrv_control_stats *stats)
 {
@@ -664,6 +736,8 @@ static void status_driver(const struct copdrv_control_reply *get,
     printf("driver:         %u slots, %u-entry FIFOs, buffer %llu bytes\n",
            get->slots, get->fifo_depth,
            (unsigned long long)stats->buffer_bytes);
+    if (rate.count)
+        status_sampling(get, stats);
     printf("samples:        %llu\n", (unsigned long long)stats->samples);
     printf("lost:           %llu", (unsigned long long)driver_lost(stats));
     for (unsigned cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++) {

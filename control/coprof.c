@@ -29,6 +29,7 @@
 #include "control/driver.h"
 #include "control/options.h"
 #include "control/rate.h"
+#include "control/sampling.h"
 #include "control/session.h"
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-regs.h"
@@ -50,7 +51,6 @@
 #define EXIT_CANNOT_RUN     126
 #define EXIT_NOT_FOUND      127
 #define ERR_MAX             1024
-#define DEFAULT_EVENT       RATE_EVENT_NAME ":100000"
 #define DEFAULT_OUTPUT      "coprof_data"
 #define TICK_MS             100
 #define PROGRESS_TTY_MS     1000
@@ -61,6 +61,7 @@
 
 struct options {
     struct rate_spec rate;
+    struct sampling_spec sampling;
     const char *output;
     uint32_t buffer_words;
     const char *slots;
@@ -81,6 +82,7 @@ struct record {
     pid_t copsim, coprofd, command;
     struct driver driver;
     struct rate rate;
+    struct sampling sampling;
     char err[ERR_MAX];
 };
 
@@ -109,12 +111,27 @@ static void usage(FILE *out)
 "    --event=SPU_CYCLES:N\n"
 "                      one sample every N slot cycles (retired coprocessor\n"
 "                      instructions), N in 1..16777215 and large enough for\n"
-"                      polls of at least 100 us (625 with copsim's defaults)\n"
+"                      polls of at least 100 us (157 with copsim's defaults)\n"
 "    --sample-period=TIME, --frequency=HZ\n"
 "                      the same as a time (50us) or a rate per slot (20kHz)\n"
 "                      at copsim's nominal clock (3.2 GHz by default).\n"
-"                      One of the three; default " DEFAULT_EVENT " (32 kHz\n"
-"                      per slot at 3.2 GHz)\n"
+"                      One of the three; default " RATE_DEFAULT_EVENT "\n"
+"                      (1.6 MHz per slot at 3.2 GHz: about 13,000 samples\n"
+"                      of host-pipeline's 26 million instructions)\n"
+"    --no-dither       sample at exactly every N cycles.  By default each\n"
+"                      interval is N plus a small jitter of mean 0 from a\n"
+"                      seeded generator in the trace unit, so that code in\n"
+"                      step with N (a loop whose length divides N) is not\n"
+"                      always sampled at the same instruction (aliasing)\n"
+"    --dither-seed=S   the jitter's seed (1..2^63-1), to repeat a capture\n"
+"                      sequence; default: a new one drawn at each start,\n"
+"                      shown in the summary and kept in the session\n"
+"    --fifo-full=stall|drop\n"
+"                      what a capture does when its slot's trace FIFO is\n"
+"                      full: stall (default) makes the coprocessor wait\n"
+"                      until the driver drains it, so no sample is lost\n"
+"                      and only wall time passes; drop loses the capture\n"
+"                      and counts it, as the Cell did\n"
 "    -o, --output=DIR  the session directory (default ./" DEFAULT_OUTPUT ");\n"
 "                      an existing one is moved to DIR.old first (an older\n"
 "                      DIR.old is replaced)\n"
@@ -158,6 +175,7 @@ enum { OPT_BUFFER = 256, OPT_SLOTS };
 
 static const struct option long_options[] = {
     RATE_LONG_OPTIONS,
+    SAMPLING_LONG_OPTIONS,
     {"output", required_argument, NULL, 'o'},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"slots", required_argument, NULL, OPT_SLOTS},
@@ -190,6 +208,9 @@ static int take_option(struct options *o, int c, const char *arg,
     if (RATE_IS_OPTION(c))
         return rate_take_option(&o->rate, c, arg, err, sizeof(err)) < 0 ?
                cli_fail(EXIT_USAGE, "%s", err) : 0;
+    if (SAMPLING_IS_OPTION(c))
+        return sampling_take_option(&o->sampling, c, arg, err, sizeof(err))
+               < 0 ? cli_fail(EXIT_USAGE, "%s", err) : 0;
     switch (c) {
     case 'o':
         o->output = arg;
@@ -236,7 +257,7 @@ static int parse_record(int argc, char **argv, struct options *o)
                         "record [OPTIONS] -- CMD [ARGS...])");
     o->command = argv + optind;
     if (o->rate.kind == RATE_NONE &&
-        rate_parse(RATE_EVENT, DEFAULT_EVENT, &o->rate, err,
+        rate_parse(RATE_EVENT, RATE_DEFAULT_EVENT, &o->rate, err,
                    sizeof(err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", err);
     return 0;
@@ -316,10 +337,12 @@ static int start_session(struct record *r)
     struct daemon_spec spec = {DAEMON_GROUP, NULL, -1};
     int fd;
 
-    if (driver_connect(&r->driver, r->socket, r->err, sizeof(r->err)) < 0)
+    if (sampling_resolve(&r->opt.sampling, &r->sampling, r->err,
+                         sizeof(r->err)) < 0 ||
+        driver_connect(&r->driver, r->socket, r->err, sizeof(r->err)) < 0)
         return -1;
     if (driver_program(&r->driver, &r->opt.rate, r->opt.buffer_words * 8u,
-                       &r->rate, r->err, sizeof(r->err)) < 0)
+                       &r->sampling, &r->rate, r->err, sizeof(r->err)) < 0)
         return errno == EINVAL ? -2 : -1;
     if (driver_start(&r->driver, &fd, r->err, sizeof(r->err)) < 0)
         return -1;
@@ -432,7 +455,7 @@ static int wait_command(struct record *r)
 static void summary(struct record *r)
 {
     struct session_totals t;
-    char line[1024], rate[512];
+    char line[1024], rate[512], sampling[512];
 
     if (session_read(r->dir, &t, r->err, sizeof(r->err)) < 0) {
         fprintf(stderr, "coprof: %s\n", r->err);
@@ -440,7 +463,9 @@ static void summary(struct record *r)
     }
     rate_describe(&r->rate, rate, sizeof(rate));
     session_describe(&t, line, sizeof(line));
+    session_describe_sampling(&t, sampling, sizeof(sampling));
     fprintf(stderr, "coprof: %s\n", rate);
+    fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld%s\n", line,
             (long long)t.images, (long long)t.sched_events,
             t.complete ? "" : " (incomplete)");
@@ -512,6 +537,7 @@ int main(int argc, char **argv)
     int status;
 
     r.driver.sock = -1;
+    sampling_spec_init(&r.opt.sampling);
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "
                         "-- CMD [ARGS...] (see coprof --help)");

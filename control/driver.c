@@ -113,7 +113,8 @@ int driver_get(struct driver *d, struct copdrv_control_reply *reply,
 }
 
 int driver_set(struct driver *d, const struct rate *rate,
-               uint32_t buffer_bytes, char *err, size_t errlen)
+               uint32_t buffer_bytes, const struct sampling *sampling,
+               char *err, size_t errlen)
 {
     struct copdrv_control_set set;
     struct copdrv_control_reply reply;
@@ -124,6 +125,10 @@ int driver_set(struct driver *d, const struct rate *rate,
     set.params.lfsr_count = rate->count;
     set.params.poll_interval_ns = rate->poll_ns;
     set.params.buffer_bytes = buffer_bytes;
+    set.params.fifo_full = sampling->fifo_full;
+    set.params.dither = sampling->dither ? 1u : 0u;
+    set.params.dither_seed = sampling->seed;
+    set.params.watermark = 0;           /* the driver's: half the FIFO */
     return request(d, &set.header, &reply, sizeof(reply), NULL, err, errlen);
 }
 
@@ -160,8 +165,8 @@ int driver_stats(struct driver *d, struct copdrv_control_stats *stats,
 }
 
 int driver_program(struct driver *d, const struct rate_spec *spec,
-                   uint32_t buffer_bytes, struct rate *rate, char *err,
-                   size_t errlen)
+                   uint32_t buffer_bytes, const struct sampling *sampling,
+                   struct rate *rate, char *err, size_t errlen)
 {
     struct copdrv_control_reply get;
 
@@ -178,7 +183,7 @@ int driver_program(struct driver *d, const struct rate_spec *spec,
         errno = EINVAL;
         return -1;
     }
-    return driver_set(d, rate, buffer_bytes, err, errlen);
+    return driver_set(d, rate, buffer_bytes, sampling, err, errlen);
 }
 
 uint64_t driver_lost(const struct copdrv_control_stats *stats)

@@ -12,6 +12,7 @@
 #define COPROF_CONTROL_DRIVER_H
 
 #include "control/rate.h"
+#include "control/sampling.h"
 #include "kernel-driver/copdrv-control.h"
 #include "kernel-driver/copdrv.h"
 
@@ -32,7 +33,8 @@ int driver_info(struct driver *d, struct copsim_info_reply *info, char *err,
 int driver_get(struct driver *d, struct copdrv_control_reply *reply,
                char *err, size_t errlen);
 int driver_set(struct driver *d, const struct rate *rate,
-               uint32_t buffer_bytes, char *err, size_t errlen);
+               uint32_t buffer_bytes, const struct sampling *sampling,
+               char *err, size_t errlen);
 int driver_start(struct driver *d, int *stream_fd, char *err, size_t errlen);
 int driver_stop(struct driver *d, char *err, size_t errlen);
 int driver_stats(struct driver *d, struct copdrv_control_stats *stats,
@@ -41,12 +43,13 @@ int driver_stats(struct driver *d, struct copdrv_control_stats *stats,
 /*
  * What both commands do before START: GET (the clock and FIFO depth;
  * refused with EBUSY while a session runs), resolve the spec
- * (rate_resolve; errno EINVAL when it does not: a usage error), SET.
- * *rate is what was set.
+ * (rate_resolve; errno EINVAL when it does not: a usage error), SET with
+ * the sampling (dither, seed, FIFO-full policy; the doorbell's watermark
+ * left to the driver's default).  *rate is what was set.
  */
 int driver_program(struct driver *d, const struct rate_spec *spec,
-                   uint32_t buffer_bytes, struct rate *rate, char *err,
-                   size_t errlen);
+                   uint32_t buffer_bytes, const struct sampling *sampling,
+                   struct rate *rate, char *err, size_t errlen);
 
 /* --buffer-size: the driver's event buffer in 64-bit words. */
 #define DRIVER_BUFFER_WORDS_MIN     (COPDRV_BUFFER_MIN / 8u)

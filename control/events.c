@@ -29,7 +29,7 @@
 static void list_spu_cycles(FILE *out, double clock_hz, uint32_t fifo_depth,
                             int from_copsim)
 {
-    uint32_t min = rate_min_count(clock_hz, fifo_depth);
+    uint32_t min = lfsr_min_count(clock_hz, fifo_depth);
     char clock[32], high[32], low[32];
 
     rate_format_hz(clock_hz, clock, sizeof(clock));

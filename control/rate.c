@@ -5,14 +5,13 @@
  * All the arithmetic is lfsr/'s: the parsers (lfsr_parse_*), the
  * conversion of a period or frequency into cycles at the nominal clock
  * (lfsr_count_for_*), the LFSR value and the poll interval.  What this file
- * adds is the range: N in 1..LFSR_PERIOD, and no N whose poll interval
- * falls under the driver's floor, whose smallest N is found by bisection
- * (the interval grows with N).  A refusal states the range in the unit the
- * user wrote.
+ * adds is the range in the user's unit: N in 1..LFSR_PERIOD, and no N
+ * under lfsr_min_count() (the one minimum-rate rule, which copsim and the
+ * driver apply too).  A refusal states the range in the unit the user
+ * wrote, and the reason.
  */
 #include "control/rate.h"
 
-#include "kernel-driver/copsim-host.h"
 #include "lfsr/lfsr.h"
 
 #include <math.h>
@@ -108,25 +107,6 @@ int rate_take_option(struct rate_spec *spec, int c, const char *arg,
     return rate_parse(kind, arg, spec, err, errlen);
 }
 
-uint32_t rate_min_count(double clock_hz, uint32_t fifo_depth)
-{
-    uint32_t low = 1, high = LFSR_PERIOD;
-
-    if (lfsr_poll_interval_ns(high, clock_hz, fifo_depth) <
-        COPSIM_DRIVER_MIN_POLL_NS)
-        return 0;           /* no N will do */
-    while (low < high) {
-        uint32_t mid = low + (high - low) / 2;
-
-        if (lfsr_poll_interval_ns(mid, clock_hz, fifo_depth) >=
-            COPSIM_DRIVER_MIN_POLL_NS)
-            high = mid;
-        else
-            low = mid + 1;
-    }
-    return low;
-}
-
 void rate_format_hz(double hz, char *buf, size_t len)
 {
     static const char *const units[] = {"Hz", "kHz", "MHz", "GHz"};
@@ -190,7 +170,7 @@ int rate_resolve(const struct rate_spec *spec, double clock_hz,
                  uint32_t fifo_depth, struct rate *rate, char *err,
                  size_t errlen)
 {
-    uint32_t min_count = rate_min_count(clock_hz, fifo_depth);
+    uint32_t min_count = lfsr_min_count(clock_hz, fifo_depth);
     uint32_t count = spec_count(spec, clock_hz);
     char range[96], clock[32];
 
@@ -200,16 +180,17 @@ int rate_resolve(const struct rate_spec *spec, double clock_hz,
                  "driver's floor of %llu us with a %u-entry FIFO at %s; "
                  "start copsim with a deeper FIFO (--fifo-depth)",
                  rate_option(spec->kind), spec->text,
-                 COPSIM_DRIVER_MIN_POLL_NS / 1000, fifo_depth, clock);
+                 LFSR_MIN_POLL_NS / 1000, fifo_depth, clock);
         return -1;
     }
     describe_range(spec->kind, min_count, clock_hz, range, sizeof(range));
     if (count == 0 || count < min_count) {
         snprintf(err, errlen, "%s=%s: outside %s at the nominal clock of %s "
-                 "with a %u-entry FIFO (a faster rate needs polls under "
-                 "the driver's floor of %llu us: use a deeper FIFO, copsim "
-                 "--fifo-depth)", rate_option(spec->kind), spec->text, range,
-                 clock, fifo_depth, COPSIM_DRIVER_MIN_POLL_NS / 1000);
+                 "with a %u-entry FIFO (a faster rate fills the FIFO before "
+                 "a poll can come: the driver polls at most every %llu us; "
+                 "use a deeper FIFO, copsim --fifo-depth)",
+                 rate_option(spec->kind), spec->text, range, clock,
+                 fifo_depth, LFSR_MIN_POLL_NS / 1000);
         return -1;
     }
     rate->count = count;

@@ -7,10 +7,10 @@
  * can be checked without copsim (the syntax, the event's name, N's range);
  * rate_resolve() finishes the job once copsim's nominal clock and FIFO
  * depth are known: N, the LFSR value for N (lfsr_value_for_count) and the
- * poll interval (lfsr_poll_interval_ns), refusing an N whose polls would
- * have to come more often than the driver's floor
- * (COPSIM_DRIVER_MIN_POLL_NS).  Every refusal is one line naming what was
- * given and the valid range.
+ * poll interval (lfsr_poll_interval_ns), refusing an N under lfsr/'s one
+ * minimum-rate rule (lfsr_min_count: polls no more often than
+ * LFSR_MIN_POLL_NS).  Every refusal is one line naming what was given,
+ * the valid range and the reason.
  */
 #ifndef COPROF_CONTROL_RATE_H
 #define COPROF_CONTROL_RATE_H
@@ -20,6 +20,14 @@
 
 #define RATE_EVENT_NAME     "SPU_CYCLES"
 #define RATE_TEXT_MAX       96
+/*
+ * The rate when none is given: at least 10,000 samples of
+ * `coprof record -- build/examples/host-pipeline` (26.1 million
+ * instructions at its defaults: 13,050 samples), polled every 1.28 ms at
+ * copsim's defaults; prime, so no loop length divides it even without
+ * the dither (control/README.md, "The rate").
+ */
+#define RATE_DEFAULT_EVENT  RATE_EVENT_NAME ":2003"
 
 enum rate_kind { RATE_NONE, RATE_EVENT, RATE_PERIOD, RATE_FREQUENCY };
 
@@ -63,9 +71,6 @@ const char *rate_option(enum rate_kind kind);
 /* Parses an option's value; 0, or -1 with one line in err. */
 int rate_parse(enum rate_kind kind, const char *text, struct rate_spec *spec,
                char *err, size_t errlen);
-
-/* The smallest N whose poll interval reaches the driver's floor. */
-uint32_t rate_min_count(double clock_hz, uint32_t fifo_depth);
 
 /* N, the LFSR value and the poll interval; 0, or -1 with one line in err. */
 int rate_resolve(const struct rate_spec *spec, double clock_hz,

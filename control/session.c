@@ -11,6 +11,7 @@
 #include "control/session.h"
 
 #include "control/daemons.h"
+#include "control/sampling.h"
 #include "escape-protocol/copstream.h"
 #include "sdk/safe-file.h"
 
@@ -243,6 +244,40 @@ static int64_t key(sqlite3 *db, const char *name)
                      "WHERE key = ?1", name);
 }
 
+/* A text key into buf ("" when absent). */
+static void key_text(sqlite3 *db, const char *name, char *buf, size_t len)
+{
+    sqlite3_stmt *stmt;
+    const unsigned char *text;
+
+    buf[0] = '\0';
+    if (sqlite3_prepare_v2(db, "SELECT value FROM session WHERE key = ?1",
+                           -1, &stmt, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(stmt) == SQLITE_ROW &&
+        (text = sqlite3_column_text(stmt, 0)) != NULL)
+        snprintf(buf, len, "%s", (const char *)text);
+    sqlite3_finalize(stmt);
+}
+
+/* The dither, the FIFO-full policy and the stalls (issue 13's keys). */
+static void read_sampling(sqlite3 *db, struct session_totals *t)
+{
+    char seed[32];
+    int64_t start = key(db, "stream.start_time_ns");
+    int64_t stop = key(db, "stream.stop_time_ns");
+
+    key_text(db, "sampling.fifo_full", t->fifo_full, sizeof(t->fifo_full));
+    key_text(db, "sampling.dither", t->dither, sizeof(t->dither));
+    key_text(db, "sampling.dither_seed", seed, sizeof(seed));
+    t->dither_seed = strtoull(seed, NULL, 10);
+    t->stalls = query_int(db, "SELECT SUM(count) FROM stalls", NULL);
+    t->stall_ns = query_int(db, "SELECT SUM(ns) FROM stalls", NULL);
+    t->run_ns = start > 0 && stop > start ? stop - start : 0;
+    t->slots = key(db, "stream.slots");
+}
+
 /* Whether coprofd's first transaction (the schema and the header keys)
  * is in the session at path: the file exists before it, empty. */
 static int session_has_header(const char *path)
@@ -322,6 +357,7 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     t->sched_events = query_int(db, "SELECT COUNT(*) FROM sched_events",
                                 NULL);
     read_causes(db, t);
+    read_sampling(db, t);
     sqlite3_close(db);
     return 0;
 }
@@ -339,4 +375,26 @@ void session_describe(const struct session_totals *t, char *buf, size_t len)
     if (used < len)
         snprintf(buf + used, len - used, ") contexts=%lld",
                  (long long)t->contexts);
+}
+
+void session_describe_sampling(const struct session_totals *t, char *buf,
+                               size_t len)
+{
+    char how[256], stalls[256];
+
+    if (t->dither[0])
+        sampling_describe(strcmp(t->dither, "on") == 0, t->dither_seed,
+                          t->fifo_full[0] ? t->fifo_full : "not recorded",
+                          how, sizeof(how));
+    else
+        snprintf(how, sizeof(how), "dither not recorded, FIFO full: %s",
+                 t->fifo_full[0] ? t->fifo_full : "not recorded");
+    if (strcmp(t->fifo_full, "stall") != 0 && t->stalls == 0) {
+        snprintf(buf, len, "%s", how);
+        return;
+    }
+    sampling_describe_stalls((uint64_t)t->stalls, (uint64_t)t->stall_ns,
+                             (uint64_t)t->run_ns, (unsigned)t->slots, stalls,
+                             sizeof(stalls));
+    snprintf(buf, len, "%s, %s", how, stalls);
 }

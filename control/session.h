@@ -29,6 +29,12 @@ struct session_totals {
     int64_t sched_events;
     int64_t complete;           /* stream.complete */
     int64_t dumps;              /* flushes.dump */
+    char fifo_full[16];         /* sampling.fifo_full; "" when absent */
+    char dither[16];            /* sampling.dither: "on", "off" or "" */
+    uint64_t dither_seed;       /* sampling.dither_seed */
+    int64_t stalls, stall_ns;   /* summed over the stalls table */
+    int64_t run_ns;             /* stream.stop_time_ns - start_time_ns */
+    int64_t slots;              /* stream.slots */
     unsigned n_causes;
     struct {
         char name[32];
@@ -73,5 +79,11 @@ int session_read(const char *dir, struct session_totals *totals, char *err,
 /* One line: "samples=N lost=N (fifo-overflow=N ...) contexts=N": every
  * cause the stream format names, and any other the session holds. */
 void session_describe(const struct session_totals *t, char *buf, size_t len);
+
+/* One line: "dither on (seed S), FIFO full: stall, stalled 1.20 ms in 5
+ * stalls (0.01% of the 8 slots' run time)"; "not recorded" for what a
+ * session from before these keys lacks. */
+void session_describe_sampling(const struct session_totals *t, char *buf,
+                               size_t len);
 
 #endif

@@ -113,15 +113,56 @@ static int replace_state_file(const char *dir, const char *name,
     return status;
 }
 
+void settings_init(struct settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    sampling_spec_init(&s->sampling);
+}
+
+/* A "dither=", "dither-seed=" or "fifo-full=" line (1), else 0; -1 bad. */
+static int sampling_line(const char *key, const char *value,
+                         struct sampling_spec *spec, char *err, size_t errlen)
+{
+    int fifo;
+
+    if (strcmp(key, "dither") == 0) {
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
+            snprintf(err, errlen, "dither=%s: not on or off", value);
+            return -1;
+        }
+        spec->dither = strcmp(value, "on") == 0;
+        return 1;
+    }
+    if (strcmp(key, "dither-seed") == 0) {
+        if (sampling_parse_seed(value, &spec->seed) < 0) {
+            snprintf(err, errlen, "dither-seed=%s: not a seed", value);
+            return -1;
+        }
+        return 1;
+    }
+    if (strcmp(key, "fifo-full") == 0) {
+        if ((fifo = sampling_fifo_parse(value)) < 0) {
+            snprintf(err, errlen, "fifo-full=%s: not stall or drop", value);
+            return -1;
+        }
+        spec->fifo_full = fifo;
+        return 1;
+    }
+    return 0;
+}
+
 /* One "key=value" line into s. */
 static int settings_line(char *line, struct settings *s, char *err,
                          size_t errlen)
 {
     char *eq = strchr(line, '=');
+    int taken;
 
     if (!eq)
         return 0;
     *eq = '\0';
+    if ((taken = sampling_line(line, eq + 1, &s->sampling, err, errlen)))
+        return taken < 0 ? -1 : 0;
     for (size_t i = 0; i < sizeof(rate_keys) / sizeof(*rate_keys); i++)
         if (strcmp(line, rate_keys[i].key) == 0)
             return rate_parse(rate_keys[i].kind, eq + 1, &s->rate, err,
@@ -141,7 +182,7 @@ int settings_load(const char *dir, struct settings *s, char *err,
     FILE *f;
     int status = 0;
 
-    memset(s, 0, sizeof(*s));
+    settings_init(s);
     state_path(dir, STATE_CONF, path, sizeof(path));
     f = open_state_file(dir, STATE_CONF);
     if (!f && errno == ENOENT)
@@ -184,8 +225,17 @@ int settings_save(const char *dir, const struct settings *s, char *err,
         n += (size_t)snprintf(text + n, sizeof(text) - n, "session-dir=%s\n",
                               s->session_dir);
     if (s->buffer_words)
-        snprintf(text + n, sizeof(text) - n, "buffer-size=%u\n",
-                 s->buffer_words);
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "buffer-size=%u\n",
+                              s->buffer_words);
+    if (s->sampling.dither != SAMPLING_UNSET)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "dither=%s\n",
+                              s->sampling.dither ? "on" : "off");
+    if (s->sampling.seed)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "dither-seed=%llu\n",
+                              (unsigned long long)s->sampling.seed);
+    if (s->sampling.fifo_full != SAMPLING_UNSET)
+        snprintf(text + n, sizeof(text) - n, "fifo-full=%s\n",
+                 sampling_fifo_name((uint32_t)s->sampling.fifo_full));
     return replace_state_file(dir, STATE_CONF, text, err, errlen);
 }
 
@@ -198,6 +248,7 @@ void settings_merge(struct settings *base, const struct settings *given)
                  given->session_dir);
     if (given->buffer_words)
         base->buffer_words = given->buffer_words;
+    sampling_spec_merge(&base->sampling, &given->sampling);
 }
 
 /* The name part of a path in the state directory. */

@@ -4,7 +4,9 @@
  *
  *   copcontrol.conf   saved settings, one "key=value" a line: event=,
  *                     sample-period= or frequency= (the rate as given),
- *                     session-dir=, buffer-size= (64-bit words)
+ *                     session-dir=, buffer-size= (64-bit words),
+ *                     dither= (on, off), dither-seed= (decimal),
+ *                     fifo-full= (stall, drop)
  *   copsim.pid        the copsim copcontrol --init started
  *   copsim.log        its standard output and error
  *   coprofd.pid       the running session's coprofd: its pid, then the
@@ -21,6 +23,7 @@
 
 #include "control/rate.h"
 #include "emulator/copsim/protocol.h"
+#include "control/sampling.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -37,7 +40,11 @@ struct settings {
     struct rate_spec rate;          /* kind RATE_NONE: not set */
     char session_dir[PATH_MAX];     /* "": not set */
     uint32_t buffer_words;          /* 0: not set (the driver's default) */
+    struct sampling_spec sampling;  /* dither, seed, FIFO-full policy */
 };
+
+/* No setting: everything unset. */
+void settings_init(struct settings *s);
 
 /* The directory of the socket path; -1 when it has none. */
 int state_dir_of(const char *socket_path, char *buf, size_t len);

@@ -155,6 +155,7 @@ struct session {
     GArray *binding_rows;           /* struct store_binding */
     GArray *overlay_rows;           /* struct store_overlay_event */
     GArray *lost_rows;              /* struct store_lost */
+    GArray *stall_rows;             /* struct store_stall */
     GArray *time_rows;              /* struct time_row */
     GArray *error_rows;             /* struct error_row */
     GArray *timeline_rows;          /* struct timeline_row */
@@ -814,6 +815,21 @@ static void on_lost(struct session *s, const struct copstream_record *rec)
     g_array_append_val(s->lost_rows, row);
 }
 
+static void on_stall(struct session *s, const struct copstream_record *rec)
+{
+    const struct copstream_stall *t = &rec->u.stall;
+    struct slot_state *slot = get_slot(s, t->slot);
+    struct store_stall row = {
+        .slot = t->slot,
+        .context = slot->context ? slot->context->id : 0,
+        .count = t->count,
+        .ns = t->ns,
+        .cycle = t->cycle,
+    };
+
+    g_array_append_val(s->stall_rows, row);
+}
+
 static void on_time(struct session *s, const struct copstream_record *rec)
 {
     const struct copstream_time *t = &rec->u.time;
@@ -927,6 +943,9 @@ static void on_record(void *user, const struct copstream_record *rec)
     case COPSTREAM_RELEASE:
         on_release(s, rec);
         break;
+    case COPSTREAM_STALL:
+        on_stall(s, rec);
+        break;
     }
 }
 
@@ -965,6 +984,7 @@ struct session *session_new(const char *session_dir, uint64_t timeline_ns,
     s->overlay_rows = g_array_new(FALSE, FALSE,
                                   sizeof(struct store_overlay_event));
     s->lost_rows = g_array_new(FALSE, FALSE, sizeof(struct store_lost));
+    s->stall_rows = g_array_new(FALSE, FALSE, sizeof(struct store_stall));
     s->time_rows = g_array_new(FALSE, FALSE, sizeof(struct time_row));
     s->error_rows = g_array_new(FALSE, FALSE, sizeof(struct error_row));
     s->timeline_rows = g_array_new(FALSE, FALSE, sizeof(struct timeline_row));
@@ -1003,6 +1023,7 @@ void session_free(struct session *s)
     g_array_free(s->binding_rows, TRUE);
     g_array_free(s->overlay_rows, TRUE);
     g_array_free(s->lost_rows, TRUE);
+    g_array_free(s->stall_rows, TRUE);
     g_array_free(s->time_rows, TRUE);
     g_array_free(s->error_rows, TRUE);
     g_array_free(s->timeline_rows, TRUE);
@@ -1075,6 +1096,25 @@ void session_get_totals(struct session *s, struct session_totals *t)
 
 /* ---- writing ------------------------------------------------------------ */
 
+/* The START's FIFO-full policy and dither (0 in a 1.1 START: drop, off). */
+static int write_sampling(const struct copstream_start *st,
+                          struct store *store)
+{
+    char seed[32];
+
+    g_snprintf(seed, sizeof seed, "%" G_GUINT64_FORMAT, st->dither_seed);
+    if (store_put_meta_text(store, "sampling.fifo_full",
+                            st->fifo_full == COPSTREAM_FIFO_STALL ? "stall"
+                                                                  : "drop")
+            != 0 ||
+        store_put_meta_text(store, "sampling.dither",
+                            st->dither ? "on" : "off") != 0 ||
+        store_put_meta_text(store, "sampling.dither_seed", seed) != 0 ||
+        store_put_meta_int(store, "sampling.watermark", st->watermark) != 0)
+        return -1;
+    return 0;
+}
+
 static int write_start(struct session *s, struct store *store)
 {
     const struct copstream_start *st = &s->start;
@@ -1098,7 +1138,7 @@ static int write_start(struct session *s, struct store *store)
         store_put_meta_int(store, "stream.start_time_ns",
                            (int64_t)st->start_time_ns) != 0)
         return -1;
-    return 0;
+    return write_sampling(st, store);
 }
 
 static int write_stop(struct session *s, struct store *store)
@@ -1244,6 +1284,10 @@ static int write_rows(struct session *s, struct store *store)
         if (store_put_lost(store, &g_array_index(s->lost_rows,
                                                  struct store_lost, i)) != 0)
             return -1;
+    for (guint i = 0; i < s->stall_rows->len; i++)
+        if (store_put_stall(store, &g_array_index(s->stall_rows,
+                                                  struct store_stall, i)) != 0)
+            return -1;
     for (guint i = 0; i < s->time_rows->len; i++) {
         const struct time_row *t = &g_array_index(s->time_rows,
                                                   struct time_row, i);
@@ -1317,6 +1361,7 @@ void session_written(struct session *s)
     g_array_set_size(s->binding_rows, 0);
     g_array_set_size(s->overlay_rows, 0);
     g_array_set_size(s->lost_rows, 0);
+    g_array_set_size(s->stall_rows, 0);
     g_array_set_size(s->time_rows, 0);
     g_array_set_size(s->error_rows, 0);
     g_array_set_size(s->timeline_rows, 0);

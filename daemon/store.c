@@ -76,6 +76,8 @@ static const char schema[] =
     "CREATE TABLE lost_events (id INTEGER PRIMARY KEY, slot INTEGER,"
     " context INTEGER, cause INTEGER, cause_name TEXT, count INTEGER,"
     " cycle INTEGER);\n"
+    "CREATE TABLE stalls (id INTEGER PRIMARY KEY, slot INTEGER,"
+    " context INTEGER, count INTEGER, ns INTEGER, cycle INTEGER);\n"
     "CREATE TABLE time_sync (slot INTEGER, cycle INTEGER, time_ns INTEGER);\n"
     "CREATE INDEX time_sync_slot ON time_sync (slot, cycle);\n"
     "CREATE TABLE decode_errors (kind TEXT PRIMARY KEY, count INTEGER);\n"
@@ -87,6 +89,8 @@ static const char schema[] =
     " cycle INTEGER, host_pid INTEGER, host_tid INTEGER, stack TEXT,"
     " message TEXT, PRIMARY KEY (order_num, ring, seq));\n"
     "CREATE INDEX sched_events_context ON sched_events (context_id, kind);\n"
+    "CREATE VIEW stall_by_context AS SELECT context, SUM(count) AS count,"
+    " SUM(ns) AS ns FROM stalls GROUP BY context;\n"
     "CREATE VIEW lost_by_cause AS SELECT cause, cause_name,"
     " SUM(count) AS count FROM lost_events GROUP BY cause;\n"
     "CREATE VIEW context_totals AS SELECT c.id AS context,"
@@ -108,7 +112,7 @@ enum statement {
     ST_CONTEXT, ST_BINDING,
     ST_EXACT, ST_UNMAPPED, ST_AMBIGUOUS, ST_ORPHAN, ST_CANDIDATE,
     ST_TIMELINE, ST_CLEAR_PENDING, ST_PENDING,
-    ST_OVERLAY_EVENT, ST_LOST, ST_TIME, ST_ERROR_COUNT, ST_ERROR,
+    ST_OVERLAY_EVENT, ST_LOST, ST_STALL, ST_TIME, ST_ERROR_COUNT, ST_ERROR,
     ST_SCHED, ST_LINK_STACKS,
     ST_COUNT
 };
@@ -156,6 +160,8 @@ static const char *const statement_sql[ST_COUNT] = {
         " region, guard, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OVERLAY_EVENT] = "INSERT INTO overlay_events (context, slot, region,"
         " guard, cycle, initial, placed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_STALL] = "INSERT INTO stalls (slot, context, count, ns, cycle)"
+        " VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_LOST] = "INSERT INTO lost_events (slot, context, cause, cause_name,"
         " count, cycle) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_TIME] = "INSERT INTO time_sync (slot, cycle, time_ns)"
@@ -764,6 +770,18 @@ int store_put_lost(struct store *store, const struct store_lost *lost)
     bind_text_or_null(st, 4, copstream_cause_name(lost->cause));
     sqlite3_bind_int64(st, 5, (int64_t)lost->count);
     sqlite3_bind_int64(st, 6, (int64_t)lost->cycle);
+    return run(store, st);
+}
+
+int store_put_stall(struct store *store, const struct store_stall *stall)
+{
+    sqlite3_stmt *st = statement(store, ST_STALL);
+
+    sqlite3_bind_int64(st, 1, stall->slot);
+    bind_int_or_null(st, 2, stall->context, 0);
+    sqlite3_bind_int64(st, 3, (int64_t)stall->count);
+    sqlite3_bind_int64(st, 4, (int64_t)stall->ns);
+    sqlite3_bind_int64(st, 5, (int64_t)stall->cycle);
     return run(store, st);
 }
 

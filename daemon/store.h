@@ -133,6 +133,16 @@ struct store_lost {
 };
 int store_put_lost(struct store *store, const struct store_lost *lost);
 
+/* A STALL record: the slot's producer waited for a full FIFO. */
+struct store_stall {
+    uint32_t slot;
+    uint32_t context;           /* 0 when the slot had none */
+    uint64_t count;
+    uint64_t ns;
+    uint64_t cycle;
+};
+int store_put_stall(struct store *store, const struct store_stall *stall);
+
 int store_put_time(struct store *store, uint32_t slot, uint64_t cycle,
                    uint64_t time_ns);
 

@@ -116,8 +116,10 @@ static void put_start(struct builder *b)
     struct copstream_record rec = { .code = COPSTREAM_START };
 
     rec.u.start = (struct copstream_start){
-        COPSTREAM_VERSION, 8, 0xFFFFFE, 1, 1000000000, 1024, 262144,
-        1000000, 1000,
+        .version = COPSTREAM_VERSION, .slots = 8, .lfsr_value = 0xFFFFFE,
+        .lfsr_count = 1, .clock_hz = 1000000000, .fifo_depth = 1024,
+        .ls_size = 262144, .poll_interval_ns = 1000000,
+        .start_time_ns = 1000,
     };
     put(b, &rec);
 }

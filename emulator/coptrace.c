@@ -343,7 +343,7 @@ static int cmd_run(int argc, char **argv)
     if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
                         opt.count, opt.reference ? TRACE_MODE_REFERENCE
                                                  : TRACE_MODE_FAST,
-                        opt.exact_counts, NULL, err, sizeof(err)) < 0) {
+                        opt.exact_counts, NULL, NULL, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }

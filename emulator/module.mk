@@ -39,7 +39,7 @@ $(OBJ)/emulator/tests/test-trace-unit.o: CFLAGS += $(GLIB_CFLAGS)
 $(TESTBIN)/test-trace-unit: $(OBJ)/emulator/tests/test-trace-unit.o \
 		$(TRACE_LIB) $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
 
 $(OBJ)/emulator/tests/test-trace-plugin.o: CFLAGS += $(GLIB_CFLAGS)
 $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \

@@ -15,8 +15,11 @@
  *
  * One cycle is one retired guest instruction.  Every cycle steps the slot's
  * LFSR; the instruction whose step brings it to 0xFFFFFF is captured (its
- * local-store offset >> 2 goes into the slot's FIFO) and the LFSR reloads
- * the programmed value.  Two modes compute this:
+ * local-store offset >> 2 goes into the slot's FIFO, under the slot's
+ * FIFO-full policy: dropped, or the emulator stalls until the driver
+ * drains) and the LFSR reloads the programmed value, or with the slot's
+ * dither on the value for N plus the slot generator's next jitter
+ * (trace_dither_interval).  Two modes compute this:
  *
  * reference  One callback per instruction steps the LFSR with lfsr_step()
  *            and compares with 0xFFFFFF: the definition, executed literally.
@@ -214,7 +217,7 @@ static void capture(uint64_t vaddr)
     if (tu.guard_count)
         place_guard_changes();
     if (vaddr >= tu.ls_base && offset < tu.ls_size)
-        trace_slot_push(tu.slot, tu.fifo_depth, (uint16_t)(offset >> 2));
+        trace_slot_capture(tu.unit, tu.slot, (uint16_t)(offset >> 2));
     else
         trace_slot_count_outside(tu.slot);
 }
@@ -229,15 +232,38 @@ static void set_slot_cycles(uint64_t cycles)
     __atomic_store_n(&tu.slot->cycles, cycles, __ATOMIC_RELAXED);
 }
 
-/* The LFSR reached 0xFFFFFF at cycle `at`: reload the programmed value. */
+/* With the slot's dither on: the cycles of the next interval, N plus the
+ * slot generator's next jitter; 0 with it off. */
+static uint32_t dithered_count(uint32_t value)
+{
+    uint64_t draw;
+    uint32_t count;
+
+    if (!value || !__atomic_load_n(&tu.slot->dither, __ATOMIC_ACQUIRE))
+        return 0;
+    draw = __atomic_load_n(&tu.slot->dither_draws, __ATOMIC_RELAXED);
+    count = trace_dither_interval(steps_to_expiry(value),
+                                  __atomic_load_n(&tu.slot->dither_seed,
+                                                  __ATOMIC_RELAXED), draw);
+    __atomic_store_n(&tu.slot->dither_draws, draw + 1, __ATOMIC_RELAXED);
+    return count;
+}
+
+/* The LFSR reached 0xFFFFFF at cycle `at`: reload the programmed value,
+ * or with dither the value for that interval plus a jitter. */
 static void reload(uint64_t at)
 {
     uint32_t value = __atomic_load_n(&tu.slot->programmed_value,
                                      __ATOMIC_ACQUIRE) & LFSR_MASK;
+    uint32_t count = dithered_count(value);
 
+    if (count)
+        value = lfsr_value_for_count(count);
+    else if (value)
+        count = steps_to_expiry(value);
     trace_slot_write_lfsr(tu.slot, at, value);
     tu.lfsr = value;
-    tu.expiry = value ? at + steps_to_expiry(value) : NEVER;
+    tu.expiry = value ? at + count : NEVER;
 }
 
 /* Fast mode: instructions [from, to) of block b have retired; the slot's

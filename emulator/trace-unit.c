@@ -7,6 +7,13 @@
  * words (shared, not private, futexes, since the processes differ): the
  * emulator sleeps on its context's gate and the controller on its ack.
  * Sleeps are cut into short slices so a dead peer is noticed.
+ *
+ * A producer stalled on a full FIFO (policy stall) waits on the slot's
+ * fifo_tail, which the consumer moves, after publishing `stalled`; a
+ * consumer that drained loads `stalled` and wakes it (both sequentially
+ * consistent, so one of them sees the other).  The doorbell is a counter
+ * in the header that producers increment and wake: the driver sleeps on
+ * it with its poll interval as timeout.
  */
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
@@ -67,6 +74,14 @@ static void futex_wake_all(uint32_t *word)
 static int process_is_gone(pid_t pid)
 {
     return pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
 /* ---- Files -------------------------------------------------------------- */
@@ -225,8 +240,12 @@ static void initialise(struct trace_unit *unit,
     h->contexts_offset = (uint32_t)contexts_offset(geo);
     h->ls_base = geo->ls_base;
     h->ls_size = geo->ls_size;
-    for (uint32_t i = 0; i < geo->n_slots; i++)
-        trace_unit_slot(unit, i)->bound_context = TRACE_NONE;
+    for (uint32_t i = 0; i < geo->n_slots; i++) {
+        struct trace_regs_slot *slot = trace_unit_slot(unit, i);
+
+        slot->bound_context = TRACE_NONE;
+        slot->watermark = trace_default_watermark(geo->fifo_depth);
+    }
     for (uint32_t i = 0; i < geo->n_contexts; i++)
         trace_unit_context(unit, i)->slot = TRACE_NONE;
     /* The magic goes last: a file with it is complete. */
@@ -404,9 +423,41 @@ void trace_slot_program(struct trace_regs_slot *slot, uint32_t value)
 
 void trace_slot_load(struct trace_regs_slot *slot, uint32_t state)
 {
-    uint64_t cycles = __atomic_load_n(&slot->cycles, __ATOMIC_ACQUIRE);
+    trace_slot_load_state(slot, state & LFSR_MASK);
+}
 
-    trace_slot_write_lfsr(slot, cycles, state & LFSR_MASK);
+int trace_parse_fifo_policy(const char *text, uint32_t *policy)
+{
+    if (!strcmp(text, "stall"))
+        *policy = TRACE_FIFO_STALL;
+    else if (!strcmp(text, "drop"))
+        *policy = TRACE_FIFO_DROP;
+    else
+        return -1;
+    return 0;
+}
+
+const char *trace_fifo_policy_name(uint32_t policy)
+{
+    return policy == TRACE_FIFO_STALL ? "stall" : "drop";
+}
+
+void trace_slot_set_policy(struct trace_regs_slot *slot, uint32_t fifo_policy,
+                           uint32_t watermark)
+{
+    trace_slot_configure(slot, fifo_policy, watermark,
+                         __atomic_load_n(&slot->dither, __ATOMIC_RELAXED),
+                         __atomic_load_n(&slot->dither_seed,
+                                         __ATOMIC_RELAXED));
+}
+
+void trace_slot_set_dither(struct trace_regs_slot *slot, uint32_t dither,
+                           uint64_t seed)
+{
+    trace_slot_configure(slot,
+                         __atomic_load_n(&slot->fifo_policy, __ATOMIC_RELAXED),
+                         __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED),
+                         dither, seed);
 }
 
 static int context_is_running(const struct trace_regs_context *ctx)
@@ -600,14 +651,114 @@ void trace_slot_status(const struct trace_unit *unit, uint32_t slot,
     status->captures = __atomic_load_n(&s->capture_count, __ATOMIC_ACQUIRE);
     status->dropped = __atomic_load_n(&s->overflow_count, __ATOMIC_ACQUIRE);
     status->outside = __atomic_load_n(&s->outside_count, __ATOMIC_ACQUIRE);
-    status->queued = __atomic_load_n(&s->fifo_head, __ATOMIC_ACQUIRE)
-                     - __atomic_load_n(&s->fifo_tail, __ATOMIC_ACQUIRE);
+    status->queued = trace_slot_queued(s);
+    status->stall_ns = __atomic_load_n(&s->stall_ns, __ATOMIC_ACQUIRE);
+    status->stalls = __atomic_load_n(&s->stall_count, __ATOMIC_ACQUIRE);
     status->cycles = snap.cycles;
     status->lfsr_state = trace_lfsr_snapshot_state(&snap);
     status->programmed_value = __atomic_load_n(&s->programmed_value,
                                                __ATOMIC_ACQUIRE);
     status->bound_context = __atomic_load_n(&s->bound_context,
                                             __ATOMIC_ACQUIRE);
+}
+
+/* ---- FIFO-full policy and doorbell -------------------------------------- */
+
+void trace_futex_wake(uint32_t *word)
+{
+    futex_wake_all(word);
+}
+
+void trace_slot_wake_producer(struct trace_regs_slot *slot)
+{
+    if (__atomic_load_n(&slot->stalled, __ATOMIC_SEQ_CST))
+        futex_wake_all(&slot->fifo_tail);
+}
+
+int trace_doorbell_wait(uint32_t *doorbell, uint32_t seen,
+                        uint64_t timeout_ns)
+{
+    struct timespec timeout = {
+        .tv_sec = (time_t)(timeout_ns / 1000000000u),
+        .tv_nsec = (long)(timeout_ns % 1000000000u),
+    };
+
+    if (__atomic_load_n(doorbell, __ATOMIC_ACQUIRE) != seen)
+        return 1;
+    syscall(SYS_futex, doorbell, FUTEX_WAIT, seen, &timeout, NULL, 0);
+    return __atomic_load_n(doorbell, __ATOMIC_ACQUIRE) != seen;
+}
+
+void trace_doorbell_ring(uint32_t *doorbell)
+{
+    __atomic_add_fetch(doorbell, 1, __ATOMIC_RELEASE);
+    futex_wake_all(doorbell);
+}
+
+/* Whether a stalled producer must give up waiting: the controller turned
+ * the policy to drop, or is gone (nobody would drain). */
+static int stall_abandoned(const struct trace_unit *unit,
+                           const struct trace_regs_slot *slot)
+{
+    return __atomic_load_n(&slot->fifo_policy, __ATOMIC_ACQUIRE)
+               != TRACE_FIFO_STALL
+           || process_is_gone(__atomic_load_n(&unit->header->controller_pid,
+                                              __ATOMIC_ACQUIRE));
+}
+
+/*
+ * The stall: waits, ringing the doorbell, until the FIFO has room (the
+ * capture is then queued) or the stall is abandoned (the capture is
+ * dropped and counted).  Its time and one stall go into the slot.
+ */
+static int stall_push(const struct trace_unit *unit,
+                      struct trace_regs_slot *slot, uint16_t field)
+{
+    uint32_t depth = unit->header->fifo_depth;
+    uint64_t begin = monotonic_ns(), count, ns;
+    int queued = 0;
+
+    __atomic_store_n(&slot->stalled, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_SEQ_CST);
+
+        if ((queued = trace_slot_try_push(slot, depth, field)))
+            break;
+        if (stall_abandoned(unit, slot)) {
+            trace_slot_count_overflow(slot);
+            break;
+        }
+        trace_doorbell_ring(&unit->header->doorbell);
+        futex_wait_ms(&slot->fifo_tail, tail, WAIT_SLICE_MS);
+    }
+    __atomic_store_n(&slot->stalled, 0, __ATOMIC_RELAXED);
+    ns = __atomic_load_n(&slot->stall_ns, __ATOMIC_RELAXED);
+    count = __atomic_load_n(&slot->stall_count, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->stall_ns, ns + (monotonic_ns() - begin),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->stall_count, count + 1, __ATOMIC_RELEASE);
+    return queued;
+}
+
+int trace_slot_capture(const struct trace_unit *unit,
+                       struct trace_regs_slot *slot, uint16_t field)
+{
+    uint32_t depth = unit->header->fifo_depth;
+    uint32_t watermark;
+    int queued = trace_slot_try_push(slot, depth, field);
+
+    if (!queued) {
+        if (__atomic_load_n(&slot->fifo_policy, __ATOMIC_RELAXED)
+            != TRACE_FIFO_STALL) {
+            trace_slot_count_overflow(slot);
+            return 0;
+        }
+        queued = stall_push(unit, slot, field);
+    }
+    watermark = __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED);
+    if (queued && watermark && trace_slot_queued(slot) == watermark)
+        trace_doorbell_ring(&unit->header->doorbell);
+    return queued;
 }
 
 /* ---- Consumer ----------------------------------------------------------- */
@@ -621,6 +772,7 @@ int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
     int32_t n;
 
     while ((n = trace_slot_drain(s, depth, batch, DRAIN_BATCH)) > 0) {
+        trace_slot_wake_producer(s);
         for (int32_t i = 0; out && i < n; i++)
             fprintf(out, "0x%05x\n", (unsigned)batch[i] << 2);
         *drained += (uint64_t)n;
@@ -700,6 +852,26 @@ static void sleep_or_exit(int pidfd, long interval_us)
 
     if (pidfd < 0 || ppoll(&exit_event, 1, &timeout, NULL) < 0)
         nanosleep(&timeout, NULL);
+}
+
+/*
+ * Until the next drain: under the stall policy the emulator waits for us,
+ * so we wait on the doorbell (`seen`: its value before the last drain),
+ * which it rings at the watermark and while it stalls, for at most the
+ * interval (the emulator's end rings nothing); otherwise for the
+ * interval, or until the child ends.
+ */
+static void wait_for_work(const struct trace_run *run, int pidfd,
+                          long interval_us, uint32_t seen)
+{
+    const struct trace_regs_slot *s = trace_unit_slot(run->unit, run->slot);
+
+    if (__atomic_load_n(&s->fifo_policy, __ATOMIC_RELAXED)
+        == TRACE_FIFO_STALL)
+        trace_doorbell_wait(&run->unit->header->doorbell, seen,
+                            (uint64_t)interval_us * 1000u);
+    else
+        sleep_or_exit(pidfd, interval_us);
 }
 
 /* ---- Emulator ----------------------------------------------------------- */
@@ -857,6 +1029,7 @@ int trace_counts_create(const char *path, char *err, size_t errlen)
 /* ---- A simple traced run ------------------------------------------------ */
 
 static int bind_and_load(struct trace_run *run, uint32_t count,
+                         const struct trace_sampling *sampling,
                          char *err, size_t errlen)
 {
     struct trace_regs_slot *slot = trace_unit_slot(run->unit, run->slot);
@@ -869,6 +1042,11 @@ static int bind_and_load(struct trace_run *run, uint32_t count,
     }
     if (trace_unit_bind(run->unit, run->context, run->slot, err, errlen) < 0)
         return -1;
+    trace_slot_configure(slot,
+                         sampling ? sampling->fifo_policy : TRACE_FIFO_DROP,
+                         trace_default_watermark(run->unit->header->fifo_depth),
+                         sampling && sampling->dither,
+                         sampling ? sampling->dither_seed : 0);
     trace_slot_program(slot, value);
     trace_slot_load(slot, value);
     trace_unit_set_controller(run->unit, getpid());
@@ -900,6 +1078,7 @@ int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
                     const char *counts, const struct trace_watch *watch,
+                    const struct trace_sampling *sampling,
                     char *err, size_t errlen)
 {
     int watching = watch && watch->guard_count;
@@ -919,7 +1098,7 @@ int trace_run_start(struct trace_run *run, const char *regs,
                                       watching ? watch->guard_ls_offset : 0,
                                       watching ? watch->guard_count : 0,
                                       err, errlen) < 0
-        || bind_and_load(run, count, err, errlen) < 0) {
+        || bind_and_load(run, count, sampling, err, errlen) < 0) {
         trace_run_end(run);
         return -1;
     }
@@ -945,6 +1124,11 @@ void trace_run_report(const struct trace_run *run, FILE *out)
                 __atomic_load_n(&slot->event_overflow, __ATOMIC_ACQUIRE)
                 - run->start_event_overflow);
     trace_slot_status(run->unit, run->slot, &now);
+    if (__atomic_load_n(&slot->fifo_policy, __ATOMIC_ACQUIRE)
+        == TRACE_FIFO_STALL)
+        fprintf(out, "stalls=%llu stall_ns=%llu\n",
+                (unsigned long long)(now.stalls - run->start.stalls),
+                (unsigned long long)(now.stall_ns - run->start.stall_ns));
     fprintf(out, "captures=%llu dropped=%llu instructions=%llu "
             "outside_ls=%llu\n",
             (unsigned long long)(now.captures - run->start.captures),
@@ -989,6 +1173,8 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
 
     for (;;) {
         uint64_t before = run->drained, events_before = run->events_drained;
+        uint32_t seen = __atomic_load_n(&run->unit->header->doorbell,
+                                        __ATOMIC_ACQUIRE);
 
         ended = child_ended(child, err, errlen);
         if (ended < 0)
@@ -1002,7 +1188,7 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
         interval = next_poll_us(interval, run->drained - before,
                                 run->unit->header->fifo_depth,
                                 run->events_drained - events_before);
-        sleep_or_exit(pidfd, interval);
+        wait_for_work(run, pidfd, interval, seen);
     }
     if (pidfd >= 0)
         close(pidfd);

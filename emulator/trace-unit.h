@@ -78,6 +78,24 @@ void trace_slot_program(struct trace_regs_slot *slot, uint32_t value);
  * runs on the slot: unbound, or its context held. */
 void trace_slot_load(struct trace_regs_slot *slot, uint32_t state);
 
+/* What a capture does when the slot's FIFO is full, the fill at which it
+ * rings the doorbell, and the dither (trace_slot_configure). */
+void trace_slot_set_policy(struct trace_regs_slot *slot, uint32_t fifo_policy,
+                           uint32_t watermark);
+void trace_slot_set_dither(struct trace_regs_slot *slot, uint32_t dither,
+                           uint64_t seed);
+
+/* "stall" or "drop" as TRACE_FIFO_*; 0, or -1 for other text.
+ * trace_fifo_policy_name() is the inverse ("drop" for unknown values). */
+int trace_parse_fifo_policy(const char *text, uint32_t *policy);
+const char *trace_fifo_policy_name(uint32_t policy);
+
+/* The default doorbell watermark: half the FIFO. */
+static inline uint32_t trace_default_watermark(uint32_t fifo_depth)
+{
+    return fifo_depth / 2;
+}
+
 /* Binds a context to a slot, unbinding it from its previous slot and the
  * slot from its previous context.  Neither context may be running: each
  * must be without emulator, held, or exited. */
@@ -132,6 +150,8 @@ struct trace_slot_status {
     uint64_t dropped;       /* FIFO was full */
     uint64_t outside;       /* PC outside the local store, not queued */
     uint32_t queued;        /* entries waiting in the FIFO */
+    uint64_t stall_ns;      /* time the producer spent stalled */
+    uint64_t stalls;        /* captures that waited for room */
     uint32_t lfsr_state;
     uint32_t programmed_value;
     uint32_t bound_context;
@@ -158,7 +178,37 @@ int trace_slot_drain_events_to(struct trace_unit *unit, uint32_t slot,
                                uint32_t base, FILE *out, uint64_t *drained,
                                char *err, size_t errlen);
 
+/* A consumer that drained the slot: wakes its producer if it is stalled
+ * (waiting on fifo_tail for room). */
+void trace_slot_wake_producer(struct trace_regs_slot *slot);
+
+/*
+ * The doorbell (the header's `doorbell` word), for whoever drains (the
+ * hosted driver's poll thread): trace_doorbell_wait() sleeps until the
+ * word differs from `seen` or timeout_ns passes, and returns 1 when it
+ * rang, 0 on timeout.  trace_doorbell_ring() rings it (producers, and a
+ * host that wants its waiter up).  trace_futex_wake() wakes every waiter
+ * on a shared futex word.
+ */
+int trace_doorbell_wait(uint32_t *doorbell, uint32_t seen,
+                        uint64_t timeout_ns);
+void trace_doorbell_ring(uint32_t *doorbell);
+void trace_futex_wake(uint32_t *word);
+
 /* ---- Emulator (the QEMU plugin) ---------------------------------------- */
+
+/*
+ * Producer: records a capture whose PC field is `field` under the slot's
+ * FIFO-full policy.  Drop: queued, or counted in overflow_count.  Stall:
+ * with the FIFO full, it rings the doorbell and waits (futex on fifo_tail)
+ * until the consumer frees an entry, counting the stall and its time in
+ * the slot; it stops waiting and drops (counted) only when the policy
+ * turns to drop or the controller (controller_pid) is gone, so a dead
+ * consumer never hangs the emulator.  Rings the doorbell when the queue
+ * reaches the slot's watermark.  Returns 1 if queued, 0 if dropped.
+ */
+int trace_slot_capture(const struct trace_unit *unit,
+                       struct trace_regs_slot *slot, uint16_t field);
 
 /* Claims a context for this process and records its mode.  Fails when the
  * id is out of range or a live process already owns it. */
@@ -206,6 +256,13 @@ struct trace_watch {
     uint32_t guard_count;           /* guard words; 0: no watch */
 };
 
+/* A traced run's FIFO-full policy and dither. */
+struct trace_sampling {
+    uint32_t fifo_policy;           /* TRACE_FIFO_DROP or TRACE_FIFO_STALL */
+    uint32_t dither;                /* 1: randomize each interval */
+    uint64_t dither_seed;
+};
+
 /* One emulator traced on one slot, with the simple consumer. */
 struct trace_run {
     struct trace_unit *unit;
@@ -228,13 +285,15 @@ struct trace_run {
  * this process as the controller; opens the gate; and formats the plugin
  * argument for `mode` (and `counts`, the exact counts file, or NULL).
  * With a watch (NULL: none) the context watches its guard words and the
- * plugin gets the RAM file.  Returns 0, or -1 with the reason (nothing
- * left behind).
+ * plugin gets the RAM file.  sampling (NULL: drop, no dither) sets the
+ * slot's FIFO-full policy and dither.  Returns 0, or -1 with the reason
+ * (nothing left behind).
  */
 int trace_run_start(struct trace_run *run, const char *regs,
                     const struct trace_geometry *geo, uint32_t context,
                     uint32_t slot, uint32_t count, uint32_t mode,
                     const char *counts, const struct trace_watch *watch,
+                    const struct trace_sampling *sampling,
                     char *err, size_t errlen);
 
 /*
@@ -244,7 +303,9 @@ int trace_run_start(struct trace_run *run, const char *regs,
  * positions counted from the run's first capture (a line of out).  It does not reap the child:
  * the caller waits for it and reads its status.  With drain 0 it drains
  * only that last time: a consumer that stalls while the emulator runs, so
- * the FIFO keeps its oldest entries and overflows.  A private register
+ * the FIFO keeps its oldest entries and overflows (under the drop policy
+ * only: a stalling emulator would wait for it).  Under the stall policy
+ * it drains whenever the emulator rings the doorbell.  A private register
  * file is unlinked as soon as the emulator has attached to it, so nothing
  * is left behind however the run ends.  Returns 0, or -1 with the reason.
  */
@@ -253,8 +314,9 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
 
 /* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
  * (the slot's counters since the start, the context's instructions), after
- * a line "events=E events_dropped=F" when it watches guard words (so the
- * counters stay the last line). */
+ * a line "events=E events_dropped=F" when it watches guard words and a
+ * line "stalls=S stall_ns=T" under the stall policy (so the counters stay
+ * the last line). */
 void trace_run_report(const struct trace_run *run, FILE *out);
 
 /* Unmaps the register file, removing it if the run created it. */

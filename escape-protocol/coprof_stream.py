@@ -48,16 +48,19 @@ ADDRESS_ALIGN = 4
 MASK64 = (1 << 64) - 1
 CHECK_MULTIPLIER = 0x9E3779B97F4A7C15
 
-# ---- Version 1.1 -------------------------------------------------------------
+# ---- Version 1.2 -------------------------------------------------------------
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 1
+VERSION_MINOR = 2
 VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
-         "stop": 6, "image": 7, "release": 8}
+         "stop": 6, "image": 7, "release": 8, "stall": 9}
 CODE_NAMES = {code: name for name, code in CODES.items()}
-START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE = range(1, 9)
+START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE, STALL = range(1, 10)
+
+# START's fifo_full (1.2).
+FIFO_DROP, FIFO_STALL = 0, 1
 
 CAUSES = {1: "fifo-overflow", 2: "buffer-full", 3: "no-context",
           4: "outside-ls"}
@@ -78,7 +81,9 @@ LAYOUTS = {
             ("lfsr_value", 32, "hex6"), ("lfsr_count", 32, "dec"),
             ("clock_hz", 64, "dec"), ("fifo_depth", 32, "dec"),
             ("ls_size", 64, "dec"), ("poll_interval_ns", 64, "dec"),
-            ("start_time_ns", 64, "dec")),
+            ("start_time_ns", 64, "dec"), ("fifo_full", 32, "dec"),
+            ("dither", 32, "dec"), ("dither_seed", 64, "dec"),
+            ("watermark", 32, "dec")),
     CONTEXT: (("slot", 32, "dec"), ("pid", 32, "dec"), ("tid", 32, "dec"),
               ("context_id", 64, "dec"), ("object_id", 64, "hex"),
               ("device", 64, "dec"), ("inode", 64, "dec"),
@@ -95,6 +100,8 @@ LAYOUTS = {
     IMAGE: (("device", 64, "dec"), ("inode", 64, "dec"), ("size", 64, "dec"),
             ("hash", 64, "hex16"), ("path", 32, "path")),
     RELEASE: (("slot", 32, "dec"), ("cycle", 64, "dec")),
+    STALL: (("slot", 32, "dec"), ("count", 64, "dec"), ("ns", 64, "dec"),
+            ("cycle", 64, "dec")),
 }
 MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 
@@ -102,8 +109,9 @@ MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 # some (the 1.0 form); the others are absent from a decoded record's fields
 # when its writer did not send them.  OVERLAY's placed (1.1) is the flags
 # word: bit 0, OVERLAY_PLACED, says the change sits exactly at this point of
-# the slot's sample sequence.
-MIN_WORDS = {OVERLAY: 4}
+# the slot's sample sequence.  START's sampling words (1.2: fifo_full,
+# dither, dither_seed, watermark) are absent from a 1.1 START.
+MIN_WORDS = {OVERLAY: 4, START: 9}
 OVERLAY_PLACED = 0x1
 
 
@@ -165,7 +173,7 @@ def fields_error(code, fields, slot_limit):
         if not 1 <= len(path) <= MAX_PATH or 0 in path:
             return BAD_FIELD
         return None
-    if code == LOST and fields["count"] == 0:
+    if code in (LOST, STALL) and fields["count"] == 0:
         return BAD_FIELD
     if "slot" in fields and fields["slot"] >= slot_limit:
         return BAD_FIELD

@@ -42,10 +42,10 @@
 #define COPSTREAM_MAX_SLOTS      256u
 #define COPSTREAM_ADDRESS_ALIGN  4u          /* PC fields are address >> 2 */
 
-/* ---- Version 1.1 -------------------------------------------------------- */
+/* ---- Version 1.2 -------------------------------------------------------- */
 
 #define COPSTREAM_VERSION_MAJOR  1u
-#define COPSTREAM_VERSION_MINOR  1u
+#define COPSTREAM_VERSION_MINOR  2u
 #define COPSTREAM_VERSION \
     (COPSTREAM_VERSION_MAJOR << 16 | COPSTREAM_VERSION_MINOR)
 
@@ -58,15 +58,18 @@ enum copstream_code {
     COPSTREAM_STOP     = 6,
     COPSTREAM_IMAGE    = 7,
     COPSTREAM_RELEASE  = 8,
-    COPSTREAM_CODE_END = 9            /* codes at or above are unknown in 1.0 */
+    COPSTREAM_STALL    = 9,           /* 1.2 */
+    COPSTREAM_CODE_END = 10           /* codes at or above are unknown in 1.2 */
 };
 
 /*
- * Payload words of each record in version 1.1 (IMAGE: plus the path).  1.1
- * appended OVERLAY's flags word; a record in its 1.0 form (without it) is
- * still sound and reads as flags 0.
+ * Payload words of each record in version 1.2 (IMAGE: plus the path).  1.1
+ * appended OVERLAY's flags word, 1.2 START's sampling words (FIFO-full
+ * policy, dither, seed, watermark); a record in its earlier form (without
+ * them) is still sound and reads them as 0.
  */
-#define COPSTREAM_START_WORDS    9u
+#define COPSTREAM_START_WORDS    13u
+#define COPSTREAM_START_WORDS_1_1 9u
 #define COPSTREAM_CONTEXT_WORDS  11u
 #define COPSTREAM_OVERLAY_WORDS  5u
 #define COPSTREAM_OVERLAY_WORDS_1_0 4u
@@ -75,6 +78,7 @@ enum copstream_code {
 #define COPSTREAM_STOP_WORDS     3u
 #define COPSTREAM_IMAGE_WORDS    5u      /* fixed part, before the path */
 #define COPSTREAM_RELEASE_WORDS  2u
+#define COPSTREAM_STALL_WORDS    4u
 #define COPSTREAM_MAX_PATH \
     (COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD - COPSTREAM_IMAGE_WORDS))
 
@@ -112,7 +116,16 @@ struct copstream_start {
     uint64_t ls_size;             /* local-store bytes, 4 .. 2^32, by 4s */
     uint64_t poll_interval_ns;    /* the driver's poll period */
     uint64_t start_time_ns;       /* CLOCK_MONOTONIC when the driver started */
+    /* 1.2; 0 in an earlier START. */
+    uint32_t fifo_full;           /* COPSTREAM_FIFO_DROP or _STALL */
+    uint32_t dither;              /* 1: each interval N plus a jitter */
+    uint64_t dither_seed;         /* the jitter generator's seed */
+    uint32_t watermark;           /* FIFO fill that rings the doorbell */
 };
+
+/* START's fifo_full (the trace unit's TRACE_FIFO_* values). */
+#define COPSTREAM_FIFO_DROP      0u
+#define COPSTREAM_FIFO_STALL     1u
 
 struct copstream_context {
     uint32_t slot;
@@ -170,6 +183,14 @@ struct copstream_release {
     uint64_t cycle;               /* slot cycle when the context left */
 };
 
+/* 1.2: the slot's producer stalled on a full FIFO since the last STALL. */
+struct copstream_stall {
+    uint32_t slot;
+    uint64_t count;               /* stalls, >= 1 */
+    uint64_t ns;                  /* wall time stalled */
+    uint64_t cycle;               /* slot cycle when they were seen */
+};
+
 /*
  * One record.  The encoder reads code and the matching member of the
  * union, and payload_words only to write a record in an earlier minor
@@ -194,6 +215,7 @@ struct copstream_record {
         struct copstream_stop stop;
         struct copstream_image image;
         struct copstream_release release;
+        struct copstream_stall stall;
     } u;
 };
 

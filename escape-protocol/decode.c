@@ -178,7 +178,9 @@ static int starts_equal(const struct copstream_start *a,
            a->clock_hz == b->clock_hz && a->fifo_depth == b->fifo_depth &&
            a->ls_size == b->ls_size &&
            a->poll_interval_ns == b->poll_interval_ns &&
-           a->start_time_ns == b->start_time_ns;
+           a->start_time_ns == b->start_time_ns &&
+           a->fifo_full == b->fifo_full && a->dither == b->dither &&
+           a->dither_seed == b->dither_seed && a->watermark == b->watermark;
 }
 
 /* The path of an IMAGE record: 0, or the error kind. */
@@ -557,6 +559,7 @@ const char *copstream_code_name(uint16_t code)
         [COPSTREAM_OVERLAY] = "overlay", [COPSTREAM_LOST] = "lost",
         [COPSTREAM_TIME] = "time",       [COPSTREAM_STOP] = "stop",
         [COPSTREAM_IMAGE] = "image",     [COPSTREAM_RELEASE] = "release",
+        [COPSTREAM_STALL] = "stall",
     };
 
     return code < COPSTREAM_CODE_END ? names[code] : NULL;

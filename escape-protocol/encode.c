@@ -34,6 +34,10 @@ static const struct field_layout start_fields[COPSTREAM_START_WORDS] = {
           FIELD_DECIMAL),
     FIELD(struct copstream_start, start_time_ns, "start_time_ns",
           FIELD_DECIMAL),
+    FIELD(struct copstream_start, fifo_full, "fifo_full", FIELD_DECIMAL),
+    FIELD(struct copstream_start, dither, "dither", FIELD_DECIMAL),
+    FIELD(struct copstream_start, dither_seed, "dither_seed", FIELD_DECIMAL),
+    FIELD(struct copstream_start, watermark, "watermark", FIELD_DECIMAL),
 };
 
 static const struct field_layout context_fields[COPSTREAM_CONTEXT_WORDS] = {
@@ -91,8 +95,15 @@ static const struct field_layout release_fields[COPSTREAM_RELEASE_WORDS] = {
     FIELD(struct copstream_release, cycle, "cycle", FIELD_DECIMAL),
 };
 
+static const struct field_layout stall_fields[COPSTREAM_STALL_WORDS] = {
+    FIELD(struct copstream_stall, slot, "slot", FIELD_DECIMAL),
+    FIELD(struct copstream_stall, count, "count", FIELD_DECIMAL),
+    FIELD(struct copstream_stall, ns, "ns", FIELD_DECIMAL),
+    FIELD(struct copstream_stall, cycle, "cycle", FIELD_DECIMAL),
+};
+
 const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
-    [COPSTREAM_START]   = { COPSTREAM_START_WORDS, COPSTREAM_START_WORDS,
+    [COPSTREAM_START]   = { COPSTREAM_START_WORDS, COPSTREAM_START_WORDS_1_1,
                             start_fields },
     [COPSTREAM_CONTEXT] = { COPSTREAM_CONTEXT_WORDS, COPSTREAM_CONTEXT_WORDS,
                             context_fields },
@@ -108,6 +119,8 @@ const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
                             image_fields },
     [COPSTREAM_RELEASE] = { COPSTREAM_RELEASE_WORDS, COPSTREAM_RELEASE_WORDS,
                             release_fields },
+    [COPSTREAM_STALL]   = { COPSTREAM_STALL_WORDS, COPSTREAM_STALL_WORDS,
+                            stall_fields },
 };
 
 uint16_t copstream_check(uint16_t code, uint16_t length,
@@ -177,6 +190,10 @@ int copstream_fields_check(const struct copstream_record *rec,
         return path_check(&rec->u.image);
     case COPSTREAM_RELEASE:
         return slot_check(rec->u.release.slot, slot_limit);
+    case COPSTREAM_STALL:
+        if (rec->u.stall.count == 0)
+            return COPSTREAM_ERR_BAD_FIELD;
+        return slot_check(rec->u.stall.slot, slot_limit);
     default:
         return COPSTREAM_ERR_BAD_FIELD;
     }

@@ -17,7 +17,10 @@ import coprof_stream as cs  # noqa: E402
 
 START = dict(version=cs.VERSION, slots=4, lfsr_value=0xFFFFFE, lfsr_count=1,
              clock_hz=10**9, fifo_depth=1024, ls_size=262144,
-             poll_interval_ns=512, start_time_ns=1)
+             poll_interval_ns=512, start_time_ns=1, fifo_full=cs.FIFO_STALL,
+             dither=1, dither_seed=0xFEDCBA9876543210, watermark=512)
+START_1_1 = {k: v for k, v in START.items()
+             if k not in ("fifo_full", "dither", "dither_seed", "watermark")}
 IDENTITY = dict(device=2049, inode=7, size=8192, hash=0x1122334455667788)
 
 
@@ -73,6 +76,10 @@ def seeds():
     yield "placed", b"".join(parts[:5] + [placed] + parts[5:7] + [old_form] +
                              parts[7:])
     yield "long-path", cs.encode_record("image", path=b"p" * 4000, **IDENTITY)
+    stall = cs.encode_record("stall", slot=0, count=3, ns=12345, cycle=77)
+    yield "stall", b"".join(parts[:6] + [stall] + parts[6:])
+    yield "start-1-1", b"".join([cs.encode_record("start", **START_1_1)] +
+                                parts[1:])
 
 
 def main():

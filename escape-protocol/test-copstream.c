@@ -60,6 +60,8 @@ static struct copstream_start test_start(void)
         .version = COPSTREAM_VERSION, .slots = 8, .lfsr_value = 0xFFFFFE,
         .lfsr_count = 1, .clock_hz = 1000000000, .fifo_depth = 1024,
         .ls_size = 262144, .poll_interval_ns = 512, .start_time_ns = 1000,
+        .fifo_full = COPSTREAM_FIFO_STALL, .dither = 1,
+        .dither_seed = 18446744073709551557ull, .watermark = 512,
     };
     return start;
 }
@@ -96,6 +98,15 @@ static void add_context(GByteArray *s, uint32_t slot, uint64_t context_id,
         .context_id = context_id, .object_id = 0x55550000 + context_id,
         .image = test_image, .image_offset = 4096, .cycle = cycle,
     };
+    add_record(s, &rec);
+}
+
+static void add_stall(GByteArray *s, uint32_t slot, uint64_t count,
+                      uint64_t ns)
+{
+    struct copstream_record rec = { .code = COPSTREAM_STALL };
+
+    rec.u.stall = (struct copstream_stall){ slot, count, ns, 350 };
     add_record(s, &rec);
 }
 
@@ -316,23 +327,25 @@ static void test_round_trip_every_record(void)
 {
     GByteArray *s = g_byte_array_new();
     static const char *const expected =
-        "0 start version=1.1 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
+        "0 start version=1.2 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
         "clock_hz=1000000000 fifo_depth=1024 ls_size=262144 "
-        "poll_interval_ns=512 start_time_ns=1000\n"
-        "88 image device=2049 inode=77 size=40960 hash=0x0123456789abcdef "
+        "poll_interval_ns=512 start_time_ns=1000 fifo_full=1 dither=1 "
+        "dither_seed=18446744073709551557 watermark=512\n"
+        "120 image device=2049 inode=77 size=40960 hash=0x0123456789abcdef "
         "path=/a\\x20b\\x5c\\x0a\\xff\n"
-        "152 context slot=5 pid=4000 tid=4006 context_id=9 "
+        "184 context slot=5 pid=4000 tid=4006 context_id=9 "
         "object_id=0x55550009 device=2049 inode=77 size=40960 "
         "hash=0x0123456789abcdef image_offset=4096 cycle=123\n"
-        "256 overlay slot=5 region=2 guard=3 cycle=200 placed=1\n"
-        "312 overlay slot=5 region=1 guard=0 cycle=200\n"
-        "360 sample slot=5 address=0x3fffc\n"
-        "368 sample slot=5 address=0x00000\n"
-        "376 lost slot=5 cause=buffer-full count=4 cycle=999\n"
-        "424 lost slot=5 cause=77 count=1 cycle=999\n"
-        "472 time slot=5 cycle=300 time_ns=1234567\n"
-        "512 release slot=5 cycle=400\n"
-        "544 stop time_ns=5000000 samples=2 lost=5\n";
+        "288 overlay slot=5 region=2 guard=3 cycle=200 placed=1\n"
+        "344 overlay slot=5 region=1 guard=0 cycle=200\n"
+        "392 sample slot=5 address=0x3fffc\n"
+        "400 sample slot=5 address=0x00000\n"
+        "408 lost slot=5 cause=buffer-full count=4 cycle=999\n"
+        "456 lost slot=5 cause=77 count=1 cycle=999\n"
+        "504 stall slot=5 count=3 ns=120000 cycle=350\n"
+        "552 time slot=5 cycle=300 time_ns=1234567\n"
+        "592 release slot=5 cycle=400\n"
+        "624 stop time_ns=5000000 samples=2 lost=5\n";
 
     add_start(s);
     add_image(s, "/a b\\\n\xff");
@@ -343,6 +356,7 @@ static void test_round_trip_every_record(void)
     add_sample(s, 5, 0);
     add_lost(s, 5, COPSTREAM_LOST_BUFFER_FULL, 4);
     add_lost(s, 5, 77, 1);
+    add_stall(s, 5, 3, 120000);
     add_time(s, 5, 300, 1234567);
     add_release(s, 5, 400);
     add_stop(s, 2, 5);
@@ -575,7 +589,7 @@ static void test_unknown_codes_skipped(void)
     g_assert_cmpuint(d.stats.records[COPSTREAM_TIME], ==, 1);
     g_assert_nonnull(strstr(d.text, " time slot=0 cycle=77 time_ns=88 "
                             "extra=0xffffffffffffffff,0x5\n"));
-    g_assert_nonnull(strstr(d.text, " unknown code=9 "
+    g_assert_nonnull(strstr(d.text, " unknown code=10 "
                             "words=0x0,0xffffffffffffffff,0xffffffffffffffff\n"));
     g_assert_nonnull(strstr(d.text, " unknown code=0\n"));
     g_free(d.text);
@@ -607,6 +621,54 @@ static void decode_overlays(GByteArray *s)
     copstream_decoder_feed(&dec, s->data, s->len);
     copstream_decoder_finish(&dec);
     g_assert_cmpuint(dec.stats.errors, ==, 0);
+}
+
+/* The START a decoder adopted. */
+static struct copstream_start decode_start(GByteArray *s)
+{
+    static struct copstream_decoder dec;
+    struct copstream_handler h = { 0 };
+
+    copstream_decoder_init(&dec, &h);
+    copstream_decoder_feed(&dec, s->data, s->len);
+    copstream_decoder_finish(&dec);
+    g_assert_cmpuint(dec.stats.errors, ==, 0);
+    return dec.start;
+}
+
+/*
+ * START of 1.2: the sampling words (FIFO-full policy, dither, seed,
+ * watermark) round-trip; a 1.1 START (9 words) reads them as 0, and is
+ * 32 bytes shorter.
+ */
+static void test_start_sampling(void)
+{
+    GByteArray *s = g_byte_array_new();
+    struct copstream_record rec = { .code = COPSTREAM_START };
+    struct copstream_start got;
+
+    add_start(s);
+    add_stop(s, 0, 0);
+    got = decode_start(s);
+    g_assert_cmpuint(got.fifo_full, ==, COPSTREAM_FIFO_STALL);
+    g_assert_cmpuint(got.dither, ==, 1);
+    g_assert_cmpuint(got.dither_seed, ==, 18446744073709551557ull);
+    g_assert_cmpuint(got.watermark, ==, 512);
+
+    rec.u.start = test_start();
+    g_assert_cmpint(copstream_record_bytes(&rec), ==, 8 * (2 + 13));
+    rec.payload_words = COPSTREAM_START_WORDS_1_1;
+    g_byte_array_set_size(s, 0);
+    add_record(s, &rec);
+    add_stop(s, 0, 0);
+    g_assert_cmpuint(s->len, ==, 8 * (2 + 9) + 8 * (2 + 3));
+    got = decode_start(s);
+    g_assert_cmpuint(got.version, ==, COPSTREAM_VERSION);
+    g_assert_cmpuint(got.fifo_full, ==, 0);
+    g_assert_cmpuint(got.dither, ==, 0);
+    g_assert_cmpuint(got.dither_seed, ==, 0);
+    g_assert_cmpuint(got.watermark, ==, 0);
+    g_byte_array_unref(s);
 }
 
 /*
@@ -980,6 +1042,7 @@ int main(int argc, char **argv)
     g_test_add_func("/copstream/round-trip-values", test_round_trip_values);
     g_test_add_func("/copstream/encoder-errors", test_encoder_errors);
     g_test_add_func("/copstream/overlay-flags", test_overlay_flags);
+    g_test_add_func("/copstream/start-sampling", test_start_sampling);
     g_test_add_func("/copstream/sample-words", test_sample_words);
     g_test_add_func("/copstream/idempotent-start", test_idempotent_start);
     g_test_add_func("/copstream/unknown-codes-skipped",

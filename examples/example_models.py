@@ -197,3 +197,29 @@ def pipeline(frames):
         results.append((k, sum(frame) // FRAME, edges(d), threshold, runs,
                         checksum))
     return results
+
+
+# examples/alias
+
+ALIAS_ITERATIONS = 1000000
+
+
+def alias_spin(iterations, seed):
+    """loop.S's alias_spin: the digest of `iterations` passes of its
+    7-instruction loop."""
+    t0 = t1 = seed & MASK
+    n = iterations
+    while n:
+        n -= 1
+        t0 ^= n
+        t1 = (t1 + t0) & MASK
+        t1 ^= (t0 << 3) & MASK
+        t1 = (t1 + n) & MASK
+    return t1
+
+
+def alias(rounds):
+    digest = 0
+    for r in range(rounds):
+        digest = (digest * 33 + alias_spin(ALIAS_ITERATIONS, r)) & MASK
+    return "alias rounds=%d digest=%08x" % (rounds, digest)

@@ -24,4 +24,9 @@ $(eval $(call cop_program,pipeline))
 
 ALL_TARGETS += $(pipeline_IMAGE)
 
+alias_SOURCES := examples/alias/alias.c examples/alias/loop.S
+$(eval $(call cop_program,alias))
+
+ALL_TARGETS += $(alias_IMAGE)
+
 PYTESTS += examples

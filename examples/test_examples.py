@@ -23,7 +23,8 @@ def test_kernels_default_rounds(run, example):
     assert result.stdout == example_models.kernels(4) + "\n"
 
 
-@pytest.mark.parametrize("name", ["kernels", "overlays", "pipeline"])
+@pytest.mark.parametrize("name", ["kernels", "overlays", "pipeline",
+                                  "alias"])
 def test_bad_count_is_refused(run, example, name):
     result = run(example(name), 0)
     assert result.returncode == 2
@@ -34,6 +35,28 @@ def test_kernels_has_its_hot_functions(example):
     symbols = copimage.Image(example("kernels")).symbols
     for function in ("matrix_multiply", "crc32_bitwise", "insertion_sort"):
         assert function in symbols
+
+
+def test_alias(run, example):
+    result = run(example("alias"), 2)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == example_models.alias(2) + "\n"
+
+
+def test_alias_loop_is_seven_instructions(example):
+    """1, 2 and 4 instructions of 4 bytes, one after the other: the loop
+    whose length divides N = 1001."""
+    image = copimage.Image(example("alias"))
+    head, mid, tail = (image.symbols[f] for f in
+                       ("alias_head", "alias_mid", "alias_tail"))
+    assert (mid - head, tail - mid) == (4, 8)
+    with open(example("alias"), "rb") as f:
+        from elftools.elf.elffile import ELFFile
+        sizes = {s.name: s["st_size"] for s in
+                 ELFFile(f).get_section_by_name(".symtab").iter_symbols()}
+    # alias_tail's 4 loop instructions, then the 2 of its return
+    assert (sizes["alias_head"], sizes["alias_mid"], sizes["alias_tail"]) \
+        == (4, 8, 24)
 
 
 @pytest.mark.parametrize("rounds", [1, 4])

@@ -8,8 +8,12 @@
  * copsim_status:
  *
  *   SET    the session's parameters: LFSR value and count N (computed by
- *          lfsr/: the value must be the one for N), poll interval, event
- *          buffer size.  Refused while a session runs.
+ *          lfsr/: the value must be the one for N, and N at least
+ *          lfsr_min_count()), poll interval, event buffer size, FIFO-full
+ *          policy, doorbell watermark, dither and its seed.  Refused
+ *          while a session runs.  A SET of the first form (24-byte
+ *          parameters, up to buffer_bytes and a zero word) is taken with
+ *          the rest zero: drop, half-FIFO watermark, no dither.
  *   GET    the parameters, and what the driver is: slots, FIFO depth,
  *          nominal clock, whether a session runs.
  *   START  starts a session with the parameters set; the reply carries the
@@ -17,7 +21,8 @@
  *          escape-coded stream, START to STOP, then end-of-file.
  *   STOP   ends the session (the rest of the stream follows on the
  *          descriptor).
- *   STATS  the driver's statistics (struct copdrv_stats, widened).
+ *   STATS  the driver's statistics (struct copdrv_stats, widened),
+ *          with the session's stalls and stall time, in all and by slot.
  *
  * Errors are errno values with one line: EINVAL (bad parameters), EBUSY
  * (SET or START while a session runs), EALREADY (STOP with none).
@@ -35,13 +40,24 @@
 #define COPDRV_CONTROL_STOP	0x103u
 #define COPDRV_CONTROL_STATS	0x104u
 
+/* fifo_full: what a capture does when the slot's FIFO is full. */
+#define COPDRV_FIFO_DROP	0u	/* dropped, counted (the Cell) */
+#define COPDRV_FIFO_STALL	1u	/* the coprocessor waits: no loss */
+
 struct copdrv_control_params {
 	uint32_t lfsr_value;
 	uint32_t lfsr_count;
 	uint64_t poll_interval_ns;
 	uint32_t buffer_bytes;		/* 0: the driver's default */
-	uint32_t reserved;
+	uint32_t fifo_full;		/* COPDRV_FIFO_DROP or _STALL */
+	uint32_t dither;		/* 1: each interval N plus a jitter */
+	uint32_t watermark;		/* FIFO fill that wakes the driver, below
+					 * the FIFO depth; 0: half the FIFO */
+	uint64_t dither_seed;		/* the jitter generator's seed */
 };
+
+/* The parameters' first form, which SET still takes. */
+#define COPDRV_CONTROL_PARAMS_V1_SIZE	24u
 
 /* SET: the parameters.  GET, START, STOP, STATS: a bare header. */
 struct copdrv_control_set {
@@ -84,6 +100,11 @@ struct copdrv_control_stats {
 	uint64_t poll_cpu_ns;
 	uint64_t overlays_placed;	/* placed OVERLAY records written */
 	uint64_t overlay_events_lost;	/* overlay events the unit dropped */
+	uint64_t doorbell_polls;	/* polls the doorbell started early */
+	uint64_t stalls;		/* captures that waited, all slots */
+	uint64_t stall_ns;		/* time producers spent stalled */
+	uint64_t slot_stalls[64];	/* by slot (COPDRV_MAX_SLOTS) */
+	uint64_t slot_stall_ns[64];
 };
 
 #endif /* COPROF_COPDRV_CONTROL_H */

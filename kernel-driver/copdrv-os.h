@@ -11,7 +11,9 @@
  *   copdrv_os_alloc/free        calloc/free               kvzalloc/kvfree
  *   copdrv_os_lock/unlock       pthread mutex             mutex
  *   copdrv_os_now_ns            CLOCK_MONOTONIC           ktime_get_ns
- *   copdrv_os_timer_start/stop  poll thread               delayed work
+ *   copdrv_os_timer_start/stop  poll thread, doorbell     delayed work,
+ *                               futex                     trace interrupt
+ *   copdrv_os_wake_producer     FUTEX_WAKE                wake_up
  *   copdrv_os_buffer_wake       non-blocking send         wake_up on a queue
  *   copdrv_os_read_ls           loads from mapped RAM     the SPU's LS map
  *
@@ -55,11 +57,26 @@ u64 copdrv_os_now_ns(struct copdrv_os *os);
 
 /*
  * Calls copdrv_poll() every interval_ns from now on, from a context that
- * may take the driver lock.  Returns 0 or a negative errno.  timer_stop
- * returns once no poll runs and none will; it is called without the lock.
+ * may take the driver lock, and copdrv_poll_doorbell() as soon as the
+ * trace unit rings its doorbell: `doorbell` is the register file's
+ * doorbell word, which producers increment (and FUTEX_WAKE, hosted) when
+ * a FIFO passes its watermark or stalls.  The core says nothing more: how
+ * the wait happens is the shim's (hosted: a futex wait with the time to
+ * the next deadline as timeout; a module: the trace unit's interrupt
+ * reschedules the delayed work now).  Returns 0 or a negative errno.
+ * timer_stop returns once no poll runs and none will; it is called
+ * without the lock.
  */
-int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns);
+int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns,
+			  u32 *doorbell);
 void copdrv_os_timer_stop(struct copdrv_os *os);
+
+/*
+ * A producer is stalled on a full FIFO, waiting for the consumer to move
+ * the slot's fifo_tail (`tail`): the core drained the slot, wake it.
+ * Called with the lock held; must not sleep.
+ */
+void copdrv_os_wake_producer(struct copdrv_os *os, u32 *tail);
 
 /*
  * The reader should come: the event buffer is past its watermark, has

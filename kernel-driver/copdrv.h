@@ -59,7 +59,15 @@ struct copdrv_params {
 	u64 clock_hz;		/* nominal coprocessor clock */
 	u32 fifo_depth;		/* must be the register file's */
 	u32 buffer_bytes;	/* event buffer size; 0: the default */
+	u32 fifo_full;		/* COPSTREAM_FIFO_DROP or COPSTREAM_FIFO_STALL */
+	u32 watermark;		/* FIFO fill that rings the doorbell, below
+				 * fifo_depth; 0: half the FIFO */
+	u32 dither;		/* 1: each interval N plus a seeded jitter */
+	u64 dither_seed;
 };
+
+/* Slots whose stall counters STATS carries (the trace unit's maximum). */
+#define COPDRV_MAX_SLOTS	64u
 
 /*
  * A context bound to a slot, as the host knows it.  The driver copies what
@@ -99,6 +107,11 @@ struct copdrv_stats {
 	u64 overlays_placed;	/* placed OVERLAY records written */
 	u64 overlay_events_lost;	/* events the trace unit dropped */
 	u64 poll_ns;		/* wall time spent in polls */
+	u64 doorbell_polls;	/* polls the trace unit's doorbell started */
+	u64 stalls;		/* captures that waited for a full FIFO */
+	u64 stall_ns;		/* wall time producers spent stalled */
+	u64 slot_stalls[COPDRV_MAX_SLOTS];	/* the same by slot */
+	u64 slot_stall_ns[COPDRV_MAX_SLOTS];
 };
 
 struct copdrv;
@@ -116,8 +129,14 @@ void copdrv_destroy(struct copdrv *drv);
 int copdrv_start(struct copdrv *drv, const struct copdrv_params *params);
 int copdrv_stop(struct copdrv *drv);
 
-/* One poll of every slot (the shim's timer calls it). */
+/*
+ * One poll of every slot (the shim's timer calls it).  The shim calls
+ * copdrv_poll_doorbell() instead when the trace unit rang the doorbell
+ * (a FIFO passed its watermark, or a producer stalled): the same poll,
+ * counted apart.
+ */
 void copdrv_poll(struct copdrv *drv);
+void copdrv_poll_doorbell(struct copdrv *drv);
 
 /*
  * Context-switch hooks.  Both are called whether the driver runs or not,

@@ -175,6 +175,10 @@ static struct copdrv_params core_params(const struct copsim_driver *d)
 		.clock_hz = d->info->nominal_hz,
 		.fifo_depth = d->info->unit->header->fifo_depth,
 		.buffer_bytes = d->params.buffer_bytes,
+		.fifo_full = d->params.fifo_full,
+		.watermark = d->params.watermark,
+		.dither = d->params.dither,
+		.dither_seed = d->params.dither_seed,
 	};
 
 	return p;
@@ -249,6 +253,9 @@ static int params_valid(const struct copsim_driver *d,
 			const struct copdrv_control_params *p, char *err,
 			size_t errlen)
 {
+	u32 depth = d->info->unit->header->fifo_depth;
+	char why[COPSIM_TEXT_MAX];
+
 	if (p->lfsr_count > LFSR_PERIOD ||
 	    (p->lfsr_count && p->lfsr_value != lfsr_value_for_count(
 		     p->lfsr_count)) ||
@@ -256,6 +263,22 @@ static int params_valid(const struct copsim_driver *d,
 		snprintf(err, errlen, "kernel driver: LFSR value 0x%06x is not "
 			 "the value for one capture every %u cycles",
 			 p->lfsr_value, p->lfsr_count);
+		return 0;
+	}
+	if (p->lfsr_count && lfsr_check_count(p->lfsr_count,
+					      (double)d->info->nominal_hz,
+					      depth, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "kernel driver: %s", why);
+		return 0;
+	}
+	if (p->fifo_full > COPDRV_FIFO_STALL || p->dither > 1) {
+		snprintf(err, errlen, "kernel driver: FIFO-full policy %u or "
+			 "dither %u is not 0 or 1", p->fifo_full, p->dither);
+		return 0;
+	}
+	if (p->watermark >= depth) {
+		snprintf(err, errlen, "kernel driver: watermark %u is not below "
+			 "the FIFO depth %u", p->watermark, depth);
 		return 0;
 	}
 	if (p->poll_interval_ns < COPDRV_POLL_MIN_NS ||
@@ -305,9 +328,11 @@ int copsim_driver_fill_params(struct copsim_driver *d, uint32_t count,
 	u32 depth = d->info->unit->header->fifo_depth;
 	u64 interval;
 
-	if (count < 1 || count > LFSR_PERIOD) {
-		snprintf(err, errlen, "kernel driver: %u cycles per sample is "
-			 "outside 1..%u", count, LFSR_PERIOD);
+	char why[COPSIM_TEXT_MAX];
+
+	if (lfsr_check_count(count, (double)d->info->nominal_hz, depth, why,
+			     sizeof(why)) < 0) {
+		snprintf(err, errlen, "kernel driver: %s", why);
 		return -1;
 	}
 	interval = lfsr_poll_interval_ns(count, (double)d->info->nominal_hz,
@@ -376,11 +401,13 @@ void copsim_driver_report_slots(struct copsim_driver *d, FILE *out)
 		if (!st->cycles && !st->captures)
 			continue;
 		fprintf(out, "copsim: slot %u: captures=%llu dropped=%llu "
-			"outside=%llu cycles=%llu\n", slot,
-			(unsigned long long)st->captures,
+			"outside=%llu cycles=%llu stalls=%llu stall_ns=%llu\n",
+			slot, (unsigned long long)st->captures,
 			(unsigned long long)st->dropped,
 			(unsigned long long)st->outside,
-			(unsigned long long)st->cycles);
+			(unsigned long long)st->cycles,
+			(unsigned long long)st->stalls,
+			(unsigned long long)st->stall_ns);
 	}
 }
 
@@ -444,6 +471,13 @@ static int reply_stats(struct copsim_driver *d, int sock)
 	reply.poll_cpu_ns = cpu;
 	reply.overlays_placed = s.overlays_placed;
 	reply.overlay_events_lost = s.overlay_events_lost;
+	reply.doorbell_polls = s.doorbell_polls;
+	reply.stalls = s.stalls;
+	reply.stall_ns = s.stall_ns;
+	for (u32 slot = 0; slot < COPDRV_MAX_SLOTS; slot++) {
+		reply.slot_stalls[slot] = s.slot_stalls[slot];
+		reply.slot_stall_ns[slot] = s.slot_stall_ns[slot];
+	}
 	return copsim_send(sock, &reply.header, NULL, 0) < 0 ? -1 : 0;
 }
 
@@ -451,15 +485,22 @@ static int handle_set(struct copsim_driver *d, int sock,
 		      const struct copsim_message *m)
 {
 	const struct copdrv_control_set *set = (const void *)m->u.bytes;
+	size_t given = m->size - offsetof(struct copdrv_control_set, params);
+	struct copdrv_control_params params;
 	char err[COPSIM_TEXT_MAX] = "";
 	int status;
 
-	if (m->size < sizeof(*set)) {
+	if (m->size < offsetof(struct copdrv_control_set, params) +
+		      COPDRV_CONTROL_PARAMS_V1_SIZE) {
 		errno = EPROTO;
 		return reply_result(d, sock, COPDRV_CONTROL_SET, -1,
 				    "kernel driver: SET too short", NULL);
 	}
-	status = copsim_driver_set(d, &set->params, err, sizeof(err));
+	/* The first form ends at buffer_bytes and a zero word. */
+	memset(&params, 0, sizeof(params));
+	memcpy(&params, &set->params,
+	       given < sizeof(params) ? given : sizeof(params));
+	status = copsim_driver_set(d, &params, err, sizeof(err));
 	return reply_result(d, sock, COPDRV_CONTROL_SET, status, err, NULL);
 }
 

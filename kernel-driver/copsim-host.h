@@ -23,6 +23,7 @@
 #include "emulator/copsim/copsim.h"
 #include "kernel-driver/copdrv.h"
 #include "kernel-driver/copdrv-control.h"
+#include "lfsr/lfsr.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -31,11 +32,17 @@ struct copsim_driver;
 
 /*
  * The poll interval's floor: the shortest interval fill_params() chooses
- * (and copcontrol accepts): a thread is not woken reliably much more often,
- * and each wakeup costs microseconds of CPU.  A rate that would need
- * shorter polls needs a deeper FIFO (copsim --fifo-depth) instead.
+ * (and copcontrol accepts); the minimum-rate rule of lfsr_min_count().
  */
-#define COPSIM_DRIVER_MIN_POLL_NS	100000ull
+#define COPSIM_DRIVER_MIN_POLL_NS	LFSR_MIN_POLL_NS
+
+/* What `copsim --event=SPU_CYCLES:N --stream-out FILE -- CMD` asks for. */
+struct copsim_run_session {
+	uint32_t count;		/* N: one capture every N cycles */
+	uint32_t fifo_full;	/* COPDRV_FIFO_STALL (default) or _DROP */
+	uint32_t dither;	/* 1 (default): each interval N + jitter */
+	uint64_t dither_seed;	/* its seed (default: from getrandom) */
+};
 
 /* Installs the hooks and the control requests in a created copsim. */
 struct copsim_driver *copsim_driver_attach(struct copsim *sim, char *err,
@@ -48,7 +55,8 @@ void copsim_driver_free(struct copsim_driver *driver);
  * The parameters of the next session (SET).  fill_params() computes them
  * with lfsr/ for one capture every `count` cycles: the LFSR value and the
  * poll interval that keeps the FIFO from overflowing at the nominal clock,
- * at least 100 us.
+ * at least 100 us, refusing a count below lfsr_min_count(); the rest is
+ * drop, no dither, a half-FIFO watermark.  SET refuses the same counts.
  */
 int copsim_driver_set(struct copsim_driver *driver,
 		      const struct copdrv_control_params *params, char *err,
@@ -73,15 +81,15 @@ void copsim_driver_report_slots(struct copsim_driver *driver, FILE *out);
 /*
  * copsim --event=SPU_CYCLES:N --stream-out FILE -- COMMAND ARGS: runs
  * COMMAND against a private copsim (config, with its socket in a fresh
- * directory and COPSIM_SOCKET set for COMMAND) with a session of one
- * capture every `count` cycles started before COMMAND runs, writes the
+ * directory and COPSIM_SOCKET set for COMMAND) with the session that
+ * `session` describes started before COMMAND runs, writes the
  * whole stream to stream_path, prints each slot's trace-unit counters and
  * the stream's totals on stderr, and returns COMMAND's exit status (128 +
  * signal when killed), or 125 when copsim itself failed, 126 when COMMAND
  * could not run, 127 when it was not found.
  */
 int copsim_driver_run_command(const struct copsim_config *config,
-			      uint32_t count, const char *stream_path,
-			      char *const command[]);
+			      const struct copsim_run_session *session,
+			      const char *stream_path, char *const command[]);
 
 #endif /* COPROF_COPSIM_HOST_H */

@@ -106,24 +106,40 @@ static void report(struct copsim_driver *d, const char *stream_path)
 		lost += s.lost_by_cause[cause];
 	fprintf(stderr, "copsim: %s: samples=%" PRIu64 " lost=%" PRIu64
 		" fifo-overflow=%" PRIu64 " buffer-full=%" PRIu64
-		" polls=%" PRIu64 "\n", stream_path, s.samples, lost,
+		" polls=%" PRIu64 " doorbell-polls=%" PRIu64 " stalls=%" PRIu64
+		" stall-ns=%" PRIu64 "\n", stream_path, s.samples, lost,
 		s.lost_by_cause[COPSTREAM_LOST_FIFO_OVERFLOW],
-		s.lost_by_cause[COPSTREAM_LOST_BUFFER_FULL], s.polls);
+		s.lost_by_cause[COPSTREAM_LOST_BUFFER_FULL], s.polls,
+		s.doorbell_polls, s.stalls, s.stall_ns);
+}
+
+/* SET and START the session `run` asks for. */
+static int start_session(struct copsim_driver *d,
+			 const struct copsim_run_session *run,
+			 struct stream_copy *copy, char *err, size_t errlen)
+{
+	struct copdrv_control_params params;
+
+	if (copsim_driver_fill_params(d, run->count, &params, err, errlen) < 0)
+		return -1;
+	params.fifo_full = run->fifo_full;
+	params.dither = run->dither;
+	params.dither_seed = run->dither_seed;
+	if (copsim_driver_set(d, &params, err, errlen) < 0)
+		return -1;
+	return copsim_driver_start(d, &copy->fd, err, errlen);
 }
 
 /* Attaches the driver and starts its session; the stream goes to copy. */
-static struct copsim_driver *start_driver(struct copsim *sim, uint32_t count,
+static struct copsim_driver *start_driver(struct copsim *sim,
+					  const struct copsim_run_session *run,
 					  struct stream_copy *copy)
 {
-	struct copdrv_control_params params;
 	struct copsim_driver *d;
 	char err[COPSIM_TEXT_MAX];
 
 	d = copsim_driver_attach(sim, err, sizeof(err));
-	if (d && (copsim_driver_fill_params(d, count, &params, err,
-					    sizeof(err)) < 0 ||
-		  copsim_driver_set(d, &params, err, sizeof(err)) < 0 ||
-		  copsim_driver_start(d, &copy->fd, err, sizeof(err)) < 0)) {
+	if (d && start_session(d, run, copy, err, sizeof(err)) < 0) {
 		copsim_driver_free(d);
 		d = NULL;
 	}
@@ -161,8 +177,8 @@ static int finish(struct copsim *sim, struct copsim_driver *d,
 }
 
 int copsim_driver_run_command(const struct copsim_config *base,
-			      uint32_t count, const char *stream_path,
-			      char *const command[])
+			      const struct copsim_run_session *session,
+			      const char *stream_path, char *const command[])
 {
 	char dir[] = "/tmp/copsim-run-XXXXXX";
 	char socket[sizeof(dir) + sizeof(SOCKET_NAME)];
@@ -200,7 +216,7 @@ int copsim_driver_run_command(const struct copsim_config *base,
 	if (!sim)
 		fprintf(stderr, "copsim: %s\n", err);
 	else
-		d = start_driver(sim, count, &copy);
+		d = start_driver(sim, session, &copy);
 	if (!d) {
 		close(go_fd);
 		command_status(pid);

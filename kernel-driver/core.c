@@ -42,6 +42,15 @@
  * is reported exactly once; the end reserve of the buffer guarantees that
  * the last losses and STOP always fit.
  *
+ * FIFO-full policy, doorbell, dither.  A start writes every slot's policy
+ * (stall: the producer waits for room, so nothing is lost in the FIFO),
+ * doorbell watermark and dither before it loads the LFSR; a stop turns
+ * the policy back to drop, so a producer the host could not hold never
+ * waits for a driver that is gone.  The shim polls early when the trace
+ * unit rings the doorbell; a drain that finds a producer stalled wakes it.
+ * The producer's stall counters are reported per slot in STALL records of
+ * the poll group, attributed to the context bound then.
+ *
  * Portable: the OS shim (copdrv-os.h), the freestanding stream encoder and
  * the trace unit's freestanding register primitives, nothing else.
  */
@@ -49,12 +58,17 @@
 #include "kernel-driver/event-buffer.h"
 #include "emulator/trace-regs.h"
 
+_Static_assert(COPDRV_MAX_SLOTS == TRACE_MAX_SLOTS, "stall counters by slot");
+_Static_assert(COPSTREAM_FIFO_STALL == TRACE_FIFO_STALL &&
+	       COPSTREAM_FIFO_DROP == TRACE_FIFO_DROP, "FIFO-full policies");
+
 #define WORD_BYTES		COPSTREAM_WORD_BYTES
 #define RECORD_BYTES(words)	(WORD_BYTES * (2 + (words)))
 #define OVERLAY_BYTES		RECORD_BYTES(COPSTREAM_OVERLAY_WORDS)
 #define LOST_BYTES		RECORD_BYTES(COPSTREAM_LOST_WORDS)
 #define TIME_BYTES		RECORD_BYTES(COPSTREAM_TIME_WORDS)
 #define STOP_BYTES		RECORD_BYTES(COPSTREAM_STOP_WORDS)
+#define STALL_BYTES		RECORD_BYTES(COPSTREAM_STALL_WORDS)
 #define LOST_CAUSES		(COPSTREAM_LOST_CAUSE_END - 1)
 
 /* A guard word not reported yet in this binding (real ones are 32-bit). */
@@ -86,6 +100,8 @@ struct copdrv_slot {
 	u64 *stalled;		/* placed changes that wait for room, by
 				 * region; GUARD_UNKNOWN: none */
 	u32 n_stalled;		/* regions with one */
+	u64 stalls_seen;	/* stall_count already reported */
+	u64 stall_ns_seen;	/* stall_ns already reported */
 };
 
 struct copdrv {
@@ -179,7 +195,24 @@ static u64 slot_cycles(const struct copdrv_slot *s)
 static void slot_load(struct copdrv_slot *s, u32 value)
 {
 	__atomic_store_n(&s->regs->programmed_value, value, __ATOMIC_RELEASE);
-	trace_slot_write_lfsr(s->regs, slot_cycles(s), value);
+	trace_slot_load_state(s->regs, value);
+}
+
+/* After a session: no producer may wait for a driver that is gone. */
+static void slot_unconfigure(struct copdrv_slot *s)
+{
+	__atomic_store_n(&s->regs->fifo_policy, COPSTREAM_FIFO_DROP,
+			 __ATOMIC_RELEASE);
+}
+
+/* The session's FIFO-full policy, doorbell watermark and dither. */
+static void slot_configure(struct copdrv *drv, struct copdrv_slot *s)
+{
+	const struct copdrv_params *p = &drv->params;
+
+	trace_slot_configure(s->regs, p->fifo_full,
+			     p->watermark ? p->watermark : drv->fifo_depth / 2,
+			     p->dither, p->dither_seed);
 }
 
 /*
@@ -215,6 +248,10 @@ static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
 	discard_events(drv, s);
 	for (cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
 		s->pending[cause] = 0;
+	s->stalls_seen = __atomic_load_n(&s->regs->stall_count,
+					 __ATOMIC_ACQUIRE);
+	s->stall_ns_seen = __atomic_load_n(&s->regs->stall_ns,
+					   __ATOMIC_ACQUIRE);
 }
 
 /* Hardware losses since the last look become pending LOST counts. */
@@ -266,6 +303,11 @@ static int emit_start(struct copdrv *drv)
 	start->ls_size = drv->ls_size;
 	start->poll_interval_ns = drv->params.poll_interval_ns;
 	start->start_time_ns = drv->start_time_ns;
+	start->fifo_full = drv->params.fifo_full;
+	start->dither = drv->params.dither;
+	start->dither_seed = drv->params.dither_seed;
+	start->watermark = drv->params.watermark ? drv->params.watermark :
+			   drv->fifo_depth / 2;
 	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
 }
 
@@ -336,6 +378,33 @@ static void emit_time(struct copdrv *drv, const struct copdrv_slot *s,
 	rec.u.time.cycle = cycle;
 	rec.u.time.time_ns = time_ns;
 	emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+/*
+ * The producer's stalls since the last report: counted in the statistics
+ * and written as a STALL record (with room left for TIME).  A record that
+ * does not fit leaves them for the next group.
+ */
+static void emit_stalls(struct copdrv *drv, struct copdrv_slot *s, u64 cycle)
+{
+	struct copstream_record rec = { .code = COPSTREAM_STALL };
+	u64 count = __atomic_load_n(&s->regs->stall_count, __ATOMIC_ACQUIRE);
+	u64 ns = __atomic_load_n(&s->regs->stall_ns, __ATOMIC_ACQUIRE);
+
+	if (count == s->stalls_seen)
+		return;
+	rec.u.stall.slot = s->index;
+	rec.u.stall.count = count - s->stalls_seen;
+	rec.u.stall.ns = ns - s->stall_ns_seen;
+	rec.u.stall.cycle = cycle;
+	if (emit(drv, &rec, COPDRV_BUFFER_NORMAL, TIME_BYTES))
+		return;
+	drv->stats.stalls += rec.u.stall.count;
+	drv->stats.stall_ns += rec.u.stall.ns;
+	drv->stats.slot_stalls[s->index] += rec.u.stall.count;
+	drv->stats.slot_stall_ns[s->index] += rec.u.stall.ns;
+	s->stalls_seen = count;
+	s->stall_ns_seen = ns;
 }
 
 /*
@@ -606,6 +675,8 @@ static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 		drv->stats.fifo_errors++;
 		return 0;
 	}
+	if (__atomic_load_n(&s->regs->stalled, __ATOMIC_SEQ_CST))
+		copdrv_os_wake_producer(drv->os, &s->regs->fifo_tail);
 	return (u64)got;
 }
 
@@ -648,7 +719,8 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 	 * of the placed OVERLAYs). */
 	if (flags >= 0)
 		changed = read_guards(drv, s);
-	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES + TIME_BYTES;
+	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES +
+	       STALL_BYTES + TIME_BYTES;
 	written = put_samples_placed(drv, s, tail, drained, cycle, keep);
 	/* Placed changes still waiting come first: the read must follow. */
 	if (flags >= 0 && !s->n_stalled)
@@ -694,8 +766,11 @@ static void poll_slot(struct copdrv *drv, struct copdrv_slot *s, int final)
 		s->pending[COPSTREAM_LOST_NO_CONTEXT] += drained;
 	}
 	if (emit_losses(drv, s, cycle, COPDRV_BUFFER_NORMAL) || written ||
-	    s->bound)
+	    s->bound) {
+		if (s->bound)
+			emit_stalls(drv, s, cycle);
 		emit_time(drv, s, cycle, time_ns);
+	}
 }
 
 static void poll_all(struct copdrv *drv)
@@ -919,6 +994,9 @@ static int params_valid(const struct copdrv *drv,
 		return 0;
 	if (p->clock_hz < 1 || p->fifo_depth != drv->fifo_depth)
 		return 0;
+	if (p->fifo_full > COPSTREAM_FIFO_STALL || p->dither > 1 ||
+	    p->watermark >= drv->fifo_depth)
+		return 0;
 	return p->buffer_bytes == 0 ||
 	       (p->buffer_bytes >= COPDRV_BUFFER_MIN &&
 		p->buffer_bytes <= COPDRV_BUFFER_MAX);
@@ -950,6 +1028,7 @@ static void reset_session(struct copdrv *drv)
 	for (i = 0; i < drv->n_slots; i++) {
 		struct copdrv_slot *s = &drv->slots[i];
 
+		slot_configure(drv, s);
 		slot_load(s, drv->params.lfsr_value);
 		slot_baseline(drv, s);
 		s->announced = !s->bound;
@@ -978,10 +1057,14 @@ int copdrv_start(struct copdrv *drv, const struct copdrv_params *params)
 	emit_start(drv);
 	for (i = 0; i < drv->n_slots; i++)
 		announce(drv, &drv->slots[i]);
-	err = copdrv_os_timer_start(drv->os, params->poll_interval_ns);
+	err = copdrv_os_timer_start(drv->os, params->poll_interval_ns,
+				    &((struct trace_regs_header *)
+				      drv->regs)->doorbell);
 	if (err) {
-		for (i = 0; i < drv->n_slots; i++)
+		for (i = 0; i < drv->n_slots; i++) {
 			slot_load(&drv->slots[i], 0);
+			slot_unconfigure(&drv->slots[i]);
+		}
 		emit_stop(drv);
 		copdrv_buffer_end(&drv->buffer);
 	} else {
@@ -1000,6 +1083,17 @@ void copdrv_poll(struct copdrv *drv)
 	unlock_and_wake(drv);
 }
 
+void copdrv_poll_doorbell(struct copdrv *drv)
+{
+	copdrv_os_lock(drv->os);
+	if (drv->running) {
+		poll_all(drv);
+		drv->stats.doorbell_polls++;
+	}
+	unlock_and_wake(drv);
+}
+
+
 int copdrv_stop(struct copdrv *drv)
 {
 	u32 i;
@@ -1010,8 +1104,10 @@ int copdrv_stop(struct copdrv *drv)
 		copdrv_os_unlock(drv->os);
 		return -EINVAL;
 	}
-	for (i = 0; i < drv->n_slots; i++)
+	for (i = 0; i < drv->n_slots; i++) {
 		slot_load(&drv->slots[i], 0);
+		slot_unconfigure(&drv->slots[i]);
+	}
 	poll_all(drv);
 	for (i = 0; i < drv->n_slots; i++) {
 		struct copdrv_slot *s = &drv->slots[i];

@@ -3,9 +3,13 @@
  * the hosted driver built on it (copdrv-hosted.h).
  *
  * Memory is calloc, the driver lock a pthread mutex, time CLOCK_MONOTONIC.
- * The poll timer is a thread that sleeps on a condition variable until
- * each deadline (so a stop wakes it at once) and calls copdrv_poll(); its
- * deadlines advance by whole intervals and skip the ones it missed.
+ * The poll timer is a thread that sleeps on the trace unit's doorbell (a
+ * futex word in the register file) until each deadline and calls
+ * copdrv_poll(); its deadlines advance by whole intervals and skip the
+ * ones it missed.  When a producer rings the doorbell (a FIFO passed its
+ * watermark, or stalls) the thread wakes early and calls
+ * copdrv_poll_doorbell(), and the next deadline is an interval after that
+ * poll.  A stop rings the doorbell too, so the thread sees it at once.
  *
  * The reader's side of the event buffer is one end of a Unix socket pair.
  * Whoever calls buffer_wake() (the poll thread after a poll, a hook after
@@ -41,11 +45,10 @@ struct copdrv_os {
 	pthread_mutex_t lock;		/* the driver lock */
 
 	/* Poll timer. */
-	pthread_mutex_t timer_lock;
-	pthread_cond_t timer_cond;	/* on CLOCK_MONOTONIC */
 	pthread_t poll_thread;
 	int poll_thread_running;
-	int timer_stopping;
+	int timer_stopping;		/* atomic */
+	u32 *doorbell;			/* the register file's */
 	u64 interval_ns;
 	u64 poll_cpu_ns;		/* of the last poll thread, at its end */
 
@@ -114,12 +117,6 @@ int copdrv_os_read_ls(struct copdrv_os *os, void *ls, u32 offset,
 
 /* ---- Shim: poll timer --------------------------------------------------- */
 
-static void deadline_to_timespec(u64 ns, struct timespec *ts)
-{
-	ts->tv_sec = (time_t)(ns / 1000000000u);
-	ts->tv_nsec = (long)(ns % 1000000000u);
-}
-
 static u64 thread_cpu_ns(pthread_t thread)
 {
 	struct timespec ts;
@@ -131,31 +128,46 @@ static u64 thread_cpu_ns(pthread_t thread)
 	return (u64)ts.tv_sec * 1000000000u + (u64)ts.tv_nsec;
 }
 
-/* Sleeps until the deadline; returns 1 when the timer is being stopped. */
-static int timer_wait(struct copdrv_os *os, u64 deadline)
+static int timer_stopping(struct copdrv_os *os)
 {
-	struct timespec ts;
-	int stopping;
+	return __atomic_load_n(&os->timer_stopping, __ATOMIC_ACQUIRE);
+}
 
-	deadline_to_timespec(deadline, &ts);
-	pthread_mutex_lock(&os->timer_lock);
-	while (!os->timer_stopping &&
-	       pthread_cond_timedwait(&os->timer_cond, &os->timer_lock,
-				      &ts) == 0)
-		;
-	stopping = os->timer_stopping;
-	pthread_mutex_unlock(&os->timer_lock);
-	return stopping;
+/*
+ * Sleeps on the doorbell until the deadline.  Returns 1 when it rang (a
+ * producer wants a drain), 0 at the deadline.
+ */
+static int timer_wait(struct copdrv_os *os, u32 *seen, u64 deadline)
+{
+	for (;;) {
+		u64 now = copdrv_os_now_ns(os);
+
+		if (now >= deadline || timer_stopping(os))
+			return 0;
+		if (trace_doorbell_wait(os->doorbell, *seen, deadline - now)) {
+			*seen = __atomic_load_n(os->doorbell,
+						__ATOMIC_ACQUIRE);
+			return !timer_stopping(os);
+		}
+	}
 }
 
 static void *poll_thread_main(void *arg)
 {
 	struct copdrv_os *os = arg;
 	u64 deadline = copdrv_os_now_ns(os) + os->interval_ns;
+	u32 seen = __atomic_load_n(os->doorbell, __ATOMIC_ACQUIRE);
 
-	while (!timer_wait(os, deadline)) {
+	while (!timer_stopping(os)) {
 		u64 now;
 
+		if (timer_wait(os, &seen, deadline)) {
+			copdrv_poll_doorbell(os->drv);
+			deadline = copdrv_os_now_ns(os) + os->interval_ns;
+			continue;
+		}
+		if (timer_stopping(os))
+			break;
 		copdrv_poll(os->drv);
 		now = copdrv_os_now_ns(os);
 		deadline += os->interval_ns;
@@ -166,13 +178,15 @@ static void *poll_thread_main(void *arg)
 	return NULL;
 }
 
-int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns)
+int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns,
+			  u32 *doorbell)
 {
 	int err;
 
 	if (os->flags & COPDRV_HOSTED_MANUAL_POLL)
 		return 0;
 	os->interval_ns = interval_ns;
+	os->doorbell = doorbell;
 	os->timer_stopping = 0;
 	os->poll_cpu_ns = 0;
 	err = pthread_create(&os->poll_thread, NULL, poll_thread_main, os);
@@ -187,12 +201,15 @@ void copdrv_os_timer_stop(struct copdrv_os *os)
 {
 	if (!os->poll_thread_running)
 		return;
-	pthread_mutex_lock(&os->timer_lock);
-	os->timer_stopping = 1;
-	pthread_cond_broadcast(&os->timer_cond);
-	pthread_mutex_unlock(&os->timer_lock);
+	__atomic_store_n(&os->timer_stopping, 1, __ATOMIC_RELEASE);
+	trace_doorbell_ring(os->doorbell);
 	pthread_join(os->poll_thread, NULL);
 	os->poll_thread_running = 0;
+}
+
+void copdrv_os_wake_producer(struct copdrv_os *os, u32 *tail)
+{
+	trace_futex_wake(tail);
 }
 
 /* ---- Shim: the stream socket ------------------------------------------- */
@@ -294,16 +311,8 @@ void copdrv_hosted_error(int error, const char *what, char *err,
 
 static int init_sync(struct copdrv_os *os)
 {
-	pthread_condattr_t attr;
-
-	if (pthread_condattr_init(&attr) ||
-	    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC))
-		return -1;
 	pthread_mutex_init(&os->lock, NULL);
-	pthread_mutex_init(&os->timer_lock, NULL);
 	pthread_mutex_init(&os->flush_lock, NULL);
-	pthread_cond_init(&os->timer_cond, &attr);
-	pthread_condattr_destroy(&attr);
 	return 0;
 }
 
@@ -348,9 +357,7 @@ void copdrv_hosted_destroy(struct copdrv_os *os)
 	join_finisher(os, 1);
 	copdrv_destroy(os->drv);
 	pthread_mutex_destroy(&os->lock);
-	pthread_mutex_destroy(&os->timer_lock);
 	pthread_mutex_destroy(&os->flush_lock);
-	pthread_cond_destroy(&os->timer_cond);
 	free(os);
 }
 

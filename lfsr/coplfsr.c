@@ -20,7 +20,7 @@
 #include <stdlib.h>
 
 #define EXIT_USAGE 2
-#define DEFAULT_FIFO_DEPTH 1024
+#define DEFAULT_FIFO_DEPTH 4096    /* the trace unit's default */
 
 static void usage(FILE *out)
 {

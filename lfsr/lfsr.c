@@ -33,6 +33,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define ORDER_LOW   4095u     /* 2^12 - 1 */
@@ -471,4 +472,47 @@ uint64_t lfsr_poll_interval_ns(uint32_t count, double clock_hz,
     if (interval > (double)LFSR_POLL_MAX_NS)
         return LFSR_POLL_MAX_NS;
     return interval < 1 ? 1 : (uint64_t)interval;
+}
+
+uint32_t lfsr_min_count(double clock_hz, uint32_t fifo_depth)
+{
+    uint32_t low = 1, high = LFSR_PERIOD;
+
+    if (lfsr_poll_interval_ns(high, clock_hz, fifo_depth) < LFSR_MIN_POLL_NS)
+        return 0;
+    while (low < high) {
+        uint32_t mid = low + (high - low) / 2;
+
+        if (lfsr_poll_interval_ns(mid, clock_hz, fifo_depth)
+            >= LFSR_MIN_POLL_NS)
+            high = mid;
+        else
+            low = mid + 1;
+    }
+    return low;
+}
+
+int lfsr_check_count(uint32_t count, double clock_hz, uint32_t fifo_depth,
+                     char *err, unsigned long errlen)
+{
+    uint32_t min = lfsr_min_count(clock_hz, fifo_depth);
+
+    if (min && count >= min && count <= LFSR_PERIOD)
+        return 0;
+    if (!min)
+        snprintf(err, errlen, "SPU_CYCLES:%u: no rate is possible with a "
+                 "%u-entry FIFO at %.4g Hz: the driver would have to poll "
+                 "more often than every %llu us; use a deeper FIFO", count,
+                 fifo_depth, clock_hz, LFSR_MIN_POLL_NS / 1000);
+    else if (count > LFSR_PERIOD)
+        snprintf(err, errlen, "SPU_CYCLES:%u: outside %u..%u", count, min,
+                 LFSR_PERIOD);
+    else
+        snprintf(err, errlen, "SPU_CYCLES:%u: outside %u..%u at %.4g Hz "
+                 "with a %u-entry FIFO: a faster rate fills the FIFO before "
+                 "a poll can come (the driver polls at most every %llu us), "
+                 "so the coprocessor would stall, or drop captures, at every "
+                 "fill; use a deeper FIFO", count, min, LFSR_PERIOD,
+                 clock_hz, fifo_depth, LFSR_MIN_POLL_NS / 1000);
+    return -1;
 }

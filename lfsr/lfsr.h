@@ -86,4 +86,27 @@ int lfsr_count_for_frequency(double hz, double clock_hz, uint32_t *count);
 uint64_t lfsr_poll_interval_ns(uint32_t count, double clock_hz,
                                uint32_t fifo_depth);
 
+/*
+ * The minimum-rate rule, in one place for copsim, the driver's start path
+ * and copcontrol/coprof: the smallest N the profiler takes at clock_hz
+ * with a fifo_depth-entry FIFO (157 with copsim's defaults, 3.2 GHz and
+ * 4096 entries).  The driver polls at lfsr_poll_interval_ns(N, ...), and
+ * a poll thread is not woken reliably (nor cheaply: each wakeup costs
+ * microseconds of CPU) more often than every LFSR_MIN_POLL_NS.  With the
+ * stall policy nothing is lost at any N, but a smaller N fills the FIFO
+ * faster than such polls drain it, so the coprocessor would stall (or,
+ * dropping, lose captures) at every fill; the doorbell wakes the driver
+ * early, but its wakeups cost the same.  bench/trace-unit measured
+ * host-pipeline at N = 157 with 4096 entries on a loaded machine: about 3%
+ * of each slot's time stalled, none at 16384.  A faster rate needs a
+ * deeper FIFO.  Returns 0 when no N reaches the floor.
+ *
+ * lfsr_check_count() applies it: 0, or -1 with one line in err that names
+ * N, the range and the reason.
+ */
+#define LFSR_MIN_POLL_NS  100000ull      /* 100 us */
+uint32_t lfsr_min_count(double clock_hz, uint32_t fifo_depth);
+int lfsr_check_count(uint32_t count, double clock_hz, uint32_t fifo_depth,
+                     char *err, unsigned long errlen);
+
 #endif /* COPROF_LFSR_H */

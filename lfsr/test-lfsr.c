@@ -8,6 +8,7 @@
 #include "lfsr/lfsr.h"
 
 #include <glib.h>
+#include <string.h>
 
 static void test_known_values(void)
 {
@@ -181,9 +182,45 @@ static void test_poll_interval(void)
     g_assert_cmpuint(lfsr_poll_interval_ns(100, 0, 1024), ==, 0);
 }
 
+/* The minimum-rate rule: the smallest N whose poll interval reaches
+ * 100 us, and refusals that name N, the range and the reason. */
+static void test_min_count(void)
+{
+    char err[512];
+    uint32_t min = lfsr_min_count(3.2e9, 4096);
+
+    g_assert_cmpuint(min, ==, 157);
+    g_assert_cmpuint(lfsr_poll_interval_ns(min, 3.2e9, 4096), >=,
+                     LFSR_MIN_POLL_NS);
+    g_assert_cmpuint(lfsr_poll_interval_ns(min - 1, 3.2e9, 4096), <,
+                     LFSR_MIN_POLL_NS);
+    g_assert_cmpuint(lfsr_min_count(3.2e9, 1024), ==, 625);
+    g_assert_cmpint(lfsr_check_count(min, 3.2e9, 4096, err, sizeof(err)),
+                    ==, 0);
+    g_assert_cmpint(lfsr_check_count(LFSR_PERIOD, 3.2e9, 4096, err,
+                                     sizeof(err)), ==, 0);
+    g_assert_cmpint(lfsr_check_count(1, 3.2e9, 4096, err, sizeof(err)),
+                    ==, -1);
+    g_assert_cmpstr(err, ==, "SPU_CYCLES:1: outside 157..16777215 at "
+                    "3.2e+09 Hz with a 4096-entry FIFO: a faster rate fills "
+                    "the FIFO before a poll can come (the driver polls at "
+                    "most every 100 us), so the coprocessor would stall, or "
+                    "drop captures, at every fill; use a deeper FIFO");
+    g_assert_cmpint(lfsr_check_count(0, 3.2e9, 4096, err, sizeof(err)),
+                    ==, -1);
+    g_assert_cmpint(lfsr_check_count(LFSR_PERIOD + 1, 3.2e9, 4096, err,
+                                     sizeof(err)), ==, -1);
+    g_assert_nonnull(strstr(err, "outside 157..16777215"));
+    g_assert_cmpuint(lfsr_min_count(1e12, 2), ==, 0);
+    g_assert_cmpint(lfsr_check_count(1000, 1e12, 2, err, sizeof(err)),
+                    ==, -1);
+    g_assert_nonnull(strstr(err, "no rate is possible"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/lfsr/min-count", test_min_count);
     g_test_add_func("/lfsr/known-values", test_known_values);
     g_test_add_func("/lfsr/step-back-inverts-step", test_step_back_inverts_step);
     g_test_add_func("/lfsr/maximal-period", test_maximal_period);

@@ -4,6 +4,7 @@
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
  *           [--sample-every N [--reference] [--samples-out FILE]
  *            [--events-out E] [--no-watch] [--fifo-depth D]
+ *            [--fifo-full stall|drop] [--dither SEED]
  *            [--exact-counts C] [--no-trace]]
  *           IMAGE [ARGS...]
  *
@@ -20,7 +21,11 @@
  * write the counts to C at the end (counts=, docs/trace-unit.md).  For an
  * image with overlays the context watches its guard words (the plugin's
  * ram=), and the consumer drains the overlay events after the FIFO, into
- * E with --events-out; --no-watch turns the watch off.
+ * E with --events-out; --no-watch turns the watch off.  The capture is
+ * exactly every N-th instruction unless --dither SEED randomizes each
+ * interval (docs/trace-unit.md, "Dither"); a capture that finds the FIFO
+ * full is dropped and counted, or with --fifo-full stall waits for the
+ * consumer.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.
  *
@@ -53,6 +58,7 @@ struct run_options {
     const char *events_out;         /* NULL: overlay events counted only */
     int no_watch;                   /* no overlay watch after all */
     uint32_t fifo_depth;
+    struct trace_sampling sampling; /* FIFO-full policy and dither */
     const char *exact_counts;       /* NULL: no exact counts */
     int no_trace;                   /* run without the plugin after all */
     const char *image;
@@ -102,8 +108,17 @@ static void usage(FILE *out)
         "      --no-watch      do not watch the guard words: the baseline\n"
         "                      to check that the watch changes no capture\n"
         "      --fifo-depth D  entries of the trace FIFO, a power of two\n"
-        "                      (default %u); captures that find it full are\n"
-        "                      dropped and counted\n"
+        "                      (default %u)\n"
+        "      --fifo-full stall|drop\n"
+        "                      what a capture that finds the FIFO full does:\n"
+        "                      drop (the default, the Cell's way: counted in\n"
+        "                      dropped=) or stall (the program waits for the\n"
+        "                      consumer, losing nothing; on exit \"stalls=S\n"
+        "                      stall_ns=T\" on stderr)\n"
+        "      --dither SEED   randomize each sampling interval: N plus a\n"
+        "                      jitter drawn from a generator seeded with SEED\n"
+        "                      (mean exactly N; docs/trace-unit.md); without\n"
+        "                      it every interval is exactly N\n"
         "  -c, --exact-counts C\n"
         "                      also count every instruction exactly and write\n"
         "                      the counts to the file C at the end\n"
@@ -131,6 +146,8 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"events-out", required_argument, NULL, 'e'},
         {"no-watch", no_argument, NULL, 'W'},
         {"fifo-depth", required_argument, NULL, 'D'},
+        {"fifo-full", required_argument, NULL, 'F'},
+        {"dither", required_argument, NULL, 'S'},
         {"exact-counts", required_argument, NULL, 'c'},
         {"no-trace", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -180,6 +197,19 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
                 return cli_fail(EXIT_RUN_FAILED, "--fifo-depth '%s': not a "
                                 "count", optarg);
             opts->fifo_depth = (uint32_t)number;
+            break;
+        case 'F':
+            if (trace_parse_fifo_policy(optarg,
+                                        &opts->sampling.fifo_policy) < 0)
+                return cli_fail(EXIT_RUN_FAILED, "--fifo-full '%s': not "
+                                "stall or drop", optarg);
+            break;
+        case 'S':
+            if (lfsr_parse_count(optarg, &number) < 0)
+                return cli_fail(EXIT_RUN_FAILED, "--dither '%s': not a "
+                                "decimal seed", optarg);
+            opts->sampling.dither = 1;
+            opts->sampling.dither_seed = number;
             break;
         case 'c':
             opts->exact_counts = optarg;
@@ -303,7 +333,8 @@ static int run_traced(const struct run_options *opts,
     if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
                         opts->reference ? TRACE_MODE_REFERENCE
                                         : TRACE_MODE_FAST,
-                        opts->exact_counts, &watch, err, sizeof(err)) < 0)
+                        opts->exact_counts, &watch, &opts->sampling, err,
+                        sizeof(err)) < 0)
         return cli_fail(EXIT_RUN_FAILED, "%s", err);
     if (cop_argv_add(command, "-plugin") < 0
         || cop_argv_add(command, trace.run.plugin_arg) < 0) {

@@ -15,6 +15,14 @@ Then the overlay watch: build/examples/overlays.elf (7 overlay loads per
 round) in fast mode at a high rate, watched (the default for an image with
 overlays) against --no-watch, pairs alternating the same way: the cost of
 comparing the guard words at every capture and pushing an event per swap.
+
+Then the FIFO-full policy, where the driver drains: host-pipeline under
+copsim's one command (`copsim --event=SPU_CYCLES:997 --stream-out F --
+host-pipeline`, 16 contexts on 8 slots), the stall policy (with the
+doorbell) against drop, pairs alternating, for the default 1024-entry FIFO
+and deeper ones: the wall and CPU ratios, what drop lost, and each slot's
+stall share (its stall time over the run's wall time: a slot runs at most
+that long, so its share of its own run time is at least this).
 """
 
 import argparse
@@ -26,6 +34,11 @@ import sys
 import time
 
 COUNTERS = re.compile(r"captures=(\d+) dropped=(\d+) instructions=(\d+)")
+SLOT = re.compile(r"^copsim: slot (\d+): captures=(\d+) dropped=(\d+) "
+                  r"outside=\d+ cycles=\d+ stalls=(\d+) stall_ns=(\d+)$",
+                  re.M)
+TOTALS = re.compile(r"samples=(\d+) lost=(\d+) .* polls=(\d+) "
+                    r"doorbell-polls=(\d+) stalls=(\d+) stall-ns=(\d+)")
 EVENTS = re.compile(r"events=(\d+) events_dropped=(\d+)")
 MIN_INSTRUCTIONS = 500000000
 
@@ -56,6 +69,19 @@ def parse_args():
     parser.add_argument("--overlay-rounds", type=int, default=2000,
                         help="overlays.elf's argument for the watch's run "
                              "(default 2000, about a billion instructions)")
+    parser.add_argument("--policy-every", type=int, default=997,
+                        metavar="N",
+                        help="the FIFO-full policy's run: SPU_CYCLES:N "
+                             "(default 997)")
+    parser.add_argument("--pipeline-args", default="--frames 30 --rounds 10",
+                        help="host-pipeline's arguments for the policy's "
+                             "run (default '--frames 30 --rounds 10', "
+                             "about 260 million instructions)")
+    parser.add_argument("--fifo-depths", default="1024,4096,16384",
+                        help="FIFO depths the policies are compared at "
+                             "(default 1024,4096,16384)")
+    parser.add_argument("--only", choices=("trace", "watch", "policy"),
+                        help="run one part only")
     return parser.parse_args()
 
 
@@ -96,6 +122,12 @@ def main():
     for path in (cop_run, example):
         if not os.path.exists(path):
             sys.exit("bench/trace-unit: %s is missing: run make" % path)
+    if args.only == "watch":
+        measure_watch(args, cop_run)
+        return
+    if args.only == "policy":
+        measure_policy(args)
+        return
     traced = [cop_run, "--sample-every", str(args.sample_every), example,
               str(args.rounds)]
     bare = [cop_run, "--sample-every", str(args.sample_every), "--no-trace",
@@ -125,6 +157,7 @@ def main():
                  " ".join("%.2f" % r for r in walls),
                  match.group(1) if match else "?"))
     measure_watch(args, cop_run)
+    measure_policy(args)
 
 
 def measure_watch(args, cop_run):
@@ -145,6 +178,83 @@ def measure_watch(args, cop_run):
              counters.group(1) if counters else "?",
              events.group(1) if events else "?",
              events.group(2) if events else "?"))
+
+
+def policy_run(args, copsim, host, depth, policy, stream):
+    """copsim's one command with host-pipeline: the command for timed()."""
+    return [copsim, "--event=SPU_CYCLES:%d" % args.policy_every,
+            "--fifo-depth", str(depth), "--fifo-full=" + policy,
+            "--stream-out", stream, "--", host] + args.pipeline_args.split()
+
+
+def slot_stats(stderr):
+    """{slot: (captures, dropped, stalls, stall_ns)} and the totals."""
+    slots = {int(m[0]): tuple(int(x) for x in m[1:])
+             for m in SLOT.findall(stderr)}
+    totals = TOTALS.search(stderr)
+    if not slots or not totals:
+        sys.exit("bench/trace-unit: no counters from copsim: %s" % stderr)
+    return slots, tuple(int(x) for x in totals.groups())
+
+
+def measure_policy(args):
+    """Stall (and the doorbell) against drop, per FIFO depth."""
+    copsim = os.path.join(args.build, "bin", "copsim")
+    host = os.path.join(args.build, "examples", "host-pipeline")
+    for path in (copsim, host):
+        if not os.path.exists(path):
+            sys.exit("bench/trace-unit: %s is missing: run make" % path)
+    stream = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                          "bench-trace-unit-%d.stream" % os.getpid())
+    print("FIFO-full policy: copsim --event=SPU_CYCLES:%d -- host-pipeline "
+          "%s, %d pairs alternating" % (args.policy_every,
+                                        args.pipeline_args, args.pairs))
+    try:
+        for depth in (int(d) for d in args.fifo_depths.split(",")):
+            policy_at_depth(args, copsim, host, depth, stream)
+    finally:
+        if os.path.exists(stream):
+            os.unlink(stream)
+
+
+def policy_at_depth(args, copsim, host, depth, stream):
+    stall = policy_run(args, copsim, host, depth, "stall", stream)
+    drop = policy_run(args, copsim, host, depth, "drop", stream)
+    walls, cpus, shares, lost, captures, stall_totals = [], [], {}, [], [], []
+    for pair in range(args.pairs):
+        runs = {}
+        for policy in (("stall", "drop") if pair % 2 == 0
+                       else ("drop", "stall")):
+            runs[policy] = timed(stall if policy == "stall" else drop)
+        (s_wall, s_cpu, s_err), (d_wall, d_cpu, d_err) = \
+            runs["stall"], runs["drop"]
+        walls.append(s_wall / d_wall)
+        cpus.append(s_cpu / d_cpu)
+        slots, totals = slot_stats(s_err)
+        for slot, (_, dropped, _, ns) in slots.items():
+            shares.setdefault(slot, []).append(ns / 1e9 / s_wall)
+            if dropped:
+                sys.exit("bench/trace-unit: stall dropped %d on slot %d"
+                         % (dropped, slot))
+        stall_totals.append(totals)
+        d_slots, d_totals = slot_stats(d_err)
+        lost.append(d_totals[1])
+        captures.append(sum(c for c, *_ in d_slots.values()))
+    print("  %5d entries: stall / drop median %.2fx wall, %.2fx CPU (pairs, "
+          "wall: %s); drop lost %s of %s captures; stall lost 0, "
+          "stalls %s, doorbell polls %s of %s"
+          % (depth, statistics.median(walls), statistics.median(cpus),
+             " ".join("%.2f" % r for r in walls),
+             "/".join(str(n) for n in lost), "/".join(str(n) for n in
+                                                      captures),
+             "/".join(str(t[4]) for t in stall_totals),
+             "/".join(str(t[3]) for t in stall_totals),
+             "/".join(str(t[2]) for t in stall_totals)))
+    print("         stall share per slot (median of pairs): %s; the largest "
+          "%.2f%% (target < 2%%)"
+          % (" ".join("%d:%.2f%%" % (slot, 100 * statistics.median(v))
+                      for slot, v in sorted(shares.items())),
+             100 * max(max(v) for v in shares.values())))
 
 
 if __name__ == "__main__":

@@ -124,14 +124,51 @@ def test_saved_settings(cenv, tmp_path):
     result = cenv.copcontrol("--start")
     assert result.returncode == 0, result.stderr
     assert "SPU_CYCLES:160000" in result.stdout     # 3.2 GHz / 20 kHz
+    # the defaults: dither on with a seed drawn at start, FIFO stall
+    seed = re.search(r", dither on \(seed (\d+)\), FIFO full: stall; ",
+                     result.stdout)
+    assert seed, result.stdout
     fields = status_fields(cenv.copcontrol("--status"))
     assert "buffer 131072 bytes" in fields["driver"]
+    assert fields["sampling"] == "dither on (seed %s), FIFO full: stall" \
+        % seed.group(1)
+    assert re.match(r"stalled \d+\.\d\d ms in \d+ stalls?", fields["stalls"])
     assert fields["session"] == str(sdir)
     result = cenv.copcontrol("--stop")
     assert result.returncode == 0, result.stderr
+    assert re.search(r"^copcontrol: sampling: dither on \(seed %s\), FIFO "
+                     r"full: stall, stalled \d+\.\d\d ms in \d+ stalls? "
+                     r"\(\d+\.\d\d%% of the 8 slots' run time\)$"
+                     % seed.group(1), result.stdout, re.M), result.stdout
     with session(sdir) as db:
         assert key(db, "stream.lfsr_count") == 160000
         assert key(db, "stream.complete") == 1
+
+    with session(sdir) as db:
+        assert str(key(db, "sampling.dither_seed")) == seed.group(1)
+
+    # --no-dither and --fifo-full saved like the rate, and used
+    result = cenv.copcontrol("--no-dither", "--fifo-full=drop")
+    assert result.returncode == 0, result.stderr
+    with open(cenv.state_file("copcontrol.conf")) as f:
+        conf = f.read()
+    assert "dither=off" in conf and "fifo-full=drop" in conf
+    assert "frequency=20kHz" in conf            # the rest kept
+    result = cenv.copcontrol("--start")
+    assert result.returncode == 0, result.stderr
+    assert ", dither off, FIFO full: drop; " in result.stdout
+    fields = status_fields(cenv.copcontrol("--status"))
+    assert fields["sampling"] == "dither off, FIFO full: drop"
+    result = cenv.copcontrol("--stop")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == \
+        "copcontrol: sampling: dither off, FIFO full: drop"
+    # a seed given is kept for the next starts; --dither back on
+    result = cenv.copcontrol("--dither-seed=42", "--dither")
+    assert result.returncode == 0, result.stderr
+    result = cenv.copcontrol("--start")
+    assert ", dither on (seed 42), FIFO full: drop; " in result.stdout
+    assert cenv.copcontrol("--stop").returncode == 0
 
     # The default session directory, once none is saved.
     os.unlink(cenv.state_file("copcontrol.conf"))
@@ -146,7 +183,7 @@ def test_saved_settings(cenv, tmp_path):
 def test_list_events(cenv):
     result = cenv.copcontrol("--list-events")
     assert result.returncode == 0, result.stderr
-    assert re.search(r"SPU_CYCLES:N .* N in 625\.\.16777215", result.stdout)
+    assert re.search(r"SPU_CYCLES:N .* N in 157\.\.16777215", result.stdout)
     pmu_events = re.findall(r"^\s+(\w+)::(\S+)", result.stdout, re.M)
     if os.path.isdir("/sys/bus/event_source/devices/cpu"):
         # A host CPU PMU is exposed: libpfm4 must list its events.
@@ -179,6 +216,9 @@ def test_list_events(cenv):
     ([], 2, "no action"),
     (["--stop"], 1, "no session runs"),
     (["--dump"], 1, "--dump: no coprofd runs"),
+    (["--fifo-full=never"], 2, "--fifo-full=never: not a policy"),
+    (["--dither-seed=none"], 2, "--dither-seed=none: not a seed"),
+    (["--no-dither", "--dither-seed=3"], 2, "a seed needs the dither"),
 ])
 def test_bad_input(cenv, args, status, text):
     line = one_error_line(cenv.copcontrol(*args), "copcontrol", status)
@@ -189,9 +229,9 @@ def test_bad_input(cenv, args, status, text):
 def test_bad_input_with_copsim(cenv, tmp_path):
     assert cenv.copcontrol("--init").returncode == 0
     cases = [
-        (["--event=SPU_CYCLES:100"], "outside 625..16777215"),
-        (["--frequency=1GHz"], "outside 190.7 Hz..5.12 MHz"),
-        (["--sample-period=10s"], "outside 195.3 ns..5.243 ms"),
+        (["--event=SPU_CYCLES:100"], "outside 157..16777215"),
+        (["--frequency=1GHz"], "outside 190.7 Hz..20.38 MHz"),
+        (["--sample-period=10s"], "outside 49.06 ns..5.243 ms"),
     ]
     for args, text in cases:
         # Saving checks against the running copsim, so does --start.
@@ -227,6 +267,15 @@ def test_help_reads_like_a_manual(cenv):
             assert section in result.stdout
         assert "DIR.old" in result.stdout
         assert "64-bit words" in result.stdout
+        # every option at the start of a line of its own
+        for option in ("--no-dither", "--dither-seed=S",
+                       "--fifo-full=stall|drop", "--buffer-size=N"):
+            assert re.search(r"^    %s" % re.escape(option), result.stdout,
+                             re.M), option
+    assert re.search(r"^    --session-dir=DIR ", cenv.copcontrol(
+        "--help").stdout, re.M)
+    assert re.search(r"^    -o, --output=DIR ", cenv.coprof("--help").stdout,
+                     re.M)
 
 
 def test_stop_after_coprofd_died(cenv, tmp_path):

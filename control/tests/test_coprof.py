@@ -58,6 +58,51 @@ def test_record_host_pipeline(cenv, tmp_path):
     assert_complete(out)
 
 
+def text_key(db, name):
+    row = db.execute("SELECT value FROM session WHERE key = ?",
+                     (name,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_record_dither_and_fifo_policy(cenv, tmp_path):
+    """Dither on with a drawn seed and FIFO stall by default, both in the
+    summary and the session; --no-dither, --dither-seed and --fifo-full
+    reach the driver; the summary line keeps its form."""
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    work = [host, "--contexts", "2", "--threads", "1", "--frames", "1"]
+    runs = {
+        "default": [],
+        "seeded": ["--dither-seed=987654321"],
+        "fixed": ["--no-dither", "--fifo-full=drop"],
+    }
+    for name, flags in runs.items():
+        out = tmp_path / name
+        result = cenv.coprof("record", "--event=SPU_CYCLES:10000", "-o",
+                             str(out), *flags, "--", *work)
+        assert result.returncode == 0, result.stderr
+        assert re.search(r"^coprof: samples=\d+ lost=\d+ \(fifo-overflow=\d+"
+                         r" buffer-full=\d+ no-context=\d+ outside-ls=\d+\)"
+                         r" contexts=2 images=\d+ sched_events=\d+$",
+                         result.stderr, re.M), result.stderr
+        line = re.search(r"^coprof: sampling: (.*)$", result.stderr, re.M)
+        assert line, result.stderr
+        with session(out) as db:
+            dither = text_key(db, "sampling.dither")
+            seed = text_key(db, "sampling.dither_seed")
+            fifo = text_key(db, "sampling.fifo_full")
+        if name == "fixed":
+            assert (dither, fifo) == ("off", "drop")
+            assert line.group(1) == "dither off, FIFO full: drop"
+            continue
+        assert (dither, fifo) == ("on", "stall")
+        assert int(seed) > 0
+        if name == "seeded":
+            assert seed == "987654321"
+        assert line.group(1).startswith(
+            "dither on (seed %s), FIFO full: stall, stalled " % seed)
+        assert "slots' run time)" in line.group(1)
+
+
 def test_private_directory_removed(cenv, tmp_path):
     """copsim's private directory (under TMPDIR) is gone at the end."""
     tmpdir = os.path.join(cenv.state, "tmp")
@@ -142,6 +187,18 @@ def test_record_interrupted(cenv, tmp_path):
     (["record", "--slots=0", "--", "true"], 2, "--slots=0"),
     (["record", "--buffer-size=1", "--", "true"], 2, "64-bit words"),
     (["record", "-o"], 2, "-o: needs a value"),
+    (["record", "--fifo-full=maybe", "--", "true"], 2,
+     "--fifo-full=maybe: not a policy (stall or drop)"),
+    (["record", "--fifo-full", "--", "true"], 2, "not a policy"),
+    (["record", "--dither-seed=0", "--", "true"], 2,
+     "--dither-seed=0: not a seed"),
+    (["record", "--dither-seed=-3", "--", "true"], 2, "not a seed"),
+    (["record", "--dither-seed=9223372036854775808", "--", "true"], 2,
+     "not a seed"),
+    (["record", "--no-dither", "--dither-seed=5", "--", "true"], 2,
+     "a seed needs the dither"),
+    (["record", "--dither-seed=5", "--no-dither", "--", "true"], 2,
+     "a seed needs the dither"),
 ])
 def test_bad_usage(cenv, tmp_path, args, status, text):
     result = cenv.coprof(*args, cwd=str(tmp_path))

@@ -51,11 +51,13 @@ class Writer:
     def record(self, name, **fields):
         self.parts.append(cs.encode_record(name, **fields))
 
-    def start(self, slots=8):
+    def start(self, slots=8, **sampling):
+        """START; sampling: fifo_full, dither, dither_seed, watermark (1.2),
+        none for a 1.1 START."""
         self.record("start", version=cs.VERSION, slots=slots,
                     lfsr_value=0xFFFFFE, lfsr_count=1, clock_hz=10**9,
                     fifo_depth=1024, ls_size=LS_SIZE,
-                    poll_interval_ns=10**6, start_time_ns=1000)
+                    poll_interval_ns=10**6, start_time_ns=1000, **sampling)
 
     def image(self, path, ident=None):
         ident = ident or identity(path)
@@ -85,6 +87,9 @@ class Writer:
     def lost_samples(self, slot, cause, count, cycle=0):
         self.record("lost", slot=slot, cause=cause, count=count, cycle=cycle)
         self.lost += count
+
+    def stall(self, slot, count, ns, cycle=0):
+        self.record("stall", slot=slot, count=count, ns=ns, cycle=cycle)
 
     def release(self, slot, cycle=0):
         self.record("release", slot=slot, cycle=cycle)

@@ -20,22 +20,24 @@ from coprofd_support import open_session
 
 CONTEXTS = 8            # on 2 slots, from 6 threads: time-sliced
 SLOT_LINE = re.compile(r"^copsim: slot (\d+): captures=(\d+) dropped=(\d+) "
-                       r"outside=(\d+) cycles=(\d+)$", re.M)
+                       r"outside=(\d+) cycles=(\d+) stalls=\d+ "
+                       r"stall_ns=\d+$", re.M)
 
 
-def record(coprof_bin, build_dir, tmp_path, every, fifo_depth):
-    """Runs host-pipeline under the one-command copsim, time-sliced: its
-    scheduler binds nothing until 6 contexts (one per host thread) wait
-    (copsim's COPSIM_TEST_GATHER hook), so 4 of them wait while 2 run and
-    the running ones are preempted, however the emulators' starts overlap.
-    Returns the stream path, the host program's path and copsim's
-    stderr."""
+def record(coprof_bin, build_dir, tmp_path, every, fifo_depth, options):
+    """Runs host-pipeline under the one-command copsim, undithered, with
+    the extra copsim options given, time-sliced: its scheduler binds
+    nothing until 6 contexts (one per host thread) wait (copsim's
+    COPSIM_TEST_GATHER hook), so 4 of them wait while 2 run and the running
+    ones are preempted, however the emulators' starts overlap.  Returns the
+    stream path, the host program's path and copsim's stderr."""
     host = os.path.join(build_dir, "examples", "host-pipeline")
     stream = tmp_path / "stream"
     proc = subprocess.run(
         [coprof_bin("copsim"), "--event=SPU_CYCLES:%d" % every,
          "--stream-out", str(stream), "--slots", "2", "--slice", "20000",
-         "--fifo-depth", str(fifo_depth), "--", host, "--threads", "6",
+         "--fifo-depth", str(fifo_depth), "--no-dither"] + options + [
+         "--", host, "--threads", "6",
          "--contexts", str(CONTEXTS), "--frames", "2", "--rounds", "2",
          "--console-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
@@ -70,14 +72,19 @@ def stream_counts(stream):
     return samples, lost, slot_samples, slot_lost, stats
 
 
-# A sparse run that loses nothing, and a dense one into 4-entry FIFOs that
-# loses most captures to overflow.
-@pytest.mark.parametrize("every,fifo_depth", [(997, 1024), (13, 4)],
-                         ids=["sparse", "overflowing"])
+# A sparse run that loses nothing (FIFOs that stall when full, the
+# default), and a dense one into 4-entry FIFOs that drop, as the Cell's
+# did, and lose most captures to overflow (at a nominal clock of 100 kHz,
+# so that the minimum-rate rule takes N = 13 with such a FIFO).  Both
+# undithered: a slot captures exactly one instruction in N.
+@pytest.mark.parametrize("every,fifo_depth,options", [
+    (997, 1024, []),
+    (13, 4, ["--fifo-full=drop", "--clock", "100kHz"])],
+    ids=["sparse", "overflowing"])
 def test_session_equals_the_copsim_stream(coprof_bin, build_dir, tmp_path,
-                                          every, fifo_depth):
+                                          every, fifo_depth, options):
     stream, host, copsim_err = record(coprof_bin, build_dir, tmp_path, every,
-                                      fifo_depth)
+                                      fifo_depth, options)
 
     check = subprocess.run([coprof_bin("copstream"), "check", str(stream)],
                            capture_output=True, text=True, timeout=120)

@@ -11,6 +11,7 @@ import collections
 import re
 import subprocess
 
+import coprof_stream as cs
 import pytest
 
 from coprofd_support import (Model, Simulation, Writer, identity,
@@ -172,3 +173,54 @@ def test_session_tables_describe_the_run(tmp_path, test_image, coprofd):
     assert meta["stream.stop_samples"] == 3 and meta["stream.complete"] == 1
     assert meta["stream.clock_hz"] == 10**9 and meta["format_version"] == 1
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_sampling_and_stalls(tmp_path, test_image, coprofd):
+    """A 1.2 START's FIFO-full policy and dither become the sampling.*
+    keys; STALL records become rows of stalls under the context bound to
+    the slot then (NULL without one), summed by stall_by_context; a 1.1
+    START reads as drop, no dither."""
+    image = test_image("overlays.elf")
+    ident = identity(image)
+    w = Writer()
+    w.start(fifo_full=cs.FIFO_STALL, dither=1, dither_seed=2 ** 64 - 5,
+            watermark=512)
+    w.image(image)
+    w.context(1, 7, ident, cycle=100)
+    w.sample(1, 0x150, 2)
+    w.stall(1, 3, 40_000, 200)
+    w.time(1, 200, 5_000)
+    w.stall(1, 1, 2_000, 300)
+    w.context(1, 8, ident, cycle=400)
+    w.stall(1, 5, 7_000, 500)
+    w.release(1, 600)
+    w.stall(2, 2, 100, 700)
+    w.stop(20_000)
+    _, session, _ = replay(coprofd, w.bytes(), tmp_path)
+    db = open_session(session)
+    meta = dict(db.execute("SELECT key, value FROM session"))
+    assert meta["sampling.fifo_full"] == "stall"
+    assert meta["sampling.dither"] == "on"
+    assert meta["sampling.dither_seed"] == str(2 ** 64 - 5)
+    assert meta["sampling.watermark"] == 512
+    ids = dict(db.execute("SELECT context_id, id FROM contexts"))
+    assert db.execute("SELECT slot, context, count, ns, cycle FROM stalls"
+                      " ORDER BY id").fetchall() == [
+        (1, ids[7], 3, 40_000, 200), (1, ids[7], 1, 2_000, 300),
+        (1, ids[8], 5, 7_000, 500), (2, None, 2, 100, 700)]
+    assert sorted(db.execute("SELECT context, count, ns FROM"
+                             " stall_by_context"),
+                  key=lambda r: (r[0] is not None, r[0])) == [
+        (None, 2, 100), (ids[7], 4, 42_000), (ids[8], 5, 7_000)]
+    db.close()
+
+    old = Writer()
+    old.start()
+    old.stop(20_000)
+    _, session, _ = replay(coprofd, old.bytes(), tmp_path, name="old")
+    db = open_session(session)
+    meta = dict(db.execute("SELECT key, value FROM session"))
+    assert (meta["sampling.fifo_full"], meta["sampling.dither"],
+            meta["sampling.dither_seed"]) == ("drop", "off", "0")
+    assert db.execute("SELECT COUNT(*) FROM stalls").fetchone() == (0,)
+    db.close()

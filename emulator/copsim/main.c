@@ -19,6 +19,7 @@
 #include "emulator/copsim/copsim.h"
 #include "kernel-driver/copsim-host.h"
 #include "emulator/trace-regs.h"
+#include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "sdk/cli.h"
 
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define EXIT_USAGE  2
@@ -57,6 +59,17 @@ static void usage(FILE *out)
         "      --stream-out FILE     write the whole sample stream to FILE;\n"
         "                            each slot's trace-unit counters and the\n"
         "                            stream's totals go to stderr\n"
+        "      --fifo-full=stall|drop\n"
+        "                            a capture that finds the FIFO full\n"
+        "                            stalls the coprocessor until the driver\n"
+        "                            drains (stall, the default: nothing is\n"
+        "                            lost) or is dropped and counted (drop,\n"
+        "                            the Cell's way)\n"
+        "      --dither=SEED         each sampling interval is N plus a\n"
+        "                            jitter from a generator seeded with SEED\n"
+        "                            (mean exactly N; docs/trace-unit.md);\n"
+        "                            the default, with a seed from getrandom\n"
+        "      --no-dither           every interval exactly N\n"
         "\n"
         "  -s, --socket PATH     listen on PATH, mode 0600 (default\n"
         "                        $COPSIM_SOCKET, else\n"
@@ -112,6 +125,8 @@ struct options {
     struct copsim_config config;
     int ready_fd;
     uint32_t event_count;       /* --event=SPU_CYCLES:N; 0: none */
+    struct copsim_run_session session;  /* --fifo-full, --dither */
+    int dither_given;           /* --dither or --no-dither */
     const char *stream_out;
     char **command;             /* after the options; NULL: the daemon */
 };
@@ -234,8 +249,43 @@ static int parse_option(int c, const char *arg, struct options *opts)
     case 'o':
         opts->stream_out = arg;
         return 0;
+    case 'X':
+        if (trace_parse_fifo_policy(arg, &opts->session.fifo_full) < 0) {
+            cli_fail(EXIT_USAGE, "--fifo-full: '%s' is not stall or drop",
+                     arg);
+            return -1;
+        }
+        return 0;
+    case 'D':
+        if (parse_number("--dither", arg, 0, UINT64_MAX, &number) < 0)
+            return -1;
+        opts->session.dither = 1;
+        opts->session.dither_seed = number;
+        opts->dither_given = 1;
+        return 0;
+    case 'N':
+        opts->session.dither = 0;
+        opts->dither_given = 1;
+        return 0;
     }
     cli_fail(EXIT_USAGE, "unknown option (see copsim --help)");
+    return -1;
+}
+
+/* Dither on with a fresh seed unless --dither or --no-dither said.
+ * Returns -1 to go on, or an exit status. */
+static int default_dither(struct options *opts)
+{
+    uint64_t seed;
+
+    if (opts->dither_given)
+        return -1;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        return cli_fail(EXIT_USAGE, "--dither: no seed from getrandom: %s "
+                        "(give --dither=SEED or --no-dither)",
+                        strerror(errno));
+    opts->session.dither = 1;
+    opts->session.dither_seed = seed;
     return -1;
 }
 
@@ -262,6 +312,9 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"ready-fd", required_argument, NULL, 'f'},
         {"event", required_argument, NULL, 'e'},
         {"stream-out", required_argument, NULL, 'o'},
+        {"fifo-full", required_argument, NULL, 'X'},
+        {"dither", required_argument, NULL, 'D'},
+        {"no-dither", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -269,6 +322,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
 
     memset(opts, 0, sizeof(*opts));
     opts->ready_fd = -1;
+    opts->session.fifo_full = COPDRV_FIFO_STALL;
     opts->config.event_log_path = getenv("COPSIM_EVENT_LOG");
     if (opts->config.event_log_path && !*opts->config.event_log_path)
         opts->config.event_log_path = NULL;
@@ -294,7 +348,8 @@ static int parse_options(int argc, char **argv, struct options *opts)
                         "and a COMMAND after -- go together (see copsim "
                         "--help)");
     opts->command = argv + optind;
-    return -1;
+    opts->session.count = opts->event_count;
+    return default_dither(opts);
 }
 
 static void on_signal(int signo)
@@ -333,7 +388,7 @@ static int run_command(struct options *opts)
 {
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, SIG_IGN);
-    return copsim_driver_run_command(&opts->config, opts->event_count,
+    return copsim_driver_run_command(&opts->config, &opts->session,
                                      opts->stream_out, opts->command);
 }
 

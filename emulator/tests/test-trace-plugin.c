@@ -4,7 +4,8 @@
  * gate, moving a context between slots while it is held, LFSR state carried
  * over from one context to the next, a programmed value taking effect at
  * the next reload, value 0, a hold while capture is off (only the doorbell
- * stops the fast path then), and a controller that dies.
+ * stops the fast path then), a hold while the emulator is stalled on a
+ * full FIFO, and a controller that dies.
  *
  * The guests start at the local store directly (QEMU's loader device sets
  * the PC), so every instruction is in the local store and a reference run
@@ -126,9 +127,45 @@ static void drain_into(struct fixture *f, uint32_t slot, GArray *out)
     int32_t n;
 
     while ((n = trace_slot_drain(s, f->unit->header->fifo_depth, batch,
-                                 G_N_ELEMENTS(batch))) > 0)
+                                 G_N_ELEMENTS(batch))) > 0) {
+        trace_slot_wake_producer(s);
         g_array_append_vals(out, batch, (guint)n);
+    }
     g_assert_cmpint(n, ==, 0);
+}
+
+/* Under the stall policy: drains `slot` whenever the emulator rings the
+ * doorbell, until it ends; returns its exit status. */
+static int drain_on_doorbell(struct fixture *f, pid_t pid, uint32_t slot,
+                             GArray *out)
+{
+    uint32_t *doorbell = &f->unit->header->doorbell;
+    int status;
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
+        pid_t done = waitpid(pid, &status, WNOHANG);
+
+        drain_into(f, slot, out);
+        if (done == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        trace_doorbell_wait(doorbell, seen, 10000000ull);  /* or the exit */
+    }
+}
+
+/* Waits on the doorbell until the slot's producer is stalled. */
+static void wait_until_stalled(struct fixture *f,
+                               const struct trace_regs_slot *slot)
+{
+    uint32_t *doorbell = &f->unit->header->doorbell;
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
+
+        if (__atomic_load_n(&slot->stalled, __ATOMIC_ACQUIRE))
+            return;
+        trace_doorbell_wait(doorbell, seen, 1000000000ull);
+    }
 }
 
 /* Drains `slot` until the emulator ends; returns its exit status. */
@@ -315,6 +352,61 @@ static void test_move_while_held(void)
 }
 
 /*
+ * A hold while the emulator is stalled in a capture (a 4-entry FIFO under
+ * the stall policy, nothing drained): it cannot reach a block boundary, so
+ * the hold is not acknowledged; once the FIFO is drained the capture goes
+ * in and the emulator stops at the next boundary, held.  Released, it runs
+ * on, drained at each doorbell, and its captures are exactly those of a
+ * run into a FIFO that never fills.  Both modes.
+ */
+static void test_hold_while_stalled(void)
+{
+    uint32_t value = lfsr_value_for_count(997);
+    struct fixture f;
+    GArray *unbounded;
+
+    setup(&f, NULL);
+    unbounded = run_guest(&f, "mix", 0, value, value);
+    teardown(&f, NULL);
+    for (int reference = 0; reference <= 1; reference++) {
+        GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+        struct trace_regs_context *ctx;
+        struct trace_regs_slot *slot;
+        uint32_t gate;
+        pid_t pid;
+
+        setup_geometry(&f, 1, 4);
+        ctx = trace_unit_context(f.unit, 0);
+        slot = trace_unit_slot(f.unit, 0);
+        trace_slot_set_policy(slot, TRACE_FIFO_STALL, 2);
+        prepare(&f, 0, 0, value, value);
+        trace_context_release(ctx);
+        pid = start_emulator(&f, 0, "mix", reference);
+        wait_until_stalled(&f, slot);
+        gate = trace_context_hold(ctx);
+        g_assert_cmpint(trace_context_wait_held(ctx, gate, 0), ==,
+                        TRACE_WAIT_TIMEOUT);
+        g_assert_cmpuint(slot->stalled, ==, 1);
+        drain_into(&f, 0, captures);
+        g_assert_cmpint(trace_context_wait_held(ctx, gate, 60000), ==,
+                        TRACE_WAIT_HELD);
+        g_assert_cmpuint(slot->stalled, ==, 0);
+        g_assert_cmpuint(slot->stall_count, >=, 1);
+        trace_context_release(ctx);
+        g_assert_cmpint(drain_on_doorbell(&f, pid, 0, captures), ==, 0);
+        g_assert_cmpuint(slot->overflow_count, ==, 0);
+        assert_same_captures(captures, unbounded);
+        g_test_message("%s mode: %llu stalls, %llu ns",
+                       reference ? "reference" : "fast",
+                       (unsigned long long)slot->stall_count,
+                       (unsigned long long)slot->stall_ns);
+        g_array_free(captures, TRUE);
+        teardown(&f, NULL);
+    }
+    g_array_free(unbounded, TRUE);
+}
+
+/*
  * Context 1 runs on slot 0 after context 0 exited there, without a reload:
  * its captures are those of a run whose LFSR starts where context 0 left it.
  */
@@ -477,6 +569,8 @@ int main(int argc, char **argv)
     g_test_add("/trace-plugin/start-held", struct fixture, NULL, setup,
                test_start_held, teardown);
     g_test_add_func("/trace-plugin/move-while-held", test_move_while_held);
+    g_test_add_func("/trace-plugin/hold-while-stalled",
+                    test_hold_while_stalled);
     g_test_add_func("/trace-plugin/state-carries-over",
                     test_state_carries_over);
     g_test_add_func("/trace-plugin/program-at-reload", test_program_at_reload);

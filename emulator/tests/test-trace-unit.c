@@ -10,6 +10,7 @@
 
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,21 +69,27 @@ static void test_default_layout(void)
     g_assert_nonnull(f.unit);
     h = f.unit->header;
     g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
-    g_assert_cmpuint(h->version, ==, 2);
+    g_assert_cmpuint(h->version, ==, 3);
     g_assert_cmpuint(h->n_slots, ==, 8);
-    g_assert_cmpuint(h->fifo_depth, ==, 1024);
-    /* 192-byte slot head, 2048 FIFO bytes, 1024 events of 16 bytes. */
-    g_assert_cmpuint(trace_regs_slot_events_offset(1024), ==, 192 + 2048);
-    g_assert_cmpuint(h->slot_stride, ==, 192 + 2048 + 16384);
+    g_assert_cmpuint(h->fifo_depth, ==, 4096);
+    /* 256-byte slot head, 8192 FIFO bytes, 1024 events of 16 bytes. */
+    g_assert_cmpuint(trace_regs_slot_events_offset(4096), ==, 256 + 8192);
+    g_assert_cmpuint(h->slot_stride, ==, 256 + 8192 + 16384);
     g_assert_cmpuint(h->slots_offset, ==, 128);
-    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 18624);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 18624 + 64 * 128);
-    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 256);  /* a line */
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 24832);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 24832 + 64 * 128);
+    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 320);  /* a line */
+    g_assert_cmpuint(h->doorbell, ==, 0);
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
     g_assert_cmphex(h->ls_size, ==, 0x40000);
-    for (uint32_t i = 0; i < 8; i++)
-        g_assert_cmphex(trace_unit_slot(f.unit, i)->bound_context, ==,
-                        TRACE_NONE);
+    for (uint32_t i = 0; i < 8; i++) {
+        const struct trace_regs_slot *slot = trace_unit_slot(f.unit, i);
+
+        g_assert_cmphex(slot->bound_context, ==, TRACE_NONE);
+        g_assert_cmpuint(slot->fifo_policy, ==, TRACE_FIFO_DROP);
+        g_assert_cmpuint(slot->watermark, ==, 2048);
+        g_assert_cmpuint(slot->dither, ==, 0);
+    }
     for (uint32_t i = 0; i < 64; i++) {
         g_assert_cmphex(trace_unit_context(f.unit, i)->slot, ==, TRACE_NONE);
         g_assert_cmpuint(trace_unit_context(f.unit, i)->gate, ==, 0);
@@ -137,7 +144,7 @@ static void expect_open_error(struct fixture *f,
 }
 
 static void damage_magic(uint8_t *b, gsize *size) { b[0] = 'X'; }
-static void damage_version(uint8_t *b, gsize *size) { b[8] = 3; }
+static void damage_version(uint8_t *b, gsize *size) { b[8] = 2; }
 static void damage_reserved(uint8_t *b, gsize *size) { b[100] = 1; }
 static void damage_depth(uint8_t *b, gsize *size) { b[33] ^= 0x01; }
 static void damage_stride(uint8_t *b, gsize *size) { b[36] += 64; }
@@ -151,7 +158,7 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
 
     expect_open_error(f, damage_magic, "bad magic");
     expect_open_error(f, damage_version,
-                      "version 3, this build reads version 2");
+                      "version 2, this build reads version 3");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -186,6 +193,247 @@ static void test_overflow_counted(struct fixture *f, gconstpointer data)
     g_assert_cmpint(trace_slot_push(slot, 64, 7), ==, 1);
     slot->fifo_head += 100;                    /* corrupt: beyond depth */
     g_assert_cmpint(trace_slot_drain(slot, 64, out, 200), ==, -1);
+}
+
+
+/* ---- FIFO-full policy, doorbell, dither --------------------------------- */
+
+/* Drop: every capture is queued or counted, the oldest entries kept. */
+static void test_drop_conserves(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    uint32_t queued = 0;
+    uint16_t out[64];
+
+    trace_slot_set_policy(slot, TRACE_FIFO_DROP, 0);
+    for (uint32_t i = 0; i < 100; i++)
+        queued += (uint32_t)trace_slot_capture(f->unit, slot, (uint16_t)i);
+    g_assert_cmpuint(queued, ==, 64);
+    g_assert_cmpuint(slot->capture_count, ==, 100);
+    g_assert_cmpuint(slot->capture_count, ==,
+                     slot->overflow_count + trace_slot_queued(slot));
+    g_assert_cmpint(trace_slot_drain(slot, 64, out, 64), ==, 64);
+    for (uint32_t i = 0; i < 64; i++)
+        g_assert_cmpuint(out[i], ==, i);
+    g_assert_cmpuint(slot->stall_count, ==, 0);
+}
+
+struct stall_producer {
+    const struct trace_unit *unit;
+    struct trace_regs_slot *slot;
+    uint32_t count;
+    uint32_t queued;
+};
+
+static gpointer produce_captures(gpointer data)
+{
+    struct stall_producer *p = data;
+
+    for (uint32_t i = 0; i < p->count; i++)
+        p->queued += (uint32_t)trace_slot_capture(p->unit, p->slot,
+                                                  (uint16_t)i);
+    return NULL;
+}
+
+/* Waits on the doorbell until the slot's producer is stalled (it rings
+ * while it waits), for a test that needs the stall to have happened. */
+static void wait_until_stalled(struct fixture *f,
+                               const struct trace_regs_slot *slot)
+{
+    uint32_t *doorbell = &f->unit->header->doorbell;
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
+
+        if (__atomic_load_n(&slot->stalled, __ATOMIC_ACQUIRE))
+            return;
+        trace_doorbell_wait(doorbell, seen, 1000000000ull);
+    }
+}
+
+/*
+ * Stall: a producer pushing 1000 captures into a 4-entry FIFO waits for a
+ * consumer that drains only when the doorbell rings (and first waits for
+ * a stall); nothing is lost, the sequence is the one pushed, and the
+ * producer counted its stalls and their time.
+ */
+static void test_stall_loses_nothing(void)
+{
+    struct fixture f;
+    struct trace_regs_slot *slot;
+    struct stall_producer p;
+    uint32_t *doorbell;
+    GArray *got = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+    uint16_t out[4];
+    int32_t n;
+    GThread *thread;
+
+    setup_with(&f, 1, 4);
+    slot = trace_unit_slot(f.unit, 0);
+    doorbell = &f.unit->header->doorbell;
+    trace_unit_set_controller(f.unit, getpid());
+    trace_slot_set_policy(slot, TRACE_FIFO_STALL, 2);
+    p = (struct stall_producer){ f.unit, slot, 1000, 0 };
+    thread = g_thread_new("producer", produce_captures, &p);
+    wait_until_stalled(&f, slot);
+    while (got->len < 1000) {
+        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
+
+        while ((n = trace_slot_drain(slot, 4, out, 4)) > 0) {
+            trace_slot_wake_producer(slot);
+            g_array_append_vals(got, out, (guint)n);
+        }
+        g_assert_cmpint(n, ==, 0);
+        if (got->len < 1000 && trace_slot_queued(slot) == 0)
+            trace_doorbell_wait(doorbell, seen, 1000000000ull);
+    }
+    g_thread_join(thread);
+    g_assert_cmpuint(p.queued, ==, 1000);
+    for (guint i = 0; i < got->len; i++)
+        g_assert_cmpuint(g_array_index(got, uint16_t, i), ==, i);
+    g_assert_cmpuint(slot->capture_count, ==, 1000);
+    g_assert_cmpuint(slot->overflow_count, ==, 0);
+    g_assert_cmpuint(slot->stall_count, >=, 1);
+    g_assert_cmpuint(slot->stall_ns, >, 0);
+    g_assert_cmpuint(slot->stalled, ==, 0);
+    g_array_free(got, TRUE);
+    teardown(&f, NULL);
+}
+
+/* A stalled producer whose controller is gone, or whose policy turns to
+ * drop, stops waiting: the capture is dropped and counted, no hang. */
+static void test_stall_abandoned(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    struct stall_producer p = { f->unit, slot, 1, 0 };
+    GThread *thread;
+    pid_t gone = fork();
+
+    if (gone == 0)
+        _exit(0);
+    g_assert_cmpint(waitpid(gone, NULL, 0), ==, gone);
+    trace_slot_set_policy(slot, TRACE_FIFO_STALL, 0);
+    for (uint32_t i = 0; i < 64; i++)
+        g_assert_cmpint(trace_slot_capture(f->unit, slot, 1), ==, 1);
+    trace_unit_set_controller(f->unit, gone);
+    g_assert_cmpint(trace_slot_capture(f->unit, slot, 2), ==, 0);
+    g_assert_cmpuint(slot->overflow_count, ==, 1);
+    g_assert_cmpuint(slot->stall_count, ==, 1);
+    g_assert_cmpuint(slot->capture_count, ==, 65);
+
+    trace_unit_set_controller(f->unit, getpid());
+    thread = g_thread_new("producer", produce_captures, &p);
+    wait_until_stalled(f, slot);
+    trace_slot_set_policy(slot, TRACE_FIFO_DROP, 0);
+    g_thread_join(thread);
+    g_assert_cmpuint(p.queued, ==, 0);
+    g_assert_cmpuint(slot->overflow_count, ==, 2);
+    g_assert_cmpuint(slot->stall_count, ==, 2);
+    g_assert_cmpuint(slot->capture_count, ==, 66);
+}
+
+/* The doorbell rings once when the queue reaches the watermark. */
+static void test_doorbell_watermark(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 1);
+    uint32_t *doorbell = &f->unit->header->doorbell;
+    uint16_t out[64];
+
+    g_assert_cmpuint(slot->watermark, ==, 32);      /* half, by default */
+    trace_slot_set_policy(slot, TRACE_FIFO_DROP, 4);
+    for (uint32_t i = 0; i < 3; i++)
+        trace_slot_capture(f->unit, slot, 0);
+    g_assert_cmpuint(*doorbell, ==, 0);
+    g_assert_cmpint(trace_doorbell_wait(doorbell, 0, 1000), ==, 0);
+    trace_slot_capture(f->unit, slot, 0);
+    g_assert_cmpuint(*doorbell, ==, 1);
+    g_assert_cmpint(trace_doorbell_wait(doorbell, 0, 1000), ==, 1);
+    for (uint32_t i = 0; i < 10; i++)
+        trace_slot_capture(f->unit, slot, 0);
+    g_assert_cmpuint(*doorbell, ==, 1);
+    trace_slot_drain(slot, 64, out, 64);
+    for (uint32_t i = 0; i < 4; i++)
+        trace_slot_capture(f->unit, slot, 0);
+    g_assert_cmpuint(*doorbell, ==, 2);             /* past it again */
+    trace_slot_set_policy(slot, TRACE_FIFO_DROP, 0);
+    trace_slot_drain(slot, 64, out, 64);
+    for (uint32_t i = 0; i < 10; i++)
+        trace_slot_capture(f->unit, slot, 0);
+    g_assert_cmpuint(*doorbell, ==, 2);             /* 0: never */
+}
+
+/* The jitter: width a power of two at most N/2 that keeps N + W - 1 in
+ * the LFSR's period; every interval within N-W+1 .. N+W-1; the mean over
+ * many draws within 5 standard errors of N (it is exactly N in law). */
+static void test_dither_bounds_and_mean(void)
+{
+    static const uint32_t counts[] = { 1, 3, 4, 5, 625, 997, 1001, 100000,
+                                       LFSR_PERIOD - 3, LFSR_PERIOD };
+    const uint32_t draws = 1u << 16;
+
+    g_assert_cmpuint(trace_dither_width(1), ==, 1);
+    g_assert_cmpuint(trace_dither_width(4), ==, 2);
+    g_assert_cmpuint(trace_dither_width(997), ==, 256);
+    g_assert_cmpuint(trace_dither_width(1024), ==, 512);
+    g_assert_cmpuint(trace_dither_width(LFSR_PERIOD), ==, 1);
+    for (guint c = 0; c < G_N_ELEMENTS(counts); c++) {
+        uint32_t n = counts[c], w = trace_dither_width(n);
+        double sum = 0, sd = w / sqrt(6.0);
+        uint32_t low = UINT32_MAX, high = 0;
+
+        g_assert_cmpuint(w & (w - 1), ==, 0);
+        g_assert_cmpuint(w, <=, n / 2 > 1 ? n / 2 : 1);
+        g_assert_cmpuint((uint64_t)n + w - 1, <=, LFSR_PERIOD);
+        for (uint32_t k = 0; k < draws; k++) {
+            uint32_t interval = trace_dither_interval(n, 42, k);
+
+            low = MIN(low, interval);
+            high = MAX(high, interval);
+            sum += (double)interval - n;
+        }
+        g_assert_cmpuint(low, >=, n - w + 1);
+        g_assert_cmpuint(high, <=, n + w - 1);
+        if (w > 2) {                    /* it spreads over the range */
+            g_assert_cmpuint(low, <=, n - w / 2);
+            g_assert_cmpuint(high, >=, n + w / 2);
+        }
+        g_assert_cmpfloat(fabs(sum / draws), <=, 5 * sd / sqrt(draws));
+    }
+    /* Reproducible from the seed alone, different for another seed. */
+    {
+        int differ = 0;
+
+        for (uint32_t k = 0; k < 16; k++) {
+            g_assert_cmpuint(trace_dither_interval(997, 7, k), ==,
+                             trace_dither_interval(997, 7, k));
+            differ |= trace_dither_interval(997, 7, k)
+                      != trace_dither_interval(997, 8, k);
+        }
+        g_assert_true(differ);
+    }
+}
+
+/*
+ * Why: a 7-instruction loop sampled every N = 1001 = 7 * 143 cycles.
+ * Undithered every capture falls on the same instruction of the loop;
+ * dithered, each of the 7 gets its share within 4 standard deviations.
+ */
+static void test_dither_dealiases(void)
+{
+    const uint32_t n = 1001, loop = 7, captures = 70000;
+    uint64_t at = 0, fixed = 0;
+    uint32_t dithered[7] = { 0 }, undithered[7] = { 0 };
+    double expect = captures / 7.0, sd = sqrt(expect * 6.0 / 7.0);
+
+    for (uint32_t k = 0; k < captures; k++) {
+        at += k ? trace_dither_interval(n, 99, k - 1) : n;
+        fixed += n;
+        dithered[at % loop]++;
+        undithered[fixed % loop]++;
+    }
+    g_assert_cmpuint(undithered[0], ==, captures);
+    for (uint32_t i = 0; i < loop; i++)
+        g_assert_cmpfloat(fabs(dithered[i] - expect), <=, 4 * sd);
 }
 
 /* ---- Overlay events ---------------------------------------------------- */
@@ -690,12 +938,13 @@ static void test_trace_run(void)
     g_setenv("COPROF_TRACE_PLUGIN", "/proc/self/exe", TRUE);
     trace_geometry_default(&geo);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 0,
-                                    TRACE_MODE_FAST, NULL, NULL, err,
+                                    TRACE_MODE_FAST, NULL, NULL, NULL, err,
                                     sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "sample count 0 is outside 1..16777215"));
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 2, 3, 100,
-                                    TRACE_MODE_REFERENCE, NULL, NULL, err,
+                                    TRACE_MODE_REFERENCE, NULL, NULL, NULL,
+                                    err,
                                     sizeof(err)),
                     ==, 0);
     path = g_strdup(run.unit->path);
@@ -728,7 +977,7 @@ static void test_trace_run(void)
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,
                                     TRACE_MODE_FAST, NULL,
                                     &(struct trace_watch){ "/r", 0x2050, 2 },
-                                    err, sizeof(err)),
+                                    NULL, err, sizeof(err)),
                     ==, 0);
     g_assert_cmpuint(trace_unit_context(run.unit, 1)->guard_count, ==, 2);
     g_assert_cmphex(trace_unit_context(run.unit, 1)->guard_ls_offset, ==,
@@ -755,14 +1004,14 @@ static void test_trace_run(void)
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 1, 0, 7,
                                     TRACE_MODE_FAST, NULL,
                                     &(struct trace_watch){ "/r", 0x3FFFC, 2 },
-                                    err, sizeof(err)),
+                                    NULL, err, sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "inside the 0x40000-byte local store"));
     g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));   /* private */
 
     g_setenv("COPROF_TRACE_PLUGIN", "/nonexistent/libcoptrace.so", TRUE);
     g_assert_cmpint(trace_run_start(&run, NULL, &geo, 0, 0, 5,
-                                    TRACE_MODE_FAST, NULL, NULL, err,
+                                    TRACE_MODE_FAST, NULL, NULL, NULL, err,
                                     sizeof(err)),
                     ==, -1);
     g_assert_nonnull(strstr(err, "cannot find libcoptrace.so"));
@@ -836,6 +1085,17 @@ int main(int argc, char **argv)
                test_events_to_file, teardown);
     g_test_add("/trace-unit/watch-guards", struct fixture, NULL, setup,
                test_watch_guards, teardown);
+    g_test_add("/trace-unit/drop-conserves", struct fixture, NULL, setup,
+               test_drop_conserves, teardown);
+    g_test_add_func("/trace-unit/stall-loses-nothing",
+                    test_stall_loses_nothing);
+    g_test_add("/trace-unit/stall-abandoned", struct fixture, NULL, setup,
+               test_stall_abandoned, teardown);
+    g_test_add("/trace-unit/doorbell-watermark", struct fixture, NULL, setup,
+               test_doorbell_watermark, teardown);
+    g_test_add_func("/trace-unit/dither-bounds-and-mean",
+                    test_dither_bounds_and_mean);
+    g_test_add_func("/trace-unit/dither-dealiases", test_dither_dealiases);
     g_test_add_func("/trace-unit/trace-run", test_trace_run);
     g_test_add_func("/trace-unit/plugin-arg", test_plugin_arg);
     return g_test_run();

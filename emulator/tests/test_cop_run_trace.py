@@ -59,6 +59,52 @@ def test_fast_mode_equals_reference_mode(coprof_bin, build_dir, tmp_path,
     assert fast_samples == ref_samples
 
 
+@pytest.mark.parametrize("every", [7, 1001])
+@pytest.mark.parametrize("name,folder,args", PROGRAMS,
+                         ids=[p[0] for p in PROGRAMS])
+def test_dithered_fast_equals_reference(coprof_bin, build_dir, tmp_path,
+                                        name, folder, args, every):
+    """With --dither SEED both modes draw the same intervals: the same
+    captures, sample for sample; about one per N instructions (the mean
+    interval is N), and not the undithered sequence."""
+    image = os.path.join(build_dir, folder, name + ".elf")
+    seed = ["--dither", "424242"]
+    fast, fast_counters, fast_samples = cop_run(coprof_bin, tmp_path, image,
+                                                args, every, *seed)
+    ref, ref_counters, ref_samples = cop_run(coprof_bin, tmp_path, image,
+                                             args, every, "--reference",
+                                             *seed)
+    _, _, plain = cop_run(coprof_bin, tmp_path, image, args, every)
+    assert fast.returncode == ref.returncode == 0, fast.stderr
+    assert fast_counters == ref_counters
+    assert fast_samples == ref_samples
+    assert fast_samples != plain
+    n = fast_counters["instructions"] / every
+    assert abs(fast_counters["captures"] - n) <= 5 * n ** 0.5 + 2
+
+
+def test_small_fifo_stall_loses_nothing(coprof_bin, build_dir, tmp_path):
+    """--fifo-full stall into a 4-entry FIFO: nothing dropped, and the
+    capture sequence is the one a FIFO too deep to fill gives; the
+    stalls are counted."""
+    image = os.path.join(build_dir, "examples", "pipeline.elf")
+    samples = tmp_path / "samples"
+    proc = subprocess.run(
+        [coprof_bin("cop-run"), "--sample-every", "7", "--fifo-depth", "4",
+         "--fifo-full", "stall", "--samples-out", str(samples), image, "1"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    captures, dropped, instructions, outside = (
+        int(g) for g in COUNTERS.search(proc.stderr).groups())
+    stalls = re.search(r"^stalls=(\d+) stall_ns=(\d+)$", proc.stderr, re.M)
+    assert stalls and int(stalls.group(1)) > 0, proc.stderr
+    assert dropped == 0
+    assert captures == instructions // 7
+    _, deep, want = cop_run(coprof_bin, tmp_path, image, ["1"], 7)
+    assert samples.read_text().split() == want
+    assert deep["captures"] == captures
+
+
 def test_boot_code_outside_local_store(coprof_bin, build_dir, tmp_path):
     """QEMU's reset code at 0x1000 runs before _start: counted, not queued."""
     image = os.path.join(build_dir, "examples", "kernels.elf")
@@ -100,6 +146,10 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
 
 
 @pytest.mark.parametrize("options,message", [
+    (["--sample-every", "5", "--fifo-full", "wait"],
+     "--fifo-full 'wait': not stall or drop"),
+    (["--sample-every", "5", "--dither", "x"],
+     "--dither 'x': not a decimal seed"),
     (["--sample-every", "0"], "--sample-every '0': not a count from 1 to "
                               "16777215"),
     (["--sample-every", "16777216"], "not a count from 1 to 16777215"),

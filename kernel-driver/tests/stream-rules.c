@@ -19,7 +19,8 @@ enum {
 	PHASE_OPEN,
 	PHASE_SWITCHED,
 	PHASE_OVERLAY,
-	PHASE_LOST
+	PHASE_LOST,
+	PHASE_STALL
 };
 
 static void violation(struct stream_rules *rules, guint64 offset,
@@ -119,11 +120,13 @@ static void on_samples(void *user, guint64 offset,
 				  "context", samples[i].slot);
 			continue;
 		}
-		if (s->phase == PHASE_OVERLAY || s->phase == PHASE_LOST)
+		if (s->phase == PHASE_OVERLAY || s->phase == PHASE_LOST ||
+		    s->phase == PHASE_STALL)
 			violation(rules, at, "sample of slot %u after the "
 				  "%s records of its poll group",
 				  samples[i].slot, s->phase == PHASE_LOST ?
-				  "LOST" : "OVERLAY");
+				  "LOST" : s->phase == PHASE_STALL ? "STALL" :
+				  "OVERLAY");
 		s->phase = PHASE_OPEN;
 		g_array_append_val(context_for(rules, s->context_id,
 					       samples[i].slot)->addresses,
@@ -178,13 +181,14 @@ static void on_overlay(struct stream_rules *rules,
 	context = context_for(rules, s->context_id, o->slot);
 	if (o->flags & COPSTREAM_OVERLAY_PLACED) {
 		s->placed++;
-		if (s->phase == PHASE_OVERLAY || s->phase == PHASE_LOST)
+		if (s->phase == PHASE_OVERLAY || s->phase == PHASE_LOST ||
+		    s->phase == PHASE_STALL)
 			violation(rules, rec->offset, "placed OVERLAY of slot "
 				  "%u after the %s records of its poll group",
 				  o->slot, s->phase == PHASE_LOST ? "LOST" :
 				  "unplaced OVERLAY");
 	} else {
-		if (s->phase == PHASE_LOST)
+		if (s->phase == PHASE_LOST || s->phase == PHASE_STALL)
 			violation(rules, rec->offset, "OVERLAY of slot %u "
 				  "after the LOST records of its poll group",
 				  o->slot);
@@ -205,7 +209,30 @@ static void on_lost(struct stream_rules *rules,
 	check_cycle(rules, l->slot, l->cycle, rec->offset, "LOST");
 	s->lost[cause] += l->count;
 	s->lost_total += l->count;
+	if (s->phase == PHASE_STALL)
+		violation(rules, rec->offset, "LOST of slot %u after the "
+			  "STALL of its poll group", l->slot);
 	s->phase = PHASE_LOST;
+}
+
+/* STALL: after the group's LOST records, before its TIME, under a
+ * context (escape-protocol/README.md, writer rule 4). */
+static void on_stall(struct stream_rules *rules,
+		     const struct copstream_record *rec)
+{
+	const struct copstream_stall *t = &rec->u.stall;
+	struct rules_slot *s = &rules->slots[t->slot];
+
+	check_cycle(rules, t->slot, t->cycle, rec->offset, "STALL");
+	if (!s->has_context)
+		violation(rules, rec->offset, "STALL of slot %u without a "
+			  "context", t->slot);
+	if (s->phase == PHASE_STALL)
+		violation(rules, rec->offset, "two STALLs of slot %u in one "
+			  "poll group", t->slot);
+	s->stalls += t->count;
+	s->stall_ns += t->ns;
+	s->phase = PHASE_STALL;
 }
 
 static void keep_record(struct stream_rules *rules,
@@ -241,6 +268,9 @@ static void on_record(void *user, const struct copstream_record *rec)
 		break;
 	case COPSTREAM_LOST:
 		on_lost(rules, rec);
+		break;
+	case COPSTREAM_STALL:
+		on_stall(rules, rec);
 		break;
 	case COPSTREAM_TIME:
 		check_cycle(rules, rec->u.time.slot, rec->u.time.cycle,

@@ -42,6 +42,8 @@ struct rules_slot {
 	guint64 overlays;		/* OVERLAY records */
 	guint64 placed;			/* of them placed */
 	guint64 times;			/* TIME records */
+	guint64 stalls;			/* sum of STALL counts */
+	guint64 stall_ns;		/* sum of STALL times */
 };
 
 struct rules_context {

@@ -86,13 +86,16 @@ class Stream:
         return sum(counts.values()) if cause is None else counts[cause]
 
 
-def reference_trace(cop_run, image, args, every, fifo_depth=1 << 22):
-    """Runs cop-run in reference mode; returns (addresses, counters)."""
+def reference_trace(cop_run, image, args, every, fifo_depth=1 << 22,
+                    dither=None):
+    """Runs cop-run in reference mode (dithered with seed `dither` unless
+    None); returns (addresses, counters)."""
+    seed = [] if dither is None else ["--dither", str(dither)]
     with tempfile.NamedTemporaryFile("r") as out:
         result = subprocess.run(
             [cop_run, "--sample-every", str(every), "--reference",
-             "--samples-out", out.name, "--fifo-depth", str(fifo_depth),
-             image] + [str(a) for a in args],
+             "--samples-out", out.name, "--fifo-depth", str(fifo_depth)] +
+            seed + [image] + [str(a) for a in args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             check=True)
         addresses = [int(line, 16) for line in out]

@@ -224,6 +224,22 @@ static void push(struct fixture *f, guint32 slot, guint32 id, guint32 count)
 	}
 }
 
+/* The same through the trace unit's capture entry point, under the
+ * slot's FIFO-full policy (stall: it waits for the driver to drain). */
+static void capture(struct fixture *f, guint32 slot, guint32 id,
+		    guint32 count)
+{
+	struct trace_regs_slot *s = trace_unit_slot(f->unit, slot);
+
+	for (guint32 i = 0; i < count; i++) {
+		guint16 field = field_of(id, f->queued[id]->len);
+		guint32 address = (guint32)field << 2;
+
+		if (trace_slot_capture(f->unit, s, field))
+			g_array_append_val(f->queued[id], address);
+	}
+}
+
 static void assert_addresses(struct fixture *f, guint32 id)
 {
 	struct rules_context *c = stream_rules_context(f->rules, id);
@@ -676,6 +692,67 @@ static void test_conservation_slicing(void)
 	teardown(&f);
 }
 
+/*
+ * Stall and doorbell: with a poll interval of 10 s, a producer pushing
+ * 1300 captures into 64-entry FIFOs under the stall policy can only get
+ * on when the doorbell (watermark or stall) makes the poll thread drain
+ * early.  Nothing is lost, every sample is its context's and in order,
+ * and the stalls the producer counted are the STALL records' sums and
+ * the statistics'.
+ */
+static void test_stall_doorbell(void)
+{
+	struct fixture f;
+	struct copdrv_params p;
+	struct copdrv_stats stats;
+	char err[512] = "";
+
+	setup_with(&f, 2, 64, 0);
+	trace_unit_set_controller(f.unit, getpid());
+	bind_context(&f, 0, 1);
+	bind_context(&f, 1, 2);
+	p = params_for(&f, COPDRV_POLL_MAX_NS, 0);
+	p.fifo_full = COPSTREAM_FIFO_STALL;
+	g_assert_cmpint(copdrv_hosted_start(f.os, &p, &f.fd, err,
+					    sizeof(err)), ==, 0);
+	start_reader(&f);
+	g_assert_cmpuint(trace_unit_slot(f.unit, 0)->fifo_policy, ==,
+			 TRACE_FIFO_STALL);
+	g_assert_cmpuint(trace_unit_slot(f.unit, 0)->watermark, ==, 32);
+	for (guint32 round = 0; round < 10; round++) {
+		capture(&f, 0, 1, 100);
+		capture(&f, 1, 2, 30);
+	}
+	copdrv_get_stats(f.drv, &stats);
+	g_assert_cmpuint(stats.doorbell_polls, >=, 1);
+	stop_and_check(&f);
+	g_assert_cmpuint(trace_unit_slot(f.unit, 0)->fifo_policy, ==,
+			 TRACE_FIFO_DROP);	/* no stall after the session */
+	assert_conservation(&f, 2);
+	assert_addresses(&f, 1);
+	assert_addresses(&f, 2);
+	g_assert_cmpuint(f.queued[1]->len, ==, 1000);
+	g_assert_cmpuint(f.queued[2]->len, ==, 300);
+	copdrv_get_stats(f.drv, &stats);
+	g_assert_cmpuint(stats.stalls, ==, f.rules->slots[0].stalls +
+			 f.rules->slots[1].stalls);
+	for (guint32 i = 0; i < 2; i++) {
+		struct trace_slot_status status;
+
+		trace_slot_status(f.unit, i, &status);
+		g_assert_cmpuint(f.rules->slots[i].lost_total, ==, 0);
+		g_assert_cmpuint(f.rules->slots[i].stalls, ==, status.stalls);
+		g_assert_cmpuint(f.rules->slots[i].stall_ns, ==,
+				 status.stall_ns);
+		g_assert_cmpuint(stats.slot_stalls[i], ==, status.stalls);
+		g_assert_cmpuint(stats.slot_stall_ns[i], ==, status.stall_ns);
+	}
+	g_assert_cmpuint(f.rules->slots[0].stalls, >=, 1);
+	g_assert_cmpuint(f.rules->start.fifo_full, ==, COPSTREAM_FIFO_STALL);
+	g_assert_cmpuint(f.rules->start.watermark, ==, 32);
+	teardown(&f);
+}
+
 /* A reader that does not read: the event buffer fills, the samples that
  * do not fit are reported lost buffer-full, context switches still come
  * through in order, and the totals stay exact. */
@@ -884,6 +961,7 @@ int main(int argc, char **argv)
 			test_overlay_placed_buffer_full);
 	g_test_add_func("/driver/conservation-slicing",
 			test_conservation_slicing);
+	g_test_add_func("/driver/stall-doorbell", test_stall_doorbell);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);
 	g_test_add_func("/driver/no-context", test_no_context);
 	g_test_add_func("/driver/restart", test_restart);

@@ -62,31 +62,40 @@ def assert_conservation(counters, stream):
     assert stream.errors == [] and stream.orphans == 0
 
 
-def run_one_command(coprof_bin, tmp_path, options, command):
+def run_one_command(coprof_bin, tmp_path, options, command,
+                    fifo_depth=FIFO_DEPTH):
     stream_path = tmp_path / "stream"
     result = subprocess.run(
-        [coprof_bin("copsim"), "--fifo-depth", str(FIFO_DEPTH),
+        [coprof_bin("copsim"), "--fifo-depth", str(fifo_depth),
          "--stream-out", str(stream_path)] + options + ["--"] + command,
         capture_output=True, text=True, timeout=120)
     return result, stream_path
 
 
+@pytest.mark.parametrize("dither", [None, 12345])
 def test_one_command_matches_reference(coprof_bin, test_bin, example,
-                                       tmp_path):
+                                       tmp_path, dither):
     """One context on its own: the stream is the reference capture
-    sequence of cop-run, sample for sample, and conservation holds."""
+    sequence of cop-run, sample for sample, and conservation holds; with
+    --dither=SEED the dithered sequence of cop-run --dither SEED, and the
+    START record and the session carry the seed."""
     image = example("overlays")
+    seed = ["--no-dither"] if dither is None else ["--dither=%d" % dither]
     result, path = run_one_command(
-        coprof_bin, tmp_path, ["--event=SPU_CYCLES:997"],
+        coprof_bin, tmp_path, ["--event=SPU_CYCLES:997"] + seed,
         [test_bin("cop-host"), image, "5"])
     assert result.returncode == 0, result.stderr
     check_rules(test_bin, path)
     stream = Stream(path.read_bytes())
     assert_conservation(slot_counters(result.stderr), stream)
     context, = host_contexts(result.stdout)
-    want, counters = reference_trace(coprof_bin("cop-run"), image, [5], 997)
+    want, counters = reference_trace(coprof_bin("cop-run"), image, [5], 997,
+                                     dither=dither)
     assert stream.samples[context] == want
     assert stream.start["lfsr_count"] == 997
+    assert stream.start["dither"] == (dither is not None)
+    assert stream.start["dither_seed"] == (dither or 0)
+    assert stream.start["fifo_full"] == 1       # stall, the default
     regions = {o["region"] for o in stream.overlays[context]}
     assert regions == {0, 1}
 
@@ -106,19 +115,33 @@ exit $((a | b))
 """
 
 
-def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path):
+# A FIFO too deep to fill; and an 8-entry one that is full most of the
+# time, so that the emulators stall and copsim's preemptions hold
+# contexts that are stalled (its nominal clock lowered to 10 MHz, for the
+# minimum-rate rule to take N = 1009 with such a FIFO).
+@pytest.mark.parametrize("fifo_depth,options", [
+    (FIFO_DEPTH, []), (8, ["--clock", "10MHz"])], ids=["deep", "stalling"])
+def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path,
+                                  fifo_depth, options):
     """Three contexts share one slot in slices of 50,000 cycles, the slot's
     LFSR running on across switches: each program that ends gets exactly
     the captures its slices and its every-instruction reference trace say;
     the loop (killed at the end) gets one per multiple of N in its
-    slices."""
+    slices.  With a FIFO that fills, the emulators stall (the default
+    policy) and nothing is lost, holds included."""
     every = 1009
     images = [example("overlays"), example("pipeline")]
     result, path = run_one_command(
         coprof_bin, tmp_path,
-        ["--event=SPU_CYCLES:%d" % every, "--slots", "1", "--slice", "50000"],
-        ["sh", "-c", SLICING_SCRIPT, "sh", test_bin("cop-host")] + images)
+        ["--event=SPU_CYCLES:%d" % every, "--no-dither", "--slots", "1",
+         "--slice", "50000"] + options,
+        ["sh", "-c", SLICING_SCRIPT, "sh", test_bin("cop-host")] + images,
+        fifo_depth=fifo_depth)
     assert result.returncode == 0, result.stderr
+    slot, = slot_counters(result.stderr).values()
+    assert slot["dropped"] == 0
+    if fifo_depth == 8:
+        assert slot["stalls"] > 0, result.stderr
     check_rules(test_bin, path)
     stream = Stream(path.read_bytes())
     assert_conservation(slot_counters(result.stderr), stream)
@@ -185,7 +208,23 @@ class Params(ctypes.Structure):
                 ("lfsr_count", ctypes.c_uint32),
                 ("poll_interval_ns", ctypes.c_uint64),
                 ("buffer_bytes", ctypes.c_uint32),
+                ("fifo_full", ctypes.c_uint32),
+                ("dither", ctypes.c_uint32),
+                ("watermark", ctypes.c_uint32),
+                ("dither_seed", ctypes.c_uint64)]
+
+
+class ParamsV1(ctypes.Structure):
+    """The parameters' first form (24 bytes), which SET still takes."""
+    _fields_ = [("lfsr_value", ctypes.c_uint32),
+                ("lfsr_count", ctypes.c_uint32),
+                ("poll_interval_ns", ctypes.c_uint64),
+                ("buffer_bytes", ctypes.c_uint32),
                 ("reserved", ctypes.c_uint32)]
+
+
+class SetRequestV1(ctypes.Structure):
+    _fields_ = [("header", Header), ("params", ParamsV1)]
 
 
 class SetRequest(ctypes.Structure):
@@ -215,7 +254,10 @@ class StatsReply(ctypes.Structure):
                         "buffer_bytes", "buffer_used", "buffer_high_water",
                         "fifo_errors", "guard_errors", "poll_ns",
                         "poll_cpu_ns", "overlays_placed",
-                        "overlay_events_lost")]
+                        "overlay_events_lost", "doorbell_polls", "stalls",
+                        "stall_ns")] + [
+                    ("slot_stalls", ctypes.c_uint64 * 64),
+                    ("slot_stall_ns", ctypes.c_uint64 * 64)]
 
 
 class Control:
@@ -238,9 +280,10 @@ class Control:
         assert reply.header.type == type_ | REPLY
         return reply, fds
 
-    def set(self, value, count, poll_ns, buffer_bytes=0):
+    def set(self, value, count, poll_ns, buffer_bytes=0, **sampling):
         params = Params(lfsr_value=value, lfsr_count=count,
-                        poll_interval_ns=poll_ns, buffer_bytes=buffer_bytes)
+                        poll_interval_ns=poll_ns, buffer_bytes=buffer_bytes,
+                        **sampling)
         return self.request(SetRequest(params=params), SET)[0]
 
     def simple(self, type_, reply_type=Reply):
@@ -294,8 +337,28 @@ def test_control_interface(coprof_bin, test_bin, example, daemon, tmp_path):
     assert b"is not the value" in reply.status.message
     reply = control.set(value, count, 1000)
     assert reply.status.error == errno.EINVAL
-    reply = control.set(value, count, 200000)
+    reply = control.set(value, count, 200000, fifo_full=2)
+    assert reply.status.error == errno.EINVAL
+    assert b"FIFO-full policy 2" in reply.status.message
+    reply = control.set(value, count, 200000, watermark=FIFO_DEPTH)
+    assert reply.status.error == errno.EINVAL
+    assert b"watermark" in reply.status.message
+    reply = control.set(lfsr_value(coprof_bin, 5), 5, 200000)
+    assert reply.status.error == errno.EINVAL
+    assert reply.status.message.startswith(b"kernel driver: SPU_CYCLES:5: "
+                                           b"outside ")
+    # The first form of the parameters: drop, no dither.
+    old = SetRequestV1(params=ParamsV1(lfsr_value=value, lfsr_count=count,
+                                       poll_interval_ns=200000))
+    reply, _ = control.request(old, SET)
+    assert reply.status.error == 0 and reply.params.fifo_full == 0
+    assert reply.params.dither == 0
+    reply = control.set(value, count, 200000, fifo_full=1, dither=1,
+                        dither_seed=2 ** 64 - 1, watermark=100)
     assert reply.status.error == 0 and reply.params.lfsr_count == count
+    assert (reply.params.fifo_full, reply.params.dither,
+            reply.params.dither_seed, reply.params.watermark) == \
+        (1, 1, 2 ** 64 - 1, 100)
 
     reply, fds = control.simple(START)
     assert reply.status.error == 0 and reply.running == 1
@@ -325,8 +388,13 @@ def test_control_interface(coprof_bin, test_bin, example, daemon, tmp_path):
     assert sum(stats.lost_by_cause) == stream.stats.lost
     assert stats.bytes_written == stats.bytes_read == len(data)
     assert stats.polls > 0
+    assert stats.stalls == sum(stats.slot_stalls)
+    assert stats.stall_ns == sum(stats.slot_stall_ns)
+    assert (stream.start["fifo_full"], stream.start["dither"],
+            stream.start["dither_seed"], stream.start["watermark"]) == \
+        (1, 1, 2 ** 64 - 1, 100)
     context, = host_contexts(host.stdout)
     want, _ = reference_trace(coprof_bin("cop-run"), example("kernels"), [1],
-                              count)
+                              count, dither=2 ** 64 - 1)
     assert stream.samples[context] == want
     control.close()

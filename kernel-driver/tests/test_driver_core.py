@@ -13,7 +13,8 @@ CORE = ("core.c", "event-buffer.c")
 # (escape-protocol/copstream.h) and the core's own files.
 SHIM = {"copdrv_os_alloc", "copdrv_os_free", "copdrv_os_lock",
         "copdrv_os_unlock", "copdrv_os_now_ns", "copdrv_os_timer_start",
-        "copdrv_os_timer_stop", "copdrv_os_buffer_wake", "copdrv_os_read_ls"}
+        "copdrv_os_timer_stop", "copdrv_os_buffer_wake", "copdrv_os_read_ls",
+        "copdrv_os_wake_producer"}
 ENCODER = {"copstream_record_bytes", "copstream_encode_record",
            "copstream_encode_pc_fields"}
 

@@ -21,19 +21,33 @@ Report where the coprocessors spent their cycles, per symbol, from a coprof
 session (the directory `coprof record`, copcontrol or coprofd wrote), the
 way opreport does for CPUs.
 
-Each row gives the samples, their share of the group's samples with the
-half-width of its 95% interval (binomial standard error: p = k/n,
-SE = sqrt(p(1-p)/n), p +- 1.96 SE), the image (its short name and the
-file it lives in, with the offset of an image embedded in a host
-executable: pipeline (host-pipeline@0x1a800)), the overlay and the symbol.
+A header says how the session was sampled: the capture period, whether
+the period was dithered (and its seed), what the trace unit did with a
+full FIFO (stall: the coprocessor waited, nothing lost; drop: captures
+lost) and how long it stalled, in total and per slot.
+
+Each row gives the samples, their share of the group's samples with its
+95% Wilson score interval (the shares p0 with |k/n - p0| <= 1.96
+sqrt(p0(1-p0)/n); unlike p +- 1.96 SE it is right for small counts and
+never leaves 0-100%), the image (its short name and the file it lives in,
+with the offset of an image embedded in a host executable: pipeline
+(host-pipeline@0x1a800)), the overlay and the symbol.  The interval covers
+sampling noise only: not aliasing (a fixed period in step with a loop
+samples the same instructions every time; the dither prevents it), and
+not losses.
+
 Overlay functions sharing an address are distinct rows, named with their
 overlay's section.  Samples the daemon could not place exactly are rows of
 their own: [ambiguous region R: f|g] (taken while the overlay region was
 swapped; the candidates are named, the count never split), [unmapped
 REASON], [orphan] (no context on the slot).  With --separate=context each
 context gets a header: pid/tid, image, and the host call site that created
-it.  A footer gives the totals, the lost samples by cause and the
-ambiguous total."""
+it.  Each group's footer gives the captures it lost, by cause, and their
+share of its captures (samples + lost); losses fall on the fastest code,
+so a group that lost more than 1% is flagged: its shares may be biased.
+The report's footer gives the totals, the lost samples by cause and by
+image, a WARNING line per group (and, unseparated, per image) that lost
+more than 1%, and the ambiguous total."""
 
 REPORT_EPILOG = """\
 files:

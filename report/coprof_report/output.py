@@ -1,35 +1,84 @@
 """A Profile (profile.py) written as text, CSV or JSON.
 
-text  opreport-like: a title, per group a header (for contexts: who, what
-      image, created where) and rows "samples  %  +-95%  image  overlay
-      symbol" by samples, then a footer of totals, losses and errors.
-csv   one line per row, with a header line; the group in the first column.
-json  one object: the session, the separation, groups, rows (flat, each
-      naming its group), totals, lost_by_cause, decode_errors, complete,
-      end_state and end_reason, image_warnings.
+text  opreport-like: a title, the session's state (complete, live or
+      incomplete and why) and how it was sampled (period, dither, FIFO-full
+      policy, time stalled), per group a header (for contexts: who, what
+      image, created where), rows "samples  %  95% interval  image  overlay
+      symbol" by samples and a footer of its losses (a warning when they
+      may bias its shares), then a footer of totals, losses and errors.
+csv   one line per row, with a header line; the group in the first column,
+      the group's losses in the last ones.
+json  one object: the session, the separation, sampling, groups (with
+      their losses), rows (flat, each naming its group), totals,
+      lost_by_cause, warnings, decode_errors, complete, end_state and
+      end_reason, image_warnings.
 """
 
 import csv
 import json
 
+from . import profile
+
 FORMATS = ("text", "csv", "json")
+
+
+def _causes_json(causes):
+    return [{"cause": c, "cause_name": n, "count": k} for c, n, k in causes]
+
+
+def _losses_json(losses, samples):
+    """The loss fields of a group, context or image."""
+    return {"lost": losses.total,
+            "lost_by_cause": _causes_json(losses.causes()),
+            "lost_percent": round(losses.percent(samples), 4),
+            "biased": losses.biased(samples)}
 
 
 def _image_json(img):
     if img is None:
         return None
-    return {"id": img.id, "short_name": img.short_name, "path": img.path,
-            "image_offset": img.image_offset, "status": img.status}
+    d = {"id": img.id, "short_name": img.short_name, "path": img.path,
+         "image_offset": img.image_offset, "status": img.status,
+         "samples": img.samples}
+    d.update(_losses_json(img.losses, img.samples))
+    return d
 
 
 def _context_json(c):
     if c is None:
         return None
-    return {"id": c.id, "context_id": c.context_id, "pid": c.pid,
-            "tid": c.tid, "image": c.image.short_name if c.image else None,
-            "slots": sorted(c.slots), "created_at": c.created_at,
-            "created_source": c.created_source,
-            "creation_stack": c.creation_stack}
+    d = {"id": c.id, "context_id": c.context_id, "pid": c.pid,
+         "tid": c.tid, "image": c.image.short_name if c.image else None,
+         "slots": sorted(c.slots), "created_at": c.created_at,
+         "created_source": c.created_source,
+         "creation_stack": c.creation_stack, "samples": c.samples}
+    d.update(_losses_json(c.losses, c.samples))
+    d.update({"stall_count": c.stall_count, "stall_ns": c.stall_ns})
+    return d
+
+
+def _group_json(g):
+    d = {"label": g.label, "total": g.total, "hidden_rows": g.hidden,
+         "context": _context_json(g.context)}
+    d.update(_losses_json(g.losses, g.total))
+    return d
+
+
+def _sampling_json(smp):
+    return {"period_cycles": smp.period or None,
+            "fifo_full": smp.fifo_full,
+            "dither": smp.dither,
+            "dither_seed": int(smp.dither_seed)
+            if smp.dither_seed is not None and
+            str(smp.dither_seed).isdigit() else None,
+            "run_ns": smp.run_ns or None,
+            "stalls_recorded": smp.stalls_recorded,
+            "stall_count": smp.stall_count,
+            "stall_ns": smp.stall_ns,
+            "stall_by_slot": [{"slot": slot, "count": c, "ns": ns,
+                               "percent": smp.share(ns)}
+                              for slot, (c, ns) in
+                              sorted(smp.by_slot.items())]}
 
 
 def _row_json(group, r):
@@ -56,9 +105,83 @@ def _row_json(group, r):
     }
 
 
+def _causes_text(causes):
+    """"fifo-overflow 15, cause 7 4"."""
+    return ", ".join("%s %d" % (name or "cause %s" % cause, n)
+                     for cause, name, n in causes)
+
+
+def _ms(ns):
+    return "%.2f ms" % (ns / 1e6)
+
+
+def _stall_text(smp, count, ns, slots=1):
+    """"stalled 1.20 ms in 3 stalls (0.10% of its run time)"; slots 0:
+    without the share."""
+    share = smp.share(ns, slots)
+    return "stalled %s in %d stall%s%s" % (
+        _ms(ns), count, "" if count == 1 else "s",
+        " (%.2f%% of %s run time)" % (share, "its" if slots == 1 else
+                                      "the %d slots'" % slots)
+        if share is not None else "")
+
+
+def _sampling_lines(prof):
+    """The header's account of how the session was sampled."""
+    smp = prof.sampling
+    period = ("a capture every %d cycles (SPU_CYCLES:%d)"
+              % (smp.period, smp.period) if smp.period
+              else "capture period not recorded")
+    if smp.dither == "on":
+        dither = "dither on (seed %s)" % smp.dither_seed
+    elif smp.dither == "off":
+        dither = "dither off (a fixed period: code in step with it aliases)"
+    else:
+        dither = "dither not recorded"
+    if smp.fifo_full is None:
+        fifo = "FIFO full: policy not recorded"
+    else:
+        fifo = "FIFO full: %s" % smp.fifo_full
+    if smp.stall_count or smp.fifo_full == "stall":
+        fifo += ", " + _stall_text(smp, smp.stall_count, smp.stall_ns,
+                                   max(smp.slots, 1))
+    lines = ["sampling: %s, %s, %s" % (period, dither, fifo)]
+    stalled = [(slot, c, ns) for slot, (c, ns) in sorted(smp.by_slot.items())
+               if ns]
+    if stalled:
+        lines.append("stalled by slot: " + ", ".join(
+            "slot %s %s%s" % (slot, _ms(ns), " (%.2f%%)" % smp.share(ns)
+                              if smp.share(ns) is not None else "")
+            for slot, c, ns in stalled))
+    return lines
+
+
+def _group_footer_lines(prof, g):
+    """A group's losses (and a context's stall time) under its rows."""
+    lines = []
+    if prof.separation != "none":       # else the session footer says it
+        lost = g.losses.total
+        s = "  lost %d capture%s" % (lost, "" if lost == 1 else "s")
+        if lost:
+            s += " (%s): %.2f%% of the group's %d captures" % (
+                _causes_text(g.losses.causes()),
+                g.losses.percent(g.total), g.total + lost)
+        c = g.context
+        if c is not None and (c.stall_count or
+                              prof.sampling.fifo_full == "stall"):
+            s += "; " + _stall_text(prof.sampling, c.stall_count, c.stall_ns,
+                                    0)      # no share: a context's run
+                                            # time is not the session's
+        if g.biased:
+            s += "; more than %g%%: its shares may be biased" \
+                % profile.LOSS_WARN_PERCENT
+        lines.append(s)
+    return lines
+
+
 def _footer_lines(prof):
     t = prof.totals
-    lines = []
+    lines = ["WARNING: " + w for w in prof.loss_warnings()]
     amb = "ambiguous %d" % (t["ambiguous"] + t["pending"])
     if t["pending"]:
         amb += " (%d pending: the daemon did not finish)" % t["pending"]
@@ -66,11 +189,15 @@ def _footer_lines(prof):
                  % (t["samples"], t["exact"], amb, t["unmapped"],
                     t["orphan"]))
     if prof.lost:
-        causes = ", ".join("%s %d" % (name or "cause %s" % cause, n)
-                           for cause, name, n in prof.lost)
         lines.append("lost %d samples%s (%s)"
                      % (t["lost"], " of the whole session" if prof.filtered
-                        else "", causes))
+                        else "", _causes_text(prof.lost)))
+        lossy = [i for i in prof.images.values() if i.losses.total]
+        if lossy:
+            lines.append("lost by image: " + ", ".join(
+                "%s %d (%.2f%% of its captures)"
+                % (i.short_name, i.losses.total,
+                   i.losses.percent(i.samples)) for i in lossy))
     else:
         lines.append("lost 0 samples")
     if prof.decode_errors:
@@ -97,10 +224,12 @@ def write_text(prof, out, session_dir):
         ", rows under %g%% hidden" % prof.threshold if prof.threshold
         else ""))
     out.write(state_line(prof) + "\n")
-    out.write("percent: of the group's samples, +- the half-width of its "
-              "95% interval\n")
-    hdr = "%9s %8s %7s  %-34s %-18s %s\n" % (
-        "samples", "%", "95%", "image", "overlay", "symbol")
+    for line in _sampling_lines(prof):
+        out.write(line + "\n")
+    out.write("percent: of the group's samples, with its 95% Wilson score "
+              "interval (sampling\nnoise only: not aliasing, not losses)\n")
+    hdr = "%9s %8s %13s  %-34s %-18s %s\n" % (
+        "samples", "%", "95% interval", "image", "overlay", "symbol")
     for g in prof.groups:
         out.write("\n")
         if g.context is not None:
@@ -110,15 +239,15 @@ def write_text(prof, out, session_dir):
         out.write("  %d samples%s\n" % (
             g.total, ", %d rows under the threshold" % g.hidden
             if g.hidden else ""))
-        if not g.sorted:
-            continue
-        out.write(hdr)
+        if g.sorted:
+            out.write(hdr)
         for r in g.sorted:
-            half = max(r.percent - r.ci_low, r.ci_high - r.percent)
-            out.write("%9d %7.2f%% %7s  %-34s %-18s %s\n" % (
-                r.samples, r.percent, "\u00b1%.2f" % half,
+            out.write("%9d %7.2f%% %13s  %-34s %-18s %s\n" % (
+                r.samples, r.percent, "%.2f-%.2f" % (r.ci_low, r.ci_high),
                 r.image.label if r.image else "-",
                 r.overlay_label or "-", r.symbol))
+        for line in _group_footer_lines(prof, g):
+            out.write(line + "\n")
     out.write("\n")
     for line in _footer_lines(prof):
         out.write(line + "\n")
@@ -126,7 +255,8 @@ def write_text(prof, out, session_dir):
 
 CSV_FIELDS = ["group", "samples", "percent", "ci_low", "ci_high", "image",
               "path", "image_offset", "overlay", "symbol", "kind",
-              "file_offset_lo", "file_offset_hi"]
+              "file_offset_lo", "file_offset_hi", "group_lost",
+              "group_lost_by_cause", "group_biased"]
 
 
 def write_csv(prof, out, session_dir):
@@ -138,6 +268,11 @@ def write_csv(prof, out, session_dir):
             d["percent"] = "%.4f" % r.percent
             d["ci_low"] = "%.4f" % r.ci_low
             d["ci_high"] = "%.4f" % r.ci_high
+            d["group_lost"] = g.losses.total
+            d["group_lost_by_cause"] = ";".join(
+                "%s=%d" % (name or "cause %s" % cause, n)
+                for cause, name, n in g.losses.causes())
+            d["group_biased"] = int(g.biased)
             w.writerow(["" if d[k] is None else d[k] for k in CSV_FIELDS])
 
 
@@ -148,14 +283,12 @@ def to_json(prof, session_dir):
         "session": session_dir,
         "separation": prof.separation,
         "threshold": prof.threshold,
-        "groups": [{"label": g.label, "total": g.total,
-                    "hidden_rows": g.hidden,
-                    "context": _context_json(g.context)}
-                   for g in prof.groups],
+        "sampling": _sampling_json(prof.sampling),
+        "groups": [_group_json(g) for g in prof.groups],
         "rows": [_row_json(g, r) for g in prof.groups for r in g.sorted],
         "totals": dict(prof.totals),
-        "lost_by_cause": [{"cause": c, "cause_name": n, "count": k}
-                          for c, n, k in prof.lost],
+        "lost_by_cause": _causes_json(prof.lost),
+        "warnings": prof.loss_warnings(),
         "decode_errors": [{"kind": k, "count": n}
                           for k, n in prof.decode_errors],
         "complete": prof.complete,

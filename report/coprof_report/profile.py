@@ -22,8 +22,22 @@ A separation splits the rows into groups: `none` (one group), `context`
 image) or `slot` (one per slot the context was bound on; a context that
 moved between slots is one group "slots 0,3", since samples are stored per
 context, not per slot).  A row's percent is of its group's total, with the
-95% interval of that share from the binomial standard error:
-p = k/n, SE = sqrt(p(1-p)/n), p +- 1.96 SE (clamped to [0, 1]).
+95% Wilson score interval of that share (interval() below): unlike the
+normal (Wald) interval it stays inside [0, 1] and keeps its coverage for
+small counts.  It covers sampling noise only: not aliasing (a period in
+step with a loop, which the trace unit's dither breaks) nor losses.
+
+Losses: every LOST record has a slot and, when the slot had one, a context,
+so the lost captures land in the group their context's samples are in (or
+the "no context" / "no image" / slot group).  A group, context or image
+that lost more than LOSS_WARN_PERCENT of its captures (lost / (samples +
+lost)) is flagged: captures are lost where the FIFO overflowed, which
+falls on the fastest code, so its shares may be biased.
+
+Sampling: the capture period, the FIFO-full policy (stall or drop), the
+time stalled and the dither setting come from the session keys sampling.*
+and the stalls table (docs/session-format.md); a session recorded before
+they existed says "not recorded".
 """
 
 import functools
@@ -40,13 +54,52 @@ class FilterError(Exception):
     """An --image or --context filter matching nothing; str() names it."""
 
 
+LOSS_WARN_PERCENT = 1.0
+
+
 def interval(k, n):
-    """(p, low, high) of a share k/n with its 95% normal interval."""
+    """(p, low, high) of a share k/n with its 95% Wilson score interval:
+    the p0 for which |k/n - p0| <= z sqrt(p0 (1 - p0) / n), that is
+    (p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
     if n <= 0:
         return 0.0, 0.0, 0.0
     p = k / n
-    half = Z95 * math.sqrt(p * (1.0 - p) / n)
-    return p, max(0.0, p - half), min(1.0, p + half)
+    z2 = Z95 * Z95
+    scale = 1.0 + z2 / n
+    centre = (p + z2 / (2.0 * n)) / scale
+    half = Z95 * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / scale
+    # the bounds are exact at 0 and 1; rounding must not cross p
+    return p, min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
+
+
+class Losses:
+    """Captures lost, by cause, of a group, context or image; the share
+    of its captures they are against `samples` (what it kept)."""
+
+    def __init__(self):
+        self._counts = {}       # (cause, cause_name) -> count
+
+    def add(self, cause, name, count):
+        key = (cause, name)
+        self._counts[key] = self._counts.get(key, 0) + count
+
+    @property
+    def total(self):
+        return sum(self._counts.values())
+
+    def causes(self):
+        """[(cause, cause_name, count)], the largest first."""
+        return sorted(((c, n, k) for (c, n), k in self._counts.items()),
+                      key=lambda x: (-x[2], x[0]))
+
+    def percent(self, samples):
+        """Lost as a percent of the captures (samples + lost)."""
+        captures = samples + self.total
+        return 100.0 * self.total / captures if captures else 0.0
+
+    def biased(self, samples):
+        """More than LOSS_WARN_PERCENT of the captures lost."""
+        return self.percent(samples) > LOSS_WARN_PERCENT
 
 
 class Row:
@@ -102,6 +155,8 @@ class ImageInfo:
         self.file, self.base = session.image_file(row)
         self.symbolizer = symbols.symbolizer(self.file, self.base) \
             if self.file and self.status == "ok" else None
+        self.samples = 0            # of the whole session, every kind
+        self.losses = Losses()
 
     def where(self, full=False):
         """"host-pipeline@0x1a800" (embedded), "x.elf", or "?"."""
@@ -131,6 +186,10 @@ class ContextInfo:
         self.first_slot = row["first_slot"]
         self.creation_stack = row["creation_stack"]
         self.slots = []
+        self.samples = 0            # of the whole session, every kind
+        self.losses = Losses()
+        self.stall_count = 0
+        self.stall_ns = 0
 
     @functools.cached_property
     def _creation_site(self):
@@ -215,6 +274,11 @@ class Group:
         self.total = 0
         self.hidden = 0             # rows under the threshold
         self.sorted = []
+        self.losses = Losses()      # captures lost in the group
+
+    @property
+    def biased(self):
+        return self.losses.biased(self.total)
 
     def row(self, key, factory):
         r = self.rows.get(key)
@@ -236,6 +300,72 @@ class Profile:
         self.images = {}
         self.contexts = {}
         self.threshold = 0.0
+        self.sampling = None
+
+    def loss_warnings(self):
+        """One line per group, and in a report unseparated or by slot per
+        image shown (its share against the others is in no group), that
+        lost more than LOSS_WARN_PERCENT of its captures."""
+        out = ["group %s lost %.2f%% of its %d captures (more than %g%%):"
+               " its shares may be biased"
+               % (g.label, g.losses.percent(g.total),
+                  g.total + g.losses.total, LOSS_WARN_PERCENT)
+               for g in self.groups if g.biased]
+        if self.separation in ("none", "slot"):
+            shown = {r.image.id for g in self.groups for r in g.rows.values()
+                     if r.image is not None}
+            out += ["image %s lost %.2f%% of its %d captures (more than %g%%):"
+                    " the shares of its functions and between images may be"
+                    " biased" % (i.label, i.losses.percent(i.samples),
+                                 i.samples + i.losses.total,
+                                 LOSS_WARN_PERCENT)
+                    for i in self.images.values()
+                    if i.id in shown and i.losses.biased(i.samples)]
+        return out
+
+
+class Sampling:
+    """How a session was sampled: the period N (cycles per capture), the
+    FIFO-full policy, the dither and the time stalled on a full FIFO.
+    fifo_full, dither: the session's words, None when not recorded."""
+
+    def __init__(self, session):
+        self.period = session.int_key("stream.lfsr_count")
+        self.fifo_full = session.keys.get("sampling.fifo_full")
+        self.dither = session.keys.get("sampling.dither")
+        self.dither_seed = session.keys.get("sampling.dither_seed")
+        self.slots = session.int_key("stream.slots")
+        start = session.int_key("stream.start_time_ns")
+        stop = session.int_key("stream.stop_time_ns")
+        self.run_ns = stop - start if start and stop > start else 0
+        self.stalls_recorded = session.has_table("stalls")
+        self.by_slot = {}           # slot -> [count, ns]
+        self.stall_count = self.stall_ns = 0
+
+    def add_stall(self, slot, count, ns):
+        s = self.by_slot.setdefault(slot, [0, 0])
+        s[0] += count
+        s[1] += ns
+        self.stall_count += count
+        self.stall_ns += ns
+
+    def share(self, ns, slots=1):
+        """ns as a percent of `slots` slots' run time; None if unknown."""
+        if not self.run_ns or slots <= 0:
+            return None
+        return 100.0 * ns / (self.run_ns * slots)
+
+
+def _load_sampling(session, contexts):
+    """The Sampling of a session; adds each context's stall time."""
+    smp = Sampling(session)
+    for slot, ctx, count, ns in session.stalls():
+        smp.add_stall(slot, count or 0, ns or 0)
+        c = contexts.get(ctx)
+        if c is not None:
+            c.stall_count += count or 0
+            c.stall_ns += ns or 0
+    return smp
 
 
 def _match_images(images, wanted):
@@ -352,8 +482,16 @@ def build(session, separation="none", image_filter=(), context_filter=(),
 
     totals = dict(exact=0, ambiguous=0, pending=0, unmapped=0, orphan=0)
 
+    def whole(ctx, img, count):
+        """Count a sample for its context's and image's loss shares."""
+        if ctx in contexts:
+            contexts[ctx].samples += count
+        if img in images:
+            images[img].samples += count
+
     # exact samples
     for ctx, img, off, ovl, count in session.samples():
+        whole(ctx, img, count)
         if not keep(ctx, img):
             continue
         totals["exact"] += count
@@ -378,6 +516,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     cand_names = {}
     for ctx, img, ls, region, gfrom, gto, count, pending in \
             session.ambiguous():
+        whole(ctx, img, count)
         if not keep(ctx, img):
             continue
         totals["pending" if pending else "ambiguous"] += count
@@ -406,6 +545,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
 
     # unmapped samples
     for ctx, img, ls, reason, guard, count in session.unmapped():
+        whole(ctx, img, count)
         if not keep(ctx, img):
             continue
         totals["unmapped"] += count
@@ -421,6 +561,18 @@ def build(session, separation="none", image_filter=(), context_filter=(),
             totals["orphan"] += count
             g = group_of(None, None, slot)
             g.row(("o",), lambda: Row("orphan", None, "[orphan]")).add(count)
+
+    # lost captures: to their context, its image and the group they are in
+    for ctx, slot, cause, name, count in session.lost_by_context():
+        c = contexts.get(ctx)
+        img = c.image.id if c is not None and c.image is not None else None
+        if c is not None:
+            c.losses.add(cause, name, count)
+            if c.image is not None:
+                c.image.losses.add(cause, name, count)
+        if filtered and (c is None or not keep(ctx, img)):
+            continue
+        group_of(ctx, img, slot).losses.add(cause, name, count)
 
     # percentages, intervals, threshold, order
     order = []
@@ -468,6 +620,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
                           for r in session.decode_errors()]
     prof.stream_samples = session.int_key("stream.samples")
     session_state(prof, session)
+    prof.sampling = _load_sampling(session, contexts)
     return prof
 
 

@@ -88,6 +88,8 @@ COLUMNS = {
     "sample_timeline": (("context", "id?"), ("image", "id?"),
                         ("bucket_start_ns", "int"),
                         ("function_offset", "uint"), ("count", "count")),
+    "stalls": (("slot", "uint?"), ("context", "id?"), ("count", "count"),
+               ("ns", "count")),
     "sched_events": (("order_num", "int"), ("time_ns", "int"),
                      ("kind", "text?"), ("slot", "int?"),
                      ("context_id", "int?"), ("cycle", "int?"),
@@ -108,6 +110,7 @@ REFERENCES = (
     ("unmapped_samples", "context", "contexts"),
     ("unmapped_samples", "image", "images"),
     ("lost_events", "context", "contexts"),
+    ("stalls", "context", "contexts"),
     ("bindings", "context", "contexts"),
     ("sample_timeline", "context", "contexts"),
     ("sample_timeline", "image", "images"),
@@ -117,6 +120,9 @@ REFERENCES = (
 INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
             "stream.start_time_ns": None, "stream.stop_time_ns": None,
             "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0}
+
+# Tables of COLUMNS that a session written before they existed lacks.
+LATER_TABLES = ("stalls",)
 
 END_STATES = ("live", "complete", "incomplete")
 
@@ -231,9 +237,11 @@ class Session:
         use: a column of COLUMNS of the wrong kind, a bad INT_KEYS key or
         end_state."""
         for table, columns in COLUMNS.items():
-            self._check_table(table, columns)
+            if self._present(table):
+                self._check_table(table, columns)
         for table, column, target in REFERENCES:
-            self._check_reference(table, column, target)
+            if self._present(table):
+                self._check_reference(table, column, target)
         for key, least in INT_KEYS.items():
             self.int_key(key, None, least)
         state = self.keys.get("end_state")
@@ -245,6 +253,11 @@ class Session:
         if reason is not None and not isinstance(reason, str):
             raise SessionError("%s: end_reason %s is not text"
                                % (self.db_path, _shown(reason)))
+
+    def _present(self, table):
+        """Whether a table of COLUMNS is there to check: every table but
+        those of LATER_TABLES, which older sessions lack."""
+        return table not in LATER_TABLES or self.has_table(table)
 
     def _check_table(self, table, columns):
         """The first bad value of a table, as a SessionError: one scan
@@ -434,6 +447,34 @@ class Session:
     def _warn(self, message):
         if message not in self.warnings:
             self.warnings.append(message)
+
+
+    # --- losses and stalls by context (issue 13) ----------------------
+
+    def has_table(self, name):
+        """True if the session has this table or view (a session written
+        before it was added does not)."""
+        return bool(self.query("SELECT 1 FROM sqlite_master WHERE name = ?"
+                               " AND type IN ('table', 'view')", (name,)))
+
+    def lost_by_context(self):
+        """Lost captures as (context, slot, cause, cause_name, count),
+        summed per context, slot and cause; context None when the slot had
+        none."""
+        return self.query("SELECT context, slot, cause, cause_name,"
+                          " SUM(count) FROM lost_events"
+                          " GROUP BY context, slot, cause"
+                          " ORDER BY context, slot, cause")
+
+    def stalls(self):
+        """Time the trace unit stalled the coprocessor on a full FIFO, as
+        (slot, context, count, ns) rows; none for a session without the
+        stalls table (recorded before the stall policy existed)."""
+        if not self.has_table("stalls"):
+            return []
+        return self.query("SELECT slot, context, SUM(count), SUM(ns)"
+                          " FROM stalls GROUP BY slot, context"
+                          " ORDER BY slot, context")
 
 
 def recorder_alive(directory):

@@ -8,7 +8,10 @@ by coprofd into a session.
 
 new_session(dir): an empty session.db made with the schema of
 daemon/store.c (read from the C source at test time, never copied), for
-hand-built sessions; test_image: overlay/'s test image to symbolize them.
+hand-built sessions.
+
+test_image: overlay/'s test image (build/tests/overlay/overlays.elf),
+whose overlays share local-store addresses, for hand-built sessions.
 """
 
 import json

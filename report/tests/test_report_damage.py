@@ -68,6 +68,8 @@ def template(new_session, test_image, tmp_path_factory):
     db.execute("INSERT INTO lost_events VALUES (1, 0, 1, 1, 'fifo-overflow',"
                " 3, 100)")
     db.execute("INSERT INTO decode_errors VALUES ('bad-sample', 1)")
+    db.execute("INSERT INTO stalls (slot, context, count, ns, cycle)"
+               " VALUES (0, 1, 2, 5000, 100)")
     db.execute("INSERT INTO bindings VALUES (1, 0, 1, 0, 100, 2000000,"
                " 3000000, 'switch')")
     db.execute("INSERT INTO sample_timeline VALUES (1, 1, 0, ?, 1)", (MAIN,))

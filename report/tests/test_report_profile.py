@@ -57,6 +57,10 @@ def test_contexts_sum_to_context_totals(real_session, report_json):
         sums[cid] = sums.get(cid, 0) + row["samples"]
     assert got == totals
     assert sums == {c: n for c, n in totals.items() if n}
+    # each group's and context's losses are context_totals' too
+    lost = dict(q(real_session, "SELECT context, lost FROM context_totals"))
+    assert {g["context"]["id"]: g["lost"] for g in rep["groups"]} == lost
+    assert {c["id"]: c["lost"] for c in rep["contexts"]} == lost
 
 
 @pytest.mark.parametrize("sep", ["none", "context", "slot", "image"])
@@ -73,12 +77,13 @@ def test_every_sample_once_and_percent_sums(real_session, report_json, sep):
         assert sum(r["samples"] for r in rows) == g["total"]
         assert abs(sum(r["percent"] for r in rows) - 100.0) < 1e-6
         for r in rows:
-            p = r["samples"] / g["total"]
-            half = 196 * math.sqrt(p * (1 - p) / g["total"])  # percent
-            assert r["ci_low"] == pytest.approx(max(0, 100 * p - half),
-                                                abs=0.01)
-            assert r["ci_high"] == pytest.approx(min(100, 100 * p + half),
-                                                 abs=0.01)
+            # Wilson's score interval: each bound p0 (below 100%) solves
+            # |p - p0| = 1.96 sqrt(p0 (1 - p0) / n)
+            n, p = g["total"], r["samples"] / g["total"]
+            for b in (r["ci_low"] / 100, r["ci_high"] / 100):
+                if b < 1:
+                    assert abs(p - b) == pytest.approx(
+                        1.959964 * math.sqrt(b * (1 - b) / n), abs=2e-6)
             assert r["ci_low"] <= r["percent"] <= r["ci_high"]
         # sorted by samples
         counts = [r["samples"] for r in rows]
@@ -183,7 +188,9 @@ def test_overlays_text_rows(real_session, copreport):
                  if ln.split() and ln.split()[-1] == fn]
         assert len(lines) == 1, (fn, lines)
         assert section in lines[0]
-        assert "%" in lines[0] and "\u00b1" in lines[0]
+        assert "%" in lines[0]
+        lo, hi = (float(x) for x in lines[0].split()[2].split("-"))
+        assert lo <= float(lines[0].split()[1].rstrip("%")) <= hi
     # With the overlay watch every swap is placed: ambiguous rows only for
     # what the session holds as ambiguous (the watch's fallback).
     (ambiguous,) = real_session.db.execute(

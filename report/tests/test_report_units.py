@@ -60,13 +60,28 @@ def test_symbolizer_bad_files(tmp_path):
     assert symbols.symbolizer(str(bad)) is None
 
 
-def test_interval():
+def test_interval_is_wilsons():
+    z = 1.959964
     assert profile.interval(0, 0) == (0.0, 0.0, 0.0)
-    assert profile.interval(0, 10) == (0.0, 0.0, 0.0)
-    assert profile.interval(10, 10) == (1.0, 1.0, 1.0)
-    p, lo, hi = profile.interval(25, 100)
-    half = 1.959964 * math.sqrt(0.25 * 0.75 / 100)
-    assert (p, lo, hi) == pytest.approx((0.25, 0.25 - half, 0.25 + half))
+    # none of 10: not the Wald interval's [0, 0] but up to z^2/(n+z^2)
+    p, lo, hi = profile.interval(0, 10)
+    assert (p, lo) == (0.0, 0.0)
+    assert hi == pytest.approx(z * z / (10 + z * z))
+    p, lo, hi = profile.interval(10, 10)
+    assert (p, hi) == (1.0, 1.0) and lo == pytest.approx(10 / (10 + z * z))
+    # published values (Newcombe 1998, Table I): 81 of 263
+    assert profile.interval(81, 263)[1:] == pytest.approx((0.2553, 0.3662),
+                                                          abs=1e-4)
+    assert profile.interval(15, 148)[1:] == pytest.approx((0.0624, 0.1605),
+                                                          abs=1e-4)
+    # each bound p0 solves |k/n - p0| = z sqrt(p0 (1 - p0) / n); the
+    # interval holds p, inside [0, 1], also for one sample in a thousand
+    for k, n in ((1, 1000), (25, 100), (999, 1000), (5000, 26224)):
+        p, lo, hi = profile.interval(k, n)
+        assert 0.0 <= lo <= p <= hi <= 1.0
+        for b in (lo, hi):
+            assert abs(p - b) == pytest.approx(
+                z * math.sqrt(b * (1 - b) / n), rel=1e-5)
 
 
 def test_creation_site(build_dir, tmp_path):
@@ -205,7 +220,8 @@ def test_separations(hand):
     labels = [g.label for g in profile.build(s, "context").groups]
     assert labels == ["context 1", "context 2", "no context"]
     labels = [g.label for g in profile.build(s, "slot").groups]
-    assert labels == ["slot 0", "slots 0,1", "slot 5"]
+    # the context-less loss on slot 1 is a group of its own
+    assert labels == ["slot 0", "slots 0,1", "slot 1", "slot 5"]
     labels = [g.label for g in profile.build(s, "image").groups]
     assert labels[0] == "ovltest (host@0x3040)" and labels[-1] == "no image"
     s.close()
@@ -218,11 +234,12 @@ def test_text_report(hand, copreport):
     assert "context 1 (copsim context 11): pid 100 tid 101, image ovltest " \
         "(/gone/host@0x3040), created at /gone/host+0x1234" in out
     assert "context 2 (copsim context 12): pid 100 tid 102" in out
-    tail = out.splitlines()[-4:]
+    tail = out.splitlines()[-5:]
     assert tail[0] == "total 147 samples: exact 116, ambiguous 14 (4 pending:" \
         " the daemon did not finish), unmapped 15, orphan 2"
     assert tail[1] == "lost 19 samples (fifo-overflow 15, cause 2 4)"
-    assert tail[2] == "decode errors: bad-sample 2"
+    assert tail[2] == "lost by image: ovltest 15 (9.93% of its captures)"
+    assert tail[3] == "decode errors: bad-sample 2"
     # stream.complete 0, no end_state and no coprofd holding the session
     assert tail[-1].startswith("session INCOMPLETE: its coprofd ended "
                                "without finishing it")
