@@ -5,7 +5,8 @@
  * over from one context to the next, a programmed value taking effect at
  * the next reload, value 0, a hold while capture is off (only the doorbell
  * stops the fast path then), a hold while the emulator is stalled on a
- * full FIFO, and a controller that dies.
+ * full FIFO, and a controller that dies (while the emulator is held, and
+ * while it is stalled).
  *
  * The guests start at the local store directly (QEMU's loader device sets
  * the PC), so every instruction is in the local store and a reference run
@@ -531,6 +532,45 @@ static void test_controller_dies(struct fixture *f, gconstpointer data)
     g_free(text);
 }
 
+/*
+ * The controller dies while the emulator is stalled on a full FIFO (a
+ * 4-entry one, nobody draining): the emulator stops waiting, drops the
+ * captures that find the FIFO full (counted), runs to its end and exits
+ * normally; every capture is queued or counted.
+ */
+static void test_stalled_controller_dies(void)
+{
+    struct fixture f;
+    struct trace_regs_slot *slot;
+    pid_t controller, pid;
+    int status;
+
+    setup_geometry(&f, 1, 4);
+    slot = trace_unit_slot(f.unit, 0);
+    controller = fork();
+    if (controller == 0) {
+        pause();
+        _exit(0);
+    }
+    trace_unit_set_controller(f.unit, controller);
+    trace_slot_set_policy(slot, TRACE_FIFO_STALL, 2);
+    prepare(&f, 0, 0, lfsr_value_for_count(100), lfsr_value_for_count(100));
+    trace_context_release(trace_unit_context(f.unit, 0));
+    pid = start_emulator(&f, 0, "mix", 0);
+    wait_until_stalled(f.unit, slot);
+    kill(controller, SIGKILL);
+    waitpid(controller, NULL, 0);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_cmpuint(slot->overflow_count, >, 0);
+    g_assert_cmpuint(slot->capture_count, ==,
+                     slot->overflow_count + trace_slot_queued(slot));
+    g_assert_cmpuint(trace_slot_queued(slot), ==, 4);
+    g_assert_cmpuint(slot->capture_count, ==, slot->cycles / 100);
+    teardown(&f, NULL);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -539,6 +579,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-plugin/move-while-held", test_move_while_held);
     g_test_add_func("/trace-plugin/hold-while-stalled",
                     test_hold_while_stalled);
+    g_test_add_func("/trace-plugin/stalled-controller-dies",
+                    test_stalled_controller_dies);
     g_test_add_func("/trace-plugin/state-carries-over",
                     test_state_carries_over);
     g_test_add_func("/trace-plugin/program-at-reload", test_program_at_reload);
