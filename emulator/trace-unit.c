@@ -707,27 +707,31 @@ static int stall_abandoned(const struct trace_unit *unit,
 }
 
 /*
- * The stall: waits, ringing the doorbell, until the FIFO has room (the
- * capture is then queued) or the stall is abandoned (the capture is
- * dropped and counted).  Its time and one stall go into the slot.
+ * The stall: waits, ringing the doorbell, until the FIFO has room (returns
+ * 1) or the stall is abandoned (returns 0).  Its time and one stall go
+ * into the slot.  The capture is pushed by the caller right after, so
+ * that nothing (no clock read, no system call) lies between the push and
+ * the emulator's publishing the capture's cycle: an emulator killed in a
+ * stall has neither.
  */
-static int stall_push(const struct trace_unit *unit,
-                      struct trace_regs_slot *slot, uint16_t field)
+static int stall_for_room(const struct trace_unit *unit,
+                          struct trace_regs_slot *slot)
 {
     uint32_t depth = unit->header->fifo_depth;
+    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
     uint64_t begin = monotonic_ns(), count, ns;
-    int queued = 0;
+    int room = 0;
 
     __atomic_store_n(&slot->stalled, 1, __ATOMIC_SEQ_CST);
     for (;;) {
         uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_SEQ_CST);
 
-        if ((queued = trace_slot_try_push(slot, depth, field)))
-            break;
-        if (stall_abandoned(unit, slot)) {
-            trace_slot_count_overflow(slot);
+        if (head - tail < depth) {
+            room = 1;
             break;
         }
+        if (stall_abandoned(unit, slot))
+            break;
         trace_doorbell_ring(&unit->header->doorbell);
         futex_wait_ms(&slot->fifo_tail, tail, WAIT_SLICE_MS);
     }
@@ -737,28 +741,33 @@ static int stall_push(const struct trace_unit *unit,
     __atomic_store_n(&slot->stall_ns, ns + (monotonic_ns() - begin),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&slot->stall_count, count + 1, __ATOMIC_RELEASE);
-    return queued;
+    return room;
 }
 
+/*
+ * The doorbell rings just before the push that brings the queue to the
+ * watermark (the consumer may drain at once: nothing is lost by ringing
+ * first), so that the push is the last thing before the caller goes on.
+ */
 int trace_slot_capture(const struct trace_unit *unit,
                        struct trace_regs_slot *slot, uint16_t field)
 {
     uint32_t depth = unit->header->fifo_depth;
-    uint32_t watermark;
-    int queued = trace_slot_try_push(slot, depth, field);
+    uint32_t watermark = __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED);
+    uint32_t queued = trace_slot_queued(slot);
 
-    if (!queued) {
-        if (__atomic_load_n(&slot->fifo_policy, __ATOMIC_RELAXED)
-            != TRACE_FIFO_STALL) {
+    if (queued >= depth
+        && __atomic_load_n(&slot->fifo_policy, __ATOMIC_RELAXED)
+           == TRACE_FIFO_STALL) {
+        if (!stall_for_room(unit, slot)) {
             trace_slot_count_overflow(slot);
             return 0;
         }
-        queued = stall_push(unit, slot, field);
+        queued = trace_slot_queued(slot);
     }
-    watermark = __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED);
-    if (queued && watermark && trace_slot_queued(slot) == watermark)
+    if (watermark && queued + 1 == watermark)
         trace_doorbell_ring(&unit->header->doorbell);
-    return queued;
+    return trace_slot_push(slot, depth, field);
 }
 
 /* ---- Consumer ----------------------------------------------------------- */

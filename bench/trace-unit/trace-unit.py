@@ -16,6 +16,11 @@ round) in fast mode at a high rate, watched (the default for an image with
 overlays) against --no-watch, pairs alternating the same way: the cost of
 comparing the guard words at every capture and pushing an event per swap.
 
+Then the dither: kernels.elf in fast mode at a capture every 997
+instructions, --dither SEED against exact intervals, pairs alternating:
+the cost of drawing a jitter and computing the interval's LFSR value at
+every reload.
+
 Then the FIFO-full policy, where the driver drains: host-pipeline under
 copsim's one command (`copsim --event=SPU_CYCLES:997 --stream-out F --
 host-pipeline`, 16 contexts on 8 slots), the stall policy (with the
@@ -80,7 +85,12 @@ def parse_args():
     parser.add_argument("--fifo-depths", default="1024,4096,16384",
                         help="FIFO depths the policies are compared at "
                              "(default 1024,4096,16384)")
-    parser.add_argument("--only", choices=("trace", "watch", "policy"),
+    parser.add_argument("--dither-every", type=int, default=997,
+                        metavar="N",
+                        help="the dither's run: one capture every N "
+                             "instructions of kernels.elf (default 997)")
+    parser.add_argument("--only", choices=("trace", "watch", "dither",
+                                           "policy"),
                         help="run one part only")
     return parser.parse_args()
 
@@ -128,6 +138,9 @@ def main():
     if args.only == "policy":
         measure_policy(args)
         return
+    if args.only == "dither":
+        measure_dither(args, cop_run)
+        return
     traced = [cop_run, "--sample-every", str(args.sample_every), example,
               str(args.rounds)]
     bare = [cop_run, "--sample-every", str(args.sample_every), "--no-trace",
@@ -156,8 +169,26 @@ def main():
               % (name, statistics.median(walls), statistics.median(cpus),
                  " ".join("%.2f" % r for r in walls),
                  match.group(1) if match else "?"))
+    if args.only == "trace":
+        return
     measure_watch(args, cop_run)
+    measure_dither(args, cop_run)
     measure_policy(args)
+
+
+def measure_dither(args, cop_run):
+    """Dithered intervals against exact ones, fast mode."""
+    example = os.path.join(args.build, "examples", "kernels.elf")
+    exact = [cop_run, "--sample-every", str(args.dither_every), example,
+             str(args.rounds)]
+    dithered = exact[:1] + ["--dither", "12345"] + exact[1:]
+    walls, cpus, stderr = measure(dithered, exact, args.pairs)
+    counters = COUNTERS.search(stderr)
+    print("dither / exact: kernels.elf %d, one capture every %d: median "
+          "%.2fx wall, %.2fx CPU  (pairs, wall: %s; %s captures)"
+          % (args.rounds, args.dither_every, statistics.median(walls),
+             statistics.median(cpus), " ".join("%.2f" % r for r in walls),
+             counters.group(1) if counters else "?"))
 
 
 def measure_watch(args, cop_run):

@@ -5,7 +5,8 @@
  * over from one context to the next, a programmed value taking effect at
  * the next reload, value 0, a hold while capture is off (only the doorbell
  * stops the fast path then), a hold while the emulator is stalled on a
- * full FIFO, and a controller that dies.
+ * full FIFO, and a controller that dies (while the emulator is held, and
+ * while it is stalled).
  *
  * The guests start at the local store directly (QEMU's loader device sets
  * the PC), so every instruction is in the local store and a reference run
@@ -13,6 +14,7 @@
  * expected captures of other settings.
  */
 #include "emulator/trace-unit.h"
+#include "emulator/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
 #include <fcntl.h>
@@ -134,53 +136,31 @@ static void drain_into(struct fixture *f, uint32_t slot, GArray *out)
     g_assert_cmpint(n, ==, 0);
 }
 
-/* Under the stall policy: drains `slot` whenever the emulator rings the
- * doorbell, until it ends; returns its exit status. */
-static int drain_on_doorbell(struct fixture *f, pid_t pid, uint32_t slot,
-                             GArray *out)
-{
-    uint32_t *doorbell = &f->unit->header->doorbell;
-    int status;
-
-    for (;;) {
-        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
-        pid_t done = waitpid(pid, &status, WNOHANG);
-
-        drain_into(f, slot, out);
-        if (done == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-        trace_doorbell_wait(doorbell, seen, 10000000ull);  /* or the exit */
-    }
-}
-
-/* Waits on the doorbell until the slot's producer is stalled. */
-static void wait_until_stalled(struct fixture *f,
-                               const struct trace_regs_slot *slot)
-{
-    uint32_t *doorbell = &f->unit->header->doorbell;
-
-    for (;;) {
-        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
-
-        if (__atomic_load_n(&slot->stalled, __ATOMIC_ACQUIRE))
-            return;
-        trace_doorbell_wait(doorbell, seen, 1000000000ull);
-    }
-}
-
-/* Drains `slot` until the emulator ends; returns its exit status. */
+/*
+ * Drains `slot` until the emulator ends; returns its exit status.  Under
+ * the stall policy it drains whenever the emulator rings the doorbell
+ * (the wait's time limit is for the emulator's end, which rings nothing),
+ * otherwise every 200 us.
+ */
 static int drain_until_exit(struct fixture *f, pid_t pid, uint32_t slot,
                             GArray *out)
 {
+    uint32_t *doorbell = &f->unit->header->doorbell;
+    int stall = trace_unit_slot(f->unit, slot)->fifo_policy
+                == TRACE_FIFO_STALL;
     int status;
 
     for (;;) {
+        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
         pid_t done = waitpid(pid, &status, WNOHANG);
 
         drain_into(f, slot, out);
         if (done == pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-        g_usleep(200);
+        if (stall)
+            trace_doorbell_wait(doorbell, seen, 10000000ull);
+        else
+            g_usleep(200);
     }
 }
 
@@ -331,16 +311,26 @@ static void check_moves(struct fixture *f, int reference, GArray *unmoved,
     g_array_free(captures, TRUE);
 }
 
+/* The captures of a fast run of `guest` alone, loaded and programmed with
+ * `value`, into a FIFO that never fills: the oracle of the tests below. */
+static GArray *plain_run(const char *guest, uint32_t value)
+{
+    struct fixture f;
+    GArray *captures;
+
+    setup(&f, NULL);
+    captures = run_guest(&f, guest, 0, value, value);
+    teardown(&f, NULL);
+    return captures;
+}
+
 static void test_move_while_held(void)
 {
     const uint32_t count = 997;
     uint32_t value = lfsr_value_for_count(count);
     struct fixture f;
-    GArray *unmoved;
+    GArray *unmoved = plain_run("spin", value);
 
-    setup(&f, NULL);
-    unmoved = run_guest(&f, "spin", 0, value, value);
-    teardown(&f, NULL);
     g_assert_cmpuint(unmoved->len, >, 10000);
     for (int reference = 0; reference <= 1; reference++) {
         setup(&f, NULL);
@@ -363,11 +353,8 @@ static void test_hold_while_stalled(void)
 {
     uint32_t value = lfsr_value_for_count(997);
     struct fixture f;
-    GArray *unbounded;
+    GArray *unbounded = plain_run("mix", value);
 
-    setup(&f, NULL);
-    unbounded = run_guest(&f, "mix", 0, value, value);
-    teardown(&f, NULL);
     for (int reference = 0; reference <= 1; reference++) {
         GArray *captures = g_array_new(FALSE, FALSE, sizeof(uint16_t));
         struct trace_regs_context *ctx;
@@ -382,7 +369,7 @@ static void test_hold_while_stalled(void)
         prepare(&f, 0, 0, value, value);
         trace_context_release(ctx);
         pid = start_emulator(&f, 0, "mix", reference);
-        wait_until_stalled(&f, slot);
+        wait_until_stalled(f.unit, slot);
         gate = trace_context_hold(ctx);
         g_assert_cmpint(trace_context_wait_held(ctx, gate, 0), ==,
                         TRACE_WAIT_TIMEOUT);
@@ -393,7 +380,7 @@ static void test_hold_while_stalled(void)
         g_assert_cmpuint(slot->stalled, ==, 0);
         g_assert_cmpuint(slot->stall_count, >=, 1);
         trace_context_release(ctx);
-        g_assert_cmpint(drain_on_doorbell(&f, pid, 0, captures), ==, 0);
+        g_assert_cmpint(drain_until_exit(&f, pid, 0, captures), ==, 0);
         g_assert_cmpuint(slot->overflow_count, ==, 0);
         assert_same_captures(captures, unbounded);
         g_test_message("%s mode: %llu stalls, %llu ns",
@@ -563,6 +550,45 @@ static void test_controller_dies(struct fixture *f, gconstpointer data)
     g_free(text);
 }
 
+/*
+ * The controller dies while the emulator is stalled on a full FIFO (a
+ * 4-entry one, nobody draining): the emulator stops waiting, drops the
+ * captures that find the FIFO full (counted), runs to its end and exits
+ * normally; every capture is queued or counted.
+ */
+static void test_stalled_controller_dies(void)
+{
+    struct fixture f;
+    struct trace_regs_slot *slot;
+    pid_t controller, pid;
+    int status;
+
+    setup_geometry(&f, 1, 4);
+    slot = trace_unit_slot(f.unit, 0);
+    controller = fork();
+    if (controller == 0) {
+        pause();
+        _exit(0);
+    }
+    trace_unit_set_controller(f.unit, controller);
+    trace_slot_set_policy(slot, TRACE_FIFO_STALL, 2);
+    prepare(&f, 0, 0, lfsr_value_for_count(100), lfsr_value_for_count(100));
+    trace_context_release(trace_unit_context(f.unit, 0));
+    pid = start_emulator(&f, 0, "mix", 0);
+    wait_until_stalled(f.unit, slot);
+    kill(controller, SIGKILL);
+    waitpid(controller, NULL, 0);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_cmpuint(slot->overflow_count, >, 0);
+    g_assert_cmpuint(slot->capture_count, ==,
+                     slot->overflow_count + trace_slot_queued(slot));
+    g_assert_cmpuint(trace_slot_queued(slot), ==, 4);
+    g_assert_cmpuint(slot->capture_count, ==, slot->cycles / 100);
+    teardown(&f, NULL);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -571,6 +597,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-plugin/move-while-held", test_move_while_held);
     g_test_add_func("/trace-plugin/hold-while-stalled",
                     test_hold_while_stalled);
+    g_test_add_func("/trace-plugin/stalled-controller-dies",
+                    test_stalled_controller_dies);
     g_test_add_func("/trace-plugin/state-carries-over",
                     test_state_carries_over);
     g_test_add_func("/trace-plugin/program-at-reload", test_program_at_reload);

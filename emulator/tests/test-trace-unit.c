@@ -6,6 +6,7 @@
  * thread standing in for the plugin.
  */
 #include "emulator/trace-unit.h"
+#include "emulator/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
 #include <glib.h>
@@ -235,22 +236,6 @@ static gpointer produce_captures(gpointer data)
     return NULL;
 }
 
-/* Waits on the doorbell until the slot's producer is stalled (it rings
- * while it waits), for a test that needs the stall to have happened. */
-static void wait_until_stalled(struct fixture *f,
-                               const struct trace_regs_slot *slot)
-{
-    uint32_t *doorbell = &f->unit->header->doorbell;
-
-    for (;;) {
-        uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
-
-        if (__atomic_load_n(&slot->stalled, __ATOMIC_ACQUIRE))
-            return;
-        trace_doorbell_wait(doorbell, seen, 1000000000ull);
-    }
-}
-
 /*
  * Stall: a producer pushing 1000 captures into a 4-entry FIFO waits for a
  * consumer that drains only when the doorbell rings (and first waits for
@@ -275,7 +260,7 @@ static void test_stall_loses_nothing(void)
     trace_slot_set_policy(slot, TRACE_FIFO_STALL, 2);
     p = (struct stall_producer){ f.unit, slot, 1000, 0 };
     thread = g_thread_new("producer", produce_captures, &p);
-    wait_until_stalled(&f, slot);
+    wait_until_stalled(f.unit, slot);
     while (got->len < 1000) {
         uint32_t seen = __atomic_load_n(doorbell, __ATOMIC_ACQUIRE);
 
@@ -323,7 +308,7 @@ static void test_stall_abandoned(struct fixture *f, gconstpointer data)
 
     trace_unit_set_controller(f->unit, getpid());
     thread = g_thread_new("producer", produce_captures, &p);
-    wait_until_stalled(f, slot);
+    wait_until_stalled(f->unit, slot);
     trace_slot_set_policy(slot, TRACE_FIFO_DROP, 0);
     g_thread_join(thread);
     g_assert_cmpuint(p.queued, ==, 0);
