@@ -448,6 +448,14 @@ static void print_summary(struct coprofd *d)
     fflush(stdout);
 }
 
+/* Why the last flush failed, in a few words. */
+static const char *flush_failure(struct coprofd *d)
+{
+    int error = recorder_last_errno(d->recorder);
+
+    return error ? strerror(error) : "the database could not be written";
+}
+
 /* Why the session is incomplete, or NULL: it ended with its STOP. */
 static const char *early_end(struct coprofd *d)
 {
@@ -467,7 +475,7 @@ static const char *early_end(struct coprofd *d)
  */
 static void end_failed(struct coprofd *d)
 {
-    int error = recorder_last_errno(d->recorder);
+    const char *failure = flush_failure(d);
     struct session_totals t;
     char where[PATH_MAX];
     GError *gerror = NULL;
@@ -475,8 +483,7 @@ static void end_failed(struct coprofd *d)
     session_get_totals(recorder_session(d->recorder), &t);
     rescue_stream(d, where, sizeof where);
     snprintf(d->end_reason, sizeof d->end_reason, "flush failed: %s; %"
-             PRIu64 " samples kept in %s", error ? strerror(error) :
-             "the database could not be written", t.samples, where);
+             PRIu64 " samples kept in %s", failure, t.samples, where);
     recorder_set_end(d->recorder, d->end_reason);
     if (recorder_write_end(d->recorder, &gerror) != 0)
         g_clear_error(&gerror);
@@ -493,10 +500,10 @@ static void end_session(struct coprofd *d)
     recorder_set_end(d->recorder, early_end(d));
     if (!flush(d, "end"))
         end_failed(d);
+    print_summary(d);
     if (d->end_reason[0])
         fprintf(stderr, "coprofd: %s: session incomplete: %s\n",
                 d->options.session_dir, d->end_reason);
-    print_summary(d);
     g_main_loop_quit(d->loop);
 }
 
@@ -552,10 +559,16 @@ static gboolean on_flush_timer(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-/* SIGHUP: a dump. */
+/* SIGHUP: a dump; one that fails says so each time (copcontrol --dump
+ * waits for either). */
 static gboolean on_dump(gpointer data)
 {
-    flush(data, "dump");
+    struct coprofd *d = data;
+
+    if (!flush(d, "dump"))
+        fprintf(stderr, "coprofd: %s: dump failed: %s; the data is kept "
+                "for the next flush\n", d->options.session_dir,
+                flush_failure(d));
     return G_SOURCE_CONTINUE;
 }
 
