@@ -1,0 +1,132 @@
+"""The fault-injection suite, part one: kill -9 of each process of a
+`coprof record` (coprofd, copsim, one QEMU, the host program, coprof
+itself) and SIGINT, each at a known point: once the session holds 2000
+samples (a flush of coprofd, read back from session.db).
+
+Each asserts what the user is told, that the session opens, that what it
+says about itself (end_state, end_reason) is true, that its samples and
+losses equal the driver's own count at the STOP where there was one, and
+that no process, socket or temporary directory is left.  The faults that
+need root and a tmpfs (a full disk) are in fault_session.py, run by
+`make check-faults`.  docs/session-format.md, "What survives which fault",
+is what these tests check.
+"""
+
+import os
+import signal
+
+from control_support import Recording, end, key, session, table_samples
+
+KNOWN_POINT = 2000
+
+
+def start(cenv, tmp_path):
+    recording = Recording(cenv, tmp_path / "rec")
+    recording.wait_samples(KNOWN_POINT)
+    return recording, recording.processes()
+
+
+def last_line(err):
+    return err.strip().splitlines()[-1]
+
+
+def assert_opens(recording, ended=True):
+    """The session opens and its tables add up to its samples (those of
+    the poll groups still open at the last flush of a coprofd that did not
+    end are in stream.samples only)."""
+    with session(recording.out) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        samples = key(db, "stream.samples")
+        assert samples >= KNOWN_POINT
+        if ended:
+            assert table_samples(db) == samples
+        else:
+            assert KNOWN_POINT <= table_samples(db) <= samples
+        return end(db)
+
+
+def assert_driver_count(recording):
+    """A session that got its STOP: samples and losses are the driver's."""
+    with session(recording.out) as db:
+        assert key(db, "stream.samples") == key(db, "stream.stop_samples")
+        assert key(db, "stream.lost") == key(db, "stream.stop_lost")
+
+
+def test_kill_copsim(cenv, tmp_path):
+    recording, pids = start(cenv, tmp_path)
+    os.kill(pids["copsim"], signal.SIGKILL)
+    status, out, err = recording.finish()
+    reason = ("the driver's stream ended without STOP: copsim (pid %d) was "
+              "killed by signal 9 (Killed)" % pids["copsim"])
+    assert status == 1, err             # the host program failed
+    assert "FAILED" in out
+    assert last_line(err) == "coprof: session %s is incomplete: %s" % (
+        recording.out, reason)
+    assert assert_opens(recording) == ("incomplete", reason)
+    recording.assert_nothing_left()
+
+
+def test_kill_coprofd(cenv, tmp_path):
+    recording, pids = start(cenv, tmp_path)
+    os.kill(pids["coprofd"], signal.SIGKILL)
+    recording.process.send_signal(signal.SIGINT)    # ends the host program
+    status, _, err = recording.finish()
+    reason = ("coprofd (pid %d) was killed by signal 9 (Killed); the "
+              "session holds what its last flush wrote" % pids["coprofd"])
+    assert status == 128 + signal.SIGINT, err
+    assert last_line(err) == "coprof: session %s is incomplete: %s" % (
+        recording.out, reason)
+    assert assert_opens(recording, ended=False) == ("incomplete", reason)
+    recording.assert_nothing_left()
+
+
+def test_kill_one_qemu(cenv, tmp_path):
+    """One context's emulator dies: that context fails, the recording
+    goes on and ends complete, every capture counted."""
+    recording, pids = start(cenv, tmp_path)
+    assert "qemu" in pids, pids
+    os.kill(pids["qemu"], signal.SIGKILL)
+    recording.process.send_signal(signal.SIGINT)
+    status, _, err = recording.finish()
+    assert status == 128 + signal.SIGINT, err
+    assert "incomplete" not in err
+    assert last_line(err) == "coprof: session %s" % recording.out
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+    recording.assert_nothing_left()
+
+
+def test_kill_the_host_program(cenv, tmp_path):
+    recording, pids = start(cenv, tmp_path)
+    os.kill(pids["host-pipeline"], signal.SIGKILL)
+    status, _, err = recording.finish()
+    assert status == 128 + signal.SIGKILL, err
+    assert last_line(err) == "coprof: session %s" % recording.out
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+    recording.assert_nothing_left()
+
+
+def test_kill_coprof(cenv, tmp_path):
+    """coprof itself dies: its private copsim stops by itself and ends the
+    stream with its STOP, coprofd completes the session, and copsim
+    removes its private directory; the host program fails on its own."""
+    recording, pids = start(cenv, tmp_path)
+    os.kill(recording.process.pid, signal.SIGKILL)
+    status, _, err = recording.finish()
+    assert status == -signal.SIGKILL
+    assert err == ""
+    recording.assert_nothing_left()
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+
+
+def test_sigint(cenv, tmp_path):
+    recording, pids = start(cenv, tmp_path)
+    recording.process.send_signal(signal.SIGINT)
+    status, _, err = recording.finish()
+    assert status == 128 + signal.SIGINT, err
+    assert last_line(err) == "coprof: session %s" % recording.out
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+    recording.assert_nothing_left()
