@@ -425,6 +425,8 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
     return pid;
 }
 
+static int stop_session(struct control *c, int quiet);
+
 static int action_start(struct control *c)
 {
     struct copsim_info_reply info;
@@ -472,8 +474,12 @@ static int action_start(struct control *c)
         return EXIT_FAILED;
     }
     driver_close(&d);
-    if ((status = save_settings(c)) != EXIT_OK)
+    if ((status = save_settings(c)) != EXIT_OK) {
+        /* Told it failed: nothing of it keeps running. */
+        stop_session(c, 1);
+        session_restore(dir, moved);
         return status;
+    }
     rate_describe(&rate, line, sizeof(line));
     printf("copcontrol: started %s; coprofd pid %ld, session %s\n", line,
            (long)pid, dir);
@@ -714,15 +720,24 @@ static int action_shutdown(struct control *c)
     return EXIT_OK;
 }
 
-/* How the session stands: complete, live, or incomplete and why. */
-static void status_end(const struct session_totals *t, pid_t coprofd,
+/* How the session stands: complete, live, or incomplete and why (its
+ * end_reason, else coprofd's last word in its log, which a full session
+ * directory does not stop). */
+static void status_end(const struct control *c, const char *dir,
+                       const struct session_totals *t, pid_t coprofd,
                        pid_t dead, char *buf, size_t len)
 {
+    char line[1024];
+    size_t said;
+
     if (strcmp(t->end_state, "complete") == 0 ||
         (!t->end_state[0] && t->complete))
         snprintf(buf, len, "complete");
     else if (t->end_reason[0])
         snprintf(buf, len, "incomplete: %s", t->end_reason);
+    else if (!coprofd && (said = coprofd_line(c, dir, "session incomplete: ",
+                                              line, sizeof(line))) > 0)
+        snprintf(buf, len, "incomplete: %s", line + said);
     else if (coprofd)
         snprintf(buf, len, "live, as of the last flush");
     else if (dead)
@@ -750,7 +765,7 @@ static void status_session(struct control *c, pid_t coprofd, const char *dir)
     printf("session:        %s\n", dir[0] ? dir : "(none)");
     if (dir[0] && session_read(dir, &t, c->err, sizeof(c->err)) == 0) {
         session_describe(&t, summary, sizeof(summary));
-        status_end(&t, coprofd, dead, end, sizeof(end));
+        status_end(c, dir, &t, coprofd, dead, end, sizeof(end));
         printf("recorded:       %s (%s)\n", summary, end);
         printf("contexts:       %lld\n", (long long)t.contexts);
     }

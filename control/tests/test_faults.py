@@ -1,7 +1,8 @@
 """The fault-injection suite, part one: kill -9 of each process of a
 `coprof record` (coprofd, copsim, one QEMU, the host program, coprof
 itself) and SIGINT, each at a known point: once the session holds 2000
-samples (a flush of coprofd, read back from session.db).
+samples (a flush of coprofd, read back from session.db); and kill -9 of
+the shared copsim under copcontrol once a host program has run.
 
 Each asserts what the user is told, that the session opens, that what it
 says about itself (end_state, end_reason) is true, that its samples and
@@ -15,7 +16,8 @@ is what these tests check.
 import os
 import signal
 
-from control_support import Recording, end, key, session, table_samples
+from control_support import (Recording, alive, end, key, one_error_line,
+                             session, table_samples, wait_for)
 
 KNOWN_POINT = 2000
 
@@ -130,3 +132,27 @@ def test_sigint(cenv, tmp_path):
     assert assert_opens(recording) == ("complete", "")
     assert_driver_count(recording)
     recording.assert_nothing_left()
+
+
+def test_copcontrol_kill_copsim(cenv, tmp_path):
+    """Under copcontrol: the shared copsim dies mid-session; coprofd ends
+    the session as incomplete, --status and --stop say so and why."""
+    sdir = tmp_path / "s"
+    result = cenv.copcontrol("--start", "--event=SPU_CYCLES:997",
+                             "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    assert cenv.host_pipeline().returncode == 0
+    copsim, coprofd = cenv.pid("copsim.pid"), cenv.pid("coprofd.pid")
+    os.kill(copsim, signal.SIGKILL)
+    wait_for(lambda: not alive(coprofd), "coprofd's end at the stream's end")
+    reason = "the driver's stream ended without STOP"
+    status = cenv.copcontrol("--status").stdout
+    assert "copsim:         not running" in status
+    assert "coprofd:        pid %d ended without --stop" % coprofd in status
+    assert "(incomplete: %s)" % reason in status
+    result = cenv.copcontrol("--stop")
+    assert one_error_line(result, "copcontrol", 1) == (
+        "copcontrol: session %s is incomplete: %s" % (sdir, reason))
+    with session(sdir) as db:
+        assert end(db) == ("incomplete", reason)
+        assert key(db, "stream.samples") == table_samples(db) > 0
