@@ -275,12 +275,10 @@ void session_restore(const char *dir, int moved)
 
 int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
 {
-    char path[PATH_MAX];
     struct timespec pause = {0, 20000000};
 
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (access(path, F_OK) == 0)
+        if (has_session_db(dir))
             return 0;
         if (daemons_wait(pid, 0, NULL) == 0)
             return -1;
