@@ -13,7 +13,12 @@
  * clock and FIFO depth (rate.c), set and started through the driver's
  * control interface (driver.c); coprofd gets the stream's descriptor and
  * copsim's event log (daemons.c).  --stop waits for coprofd's last flush,
- * --dump for the session's flushes.dump key to move (session.c).
+ * --dump for the session's flushes.dump key to move (session.c).  How a
+ * session ended is its end_state and end_reason keys; where coprofd could
+ * not write them (it died, its disk is full) copcontrol tells from the pid
+ * file (a coprofd gone before --stop) and from coprofd's own lines in
+ * coprofd.log ("session incomplete: ...", "dump failed: ..."), and writes
+ * what it found into the session when it can.
  *
  * Exit status: 0 done, 1 a runtime failure, 2 bad usage; every failure is
  * one line "copcontrol: THING: reason".
@@ -101,7 +106,9 @@ static void usage(FILE *out)
 "                      (an older DIR.old is replaced), as perf keeps\n"
 "                      perf.data.old\n"
 "    --stop            stop the session; coprofd reads the stream to its end,\n"
-"                      flushes and exits; its summary is printed\n"
+"                      flushes and exits; its summary is printed.  A session\n"
+"                      that is not complete (coprofd or copsim died, a full\n"
+"                      disk) fails with why, after what it holds\n"
 "    --dump            make coprofd flush now (SIGHUP) and wait until it did:\n"
 "                      session.db then holds every sample so far\n"
 "    --reset           clear the current session's data; a running session\n"

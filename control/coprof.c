@@ -4,17 +4,25 @@
  * a session started before CMD runs, coprofd recording it into a session
  * directory, and a summary when CMD has ended.
  *
- * How: the session directory is readied first (an existing one moved to
- * DIR.old).  copsim starts in a fresh temporary directory as a private
+ * How: CMD is checked first (execvp's search: a command that cannot run
+ * is refused before any session is touched), then the session directory
+ * is readied (an existing one moved to DIR.old; session.c replaces an
+ * older DIR.old only if it is provably a session).  copsim starts in a fresh temporary directory as a private
  * copsim of this process (--private PID: it ends if coprof dies), in its
  * own process group, with its event log in DIR/events.coplog so that the
  * session keeps its scheduler history.  The rate is resolved at its clock,
  * set and started through driver.c (copcontrol's code); coprofd gets the
- * stream as descriptor 3 and the event log.  CMD is forked with
+ * stream as descriptor 3 and the event log, and its output goes through a
+ * pipe that coprof copies into DIR/coprofd.log (the relay), so that what
+ * it says reaches coprof even when that log cannot be written.  CMD is
+ * forked with
  * COPSIM_SOCKET naming the private socket.  While it runs, STATS gives a
  * progress line once a second on a terminal.  When it ends: STOP, coprofd
  * reads to the stream's end and exits after its last flush, copsim is
- * stopped, and the summary is read from DIR/session.db.
+ * stopped, its temporary directory removed, and the summary is read from
+ * DIR/session.db.  A session that is not complete (its end_state) gets a
+ * last line saying why: its end_reason, completed with what only coprof
+ * knows (how copsim or coprofd ended) and written back into the session.
  *
  * Signals: the daemons are in process groups of their own, so a terminal's
  * ^C reaches CMD (in ours) and not them; SIGINT, SIGTERM, SIGHUP and
@@ -23,7 +31,7 @@
  *
  * Exit status: CMD's (128 + signal when it was killed; 127 not found, 126
  * not executable); 2 for bad usage; 1 when the recording could not be made
- * or completed (when CMD itself failed, its status wins).
+ * or the session is incomplete (when CMD itself failed, its status wins).
  */
 #include "control/daemons.h"
 #include "control/driver.h"
@@ -122,7 +130,9 @@ static void usage(FILE *out)
 "    Runs CMD, a host program using libcop, against a private copsim whose\n"
 "    kernel driver samples every coprocessor context of CMD from its start,\n"
 "    and records the session with coprofd, like operf.  The session is\n"
-"    complete when coprof returns, also when CMD fails or is interrupted.\n"
+"    complete when coprof returns, also when CMD fails or is interrupted;\n"
+"    when a fault cut it short (copsim or coprofd died, a full disk), a\n"
+"    last line says why: coprof: session DIR is incomplete: REASON.\n"
 "    While CMD runs, a progress line on standard error (samples a second,\n"
 "    samples, lost) is rewritten once a second when standard error is a\n"
 "    terminal; otherwise a line is written every 10 s.  At the end, a\n"
@@ -140,7 +150,8 @@ static void usage(FILE *out)
 "                      per slot at 3.2 GHz)\n"
 "    -o, --output=DIR  the session directory (default ./" DEFAULT_OUTPUT ");\n"
 "                      an existing one is moved to DIR.old first (an older\n"
-"                      DIR.old is replaced)\n"
+"                      DIR.old is replaced only if it is a coprof session\n"
+"                      and holds nothing else)\n"
 "    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
 "                      (default %u: 4 MiB)\n"
 "    --slots=N         coprocessor slots of the private copsim (default %d)\n"
@@ -155,14 +166,18 @@ static void usage(FILE *out)
 "    DIR/session.db, DIR/images/    the session (docs/session-format.md)\n"
 "    DIR/events.coplog              copsim's kernel event log (SCHED)\n"
 "    DIR/coprofd.log                coprofd's output (without --verbose)\n"
+"    $TMPDIR/coprofd-stream-XXXXXX  the stream, kept when the session\n"
+"                                   could not be written (a full disk):\n"
+"                                   coprofd --replay FILE --session-dir D\n"
 "    copsim's socket and register file live in a temporary directory\n"
 "    ($TMPDIR, else /tmp) that is removed at the end; CMD finds it through\n"
 "    COPSIM_SOCKET.\n"
 "\n"
 "EXIT STATUS\n"
 "    CMD's exit status (128 + N when a signal N killed it, 127 when it was\n"
-"    not found, 126 when it could not run); 2 for bad usage; 1 when the\n"
-"    recording failed (when CMD failed too, its status is returned).\n"
+"    not found, 126 when it could not run: checked before anything is\n"
+"    done); 2 for bad usage; 1 when the recording failed or the session is\n"
+"    incomplete (when CMD failed too, its status is returned).\n"
 "    Every failure is one line: coprof: THING: reason.\n"
 "\n"
 "EXAMPLES\n"
