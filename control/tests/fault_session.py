@@ -217,11 +217,18 @@ def test_copcontrol_dump_and_stop_on_a_full_disk(cenv, tmpfs, tmp_path):
 
 
 def test_copcontrol_with_a_full_state_directory(cenv, tmpfs, tmp_path):
-    """copcontrol's own directory fills: --start says which file could
-    not be written and leaves no coprofd; a running session still stops
-    complete."""
+    """copcontrol's own directory fills: a running session still stops
+    complete (coprofd's summary lost with its log); --start says which
+    file could not be written and leaves no coprofd running."""
     disk = tmpfs(24 * 1024)     # copsim's event log takes 20.3 MiB
-    disk.before_unmount.append(lambda: cenv.copcontrol("--shutdown"))
+    own_socket = cenv.env["COPSIM_SOCKET"]
+
+    def shutdown():
+        """Stops what runs there; cenv's own cleanup, after the unmount,
+        then looks at its own socket, not at the gone mount point."""
+        cenv.copcontrol("--shutdown")
+        cenv.env["COPSIM_SOCKET"] = own_socket
+    disk.before_unmount.append(shutdown)
     cenv.socket = os.path.join(disk.path, "copsim.sock")
     cenv.state_file = lambda name: os.path.join(disk.path, name)
     cenv.env["COPSIM_SOCKET"] = cenv.socket
@@ -229,8 +236,11 @@ def test_copcontrol_with_a_full_state_directory(cenv, tmpfs, tmp_path):
     sdir = tmp_path / "s"
     result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
     assert result.returncode == 0, result.stderr
+    host = cenv.host_pipeline()
+    assert host.returncode == 0, host.stdout
+    # (Contexts started on a full state directory may die of SIGBUS in
+    # their RAM file: the posix_fallocate item of issue 14, not here.)
     disk.fill()
-    assert cenv.host_pipeline().returncode == 0
     result = cenv.copcontrol("--stop")
     assert result.returncode == 0, result.stderr
     with session(sdir) as db:
