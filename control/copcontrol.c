@@ -696,7 +696,7 @@ static int action_shutdown(struct control *c)
     char pidfile[PATH_MAX];
     struct driver d;
     pid_t ours;
-    int status;
+    int status, stopped = EXIT_OK;
 
     if (connect_copsim(c, &d) < 0) {
         status = running_coprofd(c, NULL, 0) ? stop_session(c, 0) : EXIT_OK;
@@ -709,9 +709,12 @@ static int action_shutdown(struct control *c)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     }
     driver_close(&d);
-    if ((get.running || running_coprofd(c, NULL, 0)) &&
-        (status = stop_session(c, 0)) != EXIT_OK)
-        return status;
+    if (get.running || running_coprofd(c, NULL, 0))
+        stopped = stop_session(c, 0);
+    /* An incomplete session was said; a coprofd still running was not
+     * stopped: then copsim stays for it. */
+    if (stopped != EXIT_OK && running_coprofd(c, NULL, 0))
+        return stopped;
     state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
     ours = pidfile_read(pidfile, NULL, 0);
     if (ours != info.pid)
@@ -724,7 +727,7 @@ static int action_shutdown(struct control *c)
         return cli_fail(EXIT_FAILED, "copsim (pid %ld) did not stop within "
                         "%d s: killed", (long)info.pid, COPSIM_STOP_MS / 1000);
     printf("copcontrol: copsim (pid %ld) stopped\n", (long)info.pid);
-    return EXIT_OK;
+    return stopped;
 }
 
 /* How the session stands: complete, live, or incomplete and why (its

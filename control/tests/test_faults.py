@@ -156,3 +156,23 @@ def test_copcontrol_kill_copsim(cenv, tmp_path):
     with session(sdir) as db:
         assert end(db) == ("incomplete", reason)
         assert key(db, "stream.samples") == table_samples(db) > 0
+
+
+def test_copcontrol_shutdown_after_coprofd_died(cenv, tmp_path):
+    """--shutdown after a kill -9 of coprofd: it says the session is
+    incomplete and why, still stops copsim, and exits 1."""
+    sdir = tmp_path / "s"
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    copsim, coprofd = cenv.pid("copsim.pid"), cenv.pid("coprofd.pid")
+    os.kill(coprofd, signal.SIGKILL)
+    wait_for(lambda: not alive(coprofd), "coprofd's death")
+    result = cenv.copcontrol("--shutdown")
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ("copcontrol: session %s is incomplete: coprofd "
+                             "(pid %d) died during the session; %s holds 0 "
+                             "samples, what its last flush wrote\n" %
+                             (sdir, coprofd, sdir))
+    assert "copcontrol: copsim (pid %d) stopped" % copsim in result.stdout
+    assert not alive(copsim)
+    assert not os.path.exists(cenv.socket)
