@@ -207,8 +207,9 @@ class Recording:
         return found
 
     def finish(self):
-        out, err = self.process.communicate(timeout=300)
-        return self.process.returncode, out, err
+        """coprof's (status, stdout, stderr), also kept as out, err."""
+        self.out_text, self.err = self.process.communicate(timeout=300)
+        return self.process.returncode, self.out_text, self.err
 
     def assert_nothing_left(self):
         """No process of the recording runs, and its TMPDIR is empty:

@@ -47,6 +47,16 @@ def assert_opens(recording, ended=True):
         return end(db)
 
 
+def assert_complete_run(recording, status, expected):
+    """coprof exited with the command's status after its summary; the
+    session is complete and holds every capture the driver counted."""
+    assert status == expected, recording.err
+    assert last_line(recording.err) == "coprof: session %s" % recording.out
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+    recording.assert_nothing_left()
+
+
 def assert_driver_count(recording):
     """A session that got its STOP: samples and losses are the driver's."""
     with session(recording.out) as db:
@@ -89,24 +99,15 @@ def test_kill_one_qemu(cenv, tmp_path):
     assert "qemu" in pids, pids
     os.kill(pids["qemu"], signal.SIGKILL)
     recording.process.send_signal(signal.SIGINT)
-    status, _, err = recording.finish()
-    assert status == 128 + signal.SIGINT, err
-    assert "incomplete" not in err
-    assert last_line(err) == "coprof: session %s" % recording.out
-    assert assert_opens(recording) == ("complete", "")
-    assert_driver_count(recording)
-    recording.assert_nothing_left()
+    status, _, _ = recording.finish()
+    assert_complete_run(recording, status, 128 + signal.SIGINT)
 
 
 def test_kill_the_host_program(cenv, tmp_path):
     recording, pids = start(cenv, tmp_path)
     os.kill(pids["host-pipeline"], signal.SIGKILL)
-    status, _, err = recording.finish()
-    assert status == 128 + signal.SIGKILL, err
-    assert last_line(err) == "coprof: session %s" % recording.out
-    assert assert_opens(recording) == ("complete", "")
-    assert_driver_count(recording)
-    recording.assert_nothing_left()
+    status, _, _ = recording.finish()
+    assert_complete_run(recording, status, 128 + signal.SIGKILL)
 
 
 def test_kill_coprof(cenv, tmp_path):
@@ -126,12 +127,8 @@ def test_kill_coprof(cenv, tmp_path):
 def test_sigint(cenv, tmp_path):
     recording, pids = start(cenv, tmp_path)
     recording.process.send_signal(signal.SIGINT)
-    status, _, err = recording.finish()
-    assert status == 128 + signal.SIGINT, err
-    assert last_line(err) == "coprof: session %s" % recording.out
-    assert assert_opens(recording) == ("complete", "")
-    assert_driver_count(recording)
-    recording.assert_nothing_left()
+    status, _, _ = recording.finish()
+    assert_complete_run(recording, status, 128 + signal.SIGINT)
 
 
 def test_copcontrol_kill_copsim(cenv, tmp_path):
