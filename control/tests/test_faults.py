@@ -111,17 +111,25 @@ def test_kill_the_host_program(cenv, tmp_path):
 
 
 def test_kill_coprof(cenv, tmp_path):
-    """coprof itself dies: its private copsim stops by itself and ends the
-    stream with its STOP, coprofd completes the session, and copsim
-    removes its private directory; the host program fails on its own."""
+    """coprof itself dies: its private copsim stops by itself, coprofd
+    ends the session at the stream's end, and copsim removes its private
+    directory; the host program fails on its own.  Whether copsim's
+    shutdown gets its STOP out depends on the load (kernel-driver's
+    copdrv_hosted_destroy); either way the session says the truth."""
     recording, pids = start(cenv, tmp_path)
     os.kill(recording.process.pid, signal.SIGKILL)
     status, _, err = recording.finish()
     assert status == -signal.SIGKILL
     assert err == ""
     recording.assert_nothing_left()
-    assert assert_opens(recording) == ("complete", "")
-    assert_driver_count(recording)
+    state = assert_opens(recording)
+    if state == ("complete", ""):
+        assert_driver_count(recording)
+    else:
+        assert state == ("incomplete", "the driver's stream ended without "
+                         "STOP")
+        with session(recording.out) as db:
+            assert key(db, "stream.stop_samples") is None
 
 
 def test_sigint(cenv, tmp_path):
