@@ -13,7 +13,12 @@
  * clock and FIFO depth (rate.c), set and started through the driver's
  * control interface (driver.c); coprofd gets the stream's descriptor and
  * copsim's event log (daemons.c).  --stop waits for coprofd's last flush,
- * --dump for the session's flushes.dump key to move (session.c).
+ * --dump for the session's flushes.dump key to move (session.c).  How a
+ * session ended is its end_state and end_reason keys; where coprofd could
+ * not write them (it died, its disk is full) copcontrol tells from the pid
+ * file (a coprofd gone before --stop) and from coprofd's own lines in
+ * coprofd.log ("session incomplete: ...", "dump failed: ..."), and writes
+ * what it found into the session when it can.
  *
  * Exit status: 0 done, 1 a runtime failure, 2 bad usage; every failure is
  * one line "copcontrol: THING: reason".
@@ -102,7 +107,9 @@ static void usage(FILE *out)
 "                      (an older DIR.old is replaced), as perf keeps\n"
 "                      perf.data.old\n"
 "    --stop            stop the session; coprofd reads the stream to its end,\n"
-"                      flushes and exits; its summary is printed\n"
+"                      flushes and exits; its summary is printed.  A session\n"
+"                      that is not complete (coprofd or copsim died, a full\n"
+"                      disk) fails with why, after what it holds\n"
 "    --dump            make coprofd flush now (SIGHUP) and wait until it did:\n"
 "                      session.db then holds every sample so far\n"
 "    --reset           clear the current session's data; a running session\n"
@@ -328,6 +335,17 @@ static pid_t running_coprofd(const struct control *c, char *dir, size_t len)
     return pid > 0 && daemons_alive(pid) ? pid : 0;
 }
 
+/* The coprofd the pid file names, alive or not (0 when none). */
+static pid_t recorded_coprofd(const struct control *c, char *dir, size_t len)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_COPROFD_PID, path, sizeof(path));
+    pid = pidfile_read(path, dir, len);
+    return pid > 0 ? pid : 0;
+}
+
 /* Connects to copsim; 0, or -1 (err says why, errno ENOENT/ECONNREFUSED
  * when none answers).  A socket another user serves, or in a directory
  * another user can write, is never "no copsim": every action ends there,
@@ -343,7 +361,7 @@ static int connect_copsim(struct control *c, struct driver *d)
 
 static int init_copsim(struct control *c, int announce)
 {
-    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1};
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
     const char *args[DAEMON_EXTRA_MAX + 4];
     char log[PATH_MAX], pidfile[PATH_MAX];
     struct driver d;
@@ -417,7 +435,7 @@ static int effective(struct control *c, struct rate_spec *rate, char *dir,
 static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
                            const char *event_log)
 {
-    struct daemon_spec spec = {DAEMON_DETACHED, NULL, stream_fd};
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, stream_fd, 0};
     char log[PATH_MAX], pidfile[PATH_MAX], line[512];
     pid_t pid;
 
@@ -452,6 +470,8 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
         "output in %s", (long)pid, event_log, log);
     return pid;
 }
+
+static int stop_session(struct control *c, int quiet);
 
 static int action_start(struct control *c)
 {
@@ -504,8 +524,12 @@ static int action_start(struct control *c)
         return EXIT_FAILED;
     }
     driver_close(&d);
-    if ((status = save_settings(c)) != EXIT_OK)
+    if ((status = save_settings(c)) != EXIT_OK) {
+        /* Told it failed: nothing of it keeps running. */
+        stop_session(c, 1);
+        session_restore(dir, moved);
         return status;
+    }
     rate_describe(&rate, line, sizeof(line));
     sampling_describe(sampling.dither, sampling.seed,
                       sampling_fifo_name(sampling.fifo_full), how,
@@ -527,11 +551,65 @@ static void print_sampling(const char *dir)
     printf("copcontrol: sampling: %s\n", line);
 }
 
+/*
+ * coprofd's last line "coprofd: DIR: WHAT..." in its log, into line;
+ * the length of that prefix, or 0 when there is none.
+ */
+static size_t coprofd_line(const struct control *c, const char *dir,
+                           const char *what, char *line, size_t len)
+{
+    char log[PATH_MAX], prefix[PATH_MAX + 64];
+
+    state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
+    snprintf(prefix, sizeof(prefix), "coprofd: %s: %s", dir, what);
+    if (daemons_log_line(log, prefix, line, len) < 0)
+        return 0;
+    return strlen(prefix);
+}
+
+/*
+ * Why a session whose coprofd has ended is incomplete, into buf ("" when
+ * it is complete): the session's end_reason, else coprofd's own line in
+ * its log (its session directory may be full), else what is known of its
+ * coprofd (pid; died: it was gone before the stop).  What copcontrol
+ * knows more goes into the session keys where they can be written.
+ */
+static void session_end_reason(struct control *c, const char *dir, pid_t pid,
+                               int died, char *buf, size_t len)
+{
+    char line[1024], err[ERR_MAX];
+    struct session_totals t;
+    int readable = session_read(dir, &t, err, sizeof(err)) == 0;
+    size_t said;
+
+    buf[0] = '\0';
+    if (readable && strcmp(t.end_state, "complete") == 0)
+        return;
+    if (readable && t.end_reason[0]) {
+        snprintf(buf, len, "%s", t.end_reason);
+        return;
+    }
+    said = coprofd_line(c, dir, "session incomplete: ", line, sizeof(line));
+    if (said && !died)
+        snprintf(buf, len, "%s", line + said);
+    else if (died)
+        snprintf(buf, len, "coprofd (pid %ld) died during the session; "
+                 "%s holds %lld samples, what its last flush wrote",
+                 (long)pid, dir, readable ? (long long)t.samples : 0LL);
+    else
+        snprintf(buf, len, "coprofd (pid %ld) ended without completing "
+                 "the session", (long)pid);
+    if (readable)
+        session_mark_incomplete(dir, buf, err, sizeof(err));
+}
+
 /* STOP, then coprofd's end; quiet: no summary (for --reset). */
 static int stop_session(struct control *c, int quiet)
 {
-    char dir[PATH_MAX], pidfile[PATH_MAX], log[PATH_MAX], line[1024];
+    char dir[PATH_MAX], pidfile[PATH_MAX], line[1024], reason[ERR_MAX];
+    struct session_totals t;
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
+    pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
     struct driver d;
     int stopped = 0;
 
@@ -539,7 +617,7 @@ static int stop_session(struct control *c, int quiet)
         stopped = driver_stop(&d, c->err, sizeof(c->err)) == 0;
         driver_close(&d);
     }
-    if (!stopped && !pid)
+    if (!stopped && !pid && !dead)
         return cli_fail(EXIT_FAILED, "no session runs");
     if (!stopped && pid) {
         say(c, "no session in the driver (%s): ending coprofd", c->err);
@@ -552,15 +630,23 @@ static int stop_session(struct control *c, int quiet)
                         (long)pid, COPROFD_STOP_MS / 1000, dir);
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     unlink(pidfile);
-    state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
-    if (!quiet && daemons_log_line(log, "coprofd: ", line,
-                                   sizeof(line)) == 0)
-        printf("%s\n", line);
-    else if (!quiet)
-        printf("copcontrol: stopped\n");
-    if (!quiet && pid)
-        print_sampling(dir);
-    return EXIT_OK;
+    session_end_reason(c, dir, pid ? pid : dead, dead != 0, reason,
+                       sizeof(reason));
+    if (!reason[0]) {
+        if (!quiet && coprofd_line(c, dir, "samples=", line, sizeof(line)))
+            printf("%s\n", line);
+        else if (!quiet)
+            printf("copcontrol: stopped\n");
+        if (!quiet && pid)
+            print_sampling(dir);
+        return EXIT_OK;
+    }
+    if (session_read(dir, &t, c->err, sizeof(c->err)) == 0) {
+        session_describe(&t, line, sizeof(line));
+        printf("copcontrol: %s holds %s\n", dir, line);
+    }
+    return cli_fail(EXIT_FAILED, "session %s is incomplete: %s", dir,
+                    reason);
 }
 
 /*
@@ -587,10 +673,29 @@ static void wait_driver_handover(struct control *c)
     nanosleep(&pause, NULL);
 }
 
+/* How many "dump failed" lines coprofd wrote into its log so far. */
+static int coprofd_failures(const struct control *c, const char *dir)
+{
+    char log[PATH_MAX], prefix[PATH_MAX + 64], line[1024];
+    FILE *f;
+    int n = 0;
+
+    state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
+    snprintf(prefix, sizeof(prefix), "coprofd: %s: dump failed: ", dir);
+    if (!(f = fopen(log, "r")))
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        n += strncmp(line, prefix, strlen(prefix)) == 0;
+    fclose(f);
+    return n;
+}
+
 static int action_dump(struct control *c)
 {
     struct session_totals before, after;
-    char dir[PATH_MAX], summary[512];
+    char dir[PATH_MAX], summary[512], line[1024];
+    int failed_before;
+    size_t said;
     struct timespec pause = {0, 20000000};
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
 
@@ -600,6 +705,7 @@ static int action_dump(struct control *c)
     wait_driver_handover(c);
     if (session_read(dir, &before, c->err, sizeof(c->err)) < 0)
         before.dumps = 0;
+    failed_before = coprofd_failures(c, dir);
     if (kill(pid, SIGHUP) < 0)
         return cli_fail(EXIT_FAILED, "coprofd (pid %ld): %s", (long)pid,
                         strerror(errno));
@@ -610,10 +716,16 @@ static int action_dump(struct control *c)
             printf("copcontrol: dumped %s: %s\n", dir, summary);
             return EXIT_OK;
         }
+        if (coprofd_failures(c, dir) > failed_before &&
+            (said = coprofd_line(c, dir, "dump failed: ", line,
+                                 sizeof(line))) > 0)
+            return cli_fail(EXIT_FAILED, "coprofd (pid %ld) could not dump "
+                            "into %s: %s", (long)pid, dir, line + said);
         nanosleep(&pause, NULL);
     }
     return cli_fail(EXIT_FAILED, "coprofd (pid %ld) did not dump within "
-                    "%d s", (long)pid, DUMP_MS / 1000);
+                    "%d s%s", (long)pid, DUMP_MS / 1000,
+                    daemons_alive(pid) ? "" : ": it ended");
 }
 
 static int action_reset(struct control *c)
@@ -644,7 +756,7 @@ static int action_shutdown(struct control *c)
     char pidfile[PATH_MAX];
     struct driver d;
     pid_t ours;
-    int status;
+    int status, stopped = EXIT_OK;
 
     if (connect_copsim(c, &d) < 0) {
         status = running_coprofd(c, NULL, 0) ? stop_session(c, 0) : EXIT_OK;
@@ -657,9 +769,12 @@ static int action_shutdown(struct control *c)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     }
     driver_close(&d);
-    if ((get.running || running_coprofd(c, NULL, 0)) &&
-        (status = stop_session(c, 0)) != EXIT_OK)
-        return status;
+    if (get.running || running_coprofd(c, NULL, 0))
+        stopped = stop_session(c, 0);
+    /* An incomplete session was said; a coprofd still running was not
+     * stopped: then copsim stays for it. */
+    if (stopped != EXIT_OK && running_coprofd(c, NULL, 0))
+        return stopped;
     state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
     ours = pidfile_read(pidfile, NULL, 0);
     if (ours != info.pid)
@@ -672,23 +787,56 @@ static int action_shutdown(struct control *c)
         return cli_fail(EXIT_FAILED, "copsim (pid %ld) did not stop within "
                         "%d s: killed", (long)info.pid, COPSIM_STOP_MS / 1000);
     printf("copcontrol: copsim (pid %ld) stopped\n", (long)info.pid);
-    return EXIT_OK;
+    return stopped;
+}
+
+/* How the session stands: complete, live, or incomplete and why (its
+ * end_reason, else coprofd's last word in its log, which a full session
+ * directory does not stop). */
+static void status_end(const struct control *c, const char *dir,
+                       const struct session_totals *t, pid_t coprofd,
+                       pid_t dead, char *buf, size_t len)
+{
+    char line[1024];
+    size_t said;
+
+    if (strcmp(t->end_state, "complete") == 0 ||
+        (!t->end_state[0] && t->complete))
+        snprintf(buf, len, "complete");
+    else if (t->end_reason[0])
+        snprintf(buf, len, "incomplete: %s", t->end_reason);
+    else if (!coprofd && (said = coprofd_line(c, dir, "session incomplete: ",
+                                              line, sizeof(line))) > 0)
+        snprintf(buf, len, "incomplete: %s", line + said);
+    else if (coprofd)
+        snprintf(buf, len, "live, as of the last flush");
+    else if (dead)
+        snprintf(buf, len, "incomplete: coprofd (pid %ld) died; as of its "
+                 "last flush", (long)dead);
+    else
+        snprintf(buf, len, "incomplete: its coprofd ended without "
+                 "completing it; as of its last flush");
 }
 
 /* The session part of --status. */
 static void status_session(struct control *c, pid_t coprofd, const char *dir)
 {
     struct session_totals t;
-    char summary[512];
+    char summary[512], end[768];
+    pid_t dead = coprofd ? 0 : recorded_coprofd(c, NULL, 0);
 
-    printf("coprofd:        %s", coprofd ? "" : "not running\n");
     if (coprofd)
-        printf("pid %ld\n", (long)coprofd);
+        printf("coprofd:        pid %ld\n", (long)coprofd);
+    else if (dead)
+        printf("coprofd:        pid %ld ended without --stop\n",
+               (long)dead);
+    else
+        printf("coprofd:        not running\n");
     printf("session:        %s\n", dir[0] ? dir : "(none)");
     if (dir[0] && session_read(dir, &t, c->err, sizeof(c->err)) == 0) {
         session_describe(&t, summary, sizeof(summary));
-        printf("recorded:       %s (%s)\n", summary,
-               t.complete ? "complete" : "live, as of the last flush");
+        status_end(c, dir, &t, coprofd, dead, end, sizeof(end));
+        printf("recorded:       %s (%s)\n", summary, end);
         printf("contexts:       %lld\n", (long long)t.contexts);
     }
 }

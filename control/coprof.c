@@ -4,17 +4,25 @@
  * a session started before CMD runs, coprofd recording it into a session
  * directory, and a summary when CMD has ended.
  *
- * How: the session directory is readied first (an existing one moved to
- * DIR.old).  copsim starts in a fresh temporary directory as a private
+ * How: CMD is checked first (execvp's search: a command that cannot run
+ * is refused before any session is touched), then the session directory
+ * is readied (an existing one moved to DIR.old; session.c replaces an
+ * older DIR.old only if it is provably a session).  copsim starts in a fresh temporary directory as a private
  * copsim of this process (--private PID: it ends if coprof dies), in its
  * own process group, with its event log in DIR/events.coplog so that the
  * session keeps its scheduler history.  The rate is resolved at its clock,
  * set and started through driver.c (copcontrol's code); coprofd gets the
- * stream as descriptor 3 and the event log.  CMD is forked with
+ * stream as descriptor 3 and the event log, and its output goes through a
+ * pipe that coprof copies into DIR/coprofd.log (the relay), so that what
+ * it says reaches coprof even when that log cannot be written.  CMD is
+ * forked with
  * COPSIM_SOCKET naming the private socket.  While it runs, STATS gives a
  * progress line once a second on a terminal.  When it ends: STOP, coprofd
  * reads to the stream's end and exits after its last flush, copsim is
- * stopped, and the summary is read from DIR/session.db.
+ * stopped, its temporary directory removed, and the summary is read from
+ * DIR/session.db.  A session that is not complete (its end_state) gets a
+ * last line saying why: its end_reason, completed with what only coprof
+ * knows (how copsim or coprofd ended) and written back into the session.
  *
  * Signals: the daemons are in process groups of their own, so a terminal's
  * ^C reaches CMD (in ours) and not them; SIGINT, SIGTERM, SIGHUP and
@@ -23,7 +31,7 @@
  *
  * Exit status: CMD's (128 + signal when it was killed; 127 not found, 126
  * not executable); 2 for bad usage; 1 when the recording could not be made
- * or completed (when CMD itself failed, its status wins).
+ * or the session is incomplete (when CMD itself failed, its status wins).
  */
 #include "control/daemons.h"
 #include "control/driver.h"
@@ -36,12 +44,14 @@
 #include "sdk/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +68,8 @@
 #define COPROFD_START_MS    10000
 #define COPROFD_STOP_MS     60000
 #define COPSIM_STOP_MS      30000
+#define RELAY_LINE_MAX      1024
+#define INCOMPLETE_MARK     ": session incomplete: "
 
 struct options {
     struct rate_spec rate;
@@ -70,6 +82,21 @@ struct options {
     char **command;
 };
 
+/*
+ * coprofd's output (without --verbose), read from a pipe and written to
+ * DIR/coprofd.log by coprof, so that the reason coprofd gives for an
+ * incomplete session reaches the terminal also when that log cannot be
+ * written (a full disk).
+ */
+struct relay {
+    int fd;                     /* the pipe's read end, or -1 */
+    int log;                    /* DIR/coprofd.log, or -1 */
+    size_t used;
+    char line[RELAY_LINE_MAX];  /* the line being read */
+    char reason[RELAY_LINE_MAX];  /* from "coprofd: DIR: session
+                                     incomplete: REASON", or "" */
+};
+
 /* A recording in progress. */
 struct record {
     struct options opt;
@@ -80,10 +107,14 @@ struct record {
     char event_log[PATH_MAX];
     char coprofd_log[PATH_MAX];
     pid_t copsim, coprofd, command;
+    int copsim_died;            /* copsim ended by itself: status below */
+    int copsim_status, coprofd_status;  /* -1: it had to be stopped */
+    struct relay relay;
     struct driver driver;
     struct rate rate;
     struct sampling sampling;
     char err[ERR_MAX];
+    char end_reason[ERR_MAX];   /* why the session is incomplete, or "" */
 };
 
 static volatile sig_atomic_t command_pid;
@@ -101,7 +132,9 @@ static void usage(FILE *out)
 "    Runs CMD, a host program using libcop, against a private copsim whose\n"
 "    kernel driver samples every coprocessor context of CMD from its start,\n"
 "    and records the session with coprofd, like operf.  The session is\n"
-"    complete when coprof returns, also when CMD fails or is interrupted.\n"
+"    complete when coprof returns, also when CMD fails or is interrupted;\n"
+"    when a fault cut it short (copsim or coprofd died, a full disk), a\n"
+"    last line says why: coprof: session DIR is incomplete: REASON.\n"
 "    While CMD runs, a progress line on standard error (samples a second,\n"
 "    samples, lost) is rewritten once a second when standard error is a\n"
 "    terminal; otherwise a line is written every 10 s.  At the end, a\n"
@@ -134,7 +167,8 @@ static void usage(FILE *out)
 "                      and counts it, as the Cell did\n"
 "    -o, --output=DIR  the session directory (default ./" DEFAULT_OUTPUT ");\n"
 "                      an existing one is moved to DIR.old first (an older\n"
-"                      DIR.old is replaced)\n"
+"                      DIR.old is replaced only if it is a coprof session\n"
+"                      and holds nothing else)\n"
 "    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
 "                      (default %u: 4 MiB)\n"
 "    --slots=N         coprocessor slots of the private copsim (default %d)\n"
@@ -149,6 +183,9 @@ static void usage(FILE *out)
 "    DIR/session.db, DIR/images/    the session (docs/session-format.md)\n"
 "    DIR/events.coplog              copsim's kernel event log (SCHED)\n"
 "    DIR/coprofd.log                coprofd's output (without --verbose)\n"
+"    $TMPDIR/coprofd-stream-XXXXXX  the stream, kept when the session\n"
+"                                   could not be written (a full disk):\n"
+"                                   coprofd --replay FILE --session-dir D\n"
 "    copsim's socket and register file live in a temporary directory\n"
 "    ($TMPDIR, else /tmp) that is removed at the end; CMD finds it through\n"
 "    COPSIM_SOCKET.  COPROF_SESSION names DIR for CMD: libcop then never\n"
@@ -156,8 +193,9 @@ static void usage(FILE *out)
 "\n"
 "EXIT STATUS\n"
 "    CMD's exit status (128 + N when a signal N killed it, 127 when it was\n"
-"    not found, 126 when it could not run); 2 for bad usage; 1 when the\n"
-"    recording failed (when CMD failed too, its status is returned).\n"
+"    not found, 126 when it could not run: checked before anything is\n"
+"    done); 2 for bad usage; 1 when the recording failed or the session is\n"
+"    incomplete (when CMD failed too, its status is returned).\n"
 "    Every failure is one line: coprof: THING: reason.\n"
 "\n"
 "EXAMPLES\n"
@@ -286,6 +324,68 @@ static void catch_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* ---- coprofd's output ----------------------------------------------------- */
+
+/* A pipe for coprofd's output; *write_end is for coprofd.  -1 with err. */
+static int relay_open(struct record *r, int *write_end)
+{
+    int fds[2];
+
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        snprintf(r->err, sizeof(r->err), "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    r->relay.fd = fds[0];
+    r->relay.log = open(r->coprofd_log, O_WRONLY | O_CREAT | O_TRUNC |
+                        O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    *write_end = fds[1];
+    return 0;
+}
+
+static void relay_line(struct relay *relay)
+{
+    const char *mark = strstr(relay->line, INCOMPLETE_MARK);
+
+    if (strncmp(relay->line, "coprofd: ", 9) == 0 && mark)
+        snprintf(relay->reason, sizeof(relay->reason), "%s",
+                 mark + strlen(INCOMPLETE_MARK));
+}
+
+/* Takes what coprofd wrote so far: into the log, and its lines read. */
+static void relay_drain(struct relay *relay)
+{
+    char buf[4096];
+    ssize_t n;
+
+    while (relay->fd >= 0 && (n = read(relay->fd, buf, sizeof(buf))) > 0) {
+        if (relay->log >= 0 && write(relay->log, buf, (size_t)n) != n) {
+            close(relay->log);      /* full: the lines are still read */
+            relay->log = -1;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                if (relay->used < sizeof(relay->line) - 1)
+                    relay->line[relay->used++] = buf[i];
+                continue;
+            }
+            relay->line[relay->used] = '\0';
+            relay_line(relay);
+            relay->used = 0;
+        }
+    }
+}
+
+static void relay_close(struct relay *relay)
+{
+    relay_drain(relay);
+    if (relay->fd >= 0)
+        close(relay->fd);
+    if (relay->log >= 0)
+        close(relay->log);
+    relay->fd = relay->log = -1;
+}
+
 /* ---- The daemons ---------------------------------------------------------- */
 
 static int make_private_dir(struct record *r)
@@ -306,7 +406,7 @@ static int make_private_dir(struct record *r)
 
 static int start_copsim(struct record *r)
 {
-    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1};
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
     const char *args[DAEMON_EXTRA_MAX + 12];
     char parent[32];
     int n = 0;
@@ -334,7 +434,7 @@ static int start_copsim(struct record *r)
 /* SET and START; the stream goes to a new coprofd.  -1, or -2 (usage). */
 static int start_session(struct record *r)
 {
-    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1};
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
     int fd;
 
     if (sampling_resolve(&r->opt.sampling, &r->sampling, r->err,
@@ -346,11 +446,16 @@ static int start_session(struct record *r)
         return errno == EINVAL ? -2 : -1;
     if (driver_start(&r->driver, &fd, r->err, sizeof(r->err)) < 0)
         return -1;
+    if (!r->opt.verbose && relay_open(r, &spec.output_fd) < 0) {
+        close(fd);
+        return -1;
+    }
     spec.pass_fd = fd;
-    spec.log_path = r->opt.verbose ? NULL : r->coprofd_log;
     r->coprofd = daemons_start_coprofd(&spec, r->dir, r->event_log,
                                        r->err, sizeof(r->err));
     close(fd);
+    if (spec.output_fd > 0)
+        close(spec.output_fd);
     if (r->coprofd > 0 &&
         session_wait_created(r->coprofd, r->dir, COPROFD_START_MS) < 0) {
         daemons_terminate(r->coprofd, COPROFD_STOP_MS);
@@ -361,30 +466,47 @@ static int start_session(struct record *r)
     return r->coprofd > 0 ? 0 : -1;
 }
 
-/* Stops whatever runs; 0 when coprofd finished the session in time. */
-static int finish(struct record *r)
+/* Whether copsim ended by itself (it is stopped only by finish()). */
+static void check_copsim(struct record *r)
+{
+    if (r->copsim > 0 && !r->copsim_died &&
+        daemons_wait(r->copsim, 0, &r->copsim_status) == 0)
+        r->copsim_died = 1;
+}
+
+/* coprofd reads the stream to its end; its output relayed meanwhile. */
+static void wait_coprofd(struct record *r)
+{
+    for (int waited = 0;; waited += TICK_MS) {
+        relay_drain(&r->relay);
+        if (daemons_wait(r->coprofd, TICK_MS, &r->coprofd_status) == 0)
+            return;
+        if (waited >= COPROFD_STOP_MS) {
+            daemons_terminate(r->coprofd, COPSIM_STOP_MS);
+            r->coprofd_status = -1;
+            return;
+        }
+    }
+}
+
+/* Stops whatever runs, removes the private directory. */
+static void finish(struct record *r)
 {
     char err[ERR_MAX];
-    int failed = 0, status = 0;
 
+    check_copsim(r);
     if (r->driver.sock >= 0) {
         driver_stop(&r->driver, err, sizeof(err));
         driver_close(&r->driver);
     }
-    if (r->coprofd > 0 &&
-        (daemons_wait(r->coprofd, COPROFD_STOP_MS, &status) < 0 ||
-         status != 0)) {
-        if (status == 0)
-            daemons_terminate(r->coprofd, COPSIM_STOP_MS);
-        snprintf(r->err, sizeof(r->err), "coprofd %s; the session may be "
-                 "incomplete", status ? "failed" : "did not finish in time");
-        failed = 1;
-    }
-    if (r->copsim > 0)
+    if (r->coprofd > 0)
+        wait_coprofd(r);
+    relay_close(&r->relay);
+    check_copsim(r);
+    if (r->copsim > 0 && !r->copsim_died)
         daemons_terminate(r->copsim, COPSIM_STOP_MS);
-    if (r->tmp[0])
-        rmdir(r->tmp);
-    return failed ? -1 : 0;
+    if (r->tmp[0])      /* what a copsim that died left: socket, regs */
+        session_remove_tree(r->tmp, err, sizeof(err));
 }
 
 /* ---- The command ---------------------------------------------------------- */
@@ -439,6 +561,7 @@ static int wait_command(struct record *r)
             break;
         if (got < 0 && errno != EINTR)
             return EXIT_FAILED;
+        relay_drain(&r->relay);
         nanosleep(&tick, NULL);
         since += TICK_MS;
         if (!r->opt.quiet && since >= every) {
@@ -466,10 +589,57 @@ static void summary(struct record *r)
     session_describe_sampling(&t, sampling, sizeof(sampling));
     fprintf(stderr, "coprof: %s\n", rate);
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
-    fprintf(stderr, "coprof: %s images=%lld sched_events=%lld%s\n", line,
-            (long long)t.images, (long long)t.sched_events,
-            t.complete ? "" : " (incomplete)");
+    fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
+            (long long)t.images, (long long)t.sched_events);
     fprintf(stderr, "coprof: session %s\n", r->dir);
+}
+
+/* Why the session is not complete, with what coprof knows that coprofd
+ * could not: how copsim or coprofd ended.  "" when it is complete. */
+static void find_end_reason(struct record *r, const struct session_totals *t,
+                            int readable)
+{
+    const char *said = readable && t->end_reason[0] ? t->end_reason :
+                       r->relay.reason;
+    char how[128];
+
+    r->end_reason[0] = '\0';
+    if (r->copsim_died) {
+        daemons_describe_status(r->copsim_status, how, sizeof(how));
+        snprintf(r->end_reason, sizeof(r->end_reason), "%s: copsim (pid "
+                 "%ld) %s", said[0] ? said : "the driver's stream ended "
+                 "without STOP", (long)r->copsim, how);
+    } else if (said[0]) {
+        snprintf(r->end_reason, sizeof(r->end_reason), "%s", said);
+    } else if (r->coprofd_status != 0) {
+        if (r->coprofd_status < 0)
+            snprintf(how, sizeof(how), "did not finish within %d s",
+                     COPROFD_STOP_MS / 1000);
+        else
+            daemons_describe_status(r->coprofd_status, how, sizeof(how));
+        snprintf(r->end_reason, sizeof(r->end_reason), "coprofd (pid %ld) "
+                 "%s; the session holds what its last flush wrote",
+                 (long)r->coprofd, how);
+    } else if (!readable || strcmp(t->end_state, "complete") != 0) {
+        snprintf(r->end_reason, sizeof(r->end_reason), "coprofd did not "
+                 "say the session was complete");
+    }
+}
+
+/*
+ * The session's end: the keys completed where coprof knows more (when
+ * the database can still be written); "" in r->end_reason when complete.
+ */
+static void settle_end(struct record *r)
+{
+    struct session_totals t;
+    char err[ERR_MAX];
+    int readable = session_read(r->dir, &t, err, sizeof(err)) == 0;
+
+    find_end_reason(r, &t, readable);
+    if (r->end_reason[0] && readable &&
+        strcmp(t.end_reason, r->end_reason) != 0)
+        session_mark_incomplete(r->dir, r->end_reason, err, sizeof(err));
 }
 
 /* ---- record --------------------------------------------------------------- */
@@ -506,11 +676,60 @@ static int begin(struct record *r)
     return cli_fail(status == -2 ? EXIT_USAGE : EXIT_FAILED, "%s", r->err);
 }
 
+/* Whether file is an executable regular file: 0, or why not (errno). */
+static int check_file(const char *file)
+{
+    struct stat st;
+
+    if (stat(file, &st) < 0)
+        return errno;
+    if (!S_ISREG(st.st_mode))
+        return EACCES;
+    return access(file, X_OK) < 0 ? errno : 0;
+}
+
+/*
+ * CMD as execvp will find it: a path must name an executable file, a name
+ * one in PATH.  0, or the status coprof exits with (127 not found, 126 not
+ * executable) with its line printed, before any session is touched.
+ */
+static int check_command(const char *name)
+{
+    const char *dir = getenv("PATH");
+    char file[PATH_MAX];
+    int error, denied = 0;
+
+    if (strchr(name, '/')) {
+        if ((error = check_file(name)) == 0)
+            return 0;
+        return cli_fail(error == ENOENT || error == ENOTDIR ?
+                        EXIT_NOT_FOUND : EXIT_CANNOT_RUN, "%s: %s", name,
+                        strerror(error));
+    }
+    for (dir = dir ? dir : "/bin:/usr/bin";; dir++) {
+        size_t len = strcspn(dir, ":");
+
+        snprintf(file, sizeof(file), "%.*s/%s", (int)len, len ? dir : ".",
+                 name);
+        if ((error = check_file(file)) == 0)
+            return 0;
+        denied |= error != ENOENT && error != ENOTDIR;
+        dir += len;
+        if (!*dir)
+            break;
+    }
+    if (denied)
+        return cli_fail(EXIT_CANNOT_RUN, "%s: %s", name, strerror(EACCES));
+    return cli_fail(EXIT_NOT_FOUND, "%s: not found in PATH", name);
+}
+
 static int record(struct record *r)
 {
     int status, cmd_status;
 
     catch_signals();
+    if ((status = check_command(r->opt.command[0])) != 0)
+        return status;
     if ((status = begin(r)) != 0)
         return status;
     r->command = start_command(r);
@@ -522,12 +741,15 @@ static int record(struct record *r)
         cmd_status = wait_command(r);
         command_pid = 0;
     }
-    if (finish(r) < 0) {
-        cli_fail(EXIT_FAILED, "%s: %s", r->dir, r->err);
-        return cmd_status ? cmd_status : EXIT_FAILED;
-    }
+    finish(r);
+    settle_end(r);
     if (!r->opt.quiet)
         summary(r);
+    if (r->end_reason[0]) {
+        cli_fail(EXIT_FAILED, "session %s is incomplete: %s", r->dir,
+                 r->end_reason);
+        return cmd_status ? cmd_status : EXIT_FAILED;
+    }
     return cmd_status;
 }
 
@@ -538,6 +760,7 @@ int main(int argc, char **argv)
 
     r.driver.sock = -1;
     sampling_spec_init(&r.opt.sampling);
+    r.relay.fd = r.relay.log = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "
                         "-- CMD [ARGS...] (see coprof --help)");

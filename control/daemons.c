@@ -83,7 +83,12 @@ static void exec_daemon(const struct daemon_spec *spec, char *const argv[])
         dup2(null, STDIN_FILENO);
         close(null);
     }
-    if (spec->log_path) {
+    if (spec->output_fd > 0) {
+        dup2(spec->output_fd, STDOUT_FILENO);
+        dup2(spec->output_fd, STDERR_FILENO);
+        if (spec->output_fd > STDERR_FILENO && spec->output_fd != PASSED_FD)
+            close(spec->output_fd);
+    } else if (spec->log_path) {
         int log = open(spec->log_path, O_WRONLY | O_CREAT | O_TRUNC |
                        O_APPEND | O_NOFOLLOW, 0600);
 
@@ -124,19 +129,27 @@ static pid_t start_daemon(const struct daemon_spec *spec, char *const argv[],
     return pid;
 }
 
-/* Reads until a line; 0 when it is "ready", else -1. */
-/* Why a daemon did not start: its log's last line, or the program. */
+/*
+ * Why a daemon did not start: its log's last line; else how it ended
+ * (status, or -1 when it had to be stopped), its own message, if it
+ * wrote one, being on our standard error already.
+ */
 static void explain_failure(const char *what, const char *log_path,
-                            char *err, size_t errlen)
+                            int status, char *err, size_t errlen)
 {
     char line[512];
 
     if (log_path && daemons_log_line(log_path, NULL, line,
-                                     sizeof(line)) == 0)
+                                     sizeof(line)) == 0) {
         snprintf(err, errlen, "%s did not start: %s", what, line);
+        return;
+    }
+    if (status < 0)
+        snprintf(line, sizeof(line), "did not say it was ready within "
+                 "%d s", COPSIM_READY_MS / 1000);
     else
-        snprintf(err, errlen, "%s did not start (its reason is on "
-                 "standard error)", what);
+        daemons_describe_status(status, line, sizeof(line));
+    snprintf(err, errlen, "%s did not start: it %s", what, line);
 }
 
 pid_t daemons_start_copsim(const struct daemon_spec *base,
@@ -164,9 +177,11 @@ pid_t daemons_start_copsim(const struct daemon_spec *base,
     close(ready[1]);
     if (pid > 0 && copsim_wait_ready(ready[0], COPSIM_READY_MS) < 0) {
         /* Ended, or hung before serving: never leave it behind. */
-        if (daemons_wait(pid, EXIT_GRACE_MS, &status) < 0)
+        if (daemons_wait(pid, EXIT_GRACE_MS, &status) < 0) {
             daemons_terminate(pid, EXIT_GRACE_MS);
-        explain_failure(program, spec.log_path, err, errlen);
+            status = -1;
+        }
+        explain_failure(program, spec.log_path, status, err, errlen);
         pid = -1;
     }
     close(ready[0]);
@@ -217,6 +232,15 @@ int daemons_exit_status(int wait_status)
     if (WIFSIGNALED(wait_status))
         return 128 + WTERMSIG(wait_status);
     return WEXITSTATUS(wait_status);
+}
+
+void daemons_describe_status(int status, char *buf, size_t len)
+{
+    if (status > 128 && status < 128 + NSIG)
+        snprintf(buf, len, "was killed by signal %d (%s)", status - 128,
+                 strsignal(status - 128));
+    else
+        snprintf(buf, len, "exited with status %d", status);
 }
 
 static void sleep_ms(int ms)

@@ -25,6 +25,8 @@ struct daemon_spec {
     enum daemon_mode mode;
     const char *log_path;   /* NULL: inherit stdout and stderr */
     int pass_fd;            /* -1, or a descriptor the daemon gets as 3 */
+    int output_fd;          /* 0, or where stdout and stderr go instead of
+                               log_path (a pipe's write end) */
 };
 
 /* Arguments passed to copsim as they are (--copsim-arg, repeatable). */
@@ -44,7 +46,8 @@ void daemons_find(const char *name, char *buf, size_t len);
 /*
  * copsim with the given arguments (argv[0] is set here; args ends with
  * NULL) and --ready-fd 3; returns its pid once it wrote "ready", or -1
- * (its log's last line says why).
+ * with why in err: its log's last line, or (its output inherited, where
+ * its own message went) how it ended.
  */
 pid_t daemons_start_copsim(const struct daemon_spec *spec,
                            const char *const *args, char *err,
@@ -74,5 +77,9 @@ int daemons_log_line(const char *log_path, const char *prefix, char *buf,
 
 /* An exit status as a shell gives it: 128 + signal when killed. */
 int daemons_exit_status(int wait_status);
+
+/* What such a status says, for a message: "was killed by signal 9
+ * (Killed)", "exited with status 1". */
+void daemons_describe_status(int status, char *buf, size_t len);
 
 #endif

@@ -37,3 +37,4 @@ $(BIN)/copcontrol $(BIN)/coprof: | $(BIN)/copsim $(BIN)/coprofd
 ALL_TARGETS += $(CONTROL_LIB) $(BIN)/copcontrol $(BIN)/coprof
 INSTALL_BINS += $(BIN)/copcontrol $(BIN)/coprof
 PYTESTS += control/tests
+FAULT_PYTESTS += control/tests/fault_session.py

@@ -6,7 +6,9 @@
  * (session.db and its WAL files, .lock, images/) and coprof record's
  * (events.coplog, coprofd.log) are removed, then the directory if it is
  * empty, so a mistyped --session-dir never costs a user's files.  A
- * DIR.old in the way is removed whole only if it is a session.
+ * DIR.old in the way is removed whole only if it is provably a session
+ * (its session.db has the session table with format_version) holding
+ * nothing but those names; anything else there is refused.
  */
 #include "control/session.h"
 
@@ -67,22 +69,13 @@ static int is_empty_dir(const char *path)
     return empty;
 }
 
-static int has_file(const char *dir, const char *name)
-{
-    char path[PATH_MAX];
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return access(path, F_OK) == 0;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int flag,
                         struct FTW *ftw)
 {
     return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* Removes a whole tree (a previous DIR.old that is a session). */
-static int remove_tree(const char *path, char *err, size_t errlen)
+int session_remove_tree(const char *path, char *err, size_t errlen)
 {
     if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -91,19 +84,77 @@ static int remove_tree(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* Makes room for DIR.old. */
+/* Whether name is one that coprofd or coprof record writes in a session,
+ * of the right type (images/ a directory, the rest regular files). */
+static int is_session_entry(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (lstat(path, &st) < 0)
+        return 0;
+    if (strcmp(name, "images") == 0)
+        return S_ISDIR(st.st_mode);
+    for (size_t i = 0; i < sizeof(session_files) / sizeof(*session_files);
+         i++)
+        if (strcmp(name, session_files[i]) == 0)
+            return S_ISREG(st.st_mode);
+    return 0;
+}
+
+/* Whether dir/session.db is a coprof session database. */
+static int has_session_db(const char *dir)
+{
+    char path[PATH_MAX];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt;
+    int found = 0;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT value FROM session WHERE key = "
+                           "'format_version'", -1, &stmt, NULL) == SQLITE_OK) {
+        found = sqlite3_step(stmt) == SQLITE_ROW;
+        sqlite3_finalize(stmt);
+    }
+    sqlite3_close(db);
+    return found;
+}
+
+int session_is_session(const char *dir)
+{
+    DIR *d;
+    struct dirent *e;
+    int only_session = 1;
+
+    if (!has_session_db(dir) || !(d = opendir(dir)))
+        return 0;
+    while (only_session && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            only_session = is_session_entry(dir, e->d_name);
+    closedir(d);
+    return only_session;
+}
+
+/* Makes room for DIR.old: only an empty directory or a session goes. */
 static int clear_old(const char *old, char *err, size_t errlen)
 {
     struct stat st;
 
     if (lstat(old, &st) < 0)
         return 0;
-    if (S_ISDIR(st.st_mode) && (is_empty_dir(old) ||
-                                has_file(old, SESSION_DB) ||
-                                has_file(old, "events.coplog")))
-        return remove_tree(old, err, errlen);
+    if (S_ISDIR(st.st_mode) && is_empty_dir(old)) {
+        if (rmdir(old) == 0 || errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "%s: %s", old, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode) && session_is_session(old))
+        return session_remove_tree(old, err, errlen);
     snprintf(err, errlen, "%s: is in the way of the previous session and "
-             "is not a session; remove it", old);
+             "is not only a coprof session; move it away or remove it",
+             old);
     return -1;
 }
 
@@ -187,7 +238,7 @@ int session_remove(const char *dir, char *err, size_t errlen)
         }
     }
     snprintf(path, sizeof(path), "%s/images", dir);
-    if (access(path, F_OK) == 0 && remove_tree(path, err, errlen) < 0)
+    if (access(path, F_OK) == 0 && session_remove_tree(path, err, errlen) < 0)
         return -1;
     if (is_empty_dir(dir))
         rmdir(dir);
@@ -204,16 +255,12 @@ void session_restore(const char *dir, int moved)
         rename(old, dir);
 }
 
-static int session_has_header(const char *path);
-
 int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
 {
-    char path[PATH_MAX];
     struct timespec pause = {0, 20000000};
 
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
     for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (session_has_header(path))
+        if (has_session_db(dir))
             return 0;
         if (daemons_wait(pid, 0, NULL) == 0)
             return -1;
@@ -278,20 +325,6 @@ static void read_sampling(sqlite3 *db, struct session_totals *t)
     t->slots = key(db, "stream.slots");
 }
 
-/* Whether coprofd's first transaction (the schema and the header keys)
- * is in the session at path: the file exists before it, empty. */
-static int session_has_header(const char *path)
-{
-    sqlite3 *db = NULL;
-    int64_t version = 0;
-
-    if (access(path, F_OK) == 0 &&
-        sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
-        version = key(db, "format_version");
-    sqlite3_close(db);
-    return version > 0;
-}
-
 /* The slot of a cause in t, added if new. */
 static unsigned cause_slot(struct session_totals *t, const char *name)
 {
@@ -352,6 +385,8 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     t->samples = key(db, "stream.samples");
     t->complete = key(db, "stream.complete");
     t->dumps = key(db, "flushes.dump");
+    key_text(db, "end_state", t->end_state, sizeof(t->end_state));
+    key_text(db, "end_reason", t->end_reason, sizeof(t->end_reason));
     t->contexts = query_int(db, "SELECT COUNT(*) FROM contexts", NULL);
     t->images = query_int(db, "SELECT COUNT(*) FROM images", NULL);
     t->sched_events = query_int(db, "SELECT COUNT(*) FROM sched_events",
@@ -360,6 +395,34 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     read_sampling(db, t);
     sqlite3_close(db);
     return 0;
+}
+
+int session_mark_incomplete(const char *dir, const char *reason, char *err,
+                            size_t errlen)
+{
+    char path[PATH_MAX];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO session (key, "
+                                "value) VALUES ('end_state', 'incomplete'), "
+                                "('end_reason', ?1)", -1, &stmt, NULL);
+    }
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(stmt, 1, reason, -1, SQLITE_STATIC);
+        rc = sqlite3_step(stmt) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    if (rc != SQLITE_OK)
+        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
+                 "cannot open");
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? 0 : -1;
 }
 
 void session_describe(const struct session_totals *t, char *buf, size_t len)

@@ -4,8 +4,9 @@
  *
  * session_prepare() readies DIR for a new session the way perf keeps
  * perf.data.old: a DIR that exists and is not empty is renamed DIR.old
- * (an older DIR.old that is a session, or empty, is removed first; any
- * other DIR.old is refused), then DIR is created and must be writable.
+ * (an older DIR.old that is provably a session and holds nothing else, or
+ * is empty, is removed first; any other DIR.old is refused), then DIR is
+ * created and must be writable.
  * session_read() reads the totals a summary shows from DIR/session.db,
  * opened read-only (WAL: the last committed flush, while coprofd runs).
  * Functions that can fail return -1 with one line in err.
@@ -35,6 +36,8 @@ struct session_totals {
     int64_t stalls, stall_ns;   /* summed over the stalls table */
     int64_t run_ns;             /* stream.stop_time_ns - start_time_ns */
     int64_t slots;              /* stream.slots */
+    char end_state[16];         /* live, complete, incomplete; "" if none */
+    char end_reason[512];       /* why it is incomplete */
     unsigned n_causes;
     struct {
         char name[32];
@@ -62,12 +65,29 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen);
 void session_restore(const char *dir, int moved);
 
 /*
- * Waits up to timeout_ms until coprofd (pid) created DIR/session.db and
- * committed its first transaction (schema, format_version), so that a
- * reader finds a session.  0 when it did (or is slow but alive), -1 when
- * it ended.
+ * Waits up to timeout_ms until coprofd (pid) made DIR/session.db: its
+ * first transaction, the session table with format_version, is there
+ * for readers.  0 when it did (or is slow but alive), -1 when it ended.
  */
 int session_wait_created(pid_t pid, const char *dir, int timeout_ms);
+
+/* Removes a whole tree (a directory of our own making, or a session). */
+int session_remove_tree(const char *path, char *err, size_t errlen);
+
+/*
+ * Whether DIR holds a coprof session and nothing else: its session.db
+ * opens as SQLite and has the session table with format_version, and
+ * every other entry is one coprofd or coprof record writes.
+ */
+int session_is_session(const char *dir);
+
+/*
+ * Completes what the session says about its end where the caller knows
+ * more than coprofd could: end_state becomes "incomplete" and end_reason
+ * reason (one line).  -1 with err when the database cannot be written.
+ */
+int session_mark_incomplete(const char *dir, const char *reason, char *err,
+                            size_t errlen);
 
 /* Removes what coprofd writes in DIR (and DIR itself if then empty). */
 int session_remove(const char *dir, char *err, size_t errlen);

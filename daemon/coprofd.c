@@ -15,6 +15,15 @@
  * dump); SIGTERM and SIGINT end the session, flush and exit; the end of
  * the stream (its STOP record, or end of file) does the same.  A regular
  * file given to --input is followed like `tail -f` until its STOP record.
+ *
+ * The end is written into the session keys: end_state "complete" when the
+ * stream ended with its STOP and everything was flushed, else
+ * "incomplete" with end_reason saying why.  A stream that is read only
+ * once (a pipe, socket or descriptor) is also copied, as it comes, into an
+ * anonymous memory file (memfd) of at most STREAM_COPY_MAX bytes: when
+ * the last flush fails (a full disk), that copy is written to a file that
+ * can be written (the session directory, else $TMPDIR or /tmp) and the
+ * session can be made again from it with `coprofd --replay FILE`.
  */
 #include "daemon/recorder.h"
 #include "sdk/cli.h"
@@ -25,10 +34,13 @@
 #include <glib-unix.h>
 #include <glib.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -42,6 +54,9 @@
 #define TIMELINE_MS         10u
 #define TIMELINE_MS_MAX     60000u
 #define PENDING_INPUT_MAX   (64u << 20)
+#define STREAM_COPY_MAX     ((off_t)256 << 20)
+#define REASON_MAX          (PATH_MAX + 256)
+#define RESCUE_NAME         "coprofd-stream-XXXXXX"
 
 enum input_kind { INPUT_NONE, INPUT_REPLAY, INPUT_FILE, INPUT_FD,
                   INPUT_SOCKET };
@@ -65,11 +80,15 @@ struct coprofd {
     int fd;
     const char *input_label;
     bool follow;                /* a regular file still being written */
+    bool regular;               /* the input is a regular file */
     guint input_source, follow_source;
     uint8_t *buffer;
     bool flush_failing;         /* warned about a failing flush */
     bool ended;
     int status;
+    int copy_fd;                /* memfd with the stream so far, or -1 */
+    off_t copy_bytes;
+    char end_reason[REASON_MAX];  /* why the stream ended early, or "" */
 };
 
 static void usage(FILE *out)
@@ -280,10 +299,115 @@ static int open_input(struct coprofd *d)
                  strerror(errno));
         return -1;
     }
-    d->follow = o->input == INPUT_FILE && S_ISREG(st.st_mode);
+    d->regular = S_ISREG(st.st_mode);
+    d->follow = o->input == INPUT_FILE && d->regular;
     if (!S_ISREG(st.st_mode))
         g_unix_set_fd_nonblocking(d->fd, TRUE, NULL);
     return 0;
+}
+
+/* ---- the stream's copy -------------------------------------------------- */
+
+/* A stream read only once is copied; a regular file is its own copy. */
+static void copy_open(struct coprofd *d)
+{
+    d->copy_fd = -1;
+    if (d->regular)
+        return;
+    d->copy_fd = memfd_create("coprofd-stream", MFD_CLOEXEC);
+}
+
+/* Appends to the copy; past STREAM_COPY_MAX (or on an error) it goes. */
+static void copy_add(struct coprofd *d, const uint8_t *bytes, size_t length)
+{
+    size_t done = 0;
+
+    if (d->copy_fd < 0)
+        return;
+    while (d->copy_bytes + (off_t)length <= STREAM_COPY_MAX &&
+           done < length) {
+        ssize_t n = write(d->copy_fd, bytes + done, length - done);
+        if (n <= 0 && errno != EINTR)
+            break;
+        if (n > 0)
+            done += (size_t)n;
+    }
+    if (done < length) {
+        close(d->copy_fd);
+        d->copy_fd = -1;
+        return;
+    }
+    d->copy_bytes += (off_t)length;
+}
+
+/* Input goes to the copy and to the session. */
+static void take_input(struct coprofd *d, const uint8_t *bytes, size_t length)
+{
+    copy_add(d, bytes, length);
+    recorder_feed(d->recorder, bytes, length);
+}
+
+/* Writes the copy into a new file (0600) in dir; 0, or -1 with errno. */
+static int rescue_into(struct coprofd *d, const char *dir, char *path,
+                       size_t len)
+{
+    off_t offset = 0;
+    int fd, saved;
+
+    snprintf(path, len, "%s/" RESCUE_NAME, dir);
+    fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    while (offset < d->copy_bytes)
+        if (sendfile(fd, d->copy_fd, &offset,
+                     (size_t)(d->copy_bytes - offset)) <= 0)
+            goto fail;
+    if (fsync(fd) != 0)
+        goto fail;
+    if (close(fd) == 0)
+        return 0;
+    fd = -1;
+fail:
+    saved = errno ? errno : EIO;
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    errno = saved;
+    return -1;
+}
+
+/*
+ * Keeps the stream that could not be stored: into the session directory
+ * (the failure may not have been space), else $TMPDIR or /tmp.  Puts the
+ * file's path, or why there is none, into where.
+ */
+static void rescue_stream(struct coprofd *d, char *where, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *dirs[] = { d->options.session_dir,
+                           tmp && *tmp ? tmp : "/tmp", "/tmp" };
+    char path[PATH_MAX];
+    int error = 0;
+
+    if (d->regular) {
+        snprintf(where, len, "%s", d->input_label);
+        return;
+    }
+    if (d->copy_fd < 0) {
+        snprintf(where, len, "nothing: the stream was not copied (over "
+                 "%lld MiB)", (long long)(STREAM_COPY_MAX >> 20));
+        return;
+    }
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        if (rescue_into(d, dirs[i], path, sizeof path) == 0) {
+            snprintf(where, len, "%s", path);
+            return;
+        }
+        if (error == 0 || errno != ENOENT)
+            error = errno;
+    }
+    snprintf(where, len, "nothing: the stream could not be written "
+             "anywhere (%s)", strerror(error));
 }
 
 /* ---- flushing and ending ------------------------------------------------ */
@@ -324,6 +448,48 @@ static void print_summary(struct coprofd *d)
     fflush(stdout);
 }
 
+/* Why the last flush failed, in a few words. */
+static const char *flush_failure(struct coprofd *d)
+{
+    int error = recorder_last_errno(d->recorder);
+
+    return error ? strerror(error) : "the database could not be written";
+}
+
+/* Why the session is incomplete, or NULL: it ended with its STOP. */
+static const char *early_end(struct coprofd *d)
+{
+    if (d->end_reason[0])
+        return d->end_reason;
+    if (session_stopped(recorder_session(d->recorder)))
+        return NULL;
+    snprintf(d->end_reason, sizeof d->end_reason, "the driver's stream "
+             "ended without STOP");
+    return d->end_reason;
+}
+
+/*
+ * The last flush failed: the stream goes to a file that can be written,
+ * and end_reason says so and where; the session keys get it if a small
+ * transaction still fits.
+ */
+static void end_failed(struct coprofd *d)
+{
+    const char *failure = flush_failure(d);
+    struct session_totals t;
+    char where[PATH_MAX];
+    GError *gerror = NULL;
+
+    session_get_totals(recorder_session(d->recorder), &t);
+    rescue_stream(d, where, sizeof where);
+    snprintf(d->end_reason, sizeof d->end_reason, "flush failed: %s; %"
+             PRIu64 " samples kept in %s", failure, t.samples, where);
+    recorder_set_end(d->recorder, d->end_reason);
+    if (recorder_write_end(d->recorder, &gerror) != 0)
+        g_clear_error(&gerror);
+    d->status = EXIT_FAILED;
+}
+
 /* The session ends: the stream stopped or ended, or a signal came. */
 static void end_session(struct coprofd *d)
 {
@@ -331,14 +497,13 @@ static void end_session(struct coprofd *d)
         return;
     d->ended = true;
     recorder_finish(d->recorder);
-    if (!flush(d, "end")) {
-        if (!d->options.quiet)
-            fprintf(stderr, "coprofd: %s: the last flush failed; the "
-                    "session lacks its last data\n",
-                    recorder_db_path(d->recorder));
-        d->status = EXIT_FAILED;
-    }
+    recorder_set_end(d->recorder, early_end(d));
+    if (!flush(d, "end"))
+        end_failed(d);
     print_summary(d);
+    if (d->end_reason[0])
+        fprintf(stderr, "coprofd: %s: session incomplete: %s\n",
+                d->options.session_dir, d->end_reason);
     g_main_loop_quit(d->loop);
 }
 
@@ -369,7 +534,7 @@ static gboolean on_input(gint fd, GIOCondition condition, gpointer data)
     ssize_t n = read(fd, d->buffer, CHUNK_BYTES);
 
     if (n > 0) {
-        recorder_feed(d->recorder, d->buffer, (size_t)n);
+        take_input(d, d->buffer, (size_t)n);
         if (!session_stopped(recorder_session(d->recorder)))
             return G_SOURCE_CONTINUE;
     } else if (n == 0 && d->follow) {
@@ -379,6 +544,8 @@ static gboolean on_input(gint fd, GIOCondition condition, gpointer data)
     } else if (n < 0) {
         cli_fail(EXIT_FAILED, "%s: cannot read: %s", d->input_label,
                  strerror(errno));
+        snprintf(d->end_reason, sizeof d->end_reason, "the stream could "
+                 "not be read: %s", strerror(errno));
         d->status = EXIT_FAILED;
     }
     d->input_source = 0;
@@ -392,10 +559,16 @@ static gboolean on_flush_timer(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
-/* SIGHUP: a dump. */
+/* SIGHUP: a dump; one that fails says so each time (copcontrol --dump
+ * waits for either). */
 static gboolean on_dump(gpointer data)
 {
-    flush(data, "dump");
+    struct coprofd *d = data;
+
+    if (!flush(d, "dump"))
+        fprintf(stderr, "coprofd: %s: dump failed: %s; the data is kept "
+                "for the next flush\n", d->options.session_dir,
+                flush_failure(d));
     return G_SOURCE_CONTINUE;
 }
 
@@ -413,7 +586,7 @@ static void take_pending_input(struct coprofd *d)
         return;
     while (taken < PENDING_INPUT_MAX &&
            (n = read(d->fd, d->buffer, CHUNK_BYTES)) > 0) {
-        recorder_feed(d->recorder, d->buffer, (size_t)n);
+        take_input(d, d->buffer, (size_t)n);
         taken += (size_t)n;
     }
 }
@@ -421,8 +594,13 @@ static void take_pending_input(struct coprofd *d)
 /* SIGTERM, SIGINT: the end. */
 static gboolean on_terminate(gpointer data)
 {
-    take_pending_input(data);
-    end_session(data);
+    struct coprofd *d = data;
+
+    take_pending_input(d);
+    if (!d->ended && !session_stopped(recorder_session(d->recorder)))
+        snprintf(d->end_reason, sizeof d->end_reason, "coprofd was ended "
+                 "by a signal before the stream's STOP");
+    end_session(d);
     return G_SOURCE_CONTINUE;
 }
 
@@ -470,8 +648,11 @@ int main(int argc, char **argv)
         g_error_free(error);
         return status;
     }
+    copy_open(&d);
     status = run(&d);
     recorder_close(d.recorder);
+    if (d.copy_fd >= 0)
+        close(d.copy_fd);
     if (d.fd >= 0)
         close(d.fd);
     return status;

@@ -16,6 +16,8 @@ struct recorder {
     struct session *session;
     struct schedlog *schedlog;      /* NULL without an event log */
     bool finished;
+    bool end_set;                   /* recorder_set_end() was called */
+    char *end_reason;               /* NULL: the session is complete */
     uint64_t flushes;
 };
 
@@ -38,7 +40,9 @@ static int write_header(struct recorder *r, GError **error)
                             COPROFD_VERSION) != 0 ||
         store_put_meta_text(r->store, "source", r->options.source) != 0 ||
         store_put_meta_int(r->store, "created_realtime_ns",
-                           clock_ns(CLOCK_REALTIME)) != 0) {
+                           clock_ns(CLOCK_REALTIME)) != 0 ||
+        store_put_meta_text(r->store, "end_state", "live") != 0 ||
+        store_put_meta_text(r->store, "end_reason", "") != 0) {
         g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s",
                     store_db_path(r->store), store_last_error(r->store));
         store_rollback(r->store);
@@ -74,6 +78,7 @@ void recorder_close(struct recorder *r)
     schedlog_free(r->schedlog);
     session_free(r->session);
     store_close(r->store);
+    g_free(r->end_reason);
     g_free(r);
 }
 
@@ -88,9 +93,50 @@ void recorder_finish(struct recorder *r)
     r->finished = true;
 }
 
+void recorder_set_end(struct recorder *r, const char *reason)
+{
+    g_free(r->end_reason);
+    r->end_reason = g_strdup(reason);
+    r->end_set = true;
+}
+
+/* end_state and end_reason, once the end is known. */
+static int write_end(struct recorder *r)
+{
+    if (!r->end_set)
+        return 0;
+    if (store_put_meta_text(r->store, "end_state", r->end_reason ?
+                            "incomplete" : "complete") != 0)
+        return -1;
+    return store_put_meta_text(r->store, "end_reason",
+                               r->end_reason ? r->end_reason : "");
+}
+
+int recorder_write_end(struct recorder *r, GError **error)
+{
+    if (store_begin(r->store, error) != 0)
+        return -1;
+    if (write_end(r) != 0) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s",
+                    store_db_path(r->store), store_last_error(r->store));
+        store_rollback(r->store);
+        return -1;
+    }
+    if (store_commit(r->store, error) != 0) {
+        store_rollback(r->store);
+        return -1;
+    }
+    return 0;
+}
+
+int recorder_last_errno(const struct recorder *r)
+{
+    return store_last_errno(r->store);
+}
+
 static int write_all(struct recorder *r, const char *reason)
 {
-    if (session_write(r->session, r->store) != 0)
+    if (session_write(r->session, r->store) != 0 || write_end(r) != 0)
         return -1;
     if (r->schedlog != NULL) {
         bool live = r->options.live && !r->finished;

@@ -51,4 +51,16 @@ const char *recorder_db_path(const struct recorder *recorder);
 uint64_t recorder_flushes(const struct recorder *recorder);
 uint64_t recorder_sched_events(const struct recorder *recorder);
 
+/*
+ * The session's end as its keys tell it (docs/session-format.md):
+ * end_state is "live" from the first transaction on; recorder_set_end()
+ * makes the next flush write "complete" (reason NULL) or "incomplete" with
+ * the one-line reason in end_reason.  recorder_write_end() writes only
+ * those two keys, one small transaction, for when a whole flush failed.
+ */
+void recorder_set_end(struct recorder *recorder, const char *reason);
+int recorder_write_end(struct recorder *recorder, GError **error);
+/* The OS error (errno) behind the last failed flush, or 0. */
+int recorder_last_errno(const struct recorder *recorder);
+
 #endif /* COPROF_DAEMON_RECORDER_H */

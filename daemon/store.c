@@ -188,6 +188,7 @@ struct store {
     sqlite3 *db;
     sqlite3_stmt *statements[ST_COUNT];
     char *last_error;
+    int last_errno;
 };
 
 /* ---- errors ------------------------------------------------------------- */
@@ -196,12 +197,22 @@ static int sql_fail(struct store *store)
 {
     g_free(store->last_error);
     store->last_error = g_strdup(sqlite3_errmsg(store->db));
+    store->last_errno = sqlite3_system_errno(store->db);
+    /* SQLite reports a full disk as SQLITE_FULL with no errno. */
+    if (store->last_errno == 0 &&
+        (sqlite3_errcode(store->db) & 0xff) == SQLITE_FULL)
+        store->last_errno = ENOSPC;
     return -1;
 }
 
 const char *store_last_error(const struct store *store)
 {
     return store->last_error ? store->last_error : "no error";
+}
+
+int store_last_errno(const struct store *store)
+{
+    return store->last_error ? store->last_errno : 0;
 }
 
 /* Runs a statement that returns no rows, with its parameters bound. */

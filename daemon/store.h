@@ -171,5 +171,7 @@ int store_link_creation_stacks(struct store *store);
 
 /* The message of the last SQLite failure, for warnings. */
 const char *store_last_error(const struct store *store);
+/* The OS error (errno) behind the last SQLite failure, or 0. */
+int store_last_errno(const struct store *store);
 
 #endif /* COPROF_DAEMON_STORE_H */

@@ -94,6 +94,13 @@ def key(db, name):
     return None if row is None else int(row[0])
 
 
+def end(db):
+    """(end_state, end_reason): what the session says of its end."""
+    values = dict(db.execute("SELECT key, value FROM session WHERE key IN "
+                             "('end_state', 'end_reason')"))
+    return values.get("end_state"), values.get("end_reason")
+
+
 def table_samples(db):
     return sum(db.execute("SELECT COALESCE(SUM(count), 0) FROM %s" %
                           t).fetchone()[0] for t in FIVE_TABLES)
@@ -115,3 +122,98 @@ def one_error_line(result, program, status):
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(program + ": "), result.stderr
     return lines[0]
+
+
+def process_table():
+    """{pid: (ppid, comm)} of every process."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        table[int(name)] = (int(stat[stat.rindex(")") + 2:].split()[1]),
+                            comm)
+    return table
+
+
+def children(pid):
+    """{comm: [pid, ...]} of the processes whose parent is pid."""
+    found = {}
+    for child, (ppid, comm) in process_table().items():
+        if ppid == pid:
+            found.setdefault(comm, []).append(child)
+    return found
+
+
+def wait_for(condition, what, seconds=60):
+    """Waits until condition() is true (a state the test drives to, never
+    a time); fails naming what after seconds."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "never happened: " + what
+        time.sleep(0.02)
+
+
+class Recording:
+    """`coprof record` of a long host-pipeline run (4 contexts, rounds
+    enough to outlast any test) in its own TMPDIR, for fault injection:
+    wait_samples() drives the recording to a known point, processes()
+    names its processes, finish() waits for coprof's end."""
+
+    ROUNDS = "100000"
+
+    def __init__(self, cenv, out, command=None, args=()):
+        self.out = str(out)
+        self.tmpdir = os.path.join(cenv.state, "tmp")
+        os.makedirs(self.tmpdir, exist_ok=True)
+        env = dict(cenv.env, TMPDIR=self.tmpdir)
+        host = os.path.join(cenv.build, "examples", "host-pipeline")
+        command = command or [host, "--contexts", "4", "--threads", "2",
+                              "--frames", "1", "--rounds", self.ROUNDS]
+        self.process = subprocess.Popen(
+            [cenv.coprof_path, "record", "--event=SPU_CYCLES:997", "-o",
+             self.out] + list(args) + ["--"] + command, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.seen = set()
+
+    def samples(self):
+        """stream.samples of the last flush (0 before the first)."""
+        try:
+            with session(self.out) as db:
+                return key(db, "stream.samples") or 0
+        except sqlite3.Error:
+            return 0
+
+    def wait_samples(self, n):
+        wait_for(lambda: self.process.poll() is None and
+                 self.samples() >= n, "a session of %d samples" % n)
+
+    def processes(self):
+        """{name: pid} of coprof's copsim, coprofd and command, and of
+        copsim's QEMUs (qemu: the first of them)."""
+        found = {comm: pids[0] for comm, pids in
+                 children(self.process.pid).items()}
+        qemus = [pid for comm, pids in children(found["copsim"]).items()
+                 if comm.startswith("qemu") for pid in pids]
+        if qemus:
+            found["qemu"] = qemus[0]
+        self.seen.update(found.values())
+        self.seen.update(qemus)
+        return found
+
+    def finish(self):
+        """coprof's (status, stdout, stderr), also kept as out, err."""
+        self.out_text, self.err = self.process.communicate(timeout=300)
+        return self.process.returncode, self.out_text, self.err
+
+    def assert_nothing_left(self):
+        """No process of the recording runs, and its TMPDIR is empty:
+        no socket, register file or private directory left."""
+        for pid in self.seen:
+            wait_for(lambda: not alive(pid), "the end of pid %d" % pid)
+        assert os.listdir(self.tmpdir) == []

@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from control_support import (alive, context_totals, count, key, one_error_line,
-                      session, table_samples, wait_gone)
+from control_support import (alive, context_totals, count, end, key,
+                             one_error_line, session, table_samples,
+                             wait_gone)
 
 COUNT = 10000
 
@@ -279,8 +280,9 @@ def test_help_reads_like_a_manual(cenv):
 
 
 def test_stop_after_coprofd_died(cenv, tmp_path):
-    """A coprofd killed mid-session: --dump says so, --stop still stops
-    the driver, and the next --start works."""
+    """A coprofd killed mid-session: --dump and --status say so, --stop
+    still stops the driver but fails saying coprofd died and what the
+    session holds (also written into it), and the next --start works."""
     sdir = tmp_path / "died"
     result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
     assert result.returncode == 0, result.stderr
@@ -288,9 +290,20 @@ def test_stop_after_coprofd_died(cenv, tmp_path):
     os.kill(coprofd, 9)
     assert wait_gone(coprofd)
     one_error_line(cenv.copcontrol("--dump"), "copcontrol", 1)
+    status = cenv.copcontrol("--status").stdout
+    assert "coprofd:        pid %d ended without --stop" % coprofd in status
+    assert "(incomplete: coprofd (pid %d) died" % coprofd in status
     result = cenv.copcontrol("--stop")
-    assert result.returncode == 0, result.stderr
-    assert "running:        no" in cenv.copcontrol("--status").stdout
+    line = one_error_line(result, "copcontrol", 1)
+    assert line == ("copcontrol: session %s is incomplete: coprofd (pid %d) "
+                    "died during the session; %s holds 0 samples, what its "
+                    "last flush wrote" % (sdir, coprofd, sdir))
+    assert result.stdout.startswith("copcontrol: %s holds samples=0 " % sdir)
+    with session(sdir) as db:
+        assert end(db) == ("incomplete", line.split(" is incomplete: ")[1])
+    status = cenv.copcontrol("--status").stdout
+    assert "running:        no" in status
+    assert "coprofd:        not running" in status
     result = cenv.copcontrol("--start")
     assert result.returncode == 0, result.stderr
     assert cenv.copcontrol("--stop").returncode == 0

@@ -11,13 +11,14 @@ import time
 
 import pytest
 
-from control_support import (context_totals, count, key, one_error_line, session,
-                      table_samples)
+from control_support import (context_totals, count, end, key, one_error_line,
+                             session, table_samples)
 
 
 def assert_complete(path):
     with session(path) as db:
         assert key(db, "stream.complete") == 1
+        assert end(db) == ("complete", "")
         samples = key(db, "stream.samples")
         assert samples == table_samples(db) == context_totals(db)
         return samples, count(db, "contexts"), count(db, "sched_events")
@@ -126,24 +127,75 @@ def test_record_exit_status(cenv, tmp_path):
     samples, contexts, _ = assert_complete(out)
     assert samples > 0 and contexts == 2
 
-    result = cenv.coprof("record", "-o", str(tmp_path / "nf"), "--",
-                         "/nonexistent/host")
-    assert result.returncode == 127
-    assert "coprof: /nonexistent/host: No such file" in result.stderr
-    assert assert_complete(tmp_path / "nf")[0] == 0
-
-    plain = tmp_path / "plain-file"
-    plain.write_text("not a program\n")
-    result = cenv.coprof("record", "-o", str(tmp_path / "nx"), "--",
-                         str(plain))
-    assert result.returncode == 126
-    assert_complete(tmp_path / "nx")
-
     result = cenv.coprof("record", "--quiet", "-o", str(tmp_path / "k"),
                          "--", "sh", "-c", "kill -TERM $$")
     assert result.returncode == 128 + signal.SIGTERM
     assert result.stderr == ""
     assert_complete(tmp_path / "k")
+
+
+def test_a_command_that_cannot_run_is_refused_first(cenv, tmp_path):
+    """A command that is not there or cannot run is refused before the
+    previous session is touched: two typos lose nothing."""
+    out = tmp_path / "kept"
+    result = cenv.coprof("record", "-o", str(out), "--", "true")
+    assert result.returncode == 0, result.stderr
+    before = sorted(os.listdir(out))
+    plain = tmp_path / "plain-file"
+    plain.write_text("not a program\n")
+    for command, status, reason in (
+            ("/nonexistent/host", 127, "/nonexistent/host: No such file or "
+             "directory"),
+            ("no-such-command-xyz", 127, "no-such-command-xyz: not found in "
+             "PATH"),
+            (str(plain), 126, "%s: Permission denied" % plain),
+            (str(tmp_path), 126, "%s: Permission denied" % tmp_path)):
+        for _ in range(2):
+            result = cenv.coprof("record", "-o", str(out), "--", command)
+            assert one_error_line(result, "coprof", status) == \
+                "coprof: " + reason
+        assert sorted(os.listdir(out)) == before
+        assert not (tmp_path / "kept.old").exists()
+    assert_complete(out)
+
+@pytest.mark.parametrize("old_files", [
+    {"events.coplog": "my notes\n", "thesis.tex": "chapter 1\n"},
+    {"session.db": "not a database\n"},
+    {"session.db": "not a database\n", "events.coplog": "x\n"},
+])
+def test_an_old_dir_that_is_not_a_session_is_kept(cenv, tmp_path, old_files):
+    """DIR.old is replaced only when it is provably a coprof session and
+    holds nothing else; otherwise coprof refuses and touches nothing."""
+    out = tmp_path / "rec"
+    result = cenv.coprof("record", "-o", str(out), "--", "true")
+    assert result.returncode == 0, result.stderr
+    old = tmp_path / "rec.old"
+    old.mkdir()
+    for name, text in old_files.items():
+        (old / name).write_text(text)
+    result = cenv.coprof("record", "-o", str(out), "--", "true")
+    line = one_error_line(result, "coprof", 1)
+    assert line == ("coprof: %s: is in the way of the previous session and "
+                    "is not only a coprof session; move it away or remove "
+                    "it" % old)
+    assert {p.name: p.read_text() for p in old.iterdir()} == old_files
+    assert_complete(out)
+
+
+def test_an_old_session_with_other_files_is_kept(cenv, tmp_path):
+    out = tmp_path / "rec"
+    for _ in range(2):
+        result = cenv.coprof("record", "-o", str(out), "--", "true")
+        assert result.returncode == 0, result.stderr
+    assert_complete(tmp_path / "rec.old")
+    (tmp_path / "rec.old" / "notes.txt").write_text("mine\n")
+    one_error_line(cenv.coprof("record", "-o", str(out), "--", "true"),
+                   "coprof", 1)
+    assert (tmp_path / "rec.old" / "notes.txt").read_text() == "mine\n"
+    (tmp_path / "rec.old" / "notes.txt").unlink()
+    result = cenv.coprof("record", "-o", str(out), "--", "true")
+    assert result.returncode == 0, result.stderr
+    assert_complete(tmp_path / "rec.old")
 
 
 def test_record_interrupted(cenv, tmp_path):
