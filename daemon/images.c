@@ -114,21 +114,22 @@ static uint8_t *read_whole(int fd, uint64_t size)
     return bytes;
 }
 
-/* NULL when st matches the record's identity, else the difference. */
-static char *identity_difference(const struct image_record *record,
-                                 const struct stat *st)
+/*
+ * NULL when st matches the record's identity, else which part differs.
+ * Never the file's own values: a forged stream may name a file its writer
+ * cannot read, and the message must not tell them its inode or size.
+ */
+static const char *identity_difference(const struct image_record *record,
+                                       const struct stat *st)
 {
     const struct copstream_image_id *id = &record->identity;
 
     if ((uint64_t)st->st_dev != id->device)
-        return g_strdup_printf("device %" PRIu64 ", expected %" PRIu64,
-                               (uint64_t)st->st_dev, id->device);
+        return "its device differs";
     if ((uint64_t)st->st_ino != id->inode)
-        return g_strdup_printf("inode %" PRIu64 ", expected %" PRIu64,
-                               (uint64_t)st->st_ino, id->inode);
+        return "its inode differs";
     if ((uint64_t)st->st_size != id->size)
-        return g_strdup_printf("size %" PRIu64 ", expected %" PRIu64,
-                               (uint64_t)st->st_size, id->size);
+        return "its size differs";
     return NULL;
 }
 
@@ -191,12 +192,11 @@ static void check_and_open(struct image_record *record, int fd)
                                      g_strerror(errno)));
         return;
     }
-    char *difference = identity_difference(record, &st);
+    const char *difference = identity_difference(record, &st);
     if (difference != NULL) {
         set_unusable(record, IMAGE_CHANGED,
                      g_strdup_printf("%s: not the file the context ran "
                                      "(%s)", record->path, difference));
-        g_free(difference);
         return;
     }
     uint8_t *bytes = read_whole(fd, (uint64_t)st.st_size);
@@ -210,9 +210,8 @@ static void check_and_open(struct image_record *record, int fd)
     if (hash != record->identity.hash)
         set_unusable(record, IMAGE_CHANGED,
                      g_strdup_printf("%s: not the file the context ran "
-                                     "(content hash %016" PRIx64 ", "
-                                     "expected %016" PRIx64 ")", record->path,
-                                     hash, record->identity.hash));
+                                     "(its content hash differs)",
+                                     record->path));
     else
         open_checked(record, fd, bytes);
     g_free(bytes);

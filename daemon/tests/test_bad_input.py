@@ -93,11 +93,34 @@ def test_changed_image_is_never_used(coprofd, test_image, tmp_path, change):
                                % copy)
     expected = {"rewritten": "content hash", "replaced": "inode",
                 "grown": "size"}[change]
-    assert expected in lines[0]
+    assert "(its %s differs)" % expected in lines[0]
     assert_kept_raw(session, w.samples)
     db = open_session(session)
     assert db.execute("SELECT status, cache_file FROM images").fetchone() == (
         "changed", None)
+
+
+@pytest.mark.parametrize("forged", ["device", "inode", "size", "hash"])
+def test_forged_identity_tells_nothing_of_the_file(coprofd, test_image,
+                                                    tmp_path, forged):
+    """A stream naming a file its writer cannot read (mode 000) with an
+    identity of its own: coprofd says the file is not the one the context
+    ran, and nothing of the file's inode, size or content hash."""
+    secret = tmp_path / "secret.elf"
+    shutil.copy(test_image("overlays.elf"), secret)
+    real = identity(secret)
+    secret.chmod(0)
+    ident = dict(real)
+    ident[forged] = {"device": real["device"] + 1,
+                     "inode": real["inode"] + 1, "size": real["size"] + 1,
+                     "hash": real["hash"] ^ 1}[forged]
+    result, _ = replay(coprofd, stream_of(str(secret), ident), tmp_path)
+    assert result.returncode == 0
+    line, = result.stderr.splitlines()
+    assert line.startswith("coprofd: %s: " % secret)
+    for value in (real["inode"], real["size"], real["device"]):
+        assert str(value) not in line
+    assert "%016x" % real["hash"] not in line
 
 
 def test_image_without_path(coprofd, test_image, tmp_path):
