@@ -205,11 +205,28 @@ def test_help_reads_like_a_manual(coprofd):
      "not 0..60000 ms"),
     (["--session-dir", "d", "--input-fd", "x"], "not a descriptor"),
     (["--session-dir", "d", "--replay", "a", "extra"], "unexpected argument"),
+    (["--session-dir", "", "--replay", "a"], "--session-dir '': an empty"),
 ])
 def test_usage_errors(coprofd, tmp_path, args, message):
     result = coprofd(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_only_descriptor(coprofd, tmp_path):
+    """--input-fd naming the writing end of a pipe: one line, at once
+    (it used to wait forever for a stream that could never come)."""
+    reading, writing = os.pipe()
+    try:
+        result = coprofd("--input-fd", writing, "--session-dir",
+                         tmp_path / "s", pass_fds=(writing,), timeout=60)
+    finally:
+        os.close(reading)
+        os.close(writing)
+    assert result.returncode == 1
+    assert result.stderr == ("coprofd: %d: cannot read: open for writing "
+                             "only\n" % writing)
 
 
 def test_missing_stream(coprofd, tmp_path):
