@@ -11,6 +11,10 @@ reports through a JUnit XML file.
 The last line printed is always "N passed, N failed" (", N skipped" when
 any were skipped), and the exit status is 0 only when nothing failed.
 Full output of each program is kept under build/test-logs/.
+
+Under `make check-sanitize` every sanitizer report goes to a file of the
+folder given by --sanitizer-logs; each such file counts as one failed test,
+named by the file and the report's first line.
 """
 
 import argparse
@@ -120,6 +124,16 @@ def run_pytest(paths, build, logdir, env, tally):
     print("  %-28s %d run" % ("pytest", run))
 
 
+def count_sanitizer_reports(folder, tally):
+    """One failure per report file that ASan or UBSan left in folder."""
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        with open(path, errors="replace") as f:
+            first = next((line.strip() for line in f
+                          if line.strip() and not line.startswith("=")), "")
+        tally.fail("sanitizer %s: %s" % (path, first))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build",
@@ -131,6 +145,9 @@ def main():
                         help="GTest programs to run")
     parser.add_argument("--pytest", nargs="*", default=[], metavar="PATH",
                         help="files or folders of pytest tests")
+    parser.add_argument("--sanitizer-logs", metavar="DIR",
+                        help="count each sanitizer report file in DIR "
+                             "as a failure")
     args = parser.parse_args()
 
     build = os.path.abspath(args.build)
@@ -146,6 +163,8 @@ def main():
     if args.pytest:
         run_pytest(args.pytest, build, logdir, env, tally)
 
+    if args.sanitizer_logs:
+        count_sanitizer_reports(args.sanitizer_logs, tally)
     for name in tally.failures:
         print("FAILED " + name)
     summary = "%d passed, %d failed" % (tally.passed, tally.failed)
