@@ -107,6 +107,7 @@ struct copsim {
     int listen_fd;
     int wake_pipe[2];               /* copsim_shutdown() writes here */
     int parent_fd;                  /* pidfd of a private copsim's parent */
+    int started;                    /* copsim_create() succeeded */
     struct trace_unit *unit;
     struct schedlog log;
     struct scheduler sched;

@@ -150,22 +150,40 @@ static int start_scheduler(struct copsim *sim, char *err, size_t errlen)
     return scheduler_start(&sim->sched, err, errlen);
 }
 
-/* --exact-counts DIR must be a directory we can write in. */
+/* An option's DIR must be a directory we can write in. */
+static int check_writable_dir(const char *option, const char *dir, char *err,
+                              size_t errlen)
+{
+    struct stat st;
+
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s %s: not a directory", option, dir);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) < 0) {
+        snprintf(err, errlen, "%s %s: %s", option, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The guest RAM files' directory, checked now rather than at the first
+ * context. */
+static int check_ram_dir(struct copsim *sim, char *err, size_t errlen)
+{
+    const char *dir = sim->config.ram_dir;
+
+    return dir ? check_writable_dir("--ram-dir", dir, err, errlen) : 0;
+}
+
 static int check_counts_dir(struct copsim *sim, char *err, size_t errlen)
 {
     const char *dir = sim->config.exact_counts_dir;
-    struct stat st;
 
     if (!dir)
         return 0;
-    if (stat(dir, &st) < 0 || access(dir, W_OK | X_OK) < 0) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    if (check_writable_dir("--exact-counts", dir, err, errlen) < 0)
         return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", dir);
-        return -1;
-    }
     sim->counts_dir = realpath(dir, NULL);   /* QEMU may run elsewhere */
     if (!sim->counts_dir) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -204,6 +222,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     sim->context_used = calloc(sim->config.n_contexts, 1);
     if (!sim->context_used || choose_paths(sim, err, errlen) < 0
         || find_plugin(sim, err, errlen) < 0
+        || check_ram_dir(sim, err, errlen) < 0
         || check_counts_dir(sim, err, errlen) < 0
         || server_check_unused(sim, err, errlen) < 0
         || create_register_file(sim, err, errlen) < 0
@@ -217,6 +236,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     }
     schedlog_start(&sim->log, sim->config.n_slots, sim->config.slice_cycles,
                    sim->config.nominal_hz);
+    sim->started = 1;
     return sim;
 }
 
@@ -233,12 +253,15 @@ void copsim_shutdown(struct copsim *sim)
         return;     /* the pipe is full: a shutdown is pending already */
 }
 
-/* A private copsim leaves nothing behind: its image copies, its default
+/*
+ * A private copsim leaves nothing behind: its image copies, its default
  * event log and its state directory go (a directory someone else put files
- * in stays). */
+ * in stays).  One that did not start owns none of them (the state
+ * directory may be another copsim's): only directories left empty go.
+ */
 static void remove_private_state(struct copsim *sim)
 {
-    GDir *dir = g_dir_open(sim->images_dir, 0, NULL);
+    GDir *dir = sim->started ? g_dir_open(sim->images_dir, 0, NULL) : NULL;
     const char *name;
 
     while (dir && (name = g_dir_read_name(dir))) {
@@ -250,7 +273,7 @@ static void remove_private_state(struct copsim *sim)
     if (dir)
         g_dir_close(dir);
     rmdir(sim->images_dir);
-    if (!sim->config.event_log_path)
+    if (sim->started && !sim->config.event_log_path)
         unlink(sim->event_log_path);
     rmdir(sim->state_dir);
 }
