@@ -58,6 +58,7 @@ $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
 ALL_TARGETS += $(TRACE_LIB) $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
 GTESTS += $(TESTBIN)/test-trace-unit $(TESTBIN)/test-trace-plugin
 PYTESTS += emulator/tests
+FAULT_PYTESTS += emulator/tests/fault_full_filesystem.py
 INSTALL_BINS += $(BIN)/coptrace
 INSTALL_LIBS += $(TRACE_LIB) $(TRACE_PLUGIN)
 INSTALL_HEADERS += emulator/trace-regs.h emulator/trace-unit.h

@@ -43,7 +43,7 @@ static int open_named(struct cop_ram *ram, const char *path,
         cop_error_set(err, "%s: path too long", path);
         return -1;
     }
-    ram->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ram->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (ram->fd < 0) {
         cop_error_set(err, "%s: %s", path, strerror(errno));
         return -1;
@@ -65,6 +65,24 @@ static int open_anonymous(struct cop_ram *ram, struct cop_error *err)
     return 0;
 }
 
+/*
+ * Sizes the new file with every page reserved: a full file system or tmpfs
+ * is an error here rather than a SIGBUS when the loader or the guest first
+ * touches a page of a sparse file.
+ */
+static int reserve_ram(struct cop_ram *ram, const char *label,
+                       struct cop_error *err)
+{
+    int error = posix_fallocate(ram->fd, 0, COP_RAM_SIZE);
+
+    if (!error)
+        return 0;
+    cop_error_set(err, "%s: cannot reserve %u MiB of guest RAM: %s", label,
+                  COP_RAM_SIZE >> 20, strerror(error));
+    errno = error;
+    return -1;
+}
+
 int cop_ram_create(struct cop_ram *ram, const char *path,
                    struct cop_error *err)
 {
@@ -72,9 +90,7 @@ int cop_ram_create(struct cop_ram *ram, const char *path,
     ram->fd = -1;
     if ((path ? open_named(ram, path, err) : open_anonymous(ram, err)) < 0)
         return -1;
-    if (ftruncate(ram->fd, COP_RAM_SIZE) < 0) {
-        cop_error_set(err, "%s: cannot size to %u bytes: %s", ram->path,
-                      COP_RAM_SIZE, strerror(errno));
+    if (reserve_ram(ram, path ? ram->path : "guest RAM (memfd)", err) < 0) {
         cop_ram_close(ram);
         return -1;
     }

@@ -371,21 +371,14 @@ static int create_ram(struct copsim *sim, struct sim_context *c, char *err,
 {
     char path[COPSIM_PATH_MAX];
     struct cop_error cerr;
-    int error;
 
     if (sim->config.ram_dir)
         snprintf(path, sizeof(path), "%s/ram-%" PRIu64, sim->config.ram_dir,
                  c->info.id);
     if (cop_ram_create(&c->ram, sim->config.ram_dir ? path : NULL, &cerr) < 0) {
+        int error = errno;
+
         snprintf(err, errlen, "%s", cerr.message);
-        return -1;
-    }
-    error = posix_fallocate(c->ram.fd, 0, COP_RAM_SIZE);
-    if (error) {
-        snprintf(err, errlen, "%s: cannot reserve %u MiB of guest RAM: %s",
-                 sim->config.ram_dir ? c->ram.path : "guest RAM (memfd)",
-                 COP_RAM_SIZE >> 20, strerror(error));
-        cop_ram_close(&c->ram);
         if (sim->config.ram_dir)
             unlink(path);
         errno = error;
