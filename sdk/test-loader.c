@@ -180,6 +180,20 @@ static void segment_outside_ls(struct image_file *f)
     program_header(f, find_load(f, 0, 1))->p_vaddr = COP_LS_END - 4;
 }
 
+/* The code moved by 2 bytes, as in an image placed at 0x80000162. */
+static void segment_unaligned(struct image_file *f)
+{
+    program_header(f, find_load(f, 0, 1))->p_vaddr += 2;
+}
+
+/* The data segment's .bss grown up to the top of the LS. */
+static void bss_over_stack(struct image_file *f)
+{
+    Elf32_Phdr *ph = program_header(f, find_load(f, 0, 2));
+
+    ph->p_memsz = COP_LS_END - ph->p_vaddr;
+}
+
 static void filesz_over_memsz(struct image_file *f)
 {
     Elf32_Phdr *ph = program_header(f, find_load(f, 0, 0));
@@ -250,6 +264,8 @@ static const struct fault faults[] = {
     {"shstrndx", shstrndx_bad, "section-name string table"},
     {"segment-end", segment_past_end, "extends past the end of the file"},
     {"segment-ls", segment_outside_ls, "outside the local store"},
+    {"segment-align", segment_unaligned, "is not aligned to 4 bytes"},
+    {"bss-stack", bss_over_stack, "covers the stack"},
     {"filesz", filesz_over_memsz, "more file bytes"},
     {"overlap", overlay_not_flagged, "overlaps"},
     {"overlay-size", overlay_sizes_differ, "equal, nonzero file and memory"},
