@@ -62,6 +62,18 @@ def test_runtime_failures(run, probe, args, status, message):
     assert result.stdout.count("\n") == 1
 
 
+def test_errno_and_thread_locals(run, probe):
+    """picolibc's errno is a __thread variable: the runtime gives the
+    program a TLS block and tp (it used to leave tp at 0, and an
+    overflowing strtol trapped with a store access fault at 0)."""
+    result = run(probe, "errno")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "strtol=2147483647 errno=ERANGE", "strtoul=4294967295 errno=ERANGE",
+        "strtol=-12 errno=0", "errno in the local store: yes",
+        "tdata=7 tbss=7"]
+
+
 def test_fault_reports_the_address(run, probe):
     assert "mtval 0x00000004" in run(probe, "fault").stdout
 
