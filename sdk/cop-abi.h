@@ -90,8 +90,14 @@ struct cop_boot_block {
     uint32_t data_size;     /* COP_DATA_SIZE */
     uint32_t argc;
     uint32_t argv_addr;     /* guest address of argv[0] */
-    uint32_t reserved[8];   /* zero */
+    uint32_t started;       /* 0 from the loader; COP_BOOT_STARTED once
+                               the runtime has checked the block */
+    uint32_t reserved[7];   /* zero */
 };
+
+/* What the runtime writes into `started`: a runner (cop-run) that finds
+ * it still 0 when QEMU has exited knows the program never ran. */
+#define COP_BOOT_STARTED    0x4e555243u     /* "CRUN" */
 
 #define COP_BOOT_ARGS_OFFSET 64u    /* where argv[] starts in the block */
 

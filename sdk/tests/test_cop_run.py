@@ -165,6 +165,19 @@ def test_missing_qemu(run, probe):
         "found (install the Debian package qemu-system-misc)\n"
 
 
+@pytest.mark.parametrize("program, status", [("/bin/false", 1),
+                                             ("/bin/true", 0)])
+def test_qemu_that_never_runs_the_program(run, probe, program, status):
+    """A 'QEMU' that ends without running the program (which marks its
+    boot block at start) is cop-run's error, not the program's status: it
+    used to exit 1, or 0, silently."""
+    result = run(probe, "return", "5", options=["--qemu", program])
+    assert result.returncode == 126
+    assert result.stdout == ""
+    assert result.stderr == ("cop-run: %s exited with status %d before the "
+                             "program started\n" % (program, status))
+
+
 def test_qemu_arguments_are_appended(run, probe):
     # -icount is harmless; a bad option makes QEMU itself fail.
     ok = run(probe, "return", "5", options=["--qemu-arg", "-icount",
