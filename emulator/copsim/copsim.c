@@ -34,12 +34,15 @@
 #define IMAGES_NAME     "images"
 #define STACK_TEXT_MAX  1000    /* what one event-log string holds */
 
-/* Makes dir (mode 0700) unless it exists; an existing one must be ours. */
-static int make_private_dir(const char *dir, char *err, size_t errlen)
+/* Makes dir (mode 0700) unless it exists; an existing one must be ours.
+ * *created says whether this call made it. */
+static int make_private_dir(const char *dir, int *created, char *err,
+                            size_t errlen)
 {
     struct stat st;
 
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+    *created = mkdir(dir, 0700) == 0;
+    if (!*created && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
         return -1;
     }
@@ -91,8 +94,10 @@ static int choose_paths(struct copsim *sim, char *err, size_t errlen)
     sim->regs_path = g_build_filename(sim->state_dir, REGS_NAME, NULL);
     sim->event_log_path = config_log ? g_strdup(config_log)
                           : g_build_filename(sim->state_dir, LOG_NAME, NULL);
-    if (make_private_dir(sim->state_dir, err, errlen) < 0
-        || make_private_dir(sim->images_dir, err, errlen) < 0)
+    if (make_private_dir(sim->state_dir, &sim->made_state_dir, err,
+                         errlen) < 0
+        || make_private_dir(sim->images_dir, &sim->made_images_dir, err,
+                            errlen) < 0)
         return -1;
     return 0;
 }
@@ -257,7 +262,8 @@ void copsim_shutdown(struct copsim *sim)
  * A private copsim leaves nothing behind: its image copies, its default
  * event log and its state directory go (a directory someone else put files
  * in stays).  One that did not start owns none of them (the state
- * directory may be another copsim's): only directories left empty go.
+ * directory may be another copsim's, serving): it removes only the
+ * directories it made itself.
  */
 static void remove_private_state(struct copsim *sim)
 {
@@ -272,10 +278,12 @@ static void remove_private_state(struct copsim *sim)
     }
     if (dir)
         g_dir_close(dir);
-    rmdir(sim->images_dir);
+    if (sim->started || sim->made_images_dir)
+        rmdir(sim->images_dir);
     if (sim->started && !sim->config.event_log_path)
         unlink(sim->event_log_path);
-    rmdir(sim->state_dir);
+    if (sim->started || sim->made_state_dir)
+        rmdir(sim->state_dir);
 }
 
 void copsim_destroy(struct copsim *sim)

@@ -451,14 +451,18 @@ def test_ram_dir_must_be_a_directory(build_dir, tmp_path, kind, reason):
     assert result.stderr == "copsim: --ram-dir %s: %s\n" % (ram, reason)
 
 
-def test_private_copsim_that_fails_leaves_the_state_alone(copsim, build_dir):
+@pytest.mark.parametrize("images", ["empty", "with a copy"])
+def test_private_copsim_that_fails_leaves_the_state_alone(copsim, build_dir,
+                                                          images):
     """A --private copsim refused on a socket another copsim serves must not
-    empty that copsim's state directory (its image copies, its log)."""
+    touch that copsim's state directory: its image copies, its images
+    directory even when empty, its default event log."""
     sim = copsim()
-    images = os.path.join(sim.dir, "images")
-    kept = os.path.join(images, "kept.elf")
-    with open(kept, "w") as f:
-        f.write("image")
+    images_dir = os.path.join(sim.dir, "images")
+    kept = os.path.join(images_dir, "kept.elf")
+    if images != "empty":
+        with open(kept, "w") as f:
+            f.write("image")
     default_log = os.path.join(sim.dir, "copsim.coplog")
     with open(default_log, "w") as f:
         f.write("log")
@@ -466,5 +470,18 @@ def test_private_copsim_that_fails_leaves_the_state_alone(copsim, build_dir):
                         sim.socket)
     assert result.returncode == 1
     assert "another copsim serves this socket" in result.stderr
-    assert os.path.exists(kept) and os.path.exists(default_log)
+    assert os.path.isdir(images_dir) and os.path.exists(default_log)
+    assert images == "empty" or os.path.exists(kept)
     assert sim.alive()
+
+
+def test_private_copsim_that_fails_removes_what_it_made(build_dir,
+                                                        tmp_path):
+    """... while the directories it made itself go."""
+    state = tmp_path / "state"
+    result = run_copsim(build_dir, "--private", os.getpid(), "--socket",
+                        tmp_path / "s.sock", "--state-dir", state,
+                        "--event-log", tmp_path / "log", "--ram-dir",
+                        tmp_path / "missing")
+    assert result.returncode == 1
+    assert not state.exists()
