@@ -373,17 +373,27 @@ static void give_block(struct copsim *sim, uint32_t block)
     pthread_mutex_unlock(&sim->lock);
 }
 
-/* The RAM file, with every page reserved now. */
+/*
+ * The RAM file, with every page reserved now.  In --ram-dir it is made new
+ * (cop_ram_create_new): a file of the same name, left by a copsim that
+ * died or planted there, is removed first and never written through.
+ */
 static int create_ram(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen)
 {
     char path[COPSIM_PATH_MAX];
     struct cop_error cerr;
+    int status;
 
-    if (sim->config.ram_dir)
+    if (sim->config.ram_dir) {
         snprintf(path, sizeof(path), "%s/ram-%" PRIu64, sim->config.ram_dir,
                  c->info.id);
-    if (cop_ram_create(&c->ram, sim->config.ram_dir ? path : NULL, &cerr) < 0) {
+        unlink(path);
+        status = cop_ram_create_new(&c->ram, path, &cerr);
+    } else {
+        status = cop_ram_create(&c->ram, NULL, &cerr);
+    }
+    if (status < 0) {
         int error = errno;
 
         snprintf(err, errlen, "%s", cerr.message);

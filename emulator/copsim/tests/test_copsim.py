@@ -475,6 +475,23 @@ def test_private_copsim_that_fails_leaves_the_state_alone(copsim, build_dir,
     assert sim.alive()
 
 
+def test_ram_file_is_never_written_through_a_link(copsim, test_bin,
+                                                  tmp_path):
+    """A symbolic link planted in --ram-dir under the next RAM file's
+    name: copsim removes it and makes its own file; the link's target
+    keeps its bytes (it used to be truncated and grown to 16 MiB)."""
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (ram / "ram-1").symlink_to(victim)
+    sim = copsim("--ram-dir", str(ram))
+    _, (ctx,) = host(test_bin, sim, "embedded", "hello")
+    assert ctx["reason"] == "exit"
+    assert victim.read_text() == "precious"
+    assert not os.path.lexists(ram / "ram-1")
+
+
 def test_private_copsim_that_fails_removes_what_it_made(build_dir,
                                                         tmp_path):
     """... while the directories it made itself go."""
