@@ -225,6 +225,39 @@ static void warn_once(const struct image_registry *registry,
                    "addresses\n", record->message);
 }
 
+/*
+ * Opens path for reading if it is a regular file; -1 and *reason
+ * otherwise.  A stream may name anything: a FIFO, whose open would wait
+ * for a writer forever, or a device.  The type is checked before the open
+ * and again on the descriptor, which is opened without blocking.
+ */
+static int open_regular(const char *path, const char **reason)
+{
+    static const char not_regular[] = "not a regular file";
+    struct stat st;
+    int fd;
+
+    if (stat(path, &st) != 0) {
+        *reason = g_strerror(errno);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *reason = not_regular;
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        *reason = g_strerror(errno);
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *reason = not_regular;
+        return -1;
+    }
+    return fd;
+}
+
 /* Tries to open the record's image: status and message say how it went. */
 static void try_open(struct image_registry *registry,
                      struct image_record *record)
@@ -242,11 +275,11 @@ static void try_open(struct image_registry *registry,
     }
     g_free(record->path);
     record->path = g_strdup(path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const char *reason = NULL;
+    int fd = open_regular(path, &reason);
     if (fd < 0) {
         set_unusable(record, IMAGE_UNREADABLE,
-                     g_strdup_printf("%s: cannot open: %s", path,
-                                     g_strerror(errno)));
+                     g_strdup_printf("%s: cannot open: %s", path, reason));
     } else {
         check_and_open(record, fd);
         close(fd);

@@ -31,11 +31,12 @@ def stream_of(image, ident, contexts=3, groups=10, path=None):
     return w
 
 
-def replay(coprofd, w, tmp_path, *options):
+def replay(coprofd, w, tmp_path, *options, **kw):
     stream = tmp_path / "stream.bin"
     stream.write_bytes(w.bytes())
     session = tmp_path / "session"
-    result = coprofd("--replay", stream, "--session-dir", session, *options)
+    result = coprofd("--replay", stream, "--session-dir", session, *options,
+                     **kw)
     return result, str(session)
 
 
@@ -98,6 +99,27 @@ def test_changed_image_is_never_used(coprofd, test_image, tmp_path, change):
     db = open_session(session)
     assert db.execute("SELECT status, cache_file FROM images").fetchone() == (
         "changed", None)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_image_that_is_not_a_regular_file(coprofd, test_image, tmp_path,
+                                          kind):
+    """A stream naming a FIFO (whose open used to wait for a writer
+    forever), a directory or a device: one line, samples kept raw."""
+    path = tmp_path / "image"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path = "/dev/zero"
+    w = stream_of(str(path), identity(test_image("overlays.elf")))
+    result, session = replay(coprofd, w, tmp_path, timeout=60)
+    assert result.returncode == 0
+    line, = result.stderr.splitlines()
+    assert line.startswith("coprofd: %s: cannot open: not a regular file"
+                           % path)
+    assert_kept_raw(session, w.samples)
 
 
 @pytest.mark.parametrize("forged", ["device", "inode", "size", "hash"])
