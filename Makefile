@@ -8,6 +8,8 @@
 #   make            build everything into build/
 #   make check      build and run every test; ends with "N passed, N failed"
 #   make check-faults  the fault-injection tests that need root (tmpfs mounts)
+#   make check-sanitize  make check with ASan + UBSan, built into
+#                   build-sanitize/ (mk/build.mk says how)
 #   make bench      build and run the benchmarks under bench/
 #   make demo       profile the host-pipeline example with coprof record and
 #                   print its report (build/demo/)
@@ -17,7 +19,7 @@
 
 GOALS := all check check-faults bench install fuzz demo clean-build
 
-.PHONY: $(GOALS) deps clean
+.PHONY: $(GOALS) check-sanitize deps clean
 .DEFAULT_GOAL := all
 
 deps:
@@ -26,5 +28,9 @@ deps:
 $(GOALS): deps
 	@$(MAKE) --no-print-directory -f mk/build.mk $@
 
+check-sanitize: deps
+	@$(MAKE) --no-print-directory -f mk/build.mk BUILD=build-sanitize \
+		SANITIZE=1 check-sanitize
+
 clean:
-	rm -rf build
+	rm -rf build build-sanitize

@@ -242,6 +242,9 @@ static int parse_options(int argc, char **argv, struct options *o)
     if (o->session_dir == NULL)
         return cli_fail(EXIT_USAGE, "--session-dir is required (see "
                         "--help)");
+    if (o->session_dir[0] == '\0')
+        return cli_fail(EXIT_USAGE, "--session-dir '': an empty path "
+                        "names no directory");
     if (o->input == INPUT_NONE)
         return cli_fail(EXIT_USAGE, "one of --replay, --socket, --input "
                         "or --input-fd is required (see --help)");
@@ -279,6 +282,14 @@ static int open_named(const char *name)
     return open(name, O_RDONLY | O_CLOEXEC);
 }
 
+/* False for a descriptor open for writing only (read would fail). */
+static bool readable(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    return flags < 0 || (flags & O_ACCMODE) != O_WRONLY;
+}
+
 /* Opens the input; -1 with a message printed on failure. */
 static int open_input(struct coprofd *d)
 {
@@ -297,6 +308,11 @@ static int open_input(struct coprofd *d)
         cli_fail(EXIT_FAILED, "%s: cannot %s: %s", d->input_label,
                  o->input == INPUT_SOCKET ? "connect" : "open",
                  strerror(errno));
+        return -1;
+    }
+    if (!readable(d->fd)) {
+        cli_fail(EXIT_FAILED, "%s: cannot read: open for writing only",
+                 o->input == INPUT_FD ? o->input_name : d->input_label);
         return -1;
     }
     d->regular = S_ISREG(st.st_mode);

@@ -115,21 +115,22 @@ static uint8_t *read_whole(int fd, uint64_t size)
     return bytes;
 }
 
-/* NULL when st matches the record's identity, else the difference. */
-static char *identity_difference(const struct image_record *record,
-                                 const struct stat *st)
+/*
+ * NULL when st matches the record's identity, else which part differs.
+ * Never the file's own values: a forged stream may name a file its writer
+ * cannot read, and the message must not tell them its inode or size.
+ */
+static const char *identity_difference(const struct image_record *record,
+                                       const struct stat *st)
 {
     const struct copstream_image_id *id = &record->identity;
 
     if ((uint64_t)st->st_dev != id->device)
-        return g_strdup_printf("device %" PRIu64 ", expected %" PRIu64,
-                               (uint64_t)st->st_dev, id->device);
+        return "its device differs";
     if ((uint64_t)st->st_ino != id->inode)
-        return g_strdup_printf("inode %" PRIu64 ", expected %" PRIu64,
-                               (uint64_t)st->st_ino, id->inode);
+        return "its inode differs";
     if ((uint64_t)st->st_size != id->size)
-        return g_strdup_printf("size %" PRIu64 ", expected %" PRIu64,
-                               (uint64_t)st->st_size, id->size);
+        return "its size differs";
     return NULL;
 }
 
@@ -195,12 +196,11 @@ static void check_and_open(struct image_record *record, int fd)
                                      g_strerror(errno)));
         return;
     }
-    char *difference = identity_difference(record, &st);
+    const char *difference = identity_difference(record, &st);
     if (difference != NULL) {
         set_unusable(record, IMAGE_CHANGED,
                      g_strdup_printf("%s: not the file the context ran "
                                      "(%s)", record->path, difference));
-        g_free(difference);
         return;
     }
     uint8_t *bytes = read_whole(fd, (uint64_t)st.st_size);
@@ -214,9 +214,8 @@ static void check_and_open(struct image_record *record, int fd)
     if (hash != record->identity.hash)
         set_unusable(record, IMAGE_CHANGED,
                      g_strdup_printf("%s: not the file the context ran "
-                                     "(content hash %016" PRIx64 ", "
-                                     "expected %016" PRIx64 ")", record->path,
-                                     hash, record->identity.hash));
+                                     "(its content hash differs)",
+                                     record->path));
     else
         open_checked(record, fd, bytes);
     g_free(bytes);
@@ -228,6 +227,39 @@ static void warn_once(const struct image_registry *registry,
     if (!registry->quiet && record->message != NULL)
         g_printerr("coprofd: %s; its samples are kept as raw LS "
                    "addresses\n", record->message);
+}
+
+/*
+ * Opens path for reading if it is a regular file; -1 and *reason
+ * otherwise.  A stream may name anything: a FIFO, whose open would wait
+ * for a writer forever, or a device.  The type is checked before the open
+ * and again on the descriptor, which is opened without blocking.
+ */
+static int open_regular(const char *path, const char **reason)
+{
+    static const char not_regular[] = "not a regular file";
+    struct stat st;
+    int fd;
+
+    if (stat(path, &st) != 0) {
+        *reason = g_strerror(errno);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *reason = not_regular;
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        *reason = g_strerror(errno);
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *reason = not_regular;
+        return -1;
+    }
+    return fd;
 }
 
 /* Tries to open the record's image: status and message say how it went. */
@@ -247,11 +279,11 @@ static void try_open(struct image_registry *registry,
     }
     g_free(record->path);
     record->path = g_strdup(path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const char *reason = NULL;
+    int fd = open_regular(path, &reason);
     if (fd < 0) {
         set_unusable(record, IMAGE_UNREADABLE,
-                     g_strdup_printf("%s: cannot open: %s", path,
-                                     g_strerror(errno)));
+                     g_strdup_printf("%s: cannot open: %s", path, reason));
     } else {
         check_and_open(record, fd);
         close(fd);

@@ -9,12 +9,20 @@ $(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
 # The plugin exports only qemu_plugin_install and qemu_plugin_version; the
-# static libraries inside it become local, so its calls stay direct.
-$(OBJ)/emulator/trace-plugin.o: CFLAGS += $(GLIB_CFLAGS) -fvisibility=hidden
-$(TRACE_PLUGIN): $(OBJ)/emulator/trace-plugin.o $(TRACE_LIB) $(LIB)/liblfsr.a
+# trace unit and LFSR code inside it come from an archive and become local,
+# so its calls stay direct.  Its objects are PLUGIN_OBJ's: built without
+# ASan under make check-sanitize, as QEMU has no ASan runtime (mk/build.mk).
+PLUGIN_PARTS := $(PLUGIN_OBJ)/emulator/libcoptrace-parts.a
+$(PLUGIN_PARTS): $(PLUGIN_OBJ)/emulator/trace-unit.o $(PLUGIN_OBJ)/lfsr/lfsr.o
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL $^ \
-		$(GLIB_LIBS) -o $@
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+$(PLUGIN_OBJ)/emulator/trace-plugin.o: CFLAGS += $(GLIB_CFLAGS) \
+	-fvisibility=hidden
+$(TRACE_PLUGIN): $(PLUGIN_OBJ)/emulator/trace-plugin.o $(PLUGIN_PARTS)
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(PLUGIN_LDFLAGS) -shared \
+		-Wl,--exclude-libs,ALL $^ $(GLIB_LIBS) -o $@
 
 $(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/sdk/cli.o $(TRACE_LIB) \
                  $(LIB)/liblfsr.a
@@ -50,6 +58,7 @@ $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
 ALL_TARGETS += $(TRACE_LIB) $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
 GTESTS += $(TESTBIN)/test-trace-unit $(TESTBIN)/test-trace-plugin
 PYTESTS += emulator/tests
+FAULT_PYTESTS += emulator/tests/fault_full_filesystem.py
 INSTALL_BINS += $(BIN)/coptrace
 INSTALL_LIBS += $(TRACE_LIB) $(TRACE_PLUGIN)
 INSTALL_HEADERS += emulator/trace-regs.h emulator/trace-unit.h

@@ -259,10 +259,14 @@ static struct trace_unit *create_on_fd(const char *path, int fd,
 {
     uint64_t size = file_size_for(geo);
     struct trace_unit *unit;
+    int error;
 
-    if (ftruncate(fd, (off_t)size) < 0) {
-        fail(err, errlen, "%s: cannot size to %llu bytes: %s", path,
-             (unsigned long long)size, strerror(errno));
+    /* Every block reserved now: a full file system is this error, not a
+     * SIGBUS at the first store into a page of a sparse file. */
+    error = posix_fallocate(fd, 0, (off_t)size);
+    if (error) {
+        fail(err, errlen, "%s: cannot reserve %llu bytes for the register "
+             "file: %s", path, (unsigned long long)size, strerror(error));
         return NULL;
     }
     unit = map_unit(path, fd, size, err, errlen);

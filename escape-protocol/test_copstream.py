@@ -347,8 +347,10 @@ def test_library_objects_use_no_libc(build_dir):
                for name in ("encode.o", "decode.o")]
     result = subprocess.run(["nm", "-u"] + objects, capture_output=True,
                             text=True, check=True)
+    # make check-sanitize's objects also call the sanitizers' runtime.
     undefined = {line.split()[-1] for line in result.stdout.splitlines()
-                 if line.strip() and not line.endswith(":")}
+                 if line.strip() and not line.endswith(":")
+                 and not line.split()[-1].startswith(("__asan_", "__ubsan_"))}
     assert undefined <= {"_GLOBAL_OFFSET_TABLE_", "copstream_check",
                          "copstream_fields_check", "copstream_layouts"}
 

@@ -906,7 +906,11 @@ static int command_write(const char *path, const char *name, char **operands,
     if (count < 1)
         return cli_fail(EXIT_USAGE, "write needs a FORMAT");
     wanted = message_conversions(operands[0], conversions, COPLOG_MAX_ARGS);
-    if (wanted != (unsigned)count - 1 || wanted > COPLOG_MAX_ARGS)
+    if (wanted > COPLOG_MAX_ARGS)
+        return cli_fail(EXIT_USAGE, "format '%s' has %u conversions: a record "
+                    "holds at most %d arguments", operands[0], wanted,
+                    COPLOG_MAX_ARGS);
+    if (wanted != (unsigned)count - 1)
         return cli_fail(EXIT_USAGE, "format '%s' takes %u arguments, %d given",
                     operands[0], wanted, count - 1);
     for (unsigned i = 0; i < wanted; i++)

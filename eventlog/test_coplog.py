@@ -232,6 +232,8 @@ def test_manual(coprof_bin):
     (["write", "{log}", "SCHED", "%d %d", "1"], 2,
      ["takes 2 arguments, 1 given"]),
     (["write", "{log}", "SCHED", "%d", "x1"], 2, ["'x1' for %d"]),
+    (["write", "{log}", "SCHED", "%d" * 14] + ["1"] * 14, 2,
+     ["has 14 conversions", "at most 12 arguments"]),
     (["write", "{log}", "NOPE", "hi"], 2, ["no subsystem 'NOPE'"]),
     (["create", "{new}", "A,records=1000"], 1, ["capacity 1000"]),
     (["create", "{new}", "A,bogus"], 2, ["'bogus' is not a subsystem option"]),

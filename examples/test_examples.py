@@ -23,10 +23,12 @@ def test_kernels_default_rounds(run, example):
     assert result.stdout == example_models.kernels(4) + "\n"
 
 
+@pytest.mark.parametrize("count", ["0", "99999999999999999999"])
 @pytest.mark.parametrize("name", ["kernels", "overlays", "pipeline",
                                   "alias"])
-def test_bad_count_is_refused(run, example, name):
-    result = run(example(name), 0)
+def test_bad_count_is_refused(run, example, name, count):
+    """0, and a count strtol cannot hold (it sets errno, ERANGE)."""
+    result = run(example(name), count)
     assert result.returncode == 2
     assert "must be a positive number" in result.stdout
 

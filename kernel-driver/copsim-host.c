@@ -54,6 +54,7 @@ struct copsim_driver {
 	int params_set;
 	int running;
 	struct trace_slot_status at_stop[TRACE_MAX_SLOTS];	/* counters */
+	u32 slots_at_stop;	/* how many of at_stop the last stop filled */
 
 	/* Between a control operation and the hook that carries it out. */
 	enum pending_hook pending;
@@ -224,6 +225,7 @@ static void hook_stop(void *data, const struct copsim_info *info)
 					    sizeof(d->hook_err)) < 0;
 	for (u32 slot = 0; slot < info->n_slots; slot++)
 		trace_slot_status(info->unit, slot, &d->at_stop[slot]);
+	d->slots_at_stop = info->n_slots;
 	release_held(d, held);
 	d->running = 0;
 }
@@ -393,9 +395,10 @@ void copsim_driver_stats(struct copsim_driver *d, struct copdrv_stats *stats,
 	*poll_cpu_ns = copdrv_hosted_poll_cpu_ns(d->os);
 }
 
+/* Reads only the driver's own copy: copsim may be gone by now. */
 void copsim_driver_report_slots(struct copsim_driver *d, FILE *out)
 {
-	for (u32 slot = 0; slot < d->info->n_slots; slot++) {
+	for (u32 slot = 0; slot < d->slots_at_stop; slot++) {
 		const struct trace_slot_status *st = &d->at_stop[slot];
 
 		if (!st->cycles && !st->captures)

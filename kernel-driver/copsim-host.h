@@ -75,7 +75,11 @@ void copsim_driver_stats(struct copsim_driver *driver,
 			 struct copdrv_stats *stats,
 			 unsigned long long *poll_cpu_ns);
 
-/* One line per slot that ran: the trace unit's counters at the last stop. */
+/*
+ * One line per slot that ran: the trace unit's counters at the last stop,
+ * as the driver copied them then, so this may be called after
+ * copsim_destroy() (copsim-run.c reports after the teardown's stop).
+ */
 void copsim_driver_report_slots(struct copsim_driver *driver, FILE *out);
 
 /*

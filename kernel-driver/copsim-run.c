@@ -5,7 +5,8 @@
  *
  * The command is forked first and waits on a pipe: a private copsim serves
  * until its parent_pid ends, and that process must exist before copsim
- * does.  Then copsim is created with its socket in a fresh directory, the
+ * does.  Then copsim is created with its socket in a fresh directory
+ * ($TMPDIR/copsim-run-XXXXXX, or under /tmp), the
  * driver attached and its session started, a thread copies the stream into
  * FILE, and the command is let go with COPSIM_SOCKET naming the socket.
  * When it ends, copsim_serve() returns and copsim is torn down: its clients'
@@ -15,6 +16,7 @@
  * directory.
  */
 #include "kernel-driver/copsim-host.h"
+#include "sdk/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +33,10 @@
 #define EXIT_CANNOT_RUN	126
 #define EXIT_NOT_FOUND	127
 #define SOCKET_NAME	"copsim.sock"
+#define DIR_NAME	"copsim-run"
+/* The longest $TMPDIR under which the socket's path still fits. */
+#define TMPDIR_MAX	(sizeof(((struct sockaddr_un *)0)->sun_path) - \
+			 sizeof("/" DIR_NAME "-XXXXXX/" SOCKET_NAME))
 
 struct stream_copy {
 	int fd;
@@ -180,7 +187,7 @@ int copsim_driver_run_command(const struct copsim_config *base,
 			      const struct copsim_run_session *session,
 			      const char *stream_path, char *const command[])
 {
-	char dir[] = "/tmp/copsim-run-XXXXXX";
+	char dir[TMPDIR_MAX + sizeof("/" DIR_NAME "-XXXXXX")];
 	char socket[sizeof(dir) + sizeof(SOCKET_NAME)];
 	struct copsim_config config = *base;
 	struct stream_copy copy = { .fd = -1, .path = stream_path };
@@ -196,7 +203,7 @@ int copsim_driver_run_command(const struct copsim_config *base,
 			strerror(errno));
 		return EXIT_FAILED;
 	}
-	if (!mkdtemp(dir)) {
+	if (cli_make_temp_dir(dir, sizeof(dir), DIR_NAME, TMPDIR_MAX) < 0) {
 		fprintf(stderr, "copsim: %s: %s\n", dir, strerror(errno));
 		fclose(copy.out);
 		return EXIT_FAILED;

@@ -89,8 +89,10 @@ static int print_rate(const char *period, const char *frequency,
     if (lfsr_parse_hz(clock, &clock_hz) != 0 || !(clock_hz > 0))
         return cli_fail(EXIT_USAGE, "clock '%s' is not a positive frequency such as 1e9 or "
                     "800MHz", clock);
-    if (depth_text && (lfsr_parse_count(depth_text, &depth) != 0 ||
-                       depth < 1 || depth > UINT32_MAX))
+    if (depth_text && lfsr_parse_count(depth_text, &depth) != 0)
+        return cli_fail(EXIT_USAGE, "FIFO depth '%s' is not a number: valid depths are 1 to "
+                    "%u", depth_text, UINT32_MAX);
+    if (depth_text && (depth < 1 || depth > UINT32_MAX))
         return cli_fail(EXIT_USAGE, "FIFO depth '%s' is out of range: valid depths are 1 to "
                     "%u", depth_text, UINT32_MAX);
 

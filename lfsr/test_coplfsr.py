@@ -61,7 +61,9 @@ def test_frequency(coprof_bin):
     (["--period", "50us", "--clock-hz", "x"], ["clock 'x'"]),
     (["--frequency", "10GHz", "--clock-hz", "1e9"], ["frequency 10GHz", "valid"]),
     (["--period", "50us", "--clock-hz", "1e9", "--fifo-depth", "0"],
-     ["FIFO depth '0'", "1 to"]),
+     ["FIFO depth '0'", "out of range", "1 to"]),
+    (["--period", "50us", "--clock-hz", "1e9", "--fifo-depth", "abc"],
+     ["FIFO depth 'abc'", "not a number", "1 to"]),
 ])
 def test_errors(coprof_bin, args, words):
     result = run(coprof_bin, *args)

@@ -23,6 +23,18 @@
 #                   so their own #include "FOLDER/x.h" lines resolve with
 #                   -I$(PREFIX)/include/coprof
 #
+# `make check-sanitize` runs this file with BUILD=build-sanitize SANITIZE=1:
+# every object and program is built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (SAN_FLAGS), except what is loaded into a
+# process the project does not build: the QEMU plugin runs inside
+# qemu-system-riscv32, which has no ASan runtime and must not get one
+# preloaded (its own allocations and exit-time leaks are not ours), so the
+# plugin's objects are compiled apart, into PLUGIN_OBJ, with UBSan alone
+# (PLUGIN_SAN_FLAGS, and PLUGIN_LDFLAGS to link it; libubsan loads into
+# any process).  The trace unit's code in the plugin is the same
+# trace-unit.c that the ASan-built tools and tests link.  In a normal build
+# PLUGIN_OBJ is OBJ and PLUGIN_LDFLAGS is LDFLAGS.
+#
 # Objects go to build/obj/FOLDER/FILE.o from FOLDER/FILE.c by one pattern
 # rule, with header dependencies tracked by -MMD.  A fragment that needs extra
 # flags for its objects sets them as target-specific variables, e.g.
@@ -49,6 +61,21 @@ CFLAGS   := -std=gnu11 -O2 -g -fPIC -pthread -Wall -Wextra -Wshadow \
             -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 LDFLAGS  := -pthread
 
+SANITIZE ?=
+ifeq ($(SANITIZE),1)
+  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
+               -fno-omit-frame-pointer
+  PLUGIN_SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all
+  PLUGIN_OBJ := $(BUILD)/obj-plugin
+else
+  SAN_FLAGS :=
+  PLUGIN_SAN_FLAGS :=
+  PLUGIN_OBJ := $(OBJ)
+endif
+PLUGIN_LDFLAGS = $(filter-out $(SAN_FLAGS),$(LDFLAGS)) $(PLUGIN_SAN_FLAGS)
+CFLAGS  += $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
+
 GLIB_CFLAGS   := $(shell pkg-config --cflags glib-2.0)
 GLIB_LIBS     := $(shell pkg-config --libs glib-2.0)
 ELF_CFLAGS    := $(shell pkg-config --cflags libelf)
@@ -64,6 +91,12 @@ else
   say = @printf '  %-6s %s\n' $(1) $(2);
 endif
 
+# Coprocessor programs (sdk/cop.mk) go into this build folder too.
+COP_BIN := $(BIN)
+COP_OBJ := $(OBJ)/cop
+COP_LIB := $(LIB)/cop
+COP_OUT := $(BUILD)/examples
+
 ALL_TARGETS :=
 GTESTS :=
 PYTESTS := tests
@@ -75,7 +108,8 @@ INSTALL_LIBS :=
 INSTALL_PKGCONFIG :=
 INSTALL_HEADERS :=
 
-.PHONY: all check check-faults bench install fuzz demo clean-build
+.PHONY: all check check-faults check-sanitize bench install fuzz demo \
+        clean-build
 all: build-all
 
 include $(sort $(wildcard */module.mk))
@@ -88,6 +122,15 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+ifneq ($(PLUGIN_OBJ),$(OBJ))
+$(PLUGIN_OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) \
+		$(filter-out $(SAN_FLAGS),$(CFLAGS)) $(PLUGIN_SAN_FLAGS) \
+		-MMD -MP -c $< -o $@
+-include $(shell find $(PLUGIN_OBJ) -name '*.d' 2>/dev/null)
+endif
+
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
 check: build-all $(GTESTS)
@@ -97,6 +140,22 @@ check: build-all $(GTESTS)
 check-faults: build-all
 	$(Q)$(PYTHON) tests/runner.py --build $(BUILD) \
 		--log-dir $(BUILD)/test-logs-faults --pytest $(FAULT_PYTESTS)
+
+# Every report of a sanitizer goes to a file of SAN_LOGS (not to the
+# stderr that tests read), and the runner counts each file as a failure.
+# Leaks are reported too.  verify_asan_link_order=0: the tests also link
+# libcop.so (built with ASan here) into host programs they compile with a
+# plain gcc, which then load the ASan runtime after libc.
+SAN_LOGS := $(BUILD)/sanitizer-logs
+check-sanitize: build-all $(GTESTS)
+ifneq ($(SANITIZE),1)
+	$(error check-sanitize needs SANITIZE=1: run make check-sanitize)
+endif
+	$(Q)rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
+	$(Q)ASAN_OPTIONS=log_path=$(abspath $(SAN_LOGS))/asan:detect_leaks=1:verify_asan_link_order=0 \
+	UBSAN_OPTIONS=log_path=$(abspath $(SAN_LOGS))/ubsan:print_stacktrace=1:halt_on_error=1 \
+	$(PYTHON) tests/runner.py --build $(BUILD) --sanitizer-logs $(SAN_LOGS) \
+		--gtest $(GTESTS) --pytest $(PYTESTS)
 
 bench: build-all $(BENCHES)
 	$(Q)set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done

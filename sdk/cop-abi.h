@@ -36,6 +36,17 @@
 #define COP_LS_SIZE         0x00040000u     /* 256 KiB */
 #define COP_LS_END          (COP_LS_BASE + COP_LS_SIZE)
 
+/*
+ * What the loader requires of every segment: an address on a word (the
+ * instructions are 4 bytes, there is no C extension; code placed off a
+ * word traps at once, and the trap handler with it), and to end at least
+ * COP_STACK_LEAST bytes below COP_LS_END, where the stack grows down from
+ * (a .bss over the stack would be cleared, and written, by the stack).
+ * cop.ld keeps COP_STACK_MIN, 16 KiB by default, free.
+ */
+#define COP_SEGMENT_ALIGN   4u
+#define COP_STACK_LEAST     0x1000u         /* 4 KiB */
+
 /* The boot block: written by the loader, read by crt0 (struct below). */
 #define COP_BOOT_BASE       0x80040000u
 #define COP_BOOT_SIZE       0x00001000u     /* 4 KiB */
@@ -79,8 +90,14 @@ struct cop_boot_block {
     uint32_t data_size;     /* COP_DATA_SIZE */
     uint32_t argc;
     uint32_t argv_addr;     /* guest address of argv[0] */
-    uint32_t reserved[8];   /* zero */
+    uint32_t started;       /* 0 from the loader; COP_BOOT_STARTED once
+                               the runtime has checked the block */
+    uint32_t reserved[7];   /* zero */
 };
+
+/* What the runtime writes into `started`: a runner (cop-run) that finds
+ * it still 0 when QEMU has exited knows the program never ran. */
+#define COP_BOOT_STARTED    0x4e555243u     /* "CRUN" */
 
 #define COP_BOOT_ARGS_OFFSET 64u    /* where argv[] starts in the block */
 

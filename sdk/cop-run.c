@@ -27,7 +27,9 @@
  * full is dropped and counted, or with --fifo-full stall waits for the
  * consumer.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
- * that cannot run with 126 (127 when not installed), as env(1) does.
+ * that cannot run with 126 (127 when not installed), as env(1) does.  A
+ * QEMU that ends without having started the program (the runtime marks the
+ * boot block when it starts) is such a QEMU too, with one line saying so.
  *
  * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
  * entry in long_options, one case in parse_options and one line in usage().
@@ -75,7 +77,8 @@ static void usage(FILE *out)
         "under qemu-system-riscv32 -M virt, with argv = {IMAGE, ARGS...}.\n"
         "The program's console goes to standard output and its exit status\n"
         "becomes cop-run's.  cop-run's own errors exit with 125; a QEMU that\n"
-        "cannot run exits with 126, or 127 when it is not installed.\n"
+        "cannot run, or ends before the program starts, exits with 126, or\n"
+        "127 when it is not installed.\n"
         "\n"
         "  -r, --ram-file F    use the file F as guest RAM and keep it after\n"
         "                      the run, to read the local store and the\n"
@@ -265,7 +268,17 @@ struct traced {
 };
 
 /* Runs QEMU; with a trace unit, drains its FIFO until QEMU ends. */
-static int run_qemu(const struct cop_argv *command, struct traced *trace)
+/* Whether the runtime ever ran: it marks the boot block at its start. */
+static int program_started(const struct cop_ram *ram)
+{
+    const volatile struct cop_boot_block *boot =
+        cop_ram_at(ram, COP_BOOT_BASE, sizeof(*boot));
+
+    return boot->started == COP_BOOT_STARTED;
+}
+
+static int run_qemu(const struct cop_argv *command, const struct cop_ram *ram,
+                    struct traced *trace)
 {
     struct cop_error err;
     char reason[512];
@@ -280,6 +293,10 @@ static int run_qemu(const struct cop_argv *command, struct traced *trace)
         cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
+        if (!program_started(ram))
+            return cli_fail(EXIT_CANNOT_EXEC, "%s exited with status %d "
+                            "before the program started", command->argv[0],
+                            status);
         return status;
     case 1:
         cli_fail(0, "%s", err.message);
@@ -348,7 +365,7 @@ static int run_traced(const struct run_options *opts,
         trace_run_end(&trace.run);
         return EXIT_RUN_FAILED;
     }
-    status = run_qemu(command, &trace);
+    status = run_qemu(command, ram, &trace);
     close_output(opts->samples_out, trace.samples, &status);
     close_output(opts->events_out, trace.events, &status);
     trace_run_report(&trace.run, stderr);
@@ -396,7 +413,7 @@ static int run(const struct run_options *opts)
     else if (opts->sample_every && !opts->no_trace)
         status = run_traced(opts, &image, &ram, &command);
     else
-        status = run_qemu(&command, NULL);
+        status = run_qemu(&command, &ram, NULL);
     cop_argv_free(&command);
     cop_ram_close(&ram);
     cop_image_release(&image);

@@ -128,6 +128,19 @@ static int check_segment(const struct cop_image *image, size_t n,
                       seg->vaddr, seg->memsz, COP_LS_BASE, COP_LS_END);
         return -1;
     }
+    if (seg->vaddr % COP_SEGMENT_ALIGN != 0) {
+        cop_error_set(err, "%s: segment %zu at 0x%08x is not aligned to %u "
+                      "bytes", image->label, n, seg->vaddr,
+                      COP_SEGMENT_ALIGN);
+        return -1;
+    }
+    if (seg->vaddr + seg->memsz > COP_LS_END - COP_STACK_LEAST) {
+        cop_error_set(err, "%s: segment %zu (0x%08x..0x%08x) covers the "
+                      "stack: at least %u bytes below 0x%08x must stay free",
+                      image->label, n, seg->vaddr, seg->vaddr + seg->memsz,
+                      COP_STACK_LEAST, COP_LS_END);
+        return -1;
+    }
     if (seg->overlay && (seg->filesz != seg->memsz || seg->memsz == 0)) {
         cop_error_set(err, "%s: overlay segment %zu must have equal, nonzero "
                       "file and memory sizes (%u, %u)", image->label, n,

@@ -36,14 +36,15 @@ static int map_ram(struct cop_ram *ram, const char *label,
     return 0;
 }
 
-static int open_named(struct cop_ram *ram, const char *path,
+/* flags: O_TRUNC for a file that may exist, O_EXCL for a new one. */
+static int open_named(struct cop_ram *ram, const char *path, int flags,
                       struct cop_error *err)
 {
     if (strlen(path) >= sizeof(ram->path)) {
         cop_error_set(err, "%s: path too long", path);
         return -1;
     }
-    ram->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ram->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | flags, 0600);
     if (ram->fd < 0) {
         cop_error_set(err, "%s: %s", path, strerror(errno));
         return -1;
@@ -65,16 +66,33 @@ static int open_anonymous(struct cop_ram *ram, struct cop_error *err)
     return 0;
 }
 
-int cop_ram_create(struct cop_ram *ram, const char *path,
-                   struct cop_error *err)
+/*
+ * Sizes the new file with every page reserved: a full file system or tmpfs
+ * is an error here rather than a SIGBUS when the loader or the guest first
+ * touches a page of a sparse file.
+ */
+static int reserve_ram(struct cop_ram *ram, const char *label,
+                       struct cop_error *err)
+{
+    int error = posix_fallocate(ram->fd, 0, COP_RAM_SIZE);
+
+    if (!error)
+        return 0;
+    cop_error_set(err, "%s: cannot reserve %u MiB of guest RAM: %s", label,
+                  COP_RAM_SIZE >> 20, strerror(error));
+    errno = error;
+    return -1;
+}
+
+static int create_ram(struct cop_ram *ram, const char *path, int flags,
+                      struct cop_error *err)
 {
     memset(ram, 0, sizeof(*ram));
     ram->fd = -1;
-    if ((path ? open_named(ram, path, err) : open_anonymous(ram, err)) < 0)
+    if ((path ? open_named(ram, path, flags, err)
+              : open_anonymous(ram, err)) < 0)
         return -1;
-    if (ftruncate(ram->fd, COP_RAM_SIZE) < 0) {
-        cop_error_set(err, "%s: cannot size to %u bytes: %s", ram->path,
-                      COP_RAM_SIZE, strerror(errno));
+    if (reserve_ram(ram, path ? ram->path : "guest RAM (memfd)", err) < 0) {
         cop_ram_close(ram);
         return -1;
     }
@@ -83,6 +101,18 @@ int cop_ram_create(struct cop_ram *ram, const char *path,
         return -1;
     }
     return 0;
+}
+
+int cop_ram_create(struct cop_ram *ram, const char *path,
+                   struct cop_error *err)
+{
+    return create_ram(ram, path, O_TRUNC, err);
+}
+
+int cop_ram_create_new(struct cop_ram *ram, const char *path,
+                       struct cop_error *err)
+{
+    return create_ram(ram, path, O_EXCL | O_NOFOLLOW, err);
 }
 
 int cop_ram_attach(struct cop_ram *ram, const char *path,

@@ -44,6 +44,14 @@ struct cop_ram {
 int cop_ram_create(struct cop_ram *ram, const char *path,
                    struct cop_error *err);
 
+/*
+ * The same for a path that must not exist: it is created with O_EXCL (and
+ * O_NOFOLLOW), so nothing already there, a symbolic link planted in a
+ * directory others can write included, is opened or truncated.
+ */
+int cop_ram_create_new(struct cop_ram *ram, const char *path,
+                       struct cop_error *err);
+
 /* Maps an existing RAM file (of COP_RAM_SIZE bytes) to read it. */
 int cop_ram_attach(struct cop_ram *ram, const char *path,
                    struct cop_error *err);

@@ -180,6 +180,20 @@ static void segment_outside_ls(struct image_file *f)
     program_header(f, find_load(f, 0, 1))->p_vaddr = COP_LS_END - 4;
 }
 
+/* The code moved by 2 bytes, as in an image placed at 0x80000162. */
+static void segment_unaligned(struct image_file *f)
+{
+    program_header(f, find_load(f, 0, 1))->p_vaddr += 2;
+}
+
+/* The data segment's .bss grown up to the top of the LS. */
+static void bss_over_stack(struct image_file *f)
+{
+    Elf32_Phdr *ph = program_header(f, find_load(f, 0, 2));
+
+    ph->p_memsz = COP_LS_END - ph->p_vaddr;
+}
+
 static void filesz_over_memsz(struct image_file *f)
 {
     Elf32_Phdr *ph = program_header(f, find_load(f, 0, 0));
@@ -250,6 +264,8 @@ static const struct fault faults[] = {
     {"shstrndx", shstrndx_bad, "section-name string table"},
     {"segment-end", segment_past_end, "extends past the end of the file"},
     {"segment-ls", segment_outside_ls, "outside the local store"},
+    {"segment-align", segment_unaligned, "is not aligned to 4 bytes"},
+    {"bss-stack", bss_over_stack, "covers the stack"},
     {"filesz", filesz_over_memsz, "more file bytes"},
     {"overlap", overlay_not_flagged, "overlaps"},
     {"overlay-size", overlay_sizes_differ, "equal, nonzero file and memory"},
@@ -458,6 +474,36 @@ static void test_ram_file_and_attach(void)
     g_free(dir);
 }
 
+/* cop_ram_create_new never opens what is already there: a file, or a
+ * symbolic link to one, which stays as it was. */
+static void test_ram_create_new(void)
+{
+    char *dir = g_dir_make_tmp("test-loader-XXXXXX", NULL);
+    char *victim = g_build_filename(dir, "victim", NULL);
+    char *link = g_build_filename(dir, "ram", NULL);
+    struct cop_ram ram;
+    struct cop_error err;
+    gchar *text;
+
+    g_assert_true(g_file_set_contents(victim, "precious", 8, NULL));
+    g_assert_cmpint(symlink(victim, link), ==, 0);
+    g_assert_cmpint(cop_ram_create_new(&ram, link, &err), ==, -1);
+    g_assert_nonnull(strstr(err.message, "File exists"));
+    g_assert_cmpint(cop_ram_create_new(&ram, victim, &err), ==, -1);
+    g_assert_true(g_file_get_contents(victim, &text, NULL, NULL));
+    g_assert_cmpstr(text, ==, "precious");
+    g_free(text);
+    g_unlink(link);
+    g_assert_cmpint(cop_ram_create_new(&ram, link, &err), ==, 0);
+    cop_ram_close(&ram);
+    g_unlink(link);
+    g_unlink(victim);
+    g_rmdir(dir);
+    g_free(link);
+    g_free(victim);
+    g_free(dir);
+}
+
 static void test_arguments_too_long(void)
 {
     char *path = image_path(PLAIN_IMAGE);
@@ -587,6 +633,7 @@ int main(int argc, char **argv)
     g_test_add_func("/image/random-corruption", test_random_corruption);
     g_test_add_func("/ram/load", test_ram_load);
     g_test_add_func("/ram/file-and-attach", test_ram_file_and_attach);
+    g_test_add_func("/ram/create-new", test_ram_create_new);
     g_test_add_func("/ram/arguments-too-long", test_arguments_too_long);
     g_test_add_func("/qemu/command", test_qemu_command);
     g_test_add_func("/qemu/spawn-and-wait", test_spawn_and_wait);

@@ -17,6 +17,10 @@ line that raised (else the end of its traceback), for a GTest its TAP
 output since the previous result (the assertion GLib printed), for a
 GTest program that crashed or timed out the last lines it printed.  Full
 output of each program is kept under build/test-logs/.
+
+Under `make check-sanitize` every sanitizer report goes to a file of the
+folder given by --sanitizer-logs; each such file counts as one failed test,
+named by the file and the report's first line.
 """
 
 import argparse
@@ -161,6 +165,19 @@ def run_pytest(paths, build, logdir, env, tally):
     print("  %-28s %d run" % ("pytest", run))
 
 
+def count_sanitizer_reports(folder, tally):
+    """One failure per report file that ASan or UBSan left in folder, its
+    first lines as the reason."""
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        with open(path, errors="replace") as f:
+            lines = [line.rstrip() for line in f
+                     if line.strip() and not line.startswith("=")]
+        first = lines[0].strip() if lines else ""
+        tally.fail("sanitizer %s: %s" % (path, first),
+                   lines[1:REASON_LINES + 1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build",
@@ -172,6 +189,9 @@ def main():
                         help="GTest programs to run")
     parser.add_argument("--pytest", nargs="*", default=[], metavar="PATH",
                         help="files or folders of pytest tests")
+    parser.add_argument("--sanitizer-logs", metavar="DIR",
+                        help="count each sanitizer report file in DIR "
+                             "as a failure")
     args = parser.parse_args()
 
     build = os.path.abspath(args.build)
@@ -187,6 +207,8 @@ def main():
     if args.pytest:
         run_pytest(args.pytest, build, logdir, env, tally)
 
+    if args.sanitizer_logs:
+        count_sanitizer_reports(args.sanitizer_logs, tally)
     for name, reason in tally.failures:
         print("FAILED " + name)
         for line in reason:

@@ -390,4 +390,5 @@ def test_copsim_counts_dir_must_exist(coprof_bin, tmp_path):
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == \
-        ["copsim: %s: No such file or directory" % (tmp_path / "nowhere")]
+        ["copsim: --exact-counts %s: No such file or directory"
+         % (tmp_path / "nowhere")]

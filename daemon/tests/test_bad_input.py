@@ -31,11 +31,12 @@ def stream_of(image, ident, contexts=3, groups=10, path=None):
     return w
 
 
-def replay(coprofd, w, tmp_path, *options):
+def replay(coprofd, w, tmp_path, *options, **kw):
     stream = tmp_path / "stream.bin"
     stream.write_bytes(w.bytes())
     session = tmp_path / "session"
-    result = coprofd("--replay", stream, "--session-dir", session, *options)
+    result = coprofd("--replay", stream, "--session-dir", session, *options,
+                     **kw)
     return result, str(session)
 
 
@@ -93,11 +94,55 @@ def test_changed_image_is_never_used(coprofd, test_image, tmp_path, change):
                                % copy)
     expected = {"rewritten": "content hash", "replaced": "inode",
                 "grown": "size"}[change]
-    assert expected in lines[0]
+    assert "(its %s differs)" % expected in lines[0]
     assert_kept_raw(session, w.samples)
     db = open_session(session)
     assert db.execute("SELECT status, cache_file FROM images").fetchone() == (
         "changed", None)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_image_that_is_not_a_regular_file(coprofd, test_image, tmp_path,
+                                          kind):
+    """A stream naming a FIFO (whose open used to wait for a writer
+    forever), a directory or a device: one line, samples kept raw."""
+    path = tmp_path / "image"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path = "/dev/zero"
+    w = stream_of(str(path), identity(test_image("overlays.elf")))
+    result, session = replay(coprofd, w, tmp_path, timeout=60)
+    assert result.returncode == 0
+    line, = result.stderr.splitlines()
+    assert line.startswith("coprofd: %s: cannot open: not a regular file"
+                           % path)
+    assert_kept_raw(session, w.samples)
+
+
+@pytest.mark.parametrize("forged", ["device", "inode", "size", "hash"])
+def test_forged_identity_tells_nothing_of_the_file(coprofd, test_image,
+                                                    tmp_path, forged):
+    """A stream naming a file its writer cannot read (mode 000) with an
+    identity of its own: coprofd says the file is not the one the context
+    ran, and nothing of the file's inode, size or content hash."""
+    secret = tmp_path / "secret.elf"
+    shutil.copy(test_image("overlays.elf"), secret)
+    real = identity(secret)
+    secret.chmod(0)
+    ident = dict(real)
+    ident[forged] = {"device": real["device"] + 1,
+                     "inode": real["inode"] + 1, "size": real["size"] + 1,
+                     "hash": real["hash"] ^ 1}[forged]
+    result, _ = replay(coprofd, stream_of(str(secret), ident), tmp_path)
+    assert result.returncode == 0
+    line, = result.stderr.splitlines()
+    assert line.startswith("coprofd: %s: " % secret)
+    for value in (real["inode"], real["size"], real["device"]):
+        assert str(value) not in line
+    assert "%016x" % real["hash"] not in line
 
 
 def test_image_without_path(coprofd, test_image, tmp_path):
@@ -182,11 +227,28 @@ def test_help_reads_like_a_manual(coprofd):
      "not 0..60000 ms"),
     (["--session-dir", "d", "--input-fd", "x"], "not a descriptor"),
     (["--session-dir", "d", "--replay", "a", "extra"], "unexpected argument"),
+    (["--session-dir", "", "--replay", "a"], "--session-dir '': an empty"),
 ])
 def test_usage_errors(coprofd, tmp_path, args, message):
     result = coprofd(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_only_descriptor(coprofd, tmp_path):
+    """--input-fd naming the writing end of a pipe: one line, at once
+    (it used to wait forever for a stream that could never come)."""
+    reading, writing = os.pipe()
+    try:
+        result = coprofd("--input-fd", writing, "--session-dir",
+                         tmp_path / "s", pass_fds=(writing,), timeout=60)
+    finally:
+        os.close(reading)
+        os.close(writing)
+    assert result.returncode == 1
+    assert result.stderr == ("coprofd: %d: cannot read: open for writing "
+                             "only\n" % writing)
 
 
 def test_missing_stream(coprofd, tmp_path):

@@ -109,6 +109,9 @@ struct copsim {
     int listen_fd;
     int wake_pipe[2];               /* copsim_shutdown() writes here */
     int parent_fd;                  /* pidfd of a private copsim's parent */
+    int started;                    /* copsim_create() succeeded */
+    int made_state_dir;             /* this copsim made state_dir */
+    int made_images_dir;            /* ... and images_dir */
     struct trace_unit *unit;
     struct schedlog log;
     struct scheduler sched;

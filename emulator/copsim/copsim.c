@@ -36,12 +36,15 @@
 #define STACK_TEXT_MAX  1000    /* what one event-log string holds */
 
 /* Makes dir (mode 0700) unless it exists; an existing one must be this
- * user's own, a real directory nobody else can write (safe-file.h). */
-static int make_private_dir(const char *dir, char *err, size_t errlen)
+ * user's own, a real directory nobody else can write (safe-file.h).
+ * *created says whether this call made it. */
+static int make_private_dir(const char *dir, int *created, char *err,
+                            size_t errlen)
 {
     int fd;
 
-    if (mkdir(dir, SAFE_DIR_MODE) < 0 && errno != EEXIST) {
+    *created = mkdir(dir, SAFE_DIR_MODE) == 0;
+    if (!*created && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
         return -1;
     }
@@ -88,8 +91,10 @@ static int choose_paths(struct copsim *sim, char *err, size_t errlen)
     sim->regs_path = g_build_filename(sim->state_dir, REGS_NAME, NULL);
     sim->event_log_path = config_log ? g_strdup(config_log)
                           : g_build_filename(sim->state_dir, LOG_NAME, NULL);
-    if (make_private_dir(sim->state_dir, err, errlen) < 0
-        || make_private_dir(sim->images_dir, err, errlen) < 0)
+    if (make_private_dir(sim->state_dir, &sim->made_state_dir, err,
+                         errlen) < 0
+        || make_private_dir(sim->images_dir, &sim->made_images_dir, err,
+                            errlen) < 0)
         return -1;
     return 0;
 }
@@ -147,22 +152,40 @@ static int start_scheduler(struct copsim *sim, char *err, size_t errlen)
     return scheduler_start(&sim->sched, err, errlen);
 }
 
-/* --exact-counts DIR must be a directory we can write in. */
+/* An option's DIR must be a directory we can write in. */
+static int check_writable_dir(const char *option, const char *dir, char *err,
+                              size_t errlen)
+{
+    struct stat st;
+
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s %s: not a directory", option, dir);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) < 0) {
+        snprintf(err, errlen, "%s %s: %s", option, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The guest RAM files' directory, checked now rather than at the first
+ * context. */
+static int check_ram_dir(struct copsim *sim, char *err, size_t errlen)
+{
+    const char *dir = sim->config.ram_dir;
+
+    return dir ? check_writable_dir("--ram-dir", dir, err, errlen) : 0;
+}
+
 static int check_counts_dir(struct copsim *sim, char *err, size_t errlen)
 {
     const char *dir = sim->config.exact_counts_dir;
-    struct stat st;
 
     if (!dir)
         return 0;
-    if (stat(dir, &st) < 0 || access(dir, W_OK | X_OK) < 0) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    if (check_writable_dir("--exact-counts", dir, err, errlen) < 0)
         return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", dir);
-        return -1;
-    }
     sim->counts_dir = realpath(dir, NULL);   /* QEMU may run elsewhere */
     if (!sim->counts_dir) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -201,6 +224,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     sim->context_used = calloc(sim->config.n_contexts, 1);
     if (!sim->context_used || choose_paths(sim, err, errlen) < 0
         || find_plugin(sim, err, errlen) < 0
+        || check_ram_dir(sim, err, errlen) < 0
         || check_counts_dir(sim, err, errlen) < 0
         || server_check_unused(sim, err, errlen) < 0
         || create_register_file(sim, err, errlen) < 0
@@ -214,6 +238,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     }
     schedlog_start(&sim->log, sim->config.n_slots, sim->config.slice_cycles,
                    sim->config.nominal_hz);
+    sim->started = 1;
     return sim;
 }
 
@@ -230,12 +255,16 @@ void copsim_shutdown(struct copsim *sim)
         return;     /* the pipe is full: a shutdown is pending already */
 }
 
-/* A private copsim leaves nothing behind: its image copies, its default
+/*
+ * A private copsim leaves nothing behind: its image copies, its default
  * event log and its state directory go (a directory someone else put files
- * in stays). */
+ * in stays).  One that did not start owns none of them (the state
+ * directory may be another copsim's, serving): it removes only the
+ * directories it made itself.
+ */
 static void remove_private_state(struct copsim *sim)
 {
-    GDir *dir = g_dir_open(sim->images_dir, 0, NULL);
+    GDir *dir = sim->started ? g_dir_open(sim->images_dir, 0, NULL) : NULL;
     const char *name;
 
     while (dir && (name = g_dir_read_name(dir))) {
@@ -246,10 +275,12 @@ static void remove_private_state(struct copsim *sim)
     }
     if (dir)
         g_dir_close(dir);
-    rmdir(sim->images_dir);
-    if (!sim->config.event_log_path)
+    if (sim->started || sim->made_images_dir)
+        rmdir(sim->images_dir);
+    if (sim->started && !sim->config.event_log_path)
         unlink(sim->event_log_path);
-    rmdir(sim->state_dir);
+    if (sim->started || sim->made_state_dir)
+        rmdir(sim->state_dir);
 }
 
 void copsim_destroy(struct copsim *sim)
@@ -339,27 +370,30 @@ static void give_block(struct copsim *sim, uint32_t block)
     pthread_mutex_unlock(&sim->lock);
 }
 
-/* The RAM file, with every page reserved now. */
+/*
+ * The RAM file, with every page reserved now.  In --ram-dir it is made new
+ * (cop_ram_create_new): a file of the same name, left by a copsim that
+ * died or planted there, is removed first and never written through.
+ */
 static int create_ram(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen)
 {
     char path[COPSIM_PATH_MAX];
     struct cop_error cerr;
-    int error;
+    int status;
 
-    if (sim->config.ram_dir)
+    if (sim->config.ram_dir) {
         snprintf(path, sizeof(path), "%s/ram-%" PRIu64, sim->config.ram_dir,
                  c->info.id);
-    if (cop_ram_create(&c->ram, sim->config.ram_dir ? path : NULL, &cerr) < 0) {
-        snprintf(err, errlen, "%s", cerr.message);
-        return -1;
+        unlink(path);
+        status = cop_ram_create_new(&c->ram, path, &cerr);
+    } else {
+        status = cop_ram_create(&c->ram, NULL, &cerr);
     }
-    error = posix_fallocate(c->ram.fd, 0, COP_RAM_SIZE);
-    if (error) {
-        snprintf(err, errlen, "%s: cannot reserve %u MiB of guest RAM: %s",
-                 sim->config.ram_dir ? c->ram.path : "guest RAM (memfd)",
-                 COP_RAM_SIZE >> 20, strerror(error));
-        cop_ram_close(&c->ram);
+    if (status < 0) {
+        int error = errno;
+
+        snprintf(err, errlen, "%s", cerr.message);
         if (sim->config.ram_dir)
             unlink(path);
         errno = error;

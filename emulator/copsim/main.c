@@ -24,6 +24,7 @@
 #include "sdk/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,8 +89,9 @@ static void usage(FILE *out)
         "  -d, --state-dir DIR   register file (copsim.regs) and copies of\n"
         "                        anonymous images (images/) (default: the\n"
         "                        socket's directory)\n"
-        "  -r, --ram-dir DIR     guest RAM files in DIR (default: anonymous\n"
-        "                        memory files)\n"
+        "  -r, --ram-dir DIR     guest RAM files in DIR, an existing\n"
+        "                        directory (default: anonymous memory\n"
+        "                        files)\n"
         "      --contexts N      contexts in the register file: the most\n"
         "                        that exist at once (default %u)\n"
         "      --fifo-depth N    entries per slot FIFO, a power of two\n"
@@ -110,7 +112,9 @@ static void usage(FILE *out)
         "                        DIR/context-ID.counts (docs/trace-unit.md)\n"
         "      --private PID     stop when process PID ends, leaving nothing\n"
         "                        behind (libcop's private copsim)\n"
-        "      --ready-fd FD     write \"ready\\n\" to FD once serving\n"
+        "      --ready-fd FD     write \"ready\\n\" to FD once serving; FD\n"
+        "                        must be open for writing, and copsim\n"
+        "                        stops if the write fails\n"
         "  -h, --help            show this help\n"
         "\n"
         "emulator/copsim/README.md describes the socket protocol and the\n"
@@ -185,6 +189,22 @@ static int parse_event(const char *text, uint32_t *count)
     return 0;
 }
 
+/* --ready-fd FD must be open for writing, checked before copsim starts. */
+static int check_ready_fd(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0) {
+        cli_fail(EXIT_USAGE, "--ready-fd %d: %s", fd, strerror(errno));
+        return -1;
+    }
+    if ((flags & O_ACCMODE) == O_RDONLY) {
+        cli_fail(EXIT_USAGE, "--ready-fd %d: open for reading only", fd);
+        return -1;
+    }
+    return 0;
+}
+
 /* Returns 0, or -1 after a message. */
 static int parse_option(int c, const char *arg, struct options *opts)
 {
@@ -240,7 +260,8 @@ static int parse_option(int c, const char *arg, struct options *opts)
         config->parent_pid = (pid_t)number;
         return 0;
     case 'f':
-        if (parse_number("--ready-fd", arg, 0, INT32_MAX, &number) < 0)
+        if (parse_number("--ready-fd", arg, 0, INT32_MAX, &number) < 0
+            || check_ready_fd((int)number) < 0)
             return -1;
         opts->ready_fd = (int)number;
         return 0;
@@ -371,15 +392,21 @@ static void install_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-static void announce_ready(int fd)
+/* 0, or -1 after a message: whoever waits for "ready" would wait forever,
+ * so copsim must not serve. */
+static int announce_ready(int fd)
 {
     static const char ready[] = "ready\n";
+    int status = 0;
 
     if (fd < 0)
-        return;
-    if (write(fd, ready, sizeof(ready) - 1) < 0)
+        return 0;
+    if (write(fd, ready, sizeof(ready) - 1) != (ssize_t)sizeof(ready) - 1) {
         cli_fail(1, "--ready-fd %d: %s", fd, strerror(errno));
+        status = -1;
+    }
     close(fd);
+    return status;
 }
 
 /* The one-command mode: the terminal's ^C reaches the command, which ends,
@@ -415,8 +442,9 @@ int main(int argc, char **argv)
         copsim_destroy(running);
         return 1;
     }
-    announce_ready(opts.ready_fd);
-    status = copsim_serve(running);
+    status = announce_ready(opts.ready_fd);
+    if (status == 0)
+        status = copsim_serve(running);
     copsim_destroy(running);
     copsim_driver_free(driver);
     running = NULL;

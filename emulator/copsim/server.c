@@ -58,15 +58,31 @@ static int socket_address(const char *path, struct sockaddr_un *addr,
     return 0;
 }
 
+/*
+ * Only a stale socket is removed: one nobody listens on (connection
+ * refused), left by a copsim that died.  Anything else at the path (a
+ * file, a directory, a symbolic link, a socket that answers or that cannot
+ * be tried) is refused and left alone.
+ */
 int server_check_unused(struct copsim *sim, char *err, size_t errlen)
 {
     struct sockaddr_un addr;
+    struct stat st;
     int sock;
 
     if (socket_address(sim->socket_path, &addr, err, errlen) < 0)
         return -1;
-    if (access(sim->socket_path, F_OK) < 0)
-        return 0;
+    if (lstat(sim->socket_path, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "%s: %s", sim->socket_path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "%s: exists and is not a socket; not removed",
+                 sim->socket_path);
+        return -1;
+    }
     sock = copsim_connect(sim->socket_path);
     if (sock >= 0) {
         close(sock);
@@ -74,7 +90,12 @@ int server_check_unused(struct copsim *sim, char *err, size_t errlen)
                  sim->socket_path);
         return -1;
     }
-    unlink(sim->socket_path);   /* left by a copsim that died */
+    if (errno != ECONNREFUSED) {
+        snprintf(err, errlen, "%s: %s; not removed", sim->socket_path,
+                 strerror(errno));
+        return -1;
+    }
+    unlink(sim->socket_path);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "sdk/cop.h"
 
 #include <stdint.h>
+#include <errno.h>
 #include <stdlib.h>
 
 #define DEFAULT_ROUNDS 4
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
     long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : DEFAULT_ROUNDS;
     uint32_t digest = 0;
 
-    if (rounds < 1) {
+    if (rounds < 1 || errno == ERANGE) {
         cop_printf("alias: ROUNDS must be a positive number\n");
         return 2;
     }

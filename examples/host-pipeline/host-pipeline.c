@@ -20,17 +20,20 @@
  *          per round.
  *
  * Each context's console goes to DIR/context-I.txt (DIR: a temporary
- * directory removed at the end unless given), where the checks read it.
+ * directory $TMPDIR/host-pipeline-XXXXXX, removed at the end, unless
+ * given), where the checks read it.
  * One line per context on standard output says what it ran and what was
  * checked, then a summary; the exit status is 0 when every result is
  * right, 1 otherwise, 2 for bad options.
  */
 #include "examples/pipeline/stages.h"
 #include "examples/xorshift.h"
+#include "sdk/cli.h"
 #include "sdk/libcop.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -327,7 +330,8 @@ static void usage(FILE *out)
         "through libcop: the pipeline example on F (default 3) frames of its\n"
         "own in the data window, and the kernels and overlays examples for R\n"
         "(default 1) rounds, then checks every result.  Consoles go to\n"
-        "DIR/context-I.txt (default: a temporary directory, removed).\n"
+        "DIR/context-I.txt (default: a temporary directory in $TMPDIR,\n"
+        "else /tmp, removed).\n"
         "Exit status 0 when every result is right, 1 if not, 2 for bad\n"
         "options.\n");
 }
@@ -407,7 +411,7 @@ static void remove_console_dir(const struct options *opts)
 
 int main(int argc, char **argv)
 {
-    char temp_dir[] = "/tmp/host-pipeline-XXXXXX";
+    char temp_dir[PATH_MAX];
     struct options opts;
     struct worker *workers;
     int failures = 0, temporary = 0;
@@ -415,7 +419,8 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &opts) < 0)
         return 2;
     if (!opts.console_dir) {
-        if (!mkdtemp(temp_dir)) {
+        if (cli_make_temp_dir(temp_dir, sizeof(temp_dir), "host-pipeline",
+                              PATH_MAX / 2) < 0) {
             fprintf(stderr, "host-pipeline: %s: %s\n", temp_dir,
                     strerror(errno));
             return 1;

@@ -16,6 +16,7 @@
 #include "sdk/cop.h"
 #include "examples/xorshift.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define DEFAULT_ROUNDS 4
@@ -103,7 +104,7 @@ int main(int argc, char **argv)
     long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : DEFAULT_ROUNDS;
     uint32_t matrix = 0, crc = 0, sort = 0;
 
-    if (rounds < 1) {
+    if (rounds < 1 || errno == ERANGE) {
         cop_printf("kernels: ROUNDS must be a positive number\n");
         return 2;
     }

@@ -18,6 +18,7 @@
 #include "examples/overlays/overlays.h"
 #include "examples/xorshift.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define DEFAULT_ROUNDS 3
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
     long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : DEFAULT_ROUNDS;
     uint32_t digest = 0;
 
-    if (rounds < 1) {
+    if (rounds < 1 || errno == ERANGE) {
         cop_printf("overlays: ROUNDS must be a positive number\n");
         return 2;
     }

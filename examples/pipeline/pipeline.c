@@ -24,6 +24,7 @@
 #include "examples/pipeline/stages.h"
 #include "examples/xorshift.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define DEFAULT_FRAMES 4
@@ -99,7 +100,7 @@ int main(int argc, char **argv)
     long wanted = argc > 1 ? strtol(argv[1], NULL, 10) : DEFAULT_FRAMES;
     struct frames_header *header;
 
-    if (wanted < 1) {
+    if (wanted < 1 || errno == ERANGE) {
         cop_printf("pipeline: FRAMES must be a positive number\n");
         return 2;
     }

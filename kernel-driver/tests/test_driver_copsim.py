@@ -187,6 +187,30 @@ def test_one_command_errors(coprof_bin, tmp_path):
     assert "/nonexistent/dir/s" in result.stderr
 
 
+def test_one_command_follows_tmpdir(coprof_bin, tmp_path):
+    """The private copsim's socket directory is made in $TMPDIR (a missing
+    one is named in the error), and removed at the end.  TMPDIR is short,
+    as the socket's path must fit in it."""
+    short = tempfile.mkdtemp(prefix="cr-", dir="/tmp")
+    tmp = os.path.join(short, "tmp")
+    command = [coprof_bin("copsim"), "--event=SPU_CYCLES:1000",
+               "--stream-out", str(tmp_path / "s"), "--", "true"]
+    try:
+        missing = subprocess.run(command, env=dict(os.environ, TMPDIR=tmp),
+                                 capture_output=True, text=True, timeout=120)
+        os.mkdir(tmp)
+        result = subprocess.run(command, env=dict(os.environ, TMPDIR=tmp),
+                                capture_output=True, text=True, timeout=120)
+        left = os.listdir(tmp)
+    finally:
+        shutil.rmtree(short)
+    assert missing.returncode == 125
+    assert re.fullmatch(r"copsim: %s/copsim-run-XXXXXX: No such file or "
+                        r"directory\n" % re.escape(tmp), missing.stderr)
+    assert result.returncode == 0, result.stderr
+    assert left == []
+
+
 # ---- The control interface ---------------------------------------------------
 
 VERSION = 1

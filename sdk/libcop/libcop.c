@@ -154,14 +154,24 @@ static int transact(cop_context_t *ctx, struct copsim_header *request,
     return status;
 }
 
-/* The caller's return addresses, without the frame of libcop itself. */
-static uint32_t capture_stack(uint64_t *frames)
+/*
+ * The return addresses from `caller` (cop_context_create()'s own return
+ * address) outwards: the frames before it are libcop's, and whatever sits
+ * between backtrace() and its caller (a sanitizer's interceptor).
+ */
+static uint32_t capture_stack(uint64_t *frames, const void *caller)
 {
-    void *addresses[COPSIM_STACK_MAX + 1];
-    int n = backtrace(addresses, COPSIM_STACK_MAX + 1);
+    void *addresses[COPSIM_STACK_MAX + 4];
+    int n = backtrace(addresses, COPSIM_STACK_MAX + 4);
+    int first = 1;
     uint32_t count = 0;
 
-    for (int i = 1; i < n; i++)
+    for (int i = 0; i < n && i < 4; i++)
+        if (addresses[i] == caller) {
+            first = i;
+            break;
+        }
+    for (int i = first; i < n && count < COPSIM_STACK_MAX; i++)
         frames[count++] = (uint64_t)(uintptr_t)addresses[i];
     return count;
 }
@@ -195,7 +205,8 @@ cop_context_t *cop_context_create(void)
     ctx->console_fd = -1;
     memset(&request, 0, sizeof(request));
     request.tid = gettid();
-    request.n_frames = capture_stack(request.frames);
+    request.n_frames = capture_stack(request.frames,
+                                     __builtin_return_address(0));
     copsim_header_init(&request.header, COPSIM_CREATE, sizeof(request));
     ctx->sock = libcop_connect();
     if (ctx->sock < 0) {

@@ -3,7 +3,9 @@
  *
  * QEMU's virt reset vector jumps to 0x80000000 in machine mode; cop.ld puts
  * _start there (section .text.start).  _start sets up gp, the stack at the
- * top of the local store and the trap vector, clears .bss, and calls
+ * top of the local store and the trap vector, clears .bss (and .tbss, which
+ * cop.ld puts right before it), points tp at the thread-local storage block
+ * (cop.ld's __tls_base: the loaded .tdata, then .tbss), and calls
  * __cop_start (start.c), which runs main and exits.
  *
  * Every trap is fatal: __cop_trap_entry moves to a fresh stack (the program
@@ -27,7 +29,8 @@ _start:
     sw      zero, 0(t0)
     addi    t0, t0, 4
     j       1b
-2:  call    __cop_start
+2:  la      tp, __tls_base
+    call    __cop_start
 3:  j       3b
     .size _start, . - _start
 

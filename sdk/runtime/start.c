@@ -3,7 +3,9 @@
  *
  * The loader fills the boot block at COP_BOOT_BASE before the program
  * starts (docs/coprocessor-abi.md): where the image and the data window are
- * in main memory, and argc/argv.  __cop_start checks it and runs main.
+ * in main memory, and argc/argv.  __cop_start checks it, marks it started
+ * (so that the runner can tell a QEMU that never ran the program from a
+ * program that exited) and runs main.
  */
 #include "sdk/cop.h"
 
@@ -26,6 +28,7 @@ void __cop_start(void)
     if (boot->magic != COP_BOOT_MAGIC || boot->version != COP_BOOT_VERSION)
         cop_fatal("no boot block at 0x%08x: start the program with cop-run "
                   "or copsim", COP_BOOT_BASE);
+    ((volatile struct cop_boot_block *)boot)->started = COP_BOOT_STARTED;
     cop_exit(main((int)boot->argc, (char **)(uintptr_t)boot->argv_addr));
 }
 

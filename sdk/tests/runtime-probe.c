@@ -15,11 +15,18 @@
  *   windows           print the boot block's windows and the image's name
  *   fill-data N       write N words i * 0x01010101 to the data window
  *   no-boot-block     wipe the boot block magic and start again
+ *   errno             errno-setting libc calls (strtol, strtoul overflow)
+ *                     and thread-local variables, initialised and not:
+ *                     picolibc's errno is thread-local, reached through tp
  */
 #include "sdk/cop.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+static __thread int tls_initialised = 7;        /* .tdata */
+static __thread int tls_zeroed;                 /* .tbss */
 
 static int print_args(int argc, char **argv)
 {
@@ -65,6 +72,33 @@ static int fill_data(int words)
         return 2;
     for (int i = 0; i < words; i++)
         data[i] = (uint32_t)i * 0x01010101u;
+    return 0;
+}
+
+static const char *errno_name(void)
+{
+    return errno == ERANGE ? "ERANGE" : errno == 0 ? "0" : "other";
+}
+
+static int check_errno(void)
+{
+    uintptr_t where = (uintptr_t)&errno;
+    long value;
+    unsigned long unsigned_value;
+
+    errno = 0;
+    value = strtol("99999999999999999999", NULL, 10);
+    cop_printf("strtol=%ld errno=%s\n", value, errno_name());
+    errno = 0;
+    unsigned_value = strtoul("4294967296", NULL, 10);
+    cop_printf("strtoul=%lu errno=%s\n", unsigned_value, errno_name());
+    errno = 0;
+    value = strtol("-12", NULL, 10);
+    cop_printf("strtol=%ld errno=%s\n", value, errno_name());
+    cop_printf("errno in the local store: %s\n",
+               where >= COP_LS_BASE && where < COP_LS_END ? "yes" : "no");
+    tls_zeroed += tls_initialised;
+    cop_printf("tdata=%d tbss=%d\n", tls_initialised, tls_zeroed);
     return 0;
 }
 
@@ -122,6 +156,8 @@ int main(int argc, char **argv)
         return fill_data(number);
     if (strcmp(command, "no-boot-block") == 0)
         restart_without_boot_block();
+    if (strcmp(command, "errno") == 0)
+        return check_errno();
     cop_printf("runtime-probe: unknown command '%s'\n", command);
     return 64;
 }

@@ -62,6 +62,18 @@ def test_runtime_failures(run, probe, args, status, message):
     assert result.stdout.count("\n") == 1
 
 
+def test_errno_and_thread_locals(run, probe):
+    """picolibc's errno is a __thread variable: the runtime gives the
+    program a TLS block and tp (it used to leave tp at 0, and an
+    overflowing strtol trapped with a store access fault at 0)."""
+    result = run(probe, "errno")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "strtol=2147483647 errno=ERANGE", "strtoul=4294967295 errno=ERANGE",
+        "strtol=-12 errno=0", "errno in the local store: yes",
+        "tdata=7 tbss=7"]
+
+
 def test_fault_reports_the_address(run, probe):
     assert "mtval 0x00000004" in run(probe, "fault").stdout
 
@@ -151,6 +163,19 @@ def test_missing_qemu(run, probe):
     assert result.returncode == 127
     assert result.stderr == "cop-run: /nonexistent/qemu-system-riscv32: not " \
         "found (install the Debian package qemu-system-misc)\n"
+
+
+@pytest.mark.parametrize("program, status", [("/bin/false", 1),
+                                             ("/bin/true", 0)])
+def test_qemu_that_never_runs_the_program(run, probe, program, status):
+    """A 'QEMU' that ends without running the program (which marks its
+    boot block at start) is cop-run's error, not the program's status: it
+    used to exit 1, or 0, silently."""
+    result = run(probe, "return", "5", options=["--qemu", program])
+    assert result.returncode == 126
+    assert result.stdout == ""
+    assert result.stderr == ("cop-run: %s exited with status %d before the "
+                             "program started\n" % (program, status))
 
 
 def test_qemu_arguments_are_appended(run, probe):

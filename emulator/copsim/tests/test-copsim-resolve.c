@@ -107,6 +107,22 @@ static unsigned char *map_pages(const char *file, int first, int pages)
     return map;
 }
 
+/* The file's first page, followed by a page that cannot be read. */
+static unsigned char *map_before_hole(const char *file)
+{
+    int fd = open(file, O_RDONLY);
+    void *area, *map;
+
+    g_assert_cmpint(fd, >=, 0);
+    area = mmap(NULL, 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                0);
+    g_assert_true(area != MAP_FAILED);
+    map = mmap(area, PAGE, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+    close(fd);
+    g_assert_true(map == area);
+    return map;
+}
+
 /* ---- maps lines ---------------------------------------------------------- */
 
 static void test_parse_lines(void)
@@ -305,14 +321,16 @@ static void test_resolution_errors(struct fixture *f, gconstpointer data)
                                          f->copies, &f->cache, &source, err,
                                          sizeof(err)), ==, -1);
     g_assert_true(strstr(err, "is not between 1 and"));
-    /* Past the end of the mapping, into unmapped memory: copying fails. */
+    /* Past the end of the mapping, into memory that cannot be read (a
+     * reserved page, not whatever the allocator placed there): copying
+     * fails. */
     munmap(map, PAGE);
-    map = map_pages(f->file, 0, 1);
+    map = map_before_hole(f->file);
     g_assert_cmpint(image_source_resolve(getpid(), (uintptr_t)map + PAGE - 8,
                                          64 * PAGE, f->copies, &f->cache,
                                          &source, err, sizeof(err)), ==, -1);
     g_assert_true(strstr(err, "cannot read"));
-    munmap(map, PAGE);
+    munmap(map, 2 * PAGE);
 }
 
 /* ---- framing ------------------------------------------------------------- */

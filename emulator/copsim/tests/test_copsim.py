@@ -5,6 +5,7 @@ SCHED records checked."""
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -360,3 +361,150 @@ def test_usage_errors(build_dir):
         assert result.stderr.startswith("copsim: " + message), result.stderr
     assert "--slice CYCLES" in subprocess.run(
         [copsim_bin, "--help"], capture_output=True, text=True).stdout
+
+
+def run_copsim(build_dir, *args):
+    return subprocess.run([os.path.join(build_dir, "bin", "copsim")]
+                          + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_socket_path_that_is_not_a_socket_is_kept(build_dir, tmp_path):
+    """Only a stale socket may be removed: a regular file, a directory or a
+    symbolic link at the socket's path stays, and copsim says why."""
+    target = tmp_path / "precious"
+    target.write_text("data")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "link").symlink_to(target)
+    for name in ("precious", "dir", "link"):
+        path = tmp_path / name
+        result = run_copsim(build_dir, "--socket", path, "--state-dir",
+                            tmp_path / "state", "--event-log",
+                            tmp_path / "log")
+        assert result.returncode == 1
+        assert result.stderr == ("copsim: %s: exists and is not a socket; "
+                                 "not removed\n" % path)
+        assert os.path.lexists(path)
+    assert target.read_text() == "data"
+
+
+def test_stale_socket_is_replaced(copsim, tmp_path):
+    """A socket nobody listens on (its copsim died) is removed and served
+    again."""
+    path = tmp_path / "stale.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    stale.bind(str(path))
+    stale.close()
+    sim = copsim("--socket", str(path))
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    client.connect(str(path))
+    client.close()
+    assert sim.alive()
+
+
+@pytest.mark.parametrize("setup, reason", [
+    ("closed", "Bad file descriptor"),
+    ("read-only", "open for reading only"),
+])
+def test_ready_fd_that_cannot_be_written_is_refused(build_dir, tmp_path,
+                                                     setup, reason):
+    """--ready-fd naming a closed or read-only descriptor: a usage error
+    before copsim starts (it used to go on serving, unannounced)."""
+    read_end, write_end = os.pipe()
+    os.close(write_end)
+    fd = read_end if setup == "read-only" else write_end
+    try:
+        result = subprocess.run(
+            [os.path.join(build_dir, "bin", "copsim"), "--socket",
+             str(tmp_path / "s.sock"), "--ready-fd", str(fd)],
+            pass_fds=(read_end,), capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(read_end)
+    assert result.returncode == 2
+    assert result.stderr == "copsim: --ready-fd %d: %s\n" % (fd, reason)
+    assert not (tmp_path / "s.sock").exists()
+
+
+def test_ready_fd_whose_reader_is_gone_stops_copsim(build_dir, tmp_path):
+    """The write of "ready" fails (nobody reads the pipe): copsim says so
+    and stops instead of serving a client that is not waiting."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [os.path.join(build_dir, "bin", "copsim"), "--socket",
+             str(tmp_path / "s.sock"), "--event-log", str(tmp_path / "log"),
+             "--ready-fd", str(write_end)],
+            pass_fds=(write_end,), capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1
+    assert result.stderr == "copsim: --ready-fd %d: Broken pipe\n" % write_end
+    assert not (tmp_path / "s.sock").exists()
+
+
+@pytest.mark.parametrize("kind, reason", [
+    ("missing", "No such file or directory"),
+    ("file", "not a directory"),
+])
+def test_ram_dir_must_be_a_directory(build_dir, tmp_path, kind, reason):
+    ram = tmp_path / "ram"
+    if kind == "file":
+        ram.write_text("")
+    result = run_copsim(build_dir, "--socket", tmp_path / "s.sock",
+                        "--event-log", tmp_path / "log", "--ram-dir", ram)
+    assert result.returncode == 1
+    assert result.stderr == "copsim: --ram-dir %s: %s\n" % (ram, reason)
+
+
+@pytest.mark.parametrize("images", ["empty", "with a copy"])
+def test_private_copsim_that_fails_leaves_the_state_alone(copsim, build_dir,
+                                                          images):
+    """A --private copsim refused on a socket another copsim serves must not
+    touch that copsim's state directory: its image copies, its images
+    directory even when empty, its default event log."""
+    sim = copsim()
+    images_dir = os.path.join(sim.dir, "images")
+    kept = os.path.join(images_dir, "kept.elf")
+    if images != "empty":
+        with open(kept, "w") as f:
+            f.write("image")
+    default_log = os.path.join(sim.dir, "copsim.coplog")
+    with open(default_log, "w") as f:
+        f.write("log")
+    result = run_copsim(build_dir, "--private", os.getpid(), "--socket",
+                        sim.socket)
+    assert result.returncode == 1
+    assert "another copsim serves this socket" in result.stderr
+    assert os.path.isdir(images_dir) and os.path.exists(default_log)
+    assert images == "empty" or os.path.exists(kept)
+    assert sim.alive()
+
+
+def test_ram_file_is_never_written_through_a_link(copsim, test_bin,
+                                                  tmp_path):
+    """A symbolic link planted in --ram-dir under the next RAM file's
+    name: copsim removes it and makes its own file; the link's target
+    keeps its bytes (it used to be truncated and grown to 16 MiB)."""
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (ram / "ram-1").symlink_to(victim)
+    sim = copsim("--ram-dir", str(ram))
+    _, (ctx,) = host(test_bin, sim, "embedded", "hello")
+    assert ctx["reason"] == "exit"
+    assert victim.read_text() == "precious"
+    assert not os.path.lexists(ram / "ram-1")
+
+
+def test_private_copsim_that_fails_removes_what_it_made(build_dir,
+                                                        tmp_path):
+    """... while the directories it made itself go."""
+    state = tmp_path / "state"
+    result = run_copsim(build_dir, "--private", os.getpid(), "--socket",
+                        tmp_path / "s.sock", "--state-dir", state,
+                        "--event-log", tmp_path / "log", "--ram-dir",
+                        tmp_path / "missing")
+    assert result.returncode == 1
+    assert not state.exists()

@@ -84,3 +84,23 @@ def test_host_pipeline_refuses_bad_options(build_dir, copsim):
     result = host_pipeline(build_dir, sim, "--contexts", "0")
     assert result.returncode == 2
     assert result.stderr.startswith("host-pipeline: bad arguments")
+
+
+def test_host_pipeline_consoles_follow_tmpdir(copsim, build_dir, tmp_path):
+    """The temporary console directory is made in $TMPDIR (a missing one is
+    named in the error), and removed at the end."""
+    sim = copsim()
+    tmp = tmp_path / "tmp"
+    command = [os.path.join(build_dir, "examples", "host-pipeline"),
+               "--threads", "2", "--contexts", "2"]
+    missing = subprocess.run(command, env=dict(sim.env, TMPDIR=str(tmp)),
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 1
+    assert re.fullmatch(r"host-pipeline: %s/host-pipeline-XXXXXX: No such "
+                        r"file or directory\n" % re.escape(str(tmp)),
+                        missing.stderr)
+    tmp.mkdir()
+    result = subprocess.run(command, env=dict(sim.env, TMPDIR=str(tmp)),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert os.listdir(tmp) == []
