@@ -3,7 +3,7 @@
 # run as root, prints the exact apt-get command and fails.  Quiet and quick
 # when everything is already present: it only asks dpkg.
 #
-# The list is the one of shared/DESIGN.md section 8.
+# The list is what the build, the tests and the reports use (README.md).
 
 PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
 libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf
