@@ -123,3 +123,38 @@ def test_context_groups_hold_one_chunk(big, monkeypatch):
         assert s.rows_loaded <= rows + 4 * CONTEXTS + 100
     finally:
         s.close()
+
+
+def test_timeline_grouped_per_slot_and_image(big):
+    from coprof_report import timeline
+    s = Session.open(big)
+    try:
+        tl = timeline.build(s)
+    finally:
+        s.close()
+    trace = timeline.trace_events(tl)
+    assert trace["otherData"]["context_tracks"] == "slot-image"
+    assert trace["otherData"]["contexts"] == CONTEXTS
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["pid"] == timeline.PID_CONTEXTS and
+             e["name"] == "thread_name"}
+    assert sorted(names.values()) == ["slot %d ovl-test.1" % n
+                                      for n in range(big_session.SLOTS)]
+    slices = [e for e in trace["traceEvents"]
+              if e["ph"] == "X" and e["pid"] == timeline.PID_CONTEXTS]
+    assert sum(e["args"]["bucket_samples"] for e in slices) == \
+        table_rows_sum(big, "sample_timeline")
+    assert {e["args"]["context"] for e in slices} == \
+        set(range(1, CONTEXTS + 1))
+    last_end = {}
+    for e in sorted(slices, key=lambda e: e["ts"]):
+        # the generator binds context N on slot N % SLOTS
+        assert names[e["tid"]] == "slot %d ovl-test.1" % (
+            e["args"]["context"] % big_session.SLOTS)
+        assert e["ts"] >= last_end.get(e["tid"], e["ts"]) - 1e-6
+        last_end[e["tid"]] = e["ts"] + e["dur"]
+    per_context = timeline.trace_events(tl, "context")
+    assert per_context["otherData"]["context_tracks"] == "context"
+    assert len({e["tid"] for e in per_context["traceEvents"]
+                if e["ph"] == "X" and
+                e["pid"] == timeline.PID_CONTEXTS}) == CONTEXTS
