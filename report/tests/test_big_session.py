@@ -29,20 +29,21 @@ def big(tmp_path_factory):
     return directory
 
 
-def table_rows(directory, table):
+def table_value(directory, what, table):
+    """SELECT what FROM table of the session's database."""
     db = sqlite3.connect(os.path.join(directory, "session.db"))
     try:
-        return db.execute("SELECT COUNT(*) FROM %s" % table).fetchone()[0]
+        return db.execute("SELECT %s FROM %s" % (what, table)).fetchone()[0]
     finally:
         db.close()
+
+
+def table_rows(directory, table):
+    return table_value(directory, "COUNT(*)", table)
 
 
 def table_rows_sum(directory, table):
-    db = sqlite3.connect(os.path.join(directory, "session.db"))
-    try:
-        return db.execute("SELECT SUM(count) FROM %s" % table).fetchone()[0]
-    finally:
-        db.close()
+    return table_value(directory, "SUM(count)", table)
 
 
 def text_of(directory, separation):
