@@ -54,7 +54,7 @@
 #define TIMELINE_MS         10u
 #define TIMELINE_MS_MAX     60000u
 #define PENDING_INPUT_MAX   (64u << 20)
-#define STREAM_COPY_MAX     ((off_t)256 << 20)
+#define STREAM_COPY_MAX     ((off_t)32 << 20)
 #define REASON_MAX          (PATH_MAX + 256)
 #define RESCUE_NAME         "coprofd-stream-XXXXXX"
 

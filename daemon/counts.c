@@ -2,8 +2,10 @@
  * counts.c — the address tally and the count table (see counts.h).
  *
  * Both are open-addressed with linear probing and kept at most half full,
- * so a probe sequence is short; both grow by doubling and never shrink
- * (a session's working set is its hot addresses, which stay).  Memory
+ * so a probe sequence is short; both grow by doubling.  An address tally
+ * never shrinks (a group's working set is its hot addresses, which stay);
+ * the count table is rebuilt smaller when the entries of ended contexts
+ * leave it (count_table_retain).  Memory
  * failures abort through GLib's allocator, as everywhere in coprofd.
  */
 #include "daemon/counts.h"
@@ -170,4 +172,31 @@ void count_table_mark_flushed(struct count_table *table)
     for (size_t i = 0; i < table->dirty_count; i++)
         table->entries[table->dirty[i]].unflushed = 0;
     table->dirty_count = 0;
+}
+
+void count_table_retain(struct count_table *table,
+                        bool (*keep)(const struct count_entry *entry,
+                                     void *data),
+                        void *data)
+{
+    struct count_table old = *table;
+    size_t kept = 0, capacity = TABLE_INITIAL;
+
+    g_assert(old.dirty_count == 0);
+    for (size_t i = 0; i <= old.mask; i++)
+        if (old.entries[i].occupied && keep(&old.entries[i], data))
+            kept++;
+        else
+            old.entries[i].occupied = false;
+    while (capacity < kept * 4)
+        capacity *= 2;
+    table_allocate(table, capacity);
+    for (size_t i = 0; i <= old.mask; i++) {
+        if (!old.entries[i].occupied)
+            continue;
+        table->entries[table_probe(table, &old.entries[i].key)] =
+            old.entries[i];
+        table->occupied++;
+    }
+    count_table_free(&old);
 }

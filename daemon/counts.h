@@ -143,5 +143,14 @@ count_table_dirty_entry(const struct count_table *table, size_t i)
 }
 /* After a flush: every count is in the database. */
 void count_table_mark_flushed(struct count_table *table);
+/*
+ * Keeps only the entries keep() accepts, in a table sized for them (so it
+ * also shrinks).  Only after count_table_mark_flushed(): entries dropped
+ * here must be in the database already.
+ */
+void count_table_retain(struct count_table *table,
+                        bool (*keep)(const struct count_entry *entry,
+                                     void *data),
+                        void *data);
 
 #endif /* COPROF_DAEMON_COUNTS_H */

@@ -41,6 +41,12 @@
  * the TIME record; a bucket's counts become rows when the context moves to
  * another bucket, and at every flush.
  *
+ * Ends (stream 1.3): a context's END settles it, abandons its pending
+ * samples and emits its bucket, and takes it out of the index; it stays in
+ * `contexts` until a flush committed its rows, then session_written()
+ * frees it and drops its count entries (their totals go to `retired`).
+ * So what the session holds is O(live contexts + distinct places).
+ *
  * The sample path is on_samples(): one tally add per sample.  Everything
  * else happens per record or per distinct address of a group.
  */
@@ -55,6 +61,7 @@
 #define SLOTS           COPSTREAM_MAX_SLOTS
 #define REGION_MAX      65536u  /* guard words a 256 KiB store could hold */
 #define ERROR_LOG_MAX   1000u   /* errors kept one by one (all are counted) */
+#define ENDED_MAX       65536u  /* ended context ids remembered, latest */
 #define NO_SLOT         UINT32_MAX
 #define DEFAULT_CLOCK   1000000000u
 
@@ -80,6 +87,7 @@ struct context_state {
     struct addr_tally tail;         /* pending samples, if has_tail */
     bool has_tail;
     struct addr_tally settled;      /* decided, resolved at the next settle */
+    bool ended;                     /* its END came: freed after a flush */
     int64_t bucket;                 /* timeline bucket being counted */
     GHashTable *bucket_counts;      /* function offset -> function_count */
 };
@@ -138,8 +146,17 @@ struct session {
     struct image_registry *images;
     struct count_table counts;
     struct slot_state *slots[SLOTS];
-    GHashTable *context_index;      /* context_key -> context_state */
-    GPtrArray *contexts;            /* by id - 1 */
+    GHashTable *context_index;      /* context_key -> live context_state */
+    GPtrArray *contexts;            /* the context_states held: live, and
+                                       ended ones until a flush wrote them */
+    uint32_t context_ids;           /* contexts.id given so far */
+    bool any_ended;                 /* contexts wait to be freed */
+    GHashTable *freeing;            /* ids being freed (uint32 keys) */
+    uint64_t *ended_ring;           /* the latest ENDED_MAX ended ids */
+    GHashTable *ended_ids;          /* ... as a set (uint64 keys) */
+    uint32_t ended_next;            /* next slot of ended_ring */
+    uint64_t end_unknown, end_twice, bind_after_end;    /* their errors */
+    uint64_t retired[COUNT_ORPHAN + 1]; /* totals by kind of freed entries */
     uint32_t bindings;              /* bindings.id given so far */
     struct copstream_start start;
     bool started, stopped, finished;
@@ -215,24 +232,30 @@ static int64_t guard_now(const struct context_state *context, unsigned r)
                                     : COUNT_GUARD_NONE;
 }
 
+static void context_key_of(const struct copstream_context *rec,
+                           struct context_key *key)
+{
+    memset(key, 0, sizeof *key);
+    key->context_id = rec->context_id;
+    key->object_id = rec->object_id;
+    key->image_offset = rec->image_offset;
+    key->image = rec->image;
+    key->pid = rec->pid;
+    key->tid = rec->tid;
+}
+
 static struct context_state *find_context(struct session *s,
                                           const struct copstream_context *rec)
 {
     struct context_key key;
 
-    memset(&key, 0, sizeof key);
-    key.context_id = rec->context_id;
-    key.object_id = rec->object_id;
-    key.image_offset = rec->image_offset;
-    key.image = rec->image;
-    key.pid = rec->pid;
-    key.tid = rec->tid;
+    context_key_of(rec, &key);
     struct context_state *context = g_hash_table_lookup(s->context_index,
                                                         &key);
     if (context != NULL)
         return context;
     context = g_new0(struct context_state, 1);
-    context->id = s->contexts->len + 1;
+    context->id = ++s->context_ids;
     context->record = *rec;
     context->bound_slot = NO_SLOT;
     context->image = image_registry_lookup(s->images, &rec->image,
@@ -711,12 +734,33 @@ static void on_image(struct session *s, const struct copstream_record *rec)
                              rec->u.image.path_length);
 }
 
+static bool was_ended(const struct session *s, uint64_t context_id)
+{
+    return g_hash_table_contains(s->ended_ids, &context_id);
+}
+
+/* Remembers an ended id, forgetting the oldest beyond ENDED_MAX. */
+static void remember_ended(struct session *s, uint64_t context_id)
+{
+    uint64_t *cell = &s->ended_ring[s->ended_next];
+
+    if (g_hash_table_size(s->ended_ids) == ENDED_MAX)
+        g_hash_table_remove(s->ended_ids, cell);
+    *cell = context_id;
+    g_hash_table_add(s->ended_ids, cell);
+    s->ended_next = (s->ended_next + 1) % ENDED_MAX;
+}
+
 static void on_context(struct session *s, const struct copstream_record *rec)
 {
     const struct copstream_context *c = &rec->u.context;
     struct slot_state *slot = get_slot(s, c->slot);
 
     unbind(s, slot, "switch", c->cycle, STORE_TIME_NONE);
+    if (was_ended(s, c->context_id)) {
+        s->bind_after_end++;    /* a writer's error: its samples are */
+        return;                 /* orphans of the idle slot */
+    }
     struct context_state *context = find_context(s, c);
     if (context->bound_slot != NO_SLOT)
         unbind(s, s->slots[context->bound_slot], "moved", c->cycle,
@@ -859,6 +903,52 @@ static void on_release(struct session *s, const struct copstream_record *rec)
     unbind(s, get_slot(s, r->slot), "release", r->cycle, STORE_TIME_NONE);
 }
 
+/*
+ * The context ended (stream 1.3): its pending samples can no longer be
+ * judged, its open bucket becomes rows, and it leaves the index; the next
+ * successful flush writes it and session_written() frees it.
+ */
+static void end_context(struct session *s, struct context_state *context,
+                        uint64_t cycle)
+{
+    struct context_key key;
+
+    if (context->bound_slot != NO_SLOT)     /* END before its RELEASE */
+        unbind(s, s->slots[context->bound_slot], "release", cycle,
+               STORE_TIME_NONE);
+    settle(s, context);
+    if (context->has_tail)
+        abandon_tail(s, context);
+    emit_bucket(s, context);
+    context_key_of(&context->record, &key);
+    g_hash_table_remove(s->context_index, &key);
+    context->ended = true;
+    s->any_ended = true;
+}
+
+static void on_end(struct session *s, const struct copstream_record *rec)
+{
+    const struct copstream_end *e = &rec->u.end;
+    bool found = false;
+
+    if (was_ended(s, e->context_id)) {
+        s->end_twice++;
+        return;
+    }
+    for (guint i = 0; i < s->contexts->len; i++) {
+        struct context_state *context = g_ptr_array_index(s->contexts, i);
+        if (context->ended || context->record.context_id != e->context_id)
+            continue;
+        end_context(s, context, e->cycle);
+        found = true;
+    }
+    if (!found) {
+        s->end_unknown++;
+        return;
+    }
+    remember_ended(s, e->context_id);
+}
+
 /* Every binding ends; pending samples can no longer be judged. */
 static void end_all(struct session *s, const char *reason, int64_t time_ns)
 {
@@ -946,6 +1036,9 @@ static void on_record(void *user, const struct copstream_record *rec)
     case COPSTREAM_STALL:
         on_stall(s, rec);
         break;
+    case COPSTREAM_END:
+        on_end(s, rec);
+        break;
     }
 }
 
@@ -980,6 +1073,10 @@ struct session *session_new(const char *session_dir, uint64_t timeline_ns,
     s->context_index = g_hash_table_new_full(context_key_hash,
                                              context_key_equal, g_free, NULL);
     s->contexts = g_ptr_array_new();
+    s->ended_ring = g_new0(uint64_t, ENDED_MAX);
+    s->ended_ids = g_hash_table_new(g_int64_hash, g_int64_equal);
+    s->freeing = g_hash_table_new_full(g_int_hash, g_int_equal, g_free,
+                                       NULL);
     s->binding_rows = g_array_new(FALSE, FALSE, sizeof(struct store_binding));
     s->overlay_rows = g_array_new(FALSE, FALSE,
                                   sizeof(struct store_overlay_event));
@@ -1018,6 +1115,9 @@ void session_free(struct session *s)
         context_free(g_ptr_array_index(s->contexts, i));
     g_ptr_array_free(s->contexts, TRUE);
     g_hash_table_destroy(s->context_index);
+    g_hash_table_destroy(s->ended_ids);
+    g_hash_table_destroy(s->freeing);
+    g_free(s->ended_ring);
     count_table_free(&s->counts);
     image_registry_free(s->images);
     g_array_free(s->binding_rows, TRUE);
@@ -1057,16 +1157,48 @@ const struct copstream_stats *session_stream_stats(const struct session *s)
 
 /* ---- totals ------------------------------------------------------------- */
 
+static size_t tally_bytes(const struct addr_tally *tally)
+{
+    size_t cells = (size_t)tally->mask + 1;
+
+    return cells * 2 * sizeof(uint32_t) + (cells / 2 + 1) * sizeof(uint32_t);
+}
+
+/* What the session holds for its contexts, by its own accounting: their
+ * states, tallies, regions and open timeline buckets. */
+static uint64_t context_bytes(const struct session *s)
+{
+    uint64_t bytes = 0;
+
+    for (guint i = 0; i < s->contexts->len; i++) {
+        const struct context_state *c = g_ptr_array_index(s->contexts, i);
+        bytes += sizeof *c + sizeof(struct context_key) +
+                 tally_bytes(&c->tail) + tally_bytes(&c->settled) +
+                 c->regions * (sizeof *c->guard + sizeof *c->region) +
+                 g_hash_table_size(c->bucket_counts) *
+                     sizeof(struct function_count);
+    }
+    return bytes;
+}
+
 void session_get_totals(struct session *s, struct session_totals *t)
 {
     settle_all(s);
-    memset(t, 0, sizeof *t);
+    memset(t, 0, sizeof *t);  /* (before the totals it keeps) */
     t->samples = s->decoder.stats.samples;
     t->lost = s->decoder.stats.lost;
-    t->errors = s->decoder.stats.errors;
-    t->contexts = s->contexts->len;
+    t->errors = s->decoder.stats.errors + s->end_unknown + s->end_twice +
+                s->bind_after_end;
+    t->contexts = s->context_ids;
+    t->exact = s->retired[COUNT_EXACT];
+    t->ambiguous = s->retired[COUNT_AMBIGUOUS];
+    t->unmapped = s->retired[COUNT_UNMAPPED];
+    t->orphan = s->retired[COUNT_ORPHAN];
     t->images = image_registry_count(s->images);
     t->ignored_overlays = s->ignored_overlays;
+    t->live_contexts = s->contexts->len;
+    t->context_bytes = context_bytes(s);
+    t->count_entries = s->counts.occupied;
     for (size_t i = 0; i <= s->counts.mask; i++) {
         const struct count_entry *e = &s->counts.entries[i];
         if (!e->occupied)
@@ -1155,6 +1287,20 @@ static int write_stop(struct session *s, struct store *store)
     return 0;
 }
 
+/* END records that name no live context, and binds after an END. */
+static int write_end_errors(struct session *s, struct store *store)
+{
+    if ((s->end_unknown != 0 &&
+         store_put_error_count(store, "end-unknown", s->end_unknown) != 0) ||
+        (s->end_twice != 0 &&
+         store_put_error_count(store, "end-twice", s->end_twice) != 0) ||
+        (s->bind_after_end != 0 &&
+         store_put_error_count(store, "bind-after-end",
+                               s->bind_after_end) != 0))
+        return -1;
+    return 0;
+}
+
 static int write_stream_stats(struct session *s, struct store *store)
 {
     const struct copstream_stats *st = &s->decoder.stats;
@@ -1185,7 +1331,7 @@ static int write_stream_stats(struct session *s, struct store *store)
             store_put_error_count(store, copstream_error_name(kind),
                                   st->errors_by_kind[kind]) != 0)
             return -1;
-    return 0;
+    return write_end_errors(s, store);
 }
 
 static int write_images(struct session *s, struct store *store)
@@ -1212,8 +1358,10 @@ static int write_images(struct session *s, struct store *store)
 
 static int write_contexts(struct session *s, struct store *store)
 {
-    for (guint i = s->contexts_written; i < s->contexts->len; i++) {
+    for (guint i = 0; i < s->contexts->len; i++) {
         const struct context_state *c = g_ptr_array_index(s->contexts, i);
+        if (c->id <= s->contexts_written)
+            continue;
         struct store_context row = {
             .id = c->id,
             .context_id = c->record.context_id,
@@ -1350,11 +1498,45 @@ int session_write(struct session *s, struct store *store)
     return 0;
 }
 
+/* A count entry of a freed context leaves the table; its total stays in
+ * the session's totals. */
+static bool keep_count(const struct count_entry *e, void *data)
+{
+    struct session *s = data;
+
+    if (e->key.context == 0 || !g_hash_table_contains(s->freeing,
+                                                      &e->key.context))
+        return true;
+    s->retired[e->key.kind] += e->total;
+    return false;
+}
+
+/* The ended contexts are in the database now: everything held for them
+ * goes, their count entries too. */
+static void free_ended(struct session *s)
+{
+    if (!s->any_ended)
+        return;
+    s->any_ended = false;
+    for (guint i = 0; i < s->contexts->len;) {
+        struct context_state *c = g_ptr_array_index(s->contexts, i);
+        if (!c->ended) {
+            i++;
+            continue;
+        }
+        g_hash_table_add(s->freeing, g_memdup2(&c->id, sizeof c->id));
+        g_ptr_array_remove_index_fast(s->contexts, i);
+        context_free(c);
+    }
+    count_table_retain(&s->counts, keep_count, s);
+    g_hash_table_remove_all(s->freeing);
+}
+
 void session_written(struct session *s)
 {
     s->start_dirty = false;
     s->stop_dirty = false;
-    s->contexts_written = s->contexts->len;
+    s->contexts_written = s->context_ids;
     for (unsigned i = 0; i < image_registry_count(s->images); i++)
         image_registry_at(s->images, i)->dirty = false;
     count_table_mark_flushed(&s->counts);
@@ -1369,4 +1551,5 @@ void session_written(struct session *s)
         struct context_state *c = g_ptr_array_index(s->contexts, i);
         g_hash_table_remove_all(c->bucket_counts);  /* written; the bucket */
     }                                               /* may get more */
+    free_ended(s);
 }

@@ -72,6 +72,10 @@ struct session_totals {
     uint64_t lost;
     uint64_t contexts, images, errors;
     uint64_t ignored_overlays;  /* OVERLAY records of impossible regions */
+    /* What the session holds now (memory O(live contexts + places)): */
+    uint64_t live_contexts;     /* contexts held: not ended, or not flushed */
+    uint64_t context_bytes;     /* bytes held for them, its own accounting */
+    uint64_t count_entries;     /* entries of the count table */
 };
 /* (Resolves the samples decided but not yet counted, first.) */
 void session_get_totals(struct session *session,

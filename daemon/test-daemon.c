@@ -1377,6 +1377,183 @@ static void remove_tree(const char *path)
     g_rmdir(path);
 }
 
+/* ---- context ends (stream 1.3) ------------------------------------------ */
+
+static void put_end(struct builder *b, uint32_t slot, uint64_t context)
+{
+    struct copstream_record rec = { .code = COPSTREAM_END };
+
+    rec.u.end = (struct copstream_end){ slot, context, 0 };
+    put(b, &rec);
+}
+
+/*
+ * One short context: bound, a group closed by TIME (exact and region
+ * samples), a trailing group in region 1 (pending until its end), RELEASE
+ * and, with_end, its END.
+ */
+static void put_short_context(struct builder *b, uint64_t context,
+                              bool with_end)
+{
+    uint32_t slot = (uint32_t)(context % 8);
+
+    put_bind(b, slot, context, 1, 4);
+    put_samples(b, slot, RESIDENT_ADDR, 1 + (unsigned)(context % 3));
+    put_samples(b, slot, REGION2_ADDR, 2);
+    put_time(b, slot, 100, 1000 + context * 10);
+    put_samples(b, slot, REGION1_ADDR, 1 + (unsigned)(context % 2));
+    put_release(b, slot, 200);
+    if (with_end)
+        put_end(b, slot, context);
+}
+
+static void feed_batch(struct recorder *r, struct builder *b)
+{
+    recorder_feed(r, b->bytes->data, b->bytes->len);
+    g_byte_array_set_size(b->bytes, 0);
+}
+
+/* Everything per context a session holds, one line per context. */
+static char *per_context(sqlite3 *db)
+{
+    return query_text(db, "SELECT group_concat(line, ',') FROM (SELECT "
+                      "t.context || ':' || t.exact || ':' || t.ambiguous "
+                      "|| ':' || t.unmapped || ':' || t.pending || ':' || "
+                      "t.lost || ':' || c.context_id AS line FROM "
+                      "context_totals t JOIN contexts c ON c.id = "
+                      "t.context ORDER BY t.context)");
+}
+
+#define SHORT_CONTEXTS  50000u
+#define SHORT_BATCH     500u
+/* Bytes a session may hold for one batch of live contexts: the states
+ * with their two tallies (about 21 KiB each) and buckets. */
+#define BATCH_BYTES_MAX (SHORT_BATCH * 24u * 1024u)
+
+/*
+ * 50,000 short contexts, each ended by an END: between batches the
+ * session holds no context and none of their count entries, while it
+ * holds a batch its accounting stays under a fixed bound, and the counts
+ * per context equal those of the same stream without END records.
+ */
+static void test_many_short_contexts(void)
+{
+    char *image = test_image_path();
+    char *dir_end = new_dir("ends"), *dir_plain = new_dir("plain");
+    struct recorder *with = open_recorder(dir_end, NULL);
+    struct recorder *without = open_recorder(dir_plain, NULL);
+    struct builder be, bp;
+    struct session_totals t;
+    GError *error = NULL;
+    uint64_t peak_bytes = 0;
+
+    builder_init(&be, image);
+    builder_init(&bp, image);
+    put_header(&be);
+    put_header(&bp);
+    for (uint64_t next = 1; next <= SHORT_CONTEXTS;) {
+        for (unsigned i = 0; i < SHORT_BATCH; i++, next++) {
+            put_short_context(&be, next, true);
+            put_short_context(&bp, next, false);
+        }
+        feed_batch(with, &be);
+        feed_batch(without, &bp);
+        session_get_totals(recorder_session(with), &t);
+        g_assert_cmpuint(t.live_contexts, <=, SHORT_BATCH);
+        g_assert_cmpuint(t.context_bytes, <=, BATCH_BYTES_MAX);
+        peak_bytes = MAX(peak_bytes, t.context_bytes);
+        g_assert_cmpint(recorder_flush(with, "timer", &error), ==, 0);
+        g_assert_cmpint(recorder_flush(without, "timer", &error), ==, 0);
+        session_get_totals(recorder_session(with), &t);
+        g_assert_cmpuint(t.live_contexts, ==, 0);
+        g_assert_cmpuint(t.context_bytes, ==, 0);
+        g_assert_cmpuint(t.count_entries, ==, 0);
+        g_assert_cmpuint(t.contexts, ==, next - 1);
+    }
+    g_test_message("contexts=%u peak context bytes=%" G_GUINT64_FORMAT,
+                   SHORT_CONTEXTS, peak_bytes);
+    put_stop(&be);
+    put_stop(&bp);
+    feed_batch(with, &be);
+    feed_batch(without, &bp);
+    recorder_finish(with);
+    recorder_finish(without);
+    g_assert_cmpint(recorder_flush(with, "end", &error), ==, 0);
+    g_assert_cmpint(recorder_flush(without, "end", &error), ==, 0);
+    session_get_totals(recorder_session(with), &t);
+    struct session_totals tp;
+    session_get_totals(recorder_session(without), &tp);
+    g_assert_cmpuint(t.exact, ==, tp.exact);
+    g_assert_cmpuint(t.ambiguous, ==, tp.ambiguous);
+    g_assert_cmpuint(t.errors, ==, 0);
+    g_assert_cmpuint(tp.live_contexts, ==, SHORT_CONTEXTS);
+    recorder_close(with);
+    recorder_close(without);
+
+    sqlite3 *de = open_db(dir_end), *dp = open_db(dir_plain);
+    g_assert_cmpint(query(de, "SELECT COUNT(*) FROM contexts"), ==,
+                    SHORT_CONTEXTS);
+    char *a = per_context(de), *b = per_context(dp);
+    g_assert_cmpstr(a, ==, b);
+    g_assert_cmpint(query(de, "SELECT SUM(count) FROM sample_timeline"), ==,
+                    query(dp, "SELECT SUM(count) FROM sample_timeline"));
+    g_assert_cmpint(query(de, "SELECT COUNT(*) FROM decode_errors"), ==, 0);
+    g_free(a);
+    g_free(b);
+    sqlite3_close(de);
+    sqlite3_close(dp);
+    builder_free(&be);
+    builder_free(&bp);
+    g_free(dir_end);
+    g_free(dir_plain);
+    g_free(image);
+}
+
+/*
+ * Malformed ends: an END of a context never seen, an END twice, a bind
+ * after the END (its samples are orphans), an END while still bound (the
+ * binding closes): each a counted error or handled, never a crash, and
+ * every sample still counted once.
+ */
+static void test_malformed_ends(void)
+{
+    char *image = test_image_path();
+    struct builder b;
+
+    builder_init(&b, image);
+    put_header(&b);
+    put_end(&b, 0, 77);                 /* never seen */
+    put_bind(&b, 0, 1, 1, 4);
+    put_samples(&b, 0, RESIDENT_ADDR, 3);
+    put_time(&b, 0, 10, 2000);
+    put_end(&b, 0, 1);                  /* still bound: released */
+    put_end(&b, 0, 1);                  /* twice */
+    put_bind(&b, 0, 1, 1, 4);           /* bound after its end */
+    put_samples(&b, 0, RESIDENT_ADDR, 5);
+    put_time(&b, 0, 20, 3000);
+    put_release(&b, 0, 30);
+    put_stop(&b);
+    struct recording rec = record(&b);
+
+    g_assert_cmpint(query(rec.db, "SELECT count FROM decode_errors WHERE "
+                          "kind = 'end-unknown'"), ==, 1);
+    g_assert_cmpint(query(rec.db, "SELECT count FROM decode_errors WHERE "
+                          "kind = 'end-twice'"), ==, 1);
+    g_assert_cmpint(query(rec.db, "SELECT count FROM decode_errors WHERE "
+                          "kind = 'bind-after-end'"), ==, 1);
+    g_assert_cmpint(query(rec.db, "SELECT COUNT(*) FROM contexts"), ==, 1);
+    g_assert_cmpint(query(rec.db, "SELECT exact FROM context_totals"), ==, 3);
+    g_assert_cmpint(query(rec.db, "SELECT SUM(count) FROM orphan_samples"),
+                    ==, 5);
+    g_assert_cmpint(query(rec.db, "SELECT end_reason = 'release' FROM "
+                          "bindings WHERE context = 1"), ==, 1);
+    g_assert_cmpuint(rec.totals.errors, ==, 3);
+    g_assert_cmpuint(rec.totals.exact + rec.totals.orphan, ==, 8);
+    recording_free(&rec);
+    builder_free(&b);
+    g_free(image);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1420,6 +1597,9 @@ int main(int argc, char **argv)
     g_test_add_func("/daemon/sched/message-fields", test_sched_message_fields);
     g_test_add_func("/daemon/sched/import-incremental",
                     test_sched_import_incremental);
+    g_test_add_func("/daemon/ends/many-short-contexts",
+                    test_many_short_contexts);
+    g_test_add_func("/daemon/ends/malformed", test_malformed_ends);
     int status = g_test_run();
     remove_tree(temp_root);
     g_free(temp_root);

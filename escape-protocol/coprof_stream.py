@@ -48,16 +48,17 @@ ADDRESS_ALIGN = 4
 MASK64 = (1 << 64) - 1
 CHECK_MULTIPLIER = 0x9E3779B97F4A7C15
 
-# ---- Version 1.2 -------------------------------------------------------------
+# ---- Version 1.3 -------------------------------------------------------------
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 2
+VERSION_MINOR = 3
 VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
-         "stop": 6, "image": 7, "release": 8, "stall": 9}
+         "stop": 6, "image": 7, "release": 8, "stall": 9, "end": 10}
 CODE_NAMES = {code: name for name, code in CODES.items()}
-START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE, STALL = range(1, 10)
+(START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE, STALL,
+ END) = range(1, 11)
 
 # START's fifo_full (1.2).
 FIFO_DROP, FIFO_STALL = 0, 1
@@ -102,6 +103,8 @@ LAYOUTS = {
     RELEASE: (("slot", 32, "dec"), ("cycle", 64, "dec")),
     STALL: (("slot", 32, "dec"), ("count", 64, "dec"), ("ns", 64, "dec"),
             ("cycle", 64, "dec")),
+    END: (("slot", 32, "dec"), ("context_id", 64, "dec"),
+          ("cycle", 64, "dec")),
 }
 MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 

@@ -42,10 +42,10 @@
 #define COPSTREAM_MAX_SLOTS      256u
 #define COPSTREAM_ADDRESS_ALIGN  4u          /* PC fields are address >> 2 */
 
-/* ---- Version 1.2 -------------------------------------------------------- */
+/* ---- Version 1.3 -------------------------------------------------------- */
 
 #define COPSTREAM_VERSION_MAJOR  1u
-#define COPSTREAM_VERSION_MINOR  2u
+#define COPSTREAM_VERSION_MINOR  3u
 #define COPSTREAM_VERSION \
     (COPSTREAM_VERSION_MAJOR << 16 | COPSTREAM_VERSION_MINOR)
 
@@ -59,7 +59,8 @@ enum copstream_code {
     COPSTREAM_IMAGE    = 7,
     COPSTREAM_RELEASE  = 8,
     COPSTREAM_STALL    = 9,           /* 1.2 */
-    COPSTREAM_CODE_END = 10           /* codes at or above are unknown in 1.2 */
+    COPSTREAM_END      = 10,          /* 1.3 */
+    COPSTREAM_CODE_END = 11           /* codes at or above are unknown in 1.3 */
 };
 
 /*
@@ -79,6 +80,7 @@ enum copstream_code {
 #define COPSTREAM_IMAGE_WORDS    5u      /* fixed part, before the path */
 #define COPSTREAM_RELEASE_WORDS  2u
 #define COPSTREAM_STALL_WORDS    4u
+#define COPSTREAM_END_WORDS      3u
 #define COPSTREAM_MAX_PATH \
     (COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD - COPSTREAM_IMAGE_WORDS))
 
@@ -192,6 +194,17 @@ struct copstream_stall {
 };
 
 /*
+ * 1.3: the context ended (copsim destroyed it): it will never be bound
+ * again, so a reader may write out and forget everything it holds for it.
+ * Written after the RELEASE or CONTEXT that closed its last binding.
+ */
+struct copstream_end {
+    uint32_t slot;                /* the slot it last left */
+    uint64_t context_id;          /* as in its CONTEXT records */
+    uint64_t cycle;               /* that slot's cycle when it left */
+};
+
+/*
  * One record.  The encoder reads code and the matching member of the
  * union, and payload_words only to write a record in an earlier minor
  * version's shorter form (a value from that form's length up to below the
@@ -216,6 +229,7 @@ struct copstream_record {
         struct copstream_image image;
         struct copstream_release release;
         struct copstream_stall stall;
+        struct copstream_end end;
     } u;
 };
 

@@ -559,7 +559,7 @@ const char *copstream_code_name(uint16_t code)
         [COPSTREAM_OVERLAY] = "overlay", [COPSTREAM_LOST] = "lost",
         [COPSTREAM_TIME] = "time",       [COPSTREAM_STOP] = "stop",
         [COPSTREAM_IMAGE] = "image",     [COPSTREAM_RELEASE] = "release",
-        [COPSTREAM_STALL] = "stall",
+        [COPSTREAM_STALL] = "stall",     [COPSTREAM_END] = "end",
     };
 
     return code < COPSTREAM_CODE_END ? names[code] : NULL;

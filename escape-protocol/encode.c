@@ -102,6 +102,12 @@ static const struct field_layout stall_fields[COPSTREAM_STALL_WORDS] = {
     FIELD(struct copstream_stall, cycle, "cycle", FIELD_DECIMAL),
 };
 
+static const struct field_layout end_fields[COPSTREAM_END_WORDS] = {
+    FIELD(struct copstream_end, slot, "slot", FIELD_DECIMAL),
+    FIELD(struct copstream_end, context_id, "context_id", FIELD_DECIMAL),
+    FIELD(struct copstream_end, cycle, "cycle", FIELD_DECIMAL),
+};
+
 const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
     [COPSTREAM_START]   = { COPSTREAM_START_WORDS, COPSTREAM_START_WORDS_1_1,
                             start_fields },
@@ -121,6 +127,8 @@ const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
                             release_fields },
     [COPSTREAM_STALL]   = { COPSTREAM_STALL_WORDS, COPSTREAM_STALL_WORDS,
                             stall_fields },
+    [COPSTREAM_END]     = { COPSTREAM_END_WORDS, COPSTREAM_END_WORDS,
+                            end_fields },
 };
 
 uint16_t copstream_check(uint16_t code, uint16_t length,
@@ -194,6 +202,8 @@ int copstream_fields_check(const struct copstream_record *rec,
         if (rec->u.stall.count == 0)
             return COPSTREAM_ERR_BAD_FIELD;
         return slot_check(rec->u.stall.slot, slot_limit);
+    case COPSTREAM_END:
+        return slot_check(rec->u.end.slot, slot_limit);
     default:
         return COPSTREAM_ERR_BAD_FIELD;
     }

@@ -78,6 +78,8 @@ def seeds():
     yield "long-path", cs.encode_record("image", path=b"p" * 4000, **IDENTITY)
     stall = cs.encode_record("stall", slot=0, count=3, ns=12345, cycle=77)
     yield "stall", b"".join(parts[:6] + [stall] + parts[6:])
+    end = cs.encode_record("end", slot=0, context_id=1, cycle=80)
+    yield "end", b"".join(parts[:-1] + [end] + parts[-1:])
     yield "start-1-1", b"".join([cs.encode_record("start", **START_1_1)] +
                                 parts[1:])
 

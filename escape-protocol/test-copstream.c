@@ -119,6 +119,16 @@ static void add_release(GByteArray *s, uint32_t slot, uint64_t cycle)
 }
 
 /* An OVERLAY of version 1.1 with its flags, or (words 4) in 1.0's form. */
+/* 1.3: the context ended. */
+static void add_end(GByteArray *s, uint32_t slot, uint64_t context_id,
+                    uint64_t cycle)
+{
+    struct copstream_record rec = { .code = COPSTREAM_END };
+
+    rec.u.end = (struct copstream_end){ slot, context_id, cycle };
+    add_record(s, &rec);
+}
+
 static void add_overlay_words(GByteArray *s, uint32_t slot, uint32_t region,
                               uint32_t guard, uint32_t flags, uint16_t words)
 {
@@ -327,7 +337,7 @@ static void test_round_trip_every_record(void)
 {
     GByteArray *s = g_byte_array_new();
     static const char *const expected =
-        "0 start version=1.2 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
+        "0 start version=1.3 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
         "clock_hz=1000000000 fifo_depth=1024 ls_size=262144 "
         "poll_interval_ns=512 start_time_ns=1000 fifo_full=1 dither=1 "
         "dither_seed=18446744073709551557 watermark=512\n"
@@ -345,7 +355,8 @@ static void test_round_trip_every_record(void)
         "504 stall slot=5 count=3 ns=120000 cycle=350\n"
         "552 time slot=5 cycle=300 time_ns=1234567\n"
         "592 release slot=5 cycle=400\n"
-        "624 stop time_ns=5000000 samples=2 lost=5\n";
+        "624 end slot=5 context_id=9 cycle=400\n"
+        "664 stop time_ns=5000000 samples=2 lost=5\n";
 
     add_start(s);
     add_image(s, "/a b\\\n\xff");
@@ -359,6 +370,7 @@ static void test_round_trip_every_record(void)
     add_stall(s, 5, 3, 120000);
     add_time(s, 5, 300, 1234567);
     add_release(s, 5, 400);
+    add_end(s, 5, 9, 400);
     add_stop(s, 2, 5);
     struct decoded d = decode_array(s);
     g_assert_cmpstr(d.text, ==, expected);
@@ -589,7 +601,7 @@ static void test_unknown_codes_skipped(void)
     g_assert_cmpuint(d.stats.records[COPSTREAM_TIME], ==, 1);
     g_assert_nonnull(strstr(d.text, " time slot=0 cycle=77 time_ns=88 "
                             "extra=0xffffffffffffffff,0x5\n"));
-    g_assert_nonnull(strstr(d.text, " unknown code=10 "
+    g_assert_nonnull(strstr(d.text, " unknown code=11 "
                             "words=0x0,0xffffffffffffffff,0xffffffffffffffff\n"));
     g_assert_nonnull(strstr(d.text, " unknown code=0\n"));
     g_free(d.text);

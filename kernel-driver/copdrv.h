@@ -13,7 +13,8 @@
  *                    reports changed overlay guard words, lost samples and
  *                    one TIME record per slot;
  *   copdrv_bind()    (context switch, before the context runs) drains the
- *   copdrv_unbind()  slot, then writes CONTEXT or RELEASE;
+ *   copdrv_unbind()  slot, then writes CONTEXT or RELEASE (and END for a
+ *                    context that ended, copdrv_unbind_end());
  *   copdrv_stop()    drains a last time, writes the pending losses and STOP.
  *
  * The stream goes into a bounded event buffer that one reader empties with
@@ -147,6 +148,10 @@ void copdrv_poll_doorbell(struct copdrv *drv);
  */
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx);
 void copdrv_unbind(struct copdrv *drv, u32 slot);
+/* The same for a context that ended (exited, faulted, reaped): it will
+ * never be bound again, and the stream says so with an END after the
+ * RELEASE (stream 1.3), so the reader can let go of it. */
+void copdrv_unbind_end(struct copdrv *drv, u32 slot);
 
 void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats);
 

@@ -110,7 +110,10 @@ static void hook_unbind(void *data, const struct copsim_switch *change)
 {
 	struct copsim_driver *d = data;
 
-	copdrv_unbind(d->drv, change->slot);
+	if (change->reason == COPSIM_UNBIND_PREEMPT)
+		copdrv_unbind(d->drv, change->slot);
+	else
+		copdrv_unbind_end(d->drv, change->slot);
 	d->on_slot[change->slot] = TRACE_NONE;
 }
 

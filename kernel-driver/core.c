@@ -102,6 +102,9 @@ struct copdrv_slot {
 	u32 n_stalled;		/* regions with one */
 	u64 stalls_seen;	/* stall_count already reported */
 	u64 stall_ns_seen;	/* stall_ns already reported */
+	u32 end_pending;	/* an ended context's END waits to be written */
+	u64 end_context;	/* its context id ... */
+	u64 end_cycle;		/* ... and the slot's cycle when it left */
 };
 
 struct copdrv {
@@ -349,6 +352,16 @@ static int emit_release(struct copdrv *drv, const struct copdrv_slot *s)
 
 	rec.u.release.slot = s->index;
 	rec.u.release.cycle = s->switch_cycle;
+	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+static int emit_end(struct copdrv *drv, const struct copdrv_slot *s)
+{
+	struct copstream_record rec = { .code = COPSTREAM_END };
+
+	rec.u.end.slot = s->index;
+	rec.u.end.context_id = s->end_context;
+	rec.u.end.cycle = s->end_cycle;
 	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
 }
 
@@ -639,7 +652,7 @@ static u64 put_samples_placed(struct copdrv *drv, struct copdrv_slot *s,
  * and CONTEXT followed by the first read of every guard word, or RELEASE.
  * Returns 0 once announced, -ENOSPC while the records do not fit.
  */
-static int announce(struct copdrv *drv, struct copdrv_slot *s)
+static int announce_switch(struct copdrv *drv, struct copdrv_slot *s)
 {
 	u32 region;
 	int err;
@@ -663,6 +676,23 @@ static int announce(struct copdrv *drv, struct copdrv_slot *s)
 	if (read_guards(drv, s))
 		emit_guard_changes(drv, s, s->switch_cycle, 0);
 	return 0;
+}
+
+/*
+ * The switch record, then the END of a context that ended on the slot
+ * (stream 1.3): after the RELEASE or CONTEXT that closed its last binding,
+ * so every record of it precedes its END.  Both wait for room alike.
+ */
+static int announce(struct copdrv *drv, struct copdrv_slot *s)
+{
+	int err = announce_switch(drv, s);
+
+	if (err || !s->end_pending)
+		return err;
+	err = emit_end(drv, s);
+	if (!err)
+		s->end_pending = 0;
+	return err;
 }
 
 /* Drains the slot's FIFO into drv->fields; returns the entries drained. */
@@ -965,7 +995,12 @@ int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 	return 0;
 }
 
-void copdrv_unbind(struct copdrv *drv, u32 slot)
+/*
+ * ended: the context will never be bound again; its END follows the
+ * slot's RELEASE.  An END still waiting for room when the next context on
+ * the slot ends is replaced (that context stays live for the reader).
+ */
+static void unbind_slot(struct copdrv *drv, u32 slot, int ended)
 {
 	struct copdrv_slot *s;
 
@@ -976,9 +1011,24 @@ void copdrv_unbind(struct copdrv *drv, u32 slot)
 	if (s->bound) {
 		if (drv->running)
 			poll_slot(drv, s, 1);
+		if (ended && drv->running) {
+			s->end_pending = 1;
+			s->end_context = s->ctx.context_id;
+			s->end_cycle = slot_cycles(s);
+		}
 		switch_slot(drv, s, 0);
 	}
 	unlock_and_wake(drv);
+}
+
+void copdrv_unbind(struct copdrv *drv, u32 slot)
+{
+	unbind_slot(drv, slot, 0);
+}
+
+void copdrv_unbind_end(struct copdrv *drv, u32 slot)
+{
+	unbind_slot(drv, slot, 1);
 }
 
 /* ---- Start, poll, stop -------------------------------------------------- */
@@ -1032,6 +1082,7 @@ static void reset_session(struct copdrv *drv)
 		slot_load(s, drv->params.lfsr_value);
 		slot_baseline(drv, s);
 		s->announced = !s->bound;
+		s->end_pending = 0;
 	}
 }
 

@@ -6,7 +6,8 @@ sound prefix (START, the image, two bound contexts), the second where the
 rest is split in two feeds -- and then stream bytes.  The seeds are random
 runs of coprofd_support.Simulation (whole streams, no prefix; some with
 the overlay watch on) and poll groups for the prefix's two slots with
-overlay swaps (some placed among the samples), releases and lost samples.
+overlay swaps (some placed among the samples), releases, lost samples
+and END records (of a context, twice or of none, with samples after).
 """
 
 import argparse
@@ -37,7 +38,13 @@ def prefixed_seed(rng, image):
                 w.lost_samples(slot, rng.choice((1, 2, 3)), 1)
             w.time(slot, poll * 10, poll * 100)
     if rng.random() < 0.5:
-        w.release(rng.choice((0, 1)))
+        slot = rng.choice((0, 1))
+        w.release(slot)
+        if rng.random() < 0.7:      # 1.3: the prefix's contexts are 1, 2
+            w.record("end", slot=slot, context_id=rng.choice((1, 2, 9)),
+                     cycle=0)
+            if rng.random() < 0.5:
+                w.sample(slot, rng.choice(image.addresses))
     w.stop()
     return w.bytes()
 

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from . import output, profile, session as session_mod
+from . import output, profile, session as session_mod, timeline
 
 PROG = "copreport"
 
@@ -89,7 +89,9 @@ Write the session's timeline as Chrome trace event JSON, which Perfetto
 (ui.perfetto.dev) and chrome://tracing open: a track per slot with the
 contexts bound to it over time, a track per context with the functions it
 ran (per time bucket the function with the most samples, consecutive
-buckets merged), and the scheduler's events from the event log as instant
+buckets merged) -- with more than 100 contexts a track per slot and
+image instead, the context an argument of each slice (--tracks) --
+and the scheduler's events from the event log as instant
 events, all on CLOCK_MONOTONIC (ts in microseconds).  --png also draws
 slot occupancy and the top functions over time."""
 
@@ -105,7 +107,8 @@ exit status:
 
 examples:
   copreport timeline -o trace.json
-  copreport timeline -d DIR -o trace.json --png timeline.png"""
+  copreport timeline -d DIR -o trace.json --png timeline.png
+  copreport timeline --tracks=context -o trace.json   # one per context"""
 
 
 class UsageError(Exception):
@@ -196,6 +199,13 @@ def timeline_parser():
     p.add_argument("--png", metavar="FILE", type=_file_name,
                    help="also draw slot occupancy and the top functions "
                         "over time to FILE (PNG)")
+    p.add_argument("--tracks", default="auto", choices=timeline.TRACKS,
+                   help="the contexts' function slices: a track per "
+                        "context, a track per slot and image with the "
+                        "context as an argument of each slice (for "
+                        "thousands of contexts), or auto: grouped above "
+                        "%d contexts (default: %%(default)s)"
+                   % timeline.GROUP_CONTEXTS)
     return p
 
 
@@ -262,7 +272,6 @@ def run_report(args):
 
 def run_timeline(args):
     import json
-    from . import timeline
     _check_writable(args.output)
     if args.png is not None:
         _check_writable(args.png)
@@ -270,7 +279,7 @@ def run_timeline(args):
     try:
         tl = timeline.build(s)
         _warn(s)
-        trace = timeline.trace_events(tl)
+        trace = timeline.trace_events(tl, args.tracks)
         with _open_output(args.output) as f:
             json.dump(trace, f)
             f.write("\n")

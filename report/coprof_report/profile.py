@@ -104,8 +104,8 @@ class Losses:
 
 class Row:
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
-                 "offset_lo", "offset_hi", "samples", "percent", "ci_low",
-                 "ci_high", "reason", "candidates")
+                 "offset_lo", "offset_hi", "samples", "share", "reason",
+                 "candidates")
 
     def __init__(self, kind, image, symbol, overlay=None, section=None,
                  region=None, reason=None, candidates=()):
@@ -120,7 +120,23 @@ class Row:
         self.offset_lo = None
         self.offset_hi = None
         self.samples = 0
-        self.percent = self.ci_low = self.ci_high = 0.0
+        self.share = (0.0, 0.0, 0.0)    # of its group: interval()
+
+    def set_total(self, total):
+        """Its group's samples are total: its share and interval."""
+        self.share = interval(self.samples, total)
+
+    @property
+    def percent(self):
+        return 100 * self.share[0]
+
+    @property
+    def ci_low(self):
+        return 100 * self.share[1]
+
+    @property
+    def ci_high(self):
+        return 100 * self.share[2]
 
     def add(self, count, offset=None):
         self.samples += count
@@ -167,7 +183,7 @@ class ImageInfo:
             return "%s@0x%x" % (name, self.image_offset)
         return name
 
-    @property
+    @functools.cached_property
     def label(self):
         """"pipeline (host-pipeline@0x1a800)"."""
         return "%s (%s)" % (self.short_name, self.where())
@@ -274,6 +290,7 @@ class Group:
         self.total = 0
         self.hidden = 0             # rows under the threshold
         self.sorted = []
+        self.image_ids = set()      # images of its rows, hidden ones too
         self.losses = Losses()      # captures lost in the group
 
     @property
@@ -302,6 +319,12 @@ class Profile:
         self.threshold = 0.0
         self.sampling = None
 
+    def group_summaries(self):
+        """The groups, or (for ContextGroups) their totals and losses
+        without rows."""
+        summaries = getattr(self.groups, "summaries", None)
+        return summaries() if summaries else self.groups
+
     def loss_warnings(self):
         """One line per group, and in a report unseparated or by slot per
         image shown (its share against the others is in no group), that
@@ -310,10 +333,9 @@ class Profile:
                " its shares may be biased"
                % (g.label, g.losses.percent(g.total),
                   g.total + g.losses.total, LOSS_WARN_PERCENT)
-               for g in self.groups if g.biased]
+               for g in self.group_summaries() if g.biased]
         if self.separation in ("none", "slot"):
-            shown = {r.image.id for g in self.groups for r in g.rows.values()
-                     if r.image is not None}
+            shown = {i for g in self.groups for i in g.image_ids}
             out += ["image %s lost %.2f%% of its %d captures (more than %g%%):"
                     " the shares of its functions and between images may be"
                     " biased" % (i.label, i.losses.percent(i.samples),
@@ -419,6 +441,311 @@ def load_images_and_contexts(session):
     return images, contexts
 
 
+CONTEXT_CHUNK = 2000    # contexts whose rows are in memory at once
+
+
+class _Builder:
+    """What build() knows while it fills groups: the session, the
+    separation, the filters, the images and contexts."""
+
+    def __init__(self, session, separation, images, contexts, want_images,
+                 want_contexts, threshold):
+        self.session = session
+        self.separation = separation
+        self.images = images
+        self.contexts = contexts
+        self.want_images = want_images
+        self.want_contexts = want_contexts
+        self.threshold = threshold
+        self.filtered = want_images is not None or want_contexts is not None
+        self.cand_names = {}
+        self.candidates = None
+        self.losses = {}        # group key -> Losses, before any row
+        self.last = (None, None)    # ((ctx, img), its group) of the last row
+        self.totals_by_context = {}     # kept samples by context (None:
+        #                                 orphans and unknown contexts)
+        # the rows come summed by SQLite: by context only when groups or
+        # filters need it
+        self.by_context = separation in ("context", "slot") or \
+            want_contexts is not None
+
+    def keep(self, ctx, img):
+        if self.want_contexts is not None and ctx not in self.want_contexts:
+            return False
+        if self.want_images is not None and img not in self.want_images:
+            return False
+        return True
+
+    def key_label(self, ctx, img, slot=None):
+        """(key, label, ContextInfo or None) of the group of a sample."""
+        sep = self.separation
+        if sep == "none":
+            return "all", "all", None
+        if sep == "context":
+            cinfo = self.contexts.get(ctx)
+            return ctx, (cinfo.label if cinfo else "no context"), cinfo
+        if sep == "image":
+            return img, (self.images[img].label if img in self.images
+                         else "no image"), None
+        if ctx is None:
+            slots = [slot] if slot is not None else []
+        else:
+            c = self.contexts.get(ctx)
+            slots = sorted(c.slots) if c else []
+        label = ("slot %d" % slots[0]) if len(slots) == 1 else \
+            ("slots %s" % ",".join(map(str, slots)) if slots else "no slot")
+        return tuple(slots), label, None
+
+    def group_of(self, groups, ctx, img, slot=None):
+        if slot is None and (ctx, img) == self.last[0]:
+            return self.last[1]     # rows come by context: mostly the same
+        g = self._group_of(groups, ctx, img, slot)
+        if slot is None:
+            self.last = ((ctx, img), g)
+        return g
+
+    def _group_of(self, groups, ctx, img, slot=None):
+        key, label, cinfo = self.key_label(ctx, img, slot)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = Group(key, label, cinfo)
+            if key in self.losses:
+                g.losses = self.losses[key]
+        return g
+
+    def totals(self):
+        """The report's totals by kind, and every context's and image's
+        samples (for their loss shares), summed by SQLite."""
+        totals = dict(exact=0, ambiguous=0, pending=0, unmapped=0, orphan=0)
+        by_context = self.totals_by_context
+        for kind, ctx, img, count in self.session.sample_totals():
+            if ctx in self.contexts:
+                self.contexts[ctx].samples += count
+            if img in self.images:
+                self.images[img].samples += count
+            if self.keep(ctx, img):
+                totals[kind] += count
+                key = ctx if ctx in self.contexts else None
+                by_context[key] = by_context.get(key, 0) + count
+        if not self.filtered:
+            for slot, count in self.session.orphans():
+                totals["orphan"] += count
+                by_context[None] = by_context.get(None, 0) + count
+        return totals
+
+    def group_losses(self):
+        """Lost captures: to their context, its image and the group they
+        are in (kept by key until the group is made)."""
+        for ctx, slot, cause, name, count in self.session.lost_by_context():
+            c = self.contexts.get(ctx)
+            img = c.image.id if c is not None and c.image is not None \
+                else None
+            if c is not None:
+                c.losses.add(cause, name, count)
+                if c.image is not None:
+                    c.image.losses.add(cause, name, count)
+            if self.filtered and (c is None or not self.keep(ctx, img)):
+                continue
+            key = self.key_label(ctx, img, slot)[0]
+            self.losses.setdefault(key, Losses()).add(cause, name, count)
+
+    def fill(self, groups, first=None, last=None):
+        """The rows of the sample tables into groups (contexts first to
+        last only, when given)."""
+        s, images = self.session, self.images
+        span = (first, last) if first is not None else None
+        self.last = (None, None)    # groups is a new dict
+        for ctx, img, off, ovl, count in s.samples(self.by_context, span):
+            if not self.keep(ctx, img):
+                continue
+            info = images.get(img)
+            g = self.group_of(groups, ctx, img)
+            sym = info.symbolizer if info else None
+            f = sym.function_at(off) if sym else None
+            if f is not None:
+                key = ("x", img, ovl, f.offset)
+                name, section = f.name, f.section
+            else:
+                sec = sym.section_at(off) if sym else None
+                section = sec.name if sec else None
+                key = ("x", img, ovl, None, section)
+                name = "[no symbol in %s]" % section if section else \
+                    "[no symbols]"
+            g.row(key, lambda: Row("exact", info, name, overlay=ovl,
+                                   section=section)).add(count, off)
+        for ctx, img, ls, region, count, pending in \
+                s.ambiguous(self.by_context, span):
+            if not self.keep(ctx, img):
+                continue
+            info = images.get(img)
+            names = self.names_at(info, img, ls)
+            g = self.group_of(groups, ctx, img)
+            key = ("a", img, region, names)
+            what = "|".join(names) if names else "ls 0x%x" % ls
+            g.row(key, lambda: Row(
+                "ambiguous", info, "[ambiguous region %s: %s]"
+                % (region, what), region=region,
+                candidates=names)).add(count)
+        for ctx, img, reason, count in s.unmapped(self.by_context, span):
+            if not self.keep(ctx, img):
+                continue
+            g = self.group_of(groups, ctx, img)
+            key = ("u", img, reason)
+            g.row(key, lambda: Row("unmapped", images.get(img),
+                                   "[unmapped %s]" % reason,
+                                   reason=reason)).add(count)
+
+    def fill_orphans(self, groups):
+        """Orphans: no context, no image."""
+        if self.filtered:
+            return
+        for slot, count in self.session.orphans():
+            g = self.group_of(groups, None, None, slot)
+            g.row(("o",), lambda: Row("orphan", None, "[orphan]")).add(count)
+
+    def names_at(self, info, img, ls):
+        """The candidate functions of an ambiguous LS address."""
+        ck = (img, ls)
+        names = self.cand_names.get(ck)
+        if names is not None:
+            return names
+        if self.candidates is None:
+            self.candidates = self.session.candidates()
+        names = []
+        sym = info.symbolizer if info else None
+        for ovl, foff in self.candidates.get(ck, ()):
+            f = sym.function_at(foff) if sym else None
+            if f is not None:
+                n = f.name
+            else:       # padding past an overlay's last function
+                sec = sym.section_at(foff) if sym else None
+                n = "%s:?" % sec.name if sec else "0x%x" % foff
+            if n not in names:
+                names.append(n)
+        names = self.cand_names[ck] = tuple(names)
+        return names
+
+    def finish(self, g):
+        """Percentages (asked of each row), threshold, order."""
+        g.total = sum(r.samples for r in g.rows.values())
+        rows = []
+        for r in g.rows.values():
+            r.set_total(g.total)
+            if r.percent + 1e-12 < self.threshold:
+                g.hidden += 1
+                continue
+            rows.append(r)
+        rows.sort(key=lambda r: (-r.samples, r.symbol, r.overlay_label,
+                                 r.image.short_name if r.image else ""))
+        g.sorted = rows
+        g.image_ids = {r.image.id for r in g.rows.values()
+                       if r.image is not None}
+        g.rows = None       # by key: no longer needed
+
+    def order_key(self, g):
+        k = g.key
+        if self.separation in ("context", "image"):
+            return (k is None, k or 0)
+        if self.separation == "slot":
+            return (len(k) == 0, k)
+        return (0,)
+
+    def all_groups(self):
+        """Every group, in order, all in memory (any separation)."""
+        groups = {}
+        self.fill(groups)
+        self.fill_orphans(groups)
+        for key in self.losses:     # groups that only lost captures
+            if key not in groups:
+                self.group_of(groups, *self._sample_of(key))
+        for g in groups.values():
+            self.finish(g)
+        order = sorted(groups.values(), key=self.order_key)
+        if self.separation == "context":
+            self._add_empty_contexts(order, groups)
+            order.sort(key=self.order_key)
+        return order
+
+    def _sample_of(self, key):
+        """(ctx, img, slot) whose group has key (for groups of losses)."""
+        if self.separation == "context":
+            return key, None, None
+        if self.separation == "image":
+            return None, key, None
+        if self.separation == "slot":
+            return None, None, key[0] if key else None
+        return None, None, None
+
+    def _add_empty_contexts(self, order, groups):
+        """Contexts of the filter that had no sample still get their
+        header."""
+        if self.want_images is not None:
+            return
+        for cid, c in self.contexts.items():
+            if cid not in groups and (self.want_contexts is None or
+                                      cid in self.want_contexts):
+                order.append(Group(cid, c.label, c))
+
+
+class ContextGroups:
+    """The groups of --separate=context, made CONTEXT_CHUNK contexts at a
+    time as they are iterated, so that a session of 100,000 contexts
+    never has its million rows in memory at once.  Iterating again reads
+    the session again.  summaries(): every group's label, total and
+    losses, without rows (for the loss warnings)."""
+
+    def __init__(self, builder, totals_by_context):
+        self.builder = builder
+        self.totals_by_context = totals_by_context
+
+    def _wanted(self, cid):
+        b = self.builder
+        if cid in b.losses or self.totals_by_context.get(cid):
+            return True
+        return b.want_images is None and (b.want_contexts is None or
+                                          cid in b.want_contexts)
+
+    def __iter__(self):
+        b = self.builder
+        ids = sorted(cid for cid in b.contexts if self._wanted(cid))
+        for at in range(0, len(ids), CONTEXT_CHUNK):
+            chunk = ids[at:at + CONTEXT_CHUNK]
+            groups = {}
+            b.fill(groups, chunk[0], chunk[-1])
+            for cid in chunk:
+                g = groups.get(cid)
+                if g is None:
+                    g = b.group_of(groups, cid, None)
+                    g.rows = {}
+                b.finish(g)
+                yield g
+            groups.clear()
+        groups = {}
+        b.fill_orphans(groups)
+        if None in b.losses:
+            b.group_of(groups, None, None)
+        for g in groups.values():
+            b.finish(g)
+            yield g
+
+    def __len__(self):
+        return sum(1 for _ in self.summaries())
+
+    def summaries(self):
+        b = self.builder
+        for cid in sorted(c for c in b.contexts if self._wanted(c)):
+            c = b.contexts[cid]
+            g = Group(cid, c.label, c)
+            g.total = self.totals_by_context.get(cid, 0)
+            g.losses = b.losses.get(cid, Losses())
+            yield g
+        if None in b.losses or self.totals_by_context.get(None):
+            g = Group(None, "no context")
+            g.total = self.totals_by_context.get(None, 0)
+            g.losses = b.losses.get(None, Losses())
+            yield g
+
+
 def build(session, separation="none", image_filter=(), context_filter=(),
           threshold=0.0):
     """The Profile of a session.  threshold: rows under this percent of
@@ -442,177 +769,18 @@ def build(session, separation="none", image_filter=(), context_filter=(),
         else None
     want_contexts = _match_contexts(contexts, context_filter) \
         if context_filter else None
-    filtered = want_images is not None or want_contexts is not None
-
-    def keep(ctx, img):
-        if want_contexts is not None and ctx not in want_contexts:
-            return False
-        if want_images is not None and img not in want_images:
-            return False
-        return True
-
-    groups = {}
-
-    def group_of(ctx, img, slot=None):
-        if separation == "none":
-            key, label, cinfo = "all", "all", None
-        elif separation == "context":
-            cinfo = contexts.get(ctx)
-            key = ctx
-            label = cinfo.label if cinfo else "no context"
-        elif separation == "image":
-            cinfo = None
-            key = img
-            label = images[img].label if img in images else "no image"
-        else:
-            cinfo = None
-            if ctx is None:
-                slots = [slot] if slot is not None else []
-            else:
-                c = contexts.get(ctx)
-                slots = sorted(c.slots) if c else []
-            key = tuple(slots)
-            label = ("slot %d" % slots[0]) if len(slots) == 1 else \
-                ("slots %s" % ",".join(map(str, slots)) if slots
-                 else "no slot")
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = Group(key, label, cinfo)
-        return g
-
-    totals = dict(exact=0, ambiguous=0, pending=0, unmapped=0, orphan=0)
-
-    def whole(ctx, img, count):
-        """Count a sample for its context's and image's loss shares."""
-        if ctx in contexts:
-            contexts[ctx].samples += count
-        if img in images:
-            images[img].samples += count
-
-    # exact samples
-    for ctx, img, off, ovl, count in session.samples():
-        whole(ctx, img, count)
-        if not keep(ctx, img):
-            continue
-        totals["exact"] += count
-        info = images.get(img)
-        g = group_of(ctx, img)
-        sym = info.symbolizer if info else None
-        f = sym.function_at(off) if sym else None
-        if f is not None:
-            key = ("x", img, ovl, f.offset)
-            name, section = f.name, f.section
-        else:
-            sec = sym.section_at(off) if sym else None
-            section = sec.name if sec else None
-            key = ("x", img, ovl, None, section)
-            name = "[no symbol in %s]" % section if section else \
-                "[no symbols]"
-        g.row(key, lambda: Row("exact", info, name, overlay=ovl,
-                               section=section)).add(count, off)
-
-    # ambiguous and pending samples
-    candidates = session.candidates()
-    cand_names = {}
-    for ctx, img, ls, region, gfrom, gto, count, pending in \
-            session.ambiguous():
-        whole(ctx, img, count)
-        if not keep(ctx, img):
-            continue
-        totals["pending" if pending else "ambiguous"] += count
-        info = images.get(img)
-        ck = (img, ls)
-        names = cand_names.get(ck)
-        if names is None:
-            names = []
-            sym = info.symbolizer if info else None
-            for ovl, foff in candidates.get(ck, ()):
-                f = sym.function_at(foff) if sym else None
-                if f is not None:
-                    n = f.name
-                else:       # padding past an overlay's last function
-                    sec = sym.section_at(foff) if sym else None
-                    n = "%s:?" % sec.name if sec else "0x%x" % foff
-                if n not in names:
-                    names.append(n)
-            names = cand_names[ck] = tuple(names)
-        g = group_of(ctx, img)
-        key = ("a", img, region, names)
-        what = "|".join(names) if names else "ls 0x%x" % ls
-        g.row(key, lambda: Row(
-            "ambiguous", info, "[ambiguous region %s: %s]" % (region, what),
-            region=region, candidates=names)).add(count)
-
-    # unmapped samples
-    for ctx, img, ls, reason, guard, count in session.unmapped():
-        whole(ctx, img, count)
-        if not keep(ctx, img):
-            continue
-        totals["unmapped"] += count
-        g = group_of(ctx, img)
-        key = ("u", img, reason)
-        g.row(key, lambda: Row("unmapped", images.get(img),
-                               "[unmapped %s]" % reason,
-                               reason=reason)).add(count)
-
-    # orphans: no context, no image
-    if not filtered:
-        for slot, ls, count in session.orphans():
-            totals["orphan"] += count
-            g = group_of(None, None, slot)
-            g.row(("o",), lambda: Row("orphan", None, "[orphan]")).add(count)
-
-    # lost captures: to their context, its image and the group they are in
-    for ctx, slot, cause, name, count in session.lost_by_context():
-        c = contexts.get(ctx)
-        img = c.image.id if c is not None and c.image is not None else None
-        if c is not None:
-            c.losses.add(cause, name, count)
-            if c.image is not None:
-                c.image.losses.add(cause, name, count)
-        if filtered and (c is None or not keep(ctx, img)):
-            continue
-        group_of(ctx, img, slot).losses.add(cause, name, count)
-
-    # percentages, intervals, threshold, order
-    order = []
-    for key, g in groups.items():
-        g.total = sum(r.samples for r in g.rows.values())
-        rows = []
-        for r in g.rows.values():
-            p, lo, hi = interval(r.samples, g.total)
-            r.percent, r.ci_low, r.ci_high = 100 * p, 100 * lo, 100 * hi
-            if r.percent + 1e-12 < threshold:
-                g.hidden += 1
-                continue
-            rows.append(r)
-        rows.sort(key=lambda r: (-r.samples, r.symbol, r.overlay_label,
-                                 r.image.short_name if r.image else ""))
-        g.sorted = rows
-        order.append(g)
-
-    def gorder(g):
-        k = g.key
-        if separation in ("context", "image"):
-            return (k is None, k or 0)
-        if separation == "slot":
-            return (len(k) == 0, k)
-        return (0,)
-    order.sort(key=gorder)
-    # contexts of the filter that had no sample still get their header
+    builder = _Builder(session, separation, images, contexts, want_images,
+                       want_contexts, threshold)
+    totals = builder.totals()
+    builder.group_losses()
     if separation == "context":
-        seen = {g.key for g in order}
-        for cid, c in contexts.items():
-            if cid not in seen and (want_contexts is None or
-                                    cid in want_contexts) and \
-                    want_images is None:
-                order.append(Group(cid, c.label, c))
-        order.sort(key=gorder)
-    prof.groups = order
+        prof.groups = ContextGroups(builder, builder.totals_by_context)
+    else:
+        prof.groups = builder.all_groups()
 
     totals["samples"] = sum(totals.values())
     prof.totals = totals
-    prof.filtered = filtered
+    prof.filtered = builder.filtered
     prof.lost = [(r["cause"], r["cause_name"], r["count"])
                  for r in session.lost_by_cause()]
     totals["lost"] = sum(c for _, _, c in prof.lost)

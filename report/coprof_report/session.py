@@ -152,6 +152,7 @@ class Session:
         self.dir = directory
         self.db = db
         self.keys = dict(db.execute("SELECT key, value FROM session"))
+        self.rows_loaded = 0        # rows iterate() gave
         self.warnings = []          # one line each: per-image problems
         self.recording = False      # a coprofd held the lock at open
         self._originals = {}        # (path, hash, size) -> bytes or None
@@ -298,6 +299,17 @@ class Session:
             raise SessionError("%s: cannot read (%s)"
                                % (os.path.join(self.dir, DB_NAME), e))
 
+    def iterate(self, sql, args=()):
+        """The rows of a query one by one, never all in memory; counted in
+        rows_loaded (what a report read of the sample tables)."""
+        try:
+            for row in self.db.execute(sql, args):
+                self.rows_loaded += 1
+                yield row
+        except sqlite3.Error as e:
+            raise SessionError("%s: cannot read (%s)"
+                               % (os.path.join(self.dir, DB_NAME), e))
+
     def int_key(self, name, default=0, least=None):
         """The session key name as an integer, default when absent or NULL;
         SessionError when it is not an integer (or under least)."""
@@ -352,21 +364,48 @@ class Session:
         return {r["id"]: r for r in
                 self.query("SELECT * FROM contexts ORDER BY id")}
 
-    def samples(self):
-        return self.query("SELECT context, image, file_offset, overlay, count "
-                          "FROM samples")
+    # The sample tables are summed in SQLite (GROUP BY), by context only
+    # when the report needs it: a session of 100,000 contexts has millions
+    # of rows, a report without contexts a few hundred places.
 
-    def ambiguous(self):
+    def _summed(self, columns, table, group, by_context, span):
+        """SUM(count) of table by group (and context when by_context; of
+        contexts span[0]..span[1] only when span is given)."""
+        where, args = "", ()
+        if span is not None:
+            where, args = " WHERE context BETWEEN ? AND ?", span
+        return self.iterate(
+            "SELECT %s, %s, SUM(count) AS count FROM %s%s GROUP BY %s%s"
+            % ("context" if by_context else "NULL", columns, table, where,
+               "context, " if by_context else "", group), args)
+
+    def samples(self, by_context=True, span=None):
+        """(context, image, file_offset, overlay, count); context None
+        when not by_context (summed over contexts)."""
+        return self._summed("image, file_offset, overlay", "samples",
+                            "image, file_offset, overlay", by_context, span)
+
+    def ambiguous(self, by_context=True, span=None):
         """Ambiguous samples and pending ones (which a report treats as
-        ambiguous: guard_to -1), as (context, image, ls_addr, region,
-        guard_from, guard_to, count, pending)."""
-        rows = [tuple(r) + (False,) for r in self.query(
-            "SELECT context, image, ls_addr, region, guard_from, guard_to,"
-            " count FROM ambiguous_samples")]
-        rows += [tuple(r) + (True,) for r in self.query(
-            "SELECT context, image, ls_addr, region, guard, -1, count"
-            " FROM pending_samples")]
-        return rows
+        ambiguous), as (context, image, ls_addr, region, count, pending),
+        summed over guard windows (and contexts when not by_context)."""
+        for table, pending in (("ambiguous_samples", False),
+                               ("pending_samples", True)):
+            for r in self._summed("image, ls_addr, region", table,
+                                  "image, ls_addr, region", by_context, span):
+                yield tuple(r) + (pending,)
+
+    def sample_totals(self):
+        """(kind, context, image, samples) of every sample table but
+        orphans; kind: exact, ambiguous, pending or unmapped."""
+        parts = " UNION ALL ".join(
+            "SELECT '%s', context, image, SUM(count) FROM %s"
+            " GROUP BY context, image" % (kind, table)
+            for kind, table in (("exact", "samples"),
+                                ("ambiguous", "ambiguous_samples"),
+                                ("pending", "pending_samples"),
+                                ("unmapped", "unmapped_samples")))
+        return self.iterate(parts)
 
     def candidates(self):
         """{(image, ls_addr): [(overlay, file_offset), ...]}."""
@@ -376,12 +415,15 @@ class Session:
             out.setdefault((r[0], r[1]), []).append((r[2], r[3]))
         return out
 
-    def unmapped(self):
-        return self.query("SELECT context, image, ls_addr, reason, guard, "
-                          "count FROM unmapped_samples")
+    def unmapped(self, by_context=True, span=None):
+        """(context, image, reason, count), summed over addresses."""
+        return self._summed("image, reason", "unmapped_samples",
+                            "image, reason", by_context, span)
 
     def orphans(self):
-        return self.query("SELECT slot, ls_addr, count FROM orphan_samples")
+        """(slot, count)."""
+        return self.iterate("SELECT slot, SUM(count) AS count FROM orphan_samples"
+                            " GROUP BY slot")
 
     def lost_by_cause(self):
         return self.query("SELECT cause, cause_name, count FROM lost_by_cause "

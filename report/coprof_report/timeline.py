@@ -13,6 +13,13 @@ Three processes, each a group of tracks:
   with function slices from the sample timeline: in each time bucket the
   function with the most exact samples; consecutive buckets of the same
   function merge into one slice, whose args carry its sample counts.
+  With more than GROUP_CONTEXTS contexts (a session of thousands of
+  short contexts, where a track each would not load), or when asked, the
+  tracks are grouped instead: a track per (slot, image), tid in order of
+  first use, each slice on the track of the slot its context was bound to
+  then, the context in its args; slices on a track are clipped so that
+  they never overlap (contexts that followed each other within a bucket).
+  otherData.context_tracks says which ("context" or "slot-image").
 - "scheduler" (pid 3): scheduler events that name no slot (create, load,
   run, exit of a context not on a slot, ...), instant events on one track.
 
@@ -22,12 +29,15 @@ on that clock (perf record -k CLOCK_MONOTONIC).  Metadata events
 ("ph": "M") name the processes and tracks.
 """
 
+import bisect
 import collections
 import re
 
 from . import profile
 
 PID_SLOTS, PID_CONTEXTS, PID_SCHED = 1, 2, 3
+GROUP_CONTEXTS = 100    # more contexts than this: tracks per slot and image
+TRACKS = ("auto", "context", "slot-image")
 
 Binding = collections.namedtuple(
     "Binding", "slot context start_ns end_ns end_reason label")
@@ -154,8 +164,47 @@ def in_session(tl, row):
     return row["context_id"] is None or row["context_id"] in tl.context_ids
 
 
-def trace_events(tl):
-    """The Chrome trace JSON object of a Timeline."""
+def _slot_at(bindings_of, ctx, time_ns):
+    """The slot context ctx was bound to at time_ns (the binding starting
+    last before it; its first binding's slot before any), or None."""
+    spans = bindings_of.get(ctx)
+    if not spans:
+        return None
+    at = bisect.bisect_right(spans, (time_ns, float("inf"))) - 1
+    return spans[max(at, 0)][1]
+
+
+def _grouped_slices(tl):
+    """[(track name, slice, start_ns)]: every slice on the track of its
+    (slot, image), clipped so that a track's slices never overlap."""
+    bindings_of = collections.defaultdict(list)
+    for b in tl.bindings:
+        bindings_of[b.context].append((b.start_ns, b.slot))
+    for spans in bindings_of.values():
+        spans.sort()
+    out, last_end = [], {}
+    for sl in sorted(tl.slices, key=lambda x: (x.start_ns, x.context)):
+        c = tl.contexts.get(sl.context)
+        slot = _slot_at(bindings_of, sl.context, sl.start_ns)
+        image = c.image.short_name if c and c.image else "?"
+        track = "%s %s" % ("slot %d" % slot if slot is not None
+                           else "no slot", image)
+        start = max(sl.start_ns, last_end.get(track, sl.start_ns))
+        end = max(start, sl.end_ns)
+        last_end[track] = end
+        out.append((track, sl, start, end))
+    return out
+
+
+def trace_events(tl, tracks="auto"):
+    """The Chrome trace JSON object of a Timeline.  tracks: "context" (a
+    track per context), "slot-image" (grouped) or "auto" (grouped above
+    GROUP_CONTEXTS contexts)."""
+    if tracks not in TRACKS:
+        raise ValueError(tracks)
+    if tracks == "auto":
+        tracks = "slot-image" if len(tl.contexts) > GROUP_CONTEXTS \
+            else "context"
     ev = []
 
     def meta(pid, tid, name, value, sort=None):
@@ -174,8 +223,9 @@ def trace_events(tl):
               if r["slot"] is not None and r["slot"] >= 0}
     for s in sorted(slots):
         meta(PID_SLOTS, s + 1, "thread_name", "slot %d" % s, s)
-    for c in tl.contexts.values():
-        meta(PID_CONTEXTS, c.id, "thread_name", context_label(c), c.id)
+    if tracks == "context":
+        for c in tl.contexts.values():
+            meta(PID_CONTEXTS, c.id, "thread_name", context_label(c), c.id)
     meta(PID_SCHED, 1, "thread_name", "scheduler events", 0)
 
     for b in tl.bindings:
@@ -190,13 +240,33 @@ def trace_events(tl):
                             "image": c.image.short_name
                             if c and c.image else None,
                             "end_reason": b.end_reason}})
-    for s in tl.slices:
-        ev.append({"ph": "X", "name": s.function, "cat": "function",
-                   "pid": PID_CONTEXTS, "tid": s.context,
-                   "ts": _us(s.start_ns), "dur": _us(s.end_ns - s.start_ns),
-                   "args": {"samples": s.samples,
-                            "bucket_samples": s.bucket_samples,
-                            "buckets": s.buckets}})
+    if tracks == "context":
+        for s in tl.slices:
+            ev.append({"ph": "X", "name": s.function, "cat": "function",
+                       "pid": PID_CONTEXTS, "tid": s.context,
+                       "ts": _us(s.start_ns),
+                       "dur": _us(s.end_ns - s.start_ns),
+                       "args": {"samples": s.samples,
+                                "bucket_samples": s.bucket_samples,
+                                "buckets": s.buckets}})
+    else:
+        tids = {}
+        for track, s, start, end in _grouped_slices(tl):
+            tid = tids.get(track)
+            if tid is None:
+                tid = tids[track] = len(tids) + 1
+                meta(PID_CONTEXTS, tid, "thread_name", track, tid)
+            c = tl.contexts.get(s.context)
+            ev.append({"ph": "X", "name": s.function, "cat": "function",
+                       "pid": PID_CONTEXTS, "tid": tid,
+                       "ts": _us(start), "dur": _us(end - start),
+                       "args": {"context": s.context,
+                                "context_id": c.context_id if c else None,
+                                "pid": c.pid if c else None,
+                                "tid": c.tid if c else None,
+                                "samples": s.samples,
+                                "bucket_samples": s.bucket_samples,
+                                "buckets": s.buckets}})
     for r in tl.sched:
         on_slot = r["slot"] is not None and r["slot"] >= 0
         args = {"message": r["message"]}
@@ -210,6 +280,8 @@ def trace_events(tl):
                    "ts": _us(event_time_ns(r)), "args": args})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"clock": "CLOCK_MONOTONIC",
+                          "context_tracks": tracks,
+                          "contexts": len(tl.contexts),
                           "end_state": tl.end_state,
                           "end_reason": tl.end_reason,
                           "ts_unit": "microseconds",

@@ -327,7 +327,7 @@ def test_png_of_hand_and_empty_sessions(hand, new_session, tmp_path):
     plot.write_png(tl, str(out))
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     prof = profile.build(s, "context")
-    assert prof.groups == [] and prof.totals["samples"] == 0
+    assert list(prof.groups) == [] and prof.totals["samples"] == 0
     s.close()
 
 
