@@ -11,11 +11,13 @@
  *   copdrv_os_alloc/free        calloc/free               kvzalloc/kvfree
  *   copdrv_os_lock/unlock       pthread mutex             mutex
  *   copdrv_os_now_ns            CLOCK_MONOTONIC           ktime_get_ns
- *   copdrv_os_timer_start/stop  poll thread, doorbell     delayed work,
- *                               futex                     trace interrupt
- *   copdrv_os_wake_producer     FUTEX_WAKE                wake_up
+ *   copdrv_os_timer_start/stop  poll thread, doorbell     kthread on hrtimer
+ *                               futex                     deadlines
+ *   copdrv_os_wake_producer     FUTEX_WAKE                nothing (host)
  *   copdrv_os_buffer_wake       non-blocking send         wake_up on a queue
- *   copdrv_os_read_ls           loads from mapped RAM     the SPU's LS map
+ *   copdrv_os_read_ls           loads from mapped RAM     -EFAULT (no RAM)
+ *
+ * (linux/os-linux.c is the module's shim.)
  *
  * Every function takes the shim instance the host gave to copdrv_init().
  * kernel-driver/README.md describes the contract of each.
