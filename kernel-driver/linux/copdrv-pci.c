@@ -9,11 +9,14 @@
  * there), checks the header (magic, version, header size, the file inside
  * the BAR) and refuses anything else with one dmesg line naming the
  * reason, then creates the portable driver core over the Linux shim
- * (os-linux.c).  Remove destroys it; a session still running is stopped
- * first, so the stream ends with STOP.
+ * (os-linux.c) and offers the stream as /dev/copdrv with its control
+ * files (copdrv-dev.c).  One trace unit: a second one is refused when
+ * /dev/copdrv exists.
  *
- * Any other ivshmem device is refused the same way: its memory does not
- * start with the trace unit's magic.
+ * Remove (rmmod, or an unbind through sysfs) stops a running session, so
+ * the stream ends with its losses and STOP, and wakes the reader, which
+ * takes the rest and gets end-of-file; the last reference (the reader's
+ * close, or remove) frees the core.
  */
 #include <linux/io.h>
 #include <linux/module.h>
@@ -21,19 +24,11 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 
-#include "kernel-driver/linux/os-linux.h"
+#include "kernel-driver/linux/copdrv-linux.h"
 #include "emulator/trace-regs.h"
 
 #define COPDRV_BAR		2
 #define COPDRV_IVSHMEM_DEVICE	0x1110	/* ivshmem, vendor Red Hat/Qumranet */
-
-struct copdrv_dev {
-	struct pci_dev *pdev;
-	void *regs;
-	u64 regs_size;
-	struct copdrv_os os;
-	struct copdrv *drv;
-};
 
 /*
  * Whether the BAR holds a register file this driver speaks: 0, or
@@ -90,24 +85,41 @@ static int map_registers(struct copdrv_dev *cd)
 	return 0;
 }
 
-static int copdrv_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+static void copdrv_dev_free(struct kref *ref)
 {
-	const struct trace_regs_header *h;
-	struct copdrv_dev *cd;
+	struct copdrv_dev *cd = container_of(ref, struct copdrv_dev, ref);
+
+	if (cd->drv)
+		copdrv_destroy(cd->drv);
+	kfree(cd);
+}
+
+void copdrv_dev_put(struct copdrv_dev *cd)
+{
+	kref_put(&cd->ref, copdrv_dev_free);
+}
+
+static struct copdrv_dev *copdrv_dev_alloc(struct pci_dev *pdev)
+{
+	struct copdrv_dev *cd = kzalloc(sizeof(*cd), GFP_KERNEL);
+
+	if (!cd)
+		return NULL;
+	kref_init(&cd->ref);
+	cd->pdev = pdev;
+	mutex_init(&cd->control);
+	mutex_init(&cd->reading);
+	copdrv_os_linux_init(&cd->os);
+	return cd;
+}
+
+/* The core over the checked register file, and the reader's device. */
+static int copdrv_dev_start(struct copdrv_dev *cd)
+{
+	struct pci_dev *pdev = cd->pdev;
+	const struct trace_regs_header *h = cd->regs;
 	int err;
 
-	cd = devm_kzalloc(&pdev->dev, sizeof(*cd), GFP_KERNEL);
-	if (!cd)
-		return -ENOMEM;
-	cd->pdev = pdev;
-	err = map_registers(cd);
-	if (err)
-		return err;
-	h = cd->regs;
-	err = check_header(pdev, h, cd->regs_size);
-	if (err)
-		return err;
-	copdrv_os_linux_init(&cd->os);
 	cd->drv = copdrv_create(&cd->os, cd->regs, h->file_size, &err);
 	if (!cd->drv) {
 		dev_err(&pdev->dev, "refused: register file geometry: error %d\n",
@@ -115,17 +127,54 @@ static int copdrv_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return err;
 	}
 	cd->os.drv = cd->drv;
-	pci_set_drvdata(pdev, cd);
+	cd->fifo_depth = h->fifo_depth;
+	err = copdrv_dev_register(cd);
+	if (err) {
+		dev_err(&pdev->dev, "refused: /dev/copdrv: error %d (one trace unit at a time)\n",
+			err);
+		return err;
+	}
 	dev_info(&pdev->dev, "trace unit: %u slots, %u contexts, FIFO depth %u, local store %u bytes\n",
 		 h->n_slots, h->n_contexts, h->fifo_depth, h->ls_size);
+	return 0;
+}
+
+static int copdrv_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct copdrv_dev *cd = copdrv_dev_alloc(pdev);
+	int err;
+
+	if (!cd)
+		return -ENOMEM;
+	err = map_registers(cd);
+	if (!err)
+		err = check_header(pdev, cd->regs, cd->regs_size);
+	if (!err)
+		err = copdrv_dev_start(cd);
+	if (err) {
+		copdrv_dev_put(cd);
+		return err;
+	}
+	pci_set_drvdata(pdev, cd);
 	return 0;
 }
 
 static void copdrv_remove(struct pci_dev *pdev)
 {
 	struct copdrv_dev *cd = pci_get_drvdata(pdev);
+	struct copdrv_stats stats;
 
-	copdrv_destroy(cd->drv);
+	mutex_lock(&cd->control);
+	cd->gone = true;
+	copdrv_get_stats(cd->drv, &stats);
+	if (stats.running) {
+		copdrv_stop(cd->drv);
+		dev_info(&pdev->dev, "removed during a session: stopped it\n");
+	}
+	mutex_unlock(&cd->control);
+	copdrv_os_buffer_wake(&cd->os);
+	copdrv_dev_unregister(cd);
+	copdrv_dev_put(cd);
 }
 
 static const struct pci_device_id copdrv_ids[] = {
@@ -139,6 +188,7 @@ static struct pci_driver copdrv_pci_driver = {
 	.id_table = copdrv_ids,
 	.probe = copdrv_probe,
 	.remove = copdrv_remove,
+	.dev_groups = copdrv_control_groups,
 };
 module_pci_driver(copdrv_pci_driver);
 

@@ -9,6 +9,12 @@ initramfs is an uncompressed newc cpio written here: busybox-static with
 its applets as links, copdrv.ko, and an /init that mounts /proc, /sys and
 /dev, runs the caller's shell script and powers off.
 
+Streams leave the guest through virtio-serial: each --stream-out FILE is a
+port named coprof.streamK whose host side is FILE, and the script finds
+its device in $STREAM0, $STREAM1, ...  The virtio modules it needs are
+taken from /lib/modules/VERSION (modprobe --show-depends lists them in
+load order) and loaded by /init.
+
 Each register file is one ivshmem-plain device (PCI 1af4:1110) at a fixed
 PCI slot, 0x10 for the first, 0x11 for the next, so that a dmesg line
 names the file it is about; its memory backend is the file itself, shared,
@@ -17,7 +23,7 @@ console (the script's output and the kernel's messages) is returned.
 
     guest.py kernel-version
     guest.py run --module build/.../copdrv.ko --regs FILE [--regs FILE...]
-                 [--timeout S] -- 'insmod /copdrv.ko; dmesg'
+                 [--stream-out FILE...] [--timeout S] 'insmod /copdrv.ko'
 
 Needs the Debian packages qemu-system-x86, linux-image-amd64,
 linux-headers-amd64 and busybox-static (`make deps`).
@@ -41,10 +47,19 @@ QEMU = "qemu-system-x86_64"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 FIRST_PCI_SLOT = 0x10
 
+VIRTIO_MODULES = ("virtio_pci", "virtio_console")
+
 INIT = """#!/bin/sh
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+for m in $(cat /modules/order); do insmod /modules/$m || exit 1; done
+for p in /sys/class/virtio-ports/*; do
+    [ -e "$p/name" ] || continue
+    case "$(cat $p/name)" in
+    coprof.stream*) n=$(cat $p/name); export STREAM${n#coprof.stream}=/dev/${p##*/} ;;
+    esac
+done
 echo coprof-guest: up
 sh /script
 echo "coprof-guest: script status $?"
@@ -143,8 +158,26 @@ def busybox_applets():
     return [line for line in out.split() if line and line != "bin/busybox"]
 
 
-def write_initramfs(path, module, script):
-    """The guest's root: busybox, the module as /copdrv.ko, /init, /script."""
+def module_files(version, names):
+    """The .ko files that load names, in load order, each once."""
+    files = []
+    for name in names:
+        out = subprocess.run(["modprobe", "-S", version, "--show-depends",
+                              name], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise GuestError("modprobe --show-depends %s: %s"
+                             % (name, out.stderr.strip()))
+        for line in out.stdout.splitlines():
+            words = line.split()
+            if words[:1] == ["insmod"] and words[1] not in files:
+                files.append(words[1])
+    return files
+
+
+def write_initramfs(path, module, script, kernel_modules):
+    """The guest's root: busybox, the module as /copdrv.ko, the kernel's
+    modules under /modules/ (loaded in the order of /modules/order),
+    /init, /script."""
     with open(BUSYBOX, "rb") as f:
         busybox = f.read()
     with open(module, "rb") as f:
@@ -160,6 +193,13 @@ def write_initramfs(path, module, script):
         cpio.file("init", INIT.encode(), 0o755)
         cpio.file("script", script.encode(), 0o755)
         cpio.file("copdrv.ko", ko)
+        cpio.directory("modules")
+        names = []
+        for ko_path in kernel_modules:
+            names.append(os.path.basename(ko_path))
+            with open(ko_path, "rb") as k:
+                cpio.file("modules/" + names[-1], k.read())
+        cpio.file("modules/order", "".join(n + "\n" for n in names).encode())
         cpio.close()
 
 
@@ -172,7 +212,7 @@ def pad_to_power_of_two(path):
     return padded
 
 
-def qemu_command(vmlinux, initramfs, regs_files):
+def qemu_command(vmlinux, initramfs, regs_files, stream_files):
     cmd = [QEMU, "-nodefaults", "-display", "none", "-serial", "stdio",
            "-no-reboot", "-m", "256M", "-kernel", vmlinux,
            "-initrd", initramfs,
@@ -183,11 +223,19 @@ def qemu_command(vmlinux, initramfs, regs_files):
                 "mem-path=%s,size=%d" % (i, regs, size),
                 "-device", "ivshmem-plain,memdev=regs%d,addr=0x%x"
                 % (i, FIRST_PCI_SLOT + i)]
+    if stream_files:
+        cmd += ["-device", "virtio-serial-pci"]
+    for i, out in enumerate(stream_files):
+        cmd += ["-chardev", "file,id=stream%d,path=%s" % (i, out),
+                "-device", "virtserialport,chardev=stream%d,"
+                "name=coprof.stream%d" % (i, i)]
     return cmd
 
 
-def run(module, regs_files, script, timeout=60, cache_dir=None):
-    """Boots the guest, runs script, returns its console output."""
+def run(module, regs_files, script, stream_files=(), timeout=60,
+        cache_dir=None):
+    """Boots the guest, runs script, returns its console output; what the
+    script writes to $STREAMk lands in stream_files[k]."""
     reason = missing_reason()
     if reason:
         raise GuestError(reason)
@@ -197,9 +245,12 @@ def run(module, regs_files, script, timeout=60, cache_dir=None):
     vmlinux = extract_vmlinux(version, cache_dir)
     with tempfile.TemporaryDirectory(prefix="coprof-guest-") as tmp:
         initramfs = os.path.join(tmp, "initramfs.cpio")
-        write_initramfs(initramfs, module, script)
+        write_initramfs(initramfs, module, script,
+                        module_files(version, VIRTIO_MODULES)
+                        if stream_files else [])
         try:
-            done = subprocess.run(qemu_command(vmlinux, initramfs, regs_files),
+            done = subprocess.run(qemu_command(vmlinux, initramfs, regs_files,
+                                               stream_files),
                                   stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -230,6 +281,9 @@ def main(argv=None):
     p.add_argument("--module", required=True, help="copdrv.ko")
     p.add_argument("--regs", action="append", default=[],
                    help="a register file (repeatable)")
+    p.add_argument("--stream-out", action="append", default=[],
+                   help="a host file that receives what the script writes "
+                   "to $STREAM0, the next $STREAM1, ... (repeatable)")
     p.add_argument("--timeout", type=int, default=60,
                    help="seconds until the guest must have powered off "
                    "(default 60)")
@@ -244,7 +298,7 @@ def main(argv=None):
         return 0
     try:
         sys.stdout.write(run(args.module, args.regs, args.script,
-                             args.timeout))
+                             args.stream_out, args.timeout))
     except (GuestError, OSError) as e:
         print("guest.py: %s" % e, file=sys.stderr)
         return 1

@@ -18,7 +18,9 @@
  *   producer wake    nothing to do: the stalled producer is a process on
  *                    the host, beyond the guest's reach; it re-reads the
  *                    FIFO tail at the end of each of its bounded waits
- *   reader wake      wake_up_interruptible on the reader's wait queue
+ *   reader wake      a wake count, and wake_up_interruptible on the
+ *                    reader's wait queue (the reader waits for the count
+ *                    to move past the one it saw before it looked)
  *   local store      none: the guest cannot see the contexts' RAM; the
  *                    guard words reach it through the register file
  *
@@ -138,6 +140,7 @@ void copdrv_os_wake_producer(struct copdrv_os *os, u32 *tail)
 
 void copdrv_os_buffer_wake(struct copdrv_os *os)
 {
+	atomic_inc(&os->wakes);
 	wake_up_interruptible(&os->readers);
 }
 

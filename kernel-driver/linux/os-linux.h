@@ -10,6 +10,7 @@
 #ifndef COPROF_OS_LINUX_H
 #define COPROF_OS_LINUX_H
 
+#include <linux/atomic.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
@@ -24,6 +25,7 @@ struct copdrv_os {
 	u32 *doorbell;
 	u32 doorbell_seen;
 	wait_queue_head_t readers;	/* the reader of /dev/copdrv */
+	atomic_t wakes;			/* buffer wakes so far */
 };
 
 void copdrv_os_linux_init(struct copdrv_os *os);

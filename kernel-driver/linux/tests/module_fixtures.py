@@ -31,9 +31,10 @@ def copdrv_ko(build_dir):
 
 @pytest.fixture
 def guest(copdrv_ko):
-    """guest(regs_files, script) boots the guest and returns its console."""
-    def run(regs_files, script):
-        return guest_module.run(copdrv_ko, regs_files, script)
+    """guest(regs_files, script, stream_files) boots the guest and returns
+    its console; the script's $STREAMk lands in stream_files[k]."""
+    def run(regs_files, script, stream_files=()):
+        return guest_module.run(copdrv_ko, regs_files, script, stream_files)
     return run
 
 

@@ -5,8 +5,10 @@ busybox initramfs (kernel-driver/linux/guest.py); each register file is an
 ivshmem device, the first at PCI slot 0x10, the next at 0x11, ...
 """
 
+import os
 import re
 import struct
+import subprocess
 
 from module_fixtures import copdrv_ko, guest, register_file  # noqa: F401
 
@@ -57,3 +59,72 @@ def test_probe_unload_and_refusals(guest, register_file):
         device_lines(console, 0x12), console
     assert "bound: 0000:00:10.0\n" in console, console
     assert kernel_trouble(console) == [], console
+
+
+CONTROL = "/sys/bus/pci/devices/0000:00:10.0/copdrv"
+
+
+def set_rate(coplfsr, count):
+    """Shell lines that set the session's parameters for one capture
+    every count cycles, with the LFSR value lfsr/ computes."""
+    value = subprocess.run([coplfsr, str(count)], capture_output=True,
+                           text=True, check=True).stdout.split()[0]
+    return ("echo %s > %s/lfsr_value\n"
+            "echo %d > %s/lfsr_count\n"
+            "echo 1000000 > %s/poll_interval_ns\n"
+            "echo 3200000000 > %s/clock_hz\n"
+            % (value, CONTROL, count, CONTROL, CONTROL, CONTROL))
+
+
+def check_stream(copstream, path):
+    """copstream check's summary line of the stream file."""
+    done = subprocess.run([copstream, "check", path], capture_output=True,
+                          text=True)
+    return done.stdout.strip()
+
+
+def test_reader_control_and_removal_mid_session(guest, register_file,
+                                                build_dir, tmp_path):
+    regs = register_file("regs", "--slots", "2")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+    copstream = os.path.join(build_dir, "bin", "copstream")
+    stopped, removed = str(tmp_path / "stopped"), str(tmp_path / "removed")
+
+    console = guest([regs],
+                    "set -e\n"
+                    "insmod /copdrv.ko\n"
+                    + set_rate(coplfsr, 997) +
+                    # A session started and stopped through the control
+                    # files, read whole by the one reader.
+                    "cat /dev/copdrv > $STREAM0 &\n"
+                    "reader=$!\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "cat /dev/copdrv 2>/dev/null || echo second reader refused\n"
+                    "echo 5 > %(c)s/lfsr_count 2>/dev/null || "
+                    "echo set refused while running\n"
+                    "echo 0 > %(c)s/enable\n"
+                    "wait $reader\n"
+                    "grep ended %(c)s/stats\n"
+                    # The device removed during a session: STOP, then
+                    # end-of-file for the reader.
+                    "cat /dev/copdrv > $STREAM1 &\n"
+                    "reader=$!\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "echo 0000:00:10.0 > /sys/bus/pci/drivers/copdrv/unbind\n"
+                    "wait $reader\n"
+                    "echo reader got end-of-file\n"
+                    "rmmod copdrv\n"
+                    "dmesg\n" % {"c": CONTROL},
+                    [stopped, removed])
+
+    assert "coprof-guest: script status 0" in console, console
+    assert "second reader refused" in console
+    assert "set refused while running" in console
+    assert "ended 1" in console
+    assert "reader got end-of-file" in console
+    assert "removed during a session: stopped it" in \
+        device_lines(console, 0x10), console
+    assert kernel_trouble(console) == [], console
+    for stream in (stopped, removed):
+        assert check_stream(copstream, stream) == \
+            "samples=0 lost=0 contexts=0 errors=0"
