@@ -62,10 +62,12 @@ static ssize_t read_now(struct copdrv_dev *cd, char __user *out, size_t len,
 			int *wakes)
 {
 	const u8 *bytes;
+	bool gone;
 	int ended;
 	u64 n;
 
 	*wakes = atomic_read(&cd->os.wakes);
+	gone = smp_load_acquire(&cd->gone);	/* after remove's STOP */
 	mutex_lock(&cd->reading);
 	n = copdrv_buffer_peek(cd->drv, &bytes, &ended);
 	if (n) {
@@ -79,7 +81,7 @@ static ssize_t read_now(struct copdrv_dev *cd, char __user *out, size_t len,
 	mutex_unlock(&cd->reading);
 	if (n)
 		return n;
-	return ended || READ_ONCE(cd->gone) ? 0 : -EAGAIN;
+	return ended || gone ? 0 : -EAGAIN;
 }
 
 static ssize_t copdrv_read(struct file *file, char __user *out, size_t len,
@@ -105,14 +107,16 @@ static __poll_t copdrv_poll_file(struct file *file, poll_table *wait)
 {
 	struct copdrv_dev *cd = dev_of_file(file);
 	const u8 *bytes;
+	bool gone;
 	int ended;
 	u64 n;
 
 	poll_wait(file, &cd->os.readers, wait);
+	gone = smp_load_acquire(&cd->gone);
 	mutex_lock(&cd->reading);
 	n = copdrv_buffer_peek(cd->drv, &bytes, &ended);
 	mutex_unlock(&cd->reading);
-	return n || ended || READ_ONCE(cd->gone) ? EPOLLIN | EPOLLRDNORM : 0;
+	return n || ended || gone ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
 static const struct file_operations copdrv_fops = {

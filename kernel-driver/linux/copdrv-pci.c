@@ -165,12 +165,13 @@ static void copdrv_remove(struct pci_dev *pdev)
 	struct copdrv_stats stats;
 
 	mutex_lock(&cd->control);
-	cd->gone = true;
 	copdrv_get_stats(cd->drv, &stats);
 	if (stats.running) {
 		copdrv_stop(cd->drv);
 		dev_info(&pdev->dev, "removed during a session: stopped it\n");
 	}
+	/* A reader that sees gone sees the stream up to STOP. */
+	smp_store_release(&cd->gone, true);
 	mutex_unlock(&cd->control);
 	copdrv_os_buffer_wake(&cd->os);
 	copdrv_dev_unregister(cd);

@@ -13,7 +13,12 @@ Streams leave the guest through virtio-serial: each --stream-out FILE is a
 port named coprof.streamK whose host side is FILE, and the script finds
 its device in $STREAM0, $STREAM1, ...  The virtio modules it needs are
 taken from /lib/modules/VERSION (modprobe --show-depends lists them in
-load order) and loaded by /init.
+load order) and loaded by /init, which waits (at most 10 s) until the
+host has announced every port.
+
+devtmpfs makes device nodes asynchronously: a script runs `mdev -s` after
+`insmod /copdrv.ko` to have /dev/copdrv at once (as /init does for the
+ports).
 
 Each register file is one ivshmem-plain device (PCI 1af4:1110) at a fixed
 PCI slot, 0x10 for the first, 0x11 for the next, so that a dmesg line
@@ -54,6 +59,14 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 for m in $(cat /modules/order); do insmod /modules/$m || exit 1; done
+# The ports appear as the host announces them: wait for all, at most 10 s.
+tries=0
+while [ $(ls /sys/class/virtio-ports 2>/dev/null | wc -l) -lt $(cat /modules/ports) ]; do
+    tries=$((tries + 1))
+    [ $tries -le 1000 ] || { echo "coprof-guest: virtio ports missing"; poweroff -f; }
+    usleep 10000
+done
+mdev -s
 for p in /sys/class/virtio-ports/*; do
     [ -e "$p/name" ] || continue
     case "$(cat $p/name)" in
@@ -174,10 +187,10 @@ def module_files(version, names):
     return files
 
 
-def write_initramfs(path, module, script, kernel_modules):
+def write_initramfs(path, module, script, kernel_modules, ports):
     """The guest's root: busybox, the module as /copdrv.ko, the kernel's
-    modules under /modules/ (loaded in the order of /modules/order),
-    /init, /script."""
+    modules under /modules/ (loaded in the order of /modules/order), the
+    number of virtio ports to wait for (/modules/ports), /init, /script."""
     with open(BUSYBOX, "rb") as f:
         busybox = f.read()
     with open(module, "rb") as f:
@@ -200,6 +213,7 @@ def write_initramfs(path, module, script, kernel_modules):
             with open(ko_path, "rb") as k:
                 cpio.file("modules/" + names[-1], k.read())
         cpio.file("modules/order", "".join(n + "\n" for n in names).encode())
+        cpio.file("modules/ports", b"%d\n" % ports)
         cpio.close()
 
 
@@ -247,7 +261,7 @@ def run(module, regs_files, script, stream_files=(), timeout=60,
         initramfs = os.path.join(tmp, "initramfs.cpio")
         write_initramfs(initramfs, module, script,
                         module_files(version, VIRTIO_MODULES)
-                        if stream_files else [])
+                        if stream_files else [], len(stream_files))
         try:
             done = subprocess.run(qemu_command(vmlinux, initramfs, regs_files,
                                                stream_files),

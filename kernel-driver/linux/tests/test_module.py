@@ -77,10 +77,10 @@ def set_rate(coplfsr, count):
 
 
 def check_stream(copstream, path):
-    """copstream check's summary line of the stream file."""
+    """copstream check's summary line of the stream file, then its errors."""
     done = subprocess.run([copstream, "check", path], capture_output=True,
                           text=True)
-    return done.stdout.strip()
+    return (done.stdout + done.stderr).strip()
 
 
 def test_reader_control_and_removal_mid_session(guest, register_file,
@@ -93,13 +93,18 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
     console = guest([regs],
                     "set -e\n"
                     "insmod /copdrv.ko\n"
+                    "mdev -s\n"
                     + set_rate(coplfsr, 997) +
                     # A session started and stopped through the control
-                    # files, read whole by the one reader.
-                    "cat /dev/copdrv > $STREAM0 &\n"
+                    # files, read whole by the one reader (opened by the
+                    # shell, so it is open before anything follows).
+                    "exec 3</dev/copdrv\n"
+                    "cat <&3 > $STREAM0 &\n"
                     "reader=$!\n"
+                    "exec 3<&-\n"
                     "echo 1 > %(c)s/enable\n"
-                    "cat /dev/copdrv 2>/dev/null || echo second reader refused\n"
+                    "cat /dev/copdrv 2>&1 | grep -q 'resource busy' && "
+                    "echo second reader refused\n"
                     "echo 5 > %(c)s/lfsr_count 2>/dev/null || "
                     "echo set refused while running\n"
                     "echo 0 > %(c)s/enable\n"
@@ -107,8 +112,10 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
                     "grep ended %(c)s/stats\n"
                     # The device removed during a session: STOP, then
                     # end-of-file for the reader.
-                    "cat /dev/copdrv > $STREAM1 &\n"
+                    "exec 3</dev/copdrv\n"
+                    "cat <&3 > $STREAM1 &\n"
                     "reader=$!\n"
+                    "exec 3<&-\n"
                     "echo 1 > %(c)s/enable\n"
                     "echo 0000:00:10.0 > /sys/bus/pci/drivers/copdrv/unbind\n"
                     "wait $reader\n"
