@@ -16,9 +16,8 @@ taken from /lib/modules/VERSION (modprobe --show-depends lists them in
 load order) and loaded by /init, which waits (at most 10 s) until the
 host has announced every port.
 
-devtmpfs makes device nodes asynchronously: a script runs `mdev -s` after
-`insmod /copdrv.ko` to have /dev/copdrv at once (as /init does for the
-ports).
+A script runs `mdev -s` after `insmod /copdrv.ko`, as /init does after the
+ports appear, so that the device nodes exist before anything opens them.
 
 Each register file is one ivshmem-plain device (PCI 1af4:1110) at a fixed
 PCI slot, 0x10 for the first, 0x11 for the next, so that a dmesg line
@@ -51,6 +50,7 @@ BUSYBOX = "/bin/busybox"
 QEMU = "qemu-system-x86_64"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 FIRST_PCI_SLOT = 0x10
+PAGE_SIZE = 4096
 
 VIRTIO_MODULES = ("virtio_pci", "virtio_console")
 
@@ -218,9 +218,10 @@ def write_initramfs(path, module, script, kernel_modules, ports):
 
 
 def pad_to_power_of_two(path):
-    """QEMU's ivshmem wants a power-of-two size, the file at least that."""
+    """QEMU's ivshmem wants a power-of-two size of whole pages, the file
+    at least that."""
     size = os.path.getsize(path)
-    padded = 1 << max(size - 1, 1).bit_length()
+    padded = max(1 << max(size - 1, 1).bit_length(), PAGE_SIZE)
     if padded != size:
         os.truncate(path, padded)
     return padded
@@ -313,8 +314,11 @@ def main(argv=None):
     try:
         sys.stdout.write(run(args.module, args.regs, args.script,
                              args.stream_out, args.timeout))
-    except (GuestError, OSError) as e:
+    except GuestError as e:
         print("guest.py: %s" % e, file=sys.stderr)
+        return 1
+    except OSError as e:
+        print("guest.py: %s: %s" % (e.filename, e.strerror), file=sys.stderr)
         return 1
     return 0
 
