@@ -75,7 +75,7 @@
  */
 #define TRACE_EVENT_DEPTH       1024
 
-/* Defaults of the hardware model (shared/DESIGN.md section 2). */
+/* Defaults of the hardware model (docs/trace-unit.md). */
 #define TRACE_DEFAULT_SLOTS      8
 #define TRACE_DEFAULT_CONTEXTS   64
 /*

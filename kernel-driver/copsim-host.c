@@ -575,6 +575,12 @@ struct copsim_driver *copsim_driver_attach(struct copsim *sim, char *err,
 	return d;
 }
 
+void copsim_driver_detach(struct copsim_driver *d)
+{
+	copsim_set_driver_requests(d->sim, NULL, NULL);
+	copsim_hooks_remove(d->sim);
+}
+
 void copsim_driver_free(struct copsim_driver *d)
 {
 	if (!d)

@@ -48,7 +48,11 @@ struct copsim_run_session {
 struct copsim_driver *copsim_driver_attach(struct copsim *sim, char *err,
 					   size_t errlen);
 
-/* After copsim_destroy() (which stops a running session). */
+/* Removes the hooks and the control requests from a copsim that goes on
+ * without the driver (which it stops if running); then free it. */
+void copsim_driver_detach(struct copsim_driver *driver);
+
+/* After copsim_destroy() (which stops a running session), or a detach. */
 void copsim_driver_free(struct copsim_driver *driver);
 
 /*

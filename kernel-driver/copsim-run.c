@@ -15,7 +15,9 @@
  * and the driver's totals go to stderr.  A private copsim removes its state
  * directory.
  */
+#include "emulator/trace-regs.h"
 #include "kernel-driver/copsim-host.h"
+#include "lfsr/lfsr.h"
 #include "sdk/cli.h"
 
 #include <errno.h>
@@ -147,6 +149,7 @@ static struct copsim_driver *start_driver(struct copsim *sim,
 
 	d = copsim_driver_attach(sim, err, sizeof(err));
 	if (d && start_session(d, run, copy, err, sizeof(err)) < 0) {
+		copsim_driver_detach(d);
 		copsim_driver_free(d);
 		d = NULL;
 	}
@@ -183,6 +186,25 @@ static int finish(struct copsim *sim, struct copsim_driver *d,
 	return failed;
 }
 
+/*
+ * A count the driver would refuse, said before anything is made: the
+ * stream file that would be truncated may hold an earlier recording.
+ */
+static int refuse_count(const struct copsim_config *config,
+			const struct copsim_run_session *session)
+{
+	double hz = config->nominal_hz ? (double)config->nominal_hz
+				       : (double)COPSIM_DEFAULT_NOMINAL_HZ;
+	u32 depth = config->fifo_depth ? config->fifo_depth
+				       : TRACE_DEFAULT_FIFO_DEPTH;
+	char why[COPSIM_TEXT_MAX];
+
+	if (lfsr_check_count(session->count, hz, depth, why, sizeof(why)) == 0)
+		return 0;
+	fprintf(stderr, "copsim: kernel driver: %s\n", why);
+	return 1;
+}
+
 int copsim_driver_run_command(const struct copsim_config *base,
 			      const struct copsim_run_session *session,
 			      const char *stream_path, char *const command[])
@@ -197,6 +219,8 @@ int copsim_driver_run_command(const struct copsim_config *base,
 	int go_fd, status;
 	pid_t pid;
 
+	if (refuse_count(base, session))
+		return EXIT_FAILED;
 	copy.out = fopen(stream_path, "wb");
 	if (!copy.out) {
 		fprintf(stderr, "copsim: %s: %s\n", stream_path,

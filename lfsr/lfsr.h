@@ -1,7 +1,7 @@
 /*
  * lfsr.h — exact values for the trace unit's 24-bit LFSR sample counter.
  *
- * The trace unit (shared/DESIGN.md section 2) counts with the Cell SPU's
+ * The trace unit (docs/trace-unit.md) counts with the Cell SPU's
  * 24-bit Fibonacci LFSR: each cycle the state shifts right by one and the new
  * bit 23 is the XOR of bits 23, 22, 17 and 0.  When the state reaches
  * LFSR_EXPIRY (0xFFFFFF) the unit captures a PC and reloads the programmed

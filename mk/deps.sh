@@ -3,9 +3,9 @@
 # run as root, prints the exact apt-get command and fails.  Quiet and quick
 # when everything is already present: it only asks dpkg.
 #
-# The list is the one of shared/DESIGN.md section 8, and the kernel, its
-# headers, QEMU for x86 and busybox-static for the Linux module's guest
-# (kernel-driver/linux/).
+# The list is what the build, the tests and the reports use (README.md),
+# with the kernel, its headers, QEMU for x86 and busybox-static for the
+# Linux module's guest (kernel-driver/linux/).
 
 PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
 libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf

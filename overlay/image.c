@@ -7,7 +7,7 @@
  * container.c hands over the image's bytes, owned by the image; libelf
  * parses them in memory (elf_memory), so it never reads a file itself.  The
  * image must be a 32-bit little-endian RISC-V executable (the coprocessor
- * ABI, shared/DESIGN.md section 3).  Every offset and size taken from a
+ * ABI, docs/coprocessor-abi.md).  Every offset and size taken from a
  * header is checked against the image's size, in 64-bit arithmetic so no sum
  * wraps, before anything is read at it; libelf's own checks come on top.
  *

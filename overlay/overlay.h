@@ -8,7 +8,7 @@
  * region of the store, so a sample is resolved from the pair (LS address,
  * overlay guard state): the guard word of each overlay region holds the
  * 1-based index of the overlay loaded there (0 for none), and the driver
- * reads those words from the local store (shared/DESIGN.md sections 3, 5).
+ * reads those words from the local store (docs/coprocessor-abi.md, kernel-driver/README.md).
  *
  * The result is a position in the image file (an offset from the image's
  * first byte), which stays distinct for overlays that share a VMA, or

@@ -1,7 +1,7 @@
 /*
  * overlays.c — read the overlay table and the guard table of an image.
  *
- * The SPU toolchain's convention (shared/DESIGN.md section 3): the symbols
+ * The SPU toolchain's convention (docs/coprocessor-abi.md): the symbols
  * _ovly_table and _ovly_table_end bound an array of 16-byte entries
  * {vma, size, file_off, buf}, one per overlay, little-endian; buf is the
  * 1-based index of the overlay region the overlay is loaded into.  The

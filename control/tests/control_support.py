@@ -173,8 +173,14 @@ class Recording:
         os.makedirs(self.tmpdir, exist_ok=True)
         env = dict(cenv.env, TMPDIR=self.tmpdir)
         host = os.path.join(cenv.build, "examples", "host-pipeline")
+        # The host program's consoles go to a folder of the test's own: a
+        # host killed by a fault cannot remove a temporary one of its own,
+        # and TMPDIR must show only what coprof leaves.
+        consoles = os.path.join(cenv.state, "consoles")
+        os.makedirs(consoles, exist_ok=True)
         command = command or [host, "--contexts", "4", "--threads", "2",
-                              "--frames", "1", "--rounds", self.ROUNDS]
+                              "--frames", "1", "--rounds", self.ROUNDS,
+                              "--console-dir", consoles]
         self.process = subprocess.Popen(
             [cenv.coprof_path, "record", "--event=SPU_CYCLES:997", "-o",
              self.out] + list(args) + ["--"] + command, env=env,
@@ -216,4 +222,5 @@ class Recording:
         no socket, register file or private directory left."""
         for pid in self.seen:
             wait_for(lambda: not alive(pid), "the end of pid %d" % pid)
-        assert os.listdir(self.tmpdir) == []
+        left = os.listdir(self.tmpdir)
+        assert left == [], "left in TMPDIR: %s" % left

@@ -180,11 +180,29 @@ def test_one_command_errors(coprof_bin, tmp_path):
                                 ["--event=SPU_CYCLES:1000"],
                                 ["/nonexistent/command"])
     assert result.returncode == 127
-    result = subprocess.run([copsim, "--event=SPU_CYCLES:10", "--stream-out",
-                             "/nonexistent/dir/s", "--", "true"],
+    result = subprocess.run([copsim, "--event=SPU_CYCLES:1000",
+                             "--stream-out", "/nonexistent/dir/s", "--",
+                             "true"],
                             capture_output=True, text=True)
     assert result.returncode == 125
     assert "/nonexistent/dir/s" in result.stderr
+
+
+def test_one_command_refused_rate_keeps_the_stream_file(coprof_bin,
+                                                        tmp_path):
+    """A rate the driver refuses is one line and status 125 before
+    anything is made: an earlier stream at --stream-out stays whole (it
+    was truncated, and copsim then crashed in its driver's stop hook)."""
+    stream = tmp_path / "s"
+    stream.write_bytes(b"an earlier recording")
+    result = subprocess.run([coprof_bin("copsim"), "--event=SPU_CYCLES:1",
+                             "--stream-out", str(stream), "--", "true"],
+                            capture_output=True, text=True)
+    assert result.returncode == 125, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("copsim: kernel driver: SPU_CYCLES:1: "
+                                    "outside 157..16777215")
+    assert stream.read_bytes() == b"an earlier recording"
 
 
 def test_one_command_follows_tmpdir(coprof_bin, tmp_path):

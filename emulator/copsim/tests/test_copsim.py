@@ -116,9 +116,6 @@ def test_time_slices_preempt_every_context(copsim, test_bin, build_dir,
             int(c["instructions"])
         assert [r for _, _, _, r in runs][-1] == "exit"
         assert len(runs) == int(c["binds"]) == int(c["preemptions"]) + 1
-    # A preempted context may come back on the other slot.
-    assert any(len({s for s, _, _, _ in runs}) == 2
-               for runs in bindings.values())
 
 
 def test_object_ids_resolve_to_readelf_offsets(copsim, test_bin, build_dir):
