@@ -135,3 +135,29 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
     for stream in (stopped, removed):
         assert check_stream(copstream, stream) == \
             "samples=0 lost=0 contexts=0 errors=0"
+
+
+def test_poll_says_readable_only_with_a_stream(guest, register_file,
+                                               build_dir):
+    """busybox's read -t waits in poll(): before any start nothing can be
+    readable, so it times out (status 1) and never blocks in read(); after
+    the start, START is there at once."""
+    regs = register_file("regs", "--slots", "2")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+
+    console = guest([regs],
+                    "insmod /copdrv.ko\n"
+                    "mdev -s\n"
+                    + set_rate(coplfsr, 997) +
+                    "exec 3</dev/copdrv\n"
+                    "read -t 0.2 -n 1 x <&3; echo before start: $?\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "read -t 30 -n 8 x <&3; echo after start: $?\n"
+                    "echo 0 > %(c)s/enable\n"
+                    "exec 3<&-\n"
+                    "rmmod copdrv\n"
+                    "dmesg\n" % {"c": CONTROL})
+
+    assert "before start: 1\n" in console, console
+    assert "after start: 0\n" in console, console
+    assert kernel_trouble(console) == [], console
