@@ -11,11 +11,13 @@
  *   copdrv_os_alloc/free        calloc/free               kvzalloc/kvfree
  *   copdrv_os_lock/unlock       pthread mutex             mutex
  *   copdrv_os_now_ns            CLOCK_MONOTONIC           ktime_get_ns
- *   copdrv_os_timer_start/stop  poll thread, doorbell     delayed work,
- *                               futex                     trace interrupt
- *   copdrv_os_wake_producer     FUTEX_WAKE                wake_up
+ *   copdrv_os_timer_start/stop  poll thread, doorbell     kthread on hrtimer
+ *                               futex                     deadlines
+ *   copdrv_os_wake_producer     FUTEX_WAKE                nothing (host)
  *   copdrv_os_buffer_wake       non-blocking send         wake_up on a queue
- *   copdrv_os_read_ls           loads from mapped RAM     the SPU's LS map
+ *   copdrv_os_read_ls           loads from mapped RAM     -EFAULT (no RAM)
+ *
+ * (linux/os-linux.c is the module's shim.)
  *
  * Every function takes the shim instance the host gave to copdrv_init().
  * kernel-driver/README.md describes the contract of each.
@@ -26,6 +28,8 @@
 #ifdef __KERNEL__
 #include <linux/types.h>
 #include <linux/errno.h>
+#include <linux/compiler.h>
+#include <asm/barrier.h>
 #else
 #include <errno.h>
 #include <stddef.h>
@@ -36,6 +40,34 @@ typedef uint16_t u16;
 typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int32_t s32;
+#endif
+
+/*
+ * Memory accessors for words another agent writes at the same time (the
+ * register file, which the emulators share, and the event buffer's
+ * positions, which the reader moves).  Each access is one whole load or
+ * store of a naturally aligned 32- or 64-bit word:
+ *
+ *   copdrv_read_once(p)          no ordering (READ_ONCE)
+ *   copdrv_load_acquire(p)       later accesses stay after it
+ *   copdrv_store_release(p, v)   earlier accesses stay before it
+ *   copdrv_load_full(p)          a full barrier, then the load: orders an
+ *                                earlier store before it (the producer's
+ *                                stall handshake, a Dekker pair)
+ *
+ * Kernel: READ_ONCE, smp_load_acquire, smp_store_release, smp_mb.  Hosted:
+ * the GCC __atomic builtins the trace unit's primitives use too.
+ */
+#ifdef __KERNEL__
+#define copdrv_read_once(p)		READ_ONCE(*(p))
+#define copdrv_load_acquire(p)		smp_load_acquire(p)
+#define copdrv_store_release(p, v)	smp_store_release(p, v)
+#define copdrv_load_full(p)		({ smp_mb(); READ_ONCE(*(p)); })
+#else
+#define copdrv_read_once(p)		__atomic_load_n(p, __ATOMIC_RELAXED)
+#define copdrv_load_acquire(p)		__atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define copdrv_store_release(p, v)	__atomic_store_n(p, v, __ATOMIC_RELEASE)
+#define copdrv_load_full(p)		__atomic_load_n(p, __ATOMIC_SEQ_CST)
 #endif
 
 struct copdrv_os;

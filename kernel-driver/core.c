@@ -176,19 +176,19 @@ static void find_contexts(struct copdrv *drv,
  */
 static u32 slot_watched(const struct copdrv *drv, const struct copdrv_slot *s)
 {
-	u32 index = __atomic_load_n(&s->regs->bound_context, __ATOMIC_ACQUIRE);
+	u32 index = copdrv_load_acquire(&s->regs->bound_context);
 	const struct trace_regs_context *c;
 
 	if (!drv->contexts || index >= drv->n_contexts)
 		return 0;
 	c = (const struct trace_regs_context *)
 		(drv->contexts + (u64)index * drv->context_stride);
-	return __atomic_load_n(&c->guard_count, __ATOMIC_ACQUIRE) > 0;
+	return copdrv_load_acquire(&c->guard_count) > 0;
 }
 
 static u64 slot_cycles(const struct copdrv_slot *s)
 {
-	return __atomic_load_n(&s->regs->cycles, __ATOMIC_ACQUIRE);
+	return copdrv_load_acquire(&s->regs->cycles);
 }
 
 /*
@@ -197,15 +197,14 @@ static u64 slot_cycles(const struct copdrv_slot *s)
  */
 static void slot_load(struct copdrv_slot *s, u32 value)
 {
-	__atomic_store_n(&s->regs->programmed_value, value, __ATOMIC_RELEASE);
+	copdrv_store_release(&s->regs->programmed_value, value);
 	trace_slot_load_state(s->regs, value);
 }
 
 /* After a session: no producer may wait for a driver that is gone. */
 static void slot_unconfigure(struct copdrv_slot *s)
 {
-	__atomic_store_n(&s->regs->fifo_policy, COPSTREAM_FIFO_DROP,
-			 __ATOMIC_RELEASE);
+	copdrv_store_release(&s->regs->fifo_policy, COPSTREAM_FIFO_DROP);
 }
 
 /* The session's FIFO-full policy, doorbell watermark and dither. */
@@ -233,8 +232,7 @@ static void discard_events(struct copdrv *drv, struct copdrv_slot *s)
 	for (i = 0; i < s->guards_capacity; i++)
 		s->stalled[i] = GUARD_UNKNOWN;
 	s->n_stalled = 0;
-	s->event_overflow_seen = __atomic_load_n(&s->regs->event_overflow,
-						 __ATOMIC_ACQUIRE);
+	s->event_overflow_seen = copdrv_load_acquire(&s->regs->event_overflow);
 }
 
 /* The counters as of now become the baseline; queued entries are dropped. */
@@ -242,28 +240,22 @@ static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
 {
 	u32 cause;
 
-	s->overflow_seen = __atomic_load_n(&s->regs->overflow_count,
-					   __ATOMIC_ACQUIRE);
-	s->outside_seen = __atomic_load_n(&s->regs->outside_count,
-					  __ATOMIC_ACQUIRE);
+	s->overflow_seen = copdrv_load_acquire(&s->regs->overflow_count);
+	s->outside_seen = copdrv_load_acquire(&s->regs->outside_count);
 	trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
 			 drv->fifo_depth);
 	discard_events(drv, s);
 	for (cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
 		s->pending[cause] = 0;
-	s->stalls_seen = __atomic_load_n(&s->regs->stall_count,
-					 __ATOMIC_ACQUIRE);
-	s->stall_ns_seen = __atomic_load_n(&s->regs->stall_ns,
-					   __ATOMIC_ACQUIRE);
+	s->stalls_seen = copdrv_load_acquire(&s->regs->stall_count);
+	s->stall_ns_seen = copdrv_load_acquire(&s->regs->stall_ns);
 }
 
 /* Hardware losses since the last look become pending LOST counts. */
 static void count_hardware_losses(struct copdrv_slot *s)
 {
-	u64 overflow = __atomic_load_n(&s->regs->overflow_count,
-				       __ATOMIC_ACQUIRE);
-	u64 outside = __atomic_load_n(&s->regs->outside_count,
-				      __ATOMIC_ACQUIRE);
+	u64 overflow = copdrv_load_acquire(&s->regs->overflow_count);
+	u64 outside = copdrv_load_acquire(&s->regs->outside_count);
 
 	s->pending[COPSTREAM_LOST_FIFO_OVERFLOW] += overflow - s->overflow_seen;
 	s->pending[COPSTREAM_LOST_OUTSIDE_LS] += outside - s->outside_seen;
@@ -401,8 +393,8 @@ static void emit_time(struct copdrv *drv, const struct copdrv_slot *s,
 static void emit_stalls(struct copdrv *drv, struct copdrv_slot *s, u64 cycle)
 {
 	struct copstream_record rec = { .code = COPSTREAM_STALL };
-	u64 count = __atomic_load_n(&s->regs->stall_count, __ATOMIC_ACQUIRE);
-	u64 ns = __atomic_load_n(&s->regs->stall_ns, __ATOMIC_ACQUIRE);
+	u64 count = copdrv_load_acquire(&s->regs->stall_count);
+	u64 ns = copdrv_load_acquire(&s->regs->stall_ns);
 
 	if (count == s->stalls_seen)
 		return;
@@ -527,7 +519,7 @@ static int drain_events(struct copdrv *drv, struct copdrv_slot *s, u32 end)
 		return 1;
 	}
 	s->n_events = (u32)got;
-	overflow = __atomic_load_n(&s->regs->event_overflow, __ATOMIC_ACQUIRE);
+	overflow = copdrv_load_acquire(&s->regs->event_overflow);
 	if (overflow == s->event_overflow_seen)
 		return 0;
 	drv->stats.overlay_events_lost += overflow - s->event_overflow_seen;
@@ -705,7 +697,7 @@ static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 		drv->stats.fifo_errors++;
 		return 0;
 	}
-	if (__atomic_load_n(&s->regs->stalled, __ATOMIC_SEQ_CST))
+	if (copdrv_load_full(&s->regs->stalled))
 		copdrv_os_wake_producer(drv->os, &s->regs->fifo_tail);
 	return (u64)got;
 }
@@ -769,7 +761,7 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 static void poll_slot(struct copdrv *drv, struct copdrv_slot *s, int final)
 {
 	u64 drained, written = 0, cycle, time_ns;
-	u32 tail = __atomic_load_n(&s->regs->fifo_tail, __ATOMIC_RELAXED);
+	u32 tail = copdrv_read_once(&s->regs->fifo_tail);
 	int events_lost;
 
 	announce(drv, s);
@@ -1253,8 +1245,7 @@ void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats)
 			stats->lost_pending += drv->slots[i].pending[cause];
 	if (drv->buffer.data) {
 		stats->bytes_written = drv->buffer.head;
-		stats->bytes_read = __atomic_load_n(&drv->buffer.tail,
-						    __ATOMIC_ACQUIRE);
+		stats->bytes_read = copdrv_load_acquire(&drv->buffer.tail);
 		stats->buffer_bytes = drv->buffer.size;
 		stats->buffer_used = copdrv_buffer_used(&drv->buffer);
 		stats->buffer_high_water = drv->buffer.high_water;

@@ -7,18 +7,18 @@
  * scratch and copied in two runs.  Since the size is a multiple of 8 and
  * every write is whole words, a word never straddles the wrap point.
  *
- * Portable core: no libc, only the shim's types and GCC atomics.
+ * Portable core: no libc, only the shim's types and accessors.
  */
 #include "kernel-driver/event-buffer.h"
 
 static u64 load_position(const u64 *position)
 {
-	return __atomic_load_n(position, __ATOMIC_ACQUIRE);
+	return copdrv_load_acquire(position);
 }
 
 static void publish_position(u64 *position, u64 value)
 {
-	__atomic_store_n(position, value, __ATOMIC_RELEASE);
+	copdrv_store_release(position, value);
 }
 
 void copdrv_buffer_init(struct copdrv_buffer *buf, u8 *data, u64 size,
@@ -35,7 +35,7 @@ void copdrv_buffer_init(struct copdrv_buffer *buf, u8 *data, u64 size,
 
 u64 copdrv_buffer_used(const struct copdrv_buffer *buf)
 {
-	return __atomic_load_n(&buf->head, __ATOMIC_RELAXED) -
+	return copdrv_read_once(&buf->head) -
 	       load_position(&buf->tail);
 }
 
@@ -116,13 +116,13 @@ u64 copdrv_buffer_put_samples(struct copdrv_buffer *buf, u32 slot,
 
 void copdrv_buffer_end(struct copdrv_buffer *buf)
 {
-	__atomic_store_n(&buf->ended, 1, __ATOMIC_RELEASE);
+	copdrv_store_release(&buf->ended, 1);
 }
 
 u64 copdrv_buffer_readable(struct copdrv_buffer *buf, const u8 **bytes,
 			   int *ended)
 {
-	u32 end = __atomic_load_n(&buf->ended, __ATOMIC_ACQUIRE);
+	u32 end = copdrv_load_acquire(&buf->ended);
 	u64 head = load_position(&buf->head);
 	u64 tail = buf->tail;
 	u64 at = tail % buf->size;

@@ -63,3 +63,37 @@ $(COPSIM_DRIVER_LIB): $(OBJ)/kernel-driver/copsim-host.o \
 ALL_TARGETS += $(COPSIM_DRIVER_LIB)
 INSTALL_LIBS += $(COPSIM_DRIVER_LIB)
 INSTALL_HEADERS += kernel-driver/copdrv-control.h kernel-driver/copsim-host.h
+
+# The Linux module, copdrv.ko, for the newest installed Debian kernel that
+# has its headers (kernel-driver/linux/guest.py picks it; the image's
+# version, not the running kernel's).  Kbuild runs in
+# build/kernel-driver/linux/, where the sources are linked from the tree.
+# Without the kernel packages nothing is built and the module's tests skip
+# naming them; the sanitizer build never builds it (a module cannot link
+# the sanitizers' runtimes).  No BTF: the headers package has no vmlinux.
+ifneq ($(SANITIZE),1)
+COPDRV_KVER := $(shell $(PYTHON) kernel-driver/linux/guest.py kernel-version 2>/dev/null)
+ifneq ($(COPDRV_KVER),)
+COPDRV_KO_DIR := $(BUILD)/kernel-driver/linux
+COPDRV_KO := $(COPDRV_KO_DIR)/copdrv.ko
+COPDRV_KO_SRCS := kernel-driver/linux/Kbuild \
+	$(wildcard kernel-driver/linux/*.c) \
+	kernel-driver/core.c kernel-driver/event-buffer.c \
+	escape-protocol/encode.c
+COPDRV_KO_HDRS := $(wildcard kernel-driver/linux/*.h \
+	kernel-driver/linux/include/*.h) kernel-driver/copdrv.h \
+	kernel-driver/copdrv-os.h kernel-driver/event-buffer.h \
+	emulator/trace-regs.h escape-protocol/copstream.h \
+	escape-protocol/layout.h
+
+$(COPDRV_KO): $(COPDRV_KO_SRCS) $(COPDRV_KO_HDRS)
+	@mkdir -p $(@D)
+	$(Q)ln -sf $(abspath $(COPDRV_KO_SRCS)) $(@D)/
+	$(call say,KBUILD,$@)$(MAKE) -s -C /lib/modules/$(COPDRV_KVER)/build \
+		M=$(abspath $(@D)) COPROF_SRC=$(abspath .) \
+		CONFIG_DEBUG_INFO_BTF_MODULES= modules
+
+ALL_TARGETS += $(COPDRV_KO)
+endif
+PYTESTS += kernel-driver/linux/tests
+endif

@@ -3,12 +3,15 @@
 # run as root, prints the exact apt-get command and fails.  Quiet and quick
 # when everything is already present: it only asks dpkg.
 #
-# The list is what the build, the tests and the reports use (README.md).
+# The list is what the build, the tests and the reports use (README.md),
+# with the kernel, its headers, QEMU for x86 and busybox-static for the
+# Linux module's guest (kernel-driver/linux/).
 
 PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
 libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf
 picolibc-riscv64-unknown-elf clang python3-pyelftools python3-matplotlib
-python3-pytest"
+python3-pytest qemu-system-x86 linux-image-amd64 linux-headers-amd64
+busybox-static"
 
 missing=""
 for p in $PACKAGES; do

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * copdrv-linux.h - one trace unit as copdrv.ko holds it, shared by the
+ * PCI front end (copdrv-pci.c) and the reader's device and control files
+ * (copdrv-dev.c).
+ *
+ * The structure outlives the PCI device while the reader still has
+ * /dev/copdrv open: remove stops the session and marks it gone, the reader
+ * takes the rest of the stream and gets end-of-file, and the last
+ * reference frees the core.
+ */
+#ifndef COPROF_COPDRV_LINUX_H
+#define COPROF_COPDRV_LINUX_H
+
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+
+#include "kernel-driver/linux/os-linux.h"
+
+struct copdrv_dev {
+	struct kref ref;
+	struct pci_dev *pdev;
+	void *regs;
+	u64 regs_size;
+	u32 fifo_depth;		/* the register file's */
+	struct copdrv_os os;
+	struct copdrv *drv;
+	struct copdrv_params params;	/* for the next start */
+	struct mutex control;	/* params, start, stop, gone */
+	struct mutex reading;	/* the reader against start's new buffer */
+	atomic_t readers;	/* 0 or 1: /dev/copdrv is open */
+	bool gone;		/* the PCI device was removed */
+	struct miscdevice misc;
+};
+
+int copdrv_dev_register(struct copdrv_dev *cd);
+void copdrv_dev_unregister(struct copdrv_dev *cd);
+void copdrv_dev_put(struct copdrv_dev *cd);
+extern const struct attribute_group *copdrv_control_groups[];
+
+#endif /* COPROF_COPDRV_LINUX_H */

@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+"""guest.py - boot a Linux guest that loads copdrv.ko against a register file.
+
+The guest is the installed Debian kernel (linux-image-amd64) booted by
+qemu-system-x86_64 through PVH: the uncompressed vmlinux, extracted once
+from /boot/vmlinuz-VERSION (the xz stream after its magic), boots in about
+three seconds under TCG where the bzImage takes five to eight.  Its
+initramfs is an uncompressed newc cpio written here: busybox-static with
+its applets as links, copdrv.ko, and an /init that mounts /proc, /sys and
+/dev, runs the caller's shell script and powers off.
+
+Streams leave the guest through virtio-serial: each --stream-out FILE is a
+port named coprof.streamK whose host side is FILE, and the script finds
+its device in $STREAM0, $STREAM1, ...  The virtio modules it needs are
+taken from /lib/modules/VERSION (modprobe --show-depends lists them in
+load order) and loaded by /init, which waits (at most 10 s) until the
+host has announced every port.
+
+A script runs `mdev -s` after `insmod /copdrv.ko`, as /init does after the
+ports appear, so that the device nodes exist before anything opens them.
+
+Each register file is one ivshmem-plain device (PCI 1af4:1110) at a fixed
+PCI slot, 0x10 for the first, 0x11 for the next, so that a dmesg line
+names the file it is about; its memory backend is the file itself, shared,
+and the file is padded to a power of two as QEMU requires.  The guest's
+console (the script's output and the kernel's messages) is returned.
+
+    guest.py kernel-version
+    guest.py run --module build/.../copdrv.ko --regs FILE [--regs FILE...]
+                 [--stream-out FILE...] [--timeout S] 'insmod /copdrv.ko'
+
+Needs the Debian packages qemu-system-x86, linux-image-amd64,
+linux-headers-amd64 and busybox-static (`make deps`).
+"""
+
+import argparse
+import glob
+import lzma
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+PACKAGES = ("qemu-system-x86 linux-image-amd64 linux-headers-amd64 "
+            "busybox-static")
+BUSYBOX = "/bin/busybox"
+QEMU = "qemu-system-x86_64"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+FIRST_PCI_SLOT = 0x10
+PAGE_SIZE = 4096
+
+VIRTIO_MODULES = ("virtio_pci", "virtio_console")
+
+INIT = """#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in $(cat /modules/order); do insmod /modules/$m || exit 1; done
+# The ports appear as the host announces them: wait for all, at most 10 s.
+tries=0
+while [ $(ls /sys/class/virtio-ports 2>/dev/null | wc -l) -lt $(cat /modules/ports) ]; do
+    tries=$((tries + 1))
+    [ $tries -le 1000 ] || { echo "coprof-guest: virtio ports missing"; poweroff -f; }
+    usleep 10000
+done
+mdev -s
+for p in /sys/class/virtio-ports/*; do
+    [ -e "$p/name" ] || continue
+    case "$(cat $p/name)" in
+    coprof.stream*) n=$(cat $p/name); export STREAM${n#coprof.stream}=/dev/${p##*/} ;;
+    esac
+done
+echo coprof-guest: up
+sh /script
+echo "coprof-guest: script status $?"
+poweroff -f
+"""
+
+
+class GuestError(Exception):
+    """A guest that cannot be built or booted; str() is one line."""
+
+
+def _version_key(version):
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", version)]
+
+
+def kernel_version():
+    """The newest installed kernel image that has its headers, or None."""
+    found = []
+    for image in glob.glob("/boot/vmlinuz-*"):
+        version = image[len("/boot/vmlinuz-"):]
+        if os.path.isdir("/lib/modules/%s/build" % version):
+            found.append(version)
+    return max(found, key=_version_key) if found else None
+
+
+def missing_reason():
+    """None when a guest can be booted, else one line saying what is missing."""
+    if kernel_version() is None:
+        return ("no kernel image with its headers in /boot and /lib/modules: "
+                "install the Debian packages %s (make deps)" % PACKAGES)
+    for tool in (QEMU, BUSYBOX):
+        if shutil.which(tool) is None:
+            return ("%s not found: install the Debian packages %s "
+                    "(make deps)" % (tool, PACKAGES))
+    return None
+
+
+def extract_vmlinux(version, cache_dir):
+    """The uncompressed vmlinux of /boot/vmlinuz-VERSION, made once."""
+    out = os.path.join(cache_dir, "vmlinux-%s" % version)
+    if os.path.exists(out):
+        return out
+    with open("/boot/vmlinuz-%s" % version, "rb") as f:
+        image = f.read()
+    at = image.find(XZ_MAGIC)
+    if at < 0:
+        raise GuestError("/boot/vmlinuz-%s: no xz stream in the image"
+                         % version)
+    try:
+        kernel = lzma.LZMADecompressor(format=lzma.FORMAT_XZ,
+                                       ).decompress(image[at:])
+    except lzma.LZMAError as e:
+        raise GuestError("/boot/vmlinuz-%s: xz stream: %s" % (version, e))
+    os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache_dir)
+    with os.fdopen(fd, "wb") as f:
+        f.write(kernel)
+    os.replace(tmp, out)
+    return out
+
+
+class Cpio:
+    """An uncompressed newc archive, written entry by entry."""
+
+    def __init__(self, f):
+        self.f = f
+        self.ino = 1
+
+    def _entry(self, name, mode, data=b""):
+        name_bytes = name.encode() + b"\0"
+        fields = [self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0,
+                  len(name_bytes), 0]
+        self.ino += 1
+        self.f.write(b"070701" + b"".join(b"%08X" % v for v in fields))
+        self.f.write(name_bytes)
+        self.f.write(b"\0" * (-(110 + len(name_bytes)) % 4))
+        self.f.write(data)
+        self.f.write(b"\0" * (-len(data) % 4))
+
+    def directory(self, name):
+        self._entry(name, stat.S_IFDIR | 0o755)
+
+    def file(self, name, data, mode=0o644):
+        self._entry(name, stat.S_IFREG | mode, data)
+
+    def symlink(self, name, target):
+        self._entry(name, stat.S_IFLNK | 0o777, target.encode())
+
+    def close(self):
+        self._entry("TRAILER!!!", 0)
+
+
+def busybox_applets():
+    out = subprocess.run([BUSYBOX, "--list-full"], capture_output=True,
+                         text=True, check=True).stdout
+    return [line for line in out.split() if line and line != "bin/busybox"]
+
+
+def module_files(version, names):
+    """The .ko files that load names, in load order, each once."""
+    files = []
+    for name in names:
+        out = subprocess.run(["modprobe", "-S", version, "--show-depends",
+                              name], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise GuestError("modprobe --show-depends %s: %s"
+                             % (name, out.stderr.strip()))
+        for line in out.stdout.splitlines():
+            words = line.split()
+            if words[:1] == ["insmod"] and words[1] not in files:
+                files.append(words[1])
+    return files
+
+
+def write_initramfs(path, module, script, kernel_modules, ports):
+    """The guest's root: busybox, the module as /copdrv.ko, the kernel's
+    modules under /modules/ (loaded in the order of /modules/order), the
+    number of virtio ports to wait for (/modules/ports), /init, /script."""
+    with open(BUSYBOX, "rb") as f:
+        busybox = f.read()
+    with open(module, "rb") as f:
+        ko = f.read()
+    with open(path, "wb") as f:
+        cpio = Cpio(f)
+        for d in ("bin", "sbin", "usr", "usr/bin", "usr/sbin", "proc", "sys",
+                  "dev", "tmp"):
+            cpio.directory(d)
+        cpio.file("bin/busybox", busybox, 0o755)
+        for applet in busybox_applets():
+            cpio.symlink(applet, "/bin/busybox")
+        cpio.file("init", INIT.encode(), 0o755)
+        cpio.file("script", script.encode(), 0o755)
+        cpio.file("copdrv.ko", ko)
+        cpio.directory("modules")
+        names = []
+        for ko_path in kernel_modules:
+            names.append(os.path.basename(ko_path))
+            with open(ko_path, "rb") as k:
+                cpio.file("modules/" + names[-1], k.read())
+        cpio.file("modules/order", "".join(n + "\n" for n in names).encode())
+        cpio.file("modules/ports", b"%d\n" % ports)
+        cpio.close()
+
+
+def pad_to_power_of_two(path):
+    """QEMU's ivshmem wants a power-of-two size of whole pages, the file
+    at least that."""
+    size = os.path.getsize(path)
+    padded = max(1 << max(size - 1, 1).bit_length(), PAGE_SIZE)
+    if padded != size:
+        os.truncate(path, padded)
+    return padded
+
+
+def qemu_command(vmlinux, initramfs, regs_files, stream_files):
+    cmd = [QEMU, "-nodefaults", "-display", "none", "-serial", "stdio",
+           "-no-reboot", "-m", "256M", "-kernel", vmlinux,
+           "-initrd", initramfs,
+           "-append", "console=ttyS0 quiet panic=-1"]
+    for i, regs in enumerate(regs_files):
+        size = pad_to_power_of_two(regs)
+        cmd += ["-object", "memory-backend-file,id=regs%d,share=on,"
+                "mem-path=%s,size=%d" % (i, regs, size),
+                "-device", "ivshmem-plain,memdev=regs%d,addr=0x%x"
+                % (i, FIRST_PCI_SLOT + i)]
+    if stream_files:
+        cmd += ["-device", "virtio-serial-pci"]
+    for i, out in enumerate(stream_files):
+        cmd += ["-chardev", "file,id=stream%d,path=%s" % (i, out),
+                "-device", "virtserialport,chardev=stream%d,"
+                "name=coprof.stream%d" % (i, i)]
+    return cmd
+
+
+def run(module, regs_files, script, stream_files=(), timeout=60,
+        cache_dir=None):
+    """Boots the guest, runs script, returns its console output; what the
+    script writes to $STREAMk lands in stream_files[k]."""
+    reason = missing_reason()
+    if reason:
+        raise GuestError(reason)
+    version = kernel_version()
+    cache_dir = cache_dir or os.path.join(os.path.dirname(
+        os.path.abspath(module)), "guest")
+    vmlinux = extract_vmlinux(version, cache_dir)
+    with tempfile.TemporaryDirectory(prefix="coprof-guest-") as tmp:
+        initramfs = os.path.join(tmp, "initramfs.cpio")
+        write_initramfs(initramfs, module, script,
+                        module_files(version, VIRTIO_MODULES)
+                        if stream_files else [], len(stream_files))
+        try:
+            done = subprocess.run(qemu_command(vmlinux, initramfs, regs_files,
+                                               stream_files),
+                                  stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise GuestError("guest: no power-off within %d s" % timeout)
+    console = done.stdout.decode(errors="replace").replace("\r\n", "\n")
+    if done.returncode != 0:
+        raise GuestError("guest: %s exited with status %d: %s"
+                         % (QEMU, done.returncode,
+                            done.stderr.decode(errors="replace").strip()))
+    if "coprof-guest: script status" not in console:
+        raise GuestError("guest: the script did not run to its end")
+    return console
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="guest.py",
+        description="Boot a Linux guest (the installed Debian kernel, PVH, "
+        "a busybox initramfs) with copdrv.ko and each register file as an "
+        "ivshmem device, run a shell script in it and print its console.",
+        epilog="Register files are padded to a power of two; the first is "
+        "PCI slot 0x10, the next 0x11, ...  Needs the Debian packages "
+        + PACKAGES + " (make deps).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("kernel-version",
+                   help="print the kernel version the module is built for")
+    p = sub.add_parser("run", help="boot, run the script, power off")
+    p.add_argument("--module", required=True, help="copdrv.ko")
+    p.add_argument("--regs", action="append", default=[],
+                   help="a register file (repeatable)")
+    p.add_argument("--stream-out", action="append", default=[],
+                   help="a host file that receives what the script writes "
+                   "to $STREAM0, the next $STREAM1, ... (repeatable)")
+    p.add_argument("--timeout", type=int, default=60,
+                   help="seconds until the guest must have powered off "
+                   "(default 60)")
+    p.add_argument("script", help="shell commands run in the guest")
+    args = parser.parse_args(argv)
+    if args.command == "kernel-version":
+        version = kernel_version()
+        if version is None:
+            print("guest.py: %s" % missing_reason(), file=sys.stderr)
+            return 1
+        print(version)
+        return 0
+    try:
+        sys.stdout.write(run(args.module, args.regs, args.script,
+                             args.stream_out, args.timeout))
+    except GuestError as e:
+        print("guest.py: %s" % e, file=sys.stderr)
+        return 1
+    except OSError as e:
+        print("guest.py: %s: %s" % (e.filename, e.strerror), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

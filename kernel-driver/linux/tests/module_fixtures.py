@@ -1,0 +1,50 @@
+"""Fixtures of the Linux module's tests: the built copdrv.ko, the guest.
+
+    from module_fixtures import copdrv_ko, guest, register_file  # noqa: F401
+
+copdrv_ko skips the test, naming the Debian packages, only when no kernel
+image with its headers is installed (make deps installs them); with them
+installed, a module that is not built fails the test.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import guest as guest_module  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def copdrv_ko(build_dir):
+    reason = guest_module.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    path = os.path.join(build_dir, "kernel-driver", "linux", "copdrv.ko")
+    if not os.path.exists(path):
+        pytest.fail("%s is not built: run make" % path)
+    return path
+
+
+@pytest.fixture
+def guest(copdrv_ko):
+    """guest(regs_files, script, stream_files) boots the guest and returns
+    its console; the script's $STREAMk lands in stream_files[k]."""
+    def run(regs_files, script, stream_files=()):
+        return guest_module.run(copdrv_ko, regs_files, script, stream_files)
+    return run
+
+
+@pytest.fixture
+def register_file(build_dir, tmp_path):
+    """register_file(NAME) creates a fresh register file with coptrace."""
+    coptrace = os.path.join(build_dir, "bin", "coptrace")
+
+    def create(name, *options):
+        path = str(tmp_path / name)
+        subprocess.run([coptrace, "create", path, *options], check=True)
+        return path
+    return create

@@ -1,0 +1,163 @@
+"""copdrv.ko in a Linux guest: build, boot, probe, refusals, unload.
+
+The guest is the installed Debian kernel booted under QEMU (PVH) with a
+busybox initramfs (kernel-driver/linux/guest.py); each register file is an
+ivshmem device, the first at PCI slot 0x10, the next at 0x11, ...
+"""
+
+import os
+import re
+import struct
+import subprocess
+
+from module_fixtures import copdrv_ko, guest, register_file  # noqa: F401
+
+VERSION_OFFSET = 8
+
+
+def device_lines(console, slot):
+    """The kernel's lines about the PCI device in slot (0x10, 0x11, ...)."""
+    name = "copdrv 0000:00:%02x.0: " % slot
+    return [line.split(name, 1)[1] for line in console.splitlines()
+            if name in line]
+
+
+def kernel_trouble(console):
+    """Lines of kernel warnings, oopses and bugs in the console."""
+    return [line for line in console.splitlines()
+            if re.search(r"WARNING:|BUG:|Oops|Call Trace|kernel BUG",
+                         line)]
+
+
+def patch(path, offset, data):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def test_probe_unload_and_refusals(guest, register_file):
+    good = register_file("good", "--slots", "4", "--fifo-depth", "1024")
+    bad_magic = register_file("magic")
+    patch(bad_magic, 0, b"XOPTRACE")
+    bad_version = register_file("version")
+    patch(bad_version, VERSION_OFFSET, struct.pack("<I", 2))
+
+    console = guest([good, bad_magic, bad_version],
+                    "insmod /copdrv.ko || exit 1\n"
+                    "echo bound: $(ls /sys/bus/pci/drivers/copdrv | "
+                    "grep 0000)\n"
+                    "rmmod copdrv || exit 2\n"
+                    "dmesg\n")
+
+    assert "coprof-guest: script status 0" in console, console
+    assert device_lines(console, 0x10)[:1] == [
+        "trace unit: 4 slots, 64 contexts, FIFO depth 1024, "
+        "local store 262144 bytes"], console
+    assert "refused: register file magic is not COPTRACE" in \
+        device_lines(console, 0x11), console
+    assert "refused: register file version 2, this driver speaks 3" in \
+        device_lines(console, 0x12), console
+    assert "bound: 0000:00:10.0\n" in console, console
+    assert kernel_trouble(console) == [], console
+
+
+CONTROL = "/sys/bus/pci/devices/0000:00:10.0/copdrv"
+
+
+def set_rate(coplfsr, count):
+    """Shell lines that set the session's parameters for one capture
+    every count cycles, with the LFSR value lfsr/ computes."""
+    value = subprocess.run([coplfsr, str(count)], capture_output=True,
+                           text=True, check=True).stdout.split()[0]
+    return ("echo %s > %s/lfsr_value\n"
+            "echo %d > %s/lfsr_count\n"
+            "echo 1000000 > %s/poll_interval_ns\n"
+            "echo 3200000000 > %s/clock_hz\n"
+            % (value, CONTROL, count, CONTROL, CONTROL, CONTROL))
+
+
+def check_stream(copstream, path):
+    """copstream check's summary line of the stream file, then its errors."""
+    done = subprocess.run([copstream, "check", path], capture_output=True,
+                          text=True)
+    return (done.stdout + done.stderr).strip()
+
+
+def test_reader_control_and_removal_mid_session(guest, register_file,
+                                                build_dir, tmp_path):
+    regs = register_file("regs", "--slots", "2")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+    copstream = os.path.join(build_dir, "bin", "copstream")
+    stopped, removed = str(tmp_path / "stopped"), str(tmp_path / "removed")
+
+    console = guest([regs],
+                    "set -e\n"
+                    "insmod /copdrv.ko\n"
+                    "mdev -s\n"
+                    + set_rate(coplfsr, 997) +
+                    # A session started and stopped through the control
+                    # files, read whole by the one reader (opened by the
+                    # shell, so it is open before anything follows).
+                    "exec 3</dev/copdrv\n"
+                    "cat <&3 > $STREAM0 &\n"
+                    "reader=$!\n"
+                    "exec 3<&-\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "cat /dev/copdrv 2>&1 | grep -q 'resource busy' && "
+                    "echo second reader refused\n"
+                    "echo 5 > %(c)s/lfsr_count 2>/dev/null || "
+                    "echo set refused while running\n"
+                    "echo 0 > %(c)s/enable\n"
+                    "wait $reader\n"
+                    "grep ended %(c)s/stats\n"
+                    # The device removed during a session: STOP, then
+                    # end-of-file for the reader.
+                    "exec 3</dev/copdrv\n"
+                    "cat <&3 > $STREAM1 &\n"
+                    "reader=$!\n"
+                    "exec 3<&-\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "echo 0000:00:10.0 > /sys/bus/pci/drivers/copdrv/unbind\n"
+                    "wait $reader\n"
+                    "echo reader got end-of-file\n"
+                    "rmmod copdrv\n"
+                    "dmesg\n" % {"c": CONTROL},
+                    [stopped, removed])
+
+    assert "coprof-guest: script status 0" in console, console
+    assert "second reader refused" in console
+    assert "set refused while running" in console
+    assert "ended 1" in console
+    assert "reader got end-of-file" in console
+    assert "removed during a session: stopped it" in \
+        device_lines(console, 0x10), console
+    assert kernel_trouble(console) == [], console
+    for stream in (stopped, removed):
+        assert check_stream(copstream, stream) == \
+            "samples=0 lost=0 contexts=0 errors=0"
+
+
+def test_poll_says_readable_only_with_a_stream(guest, register_file,
+                                               build_dir):
+    """busybox's read -t waits in poll(): before any start nothing can be
+    readable, so it times out (status 1) and never blocks in read(); after
+    the start, START is there at once."""
+    regs = register_file("regs", "--slots", "2")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+
+    console = guest([regs],
+                    "insmod /copdrv.ko\n"
+                    "mdev -s\n"
+                    + set_rate(coplfsr, 997) +
+                    "exec 3</dev/copdrv\n"
+                    "read -t 0.2 -n 1 x <&3; echo before start: $?\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "read -t 30 -n 8 x <&3; echo after start: $?\n"
+                    "echo 0 > %(c)s/enable\n"
+                    "exec 3<&-\n"
+                    "rmmod copdrv\n"
+                    "dmesg\n" % {"c": CONTROL})
+
+    assert "before start: 1\n" in console, console
+    assert "after start: 0\n" in console, console
+    assert kernel_trouble(console) == [], console
