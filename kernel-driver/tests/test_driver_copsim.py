@@ -124,7 +124,9 @@ exit $((a | b))
 def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path,
                                   fifo_depth, options):
     """Three contexts share one slot in slices of 50,000 cycles, the slot's
-    LFSR running on across switches: each program that ends gets exactly
+    LFSR running on across switches (the loop is always switched out and
+    back; a program may end in its first slice): each program that ends
+    gets exactly
     the captures its slices and its every-instruction reference trace say;
     the loop (killed at the end) gets one per multiple of N in its
     slices.  With a FIFO that fills, the emulators stall (the default
@@ -151,8 +153,10 @@ def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path,
     for context, fields in contexts.items():
         trace, counters = reference_trace(coprof_bin("cop-run"),
                                           fields["path"], [1], 1)
+        # A program may end within one slice: copsim checks the slice
+        # from its scheduler thread, which a loaded machine can starve
+        # for longer than a slice.  The loop below is always sliced.
         slices = stream.slices[context]
-        assert len(slices) > 1
         assert sum(end - begin for begin, end in slices) == \
             int(fields["instructions"]) == counters["instructions"]
         want, outside = expected_samples(slices, every, trace,
@@ -160,6 +164,8 @@ def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path,
         assert stream.samples[context] == want
         outside_total += outside
     loop, = set(stream.slices) - set(contexts)
+    # The loop never ends: it was preempted for the programs and came back.
+    assert len(stream.slices[loop]) > 1
     captures = sum(end // every - begin // every
                    for begin, end in stream.slices[loop])
     assert len(stream.samples[loop]) + stream.lost(0, 4) - outside_total \
