@@ -118,11 +118,53 @@ static void check_view(struct recorder *r, const struct copsim_switch *change)
     g_assert_cmphex(regs_of(r, c)->guard_ls_offset, ==, c->guard_ls_offset);
 }
 
+/*
+ * The slot's mailbox holds the switch, posted before the hook and not yet
+ * acked, with everything the driver needs to know about it; the hook then
+ * acks it as a driver does.
+ */
+static void check_mailbox(struct recorder *r,
+                          const struct copsim_switch *change, uint32_t op)
+{
+    const struct copsim_context *c = change->context;
+    struct trace_regs_mailbox *box = trace_unit_mailbox(r->unit,
+                                                        change->slot);
+    uint32_t seq = trace_mailbox_pending(box);
+
+    g_assert_cmpuint(seq, !=, 0);
+    g_assert_cmpuint(box->op, ==, op);
+    g_assert_cmpuint(box->slot, ==, change->slot);
+    g_assert_cmpuint(box->context, ==, c->trace_context);
+    g_assert_cmpuint(box->context_id, ==, c->id);
+    g_assert_cmpuint(box->object_id, ==, c->object_id);
+    g_assert_cmpint(box->pid, ==, c->pid);
+    g_assert_cmpint(box->tid, ==, c->tid);
+    if (op == TRACE_MAILBOX_BIND) {
+        g_assert_cmpuint(box->path_length, ==, strlen(c->image.path));
+        g_assert_cmpmem(box->path, box->path_length, c->image.path,
+                        strlen(c->image.path));
+        g_assert_cmpuint(box->image_offset, ==, c->image.offset);
+        g_assert_cmpuint(box->image_inode, ==, c->image.inode);
+        g_assert_cmpuint(box->image_device, ==, c->image.device);
+        g_assert_cmpuint(box->image_file_size, ==, c->image.file_size);
+        g_assert_cmphex(box->image_hash, ==, c->image.hash);
+        g_assert_cmpuint(box->guard_count, ==, c->n_regions);
+        g_assert_cmphex(box->guard_ls_offset, ==, c->guard_ls_offset);
+        for (uint32_t i = 0; i < c->n_regions && i < TRACE_MAX_GUARDS; i++)
+            g_assert_cmphex(box->guards[i], ==, c->guard_words[i]);
+    } else if (op == TRACE_MAILBOX_END) {
+        g_assert_cmpint((int)box->status, ==, change->exit_status);
+    }
+    trace_mailbox_ack(box, seq);
+    g_assert_true(trace_mailbox_acked(box));
+}
+
 static void on_bind(void *data, const struct copsim_switch *change)
 {
     struct recorder *r = data;
 
     check_view(r, change);
+    check_mailbox(r, change, TRACE_MAILBOX_BIND);
     g_assert_false(trace_gate_is_open(regs_of(r, change->context)->gate));
     record(r, 'b', change);
 }
@@ -133,6 +175,8 @@ static void on_unbind(void *data, const struct copsim_switch *change)
     const struct trace_regs_context *regs = regs_of(r, change->context);
 
     check_view(r, change);
+    check_mailbox(r, change, change->reason == COPSIM_UNBIND_PREEMPT
+                  ? TRACE_MAILBOX_UNBIND : TRACE_MAILBOX_END);
     if (change->reason == COPSIM_UNBIND_PREEMPT) {
         g_assert_cmpuint(regs->status, ==, TRACE_CONTEXT_HELD);
         g_assert_cmpuint(regs->ack, ==, regs->gate);
