@@ -138,7 +138,10 @@ struct trace_regs_header {          /* offset 0, written once by the creator */
                                            or stalls; the driver waits on it */
     uint32_t mailbox_offset;        /* 68: the slots' mailboxes (v4) */
     uint32_t mailbox_stride;        /* 72: sizeof(struct trace_regs_mailbox) */
-    uint8_t  reserved[52];          /* 76: zero */
+    uint32_t mailbox_reader;        /* 76: 1 while a driver outside the
+                                           controller acks the mailboxes
+                                           (written by that driver) */
+    uint8_t  reserved[48];          /* 80: zero */
 };
 
 struct trace_regs_slot {

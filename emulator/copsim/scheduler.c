@@ -120,6 +120,35 @@ static void post_switch(const struct scheduler *s, uint32_t op,
     trace_mailbox_post(box);
 }
 
+/*
+ * With a driver outside copsim reading the mailboxes (copdrv.ko in a
+ * guest), waits until it acked the slot's message: it has drained the
+ * slot and knows the switch before the next context runs.  Looks every
+ * MAILBOX_LOOK_NS, for at most MAILBOX_WAIT_NS.
+ */
+#define MAILBOX_LOOK_NS 50000L
+#define MAILBOX_WAIT_NS 1000000000LL
+
+static void wait_switch_acked(const struct scheduler *s, uint32_t slot)
+{
+    const struct trace_regs_mailbox *box = trace_unit_mailbox(s->unit, slot);
+    struct timespec look = { 0, MAILBOX_LOOK_NS };
+    long long waited = 0;
+
+    if (!__atomic_load_n(&s->unit->header->mailbox_reader, __ATOMIC_ACQUIRE))
+        return;
+    while (!trace_mailbox_acked(box)) {
+        if (waited >= MAILBOX_WAIT_NS) {
+            fprintf(stderr, "copsim: slot %u: the driver did not ack "
+                    "mailbox message %u within 1 s; going on\n", slot,
+                    box->seq);
+            return;
+        }
+        nanosleep(&look, NULL);
+        waited += MAILBOX_LOOK_NS;
+    }
+}
+
 /* ---- The run queue ------------------------------------------------------ */
 
 static void queue_push(struct scheduler *s, struct sim_context *c)
@@ -197,6 +226,7 @@ static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
     post_switch(s, TRACE_MAILBOX_BIND, &change);
     if (s->hooks && s->hooks->bind)
         s->hooks->bind(s->hooks->data, &change);
+    wait_switch_acked(s, slot);
     schedlog_bind(s->log, &change);
     trace_context_release(regs_context(s, c));
 }
@@ -212,6 +242,7 @@ static void unbind_slot(struct scheduler *s, struct sim_context *c,
                 ? TRACE_MAILBOX_UNBIND : TRACE_MAILBOX_END, change);
     if (s->hooks && s->hooks->unbind)
         s->hooks->unbind(s->hooks->data, change);
+    wait_switch_acked(s, slot);
     trace_unit_unbind(s->unit, c->info.trace_context);
     schedlog_unbind(s->log, change);
     s->slots[slot].bound = NULL;
