@@ -161,3 +161,71 @@ def test_poll_says_readable_only_with_a_stream(guest, register_file,
     assert "before start: 1\n" in console, console
     assert "after start: 0\n" in console, console
     assert kernel_trouble(console) == [], console
+
+
+HEADER_MAILBOX_OFFSET, HEADER_MAILBOX_READER = 68, 76
+MAILBOX_ACK = 128
+
+
+def post_bind(path, slot, context_id, image_path):
+    """Posts a BIND in slot's mailbox as copsim does (docs/trace-unit.md,
+    "Mailbox"): the message, then seq + 1."""
+    with open(path, "r+b") as f:
+        f.seek(HEADER_MAILBOX_OFFSET)
+        offset, stride = struct.unpack("<II", f.read(8))
+        box = offset + slot * stride
+        image = image_path.encode()
+        f.seek(box + 4)
+        f.write(struct.pack("<IIIQQiiQIII", 1, 0, slot, context_id,
+                            0x5000, 4242, 4243, 0x1000, 0, 0, len(image)))
+        f.seek(box + 64)
+        f.write(struct.pack("<QQQQ", 8, 9, 0x4000, 0x1234))
+        f.seek(box + 448)
+        f.write(image)
+        f.seek(box)
+        f.write(struct.pack("<I", 1))
+        return box
+
+
+def read_word(path, offset):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return struct.unpack("<I", f.read(4))[0]
+
+
+def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
+                                     tmp_path):
+    """A context copsim posted in slot 1's mailbox before the module was
+    loaded is bound by it (the session's stream names it) and acked, and
+    the module says it reads the mailboxes only while it is loaded."""
+    regs = register_file("regs", "--slots", "2")
+    box = post_bind(regs, 1, 77, "/srv/images/kernel.elf")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+    copstream = os.path.join(build_dir, "bin", "copstream")
+    stream = str(tmp_path / "stream")
+
+    console = guest([regs],
+                    "set -e\n"
+                    "insmod /copdrv.ko\n"
+                    "mdev -s\n"
+                    + set_rate(coplfsr, 997) +
+                    "exec 3</dev/copdrv\n"
+                    "cat <&3 > $STREAM0 &\n"
+                    "reader=$!\n"
+                    "exec 3<&-\n"
+                    "echo 1 > %(c)s/enable\n"
+                    "echo 0 > %(c)s/enable\n"
+                    "wait $reader\n"
+                    "rmmod copdrv\n"
+                    "dmesg\n" % {"c": CONTROL},
+                    [stream])
+
+    assert "coprof-guest: script status 0" in console, console
+    assert kernel_trouble(console) == [], console
+    assert read_word(regs, box + MAILBOX_ACK) == 1
+    assert read_word(regs, HEADER_MAILBOX_READER) == 0
+    assert check_stream(copstream, stream) == \
+        "samples=0 lost=0 contexts=1 errors=0"
+    dump = subprocess.run([copstream, "dump", stream], capture_output=True,
+                          text=True, check=True).stdout
+    assert "/srv/images/kernel.elf" in dump, dump
