@@ -76,6 +76,17 @@ def set_rate(coplfsr, count):
             % (value, CONTROL, count, CONTROL, CONTROL, CONTROL))
 
 
+def read_session(stream):
+    """Shell lines that open /dev/copdrv for a reader copying it into the
+    port $STREAM<stream> (opened by the shell, so it is open before
+    anything follows) and start a session; $reader is the copy."""
+    return ("exec 3</dev/copdrv\n"
+            "cat <&3 > $STREAM%d &\n"
+            "reader=$!\n"
+            "exec 3<&-\n"
+            "echo 1 > %s/enable\n" % (stream, CONTROL))
+
+
 def check_stream(copstream, path):
     """copstream check's summary line of the stream file, then its errors."""
     done = subprocess.run([copstream, "check", path], capture_output=True,
@@ -91,18 +102,13 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
     stopped, removed = str(tmp_path / "stopped"), str(tmp_path / "removed")
 
     console = guest([regs],
-                    "set -e\n"
-                    "insmod /copdrv.ko\n"
-                    "mdev -s\n"
-                    + set_rate(coplfsr, 997) +
-                    # A session started and stopped through the control
-                    # files, read whole by the one reader (opened by the
-                    # shell, so it is open before anything follows).
-                    "exec 3</dev/copdrv\n"
-                    "cat <&3 > $STREAM0 &\n"
-                    "reader=$!\n"
-                    "exec 3<&-\n"
-                    "echo 1 > %(c)s/enable\n"
+                    ("set -e\n"
+                     "insmod /copdrv.ko\n"
+                     "mdev -s\n"
+                     + set_rate(coplfsr, 997)
+                     # A session started and stopped through the control
+                     # files, read whole by the one reader.
+                     + read_session(0) +
                     "cat /dev/copdrv 2>&1 | grep -q 'resource busy' && "
                     "echo second reader refused\n"
                     "echo 5 > %(c)s/lfsr_count 2>/dev/null || "
@@ -112,16 +118,12 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
                     "grep ended %(c)s/stats\n"
                     # The device removed during a session: STOP, then
                     # end-of-file for the reader.
-                    "exec 3</dev/copdrv\n"
-                    "cat <&3 > $STREAM1 &\n"
-                    "reader=$!\n"
-                    "exec 3<&-\n"
-                    "echo 1 > %(c)s/enable\n"
+                    + read_session(1) +
                     "echo 0000:00:10.0 > /sys/bus/pci/drivers/copdrv/unbind\n"
                     "wait $reader\n"
                     "echo reader got end-of-file\n"
                     "rmmod copdrv\n"
-                    "dmesg\n" % {"c": CONTROL},
+                    "dmesg\n") % {"c": CONTROL},
                     [stopped, removed])
 
     assert "coprof-guest: script status 0" in console, console
@@ -208,12 +210,8 @@ def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
                     "set -e\n"
                     "insmod /copdrv.ko\n"
                     "mdev -s\n"
-                    + set_rate(coplfsr, 997) +
-                    "exec 3</dev/copdrv\n"
-                    "cat <&3 > $STREAM0 &\n"
-                    "reader=$!\n"
-                    "exec 3<&-\n"
-                    "echo 1 > %(c)s/enable\n"
+                    + set_rate(coplfsr, 997)
+                    + read_session(0) +
                     "echo 0 > %(c)s/enable\n"
                     "wait $reader\n"
                     "rmmod copdrv\n"
