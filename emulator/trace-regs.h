@@ -38,6 +38,14 @@
  * at each reload.  The producer counts its stalls and their time in the
  * slot's fourth line.
  *
+ * Mailbox (version 4): after the context blocks, one mailbox per slot
+ * through which the controller (copsim) tells the driver what it used to
+ * learn through direct calls: a bind (the context's identity, its image's
+ * identity and path, where its guard words are and their values), an
+ * unbind at preemption, an end.  The controller fills the message and
+ * publishes it with a release store of seq + 1; the driver reads it after
+ * an acquire load of seq and stores ack = seq when it has acted on it.
+ *
  * Each block is split into 64-byte lines with a single writer each, so the
  * emulator's per-block store to `cycles` never shares a line with what the
  * controller or the consumer write.
@@ -52,7 +60,7 @@
 
 #define TRACE_REGS_MAGIC        "COPTRACE"  /* 8 bytes, no terminator */
 #define TRACE_REGS_MAGIC_SIZE   8
-#define TRACE_REGS_VERSION      3
+#define TRACE_REGS_VERSION      4
 #define TRACE_LINE_SIZE         64
 
 #define TRACE_NONE              0xFFFFFFFFu /* no slot / no context */
@@ -128,7 +136,12 @@ struct trace_regs_header {          /* offset 0, written once by the creator */
     uint32_t doorbell;              /* 64: producers add 1 and FUTEX_WAKE it
                                            when a FIFO passes its watermark
                                            or stalls; the driver waits on it */
-    uint8_t  reserved[60];          /* 68: zero */
+    uint32_t mailbox_offset;        /* 68: the slots' mailboxes (v4) */
+    uint32_t mailbox_stride;        /* 72: sizeof(struct trace_regs_mailbox) */
+    uint32_t mailbox_reader;        /* 76: 1 while a driver outside the
+                                           controller acks the mailboxes
+                                           (written by that driver) */
+    uint8_t  reserved[48];          /* 80: zero */
 };
 
 struct trace_regs_slot {
@@ -205,6 +218,85 @@ struct trace_regs_context {
                                            controller zeroes it at a hold */
     uint8_t  emulator_pad[32];
 };
+
+/* Mailbox operations (struct trace_regs_mailbox.op). */
+#define TRACE_MAILBOX_NONE      0   /* nothing posted yet */
+#define TRACE_MAILBOX_BIND      1   /* context bound to the slot */
+#define TRACE_MAILBOX_UNBIND    2   /* taken off, to run again (preempted) */
+#define TRACE_MAILBOX_END       3   /* taken off for good (exit, fault, kill) */
+#define TRACE_MAILBOX_PATH_MAX  576 /* bytes of the image path carried */
+
+/*
+ * One slot's mailbox (docs/trace-unit.md, "Mailbox").  Lines 0-1 and the
+ * guard words and path are written by the controller before it publishes
+ * seq; line 2 by the driver.  A path longer than TRACE_MAILBOX_PATH_MAX
+ * has its full length in path_length and only its first bytes in path[].
+ */
+struct trace_regs_mailbox {
+    /* Line 0: the message, written by the controller. */
+    uint32_t seq;                   /*   0: messages posted (release) */
+    uint32_t op;                    /*   4: TRACE_MAILBOX_* */
+    uint32_t context;               /*   8: its block in the register file */
+    uint32_t slot;                  /*  12: this mailbox's slot */
+    uint64_t context_id;            /*  16: copsim's id, never reused */
+    uint64_t object_id;             /*  24: ELF header's host address */
+    int32_t  pid;                   /*  32: host process of the context */
+    int32_t  tid;                   /*  36: host thread that runs it */
+    uint64_t image_offset;          /*  40: file offset of the ELF header */
+    uint32_t guard_ls_offset;       /*  48: LS offset of the guard words */
+    uint32_t guard_count;           /*  52: guard words (regions); guards[]
+                                           holds the first TRACE_MAX_GUARDS */
+    uint32_t path_length;           /*  56: bytes of the image path */
+    uint32_t status;                /*  60: END: the program's exit status */
+
+    /* Line 1: the image's identity, written by the controller. */
+    uint64_t image_device;          /*  64: st_dev */
+    uint64_t image_inode;           /*  72: st_ino */
+    uint64_t image_file_size;       /*  80: st_size */
+    uint64_t image_hash;            /*  88: first 8 bytes of its SHA-256 */
+    uint8_t  image_pad[32];
+
+    /* Line 2: written by the driver. */
+    uint32_t ack;                   /* 128: last seq acted on */
+    uint8_t  driver_pad[60];
+
+    uint32_t guards[TRACE_MAX_GUARDS];      /* 192: guard words at BIND */
+    char     path[TRACE_MAILBOX_PATH_MAX];  /* 448: not NUL-terminated */
+};
+
+/*
+ * Controller: publishes the message filled in *box (everything but seq and
+ * ack) and returns its seq.  The slot's previous message must be acked.
+ */
+static inline uint32_t trace_mailbox_post(struct trace_regs_mailbox *box)
+{
+    uint32_t seq = __atomic_load_n(&box->seq, __ATOMIC_RELAXED) + 1;
+
+    __atomic_store_n(&box->seq, seq, __ATOMIC_RELEASE);
+    return seq;
+}
+
+/* Driver: the seq of a message not acked yet, or 0 when none waits. */
+static inline uint32_t trace_mailbox_pending(const struct trace_regs_mailbox *box)
+{
+    uint32_t seq = __atomic_load_n(&box->seq, __ATOMIC_ACQUIRE);
+
+    return seq != __atomic_load_n(&box->ack, __ATOMIC_RELAXED) ? seq : 0;
+}
+
+/* Driver: says it has acted on message `seq`. */
+static inline void trace_mailbox_ack(struct trace_regs_mailbox *box,
+                                     uint32_t seq)
+{
+    __atomic_store_n(&box->ack, seq, __ATOMIC_RELEASE);
+}
+
+/* Controller: whether the driver acked the slot's last message. */
+static inline int trace_mailbox_acked(const struct trace_regs_mailbox *box)
+{
+    return __atomic_load_n(&box->ack, __ATOMIC_ACQUIRE)
+           == __atomic_load_n(&box->seq, __ATOMIC_RELAXED);
+}
 
 static inline int trace_gate_is_open(uint32_t gate)
 {
@@ -563,5 +655,15 @@ _Static_assert(__builtin_offsetof(struct trace_regs_context,
                                   instructions) == 80, "context layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_context, check_cycle) == 88,
                "context layout");
+
+_Static_assert(__builtin_offsetof(struct trace_regs_header,
+                                  mailbox_offset) == 68, "header layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_mailbox, image_device)
+               == 64, "mailbox layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_mailbox, ack) == 128,
+               "mailbox layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_mailbox, guards) == 192,
+               "mailbox layout");
+_Static_assert(sizeof(struct trace_regs_mailbox) == 1024, "mailbox layout");
 
 #endif /* COPROF_TRACE_REGS_H */

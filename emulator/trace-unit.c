@@ -137,10 +137,16 @@ static uint64_t contexts_offset(const struct trace_geometry *geo)
            + (uint64_t)geo->n_slots * trace_regs_slot_stride(geo->fifo_depth);
 }
 
-static uint64_t file_size_for(const struct trace_geometry *geo)
+static uint64_t mailbox_offset(const struct trace_geometry *geo)
 {
     return contexts_offset(geo)
            + (uint64_t)geo->n_contexts * sizeof(struct trace_regs_context);
+}
+
+static uint64_t file_size_for(const struct trace_geometry *geo)
+{
+    return mailbox_offset(geo)
+           + (uint64_t)geo->n_slots * sizeof(struct trace_regs_mailbox);
 }
 
 int trace_regs_validate(const void *base, uint64_t size,
@@ -182,10 +188,13 @@ int trace_regs_validate(const void *base, uint64_t size,
     if (h->slot_stride != trace_regs_slot_stride(h->fifo_depth)
         || h->slots_offset != sizeof(*h)
         || h->context_stride != sizeof(struct trace_regs_context)
-        || h->contexts_offset != contexts_offset(&geo)) {
+        || h->contexts_offset != contexts_offset(&geo)
+        || h->mailbox_stride != sizeof(struct trace_regs_mailbox)
+        || h->mailbox_offset != mailbox_offset(&geo)) {
         fail(err, errlen, "inconsistent layout (slot stride %u at %u, "
-             "context stride %u at %u)", h->slot_stride, h->slots_offset,
-             h->context_stride, h->contexts_offset);
+             "context stride %u at %u, mailbox stride %u at %u)",
+             h->slot_stride, h->slots_offset, h->context_stride,
+             h->contexts_offset, h->mailbox_stride, h->mailbox_offset);
         return -1;
     }
     if (h->file_size != file_size_for(&geo) || h->file_size != size) {
@@ -238,6 +247,8 @@ static void initialise(struct trace_unit *unit,
     h->slots_offset = sizeof(*h);
     h->context_stride = sizeof(struct trace_regs_context);
     h->contexts_offset = (uint32_t)contexts_offset(geo);
+    h->mailbox_offset = (uint32_t)mailbox_offset(geo);
+    h->mailbox_stride = sizeof(struct trace_regs_mailbox);
     h->ls_base = geo->ls_base;
     h->ls_size = geo->ls_size;
     for (uint32_t i = 0; i < geo->n_slots; i++) {
@@ -409,6 +420,15 @@ struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
 
     return block_at(unit, h->contexts_offset, h->context_stride,
                     h->n_contexts, context);
+}
+
+struct trace_regs_mailbox *trace_unit_mailbox(const struct trace_unit *unit,
+                                              uint32_t slot)
+{
+    const struct trace_regs_header *h = unit->header;
+
+    return block_at(unit, h->mailbox_offset, h->mailbox_stride, h->n_slots,
+                    slot);
 }
 
 /* ---- Controller --------------------------------------------------------- */

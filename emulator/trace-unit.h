@@ -65,6 +65,9 @@ struct trace_regs_slot *trace_unit_slot(const struct trace_unit *unit,
                                         uint32_t slot);
 struct trace_regs_context *trace_unit_context(const struct trace_unit *unit,
                                               uint32_t context);
+/* A slot's mailbox (version 4; docs/trace-unit.md, "Mailbox"). */
+struct trace_regs_mailbox *trace_unit_mailbox(const struct trace_unit *unit,
+                                              uint32_t slot);
 
 /* ---- Controller (copsim, the driver) ----------------------------------- */
 

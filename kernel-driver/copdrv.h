@@ -147,6 +147,10 @@ void copdrv_poll_doorbell(struct copdrv *drv);
  * (no-context).
  */
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx);
+struct trace_regs_mailbox;
+/* The context of a mailbox's BIND message; -EINVAL if it is none. */
+int copdrv_mailbox_context(const struct trace_regs_mailbox *box, void *ls,
+			   struct copdrv_context *ctx);
 void copdrv_unbind(struct copdrv *drv, u32 slot);
 /* The same for a context that ended (exited, faulted, reaped): it will
  * never be bound again, and the stream says so with an END after the

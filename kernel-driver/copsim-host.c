@@ -65,34 +65,26 @@ struct copsim_driver {
 
 /* ---- Hooks --------------------------------------------------------------- */
 
-static struct copdrv_context context_of(const struct copsim_switch *change)
-{
-	const struct copsim_context *c = change->context;
-	struct copdrv_context ctx = {
-		.slot = change->slot,
-		.pid = (u32)c->pid,
-		.tid = (u32)c->tid,
-		.context_id = c->id,
-		.object_id = c->object_id,
-		.image = { .device = c->image.device, .inode = c->image.inode,
-			   .size = c->image.file_size, .hash = c->image.hash },
-		.image_offset = c->image.offset,
-		.path = (const u8 *)c->image.path,
-		.path_length = (u32)strlen(c->image.path),
-		.ls = (void *)c->ram,		/* the LS is RAM byte 0 on */
-		.guard_offset = c->guard_ls_offset,
-		.regions = c->n_regions,
-	};
-
-	return ctx;
-}
-
+/*
+ * Binds the context of the slot's mailbox (its BIND, which copsim posted
+ * before this hook or, at a start, when it bound the context) and acks it:
+ * the hosted driver learns binds through the same mailbox as copdrv.ko,
+ * only the local store is copsim's RAM mapping instead of the mailbox's
+ * copy of the guard words.
+ */
 static void bind_context(struct copsim_driver *d,
 			 const struct copsim_switch *change)
 {
-	struct copdrv_context ctx = context_of(change);
-	int error = copdrv_bind(d->drv, &ctx);
+	struct trace_regs_mailbox *box = trace_unit_mailbox(d->info->unit,
+							     change->slot);
+	u32 seq = __atomic_load_n(&box->seq, __ATOMIC_ACQUIRE);
+	struct copdrv_context ctx;
+	int error = copdrv_mailbox_context(box, (void *)change->context->ram,
+					   &ctx);
 
+	if (!error)
+		error = copdrv_bind(d->drv, &ctx);
+	trace_mailbox_ack(box, seq);
 	d->on_slot[change->slot] = change->context->trace_context;
 	if (error)
 		fprintf(stderr, "copsim: kernel driver: context %llu on slot "
@@ -109,11 +101,15 @@ static void hook_bind(void *data, const struct copsim_switch *change)
 static void hook_unbind(void *data, const struct copsim_switch *change)
 {
 	struct copsim_driver *d = data;
+	struct trace_regs_mailbox *box = trace_unit_mailbox(d->info->unit,
+							     change->slot);
+	u32 seq = __atomic_load_n(&box->seq, __ATOMIC_ACQUIRE);
 
-	if (change->reason == COPSIM_UNBIND_PREEMPT)
+	if (box->op == TRACE_MAILBOX_UNBIND)
 		copdrv_unbind(d->drv, change->slot);
 	else
 		copdrv_unbind_end(d->drv, change->slot);
+	trace_mailbox_ack(box, seq);
 	d->on_slot[change->slot] = TRACE_NONE;
 }
 

@@ -953,6 +953,37 @@ static int reserve_guards(struct copdrv *drv, struct copdrv_slot *s,
 }
 
 /*
+ * Fills *ctx from the BIND message in `box` (docs/trace-unit.md,
+ * "Mailbox"); `ls` is the shim's handle on the context's local store.
+ * The path stays in the mailbox: bind before the next message is posted.
+ */
+int copdrv_mailbox_context(const struct trace_regs_mailbox *box, void *ls,
+			   struct copdrv_context *ctx)
+{
+	if (box->op != TRACE_MAILBOX_BIND ||
+	    box->path_length > TRACE_MAILBOX_PATH_MAX)
+		return -EINVAL;
+	*ctx = (struct copdrv_context){
+		.slot = box->slot,
+		.pid = (u32)box->pid,
+		.tid = (u32)box->tid,
+		.context_id = box->context_id,
+		.object_id = box->object_id,
+		.image = { .device = box->image_device,
+			   .inode = box->image_inode,
+			   .size = box->image_file_size,
+			   .hash = box->image_hash },
+		.image_offset = box->image_offset,
+		.path = (const u8 *)box->path,
+		.path_length = box->path_length,
+		.ls = ls,
+		.guard_offset = box->guard_ls_offset,
+		.regions = box->guard_count,
+	};
+	return 0;
+}
+
+/*
  * A context the driver cannot take (bad guard table or path, no memory)
  * still ends the previous one's time on the slot: its samples are drained
  * and the slot released, so the new context's samples count as lost

@@ -41,6 +41,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,79 @@ static void make_switch(const struct scheduler *s, uint32_t slot,
     change->cycle = slot_cycles(s, slot);
     change->monotonic_ns = schedlog_monotonic_ns();
     change->context = &c->info;
+}
+
+/*
+ * Posts a switch in its slot's mailbox (docs/trace-unit.md, "Mailbox"),
+ * before the hooks run: the driver, hosted or in a guest, learns binds,
+ * unbinds and ends from it.  BIND carries the context's and its image's
+ * identity and its guard words as they are now.
+ */
+static void post_switch(const struct scheduler *s, uint32_t op,
+                        const struct copsim_switch *change)
+{
+    struct trace_regs_mailbox *box = trace_unit_mailbox(s->unit,
+                                                        change->slot);
+    const struct copsim_context *c = change->context;
+    size_t path_length = strlen(c->image.path);
+    uint32_t seq = box->seq;
+
+    memset(box, 0, offsetof(struct trace_regs_mailbox, ack));
+    memset(box->guards, 0, sizeof(box->guards) + sizeof(box->path));
+    box->seq = seq;
+    box->op = op;
+    box->context = c->trace_context;
+    box->slot = change->slot;
+    box->context_id = c->id;
+    box->object_id = c->object_id;
+    box->pid = c->pid;
+    box->tid = c->tid;
+    box->status = (uint32_t)change->exit_status;
+    if (op == TRACE_MAILBOX_BIND) {
+        box->image_offset = c->image.offset;
+        box->image_device = c->image.device;
+        box->image_inode = c->image.inode;
+        box->image_file_size = c->image.file_size;
+        box->image_hash = c->image.hash;
+        box->path_length = (uint32_t)path_length;
+        memcpy(box->path, c->image.path, path_length < sizeof(box->path)
+               ? path_length : sizeof(box->path));
+        box->guard_ls_offset = c->guard_ls_offset;
+        box->guard_count = c->n_regions;
+        for (uint32_t r = 0; r < c->n_regions && r < TRACE_MAX_GUARDS; r++)
+            box->guards[r] = __atomic_load_n(&c->guard_words[r],
+                                             __ATOMIC_ACQUIRE);
+    }
+    trace_mailbox_post(box);
+}
+
+/*
+ * With a driver outside copsim reading the mailboxes (copdrv.ko in a
+ * guest), waits until it acked the slot's message: it has drained the
+ * slot and knows the switch before the next context runs.  Looks every
+ * MAILBOX_LOOK_NS, for at most MAILBOX_WAIT_NS.
+ */
+#define MAILBOX_LOOK_NS 50000L
+#define MAILBOX_WAIT_NS 1000000000LL
+
+static void wait_switch_acked(const struct scheduler *s, uint32_t slot)
+{
+    const struct trace_regs_mailbox *box = trace_unit_mailbox(s->unit, slot);
+    struct timespec look = { 0, MAILBOX_LOOK_NS };
+    long long waited = 0;
+
+    if (!__atomic_load_n(&s->unit->header->mailbox_reader, __ATOMIC_ACQUIRE))
+        return;
+    while (!trace_mailbox_acked(box)) {
+        if (waited >= MAILBOX_WAIT_NS) {
+            fprintf(stderr, "copsim: slot %u: the driver did not ack "
+                    "mailbox message %u within 1 s; going on\n", slot,
+                    box->seq);
+            return;
+        }
+        nanosleep(&look, NULL);
+        waited += MAILBOX_LOOK_NS;
+    }
 }
 
 /* ---- The run queue ------------------------------------------------------ */
@@ -149,8 +223,10 @@ static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
     c->slot = (int)slot;
     c->state = SIM_BOUND;
     c->binds++;
+    post_switch(s, TRACE_MAILBOX_BIND, &change);
     if (s->hooks && s->hooks->bind)
         s->hooks->bind(s->hooks->data, &change);
+    wait_switch_acked(s, slot);
     schedlog_bind(s->log, &change);
     trace_context_release(regs_context(s, c));
 }
@@ -162,8 +238,11 @@ static void unbind_slot(struct scheduler *s, struct sim_context *c,
     uint32_t slot = change->slot;
 
     c->cycles_run += change->cycle - s->slots[slot].bind_cycle;
+    post_switch(s, change->reason == COPSIM_UNBIND_PREEMPT
+                ? TRACE_MAILBOX_UNBIND : TRACE_MAILBOX_END, change);
     if (s->hooks && s->hooks->unbind)
         s->hooks->unbind(s->hooks->data, change);
+    wait_switch_acked(s, slot);
     trace_unit_unbind(s->unit, c->info.trace_context);
     schedlog_unbind(s->log, change);
     s->slots[slot].bound = NULL;

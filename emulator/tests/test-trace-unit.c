@@ -70,7 +70,7 @@ static void test_default_layout(void)
     g_assert_nonnull(f.unit);
     h = f.unit->header;
     g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
-    g_assert_cmpuint(h->version, ==, 3);
+    g_assert_cmpuint(h->version, ==, 4);
     g_assert_cmpuint(h->n_slots, ==, 8);
     g_assert_cmpuint(h->fifo_depth, ==, 4096);
     /* 256-byte slot head, 8192 FIFO bytes, 1024 events of 16 bytes. */
@@ -78,7 +78,10 @@ static void test_default_layout(void)
     g_assert_cmpuint(h->slot_stride, ==, 256 + 8192 + 16384);
     g_assert_cmpuint(h->slots_offset, ==, 128);
     g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 24832);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 24832 + 64 * 128);
+    g_assert_cmpuint(h->mailbox_offset, ==, 128 + 8 * 24832 + 64 * 128);
+    g_assert_cmpuint(h->mailbox_stride, ==, 1024);
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 24832 + 64 * 128
+                     + 8 * 1024);
     g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 320);  /* a line */
     g_assert_cmpuint(h->doorbell, ==, 0);
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
@@ -97,6 +100,9 @@ static void test_default_layout(void)
     }
     g_assert_null(trace_unit_slot(f.unit, 8));
     g_assert_null(trace_unit_context(f.unit, 64));
+    g_assert_null(trace_unit_mailbox(f.unit, 8));
+    g_assert_true((char *)trace_unit_mailbox(f.unit, 7) + 1024
+                  == (char *)f.unit->base + h->file_size);
     g_assert_null(trace_unit_create(f.path, &geo, err, sizeof(err)));
     g_assert_nonnull(strstr(err, "File exists"));
     teardown(&f, NULL);
@@ -159,7 +165,7 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
 
     expect_open_error(f, damage_magic, "bad magic");
     expect_open_error(f, damage_version,
-                      "version 2, this build reads version 3");
+                      "version 2, this build reads version 4");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -908,6 +914,35 @@ static void test_drain_to_file(struct fixture *f, gconstpointer data)
     free(text);
 }
 
+/*
+ * The mailbox: a message is pending for the driver from its post until its
+ * ack, and the controller sees it acked only then.
+ */
+static void test_mailbox(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_mailbox *box = trace_unit_mailbox(f->unit, 1);
+    uint32_t seq;
+
+    (void)data;
+    g_assert_nonnull(box);
+    g_assert_cmpuint(trace_mailbox_pending(box), ==, 0);
+    g_assert_true(trace_mailbox_acked(box));
+    box->op = TRACE_MAILBOX_BIND;
+    box->context_id = 42;
+    seq = trace_mailbox_post(box);
+    g_assert_cmpuint(seq, ==, 1);
+    g_assert_false(trace_mailbox_acked(box));
+    g_assert_cmpuint(trace_mailbox_pending(box), ==, 1);
+    trace_mailbox_ack(box, seq);
+    g_assert_cmpuint(trace_mailbox_pending(box), ==, 0);
+    g_assert_true(trace_mailbox_acked(box));
+    box->op = TRACE_MAILBOX_END;
+    g_assert_cmpuint(trace_mailbox_post(box), ==, 2);
+    g_assert_cmpuint(trace_mailbox_pending(box), ==, 2);
+    g_assert_cmpuint(trace_mailbox_pending(trace_unit_mailbox(f->unit, 0)),
+                     ==, 0);
+}
+
 static void test_trace_run(void)
 {
     struct trace_geometry geo;
@@ -1062,6 +1097,8 @@ int main(int argc, char **argv)
                test_controller_death, teardown);
     g_test_add("/trace-unit/drain-to-file", struct fixture, NULL, setup,
                test_drain_to_file, teardown);
+    g_test_add("/trace-unit/mailbox", struct fixture, NULL, setup,
+               test_mailbox, teardown);
     g_test_add("/trace-unit/events", struct fixture, NULL, setup,
                test_events, teardown);
     g_test_add("/trace-unit/events-upto", struct fixture, NULL, setup,

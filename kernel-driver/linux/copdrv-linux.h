@@ -32,12 +32,16 @@ struct copdrv_dev {
 	struct mutex reading;	/* the reader against start's new buffer */
 	atomic_t readers;	/* 0 or 1: /dev/copdrv is open */
 	bool gone;		/* the PCI device was removed */
+	struct task_struct *mailbox_thread;	/* copdrv-mailbox.c */
 	struct miscdevice misc;
 };
 
 int copdrv_dev_register(struct copdrv_dev *cd);
 void copdrv_dev_unregister(struct copdrv_dev *cd);
 void copdrv_dev_put(struct copdrv_dev *cd);
+int copdrv_mailbox_start(struct copdrv_dev *cd);
+void copdrv_mailbox_stop(struct copdrv_dev *cd);
+void copdrv_mailbox_scan(struct copdrv_dev *cd);
 extern const struct attribute_group *copdrv_control_groups[];
 
 #endif /* COPROF_COPDRV_LINUX_H */

@@ -58,6 +58,13 @@ static int check_header(struct pci_dev *pdev,
 			h->header_size, h->file_size, COPDRV_BAR, bar_size);
 		return -ENODEV;
 	}
+	if (h->mailbox_stride != sizeof(struct trace_regs_mailbox) ||
+	    h->mailbox_offset + (u64)h->n_slots * h->mailbox_stride >
+	    h->file_size) {
+		dev_err(&pdev->dev, "refused: register file mailboxes (%u bytes at %u) do not fit its %llu bytes\n",
+			h->mailbox_stride, h->mailbox_offset, h->file_size);
+		return -ENODEV;
+	}
 	return 0;
 }
 
@@ -128,10 +135,16 @@ static int copdrv_dev_start(struct copdrv_dev *cd)
 	}
 	cd->os.drv = cd->drv;
 	cd->fifo_depth = h->fifo_depth;
+	err = copdrv_mailbox_start(cd);
+	if (err) {
+		dev_err(&pdev->dev, "refused: mailbox thread: error %d\n", err);
+		return err;
+	}
 	err = copdrv_dev_register(cd);
 	if (err) {
 		dev_err(&pdev->dev, "refused: /dev/copdrv: error %d (one trace unit at a time)\n",
 			err);
+		copdrv_mailbox_stop(cd);
 		return err;
 	}
 	dev_info(&pdev->dev, "trace unit: %u slots, %u contexts, FIFO depth %u, local store %u bytes\n",
@@ -164,6 +177,7 @@ static void copdrv_remove(struct pci_dev *pdev)
 	struct copdrv_dev *cd = pci_get_drvdata(pdev);
 	struct copdrv_stats stats;
 
+	copdrv_mailbox_stop(cd);
 	mutex_lock(&cd->control);
 	copdrv_get_stats(cd->drv, &stats);
 	if (stats.running) {

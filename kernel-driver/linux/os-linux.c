@@ -22,7 +22,9 @@
  *                    reader's wait queue (the reader waits for the count
  *                    to move past the one it saw before it looked)
  *   local store      none: the guest cannot see the contexts' RAM; the
- *                    guard words reach it through the register file
+ *                    handle is the context's mailbox (copdrv-mailbox.c),
+ *                    whose BIND carried the guard words' values at the
+ *                    bind; later reads find the message gone and fail
  *
  * So under the stall policy a full FIFO waits for the next poll (the
  * interval lfsr/ chose, at least 100 us) plus at most one of the
@@ -35,6 +37,7 @@
 #include <linux/slab.h>
 
 #include "kernel-driver/linux/os-linux.h"
+#include "emulator/trace-regs.h"
 
 /* How late a poll may come, so the timer can coalesce wakeups. */
 #define POLL_SLACK_NS	(20 * NSEC_PER_USEC)
@@ -147,5 +150,14 @@ void copdrv_os_buffer_wake(struct copdrv_os *os)
 int copdrv_os_read_ls(struct copdrv_os *os, void *ls, u32 offset,
 		      u32 *words, u32 count)
 {
-	return -EFAULT;
+	const struct trace_regs_mailbox *box = ls;
+	u32 i;
+
+	if (!box || READ_ONCE(box->op) != TRACE_MAILBOX_BIND ||
+	    READ_ONCE(box->guard_ls_offset) != offset ||
+	    count > TRACE_MAX_GUARDS)
+		return -EFAULT;
+	for (i = 0; i < count; i++)
+		words[i] = READ_ONCE(box->guards[i]);
+	return 0;
 }

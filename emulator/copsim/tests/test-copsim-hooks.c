@@ -43,6 +43,15 @@ struct recorder {
     size_t bound_at_start;
     uint64_t first_bound_context;
     struct copsim_hooks hooks;
+    /* Set: the hooks leave the acks to a "guest driver" thread, which
+     * takes posted messages from `posted`, as copdrv.ko would. */
+    int guest_acks;
+    GAsyncQueue *posted;
+};
+
+/* A message the guest-driver thread is to ack. */
+struct posted {
+    uint32_t slot, seq, context, op;
 };
 
 /* A copsim served by a thread of this process, on the socket that
@@ -68,6 +77,9 @@ static int on_start(void *data, const struct copsim_info *info,
     struct recorder *r = data;
 
     r->unit = info->unit;
+    if (r->guest_acks)
+        __atomic_store_n(&info->unit->header->mailbox_reader, 1,
+                         __ATOMIC_RELEASE);
     r->started++;
     r->bound_at_start = n_bound;
     if (n_bound)
@@ -118,11 +130,90 @@ static void check_view(struct recorder *r, const struct copsim_switch *change)
     g_assert_cmphex(regs_of(r, c)->guard_ls_offset, ==, c->guard_ls_offset);
 }
 
+/*
+ * The slot's mailbox holds the switch, posted before the hook and not yet
+ * acked, with everything the driver needs to know about it; the hook then
+ * acks it as a driver does.
+ */
+static void check_mailbox(struct recorder *r,
+                          const struct copsim_switch *change, uint32_t op)
+{
+    const struct copsim_context *c = change->context;
+    struct trace_regs_mailbox *box = trace_unit_mailbox(r->unit,
+                                                        change->slot);
+    uint32_t seq = trace_mailbox_pending(box);
+
+    g_assert_cmpuint(seq, !=, 0);
+    g_assert_cmpuint(box->op, ==, op);
+    g_assert_cmpuint(box->slot, ==, change->slot);
+    g_assert_cmpuint(box->context, ==, c->trace_context);
+    g_assert_cmpuint(box->context_id, ==, c->id);
+    g_assert_cmpuint(box->object_id, ==, c->object_id);
+    g_assert_cmpint(box->pid, ==, c->pid);
+    g_assert_cmpint(box->tid, ==, c->tid);
+    if (op == TRACE_MAILBOX_BIND) {
+        g_assert_cmpuint(box->path_length, ==, strlen(c->image.path));
+        g_assert_cmpmem(box->path, box->path_length, c->image.path,
+                        strlen(c->image.path));
+        g_assert_cmpuint(box->image_offset, ==, c->image.offset);
+        g_assert_cmpuint(box->image_inode, ==, c->image.inode);
+        g_assert_cmpuint(box->image_device, ==, c->image.device);
+        g_assert_cmpuint(box->image_file_size, ==, c->image.file_size);
+        g_assert_cmphex(box->image_hash, ==, c->image.hash);
+        g_assert_cmpuint(box->guard_count, ==, c->n_regions);
+        g_assert_cmphex(box->guard_ls_offset, ==, c->guard_ls_offset);
+        for (uint32_t i = 0; i < c->n_regions && i < TRACE_MAX_GUARDS; i++)
+            g_assert_cmphex(box->guards[i], ==, c->guard_words[i]);
+    } else if (op == TRACE_MAILBOX_END) {
+        g_assert_cmpint((int)box->status, ==, change->exit_status);
+    }
+    if (r->guest_acks) {
+        struct posted *p = g_new(struct posted, 1);
+
+        *p = (struct posted){ change->slot, seq, c->trace_context, op };
+        g_async_queue_push(r->posted, p);
+        return;
+    }
+    trace_mailbox_ack(box, seq);
+    g_assert_true(trace_mailbox_acked(box));
+}
+
+/*
+ * The guest driver: acks each posted message, after checking that copsim
+ * still waits for it: a bound context's gate stays closed until the ack.
+ * Ends at a message with seq 0; returns how many it acked.
+ */
+static gpointer guest_driver(gpointer data)
+{
+    struct recorder *r = data;
+    uintptr_t acked = 0;
+
+    for (;;) {
+        struct posted *p = g_async_queue_pop(r->posted);
+        struct trace_regs_mailbox *box;
+
+        if (!p->seq) {
+            g_free(p);
+            return (gpointer)acked;
+        }
+        box = trace_unit_mailbox(r->unit, p->slot);
+        g_assert_cmpuint(trace_mailbox_pending(box), ==, p->seq);
+        if (p->op == TRACE_MAILBOX_BIND)
+            g_assert_false(trace_gate_is_open(__atomic_load_n(
+                &trace_unit_context(r->unit, p->context)->gate,
+                __ATOMIC_ACQUIRE)));
+        trace_mailbox_ack(box, p->seq);
+        acked++;
+        g_free(p);
+    }
+}
+
 static void on_bind(void *data, const struct copsim_switch *change)
 {
     struct recorder *r = data;
 
     check_view(r, change);
+    check_mailbox(r, change, TRACE_MAILBOX_BIND);
     g_assert_false(trace_gate_is_open(regs_of(r, change->context)->gate));
     record(r, 'b', change);
 }
@@ -133,6 +224,8 @@ static void on_unbind(void *data, const struct copsim_switch *change)
     const struct trace_regs_context *regs = regs_of(r, change->context);
 
     check_view(r, change);
+    check_mailbox(r, change, change->reason == COPSIM_UNBIND_PREEMPT
+                  ? TRACE_MAILBOX_UNBIND : TRACE_MAILBOX_END);
     if (change->reason == COPSIM_UNBIND_PREEMPT) {
         g_assert_cmpuint(regs->status, ==, TRACE_CONTEXT_HELD);
         g_assert_cmpuint(regs->ack, ==, regs->gate);
@@ -307,6 +400,49 @@ static void test_hooks_see_every_switch(void)
     g_free(r);
 }
 
+/*
+ * With a driver outside copsim reading the mailboxes (mailbox_reader),
+ * copsim waits for its ack after each switch: a context's gate opens only
+ * after its BIND was acked, and every message is acked by that driver.
+ */
+static void test_waits_for_guest_ack(void)
+{
+    struct recorder *r = g_new(struct recorder, 1);
+    struct server s;
+    struct run runs[2] = {
+        {.image = "tests/cop/copsim-probe.elf",
+         .argv = {"p", "spin", "3000000"}, .argc = 3},
+        {.image = "tests/cop/copsim-probe.elf",
+         .argv = {"p", "spin", "3000000"}, .argc = 3},
+    };
+    GThread *threads[2], *driver;
+    struct posted *end = g_new0(struct posted, 1);
+    char err[256];
+
+    recorder_init(r);
+    r->guest_acks = 1;
+    r->posted = g_async_queue_new();
+    g_setenv("COPSIM_TEST_GATHER", "2", TRUE);
+    server_start(&s, 100000);
+    g_unsetenv("COPSIM_TEST_GATHER");
+    g_assert_cmpint(copsim_hooks_install(s.sim, &r->hooks, err, sizeof(err)),
+                    ==, 0);
+    driver = g_thread_new("guest-driver", guest_driver, r);
+    for (int i = 0; i < 2; i++)
+        threads[i] = g_thread_new("client", run_context, &runs[i]);
+    for (int i = 0; i < 2; i++) {
+        g_thread_join(threads[i]);
+        g_assert_cmpint(runs[i].stop.reason, ==, COP_STOP_EXIT);
+    }
+    g_async_queue_push(r->posted, end);
+    g_assert_cmpuint((uintptr_t)g_thread_join(driver), ==, r->count);
+    g_assert_cmpuint(r->count, >=, 4);
+    copsim_hooks_remove(s.sim);
+    server_stop(&s);
+    g_async_queue_unref(r->posted);
+    g_free(r);
+}
+
 /* Hooks installed while a context runs learn about it at start, and
  * copsim's end unbinds it (reaped) before the stop hook. */
 static void test_install_while_running(void)
@@ -351,6 +487,8 @@ int main(int argc, char **argv)
     socket_path = g_build_filename(socket_dir, "s", NULL);
     g_setenv("COPSIM_SOCKET", socket_path, TRUE);
     g_test_add_func("/copsim/hooks/every-switch", test_hooks_see_every_switch);
+    g_test_add_func("/copsim/hooks/waits-for-guest-ack",
+                    test_waits_for_guest_ack);
     g_test_add_func("/copsim/hooks/install-while-running",
                     test_install_while_running);
     status = g_test_run();

@@ -55,7 +55,7 @@ def test_probe_unload_and_refusals(guest, register_file):
         "local store 262144 bytes"], console
     assert "refused: register file magic is not COPTRACE" in \
         device_lines(console, 0x11), console
-    assert "refused: register file version 2, this driver speaks 3" in \
+    assert "refused: register file version 2, this driver speaks 4" in \
         device_lines(console, 0x12), console
     assert "bound: 0000:00:10.0\n" in console, console
     assert kernel_trouble(console) == [], console
@@ -76,6 +76,17 @@ def set_rate(coplfsr, count):
             % (value, CONTROL, count, CONTROL, CONTROL, CONTROL))
 
 
+def read_session(stream):
+    """Shell lines that open /dev/copdrv for a reader copying it into the
+    port $STREAM<stream> (opened by the shell, so it is open before
+    anything follows) and start a session; $reader is the copy."""
+    return ("exec 3</dev/copdrv\n"
+            "cat <&3 > $STREAM%d &\n"
+            "reader=$!\n"
+            "exec 3<&-\n"
+            "echo 1 > %s/enable\n" % (stream, CONTROL))
+
+
 def check_stream(copstream, path):
     """copstream check's summary line of the stream file, then its errors."""
     done = subprocess.run([copstream, "check", path], capture_output=True,
@@ -91,18 +102,13 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
     stopped, removed = str(tmp_path / "stopped"), str(tmp_path / "removed")
 
     console = guest([regs],
-                    "set -e\n"
-                    "insmod /copdrv.ko\n"
-                    "mdev -s\n"
-                    + set_rate(coplfsr, 997) +
-                    # A session started and stopped through the control
-                    # files, read whole by the one reader (opened by the
-                    # shell, so it is open before anything follows).
-                    "exec 3</dev/copdrv\n"
-                    "cat <&3 > $STREAM0 &\n"
-                    "reader=$!\n"
-                    "exec 3<&-\n"
-                    "echo 1 > %(c)s/enable\n"
+                    ("set -e\n"
+                     "insmod /copdrv.ko\n"
+                     "mdev -s\n"
+                     + set_rate(coplfsr, 997)
+                     # A session started and stopped through the control
+                     # files, read whole by the one reader.
+                     + read_session(0) +
                     "cat /dev/copdrv 2>&1 | grep -q 'resource busy' && "
                     "echo second reader refused\n"
                     "echo 5 > %(c)s/lfsr_count 2>/dev/null || "
@@ -112,16 +118,12 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
                     "grep ended %(c)s/stats\n"
                     # The device removed during a session: STOP, then
                     # end-of-file for the reader.
-                    "exec 3</dev/copdrv\n"
-                    "cat <&3 > $STREAM1 &\n"
-                    "reader=$!\n"
-                    "exec 3<&-\n"
-                    "echo 1 > %(c)s/enable\n"
+                    + read_session(1) +
                     "echo 0000:00:10.0 > /sys/bus/pci/drivers/copdrv/unbind\n"
                     "wait $reader\n"
                     "echo reader got end-of-file\n"
                     "rmmod copdrv\n"
-                    "dmesg\n" % {"c": CONTROL},
+                    "dmesg\n") % {"c": CONTROL},
                     [stopped, removed])
 
     assert "coprof-guest: script status 0" in console, console
@@ -161,3 +163,67 @@ def test_poll_says_readable_only_with_a_stream(guest, register_file,
     assert "before start: 1\n" in console, console
     assert "after start: 0\n" in console, console
     assert kernel_trouble(console) == [], console
+
+
+HEADER_MAILBOX_OFFSET, HEADER_MAILBOX_READER = 68, 76
+MAILBOX_ACK = 128
+
+
+def post_bind(path, slot, context_id, image_path):
+    """Posts a BIND in slot's mailbox as copsim does (docs/trace-unit.md,
+    "Mailbox"): the message, then seq + 1."""
+    with open(path, "r+b") as f:
+        f.seek(HEADER_MAILBOX_OFFSET)
+        offset, stride = struct.unpack("<II", f.read(8))
+        box = offset + slot * stride
+        image = image_path.encode()
+        f.seek(box + 4)
+        f.write(struct.pack("<IIIQQiiQIII", 1, 0, slot, context_id,
+                            0x5000, 4242, 4243, 0x1000, 0, 0, len(image)))
+        f.seek(box + 64)
+        f.write(struct.pack("<QQQQ", 8, 9, 0x4000, 0x1234))
+        f.seek(box + 448)
+        f.write(image)
+        f.seek(box)
+        f.write(struct.pack("<I", 1))
+        return box
+
+
+def read_word(path, offset):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return struct.unpack("<I", f.read(4))[0]
+
+
+def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
+                                     tmp_path):
+    """A context copsim posted in slot 1's mailbox before the module was
+    loaded is bound by it (the session's stream names it) and acked, and
+    the module says it reads the mailboxes only while it is loaded."""
+    regs = register_file("regs", "--slots", "2")
+    box = post_bind(regs, 1, 77, "/srv/images/kernel.elf")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+    copstream = os.path.join(build_dir, "bin", "copstream")
+    stream = str(tmp_path / "stream")
+
+    console = guest([regs],
+                    "set -e\n"
+                    "insmod /copdrv.ko\n"
+                    "mdev -s\n"
+                    + set_rate(coplfsr, 997)
+                    + read_session(0) +
+                    "echo 0 > %(c)s/enable\n"
+                    "wait $reader\n"
+                    "rmmod copdrv\n"
+                    "dmesg\n" % {"c": CONTROL},
+                    [stream])
+
+    assert "coprof-guest: script status 0" in console, console
+    assert kernel_trouble(console) == [], console
+    assert read_word(regs, box + MAILBOX_ACK) == 1
+    assert read_word(regs, HEADER_MAILBOX_READER) == 0
+    assert check_stream(copstream, stream) == \
+        "samples=0 lost=0 contexts=1 errors=0"
+    dump = subprocess.run([copstream, "dump", stream], capture_output=True,
+                          text=True, check=True).stdout
+    assert "/srv/images/kernel.elf" in dump, dump
