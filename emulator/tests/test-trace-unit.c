@@ -178,6 +178,21 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
     trace_unit_close(again, 0);
 }
 
+/* A file padded past file_size (as ivshmem needs) still opens. */
+static void test_padded_file(struct fixture *f, gconstpointer data)
+{
+    uint64_t size = f->unit->header->file_size;
+    struct trace_unit *again;
+    char err[512] = "";
+
+    g_assert_cmpint(truncate(f->path, (off_t)(size * 2)), ==, 0);
+    again = trace_unit_open(f->path, err, sizeof(err));
+    g_test_message("%s", err);
+    g_assert_nonnull(again);
+    g_assert_cmpuint(again->header->file_size, ==, size);
+    trace_unit_close(again, 0);
+}
+
 /* ---- FIFO --------------------------------------------------------------- */
 
 static void test_overflow_counted(struct fixture *f, gconstpointer data)
@@ -1079,6 +1094,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-unit/bad-geometry", test_bad_geometry);
     g_test_add("/trace-unit/corrupt-files", struct fixture, NULL, setup,
                test_corrupt_files, teardown);
+    g_test_add("/trace-unit/padded-file", struct fixture, NULL, setup,
+               test_padded_file, teardown);
     g_test_add("/trace-unit/overflow-counted", struct fixture, NULL, setup,
                test_overflow_counted, teardown);
     g_test_add("/trace-unit/concurrent-fifo", struct fixture, NULL, setup,
