@@ -388,14 +388,14 @@ static void relay_close(struct relay *relay)
 
 /* ---- The daemons ---------------------------------------------------------- */
 
+/* A TMPDIR longer than this is passed over for /tmp: the socket's path
+ * in the private directory must fit a sockaddr_un (about 100 bytes). */
+#define TMPDIR_MAX  64
+
 static int make_private_dir(struct record *r)
 {
-    const char *tmp = getenv("TMPDIR");
-
-    if (!tmp || !*tmp || strlen(tmp) > 64)
-        tmp = "/tmp";       /* a socket path holds about 100 bytes */
-    snprintf(r->tmp, sizeof(r->tmp), "%s/coprof-record-XXXXXX", tmp);
-    if (!mkdtemp(r->tmp)) {
+    if (cli_make_temp_dir(r->tmp, sizeof(r->tmp), "coprof-record",
+                          TMPDIR_MAX) < 0) {
         snprintf(r->err, sizeof(r->err), "%s: %s", r->tmp, strerror(errno));
         r->tmp[0] = '\0';
         return -1;
