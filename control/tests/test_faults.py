@@ -152,6 +152,9 @@ def test_copcontrol_kill_copsim(cenv, tmp_path):
                              "--session-dir=%s" % sdir)
     assert result.returncode == 0, result.stderr
     assert cenv.host_pipeline().returncode == 0
+    # What the driver held reaches coprofd and its session before the
+    # fault (--dump waits for both): the session then holds samples.
+    assert cenv.copcontrol("--dump").returncode == 0
     copsim, coprofd = cenv.pid("copsim.pid"), cenv.pid("coprofd.pid")
     os.kill(copsim, signal.SIGKILL)
     wait_for(lambda: not alive(coprofd), "coprofd's end at the stream's end")
