@@ -36,7 +36,7 @@
 #include "emulator/trace-regs.h"
 #include "escape-protocol/copstream.h"
 #include "kernel-driver/copdrv.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -41,7 +41,7 @@
 #include "control/session.h"
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-regs.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,12 +21,12 @@ $(CONTROL_LIB): $(CONTROL_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/copcontrol: $(OBJ)/control/copcontrol.o $(OBJ)/sdk/cli.o \
+$(BIN)/copcontrol: $(OBJ)/control/copcontrol.o $(OBJ)/common/cli.o \
 		$(CONTROL_LIB) $(CONTROL_PROTOCOL) $(CONTROL_DEPS)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(CONTROL_LIBS) -o $@
 
-$(BIN)/coprof: $(OBJ)/control/coprof.o $(OBJ)/sdk/cli.o \
+$(BIN)/coprof: $(OBJ)/control/coprof.o $(OBJ)/common/cli.o \
 		$(CONTROL_LIB) $(CONTROL_PROTOCOL) $(CONTROL_DEPS)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(CONTROL_LIBS) -o $@

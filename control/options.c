@@ -1,11 +1,11 @@
 /*
  * options.c — option handling shared by copcontrol and coprof
- * (options.h).  Errors are printed by sdk/cli.c's cli_fail(), so they read
+ * (options.h).  Errors are printed by common/cli.c's cli_fail(), so they read
  * "PROGRAM: WORD: reason".
  */
 #include "control/options.h"
 
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 int options_common(int c, const char *arg, const char *word,
                    const char *help, struct daemon_args *copsim_args)

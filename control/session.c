@@ -15,7 +15,7 @@
 #include "control/daemons.h"
 #include "control/sampling.h"
 #include "escape-protocol/copstream.h"
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <ftw.h>

@@ -11,7 +11,7 @@
  */
 #include "control/state.h"
 #include "control/driver.h"
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>

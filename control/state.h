@@ -16,7 +16,7 @@
  * The directory is predictable (/tmp/coprof-UID), so another user may have
  * made it first or planted symlinks in it: it is used only once it is
  * this user's own and writable by nobody else, and every file in it is
- * created 0600 without following a symlink (sdk/safe-file.h).
+ * created 0600 without following a symlink (common/safe-file.h).
  */
 #ifndef COPROF_CONTROL_STATE_H
 #define COPROF_CONTROL_STATE_H

@@ -26,7 +26,7 @@
  * session can be made again from it with `coprofd --replay FILE`.
  */
 #include "daemon/recorder.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
  */
 #include "daemon/images.h"
 #include "daemon/store.h"
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>

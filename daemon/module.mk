@@ -15,7 +15,7 @@ $(DAEMON_LIB): $(DAEMON_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/coprofd: $(OBJ)/daemon/coprofd.o $(OBJ)/sdk/cli.o $(DAEMON_LIB) \
+$(BIN)/coprofd: $(OBJ)/daemon/coprofd.o $(OBJ)/common/cli.o $(DAEMON_LIB) \
 		$(DAEMON_DEPS)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(DAEMON_LIBS) -o $@

@@ -15,7 +15,7 @@
  */
 #include "daemon/store.h"
 
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>

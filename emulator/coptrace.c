@@ -18,7 +18,7 @@
  */
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

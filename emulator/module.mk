@@ -24,7 +24,7 @@ $(TRACE_PLUGIN): $(PLUGIN_OBJ)/emulator/trace-plugin.o $(PLUGIN_PARTS)
 	$(call say,LD,$@)$(CC) $(PLUGIN_LDFLAGS) -shared \
 		-Wl,--exclude-libs,ALL $^ $(GLIB_LIBS) -o $@
 
-$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/sdk/cli.o $(TRACE_LIB) \
+$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/common/cli.o $(TRACE_LIB) \
                  $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@

@@ -16,7 +16,7 @@
  */
 #include "escape-protocol/copstream.h"
 #include "escape-protocol/text.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,13 +10,13 @@
  *
  * Each command is a small function over the library in coplog.h; this file
  * only parses arguments and prints.  `coplog --help` is the manual.
- * Errors print one line "coplog: ..." on stderr (sdk/cli.h's cli_fail); the
+ * Errors print one line "coplog: ..." on stderr (common/cli.h's cli_fail); the
  * exit status is 1 for a file that cannot be read or written and 2 for bad
  * usage.
  */
 #include "eventlog/coplog.h"
 #include "eventlog/message.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -9,7 +9,7 @@ $(COPLOG_LIB): $(COPLOG_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/coplog: $(OBJ)/eventlog/coplog.o $(OBJ)/sdk/cli.o $(COPLOG_LIB)
+$(BIN)/coplog: $(OBJ)/eventlog/coplog.o $(OBJ)/common/cli.o $(COPLOG_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 

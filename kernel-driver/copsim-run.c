@@ -18,7 +18,7 @@
 #include "emulator/trace-regs.h"
 #include "kernel-driver/copsim-host.h"
 #include "lfsr/lfsr.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -11,7 +11,7 @@
  * and exits with status 2.
  */
 #include "lfsr/lfsr.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <ctype.h>
 #include <getopt.h>

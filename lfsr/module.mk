@@ -6,7 +6,7 @@ $(LFSR_LIB): $(OBJ)/lfsr/lfsr.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/coplfsr: $(OBJ)/lfsr/coplfsr.o $(OBJ)/sdk/cli.o $(LFSR_LIB)
+$(BIN)/coplfsr: $(OBJ)/lfsr/coplfsr.o $(OBJ)/common/cli.o $(LFSR_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -lm -o $@
 

@@ -14,7 +14,7 @@
  * exits with status 1; bad arguments exit with status 2.
  */
 #include "overlay/overlay.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <ctype.h>
 #include <errno.h>

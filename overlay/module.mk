@@ -14,7 +14,7 @@ $(OVERLAY_LIB): $(OVERLAY_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/copovl: $(OBJ)/overlay/copovl.o $(OBJ)/sdk/cli.o $(OVERLAY_LIB)
+$(BIN)/copovl: $(OBJ)/overlay/copovl.o $(OBJ)/common/cli.o $(OVERLAY_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(ELF_LIBS) -o $@
 
@@ -59,7 +59,7 @@ OVERLAY_FUZZER    := $(TESTBIN)/fuzz-overlay
 OVERLAY_FUZZ_CC   := clang
 OVERLAY_FUZZ_SECONDS ?= 600
 
-$(OVERLAY_FUZZER): overlay/fuzz-overlay.c $(OVERLAY_SRCS) overlay/overlay.h sdk/cop-abi.h \
+$(OVERLAY_FUZZER): overlay/fuzz-overlay.c $(OVERLAY_SRCS) overlay/overlay.h common/cop-abi.h \
 		overlay/overlay-internal.h
 	@mkdir -p $(@D)
 	$(call say,FUZZ,$@)$(OVERLAY_FUZZ_CC) -std=gnu11 -g -O1 \

@@ -16,8 +16,8 @@
  * table, then the ELF header is filled in at the start.
  */
 #include "sdk/cop-handle.h"
-#include "sdk/cli.h"
-#include "sdk/image.h"
+#include "common/cli.h"
+#include "common/image.h"
 
 #include <elf.h>
 #include <errno.h>

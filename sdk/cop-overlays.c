@@ -27,8 +27,8 @@
  *         checks the whole image as the loader will.
  * list    prints an image's overlay table and where its guard words are.
  */
-#include "sdk/cli.h"
-#include "sdk/image.h"
+#include "common/cli.h"
+#include "common/image.h"
 
 #include <errno.h>
 #include <gelf.h>

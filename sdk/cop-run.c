@@ -36,8 +36,8 @@
  */
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
-#include "sdk/cli.h"
-#include "sdk/loader.h"
+#include "common/cli.h"
+#include "common/loader.h"
 
 #include <errno.h>
 #include <getopt.h>

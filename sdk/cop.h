@@ -12,7 +12,7 @@
 #ifndef COPROF_SDK_COP_H
 #define COPROF_SDK_COP_H
 
-#include "cop-abi.h"
+#include "common/cop-abi.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,46 +1,25 @@
-# sdk/: the loader library, the host tools, the coprocessor runtime (through
+# sdk/: the host tools, the coprocessor runtime (through
 # cop.mk), small coprocessor test programs, and the tests.
 
 include sdk/cop.mk
 
-COPLOADER_LIB := $(LIB)/libcoploader.a
-
-# Private directories and the files in them (safe-file.h): for every tool
-# that keeps state where other users reach it (copsim, libcop, copcontrol,
-# coprof, coprofd).
-SAFE_FILE_LIB := $(LIB)/libcopsafe.a
-
-$(SAFE_FILE_LIB): $(OBJ)/sdk/safe-file.o
-	@mkdir -p $(@D)
-	$(call say,AR,$@)$(AR) rcs $@ $^
-
-$(COPLOADER_LIB): $(OBJ)/sdk/image.o $(OBJ)/sdk/loader.o $(OBJ)/sdk/qemu.o
-	@mkdir -p $(@D)
-	$(call say,AR,$@)$(AR) rcs $@ $^
-
 # cop-run --sample-every attaches the trace unit (emulator/); its plugin
 # must be built for cop-run to find it.
-$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB) \
+$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/common/cli.o $(COPLOADER_LIB) \
                 $(LIB)/libtraceunit.a $(LIB)/liblfsr.a | $(LIB)/libcoptrace.so
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@
 
-$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/sdk/cli.o $(COPLOADER_LIB)
+$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/common/cli.o $(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
-$(BIN)/cop-overlays: $(OBJ)/sdk/cop-overlays.o $(OBJ)/sdk/cli.o \
+$(BIN)/cop-overlays: $(OBJ)/sdk/cop-overlays.o $(OBJ)/common/cli.o \
                      $(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(ELF_LIBS) -o $@
 
 $(OBJ)/sdk/cop-overlays.o: CFLAGS += $(ELF_CFLAGS)
-
-$(TESTBIN)/test-loader: $(OBJ)/sdk/test-loader.o $(COPLOADER_LIB)
-	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
-
-$(OBJ)/sdk/test-loader.o: CFLAGS += $(GLIB_CFLAGS)
 
 # Coprocessor programs that exercise the runtime (sdk/tests/).
 runtime_probe_SOURCES := sdk/tests/runtime-probe.c
@@ -56,12 +35,9 @@ overlay_calls_OUT := $(TESTBIN)/cop/overlay-calls.elf
 $(eval $(call cop_program,runtime_probe))
 $(eval $(call cop_program,overlay_calls))
 
-ALL_TARGETS += $(COPLOADER_LIB) $(SAFE_FILE_LIB) $(BIN)/cop-run $(BIN)/cop-embed \
+ALL_TARGETS += $(BIN)/cop-run $(BIN)/cop-embed \
                $(BIN)/cop-overlays $(COP_RUNTIME_LIB) \
                $(runtime_probe_IMAGE) $(overlay_calls_IMAGE)
-GTESTS += $(TESTBIN)/test-loader
 PYTESTS += sdk/tests
 INSTALL_BINS += $(BIN)/cop-run $(BIN)/cop-embed $(BIN)/cop-overlays
-INSTALL_LIBS += $(COPLOADER_LIB) $(SAFE_FILE_LIB)
-INSTALL_HEADERS += sdk/cop-abi.h sdk/cop-handle.h sdk/image.h sdk/loader.h \
-	sdk/safe-file.h
+INSTALL_HEADERS += sdk/cop-handle.h

@@ -87,7 +87,7 @@ struct copsim_context {
 
     /*
      * The guest RAM file, mapped: byte 0 is guest address 0x80000000 and
-     * the first 256 KiB are the local store (sdk/cop-abi.h,
+     * the first 256 KiB are the local store (common/cop-abi.h,
      * docs/coprocessor-abi.md).  Read it with atomic loads: the emulator
      * writes it while the context runs.
      */

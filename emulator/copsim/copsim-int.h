@@ -22,8 +22,8 @@
 #include "emulator/copsim/protocol.h"
 #include "emulator/copsim/resolve.h"
 #include "emulator/copsim/schedlog.h"
-#include "sdk/image.h"
-#include "sdk/loader.h"
+#include "common/image.h"
+#include "common/loader.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -17,7 +17,7 @@
 #include "emulator/copsim/copsim-int.h"
 
 #include "emulator/trace-unit.h"
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>

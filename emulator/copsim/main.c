@@ -21,7 +21,7 @@
 #include "emulator/trace-regs.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@ $(COPSIM_LIB): $(COPSIM_OBJS)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
 # copsim hosts the kernel driver (kernel-driver/copsim-host.h).
-$(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/sdk/cli.o \
+$(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/common/cli.o \
 		$(LIB)/libcopsim-driver.a $(COPSIM_LIB) $(LIB)/libcopdrv.a \
 		$(COPSIM_DEPS) $(LIB)/libcopstream.a
 	@mkdir -p $(@D)

@@ -14,7 +14,7 @@
  */
 #include "emulator/copsim/protocol.h"
 
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -17,7 +17,7 @@
  */
 #include "emulator/copsim/resolve.h"
 
-#include "sdk/cop-abi.h"
+#include "common/cop-abi.h"
 
 #include <errno.h>
 #include <fcntl.h>

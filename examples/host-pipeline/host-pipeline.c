@@ -28,7 +28,7 @@
  */
 #include "examples/pipeline/stages.h"
 #include "examples/xorshift.h"
-#include "sdk/cli.h"
+#include "common/cli.h"
 #include "sdk/libcop.h"
 
 #include <errno.h>

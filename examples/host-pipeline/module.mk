@@ -11,7 +11,7 @@ $(HOST_PIPELINE_OBJ)/%-embed.o: $(BUILD)/examples/%.elf $(BIN)/cop-embed
 	$(call say,EMBED,$@)$(BIN)/cop-embed $< $*_program $@
 
 HOST_PIPELINE_OBJS := $(HOST_PIPELINE_OBJ)/host-pipeline.o \
-	$(OBJ)/examples/pipeline/stages.o $(OBJ)/sdk/cli.o \
+	$(OBJ)/examples/pipeline/stages.o $(OBJ)/common/cli.o \
 	$(addprefix $(HOST_PIPELINE_OBJ)/, kernels-embed.o overlays-embed.o \
 		pipeline-embed.o)
 

@@ -24,7 +24,7 @@
 #include "kernel-driver/tests/stream-rules.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
-#include "sdk/loader.h"
+#include "common/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>

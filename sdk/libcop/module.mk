@@ -10,7 +10,7 @@ LIBCOP_SONAME := libcop.so.1
 LIBCOP := $(LIB)/$(LIBCOP_SONAME)
 LIBCOP_LINK := $(LIB)/libcop.so
 LIBCOP_OBJS := $(OBJ)/sdk/libcop/libcop.o $(OBJ)/sdk/libcop/private.o \
-	$(OBJ)/emulator/copsim/protocol.o $(OBJ)/sdk/safe-file.o
+	$(OBJ)/emulator/copsim/protocol.o $(OBJ)/common/safe-file.o
 LIBCOP_PC := $(LIB)/pkgconfig/libcop.pc
 LIBCOP_INSTALLED_PC := $(LIB)/install/libcop.pc
 

@@ -38,7 +38,7 @@
 #include "sdk/libcop.h"
 
 #include "emulator/copsim/protocol.h"
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <dlfcn.h>
 #include <errno.h>

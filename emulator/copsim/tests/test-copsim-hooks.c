@@ -12,7 +12,7 @@
  */
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-unit.h"
-#include "sdk/cop-abi.h"
+#include "common/cop-abi.h"
 #include "sdk/libcop.h"
 
 #include <glib.h>

@@ -10,7 +10,7 @@
  * on each file are the second line, for a directory that was loose before
  * (a file planted while it was group-writable).
  */
-#include "sdk/safe-file.h"
+#include "common/safe-file.h"
 
 #include <dirent.h>
 #include <errno.h>

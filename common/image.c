@@ -13,7 +13,7 @@
  * The first problem found is reported as "LABEL: reason" in a struct
  * cop_error, and the partly built image is released.
  */
-#include "sdk/image.h"
+#include "common/image.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  * by exactly the fault it names; every prefix of an image and thousands of
  * random corruptions must be refused or accepted cleanly, never crash.
  */
-#include "sdk/loader.h"
+#include "common/loader.h"
 
 #include <elf.h>
 #include <errno.h>

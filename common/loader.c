@@ -12,7 +12,7 @@
  * window, the boot block (window addresses, argc, argv) at COP_BOOT_BASE.
  * Overlay segments are skipped; the coprocessor fetches them itself.
  */
-#include "sdk/loader.h"
+#include "common/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>

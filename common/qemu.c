@@ -10,7 +10,7 @@
  * whether exec failed (and why), so that a missing QEMU is reported by the
  * caller as one line naming the Debian package rather than by the child.
  */
-#include "sdk/loader.h"
+#include "common/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  * Unix tool's should, and are made by mkdtemp, so no other user can have
  * made them first.
  */
-#include "sdk/cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <stdarg.h>
