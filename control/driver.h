@@ -13,7 +13,7 @@
 
 #include "control/rate.h"
 #include "control/sampling.h"
-#include "kernel-driver/copdrv-control.h"
+#include "emulator/copsim/copdrv-control.h"
 #include "kernel-driver/copdrv.h"
 
 #include <stddef.h>

@@ -5,7 +5,7 @@
  */
 #include "control/sampling.h"
 
-#include "kernel-driver/copdrv-control.h"
+#include "emulator/copsim/copdrv-control.h"
 
 #include <errno.h>
 #include <stdio.h>

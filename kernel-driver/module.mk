@@ -50,20 +50,6 @@ $(TESTBIN)/copdrv-qemu: $(OBJ)/kernel-driver/tests/copdrv-qemu.o \
 ALL_TARGETS += $(TESTBIN)/copdrv-qemu
 PYTESTS += kernel-driver/tests
 
-# The driver hosted in copsim: the hooks, the control requests and the
-# one-command mode (copsim --event ... --stream-out FILE -- COMMAND), linked
-# into build/bin/copsim by emulator/copsim/module.mk.
-COPSIM_DRIVER_LIB := $(LIB)/libcopsim-driver.a
-
-$(COPSIM_DRIVER_LIB): $(OBJ)/kernel-driver/copsim-host.o \
-		$(OBJ)/kernel-driver/copsim-run.o
-	@mkdir -p $(@D)
-	$(call say,AR,$@)$(AR) rcs $@ $^
-
-ALL_TARGETS += $(COPSIM_DRIVER_LIB)
-INSTALL_LIBS += $(COPSIM_DRIVER_LIB)
-INSTALL_HEADERS += kernel-driver/copdrv-control.h kernel-driver/copsim-host.h
-
 # The Linux module, copdrv.ko, for the newest installed Debian kernel that
 # has its headers (kernel-driver/linux/guest.py picks it; the image's
 # version, not the running kernel's).  Kbuild runs in

@@ -8,16 +8,16 @@
  * Parses the options into a struct copsim_config, creates the copsim
  * (copsim.c), serves until SIGTERM or SIGINT (or, with --private, until the
  * parent process ends) and tears it down.  The kernel driver is hosted in
- * it (kernel-driver/copsim-host.h): its hooks and control requests are
+ * it (emulator/copsim/copsim-host.h): its hooks and control requests are
  * installed at start.  With a COMMAND, copsim runs that one command against
  * a private copsim with the driver's session started and writes the whole
- * sample stream to FILE (kernel-driver/copsim-run.c).  Each option is one
+ * sample stream to FILE (emulator/copsim/copsim-run.c).  Each option is one
  * entry in long_options, one case in parse_option and one paragraph in
  * usage().  Numbers go through lfsr/'s parsers, as in the rest of the
  * project.
  */
 #include "emulator/copsim/copsim.h"
-#include "kernel-driver/copsim-host.h"
+#include "emulator/copsim/copsim-host.h"
 #include "emulator/trace-regs.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"

@@ -16,7 +16,21 @@ $(COPSIM_LIB): $(COPSIM_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-# copsim hosts the kernel driver (kernel-driver/copsim-host.h).
+# The driver hosted in copsim: the hooks, the control requests and the
+# one-command mode (copsim --event ... --stream-out FILE -- COMMAND), linked
+# into build/bin/copsim.
+COPSIM_DRIVER_LIB := $(LIB)/libcopsim-driver.a
+
+$(COPSIM_DRIVER_LIB): $(OBJ)/emulator/copsim/copsim-host.o \
+		$(OBJ)/emulator/copsim/copsim-run.o
+	@mkdir -p $(@D)
+	$(call say,AR,$@)$(AR) rcs $@ $^
+
+ALL_TARGETS += $(COPSIM_DRIVER_LIB)
+INSTALL_LIBS += $(COPSIM_DRIVER_LIB)
+INSTALL_HEADERS += emulator/copsim/copdrv-control.h emulator/copsim/copsim-host.h
+
+# copsim hosts the kernel driver (emulator/copsim/copsim-host.h).
 $(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/common/cli.o \
 		$(LIB)/libcopsim-driver.a $(COPSIM_LIB) $(LIB)/libcopdrv.a \
 		$(COPSIM_DEPS) $(LIB)/libcopstream.a

@@ -16,7 +16,7 @@
  * directory.
  */
 #include "emulator/trace-regs.h"
-#include "kernel-driver/copsim-host.h"
+#include "emulator/copsim/copsim-host.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 

@@ -21,7 +21,7 @@
  * The control requests (copdrv-control.h) arrive on the threads of
  * copsim's client connections; `lock` makes them one at a time.
  */
-#include "kernel-driver/copsim-host.h"
+#include "emulator/copsim/copsim-host.h"
 #include "kernel-driver/copdrv-hosted.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
