@@ -35,6 +35,7 @@
  */
 #include "control/daemons.h"
 #include "control/driver.h"
+#include "control/events.h"
 #include "control/options.h"
 #include "control/rate.h"
 #include "control/sampling.h"
@@ -43,6 +44,7 @@
 #include "emulator/trace-regs.h"
 #include "common/cli.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -79,6 +81,7 @@ struct options {
     const char *slots;
     struct daemon_args copsim_args;
     int quiet, verbose;
+    int list_events;            /* --list-events: list, record nothing */
     char **command;
 };
 
@@ -174,6 +177,8 @@ static void usage(FILE *out)
 "    --slots=N         coprocessor slots of the private copsim (default %d)\n"
 "    --copsim-arg=ARG  pass ARG to the private copsim as it is (repeatable),\n"
 "                      e.g. --copsim-arg=--fifo-depth=65536\n"
+"    --list-events     list the events: SPU_CYCLES with its valid range at\n"
+"                      copsim's defaults, and the host CPU's (libpfm4)\n"
 "    -q, --quiet       no progress line and no summary\n"
 "    -v, --verbose     coprofd's output on standard error instead of\n"
 "                      DIR/coprofd.log (copsim's goes there always)\n"
@@ -198,6 +203,13 @@ static void usage(FILE *out)
 "    incomplete (when CMD failed too, its status is returned).\n"
 "    Every failure is one line: coprof: THING: reason.\n"
 "\n"
+"NOTES\n"
+"    CMD is a host program: a coprocessor image (a RISC-V ELF, e.g. one\n"
+"    cop.mk built) is refused with a line saying to run it with cop-run\n"
+"    or to embed it with cop-embed in a host program that runs it through\n"
+"    libcop.  A command that ran no coprocessor context (it does not use\n"
+"    libcop) gets a line saying so after the summary.\n"
+"\n"
 "EXAMPLES\n"
 "    coprof record -- ./host-pipeline --contexts 8\n"
 "    coprof record --frequency=10kHz -o /tmp/run1 ./my-host arg\n"
@@ -209,7 +221,7 @@ static void usage(FILE *out)
 
 /* ---- Options -------------------------------------------------------------- */
 
-enum { OPT_BUFFER = 256, OPT_SLOTS };
+enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS };
 
 static const struct option long_options[] = {
     RATE_LONG_OPTIONS,
@@ -217,6 +229,7 @@ static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"slots", required_argument, NULL, OPT_SLOTS},
+    {"list-events", no_argument, NULL, OPT_LIST_EVENTS},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     OPTIONS_LONG_COMMON,
@@ -260,6 +273,9 @@ static int take_option(struct options *o, int c, const char *arg,
         return 0;
     case OPT_SLOTS:
         return set_slots(o, arg);
+    case OPT_LIST_EVENTS:
+        o->list_events = 1;
+        return 0;
     case 'q':
         o->quiet = 1;
         return 0;
@@ -289,6 +305,11 @@ static int parse_record(int argc, char **argv, struct options *o)
         }
         if (status)
             return status;
+    }
+    if (o->list_events) {
+        events_list(stdout, COPSIM_DEFAULT_NOMINAL_HZ,
+                    TRACE_DEFAULT_FIFO_DEPTH, 0);
+        exit(0);
     }
     if (optind >= argc)
         return cli_fail(EXIT_USAGE, "record: no command given (coprof "
@@ -592,6 +613,11 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
     fprintf(stderr, "coprof: session %s\n", r->dir);
+    if (t.contexts == 0)
+        fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
+                "profiles the contexts a host program runs through libcop "
+                "(pkg-config libcop; cop-run for a coprocessor image)\n",
+                r->opt.command[0]);
 }
 
 /* Why the session is not complete, with what coprof knows that coprofd
@@ -689,9 +715,35 @@ static int check_file(const char *file)
 }
 
 /*
+ * A coprocessor image (a 32-bit RISC-V ELF, what cop.mk builds) is not a
+ * host program: execvp would hand it to the shell.  0, or 126 with a line
+ * saying what to do with it.
+ */
+static int check_not_image(const char *file)
+{
+    Elf32_Ehdr header;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 ? -1 : read(fd, &header, sizeof(header));
+
+    if (fd >= 0)
+        close(fd);
+    if (got != (ssize_t)sizeof(header) ||
+        memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+        header.e_ident[EI_CLASS] != ELFCLASS32 ||
+        header.e_machine != EM_RISCV)
+        return 0;
+    return cli_fail(EXIT_CANNOT_RUN, "%s: a coprocessor image, not a host "
+                    "program: run it alone with cop-run (cop-run "
+                    "--sample-every=N samples it), or embed it with "
+                    "cop-embed in a host program that runs it through "
+                    "libcop and record that", file);
+}
+
+/*
  * CMD as execvp will find it: a path must name an executable file, a name
- * one in PATH.  0, or the status coprof exits with (127 not found, 126 not
- * executable) with its line printed, before any session is touched.
+ * one in PATH, and neither a coprocessor image.  0, or the status coprof
+ * exits with (127 not found, 126 not executable) with its line printed,
+ * before any session is touched.
  */
 static int check_command(const char *name)
 {
@@ -701,7 +753,7 @@ static int check_command(const char *name)
 
     if (strchr(name, '/')) {
         if ((error = check_file(name)) == 0)
-            return 0;
+            return check_not_image(name);
         return cli_fail(error == ENOENT || error == ENOTDIR ?
                         EXIT_NOT_FOUND : EXIT_CANNOT_RUN, "%s: %s", name,
                         strerror(error));
@@ -712,7 +764,7 @@ static int check_command(const char *name)
         snprintf(file, sizeof(file), "%.*s/%s", (int)len, len ? dir : ".",
                  name);
         if ((error = check_file(file)) == 0)
-            return 0;
+            return check_not_image(file);
         denied |= error != ENOENT && error != ENOTDIR;
         dir += len;
         if (!*dir)

@@ -3,7 +3,7 @@
  *
  * A rate is given one of three ways: --event=SPU_CYCLES:N (one sample every
  * N slot cycles), --sample-period=TIME or --frequency=HZ (converted into N
- * through copsim's nominal clock, DESIGN.md §7).  rate_parse() checks what
+ * through copsim's nominal clock, 3.2 GHz by default).  rate_parse() checks what
  * can be checked without copsim (the syntax, the event's name, N's range);
  * rate_resolve() finishes the job once copsim's nominal clock and FIFO
  * depth are known: N, the LFSR value for N (lfsr_value_for_count) and the

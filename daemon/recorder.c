@@ -134,16 +134,30 @@ int recorder_last_errno(const struct recorder *r)
     return store_last_errno(r->store);
 }
 
+/* The session's scheduler events: those from its stream's START on, so
+ * none before the START is read (a stream that ended without one gets the
+ * whole log). */
+static int import_events(struct recorder *r)
+{
+    bool live = r->options.live && !r->finished;
+    uint64_t start_ns;
+
+    if (session_start_time(r->session, &start_ns))
+        schedlog_start_at(r->schedlog, start_ns);
+    else if (!r->finished)
+        return 0;
+    if (schedlog_import(r->schedlog, r->store, live) < 0 ||
+        store_link_creation_stacks(r->store) != 0)
+        return -1;
+    return 0;
+}
+
 static int write_all(struct recorder *r, const char *reason)
 {
     if (session_write(r->session, r->store) != 0 || write_end(r) != 0)
         return -1;
-    if (r->schedlog != NULL) {
-        bool live = r->options.live && !r->finished;
-        if (schedlog_import(r->schedlog, r->store, live) < 0 ||
-            store_link_creation_stacks(r->store) != 0)
-            return -1;
-    }
+    if (r->schedlog != NULL && import_events(r) != 0)
+        return -1;
     g_autofree char *reason_key = g_strconcat("flushes.", reason, NULL);
     int64_t count = store_get_meta_int(r->store, reason_key, 0);
     if (store_put_meta_int(r->store, reason_key, count + 1) != 0 ||

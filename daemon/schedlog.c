@@ -8,6 +8,12 @@
  * the position is the largest order copied, and a rollback seeks back to
  * the last committed one.  Events of that very order are read again then,
  * and the table's key (order, ring, seq) drops the copies.
+ *
+ * The log may be older than the session (copcontrol's copsim keeps one log
+ * for all its sessions, and a log file outlives a copsim that did not
+ * remove it), so a session starts at its stream's START: schedlog_start_at()
+ * turns START's CLOCK_MONOTONIC time into the log's order and nothing
+ * before it is read.
  */
 #include "daemon/schedlog.h"
 #include "eventlog/coplog.h"
@@ -29,6 +35,8 @@ struct schedlog {
     uint64_t position;              /* after the imports since then */
     uint64_t imported;              /* events committed */
     uint64_t uncommitted;           /* events imported since the commit */
+    bool has_start;                 /* schedlog_start_at() was called */
+    uint64_t start_ns;              /* its CLOCK_MONOTONIC time */
 };
 
 struct schedlog *schedlog_new(const char *path, uint64_t position, bool quiet)
@@ -59,6 +67,16 @@ static void warn(struct schedlog *log, const char *message)
     log->warned = true;
 }
 
+/* Moves a position before the session's start up to it. */
+static void skip_to_start(struct schedlog *log)
+{
+    if (!log->has_start)
+        return;
+    uint64_t order = coplog_reader_ns_order(log->reader, log->start_ns);
+    if (log->committed < order)
+        log->committed = log->position = order;
+}
+
 static bool open_reader(struct schedlog *log)
 {
     char error[COPLOG_ERROR_MAX];
@@ -79,8 +97,21 @@ static bool open_reader(struct schedlog *log)
         log->unusable = true;
         return false;
     }
+    skip_to_start(log);
     coplog_reader_seek(log->reader, log->committed);
     return true;
+}
+
+void schedlog_start_at(struct schedlog *log, uint64_t start_ns)
+{
+    if (log->has_start)
+        return;
+    log->has_start = true;
+    log->start_ns = start_ns;
+    if (log->reader != NULL) {
+        skip_to_start(log);
+        coplog_reader_seek(log->reader, log->committed);
+    }
 }
 
 /* ---- messages ----------------------------------------------------------- */

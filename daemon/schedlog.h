@@ -30,6 +30,11 @@ struct schedlog;
 struct schedlog *schedlog_new(const char *path, uint64_t position, bool quiet);
 void schedlog_free(struct schedlog *log);
 
+/* The session started at start_ns (CLOCK_MONOTONIC, the stream's START):
+ * events logged before it are not the session's and are not imported.
+ * Only the first call counts. */
+void schedlog_start_at(struct schedlog *log, uint64_t start_ns);
+
 /*
  * Copies the events available now into the store's open transaction.
  * live: only events no writer can still precede (a log being written);

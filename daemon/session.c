@@ -1150,6 +1150,14 @@ bool session_stopped(const struct session *s)
     return s->stopped;
 }
 
+bool session_start_time(const struct session *s, uint64_t *ns)
+{
+    if (!s->started)
+        return false;
+    *ns = s->start.start_time_ns;
+    return true;
+}
+
 const struct copstream_stats *session_stream_stats(const struct session *s)
 {
     return &s->decoder.stats;

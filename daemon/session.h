@@ -83,5 +83,8 @@ void session_get_totals(struct session *session,
 const struct copstream_stats *session_stream_stats(
     const struct session *session);
 bool session_stopped(const struct session *session);
+/* The START's start_time_ns (CLOCK_MONOTONIC when the driver started) in
+ * *ns; false before a START was read. */
+bool session_start_time(const struct session *session, uint64_t *ns);
 
 #endif /* COPROF_DAEMON_SESSION_H */

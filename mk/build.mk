@@ -18,10 +18,17 @@
 #   FUZZ_RUNS       commands (make targets) that `make fuzz` runs
 #   INSTALL_BINS    files installed into $(PREFIX)/bin
 #   INSTALL_LIBS    files installed into $(PREFIX)/lib/coprof
-#   INSTALL_PKGCONFIG pkg-config files installed into $(PREFIX)/lib/pkgconfig
+#   INSTALL_PKGCONFIG templates NAME.pc.in of pkg-config files, written by
+#                   install to $(PREFIX)/lib/pkgconfig/NAME.pc with @PREFIX@,
+#                   @LIBDIR@ ($(PREFIX)/lib/coprof) and @INCLUDEDIR@
+#                   ($(PREFIX)/include/coprof) replaced
 #   INSTALL_HEADERS headers installed into $(PREFIX)/include/coprof/FOLDER/,
 #                   so their own #include "FOLDER/x.h" lines resolve with
 #                   -I$(PREFIX)/include/coprof
+#   INSTALL_DATA    files installed into $(PREFIX)/share/coprof/FOLDER/ (the
+#                   SDK's cop.mk, cop.ld)
+#   INSTALL_COP_LIBS coprocessor objects and libraries (the runtime) installed
+#                   into $(PREFIX)/lib/coprof/cop
 #
 # `make check-sanitize` runs this file with BUILD=build-sanitize SANITIZE=1:
 # every object and program is built with AddressSanitizer and
@@ -107,6 +114,8 @@ INSTALL_BINS :=
 INSTALL_LIBS :=
 INSTALL_PKGCONFIG :=
 INSTALL_HEADERS :=
+INSTALL_DATA :=
+INSTALL_COP_LIBS :=
 
 .PHONY: all check check-faults check-sanitize bench install fuzz demo \
         clean-build
@@ -170,8 +179,13 @@ install: build-all
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/coprof
 	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin)
 	$(if $(INSTALL_LIBS),install -m 644 $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/coprof)
-	$(if $(INSTALL_PKGCONFIG),install -m 644 $(INSTALL_PKGCONFIG) $(DESTDIR)$(PREFIX)/lib/pkgconfig)
+	$(foreach t,$(INSTALL_PKGCONFIG),sed -e 's|@PREFIX@|$(PREFIX)|' \
+		-e 's|@LIBDIR@|$(PREFIX)/lib/coprof|' \
+		-e 's|@INCLUDEDIR@|$(PREFIX)/include/coprof|' $(t) \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(notdir $(t:.in=)) &&) true
 	$(foreach h,$(INSTALL_HEADERS),install -D -m 644 $(h) $(DESTDIR)$(PREFIX)/include/coprof/$(h) &&) true
+	$(foreach f,$(INSTALL_DATA),install -D -m 644 $(f) $(DESTDIR)$(PREFIX)/share/coprof/$(f) &&) true
+	$(if $(INSTALL_COP_LIBS),install -D -m 644 -t $(DESTDIR)$(PREFIX)/lib/coprof/cop $(INSTALL_COP_LIBS))
 
 clean-build:
 	rm -rf $(BUILD)

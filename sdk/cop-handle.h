@@ -12,7 +12,8 @@
  *     extern const cop_program_handle_t NAME;
  *
  * and hands &NAME to libcop.  The object-id of a context that runs it is
- * the address elf_image (DESIGN.md section 4).
+ * the address elf_image (emulator/copsim/README.md, "Contexts": copsim
+ * finds the file and offset through the host's /proc/PID/maps).
  */
 #ifndef COPROF_COP_HANDLE_H
 #define COPROF_COP_HANDLE_H

@@ -8,6 +8,8 @@
  * device and becomes the emulator's.  picolibc supplies <string.h>,
  * <stdlib.h> (atoi, strtoul, ...) and the like; exit() and abort() work too.
  * docs/coprocessor-abi.md is the ABI behind these functions.
+ * The ABI is ilp32: uint32_t is unsigned long and int32_t long, so
+ * cop_printf takes them with %lu and %ld.
  */
 #ifndef COPROF_SDK_COP_H
 #define COPROF_SDK_COP_H

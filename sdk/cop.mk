@@ -1,6 +1,6 @@
 # sdk/cop.mk — build coprocessor programs from C sources.
 #
-#   include sdk/cop.mk
+#   include PATH/cop.mk
 #   demo_SOURCES  := demo/main.c                 resident code
 #   demo_OVERLAYS := 1:fft 1:filter 2:codec      REGION:NAME, in index order
 #   demo_OVERLAY_fft := demo/fft.c               objects of each overlay
@@ -9,37 +9,59 @@
 #   $(eval $(call cop_program,demo))
 #
 # cop_program adds the image ($(demo_OUT), default $(COP_OUT)/demo.elf) to
-# COP_IMAGES.  The steps (sdk/README.md): compile each source once per
-# program into $(COP_OBJ)/PROGRAM/SOURCE.o, write the linker script and the
-# overlay call stubs with cop-overlays, link with crt0 and libcoprt.a (built
-# here from sdk/runtime), picolibc and libgcc, then `cop-overlays finish`.
+# COP_IMAGES and sets demo_IMAGE.  The steps (sdk/README.md): compile each
+# source once per program into $(COP_OBJ)/PROGRAM/SOURCE.o, write the
+# linker script and the overlay call stubs with cop-overlays, link with
+# crt0 and libcoprt.a, picolibc and libgcc, then `cop-overlays finish`.
 #
-# Set before the include to build elsewhere: COP_BIN (host tools, which the
-# coprof build makes), COP_OBJ, COP_LIB, COP_OUT, COP_CC, COP_PICOLIBC.
-# The defaults are those of the coprof tree.
+# Two places it works from, told apart by what lies beside it:
+#   the coprof tree (sdk/cop.mk, with sdk/runtime/ sources): the runtime is
+#     built into $(COP_LIB), the host tools are the tree's build/bin;
+#   an installed SDK (PREFIX/share/coprof/sdk/cop.mk, `make install`): the
+#     runtime is prebuilt in PREFIX/lib/coprof/cop, the host tools are in
+#     PREFIX/bin, the headers in PREFIX/include/coprof.
+# Set before the include to change them: COP_BIN (host tools), COP_OBJ
+# (objects, default build/obj), COP_OUT (images, default build), COP_LIB
+# (the tree's runtime, default build/lib), COP_CC, COP_PICOLIBC.  The
+# defaults of COP_OBJ, COP_OUT and COP_LIB are relative to the directory
+# make runs in.  Including this file does not change the default goal:
+# a Makefile's own first target stays the one a bare `make` builds.
 
 ifndef COP_MK_INCLUDED
 COP_MK_INCLUDED := 1
+cop_default_goal := $(.DEFAULT_GOAL)
 
 ifndef COP_SDK
 COP_SDK      := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 endif
-COP_BIN      ?= build/bin
-COP_OBJ      ?= build/obj/cop
-COP_LIB      ?= build/lib/cop
-COP_OUT      ?= build/examples
+ifneq ($(wildcard $(COP_SDK)/runtime/crt0.S),)
+  COP_INSTALLED :=
+  COP_BIN      ?= $(COP_SDK)/../build/bin
+  COP_LIB      ?= build/lib
+  COP_INCLUDE  := $(COP_SDK)/..
+else
+  COP_INSTALLED := 1
+  COP_PREFIX   := $(abspath $(COP_SDK)/../../..)
+  COP_BIN      ?= $(COP_PREFIX)/bin
+  COP_LIB      := $(COP_PREFIX)/lib/coprof/cop
+  COP_INCLUDE  := $(COP_PREFIX)/include/coprof
+endif
+COP_OBJ      ?= build/obj
+COP_OUT      ?= build
 COP_CC       ?= riscv64-unknown-elf-gcc
 COP_AR       ?= riscv64-unknown-elf-ar
 COP_PICOLIBC ?= /usr/lib/picolibc/riscv64-unknown-elf
 
 # RV32IM, no compressed instructions; csrr and fence.i need the Z names.
+# ilp32: uint32_t is `unsigned long` and int32_t `long` with this
+# toolchain, so printf takes them with %lu / %ld (or PRIu32 / PRId32).
 COP_ARCH_FLAGS := -march=rv32im_zicsr_zifencei -mabi=ilp32
 # GCC 12 picks libgcc's multilib from -march and has none for the Z names.
 COP_LINK_ARCH  := -march=rv32im -mabi=ilp32
 COP_PICOLIBC_LIB := $(COP_PICOLIBC)/lib/rv32im/ilp32
 
 COP_CFLAGS   ?= -O2 -g -Wall -Wextra -Wshadow -fno-common
-COP_COMPILE  := $(COP_ARCH_FLAGS) -I$(COP_SDK)/.. -isystem $(COP_PICOLIBC)/include
+COP_COMPILE  := $(COP_ARCH_FLAGS) -I$(COP_INCLUDE) -isystem $(COP_PICOLIBC)/include
 COP_LDFLAGS  := $(COP_LINK_ARCH) -nostdlib -static -Wl,--nmagic -Wl,--no-warn-rwx-segments \
                 -L$(COP_PICOLIBC_LIB)
 
@@ -59,9 +81,12 @@ cop-toolchain-check:
 	@command -v $(COP_CC) >/dev/null 2>&1 || { echo "cop.mk: $(COP_CC) not found: install the Debian package gcc-riscv64-unknown-elf" >&2; exit 1; }
 	@test -f $(COP_PICOLIBC)/include/string.h -a -f $(COP_PICOLIBC_LIB)/libc.a || { echo "cop.mk: picolibc not found in $(COP_PICOLIBC): install the Debian package picolibc-riscv64-unknown-elf" >&2; exit 1; }
 
-# The runtime: crt0 is linked as an object, the rest as libcoprt.a.
-COP_CRT0 := $(COP_OBJ)/runtime/crt0.S.o
+# The runtime: crt0 is linked as an object, the rest as libcoprt.a; both
+# are built here in the tree, and prebuilt in an installed SDK.
+COP_CRT0 := $(COP_LIB)/crt0.o
 COP_RUNTIME_LIB := $(COP_LIB)/libcoprt.a
+
+ifndef COP_INSTALLED
 COP_RUNTIME_OBJECTS := $(addprefix $(COP_OBJ)/runtime/,\
     start.c.o exit.c.o console.c.o overlay.c.o overlay-call.S.o)
 
@@ -72,6 +97,11 @@ $(COP_OBJ)/runtime/%.o: $(COP_SDK)/runtime/% | cop-toolchain-check
 $(COP_RUNTIME_LIB): $(COP_RUNTIME_OBJECTS)
 	@mkdir -p $(@D)
 	$(call cop_say,COPAR,$@)rm -f $@ && $(COP_AR) rcs $@ $^
+
+$(COP_CRT0): $(COP_OBJ)/runtime/crt0.S.o
+	@mkdir -p $(@D)
+	$(call cop_say,CP,$@)cp $< $@
+endif
 
 -include $(shell find $(COP_OBJ) -name '*.d' 2>/dev/null)
 
@@ -130,6 +160,8 @@ $$($(1)_IMAGE): $$($(1)_LINK_OBJECTS) $(COP_OBJ)/$(1)/$(1).ld $(COP_OBJ)/$(1)/wr
 	$(cop_quiet)$(COP_BIN)/cop-overlays finish $$@.tmp && mv $$@.tmp $$@
 
 COP_IMAGES += $$($(1)_IMAGE)
+.DEFAULT_GOAL := $(.DEFAULT_GOAL)
 endef
 
+.DEFAULT_GOAL := $(cop_default_goal)
 endif

@@ -36,8 +36,14 @@ $(eval $(call cop_program,runtime_probe))
 $(eval $(call cop_program,overlay_calls))
 
 ALL_TARGETS += $(BIN)/cop-run $(BIN)/cop-embed \
-               $(BIN)/cop-overlays $(COP_RUNTIME_LIB) \
+               $(BIN)/cop-overlays $(COP_RUNTIME_LIB) $(COP_CRT0) \
                $(runtime_probe_IMAGE) $(overlay_calls_IMAGE)
 PYTESTS += sdk/tests
 INSTALL_BINS += $(BIN)/cop-run $(BIN)/cop-embed $(BIN)/cop-overlays
-INSTALL_HEADERS += sdk/cop-handle.h
+INSTALL_HEADERS += sdk/cop-handle.h sdk/cop.h
+
+# The SDK for programs built outside the tree: cop.mk finds the rest from
+# where it is installed (PREFIX/share/coprof/sdk/), cop-sdk.pc names it.
+INSTALL_DATA += sdk/cop.mk sdk/cop.ld sdk/runtime/name-note.S
+INSTALL_COP_LIBS += $(COP_CRT0) $(COP_RUNTIME_LIB)
+INSTALL_PKGCONFIG += sdk/cop-sdk.pc.in

@@ -1,6 +1,7 @@
 """Tests of the build's own tooling: mk/deps.sh and `make install`."""
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -101,9 +102,45 @@ def test_installed_headers_compile_alone(tmp_path):
         assert result.returncode == 0, "%s: %s" % (header, result.stderr)
 
 
+def readme_blocks(text):
+    """{marker: [lines]} of the blocks after `<!-- make demo: NAME -->`."""
+    return {name: block.splitlines() for name, block in re.findall(
+        r"^<!-- make demo: ([\w ]+) -->\n```\n(.*?)^```$", text, re.M | re.S)}
+
+
+def stable(line):
+    """A sample line with what changes from run to run masked: the seed,
+    counts, stall time, offsets of embedded images (another build)."""
+    line = re.sub(r"seed \d+", "seed S", line)
+    line = re.sub(r"@0x[0-9a-f]+", "@0xH", line)
+    line = re.sub(r"stalled [\d.]+ ms in \d+ stalls \([\d.]+%",
+                  "stalled T ms in N stalls (P%", line)
+    line = re.sub(r"\b(samples=|sched_events=|total |exact )\d+", r"\1N",
+                  line)
+    return re.sub(r"^  \d+ samples$", "  N samples", line)
+
+
+ROW = re.compile(r"^\s+\d+\s+[\d.]+%\s+[\d.]+-[\d.]+\s+(.*?)\s*$")
+
+
+def compare_report(readme, fresh):
+    """The README's cut report against a fresh one: the same lines where
+    they are stable; its first row's place (image, overlay, symbol) the
+    fresh first row's, its other rows among the fresh top five."""
+    fresh_rows = [ROW.match(ln).group(1) for ln in fresh if ROW.match(ln)]
+    fresh_rows = [stable(r) for r in fresh_rows]
+    rows = [stable(ROW.match(ln).group(1)) for ln in readme if ROW.match(ln)]
+    assert rows and rows[0] == fresh_rows[0], (rows, fresh_rows[:5])
+    for row in rows[1:]:
+        assert row in fresh_rows[:5], (row, fresh_rows[:5])
+    others = [stable(ln) for ln in readme if not ROW.match(ln)]
+    fresh_others = [stable(ln) for ln in fresh if not ROW.match(ln)]
+    assert others == fresh_others, (others, fresh_others)
+
+
 def test_demo(build_dir, tmp_path):
-    """make demo's script: coprof record on host-pipeline, the report, the
-    timeline files."""
+    """make demo's script: the README's two commands on host-pipeline, the
+    report, the timeline files, and the README's sample blocks true."""
     out = tmp_path / "demo"
     result = subprocess.run(["sh", "mk/demo.sh", build_dir, str(out)],
                             cwd=SOURCE, capture_output=True, text=True,
@@ -113,6 +150,15 @@ def test_demo(build_dir, tmp_path):
     assert "contexts=16 images=3" in result.stderr
     assert "stage_denoise" in result.stdout
     assert "session complete" in result.stdout
-    assert (out / "session" / "session.db").is_file()
+    assert (out / "coprof_data" / "session.db").is_file()
     assert (out / "timeline.json").stat().st_size > 1000
     assert (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+
+    fresh = readme_blocks((out / "readme-sample.md").read_text())
+    readme = readme_blocks(open(os.path.join(SOURCE, "README.md")).read())
+    hint = "the README's sample differs from make demo's: copy the blocks " \
+        "of build/demo/readme-sample.md into README.md"
+    assert set(readme) == set(fresh) == {"record summary", "report"}, hint
+    assert [stable(ln) for ln in readme["record summary"]] == \
+        [stable(ln) for ln in fresh["record summary"]], hint
+    compare_report(readme["report"], fresh["report"])

@@ -290,7 +290,7 @@ def run_timeline(args):
                 raise RuntimeFailure("%s: needs Debian's python3-matplotlib "
                                      "(%s)" % (args.png, e))
             try:
-                plot.write_png(tl, args.png, "slot occupancy: %s" % s.dir)
+                plot.write_png(tl, args.png, "timeline: %s" % s.dir)
             except OSError as e:
                 raise RuntimeFailure("%s: %s" % (args.png,
                                                  e.strerror or e))

@@ -1,95 +1,296 @@
 """The timeline as a PNG (matplotlib, Agg backend: no display needed).
 
-Two panels sharing the time axis (milliseconds since the stream's START,
-CLOCK_MONOTONIC): above, slot occupancy, a bar per binding of a context to
-a slot, one colour per context; below, the top functions over time, the
-exact samples per time bucket of the functions with the most samples
-(all contexts summed), the rest as "other".
+Two panels share the time axis, in ms since the stream's START
+(CLOCK_MONOTONIC), and one legend on the right:
+
+- "slots": a row per slot of the session, every one of them, plus a
+  "scheduler" row on top.  Each binding of a context to a slot is a bar
+  outlined in black and labelled with the context's number and image (the
+  numbers of the report's headers); inside, the bar is coloured by the
+  function that context ran, bucket by bucket (the timeline's slices),
+  and white where a bucket had no exact sample.  A
+  slot's time with no context bound is hatched grey and labelled "idle";
+  a slot no context ever used says so in its row.  The scheduler's
+  events are markers: bind, preempt, unbind, exit, fault on their slot's
+  row, the events that name no slot (create, load, run, destroy, ...) on
+  the scheduler row.  The time from the START to the first binding (the
+  host program starting, its contexts' emulators booting) is shaded and
+  labelled.
+- "functions": the exact samples per time bucket of the TOP functions
+  with the most samples (all contexts summed), stacked, the rest as
+  "other functions".
+
+A function has one colour in both panels (functions of one name in two
+images apart, "image:function"); functions outside the top share the grey
+of "other functions".  figure() builds the matplotlib Figure (each panel
+drawn by a function of its own, so that more panels can be added) and
+write_png() saves it.
 """
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt   # noqa: E402
+from matplotlib.lines import Line2D   # noqa: E402
+from matplotlib.patches import Patch   # noqa: E402
 
-TOP = 8
+TOP = 10
+OTHER = "other functions"
+OTHER_COLOUR = "#b8b8b8"
+IDLE = "idle (no context bound)"
+IDLE_COLOUR = "#f2f2f2"
+UNSAMPLED = "bound, no exact sample"
+UNSAMPLED_COLOUR = "#ffffff"
+BOOT_COLOUR = "#e8eef7"
+SCHED_ROW = "scheduler"
+
+# Scheduler events on a slot's row: kind -> (marker, colour).
+SLOT_EVENTS = {
+    "bind": ("v", "#1a7f1a"),
+    "preempt": ("X", "#d62728"),
+    "unbind": ("^", "#505050"),
+    "exit": ("s", "#000000"),
+    "fault": ("X", "#8b0000"),
+}
+OTHER_EVENT = ("|", "#404040")   # any other kind, and those on no slot
+
+
+def function_colours(tl):
+    """{"image:function": colour} of the TOP functions by samples (tab10),
+    in order of their samples; every other function is OTHER_COLOUR."""
+    totals = {}
+    for (_, fn), n in tl.buckets.items():
+        totals[fn] = totals.get(fn, 0) + n
+    best = sorted(totals, key=lambda f: (-totals[f], f))[:TOP]
+    cmap = plt.get_cmap("tab10")
+    return {fn: cmap(i % 10) for i, fn in enumerate(best)}
+
+
+def function_key(tl, context, function):
+    info = tl.contexts.get(context)
+    image = info.image.short_name if info and info.image else "?"
+    return "%s:%s" % (image, function)
+
+
+def context_text(tl, context):
+    info = tl.contexts.get(context)
+    image = info.image.short_name if info and info.image else "?"
+    return "%d %s" % (context, image)
+
+
+class _Axis:
+    """Time in ms since t0, and the session's span on that axis."""
+
+    def __init__(self, tl):
+        self.t0 = tl.start_ns
+        times = [b.start_ns for b in tl.bindings] + \
+            [b.end_ns for b in tl.bindings] + [b for b, _ in tl.buckets]
+        if self.t0 is None:
+            self.t0 = min(times) if times else 0
+        end = tl.stop_ns if tl.stop_ns is not None else \
+            (max(times) if times else self.t0)
+        self.end = self.ms(max([end] + times))
+        self.span = max(self.end, 1e-3)
+
+    def ms(self, ns):
+        return (ns - self.t0) / 1e6
+
+
+def _slot_rows(tl):
+    """Every slot of the session (the START's count), and any other a
+    binding or event names."""
+    slots = set(range(tl.slots or 0))
+    slots |= {b.slot for b in tl.bindings}
+    slots |= {r["slot"] for r in tl.sched
+              if r["slot"] is not None and r["slot"] >= 0}
+    return sorted(slots)
+
+
+def _draw_idle(ax, axis, slot, spans):
+    """The slot's time outside spans: hatched, labelled where it is wide."""
+    edges, at = [], 0.0
+    for start, end in sorted(spans):
+        if start > at:
+            edges.append((at, start))
+        at = max(at, end)
+    if axis.end > at:
+        edges.append((at, axis.end))
+    if not spans:
+        ax.broken_barh([(0, axis.span)], (slot - 0.4, 0.8),
+                       facecolors=IDLE_COLOUR, edgecolor="#d0d0d0",
+                       hatch="//", linewidth=0.3, label="_idle")
+        ax.text(axis.span / 2, slot, "idle: no context ran on this slot",
+                ha="center", va="center", fontsize=8, color="#606060")
+        return
+    for start, end in edges:
+        ax.broken_barh([(start, end - start)], (slot - 0.4, 0.8),
+                       facecolors=IDLE_COLOUR, edgecolor="#d0d0d0",
+                       hatch="//", linewidth=0, label="_idle")
+        if end - start > 0.08 * axis.span:
+            ax.text((start + end) / 2, slot, "idle", ha="center",
+                    va="center", fontsize=7, color="#808080")
+
+
+def _draw_binding(ax, tl, axis, b, slices, colours):
+    """One binding: its context's function slices inside, its outline, its
+    label (the context's number and image, or the number where narrow)."""
+    start, end = axis.ms(b.start_ns), axis.ms(b.end_ns)
+    ax.broken_barh([(start, max(end - start, 1e-3))], (b.slot - 0.4, 0.8),
+                   facecolors=UNSAMPLED_COLOUR, edgecolor="none",
+                   label="_unsampled")
+    for sl in slices.get(b.context, ()):
+        s, e = max(start, axis.ms(sl.start_ns)), min(end, axis.ms(sl.end_ns))
+        if e > s:
+            key = function_key(tl, b.context, sl.function)
+            ax.broken_barh([(s, e - s)], (b.slot - 0.4, 0.8),
+                           facecolors=colours.get(key, OTHER_COLOUR),
+                           edgecolor="none", label="_function " + key)
+    ax.broken_barh([(start, max(end - start, 1e-3))], (b.slot - 0.4, 0.8),
+                   facecolors="none", edgecolor="black", linewidth=0.6,
+                   label="_binding %d" % b.context)
+    width = end - start
+    text = context_text(tl, b.context)
+    if width < len(text) * 0.0065 * axis.span:
+        text = "%d" % b.context
+    ax.text(start + width / 2, b.slot - 0.2, text, ha="center",
+            va="center", fontsize=6.5, clip_on=True,
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white",
+                  "edgecolor": "none", "alpha": 0.8},
+            gid="context-label")
+
+
+def _draw_events(ax, tl, axis, row_of):
+    """The scheduler's events as markers, grouped by kind and row."""
+    from .timeline import event_time_ns
+    groups = {}
+    for r in tl.sched:
+        on_slot = r["slot"] is not None and r["slot"] >= 0
+        kind = r["kind"] or "event"
+        y = row_of[r["slot"]] + 0.3 if on_slot else row_of[SCHED_ROW]
+        groups.setdefault((kind, on_slot), []).append(
+            (axis.ms(event_time_ns(r)), y))
+    for (kind, on_slot), points in sorted(groups.items()):
+        marker, colour = SLOT_EVENTS.get(kind, OTHER_EVENT) if on_slot \
+            else OTHER_EVENT
+        ax.scatter([x for x, _ in points], [y for _, y in points], s=14,
+                   marker=marker, color=colour, linewidths=0.8, zorder=5,
+                   label="_event %s" % kind)
+    if any(not on for _, on in groups):
+        kinds = sorted({k for k, on in groups if not on})
+        ax.text(0.995, row_of[SCHED_ROW] - 0.42, ", ".join(kinds),
+                ha="right", va="bottom", fontsize=6.5, color="#404040",
+                transform=ax.get_yaxis_transform())
+
+
+def draw_slots(ax, tl, axis, colours):
+    """The slots panel (see the module's comment)."""
+    slots = _slot_rows(tl)
+    row_of = {s: s for s in slots}
+    row_of[SCHED_ROW] = -1
+    slices = {}
+    for sl in tl.slices:
+        slices.setdefault(sl.context, []).append(sl)
+    spans = {s: [] for s in slots}
+    for b in tl.bindings:
+        spans[b.slot].append((axis.ms(b.start_ns), axis.ms(b.end_ns)))
+    if tl.bindings:
+        first = min(axis.ms(b.start_ns) for b in tl.bindings)
+        if first > 0.02 * axis.span:
+            ax.axvspan(0, first, color=BOOT_COLOUR, zorder=0, label="_boot")
+            ax.text(first / 2, -1.45, "%.0f ms before the first binding:\n"
+                    "host starting, emulators booting" % first,
+                    ha="center", va="bottom", fontsize=6.5,
+                    color="#405070")
+    for s in slots:
+        _draw_idle(ax, axis, s, spans[s])
+    for b in tl.bindings:
+        _draw_binding(ax, tl, axis, b, slices, colours)
+    _draw_events(ax, tl, axis, row_of)
+    ax.set_yticks([-1] + slots)
+    ax.set_yticklabels([SCHED_ROW] + ["slot %d" % s for s in slots])
+    ax.set_ylim(max(slots + [0]) + 0.6, -1.6)
+    ax.set_xlim(0, axis.span)
+    ax.set_title("slots: contexts bound (number and image on each bar), "
+                 "coloured by the function they ran", fontsize=9)
+
+
+def draw_functions(ax, tl, axis, colours):
+    """The functions panel: top functions' samples per bucket, stacked."""
+    buckets = sorted({b for b, _ in tl.buckets})
+    if not buckets:
+        ax.text(0.5, 0.5, "no sample timeline in this session",
+                ha="center", va="center", transform=ax.transAxes)
+        return
+    per_bucket = {}
+    for (b, fn), n in tl.buckets.items():
+        per_bucket[b] = per_bucket.get(b, 0) + n
+    xs = [axis.ms(b) for b in buckets]
+    width = tl.bucket_ns / 1e6 if tl.bucket_ns else 1.0
+    base = [0] * len(xs)
+    for fn, colour in colours.items():
+        ys = [tl.buckets.get((b, fn), 0) for b in buckets]
+        ax.bar(xs, ys, width=width, bottom=base, align="edge", color=colour,
+               linewidth=0, label=fn)
+        base = [a + y for a, y in zip(base, ys)]
+    rest = [per_bucket[b] - base[i] for i, b in enumerate(buckets)]
+    if any(rest):
+        ax.bar(xs, rest, width=width, bottom=base, align="edge",
+               color=OTHER_COLOUR, linewidth=0, label=OTHER)
+    ax.set_ylabel("samples per %g ms" % width if tl.bucket_ns else "samples",
+                  fontsize=8)
+    ax.set_title("functions: exact samples per bucket, the top %d by "
+                 "samples" % len(colours), fontsize=9)
+
+
+def _legend(fig, tl, colours):
+    handles = [Patch(color=c, label=fn) for fn, c in colours.items()]
+    handles.append(Patch(color=OTHER_COLOUR, label=OTHER))
+    handles.append(Patch(facecolor=UNSAMPLED_COLOUR, edgecolor="black",
+                         linewidth=0.6, label=UNSAMPLED))
+    handles.append(Patch(facecolor=IDLE_COLOUR, edgecolor="#d0d0d0",
+                         hatch="//", label=IDLE))
+    kinds = sorted({r["kind"] for r in tl.sched
+                    if r["slot"] is not None and r["slot"] >= 0
+                    and r["kind"] in SLOT_EVENTS})
+    for kind in kinds:
+        marker, colour = SLOT_EVENTS[kind]
+        handles.append(Line2D([], [], linestyle="none", marker=marker,
+                              color=colour, label="event: %s" % kind))
+    if any(r["slot"] is None or r["slot"] < 0 for r in tl.sched):
+        handles.append(Line2D([], [], linestyle="none",
+                              marker=OTHER_EVENT[0], color=OTHER_EVENT[1],
+                              label="event on no slot"))
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.8, 0.93),
+               fontsize=7, frameon=False)
+
+
+def figure(tl, title=None):
+    """The matplotlib Figure of Timeline tl: axes "slots" and "functions"
+    (their labels), sharing the time axis."""
+    axis = _Axis(tl)
+    colours = function_colours(tl)
+    rows = len(_slot_rows(tl)) + 1
+    fig, (top, bottom) = plt.subplots(
+        2, 1, sharex=True, figsize=(13, 3 + 0.42 * rows + 2.6),
+        gridspec_kw={"height_ratios": [0.42 * rows + 0.6, 2.6],
+                     "left": 0.08, "right": 0.79, "top": 0.93,
+                     "bottom": 0.08, "hspace": 0.18})
+    top.set_label("slots")
+    bottom.set_label("functions")
+    draw_slots(top, tl, axis, colours)
+    draw_functions(bottom, tl, axis, colours)
+    bottom.set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)",
+                      fontsize=8)
+    for ax in (top, bottom):
+        ax.tick_params(labelsize=7)
+    fig.suptitle(title or "timeline", fontsize=10)
+    _legend(fig, tl, colours)
+    return fig
 
 
 def write_png(tl, path, title=None):
     """Draw Timeline tl to path (PNG).  OSError when path is unwritable."""
-    t0 = tl.start_ns
-    if t0 is None:
-        starts = [b.start_ns for b in tl.bindings] + \
-            [b for b, _ in tl.buckets]
-        t0 = min(starts) if starts else 0
-
-    def ms(ns):
-        return (ns - t0) / 1e6
-
-    fig, (top, bottom) = plt.subplots(
-        2, 1, sharex=True, figsize=(11, 6.5),
-        gridspec_kw={"height_ratios": [1, 1.4]})
-    cmap = plt.get_cmap("tab20")
-    ids = sorted(tl.contexts)
-    colour = {c: cmap(i % 20) for i, c in enumerate(ids)}
-    slots = sorted({b.slot for b in tl.bindings})
-    for b in tl.bindings:
-        top.broken_barh([(ms(b.start_ns), max(ms(b.end_ns) - ms(b.start_ns),
-                                              1e-3))],
-                        (b.slot - 0.4, 0.8),
-                        facecolors=colour.get(b.context, "grey"),
-                        edgecolor="black", linewidth=0.3)
-    for c in ids:
-        top.bar(0, 0, color=colour[c], label=context_short(tl, c))
-    top.set_yticks(slots)
-    top.set_yticklabels(["slot %d" % s for s in slots])
-    top.set_ylim(-0.6, (max(slots) if slots else 0) + 0.6)
-    top.invert_yaxis()
-    top.set_title(title or "slot occupancy")
-    if ids:
-        top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
-
-    totals = {}
-    for (bucket, fn), n in tl.buckets.items():
-        totals[fn] = totals.get(fn, 0) + n
-    best = sorted(totals, key=lambda f: (-totals[f], f))[:TOP]
-    buckets = sorted({b for b, _ in tl.buckets})
-    xs = [ms(b) for b in buckets]
-    series = []
-    for fn in best:
-        series.append([tl.buckets.get((b, fn), 0) for b in buckets])
-    per_bucket = {}
-    for (b, fn), n in tl.buckets.items():
-        per_bucket[b] = per_bucket.get(b, 0) + n
-    rest = [per_bucket[b] - sum(ys[i] for ys in series)
-            for i, b in enumerate(buckets)]
-    labels = list(best)
-    if any(rest):
-        series.append(rest)
-        labels.append("other")
-    width = tl.bucket_ns / 1e6 if tl.bucket_ns else 1.0
-    if xs and series:
-        cm = plt.get_cmap("tab10")
-        base = [0] * len(xs)
-        for i, (ys, label) in enumerate(zip(series, labels)):
-            bottom.bar(xs, ys, width=width, bottom=base, align="edge",
-                       color=cm(i % 10) if label != "other" else "lightgrey",
-                       label=label, linewidth=0)
-            base = [a + b for a, b in zip(base, ys)]
-        bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
-    else:
-        bottom.text(0.5, 0.5, "no sample timeline in this session",
-                    ha="center", va="center", transform=bottom.transAxes)
-    bottom.set_ylabel("samples per %g ms" % (tl.bucket_ns / 1e6)
-                      if tl.bucket_ns else "samples")
-    bottom.set_xlabel("ms since the stream's start (CLOCK_MONOTONIC)")
-    bottom.set_title("top functions over time")
-    fig.tight_layout()
+    fig = figure(tl, title)
     try:
         fig.savefig(path, format="png", dpi=100)
     finally:
         plt.close(fig)
-
-
-def context_short(tl, c):
-    info = tl.contexts[c]
-    return "%d %s" % (c, info.image.short_name if info.image else "?")

@@ -225,8 +225,8 @@ class ContextInfo:
         return "context %d" % self.id
 
     def header(self):
-        s = "context %d (copsim context %s): pid %s tid %s, image %s" % (
-            self.id, self.context_id, self.pid, self.tid,
+        s = "context %d: pid %s tid %s, image %s" % (
+            self.id, self.pid, self.tid,
             "%s (%s)" % (self.image.short_name, self.image.where(True))
             if self.image else "?")
         if self.created_at:

@@ -68,7 +68,7 @@ class Timeline:
         self.buckets = {}           # {(bucket_start, "image:function"): n}
         self.sched = []             # sched_events rows
         self.contexts = {}          # {id: ContextInfo}
-        self.context_ids = set()    # copsim's ids of those contexts
+        self.context_ids = {}       # {copsim's id: the session's id}
         self.start_ns = None
         self.stop_ns = None
         self.bucket_ns = 0
@@ -92,7 +92,7 @@ def build(session):
     tl.end_state, tl.end_reason = session.end()
     images, contexts = profile.load_images_and_contexts(session)
     tl.contexts = contexts
-    tl.context_ids = {c.context_id for c in contexts.values()}
+    tl.context_ids = {c.context_id: c.id for c in contexts.values()}
 
     # slots: bindings, clipped so that a slot's never overlap
     last_end = {}
@@ -158,9 +158,8 @@ def build(session):
 def in_session(tl, row):
     """Whether a SCHED event belongs on the session's timeline: it names one
     of the session's contexts, or no context at all (copsim's start, stop,
-    errors).  A copsim shared by copcontrol sessions keeps one event log for
-    all of them, and coprofd imports it whole: the events of other
-    sessions' contexts are left out here."""
+    errors).  coprofd imports only the events from the session's START, but
+    a session of an older coprofd may hold other sessions' events too."""
     return row["context_id"] is None or row["context_id"] in tl.context_ids
 
 
@@ -270,6 +269,8 @@ def trace_events(tl, tracks="auto"):
     for r in tl.sched:
         on_slot = r["slot"] is not None and r["slot"] >= 0
         args = {"message": r["message"]}
+        if r["context_id"] is not None:
+            args["context"] = tl.context_ids[r["context_id"]]
         for k in ("context_id", "cycle", "host_pid", "host_tid"):
             if r[k] is not None:
                 args[k] = r[k]

@@ -216,7 +216,7 @@ def test_embedded_images_named_with_host_and_offset(real_session,
     headers = [ln for ln in out.splitlines() if ln.startswith("context ")]
     assert len(headers) == len(rep["contexts"])
     for c in rep["contexts"]:
-        h = [ln for ln in headers if ln.startswith("context %d " % c["id"])]
+        h = [ln for ln in headers if ln.startswith("context %d: " % c["id"])]
         assert len(h) == 1
         off = embedded_offset(host, c["image"])
         assert "pid %d tid %d" % (c["pid"], c["tid"]) in h[0]

@@ -114,6 +114,13 @@ def test_sched_events_instant(trace, real_session):
         assert m, e     # every SCHED record of copsim's says when
         assert e["ts"] == pytest.approx(int(m.group(1)) / 1000.0)
     assert {e["name"] for e in inst} >= {"bind", "unbind", "create"}
+    # One numbering: an event naming a context has the session's number
+    # of it, the one of the tracks and the report's headers.
+    numbers = dict(q(real_session, "SELECT context_id, id FROM contexts"))
+    named = [e for e in inst if "context_id" in e["args"]]
+    assert named
+    for e in named:
+        assert e["args"]["context"] == numbers[e["args"]["context_id"]]
 
 
 def test_other_sessions_events_left_out(copreport, session_copy, tmp_path):

@@ -231,9 +231,10 @@ def test_text_report(hand, copreport):
     p = copreport("-d", hand, "--separate=context")
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "context 1 (copsim context 11): pid 100 tid 101, image ovltest " \
+    assert "context 1: pid 100 tid 101, image ovltest " \
         "(/gone/host@0x3040), created at /gone/host+0x1234" in out
-    assert "context 2 (copsim context 12): pid 100 tid 102" in out
+    assert "context 2: pid 100 tid 102" in out
+    assert "copsim context" not in out
     tail = out.splitlines()[-5:]
     assert tail[0] == "total 147 samples: exact 116, ambiguous 14 (4 pending:" \
         " the daemon did not finish), unmapped 15, orphan 2"

@@ -184,7 +184,6 @@ include {source}/sdk/cop.mk
 {name}_OVERLAY_third := third.c
 $(eval $(call cop_program,{name}))
 all: $({name}_IMAGE)
-.DEFAULT_GOAL := all
 """
 
 SOURCES = {
@@ -233,6 +232,39 @@ def test_out_of_tree_program(work, build_dir, run):
     ran = run(image.path)
     assert ran.returncode == 0
     assert ran.stdout == "101 202 303\n"
+
+
+def test_bare_make_builds_the_makefiles_first_target(work, build_dir):
+    """cop.mk and cop_program define rules, but the default goal stays the
+    Makefile's own first target (`all` above, defined after both)."""
+    result = build(work, build_dir, "bare")
+    assert result.returncode == 0, result.stderr
+    assert (work / "out" / "bare.elf").is_file()
+
+
+def test_outputs_default_to_the_directory_make_runs_in(work, build_dir):
+    folder = work / "defaults"
+    folder.mkdir()
+    (folder / "main.c").write_text(textwrap.dedent(SOURCES["main.c"]))
+    for name in ("first.c", "second.c", "third.c"):
+        (folder / name).write_text(SOURCES[name])
+    source = os.environ.get("COPROF_SOURCE",
+                            os.path.dirname(os.path.dirname(
+                                os.path.dirname(os.path.abspath(__file__)))))
+    makefile = MAKEFILE.format(
+        bin=os.path.join(os.path.abspath(build_dir), "bin"), work=work,
+        source=source, name="plain")
+    makefile = "\n".join(line for line in makefile.splitlines()
+                         if not line.startswith(("COP_OBJ", "COP_LIB",
+                                                 "COP_OUT")))
+    (folder / "Makefile").write_text(makefile + "\n")
+    result = subprocess.run(["make", "-s", "-C", str(folder)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (folder / "build" / "plain.elf").is_file()
+    assert (folder / "build" / "obj" / "plain" / "main.c.o").is_file()
+    assert (folder / "build" / "lib" / "libcoprt.a").is_file()
+    assert (folder / "build" / "lib" / "crt0.o").is_file()
 
 
 def test_exported_data_is_refused(work, build_dir):

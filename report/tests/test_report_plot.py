@@ -1,0 +1,153 @@
+"""The timeline PNG of the demo's session, checked from matplotlib's
+objects (axes, tracks, labels, colours), not from pixels.
+
+The session is recorded as `make demo` and the README do it: `coprof
+record -- host-pipeline` at the default rate (16 contexts on 8 slots)."""
+
+import collections
+import os
+import subprocess
+
+import pytest
+
+from coprof_report import plot, timeline
+from coprof_report import session as session_mod
+from matplotlib.collections import PathCollection, PolyCollection
+from matplotlib.colors import to_rgba
+
+
+@pytest.fixture(scope="module")
+def demo_timeline(coprof_bin, build_dir, tmp_path_factory):
+    d = tmp_path_factory.mktemp("demo")
+    result = subprocess.run(
+        [coprof_bin("coprof"), "record", "--quiet", "--",
+         os.path.join(build_dir, "examples", "host-pipeline")],
+        cwd=d, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    s = session_mod.Session.open(str(d / "coprof_data"))
+    try:
+        tl = timeline.build(s)
+    finally:
+        s.close()
+    fig = plot.figure(tl, "timeline")
+    yield tl, fig
+    plot.plt.close(fig)
+
+
+def axes(fig):
+    return {ax.get_label(): ax for ax in fig.axes}
+
+
+def bars(ax, prefix):
+    """{label without prefix: [PolyCollection]} of a panel."""
+    out = collections.defaultdict(list)
+    for c in ax.collections:
+        if isinstance(c, PolyCollection) and \
+                c.get_label().startswith(prefix):
+            out[c.get_label()[len(prefix):]].append(c)
+    return out
+
+
+def test_two_panels_sharing_time(demo_timeline):
+    tl, fig = demo_timeline
+    panels = axes(fig)
+    assert set(panels) == {"slots", "functions"}
+    assert panels["slots"].get_shared_x_axes().joined(panels["slots"],
+                                                      panels["functions"])
+
+
+def test_every_slot_has_a_row(demo_timeline):
+    tl, fig = demo_timeline
+    slots = axes(fig)["slots"]
+    labels = [t.get_text() for t in slots.get_yticklabels()]
+    assert tl.slots == 8
+    assert labels == ["scheduler"] + ["slot %d" % s for s in range(8)]
+    used = {b.slot for b in tl.bindings}
+    assert used and len(used) < 8       # some slots never used: said so
+    idle_rows = [t for t in slots.texts
+                 if t.get_text() == "idle: no context ran on this slot"]
+    assert sorted(round(t.get_position()[1]) for t in idle_rows) == \
+        sorted(set(range(8)) - used)
+    assert any(t.get_text() == "idle" for t in slots.texts)
+
+
+def test_contexts_labelled_on_their_bars(demo_timeline):
+    tl, fig = demo_timeline
+    slots = axes(fig)["slots"]
+    labels = [t for t in slots.texts if t.get_gid() == "context-label"]
+    assert len(labels) == len(tl.bindings)
+    numbers = sorted(int(t.get_text().split()[0]) for t in labels)
+    assert numbers == sorted(b.context for b in tl.bindings)
+    assert set(numbers) == set(tl.contexts) == set(range(1, 17))
+    for t in labels:
+        if " " in t.get_text():     # wide enough: the image too
+            number, image = t.get_text().split()
+            assert tl.contexts[int(number)].image.short_name == image
+    outlines = bars(slots, "_binding ")
+    assert sum(len(c.get_paths()) for cs in outlines.values()
+               for c in cs) == len(tl.bindings)
+
+
+def test_one_colour_per_function_in_both_panels(demo_timeline):
+    tl, fig = demo_timeline
+    panels = axes(fig)
+    colours = plot.function_colours(tl)
+    assert len(colours) == plot.TOP
+    assert len({to_rgba(c) for c in colours.values()}) == len(colours)
+    assert to_rgba(plot.OTHER_COLOUR) not in \
+        {to_rgba(c) for c in colours.values()}
+    stacked = {c.get_label(): c for c in panels["functions"].containers}
+    assert list(stacked) == list(colours) + [plot.OTHER]
+    for fn, colour in colours.items():
+        for patch in stacked[fn].patches:
+            assert patch.get_facecolor() == to_rgba(colour)
+    on_slots = bars(panels["slots"], "_function ")
+    assert set(colours) & set(on_slots)     # the top ones are on the bars
+    for fn, collections_ in on_slots.items():
+        want = to_rgba(colours.get(fn, plot.OTHER_COLOUR))
+        for c in collections_:
+            assert tuple(c.get_facecolor()[0]) == want, fn
+    assert "pipeline:stage_denoise" == list(colours)[0]
+
+
+def test_scheduler_events_drawn(demo_timeline):
+    tl, fig = demo_timeline
+    slots = axes(fig)["slots"]
+    drawn = collections.Counter()
+    for c in slots.collections:
+        if isinstance(c, PathCollection) and \
+                c.get_label().startswith("_event "):
+            drawn[c.get_label()[len("_event "):]] += len(c.get_offsets())
+    kinds = collections.Counter(r["kind"] for r in tl.sched)
+    assert drawn == kinds
+    assert {"bind", "unbind", "exit", "create", "load", "run"} <= set(drawn)
+
+
+def test_legend_names_functions_idle_and_events(demo_timeline):
+    tl, fig = demo_timeline
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    colours = plot.function_colours(tl)
+    assert texts[:len(colours)] == list(colours)
+    for text in (plot.OTHER, plot.IDLE, plot.UNSAMPLED, "event: bind",
+                 "event: exit", "event on no slot"):
+        assert text in texts
+    assert not [ax for ax in fig.axes if ax.get_legend() is not None]
+
+
+def test_empty_start_explained(demo_timeline):
+    tl, fig = demo_timeline
+    slots = axes(fig)["slots"]
+    first = min(b.start_ns for b in tl.bindings)
+    ms = (first - tl.start_ns) / 1e6
+    (note,) = [t for t in slots.texts
+               if "before the first binding" in t.get_text()]
+    assert note.get_text().startswith("%.0f ms before" % ms)
+    assert slots.get_xlim()[0] == 0
+
+
+def test_write_png(demo_timeline, tmp_path):
+    tl, _ = demo_timeline
+    path = tmp_path / "t.png"
+    plot.write_png(tl, str(path), "timeline")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
