@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 
-from . import output, profile, session as session_mod, timeline
+from . import annotate, export, output, profile, session as session_mod
+from . import timeline
 
 PROG = "copreport"
 
@@ -151,20 +152,34 @@ def _file_name(text):
     return text
 
 
-def _session_arg(p):
+def _session_arg(p, several=False):
+    if several:
+        p.add_argument("-d", "--session-dir", metavar="DIR", dest="dirs",
+                       action="append", default=[],
+                       help="the session directory or archive (default "
+                            "./coprof_data, else "
+                            "$XDG_DATA_HOME/coprof/current); repeated: "
+                            "the sessions summed, their contexts apart")
+        return
     p.add_argument("-d", "--session-dir", metavar="DIR", dest="dir",
-                   help="the session directory (default ./coprof_data, "
-                        "else $XDG_DATA_HOME/coprof/current)")
+                   help="the session directory or archive (default "
+                        "./coprof_data, else $XDG_DATA_HOME/coprof/current)")
 
 
 def report_parser():
     p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
                epilog=REPORT_EPILOG,
-               usage="%(prog)s [-d DIR] [OPTIONS]\n"
+               usage="%(prog)s [-d DIR]... [OPTIONS]\n"
                      "       %(prog)s timeline [-d DIR] -o FILE.json "
-                     "[--png FILE]",
+                     "[--png FILE]\n"
+                     "       %(prog)s annotate [-d DIR] [SYMBOL...]\n"
+                     "       %(prog)s export [-d DIR]... --format FMT "
+                     "-o FILE\n"
+                     "       %(prog)s diff OLD NEW\n"
+                     "       %(prog)s html [-d DIR] -o DIR\n"
+                     "       %(prog)s archive [-d DIR] [-o FILE]",
                formatter_class=argparse.RawDescriptionHelpFormatter)
-    _session_arg(p)
+    _session_arg(p, several=True)
     p.add_argument("-s", "--separate", default="none", metavar="HOW",
                    choices=profile.SEPARATIONS,
                    help="group rows by context, slot, image or none "
@@ -209,18 +224,141 @@ def timeline_parser():
     return p
 
 
+ANNOTATE_DESCRIPTION = """\
+Annotate functions instruction by instruction, like opannotate: each
+function's disassembly (riscv64-unknown-elf-objdump on the image's bytes)
+with every instruction's samples and their percent of the function's,
+its address and its file offset in the image, and the function's source
+lines from the image's DWARF.  Overlay functions that share local-store
+addresses are annotated apart, each from its own bytes.  Without SYMBOL,
+every function with samples, hottest first.  An image without debug
+information is annotated without source, and the report says why.
+--source gives the per-source-line view of whole files instead."""
+
+ANNOTATE_EPILOG = """\
+text output:
+  a header per function (image, symbol, [overlay], samples, share of the
+  session, source file), then one line per instruction:
+     SAMPLES   PERCENT  ADDRESS   OFFSET    INSTRUCTION
+  by samples (--order=samples, each with its FILE:LINE), or by address
+  (--order=address) with the source line printed above the instructions
+  it became.
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, objdump missing or
+  failing, unwritable output; 2  bad usage (a SYMBOL with no samples)
+
+examples:
+  copreport annotate stage_denoise
+  copreport annotate --order=address crc16_bitwise blur_picture
+  copreport annotate --source stages.c
+  copreport annotate --format json > annotate.json"""
+
+EXPORT_DESCRIPTION = """\
+Export the session's samples for other viewers: pprof (profile.proto,
+gzipped: go tool pprof, Parca, Pyroscope), callgrind (callgrind_annotate,
+KCachegrind), folded stacks (flamegraph.pl, speedscope) or speedscope's
+JSON (speedscope.app).  Each keeps the image, the overlay and the context
+of every sample: pprof as sample labels (context, pid, tid, image,
+overlay) and files IMAGE:SECTION; callgrind with the context as the
+outermost caller, ob= the image and fl= IMAGE:SECTION; folded and
+speedscope with the context as the first frame (speedscope: a profile per
+context).  Until sessions hold call stacks, a sample's stack is its
+function alone; every sample of the session is in the export once."""
+
+EXPORT_EPILOG = """\
+examples:
+  copreport export --format pprof -o coprof.pb.gz && go tool pprof -top coprof.pb.gz
+  copreport export --format callgrind -o callgrind.out.coprof
+  copreport export --format folded -o coprof.folded && flamegraph.pl coprof.folded
+  copreport export --format speedscope -o coprof.speedscope.json
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, sessions sampled at
+  different periods, unwritable output; 2  bad usage"""
+
+
+def annotate_parser():
+    p = Parser(prog=PROG + " annotate", description=ANNOTATE_DESCRIPTION,
+               epilog=ANNOTATE_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p)
+    p.add_argument("symbols", nargs="*", metavar="SYMBOL",
+                   help="functions to annotate (default: every function "
+                        "with samples)")
+    p.add_argument("--order", choices=annotate.ORDERS, default="samples",
+                   help="instructions hottest first (samples, the default)"
+                        " or by address")
+    p.add_argument("--source", metavar="FILE", nargs="?", const="",
+                   help="per source line instead: every line of FILE (a "
+                        "path or its end, e.g. stages.c), or of every "
+                        "source file with samples when FILE is not given")
+    p.add_argument("-i", "--image", action="append", default=[],
+                   metavar="NAME", help="only functions of this image "
+                   "(repeatable)")
+    p.add_argument("-f", "--format", default="text",
+                   choices=annotate.FORMATS, metavar="FMT",
+                   help="text, csv or json (default text)")
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
+                   help="write to FILE instead of standard output")
+    return p
+
+
+def export_parser():
+    p = Parser(prog=PROG + " export", description=EXPORT_DESCRIPTION,
+               epilog=EXPORT_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p, several=True)
+    p.add_argument("-f", "--format", required=True, choices=export.FORMATS,
+                   metavar="FMT",
+                   help="pprof, callgrind, folded or speedscope")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   type=_file_name, help="the file to write")
+    return p
+
+
 class RuntimeFailure(Exception):
     pass
 
 
 def _open_session(d):
+    """The session in directory d, or in the archive file d (archive.py),
+    or the default one when d is None."""
     if d is None:
         d = session_mod.default_dir()
         if d is None:
             raise RuntimeFailure(
                 "coprof_data: no session here, and none in "
                 "$XDG_DATA_HOME/coprof/current (give -d DIR)")
+    if os.path.isfile(d):
+        from . import archive
+        try:
+            return archive.open_archive(d)
+        except archive.ArchiveError as e:
+            raise RuntimeFailure(str(e))
     return session_mod.Session.open(d)
+
+
+def _open_sessions(dirs):
+    """The sessions of -d (repeatable), all opened or none."""
+    sessions = []
+    try:
+        for d in dirs or [None]:
+            sessions.append(_open_session(d))
+    except BaseException:
+        for s in sessions:
+            s.close()
+        raise
+    return sessions
+
+
+def _close(sessions):
+    for s in sessions:
+        s.close()
+
+
+def _names(sessions):
+    return " + ".join(s.dir for s in sessions)
 
 
 def _open_output(path):
@@ -248,26 +386,34 @@ def _warn(session):
         sys.stderr.write("%s: warning: %s\n" % (PROG, w))
 
 
+def _write(path, write):
+    """write(f) to the file path, or to standard output when None."""
+    if path is not None:
+        with _open_output(path) as f:
+            write(f)
+    else:
+        write(sys.stdout)
+        sys.stdout.flush()
+
+
 def run_report(args):
     if args.output is not None:
         _check_writable(args.output)
-    s = _open_session(args.dir)
+    sessions = _open_sessions(args.dirs)
     try:
         try:
-            prof = profile.build(s, args.separate, args.image, args.context,
-                                 args.threshold)
+            prof = profile.build_many(sessions, args.separate, args.image,
+                                      args.context, args.threshold)
         except profile.FilterError as e:
             raise UsageError(str(e))
-        _warn(s)
+        except profile.MergeError as e:
+            raise RuntimeFailure("%s: %s" % (_names(sessions), e))
+        for s in sessions:
+            _warn(s)
         writer = output.WRITERS[args.format]
-        if args.output is not None:
-            with _open_output(args.output) as f:
-                writer(prof, f, s.dir)
-        else:
-            writer(prof, sys.stdout, s.dir)
-            sys.stdout.flush()
+        _write(args.output, lambda f: writer(prof, f, _names(sessions)))
     finally:
-        s.close()
+        _close(sessions)
 
 
 def run_timeline(args):
@@ -298,12 +444,66 @@ def run_timeline(args):
         s.close()
 
 
+def run_annotate(args):
+    if args.output is not None:
+        _check_writable(args.output)
+    s = _open_session(args.dir)
+    try:
+        try:
+            funcs = annotate.annotate(s, args.symbols, args.image)
+        except profile.FilterError as e:
+            raise UsageError(str(e))
+        except annotate.AnnotateError as e:
+            raise RuntimeFailure(str(e))
+        _warn(s)
+        total = annotate.session_samples(s)
+        if args.source is not None:
+            files = annotate.by_source(funcs, args.source or None)
+            if args.source and not files:
+                raise UsageError("%s: no sampled instruction comes from a "
+                                 "source file of that name" % args.source)
+            _write(args.output, lambda f: annotate.write_source(
+                files, f, args.format, total, s.dir))
+            return
+        writer = annotate.WRITERS[args.format]
+        _write(args.output, lambda f: writer(funcs, f, total, args.order,
+                                             s.dir))
+    finally:
+        s.close()
+
+
+def run_export(args):
+    _check_writable(args.output)
+    sessions = _open_sessions(args.dirs)
+    try:
+        for s in sessions:
+            _warn(s)
+        try:
+            export.export(sessions, args.format, args.output,
+                          _names(sessions))
+        except profile.MergeError as e:
+            raise RuntimeFailure("%s: %s" % (_names(sessions), e))
+        except export.ExportError as e:
+            raise RuntimeFailure(str(e))
+        except OSError as e:
+            raise RuntimeFailure("%s: %s" % (args.output, e.strerror or e))
+    finally:
+        _close(sessions)
+
+
+SUBCOMMANDS = {
+    "timeline": (timeline_parser, run_timeline),
+    "annotate": (annotate_parser, run_annotate),
+    "export": (export_parser, run_export),
+}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] == "timeline":
-            args = timeline_parser().parse_args(argv[1:])
-            run_timeline(args)
+        if argv and argv[0] in SUBCOMMANDS:
+            make_parser, run = SUBCOMMANDS[argv[0]]
+            run(make_parser().parse_args(argv[1:]))
         else:
             args = report_parser().parse_args(argv)
             run_report(args)
