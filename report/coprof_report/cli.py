@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from . import annotate, export, output, profile, session as session_mod
+from . import annotate, diff, export, output, profile, session as session_mod
 from . import timeline
 
 PROG = "copreport"
@@ -296,11 +296,7 @@ def annotate_parser():
     p.add_argument("-i", "--image", action="append", default=[],
                    metavar="NAME", help="only functions of this image "
                    "(repeatable)")
-    p.add_argument("-f", "--format", default="text",
-                   choices=annotate.FORMATS, metavar="FMT",
-                   help="text, csv or json (default text)")
-    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
-                   help="write to FILE instead of standard output")
+    _format_output_args(p, annotate.FORMATS)
     return p
 
 
@@ -314,6 +310,43 @@ def export_parser():
                    help="pprof, callgrind, folded or speedscope")
     p.add_argument("-o", "--output", metavar="FILE", required=True,
                    type=_file_name, help="the file to write")
+    return p
+
+
+DIFF_DESCRIPTION = """\
+Compare two sessions function by function, like perf diff: per symbol its
+share of OLD's samples and of NEW's, the change in points, and whether
+the change is beyond sampling noise -- a two-proportion z test per row,
+significant when it passes Holm's correction over the whole table at 95%
+(two runs of the same workload flag nothing 95 times in 100).  Images are
+matched by identity (the content hash of their bytes), else by name (a
+rebuilt program).  Rows come most significant first."""
+
+DIFF_EPILOG = """\
+examples:
+  copreport diff before/coprof_data after/coprof_data
+  copreport diff OLD NEW --format json | jq '.rows[] | select(.significant)'
+
+exit status:
+  0  written; 1  a session missing, unreadable or damaged, an unwritable
+  output; 2  bad usage"""
+
+
+def _format_output_args(p, formats):
+    p.add_argument("-f", "--format", default="text", choices=formats,
+                   metavar="FMT", help="text, csv or json (default text)")
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
+                   help="write to FILE instead of standard output")
+
+
+def diff_parser():
+    p = Parser(prog=PROG + " diff", description=DIFF_DESCRIPTION,
+               epilog=DIFF_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("old", metavar="OLD",
+                   help="the session before (a directory or an archive)")
+    p.add_argument("new", metavar="NEW", help="the session after")
+    _format_output_args(p, diff.FORMATS)
     return p
 
 
@@ -491,7 +524,21 @@ def run_export(args):
         _close(sessions)
 
 
+def run_diff(args):
+    if args.output is not None:
+        _check_writable(args.output)
+    sessions = _open_sessions([args.old, args.new])
+    try:
+        for s in sessions:
+            _warn(s)
+        d = diff.build(*sessions)
+        _write(args.output, lambda f: diff.WRITERS[args.format](d, f))
+    finally:
+        _close(sessions)
+
+
 SUBCOMMANDS = {
+    "diff": (diff_parser, run_diff),
     "timeline": (timeline_parser, run_timeline),
     "annotate": (annotate_parser, run_annotate),
     "export": (export_parser, run_export),
