@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from . import annotate, diff, export, output, profile, session as session_mod
+from . import annotate, diff, export, html, output, profile, session as session_mod
 from . import timeline
 
 PROG = "copreport"
@@ -350,6 +350,70 @@ def diff_parser():
     return p
 
 
+HTML_DESCRIPTION = """\
+Write the report as one HTML page that a browser opens from the file
+system, without a server: DIR/index.html with the profile (every row
+with its share, its 95% interval and a bar), the hottest functions
+annotated instruction by instruction with their source lines (as
+copreport annotate --order=address), and the timeline picture (as
+copreport timeline --png, embedded in the page; also DIR/timeline.png).
+DIR is created (0700) when missing."""
+
+HTML_EPILOG = """\
+examples:
+  copreport html -o report && chromium report/index.html
+  copreport html -d DIR -o report --top 10
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, DIR not writable;
+  2  bad usage"""
+
+ARCHIVE_DESCRIPTION = """\
+Write the session and the coprocessor images its report needs into one
+file, like oparchive, for reading on another machine: `copreport -d FILE`
+(and every subcommand's -d) reads the archive as it reads a session
+directory, with the same numbers and names although the programs that
+ran are not there.  The file is a gzipped tar of session/session.db and
+session/images/; an image missing from the session's cache is taken from
+the file the context ran when that still is the same file.  A live
+session is archived as of its last flush.  `coprof archive` runs this."""
+
+ARCHIVE_EPILOG = """\
+examples:
+  coprof archive -o run1.coprof.tar.gz
+  copreport -d run1.coprof.tar.gz --separate=context
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, an output that cannot
+  be written; 2  bad usage"""
+
+DEFAULT_ARCHIVE = "coprof_archive.tar.gz"
+
+
+def html_parser():
+    p = Parser(prog=PROG + " html", description=HTML_DESCRIPTION,
+               epilog=HTML_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p)
+    p.add_argument("-o", "--output", metavar="DIR", required=True,
+                   type=_file_name, help="the directory of the page")
+    p.add_argument("--top", type=int, default=html.TOP_FUNCTIONS,
+                   metavar="N", help="annotate the N hottest functions "
+                   "(default %(default)s)")
+    return p
+
+
+def archive_parser():
+    p = Parser(prog=PROG + " archive", description=ARCHIVE_DESCRIPTION,
+               epilog=ARCHIVE_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p)
+    p.add_argument("-o", "--output", metavar="FILE", default=DEFAULT_ARCHIVE,
+                   type=_file_name,
+                   help="the archive to write (default %(default)s)")
+    return p
+
+
 class RuntimeFailure(Exception):
     pass
 
@@ -391,7 +455,7 @@ def _close(sessions):
 
 
 def _names(sessions):
-    return " + ".join(s.dir for s in sessions)
+    return " + ".join(s.name for s in sessions)
 
 
 def _open_output(path):
@@ -469,7 +533,7 @@ def run_timeline(args):
                 raise RuntimeFailure("%s: needs Debian's python3-matplotlib "
                                      "(%s)" % (args.png, e))
             try:
-                plot.write_png(tl, args.png, "slot occupancy: %s" % s.dir)
+                plot.write_png(tl, args.png, "slot occupancy: %s" % s.name)
             except OSError as e:
                 raise RuntimeFailure("%s: %s" % (args.png,
                                                  e.strerror or e))
@@ -496,11 +560,11 @@ def run_annotate(args):
                 raise UsageError("%s: no sampled instruction comes from a "
                                  "source file of that name" % args.source)
             _write(args.output, lambda f: annotate.write_source(
-                files, f, args.format, total, s.dir))
+                files, f, args.format, total, s.name))
             return
         writer = annotate.WRITERS[args.format]
         _write(args.output, lambda f: writer(funcs, f, total, args.order,
-                                             s.dir))
+                                             s.name))
     finally:
         s.close()
 
@@ -537,7 +601,48 @@ def run_diff(args):
         _close(sessions)
 
 
+def run_html(args):
+    if args.top < 0:
+        raise UsageError("--top: %d is not a number of functions" % args.top)
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise RuntimeFailure("%s: not a directory" % args.output)
+    if not os.path.isdir(args.output):
+        _check_writable(args.output)
+    s = _open_session(args.dir)
+    try:
+        try:
+            page = html.write(s, args.output, args.top)
+        except annotate.AnnotateError as e:
+            raise RuntimeFailure(str(e))
+        except OSError as e:
+            raise RuntimeFailure("%s: %s" % (e.filename or args.output,
+                                             e.strerror or e))
+        _warn(s)
+        sys.stderr.write("%s: wrote %s\n" % (PROG, page))
+    finally:
+        s.close()
+
+
+def run_archive(args):
+    from . import archive
+    _check_writable(args.output)
+    s = _open_session(args.dir)
+    try:
+        try:
+            n = archive.write(s, args.output)
+        except archive.ArchiveError as e:
+            raise RuntimeFailure(str(e))
+        _warn(s)
+        sys.stderr.write("%s: archived %s with %d image%s in %s\n"
+                         % (PROG, s.name, n, "" if n == 1 else "s",
+                            args.output))
+    finally:
+        s.close()
+
+
 SUBCOMMANDS = {
+    "html": (html_parser, run_html),
+    "archive": (archive_parser, run_archive),
     "diff": (diff_parser, run_diff),
     "timeline": (timeline_parser, run_timeline),
     "annotate": (annotate_parser, run_annotate),

@@ -136,7 +136,7 @@ def build(old_session, new_session):
     """The Diff of two open sessions."""
     old = profile.build(old_session, "none")
     new = profile.build(new_session, "none")
-    return Diff(old, new, old_session.dir, new_session.dir)
+    return Diff(old, new, old_session.name, new_session.name)
 
 
 def _row_json(diff, d):

@@ -409,11 +409,11 @@ def export(sessions, fmt, path, name):
     profs = {}
 
     def prof_of(s):
-        if s.dir not in profs:
-            profs[s.dir] = profile.build(
-                s, "context", session_name=s.dir if len(sessions) > 1
+        if id(s) not in profs:
+            profs[id(s)] = profile.build(
+                s, "context", session_name=s.name if len(sessions) > 1
                 else None)
-        return profs[s.dir]
+        return profs[id(s)]
 
     sampling = profile.same_period([prof_of(s) for s in sessions])
     all_st = all_stacks(sessions, prof_of)

@@ -828,7 +828,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     prof.decode_errors = [(r["kind"], r["count"])
                           for r in session.decode_errors()]
     prof.stream_samples = session.int_key("stream.samples")
-    prof.session_name = session_name or session.dir
+    prof.session_name = session_name or session.name
     session_state(prof, session)
     prof.sampling = _load_sampling(session, contexts)
     return prof
@@ -856,7 +856,7 @@ def build_many(sessions, separation="none", image_filter=(),
         return build(sessions[0], separation, image_filter, context_filter,
                      threshold)
     profs = [build(s, separation, image_filter, context_filter, 0.0,
-                   session_name=s.dir) for s in sessions]
+                   session_name=s.name) for s in sessions]
     return merge(profs, threshold)
 
 
