@@ -196,10 +196,7 @@ def report_parser():
                    metavar="N",
                    help="only samples of this context: coprofd's number N, "
                         "pid:PID or tid:TID (repeatable)")
-    p.add_argument("-f", "--format", default="text", choices=output.FORMATS,
-                   metavar="FMT", help="text, csv or json (default text)")
-    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
-                   help="write to FILE instead of standard output")
+    _format_output_args(p, output.FORMATS)
     return p
 
 

@@ -110,7 +110,8 @@ def test_several_sessions_contexts_apart(knob, copreport):
     assert labels == ["%s: context 1" % knob.a, "%s: context 1" % knob.b]
     a = _report(copreport, "-d", knob.a)
     assert sep["groups"][0]["total"] == a["totals"]["samples"]
-    assert len(sep["contexts"]) == 2
+    assert [c["session"] for c in sep["contexts"]] == [knob.a, knob.b]
+    assert a["contexts"][0]["session"] is None
     text = copreport("-d", knob.a, "-d", knob.b, "--separate=context",
                      check=True).stdout
     assert "%s: context 1 (copsim context" % knob.b in text
