@@ -772,6 +772,7 @@ static int archive(int argc, char **argv)
     for (int i = 1; i < argc; i++)     /* "archive" and its options */
         args[i] = argv[i];
     execvp(path, args);
+    free(args);
     return cli_fail(EXIT_FAILED, "%s: %s (copreport archive makes the "
                     "archive)", path, strerror(errno));
 }
