@@ -52,8 +52,8 @@ def _private_file(path):
 
 
 def _copy_db(session, dest):
-    """The session's database, as of the report's read transaction, in rollback-journal
-    mode."""
+    """The session's database, as of the report's read transaction, in
+    rollback-journal mode."""
     out = sqlite3.connect(dest)
     try:
         session.db.backup(out)

@@ -9,11 +9,13 @@ written).  Per-image problems are warning lines, "copreport: warning:
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
-from . import annotate, diff, export, html, output, profile, session as session_mod
+from . import annotate, archive, diff, export, html, output, profile
 from . import timeline
+from . import session as session_mod
 
 PROG = "copreport"
 
@@ -71,19 +73,23 @@ session:
 
 exit status:
   0  the report was written
-  1  no session, an unreadable or damaged session, or an output that
-     cannot be written
+  1  no session, an unreadable or damaged session or archive, sessions
+     sampled at different periods (-d A -d B), or an output that cannot
+     be written
   2  bad usage: an unknown option or --separate, a bad --threshold, an
      --image or --context that names nothing in the session, an empty -o
 
 examples:
   copreport                              the session in ./coprof_data
   copreport -d DIR --separate=context    one section per context
+  copreport -d A -d B                    two sessions summed
+  copreport -d run.coprof.tar.gz         a session from its archive
   copreport --image overlays --threshold 1
   copreport --format json --separate=none > profile.json
   copreport timeline -o trace.json --png timeline.png
 
-see also: copreport timeline --help; report/README.md"""
+see also: copreport SUBCOMMAND --help (timeline, annotate, export, diff,
+          html, archive); report/README.md"""
 
 TIMELINE_DESCRIPTION = """\
 Write the session's timeline as Chrome trace event JSON, which Perfetto
@@ -200,10 +206,15 @@ def report_parser():
     return p
 
 
+def _subparser(name, description, epilog):
+    """The Parser of `copreport NAME`."""
+    return Parser(prog=PROG + " " + name, description=description,
+                  epilog=epilog,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def timeline_parser():
-    p = Parser(prog=PROG + " timeline", description=TIMELINE_DESCRIPTION,
-               epilog=TIMELINE_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("timeline", TIMELINE_DESCRIPTION, TIMELINE_EPILOG)
     _session_arg(p)
     p.add_argument("-o", "--output", metavar="FILE.json", required=True,
                    type=_file_name,
@@ -265,9 +276,11 @@ function alone; every sample of the session is in the export once."""
 
 EXPORT_EPILOG = """\
 examples:
-  copreport export --format pprof -o coprof.pb.gz && go tool pprof -top coprof.pb.gz
+  copreport export --format pprof -o coprof.pb.gz
+  go tool pprof -top coprof.pb.gz
   copreport export --format callgrind -o callgrind.out.coprof
-  copreport export --format folded -o coprof.folded && flamegraph.pl coprof.folded
+  copreport export --format folded -o coprof.folded
+  flamegraph.pl coprof.folded > flame.svg
   copreport export --format speedscope -o coprof.speedscope.json
 
 exit status:
@@ -276,9 +289,7 @@ exit status:
 
 
 def annotate_parser():
-    p = Parser(prog=PROG + " annotate", description=ANNOTATE_DESCRIPTION,
-               epilog=ANNOTATE_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("annotate", ANNOTATE_DESCRIPTION, ANNOTATE_EPILOG)
     _session_arg(p)
     p.add_argument("symbols", nargs="*", metavar="SYMBOL",
                    help="functions to annotate (default: every function "
@@ -298,9 +309,7 @@ def annotate_parser():
 
 
 def export_parser():
-    p = Parser(prog=PROG + " export", description=EXPORT_DESCRIPTION,
-               epilog=EXPORT_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("export", EXPORT_DESCRIPTION, EXPORT_EPILOG)
     _session_arg(p, several=True)
     p.add_argument("-f", "--format", required=True, choices=export.FORMATS,
                    metavar="FMT",
@@ -337,9 +346,7 @@ def _format_output_args(p, formats):
 
 
 def diff_parser():
-    p = Parser(prog=PROG + " diff", description=DIFF_DESCRIPTION,
-               epilog=DIFF_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("diff", DIFF_DESCRIPTION, DIFF_EPILOG)
     p.add_argument("old", metavar="OLD",
                    help="the session before (a directory or an archive)")
     p.add_argument("new", metavar="NEW", help="the session after")
@@ -388,9 +395,7 @@ DEFAULT_ARCHIVE = "coprof_archive.tar.gz"
 
 
 def html_parser():
-    p = Parser(prog=PROG + " html", description=HTML_DESCRIPTION,
-               epilog=HTML_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("html", HTML_DESCRIPTION, HTML_EPILOG)
     _session_arg(p)
     p.add_argument("-o", "--output", metavar="DIR", required=True,
                    type=_file_name, help="the directory of the page")
@@ -401,9 +406,7 @@ def html_parser():
 
 
 def archive_parser():
-    p = Parser(prog=PROG + " archive", description=ARCHIVE_DESCRIPTION,
-               epilog=ARCHIVE_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("archive", ARCHIVE_DESCRIPTION, ARCHIVE_EPILOG)
     _session_arg(p)
     p.add_argument("-o", "--output", metavar="FILE", default=DEFAULT_ARCHIVE,
                    type=_file_name,
@@ -425,7 +428,6 @@ def _open_session(d):
                 "coprof_data: no session here, and none in "
                 "$XDG_DATA_HOME/coprof/current (give -d DIR)")
     if os.path.isfile(d):
-        from . import archive
         try:
             return archive.open_archive(d)
         except archive.ArchiveError as e:
@@ -449,6 +451,26 @@ def _open_sessions(dirs):
 def _close(sessions):
     for s in sessions:
         s.close()
+
+
+@contextlib.contextmanager
+def _opened(dirs):
+    """The sessions of dirs (None: the default one), closed at the end;
+    their per-image warnings on stderr once the work read them; the
+    subcommands' one-line failures as RuntimeFailure."""
+    sessions = _open_sessions(dirs)
+    try:
+        try:
+            yield sessions
+        except (profile.MergeError, export.ExportError,
+                annotate.AnnotateError, archive.ArchiveError) as e:
+            if isinstance(e, profile.MergeError):
+                raise RuntimeFailure("%s: %s" % (_names(sessions), e))
+            raise RuntimeFailure(str(e))
+        for s in sessions:
+            _warn(s)
+    finally:
+        _close(sessions)
 
 
 def _names(sessions):
@@ -541,15 +563,11 @@ def run_timeline(args):
 def run_annotate(args):
     if args.output is not None:
         _check_writable(args.output)
-    s = _open_session(args.dir)
-    try:
+    with _opened([args.dir]) as (s,):
         try:
             funcs = annotate.annotate(s, args.symbols, args.image)
         except profile.FilterError as e:
             raise UsageError(str(e))
-        except annotate.AnnotateError as e:
-            raise RuntimeFailure(str(e))
-        _warn(s)
         total = annotate.session_samples(s)
         if args.source is not None:
             files = annotate.by_source(funcs, args.source or None)
@@ -562,40 +580,24 @@ def run_annotate(args):
         writer = annotate.WRITERS[args.format]
         _write(args.output, lambda f: writer(funcs, f, total, args.order,
                                              s.name))
-    finally:
-        s.close()
 
 
 def run_export(args):
     _check_writable(args.output)
-    sessions = _open_sessions(args.dirs)
-    try:
-        for s in sessions:
-            _warn(s)
+    with _opened(args.dirs) as sessions:
         try:
             export.export(sessions, args.format, args.output,
                           _names(sessions))
-        except profile.MergeError as e:
-            raise RuntimeFailure("%s: %s" % (_names(sessions), e))
-        except export.ExportError as e:
-            raise RuntimeFailure(str(e))
         except OSError as e:
             raise RuntimeFailure("%s: %s" % (args.output, e.strerror or e))
-    finally:
-        _close(sessions)
 
 
 def run_diff(args):
     if args.output is not None:
         _check_writable(args.output)
-    sessions = _open_sessions([args.old, args.new])
-    try:
-        for s in sessions:
-            _warn(s)
+    with _opened([args.old, args.new]) as sessions:
         d = diff.build(*sessions)
         _write(args.output, lambda f: diff.WRITERS[args.format](d, f))
-    finally:
-        _close(sessions)
 
 
 def run_html(args):
@@ -605,36 +607,22 @@ def run_html(args):
         raise RuntimeFailure("%s: not a directory" % args.output)
     if not os.path.isdir(args.output):
         _check_writable(args.output)
-    s = _open_session(args.dir)
-    try:
+    with _opened([args.dir]) as (s,):
         try:
             page = html.write(s, args.output, args.top)
-        except annotate.AnnotateError as e:
-            raise RuntimeFailure(str(e))
         except OSError as e:
             raise RuntimeFailure("%s: %s" % (e.filename or args.output,
                                              e.strerror or e))
-        _warn(s)
         sys.stderr.write("%s: wrote %s\n" % (PROG, page))
-    finally:
-        s.close()
 
 
 def run_archive(args):
-    from . import archive
     _check_writable(args.output)
-    s = _open_session(args.dir)
-    try:
-        try:
-            n = archive.write(s, args.output)
-        except archive.ArchiveError as e:
-            raise RuntimeFailure(str(e))
-        _warn(s)
+    with _opened([args.dir]) as (s,):
+        n = archive.write(s, args.output)
         sys.stderr.write("%s: archived %s with %d image%s in %s\n"
                          % (PROG, s.name, n, "" if n == 1 else "s",
                             args.output))
-    finally:
-        s.close()
 
 
 SUBCOMMANDS = {

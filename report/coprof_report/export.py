@@ -116,8 +116,9 @@ def frame_name(frame):
 
 # --- folded -------------------------------------------------------------
 
-def write_folded(all_st, out, _sampling):
+def write_folded(all_st, out, sampling, name):
     """One line per distinct stack: "ROOT;...;LEAF COUNT"."""
+    del sampling, name      # a folded line has no room for them
     lines = collections.OrderedDict()
     for st in all_st:
         key = ";".join([context_name(st.context).replace(";", ",")] +
@@ -158,7 +159,8 @@ def speedscope_json(all_st, name):
             "profiles": list(profiles.values())}
 
 
-def write_speedscope(all_st, out, sampling, name="coprof"):
+def write_speedscope(all_st, out, sampling, name):
+    del sampling
     json.dump(speedscope_json(all_st, name), out)
     out.write("\n")
 
@@ -186,10 +188,10 @@ def _callgrind_place(frame):
             file_name(frame), frame.function)
 
 
-def write_callgrind(all_st, out, sampling, cmd="coprof session"):
+def write_callgrind(all_st, out, sampling, name):
     """The callgrind format: the context as every stack's outermost
     frame, self cost on the sampled function, inclusive cost on each
-    call."""
+    call; name is its cmd: line."""
     self_cost = collections.OrderedDict()   # place -> samples
     calls = collections.OrderedDict()       # (caller, callee) -> samples
     total = 0
@@ -205,7 +207,7 @@ def write_callgrind(all_st, out, sampling, cmd="coprof session"):
         total += st.count
     ob, fl, fn = _Names(), _Names(), _Names()
     out.write("# callgrind format\nversion: 1\ncreator: copreport\n")
-    out.write("cmd: %s\n" % cmd)
+    out.write("cmd: %s\n" % name)
     if sampling is not None and sampling.period:
         out.write("desc: Sampling: a capture every %d cycles "
                   "(SPU_CYCLES:%d)\n" % (sampling.period, sampling.period))
@@ -420,12 +422,9 @@ def export(sessions, fmt, path, name):
     if fmt == "pprof":
         write_pprof(all_st, path, sampling)
         return
-    writer = {"folded": write_folded, "callgrind": write_callgrind,
-              "speedscope": write_speedscope}[fmt]
     with open(path, "w", encoding="utf-8") as f:
-        if fmt == "folded":
-            writer(all_st, f, sampling)
-        elif fmt == "callgrind":
-            writer(all_st, f, sampling, cmd=name)
-        else:
-            writer(all_st, f, sampling, name=name)
+        TEXT_WRITERS[fmt](all_st, f, sampling, name)
+
+
+TEXT_WRITERS = {"folded": write_folded, "callgrind": write_callgrind,
+                "speedscope": write_speedscope}

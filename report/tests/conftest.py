@@ -164,6 +164,14 @@ def record(coprof_bin, out, command, event="SPU_CYCLES:2003", seed=1):
 
 
 @pytest.fixture(scope="session")
+def record_session(coprof_bin):
+    """record_session(out, command, event=..., seed=...): record()."""
+    def run(out, command, event="SPU_CYCLES:2003", seed=1):
+        return record(coprof_bin, out, command, event, seed)
+    return run
+
+
+@pytest.fixture(scope="session")
 def knob(tmp_path_factory, coprof_bin, build_dir):
     work = tmp_path_factory.mktemp("knob")
     host = os.path.join(build_dir, "tests", "cop-host")

@@ -11,7 +11,6 @@ per-source-line view sums to the function's samples.  An image without
 debug information is annotated and says why there is no source.
 """
 
-import collections
 import json
 import re
 

@@ -25,7 +25,6 @@ import tarfile
 
 import pytest
 
-from conftest import record
 from coprof_report.session import content_hash
 
 
@@ -44,14 +43,14 @@ def _numbers(report):
 
 
 @pytest.fixture
-def moved_session(tmp_path, coprof_bin, build_dir):
+def moved_session(tmp_path, record_session, build_dir):
     """A knob session recorded from a copy of knob.elf: (session, elf)."""
     elf = tmp_path / "prog" / "knob.elf"
     elf.parent.mkdir()
     shutil.copy(os.path.join(build_dir, "tests", "report", "knob.elf"),
                 str(elf))
     host = os.path.join(build_dir, "tests", "cop-host")
-    return record(coprof_bin, tmp_path / "session", [host, elf], seed=21), \
+    return record_session(tmp_path / "session", [host, elf], seed=21), \
         str(elf)
 
 

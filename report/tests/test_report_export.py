@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 
-import pytest
 
 
 def _export(copreport, session, fmt, path, *more):
