@@ -289,10 +289,10 @@ def _fill(a, path, lines):
     a.instructions.sort(key=lambda i: i.offset)
 
 
-def annotate(session, names=(), image_filter=()):
+def annotate(session, names=(), image_filter=(), top=None):
     """The AnnotatedFunctions of a session with exact samples (those named
-    in names only, when given), hottest first; total: the session's
-    samples.  profile.FilterError when a name or image matches none."""
+    in names only, when given; the top hottest only, when given), hottest
+    first.  profile.FilterError when a name or image matches none."""
     images, _ = profile.load_images_and_contexts(session)
     found = _functions(session, images)
     wanted = list(found.values())
@@ -311,6 +311,8 @@ def annotate(session, names=(), image_filter=()):
         wanted = [a for a in wanted if a.name in names]
     wanted.sort(key=lambda a: (-a.samples, a.name, a.overlay_label,
                                a.image.short_name))
+    if top is not None:
+        wanted = wanted[:top]
     by_image = collections.defaultdict(list)
     for a in wanted:
         by_image[a.image.id].append(a)

@@ -69,7 +69,7 @@ def _image_files(session, dest_db, staging):
     images taken from their original file get a cache file in staging
     and in the copied database."""
     images, _ = profile.load_images_and_contexts(session)
-    members = []
+    members, names = [], set()
     fixes = []
     cache_dir = os.path.join(os.path.abspath(session.dir), "images")
     for info in images.values():
@@ -77,18 +77,23 @@ def _image_files(session, dest_db, staging):
             continue            # a warning already says so
         path = os.path.abspath(info.file)
         if not info.base and os.path.dirname(path) == cache_dir:
-            members.append((os.path.basename(path), path))
+            if os.path.basename(path) not in names:
+                names.add(os.path.basename(path))
+                members.append((os.path.basename(path), path))
             continue
         data = info.read_bytes()
         if data is None:
             continue
         name = "%s-%x.elf" % (session_mod.content_hash(data),
                               info.image_offset)
+        fixes.append(("images/" + name, len(data), info.id))
+        if name in names:       # the same bytes as an image already in
+            continue
+        names.add(name)
         staged = os.path.join(staging, name)
         with _private_file(staged) as f:
             f.write(data)
         members.append((name, staged))
-        fixes.append(("images/" + name, len(data), info.id))
     if fixes:
         db = sqlite3.connect(dest_db)
         try:

@@ -140,7 +140,7 @@ def write(session, out_dir, top=TOP_FUNCTIONS):
     path."""
     os.makedirs(out_dir, mode=0o700, exist_ok=True)
     prof = profile.build(session, "none")
-    funcs = annotate.annotate(session)[:top] if top else []
+    funcs = annotate.annotate(session, top=top)
     total = annotate.session_samples(session)
     png_path = os.path.join(out_dir, "timeline.png")
     png = None
