@@ -12,6 +12,7 @@ debug information is annotated and says why there is no source.
 """
 
 import json
+import os
 import re
 
 import pytest
@@ -181,3 +182,19 @@ def test_annotate_errors(knob, copreport):
     assert p.returncode == 2 and p.stderr.count("\n") == 1
     p = copreport("annotate", "-d", knob.a + "-missing")
     assert p.returncode == 1 and p.stderr.count("\n") == 1
+
+
+def test_embedded_image_without_cache(session_copy, copreport, tmp_path):
+    """With the cache gone, an image embedded in the host executable is
+    disassembled from a private copy of its bytes, removed afterwards:
+    the same annotation as from the cache."""
+    cached = _annotate_json(copreport, session_copy, "crc16_bitwise")
+    for name in os.listdir(os.path.join(session_copy, "images")):
+        os.unlink(os.path.join(session_copy, "images", name))
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    p = copreport("annotate", "-d", session_copy, "--format", "json",
+                  "crc16_bitwise", env=env, check=True)
+    assert json.loads(p.stdout)["functions"] == cached["functions"]
+    assert os.listdir(str(tmp)) == []

@@ -121,3 +121,17 @@ def test_several_sessions_other_period_refused(knob, copreport):
     p = copreport("-d", knob.a, "-d", knob.other_rate)
     assert p.returncode == 1 and p.stderr.count("\n") == 1
     assert "different periods (997, 2003 cycles)" in p.stderr
+
+
+def test_several_sessions_by_image_and_slot(knob, copreport):
+    a = _report(copreport, "-d", knob.a)
+    b = _report(copreport, "-d", knob.b)
+    for how in ("image", "slot"):
+        ab = _report(copreport, "-d", knob.a, "-d", knob.b,
+                     "--separate=" + how)
+        (g,) = ab["groups"]         # one image, one slot: one group each
+        assert g["total"] == a["totals"]["samples"] + b["totals"]["samples"]
+    ab = _report(copreport, "-d", knob.a, "-d", knob.slow,
+                 "--separate=image")
+    # knob-slow.elf is other bytes: another image of the same name
+    assert len(ab["groups"]) == 2 and len(ab["images"]) == 2
