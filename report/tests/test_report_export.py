@@ -35,6 +35,13 @@ def _rows_by_name(report):
     return out
 
 
+def _tool(name, package):
+    """The path of a viewer's tool, which make deps installs."""
+    path = shutil.which(name)
+    assert path, "%s is missing: make deps installs %s" % (name, package)
+    return path
+
+
 def _top(report, n):
     rows = sorted(report["rows"], key=lambda r: -r["samples"])
     return [(r["symbol"], r["samples"]) for r in rows[:n]]
@@ -42,8 +49,7 @@ def _top(report, n):
 
 def test_pprof_top_is_the_report(real_session, copreport, report_json,
                                  tmp_path):
-    go = shutil.which("go")
-    assert go, "go is missing: make deps installs golang-go"
+    go = _tool("go", "golang-go")
     path = _export(copreport, real_session.dir, "pprof",
                    tmp_path / "coprof.pb.gz")
     with gzip.open(str(path)) as f:     # gzipped, as the format says
@@ -79,8 +85,7 @@ def test_pprof_top_is_the_report(real_session, copreport, report_json,
 
 def test_callgrind_annotate_reads_it(real_session, copreport, report_json,
                                      tmp_path):
-    tool = shutil.which("callgrind_annotate")
-    assert tool, "callgrind_annotate is missing: make deps installs valgrind"
+    tool = _tool("callgrind_annotate", "valgrind")
     path = _export(copreport, real_session.dir, "callgrind",
                    tmp_path / "callgrind.out.coprof")
     p = subprocess.run([tool, "--threshold=100", str(path)],
