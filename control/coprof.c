@@ -130,6 +130,7 @@ static void usage(FILE *out)
 "\n"
 "SYNOPSIS\n"
 "    coprof record [OPTIONS] [--] CMD [ARGS...]\n"
+"    coprof archive [-d SESSION] [-o FILE]    (coprof archive --help)\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs CMD, a host program using libcop, against a private copsim whose\n"
@@ -805,6 +806,29 @@ static int record(struct record *r)
     return cmd_status;
 }
 
+/*
+ * `coprof archive [-d SESSION] [-o FILE]`: the session and the images it
+ * needs in one file, like oparchive.  copreport, beside this program, does
+ * it (`copreport archive`, report/coprof_report/archive.py), so that the
+ * archive is written by the code that reads it.
+ */
+static int archive(int argc, char **argv)
+{
+    char path[PATH_MAX];
+    char **args = calloc((size_t)argc + 1, sizeof(*args));
+
+    if (!args)
+        return cli_fail(EXIT_FAILED, "archive: out of memory");
+    daemons_find("copreport", path, sizeof(path));
+    args[0] = path;
+    for (int i = 1; i < argc; i++)     /* "archive" and its options */
+        args[i] = argv[i];
+    execvp(path, args);
+    free(args);
+    return cli_fail(EXIT_FAILED, "%s: %s (copreport archive makes the "
+                    "archive)", path, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     static struct record r;
@@ -820,9 +844,12 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "archive") == 0)
+        return archive(argc, argv);
     if (strcmp(argv[1], "record") != 0)
         return cli_fail(EXIT_USAGE, "%s: unknown subcommand (coprof record "
-                        "[OPTIONS] -- CMD [ARGS...])", argv[1]);
+                        "[OPTIONS] -- CMD [ARGS...], coprof archive)",
+                        argv[1]);
     if ((status = parse_record(argc - 1, argv + 1, &r.opt)) != 0)
         return status;
     return record(&r);

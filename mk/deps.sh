@@ -5,13 +5,16 @@
 #
 # The list is what the build, the tests and the reports use (README.md),
 # with the kernel, its headers, QEMU for x86 and busybox-static for the
-# Linux module's guest (kernel-driver/linux/).
+# Linux module's guest (kernel-driver/linux/), and the viewers' own tools
+# that read copreport's exports back in its tests (go tool pprof from
+# golang-go, callgrind_annotate from valgrind, headless chromium for the
+# HTML report) with python3-protobuf, which writes the pprof export.
 
 PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
 libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf
 picolibc-riscv64-unknown-elf clang python3-pyelftools python3-matplotlib
 python3-pytest qemu-system-x86 linux-image-amd64 linux-headers-amd64
-busybox-static"
+busybox-static golang-go valgrind python3-protobuf chromium"
 
 missing=""
 for p in $PACKAGES; do

@@ -30,3 +30,21 @@ install-report: build-all
 	install -d $(DESTDIR)$(PREFIX)/lib/coprof/python/coprof_report
 	install -m 644 $(REPORT_PKG_FILES) \
 		$(DESTDIR)$(PREFIX)/lib/coprof/python/coprof_report
+
+# knob: a coprocessor program of known shape for the tests (diff,
+# annotate), built twice: knob_work at its cost and twice as slow.  Both
+# images are named "knob", so a diff matches them by name.
+include sdk/cop.mk
+
+knob_SOURCES := report/tests/knob/knob.c
+knob_NAME := knob
+knob_OUT := $(TESTBIN)/report/knob.elf
+$(eval $(call cop_program,knob))
+
+knob_slow_SOURCES := report/tests/knob/knob.c
+knob_slow_NAME := knob
+knob_slow_CFLAGS := -DKNOB_FACTOR=2
+knob_slow_OUT := $(TESTBIN)/report/knob-slow.elf
+$(eval $(call cop_program,knob_slow))
+
+ALL_TARGETS += $(knob_IMAGE) $(knob_slow_IMAGE)

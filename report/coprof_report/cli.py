@@ -9,10 +9,13 @@ written).  Per-image problems are warning lines, "copreport: warning:
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
-from . import output, profile, session as session_mod, timeline
+from . import annotate, archive, diff, export, html, output, profile
+from . import timeline
+from . import session as session_mod
 
 PROG = "copreport"
 
@@ -70,19 +73,23 @@ session:
 
 exit status:
   0  the report was written
-  1  no session, an unreadable or damaged session, or an output that
-     cannot be written
+  1  no session, an unreadable or damaged session or archive, sessions
+     sampled at different periods (-d A -d B), or an output that cannot
+     be written
   2  bad usage: an unknown option or --separate, a bad --threshold, an
      --image or --context that names nothing in the session, an empty -o
 
 examples:
   copreport                              the session in ./coprof_data
   copreport -d DIR --separate=context    one section per context
+  copreport -d A -d B                    two sessions summed
+  copreport -d run.coprof.tar.gz         a session from its archive
   copreport --image overlays --threshold 1
   copreport --format json --separate=none > profile.json
   copreport timeline -o trace.json --png timeline.png
 
-see also: copreport timeline --help; report/README.md"""
+see also: copreport SUBCOMMAND --help (timeline, annotate, export, diff,
+          html, archive); report/README.md"""
 
 TIMELINE_DESCRIPTION = """\
 Write the session's timeline as Chrome trace event JSON, which Perfetto
@@ -151,20 +158,34 @@ def _file_name(text):
     return text
 
 
-def _session_arg(p):
+def _session_arg(p, several=False):
+    if several:
+        p.add_argument("-d", "--session-dir", metavar="DIR", dest="dirs",
+                       action="append", default=[],
+                       help="the session directory or archive (default "
+                            "./coprof_data, else "
+                            "$XDG_DATA_HOME/coprof/current); repeated: "
+                            "the sessions summed, their contexts apart")
+        return
     p.add_argument("-d", "--session-dir", metavar="DIR", dest="dir",
-                   help="the session directory (default ./coprof_data, "
-                        "else $XDG_DATA_HOME/coprof/current)")
+                   help="the session directory or archive (default "
+                        "./coprof_data, else $XDG_DATA_HOME/coprof/current)")
 
 
 def report_parser():
     p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
                epilog=REPORT_EPILOG,
-               usage="%(prog)s [-d DIR] [OPTIONS]\n"
+               usage="%(prog)s [-d DIR]... [OPTIONS]\n"
                      "       %(prog)s timeline [-d DIR] -o FILE.json "
-                     "[--png FILE]",
+                     "[--png FILE]\n"
+                     "       %(prog)s annotate [-d DIR] [SYMBOL...]\n"
+                     "       %(prog)s export [-d DIR]... --format FMT "
+                     "-o FILE\n"
+                     "       %(prog)s diff OLD NEW\n"
+                     "       %(prog)s html [-d DIR] -o DIR\n"
+                     "       %(prog)s archive [-d DIR] [-o FILE]",
                formatter_class=argparse.RawDescriptionHelpFormatter)
-    _session_arg(p)
+    _session_arg(p, several=True)
     p.add_argument("-s", "--separate", default="none", metavar="HOW",
                    choices=profile.SEPARATIONS,
                    help="group rows by context, slot, image or none "
@@ -181,17 +202,19 @@ def report_parser():
                    metavar="N",
                    help="only samples of this context: coprofd's number N, "
                         "pid:PID or tid:TID (repeatable)")
-    p.add_argument("-f", "--format", default="text", choices=output.FORMATS,
-                   metavar="FMT", help="text, csv or json (default text)")
-    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
-                   help="write to FILE instead of standard output")
+    _format_output_args(p, output.FORMATS)
     return p
 
 
+def _subparser(name, description, epilog):
+    """The Parser of `copreport NAME`."""
+    return Parser(prog=PROG + " " + name, description=description,
+                  epilog=epilog,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def timeline_parser():
-    p = Parser(prog=PROG + " timeline", description=TIMELINE_DESCRIPTION,
-               epilog=TIMELINE_EPILOG,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subparser("timeline", TIMELINE_DESCRIPTION, TIMELINE_EPILOG)
     _session_arg(p)
     p.add_argument("-o", "--output", metavar="FILE.json", required=True,
                    type=_file_name,
@@ -209,18 +232,249 @@ def timeline_parser():
     return p
 
 
+ANNOTATE_DESCRIPTION = """\
+Annotate functions instruction by instruction, like opannotate: each
+function's disassembly (riscv64-unknown-elf-objdump on the image's bytes)
+with every instruction's samples and their percent of the function's,
+its address and its file offset in the image, and the function's source
+lines from the image's DWARF.  Overlay functions that share local-store
+addresses are annotated apart, each from its own bytes.  Without SYMBOL,
+every function with samples, hottest first.  An image without debug
+information is annotated without source, and the report says why.
+--source gives the per-source-line view of whole files instead."""
+
+ANNOTATE_EPILOG = """\
+text output:
+  a header per function (image, symbol, [overlay], samples, share of the
+  session, source file), then one line per instruction:
+     SAMPLES   PERCENT  ADDRESS   OFFSET    INSTRUCTION
+  by samples (--order=samples, each with its FILE:LINE), or by address
+  (--order=address) with the source line printed above the instructions
+  it became.
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, objdump missing or
+  failing, unwritable output; 2  bad usage (a SYMBOL with no samples)
+
+examples:
+  copreport annotate stage_denoise
+  copreport annotate --order=address crc16_bitwise blur_picture
+  copreport annotate --source stages.c
+  copreport annotate --format json > annotate.json"""
+
+EXPORT_DESCRIPTION = """\
+Export the session's samples for other viewers: pprof (profile.proto,
+gzipped: go tool pprof, Parca, Pyroscope), callgrind (callgrind_annotate,
+KCachegrind), folded stacks (flamegraph.pl, speedscope) or speedscope's
+JSON (speedscope.app).  Each keeps the image, the overlay and the context
+of every sample: pprof as sample labels (context, pid, tid, image,
+overlay) and files IMAGE:SECTION; callgrind with the context as the
+outermost caller, ob= the image and fl= IMAGE:SECTION; folded and
+speedscope with the context as the first frame (speedscope: a profile per
+context).  Until sessions hold call stacks, a sample's stack is its
+function alone; every sample of the session is in the export once."""
+
+EXPORT_EPILOG = """\
+examples:
+  copreport export --format pprof -o coprof.pb.gz
+  go tool pprof -top coprof.pb.gz
+  copreport export --format callgrind -o callgrind.out.coprof
+  copreport export --format folded -o coprof.folded
+  flamegraph.pl coprof.folded > flame.svg
+  copreport export --format speedscope -o coprof.speedscope.json
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, sessions sampled at
+  different periods, unwritable output; 2  bad usage"""
+
+
+def annotate_parser():
+    p = _subparser("annotate", ANNOTATE_DESCRIPTION, ANNOTATE_EPILOG)
+    _session_arg(p)
+    p.add_argument("symbols", nargs="*", metavar="SYMBOL",
+                   help="functions to annotate (default: every function "
+                        "with samples)")
+    p.add_argument("--order", choices=annotate.ORDERS, default="samples",
+                   help="instructions hottest first (samples, the default)"
+                        " or by address")
+    p.add_argument("--source", metavar="FILE", nargs="?", const="",
+                   help="per source line instead: every line of FILE (a "
+                        "path or its end, e.g. stages.c), or of every "
+                        "source file with samples when FILE is not given")
+    p.add_argument("-i", "--image", action="append", default=[],
+                   metavar="NAME", help="only functions of this image "
+                   "(repeatable)")
+    _format_output_args(p, annotate.FORMATS)
+    return p
+
+
+def export_parser():
+    p = _subparser("export", EXPORT_DESCRIPTION, EXPORT_EPILOG)
+    _session_arg(p, several=True)
+    p.add_argument("-f", "--format", required=True, choices=export.FORMATS,
+                   metavar="FMT",
+                   help="pprof, callgrind, folded or speedscope")
+    p.add_argument("-o", "--output", metavar="FILE", required=True,
+                   type=_file_name, help="the file to write")
+    return p
+
+
+DIFF_DESCRIPTION = """\
+Compare two sessions function by function, like perf diff: per symbol its
+share of OLD's samples and of NEW's, the change in points, and whether
+the change is beyond sampling noise -- a two-proportion z test per row,
+significant when it passes Holm's correction over the whole table at 95%
+(two runs of the same workload flag nothing 95 times in 100).  Images are
+matched by identity (the content hash of their bytes), else by name (a
+rebuilt program).  Rows come most significant first."""
+
+DIFF_EPILOG = """\
+examples:
+  copreport diff before/coprof_data after/coprof_data
+  copreport diff OLD NEW --format json | jq '.rows[] | select(.significant)'
+
+exit status:
+  0  written; 1  a session missing, unreadable or damaged, an unwritable
+  output; 2  bad usage"""
+
+
+def _format_output_args(p, formats):
+    p.add_argument("-f", "--format", default="text", choices=formats,
+                   metavar="FMT", help="text, csv or json (default text)")
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
+                   help="write to FILE instead of standard output")
+
+
+def diff_parser():
+    p = _subparser("diff", DIFF_DESCRIPTION, DIFF_EPILOG)
+    p.add_argument("old", metavar="OLD",
+                   help="the session before (a directory or an archive)")
+    p.add_argument("new", metavar="NEW", help="the session after")
+    _format_output_args(p, diff.FORMATS)
+    return p
+
+
+HTML_DESCRIPTION = """\
+Write the report as one HTML page that a browser opens from the file
+system, without a server: DIR/index.html with the profile (every row
+with its share, its 95% interval and a bar), the hottest functions
+annotated instruction by instruction with their source lines (as
+copreport annotate --order=address), and the timeline picture (as
+copreport timeline --png, embedded in the page; also DIR/timeline.png).
+DIR is created (0700) when missing."""
+
+HTML_EPILOG = """\
+examples:
+  copreport html -o report && chromium report/index.html
+  copreport html -d DIR -o report --top 10
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, DIR not writable;
+  2  bad usage"""
+
+ARCHIVE_DESCRIPTION = """\
+Write the session and the coprocessor images its report needs into one
+file, like oparchive, for reading on another machine: `copreport -d FILE`
+(and every subcommand's -d) reads the archive as it reads a session
+directory, with the same numbers and names although the programs that
+ran are not there.  The file is a gzipped tar of session/session.db and
+session/images/; an image missing from the session's cache is taken from
+the file the context ran when that still is the same file.  A live
+session is archived as of its last flush.  `coprof archive` runs this."""
+
+ARCHIVE_EPILOG = """\
+examples:
+  coprof archive -o run1.coprof.tar.gz
+  copreport -d run1.coprof.tar.gz --separate=context
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, an output that cannot
+  be written; 2  bad usage"""
+
+DEFAULT_ARCHIVE = "coprof_archive.tar.gz"
+
+
+def html_parser():
+    p = _subparser("html", HTML_DESCRIPTION, HTML_EPILOG)
+    _session_arg(p)
+    p.add_argument("-o", "--output", metavar="DIR", required=True,
+                   type=_file_name, help="the directory of the page")
+    p.add_argument("--top", type=int, default=html.TOP_FUNCTIONS,
+                   metavar="N", help="annotate the N hottest functions "
+                   "(default %(default)s)")
+    return p
+
+
+def archive_parser():
+    p = _subparser("archive", ARCHIVE_DESCRIPTION, ARCHIVE_EPILOG)
+    _session_arg(p)
+    p.add_argument("-o", "--output", metavar="FILE", default=DEFAULT_ARCHIVE,
+                   type=_file_name,
+                   help="the archive to write (default %(default)s)")
+    return p
+
+
 class RuntimeFailure(Exception):
     pass
 
 
 def _open_session(d):
+    """The session in directory d, or in the archive file d (archive.py),
+    or the default one when d is None."""
     if d is None:
         d = session_mod.default_dir()
         if d is None:
             raise RuntimeFailure(
                 "coprof_data: no session here, and none in "
                 "$XDG_DATA_HOME/coprof/current (give -d DIR)")
+    if os.path.isfile(d):
+        try:
+            return archive.open_archive(d)
+        except archive.ArchiveError as e:
+            raise RuntimeFailure(str(e))
     return session_mod.Session.open(d)
+
+
+def _open_sessions(dirs):
+    """The sessions of -d (repeatable), all opened or none."""
+    sessions = []
+    try:
+        for d in dirs or [None]:
+            sessions.append(_open_session(d))
+    except BaseException:
+        for s in sessions:
+            s.close()
+        raise
+    return sessions
+
+
+def _close(sessions):
+    for s in sessions:
+        s.close()
+
+
+@contextlib.contextmanager
+def _opened(dirs):
+    """The sessions of dirs (None: the default one), closed at the end;
+    their per-image warnings on stderr once the work read them; the
+    subcommands' one-line failures as RuntimeFailure."""
+    sessions = _open_sessions(dirs)
+    try:
+        try:
+            yield sessions
+        except (profile.MergeError, export.ExportError,
+                annotate.AnnotateError, archive.ArchiveError) as e:
+            if isinstance(e, profile.MergeError):
+                raise RuntimeFailure("%s: %s" % (_names(sessions), e))
+            raise RuntimeFailure(str(e))
+        for s in sessions:
+            _warn(s)
+    finally:
+        _close(sessions)
+
+
+def _names(sessions):
+    return " + ".join(s.name for s in sessions)
 
 
 def _open_output(path):
@@ -248,26 +502,34 @@ def _warn(session):
         sys.stderr.write("%s: warning: %s\n" % (PROG, w))
 
 
+def _write(path, write):
+    """write(f) to the file path, or to standard output when None."""
+    if path is not None:
+        with _open_output(path) as f:
+            write(f)
+    else:
+        write(sys.stdout)
+        sys.stdout.flush()
+
+
 def run_report(args):
     if args.output is not None:
         _check_writable(args.output)
-    s = _open_session(args.dir)
+    sessions = _open_sessions(args.dirs)
     try:
         try:
-            prof = profile.build(s, args.separate, args.image, args.context,
-                                 args.threshold)
+            prof = profile.build_many(sessions, args.separate, args.image,
+                                      args.context, args.threshold)
         except profile.FilterError as e:
             raise UsageError(str(e))
-        _warn(s)
+        except profile.MergeError as e:
+            raise RuntimeFailure("%s: %s" % (_names(sessions), e))
+        for s in sessions:
+            _warn(s)
         writer = output.WRITERS[args.format]
-        if args.output is not None:
-            with _open_output(args.output) as f:
-                writer(prof, f, s.dir)
-        else:
-            writer(prof, sys.stdout, s.dir)
-            sys.stdout.flush()
+        _write(args.output, lambda f: writer(prof, f, _names(sessions)))
     finally:
-        s.close()
+        _close(sessions)
 
 
 def run_timeline(args):
@@ -290,7 +552,7 @@ def run_timeline(args):
                 raise RuntimeFailure("%s: needs Debian's python3-matplotlib "
                                      "(%s)" % (args.png, e))
             try:
-                plot.write_png(tl, args.png, "timeline: %s" % s.dir)
+                plot.write_png(tl, args.png, "timeline: %s" % s.name)
             except OSError as e:
                 raise RuntimeFailure("%s: %s" % (args.png,
                                                  e.strerror or e))
@@ -298,12 +560,87 @@ def run_timeline(args):
         s.close()
 
 
+def run_annotate(args):
+    if args.output is not None:
+        _check_writable(args.output)
+    with _opened([args.dir]) as (s,):
+        try:
+            funcs = annotate.annotate(s, args.symbols, args.image)
+        except profile.FilterError as e:
+            raise UsageError(str(e))
+        total = annotate.session_samples(s)
+        if args.source is not None:
+            files = annotate.by_source(funcs, args.source or None)
+            if args.source and not files:
+                raise UsageError("%s: no sampled instruction comes from a "
+                                 "source file of that name" % args.source)
+            _write(args.output, lambda f: annotate.write_source(
+                files, f, args.format, total, s.name))
+            return
+        writer = annotate.WRITERS[args.format]
+        _write(args.output, lambda f: writer(funcs, f, total, args.order,
+                                             s.name))
+
+
+def run_export(args):
+    _check_writable(args.output)
+    with _opened(args.dirs) as sessions:
+        try:
+            export.export(sessions, args.format, args.output,
+                          _names(sessions))
+        except OSError as e:
+            raise RuntimeFailure("%s: %s" % (args.output, e.strerror or e))
+
+
+def run_diff(args):
+    if args.output is not None:
+        _check_writable(args.output)
+    with _opened([args.old, args.new]) as sessions:
+        d = diff.build(*sessions)
+        _write(args.output, lambda f: diff.WRITERS[args.format](d, f))
+
+
+def run_html(args):
+    if args.top < 0:
+        raise UsageError("--top: %d is not a number of functions" % args.top)
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise RuntimeFailure("%s: not a directory" % args.output)
+    if not os.path.isdir(args.output):
+        _check_writable(args.output)
+    with _opened([args.dir]) as (s,):
+        try:
+            page = html.write(s, args.output, args.top)
+        except OSError as e:
+            raise RuntimeFailure("%s: %s" % (e.filename or args.output,
+                                             e.strerror or e))
+        sys.stderr.write("%s: wrote %s\n" % (PROG, page))
+
+
+def run_archive(args):
+    _check_writable(args.output)
+    with _opened([args.dir]) as (s,):
+        n = archive.write(s, args.output)
+        sys.stderr.write("%s: archived %s with %d image%s in %s\n"
+                         % (PROG, s.name, n, "" if n == 1 else "s",
+                            args.output))
+
+
+SUBCOMMANDS = {
+    "html": (html_parser, run_html),
+    "archive": (archive_parser, run_archive),
+    "diff": (diff_parser, run_diff),
+    "timeline": (timeline_parser, run_timeline),
+    "annotate": (annotate_parser, run_annotate),
+    "export": (export_parser, run_export),
+}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] == "timeline":
-            args = timeline_parser().parse_args(argv[1:])
-            run_timeline(args)
+        if argv and argv[0] in SUBCOMMANDS:
+            make_parser, run = SUBCOMMANDS[argv[0]]
+            run(make_parser().parse_args(argv[1:]))
         else:
             args = report_parser().parse_args(argv)
             run_report(args)

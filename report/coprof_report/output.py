@@ -51,7 +51,8 @@ def _context_json(c):
          "tid": c.tid, "image": c.image.short_name if c.image else None,
          "slots": sorted(c.slots), "created_at": c.created_at,
          "created_source": c.created_source,
-         "creation_stack": c.creation_stack, "samples": c.samples}
+         "creation_stack": c.creation_stack, "samples": c.samples,
+         "session": c.session_name}
     d.update(_losses_json(c.losses, c.samples))
     d.update({"stall_count": c.stall_count, "stall_ns": c.stall_ns})
     return d

@@ -45,6 +45,7 @@ import math
 import os
 
 from . import symbols
+from .session import content_hash
 
 SEPARATIONS = ("none", "context", "slot", "image")
 Z95 = 1.959963984540054
@@ -168,6 +169,7 @@ class ImageInfo:
         self.short_name = row["short_name"] or (
             os.path.basename(self.path) if self.path else "image%d" % self.id)
         self.status = row["status"]
+        self.image_size = row["image_size"]
         self.file, self.base = session.image_file(row)
         self.symbolizer = symbols.symbolizer(self.file, self.base) \
             if self.file and self.status == "ok" else None
@@ -188,6 +190,31 @@ class ImageInfo:
         """"pipeline (host-pipeline@0x1a800)"."""
         return "%s (%s)" % (self.short_name, self.where())
 
+    def read_bytes(self):
+        """The image's bytes (from the file symbols are read from), or
+        None when there is no usable copy."""
+        if not self.file:
+            return None
+        try:
+            with open(self.file, "rb") as f:
+                f.seek(self.base)
+                data = f.read()
+        except OSError:
+            return None
+        if self.base and self.image_size:
+            data = data[:self.image_size]
+        return data
+
+    @functools.cached_property
+    def identity(self):
+        """What matches this image with another session's: the content
+        hash of its bytes ("hash:0123..."), else its short name
+        ("name:kernels") when no copy of its bytes is at hand."""
+        data = self.read_bytes()
+        if data is not None:
+            return "hash:" + content_hash(data)
+        return "name:" + self.short_name
+
 
 class ContextInfo:
     """A context: coprofd's number, copsim's, pid/tid, image and the
@@ -206,6 +233,7 @@ class ContextInfo:
         self.losses = Losses()
         self.stall_count = 0
         self.stall_ns = 0
+        self.session_name = None    # set in a report of several sessions
 
     @functools.cached_property
     def _creation_site(self):
@@ -222,11 +250,15 @@ class ContextInfo:
 
     @property
     def label(self):
+        """"context 3", or "SESSION: context 3" in a report of several
+        sessions."""
+        if self.session_name:
+            return "%s: context %d" % (self.session_name, self.id)
         return "context %d" % self.id
 
     def header(self):
-        s = "context %d: pid %s tid %s, image %s" % (
-            self.id, self.pid, self.tid,
+        s = "%s: pid %s tid %s, image %s" % (
+            self.label, self.pid, self.tid,
             "%s (%s)" % (self.image.short_name, self.image.where(True))
             if self.image else "?")
         if self.created_at:
@@ -441,6 +473,25 @@ def load_images_and_contexts(session):
     return images, contexts
 
 
+def finish_group(g, threshold):
+    """A group's total, its rows' percentages and intervals, the rows
+    under threshold (percent) hidden, the rest in order."""
+    g.total = sum(r.samples for r in g.rows.values())
+    rows = []
+    for r in g.rows.values():
+        r.set_total(g.total)
+        if r.percent + 1e-12 < threshold:
+            g.hidden += 1
+            continue
+        rows.append(r)
+    rows.sort(key=lambda r: (-r.samples, r.symbol, r.overlay_label,
+                             r.image.short_name if r.image else ""))
+    g.sorted = rows
+    g.image_ids = {r.image.id for r in g.rows.values()
+                   if r.image is not None}
+    g.rows = None       # by key: no longer needed
+
+
 CONTEXT_CHUNK = 2000    # contexts whose rows are in memory at once
 
 
@@ -626,21 +677,7 @@ class _Builder:
         return names
 
     def finish(self, g):
-        """Percentages (asked of each row), threshold, order."""
-        g.total = sum(r.samples for r in g.rows.values())
-        rows = []
-        for r in g.rows.values():
-            r.set_total(g.total)
-            if r.percent + 1e-12 < self.threshold:
-                g.hidden += 1
-                continue
-            rows.append(r)
-        rows.sort(key=lambda r: (-r.samples, r.symbol, r.overlay_label,
-                                 r.image.short_name if r.image else ""))
-        g.sorted = rows
-        g.image_ids = {r.image.id for r in g.rows.values()
-                       if r.image is not None}
-        g.rows = None       # by key: no longer needed
+        finish_group(g, self.threshold)
 
     def order_key(self, g):
         k = g.key
@@ -747,14 +784,18 @@ class ContextGroups:
 
 
 def build(session, separation="none", image_filter=(), context_filter=(),
-          threshold=0.0):
+          threshold=0.0, session_name=None):
     """The Profile of a session.  threshold: rows under this percent of
-    their group are left out (counted in Group.hidden)."""
+    their group are left out (counted in Group.hidden).  session_name:
+    the session's name in a report of several (merge()), in its contexts'
+    labels."""
     if separation not in SEPARATIONS:
         raise ValueError(separation)
     prof = Profile(separation)
     prof.threshold = threshold
     images, contexts = load_images_and_contexts(session)
+    for c in contexts.values():
+        c.session_name = session_name
     prof.images = images
     for b in session.bindings():
         c = contexts.get(b["context"])
@@ -787,6 +828,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     prof.decode_errors = [(r["kind"], r["count"])
                           for r in session.decode_errors()]
     prof.stream_samples = session.int_key("stream.samples")
+    prof.session_name = session_name or session.name
     session_state(prof, session)
     prof.sampling = _load_sampling(session, contexts)
     return prof
@@ -798,3 +840,134 @@ def session_state(prof, session):
     prof.end_state, prof.end_reason = session.end()
     prof.complete = prof.end_state == "complete"
     prof.warnings = list(session.warnings)
+
+
+# --- several sessions in one report (-d A -d B) ----------------------------
+
+
+class MergeError(Exception):
+    """Sessions that cannot be summed; str() says why."""
+
+
+def build_many(sessions, separation="none", image_filter=(),
+               context_filter=(), threshold=0.0):
+    """The Profile of one session, or of several summed (merge())."""
+    if len(sessions) == 1:
+        return build(sessions[0], separation, image_filter, context_filter,
+                     threshold)
+    profs = [build(s, separation, image_filter, context_filter, 0.0,
+                   session_name=s.name) for s in sessions]
+    return merge(profs, threshold)
+
+
+def same_period(profs):
+    """The first Profile's Sampling when every Profile was sampled at the
+    same period, else MergeError."""
+    periods = {p.sampling.period for p in profs}
+    if len(periods) > 1:
+        raise MergeError("the sessions were sampled at different periods "
+                         "(%s cycles): their samples cannot be summed"
+                         % ", ".join(str(n) for n in sorted(periods)))
+    return profs[0].sampling
+
+
+def _merge_key(separation, g, images):
+    """The merged group a session's group goes into."""
+    if separation == "context":
+        return ("c", id(g))             # contexts are kept apart
+    if separation == "image":
+        info = images.get(g.key)
+        return ("i", info.identity if info else None)
+    return ("g", g.label)               # none: "all"; slot: "slot 3"
+
+
+def _row_key(r, rep):
+    return (r.kind, rep.id if rep else None, r.overlay, r.symbol,
+            r.section, r.region, r.reason)
+
+
+def merge(profs, threshold=0.0):
+    """Several sessions' Profiles (each built with threshold 0 and its
+    session_name) summed into one: images matched by identity (the content
+    hash of their bytes, else their name) are one image; a function of
+    one image is one row; contexts stay apart, each labelled with its
+    session.  The capture periods must be the same (MergeError): samples
+    at different rates do not add up to shares of anything."""
+    same_period(profs)
+    out = Profile(profs[0].separation)
+    out.threshold = threshold
+    reps = {}               # identity -> the merged report's ImageInfo
+    groups = {}
+    for p in profs:
+        for info in p.images.values():
+            rep = reps.get(info.identity)
+            if rep is None:
+                rep = reps[info.identity] = info
+                info.id = len(reps)
+            else:
+                rep.samples += info.samples
+                for cause, name, n in info.losses.causes():
+                    rep.losses.add(cause, name, n)
+        for c in p.contexts.values():
+            out.contexts[len(out.contexts) + 1] = c
+        for g in p.groups:
+            key = _merge_key(out.separation, g, p.images)
+            m = groups.get(key)
+            if m is None:
+                label = g.label
+                if out.separation == "image" and g.key in p.images:
+                    label = reps[p.images[g.key].identity].label
+                m = groups[key] = Group(key, label, g.context)
+            for cause, name, n in g.losses.causes():
+                m.losses.add(cause, name, n)
+            for r in g.sorted:
+                rep = reps[r.image.identity] if r.image else None
+                mr = m.row(_row_key(r, rep), lambda: Row(
+                    r.kind, rep, r.symbol, r.overlay, r.section, r.region,
+                    r.reason, r.candidates))
+                mr.add(r.samples)
+                for off in (r.offset_lo, r.offset_hi):
+                    if off is not None:
+                        mr.add(0, off)
+    for g in groups.values():
+        finish_group(g, threshold)
+    out.groups = list(groups.values())
+    out.images = {i.id: i for i in reps.values()}
+    _merge_totals(out, profs)
+    return out
+
+
+def _merge_totals(out, profs):
+    """Totals, losses, errors, sampling and state of the merged Profile."""
+    out.totals = {}
+    lost, errors = {}, {}
+    for p in profs:
+        for k, v in p.totals.items():
+            out.totals[k] = out.totals.get(k, 0) + v
+        for cause, name, n in p.lost:
+            lost[(cause, name)] = lost.get((cause, name), 0) + n
+        for kind, n in p.decode_errors:
+            errors[kind] = errors.get(kind, 0) + n
+    out.lost = sorted(((c, nm, n) for (c, nm), n in lost.items()),
+                      key=lambda x: -x[2])
+    out.decode_errors = sorted(errors.items())
+    out.filtered = any(p.filtered for p in profs)
+    out.stream_samples = sum(p.stream_samples for p in profs)
+    out.warnings = [w for p in profs for w in p.warnings]
+    bad = [p for p in profs if p.end_state != "complete"]
+    out.end_state = bad[0].end_state if bad else "complete"
+    out.end_reason = "; ".join("%s: %s" % (p.session_name, p.end_reason)
+                               for p in bad)
+    out.complete = not bad
+    smp = out.sampling = profs[0].sampling
+    for p in profs[1:]:
+        o = p.sampling
+        for slot, (count, ns) in o.by_slot.items():
+            smp.add_stall(slot, count, ns)
+        smp.run_ns += o.run_ns
+        if o.dither != smp.dither:
+            smp.dither = None
+        if o.dither_seed != smp.dither_seed:
+            smp.dither_seed = "several"
+        if o.fifo_full != smp.fifo_full:
+            smp.fifo_full = None

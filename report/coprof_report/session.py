@@ -150,6 +150,8 @@ class Session:
 
     def __init__(self, directory, db):
         self.dir = directory
+        self.name = directory       # in reports: the archive's path for
+        #                             a session read from one
         self.db = db
         self.keys = dict(db.execute("SELECT key, value FROM session"))
         self.rows_loaded = 0        # rows iterate() gave

@@ -142,3 +142,54 @@ def session_copy(real_session, tmp_path):
     d = tmp_path / "copy"
     shutil.copytree(real_session.dir, str(d))
     return str(d)
+
+
+class Knob:
+    """Sessions of report/tests/knob: same (two runs of knob.elf at other
+    dither seeds), slow (knob-slow.elf: knob_work twice as slow),
+    nodebug (knob.elf without debug information), other_rate (knob.elf
+    at another period); elf: the path of knob.elf."""
+
+
+def record(coprof_bin, out, command, event="SPU_CYCLES:2003", seed=1):
+    """`coprof record` of command into the session out (fixed seed)."""
+    env = dict(os.environ)
+    env.pop("COPSIM_SOCKET", None)
+    p = subprocess.run([coprof_bin("coprof"), "record", "--event=" + event,
+                        "--dither-seed=%d" % seed, "-o", str(out), "--"] +
+                       [str(c) for c in command],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def record_session(coprof_bin):
+    """record_session(out, command, event=..., seed=...): record()."""
+    def run(out, command, event="SPU_CYCLES:2003", seed=1):
+        return record(coprof_bin, out, command, event, seed)
+    return run
+
+
+@pytest.fixture(scope="session")
+def knob(tmp_path_factory, coprof_bin, build_dir):
+    work = tmp_path_factory.mktemp("knob")
+    host = os.path.join(build_dir, "tests", "cop-host")
+    elf = os.path.join(build_dir, "tests", "report", "knob.elf")
+    slow = os.path.join(build_dir, "tests", "report", "knob-slow.elf")
+    for p in (host, elf, slow):
+        if not os.path.isfile(p):
+            pytest.fail("%s is not built: run make" % p)
+    nodebug = work / "knob-nodebug.elf"
+    subprocess.run(["riscv64-unknown-elf-strip", "--strip-debug", "-o",
+                    str(nodebug), elf], check=True)
+    k = Knob()
+    k.elf = elf
+    k.a = record(coprof_bin, work / "a", [host, elf], seed=11)
+    k.b = record(coprof_bin, work / "b", [host, elf], seed=12)
+    k.slow = record(coprof_bin, work / "slow", [host, slow], seed=13)
+    k.nodebug = record(coprof_bin, work / "nodebug", [host, nodebug],
+                       seed=14)
+    k.other_rate = record(coprof_bin, work / "rate", [host, elf],
+                          event="SPU_CYCLES:997", seed=15)
+    return k

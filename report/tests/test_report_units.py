@@ -369,3 +369,37 @@ def test_overlays_example_rows(new_session, build_dir, tmp_path, copreport):
     for fn, sec in want.items():
         line = [ln for ln in text.splitlines() if ln.endswith(" " + fn)]
         assert len(line) == 1 and sec in line[0]
+
+
+def test_exports_keep_every_kind_of_row(hand, copreport, tmp_path):
+    """Exact, ambiguous, pending, unmapped, orphan and no-symbol samples
+    are each in the exports once: every format sums to the session's 147
+    samples, with the orphans under "no context"."""
+    import collections
+    import gzip
+    import json as json_mod
+    from coprof_report import export
+    out = {}
+    for fmt in export.FORMATS:
+        out[fmt] = tmp_path / fmt
+        copreport("export", "-d", hand, "--format", fmt, "-o", out[fmt],
+                  check=True)
+    roots = collections.Counter()
+    for line in open(str(out["folded"])):
+        stack, _, count = line.rstrip("\n").rpartition(" ")
+        roots[stack.split(";")[0]] += int(count)
+    assert sum(roots.values()) == 147
+    assert roots["no context"] == 2
+    doc = json_mod.load(open(str(out["speedscope"])))
+    assert sum(sum(p["weights"]) for p in doc["profiles"]) == 147
+    names = {f["name"] for f in doc["shared"]["frames"]}
+    assert any(n.startswith("[ambiguous region 1: ") for n in names)
+    assert any(n.startswith("[unmapped no-image]") for n in names)
+    assert "[orphan] (no image)" in names
+    msg = export._pprof_classes()()
+    with gzip.open(str(out["pprof"])) as f:
+        msg.ParseFromString(f.read())
+    assert sum(s.value[0] for s in msg.sample) == 147
+    assert msg.string_table[0] == ""
+    text = open(str(out["callgrind"])).read()
+    assert "summary: 147\n" in text and "totals: 147\n" in text

@@ -1,0 +1,430 @@
+"""A session's samples for other viewers: pprof, callgrind, folded stacks
+and speedscope (`copreport export --format F -o FILE`).
+
+Every exporter reads the same thing, stacks(): per context, (stack,
+count) pairs, a stack being the frames from the outermost caller to the
+sampled function.  Each frame keeps what coprof knows of a place: its
+image, its overlay and its function (Frame).  Until a session holds call
+stacks, a sample's stack is its leaf frame alone: one stack per row of
+the profile by context (profile.build(..., "context")), so that every
+sample of the session, exact, ambiguous, unmapped or orphan, is in
+exactly one stack and the exports add up to the report.  A session with
+a stack table (the call-graph work) feeds its stacks through stacks()
+and every exporter follows.
+
+How each format keeps image, overlay and context:
+
+  pprof       profile.proto, gzipped (pprof_message()): a Mapping per
+              image (its file and offset, the image's content hash as the
+              build id), a Function per (image, overlay, function), its
+              filename "IMAGE:SECTION"; a Location per frame; every
+              Sample labelled context, pid, tid, image and overlay.  The
+              sample type is samples/count, the period the capture period
+              in cycles.
+  callgrind   the context is the outermost frame of every stack, so
+              KCachegrind shows each context's functions as its callees;
+              ob= the image, fl= IMAGE:SECTION, fn= the function; one
+              event, Samples; inclusive costs on the calls= lines.
+  folded      "context 3 pid 1 tid 2;stage_denoise (pipeline) 7015": one
+              line per distinct stack, the context first, root to leaf;
+              the counts add up to the session's samples.
+  speedscope  the file format of speedscope.app: one sampled profile per
+              context (named after it), frames shared, each frame's file
+              IMAGE:SECTION; unit "none" (samples).
+
+The pprof message is built with python3-protobuf from a descriptor made
+here (_pprof_classes()) with the field numbers and types of upstream's
+proto/profile.proto (package perftools.profiles), no generated code.
+"""
+
+import collections
+import gzip
+import json
+
+from . import profile
+
+FORMATS = ("pprof", "callgrind", "folded", "speedscope")
+
+Frame = collections.namedtuple("Frame", "image overlay function offset")
+Frame.__doc__ = """A place code ran: image (profile.ImageInfo or None),
+overlay (its section, "" for resident code), function (a name, or a
+report's "[...]" name for samples it could not place), offset (the file
+offset of the first sampled instruction in it, or None)."""
+
+Stack = collections.namedtuple("Stack", "context frames count")
+Stack.__doc__ = """count samples of context (profile.ContextInfo, None for
+samples of no context) whose call stack was frames (Frames, outermost
+caller first, the sampled function last)."""
+
+
+def leaf_frame(row):
+    """The Frame of a profile row."""
+    return Frame(row.image, row.section if row.overlay else "", row.symbol,
+                 row.offset_lo)
+
+
+def stacks(session, prof):
+    """Every sample of the session as Stacks, per context.  prof is the
+    session's profile by context (profile.build(session, "context")).
+
+    This is the one place stacks come from: with no stack table in the
+    session each sample's stack is its leaf frame, one Stack per row of
+    its context.  When coprofd stores call stacks, this function reads
+    them from the session instead (same Stacks), and every exporter
+    carries them."""
+    del session     # the leaf-only stacks are all in the profile's rows
+    for g in prof.groups:
+        for r in g.sorted:
+            yield Stack(g.context, (leaf_frame(r),), r.samples)
+
+
+def all_stacks(sessions, prof_of):
+    """The Stacks of several sessions, each with its profile by context
+    (prof_of(session))."""
+    for s in sessions:
+        yield from stacks(s, prof_of(s))
+
+
+# --- names --------------------------------------------------------------
+
+def context_name(c):
+    """"context 3 pid 1200 tid 1201" (its session first in a report of
+    several), or "no context"."""
+    if c is None:
+        return "no context"
+    return "%s pid %s tid %s" % (c.label, c.pid, c.tid)
+
+
+def image_name(frame):
+    return frame.image.short_name if frame.image else "no image"
+
+
+def file_name(frame):
+    """"overlays:.overlay.crc", "pipeline:.text": the image and the
+    section of the function."""
+    return "%s:%s" % (image_name(frame), frame.overlay or "resident")
+
+
+def frame_name(frame):
+    """"crc16_bitwise (overlays .overlay.crc)", "main (kernels)": unique
+    per image and overlay, no ";" (a folded line's separator)."""
+    where = image_name(frame)
+    if frame.overlay:
+        where += " " + frame.overlay
+    return ("%s (%s)" % (frame.function, where)).replace(";", ",")
+
+
+# --- folded -------------------------------------------------------------
+
+def write_folded(all_st, out, sampling, name):
+    """One line per distinct stack: "ROOT;...;LEAF COUNT"."""
+    del sampling, name      # a folded line has no room for them
+    lines = collections.OrderedDict()
+    for st in all_st:
+        key = ";".join([context_name(st.context).replace(";", ",")] +
+                       [frame_name(f) for f in st.frames])
+        lines[key] = lines.get(key, 0) + st.count
+    for key, count in lines.items():
+        out.write("%s %d\n" % (key, count))
+
+
+# --- speedscope ---------------------------------------------------------
+
+SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+
+
+def speedscope_json(all_st, name):
+    """The speedscope file: a sampled profile per context."""
+    frames, index = [], {}
+    profiles = collections.OrderedDict()
+
+    def frame_index(f):
+        key = (id(f.image), f.overlay, f.function)
+        if key not in index:
+            index[key] = len(frames)
+            frames.append({"name": frame_name(f), "file": file_name(f)})
+        return index[key]
+
+    for st in all_st:
+        p = profiles.setdefault(id(st.context), {
+            "type": "sampled", "name": context_name(st.context),
+            "unit": "none", "startValue": 0, "endValue": 0,
+            "samples": [], "weights": []})
+        p["samples"].append([frame_index(f) for f in st.frames])
+        p["weights"].append(st.count)
+        p["endValue"] += st.count
+    return {"$schema": SPEEDSCOPE_SCHEMA, "version": "0.7.1",
+            "name": name, "exporter": "copreport", "activeProfileIndex": 0,
+            "shared": {"frames": frames},
+            "profiles": list(profiles.values())}
+
+
+def write_speedscope(all_st, out, sampling, name):
+    del sampling
+    json.dump(speedscope_json(all_st, name), out)
+    out.write("\n")
+
+
+# --- callgrind ----------------------------------------------------------
+
+class _Names:
+    """callgrind's name compression: "(N) name" the first time, "(N)"
+    after."""
+
+    def __init__(self):
+        self.ids = {}
+
+    def __call__(self, name):
+        n = self.ids.get(name)
+        if n is not None:
+            return "(%d)" % n
+        n = self.ids[name] = len(self.ids) + 1
+        return "(%d) %s" % (n, name)
+
+
+def _callgrind_place(frame):
+    """(ob, fl, fn) of a Frame."""
+    return (frame.image.label if frame.image else "no image",
+            file_name(frame), frame.function)
+
+
+def write_callgrind(all_st, out, sampling, name):
+    """The callgrind format: the context as every stack's outermost
+    frame, self cost on the sampled function, inclusive cost on each
+    call; name is its cmd: line."""
+    self_cost = collections.OrderedDict()   # place -> samples
+    calls = collections.OrderedDict()       # (caller, callee) -> samples
+    total = 0
+    for st in all_st:
+        root = ("contexts", "contexts", context_name(st.context))
+        chain = [root] + [_callgrind_place(f) for f in st.frames]
+        self_cost.setdefault(root, 0)
+        for caller, callee in zip(chain, chain[1:]):
+            calls[(caller, callee)] = calls.get((caller, callee), 0) + \
+                st.count
+            self_cost.setdefault(callee, 0)
+        self_cost[chain[-1]] += st.count
+        total += st.count
+    ob, fl, fn = _Names(), _Names(), _Names()
+    out.write("# callgrind format\nversion: 1\ncreator: copreport\n")
+    out.write("cmd: %s\n" % name)
+    if sampling is not None and sampling.period:
+        out.write("desc: Sampling: a capture every %d cycles "
+                  "(SPU_CYCLES:%d)\n" % (sampling.period, sampling.period))
+    out.write("positions: line\nevents: Samples\n")
+    out.write("summary: %d\n" % total)
+    by_caller = collections.OrderedDict()
+    for (caller, callee), n in calls.items():
+        by_caller.setdefault(caller, []).append((callee, n))
+    for place, cost in self_cost.items():
+        out.write("\nob=%s\nfl=%s\nfn=%s\n" % (ob(place[0]), fl(place[1]),
+                                               fn(place[2])))
+        out.write("0 %d\n" % cost)
+        for callee, n in by_caller.get(place, ()):
+            out.write("cob=%s\ncfi=%s\ncfn=%s\ncalls=%d 0\n0 %d\n"
+                      % (ob(callee[0]), fl(callee[1]), fn(callee[2]), n, n))
+    out.write("\ntotals: %d\n" % total)
+
+
+# --- pprof --------------------------------------------------------------
+
+# (message, [(field, number, type, repeated, message type)]) as in
+# upstream's proto/profile.proto
+_PPROF_FIELDS = (
+    ("Profile", (("sample_type", 1, "message", True, "ValueType"),
+                 ("sample", 2, "message", True, "Sample"),
+                 ("mapping", 3, "message", True, "Mapping"),
+                 ("location", 4, "message", True, "Location"),
+                 ("function", 5, "message", True, "Function"),
+                 ("string_table", 6, "string", True, None),
+                 ("drop_frames", 7, "int64", False, None),
+                 ("keep_frames", 8, "int64", False, None),
+                 ("time_nanos", 9, "int64", False, None),
+                 ("duration_nanos", 10, "int64", False, None),
+                 ("period_type", 11, "message", False, "ValueType"),
+                 ("period", 12, "int64", False, None),
+                 ("comment", 13, "int64", True, None),
+                 ("default_sample_type", 14, "int64", False, None))),
+    ("ValueType", (("type", 1, "int64", False, None),
+                   ("unit", 2, "int64", False, None))),
+    ("Sample", (("location_id", 1, "uint64", True, None),
+                ("value", 2, "int64", True, None),
+                ("label", 3, "message", True, "Label"))),
+    ("Label", (("key", 1, "int64", False, None),
+               ("str", 2, "int64", False, None),
+               ("num", 3, "int64", False, None),
+               ("num_unit", 4, "int64", False, None))),
+    ("Mapping", (("id", 1, "uint64", False, None),
+                 ("memory_start", 2, "uint64", False, None),
+                 ("memory_limit", 3, "uint64", False, None),
+                 ("file_offset", 4, "uint64", False, None),
+                 ("filename", 5, "int64", False, None),
+                 ("build_id", 6, "int64", False, None),
+                 ("has_functions", 7, "bool", False, None),
+                 ("has_filenames", 8, "bool", False, None),
+                 ("has_line_numbers", 9, "bool", False, None),
+                 ("has_inline_frames", 10, "bool", False, None))),
+    ("Location", (("id", 1, "uint64", False, None),
+                  ("mapping_id", 2, "uint64", False, None),
+                  ("address", 3, "uint64", False, None),
+                  ("line", 4, "message", True, "Line"),
+                  ("is_folded", 5, "bool", False, None))),
+    ("Line", (("function_id", 1, "uint64", False, None),
+              ("line", 2, "int64", False, None))),
+    ("Function", (("id", 1, "uint64", False, None),
+                  ("name", 2, "int64", False, None),
+                  ("system_name", 3, "int64", False, None),
+                  ("filename", 4, "int64", False, None),
+                  ("start_line", 5, "int64", False, None))),
+)
+
+_pprof_profile_class = None
+
+
+class ExportError(Exception):
+    """An export that cannot be made; str() says why in one line."""
+
+
+def _pprof_classes():
+    """The Profile message class of perftools.profiles, from a descriptor
+    built here (proto3)."""
+    global _pprof_profile_class
+    if _pprof_profile_class is not None:
+        return _pprof_profile_class
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool
+        from google.protobuf import message_factory
+    except ImportError as e:
+        raise ExportError("pprof: needs Debian's python3-protobuf (%s)" % e)
+    fd = descriptor_pb2.FileDescriptorProto(
+        name="coprof_profile.proto", package="perftools.profiles",
+        syntax="proto3")
+    F = descriptor_pb2.FieldDescriptorProto
+    types = {"int64": F.TYPE_INT64, "uint64": F.TYPE_UINT64,
+             "string": F.TYPE_STRING, "bool": F.TYPE_BOOL,
+             "message": F.TYPE_MESSAGE}
+    for name, fields in _PPROF_FIELDS:
+        m = fd.message_type.add(name=name)
+        for fname, number, kind, repeated, msg in fields:
+            f = m.field.add(name=fname, number=number, type=types[kind],
+                            label=F.LABEL_REPEATED if repeated
+                            else F.LABEL_OPTIONAL)
+            if msg:
+                f.type_name = ".perftools.profiles." + msg
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    desc = pool.FindMessageTypeByName("perftools.profiles.Profile")
+    if hasattr(message_factory, "GetMessageClass"):
+        cls = message_factory.GetMessageClass(desc)
+    else:
+        cls = message_factory.MessageFactory(pool).GetPrototype(desc)
+    _pprof_profile_class = cls
+    return cls
+
+
+class _Strings:
+    """pprof's string table: index 0 is ""."""
+
+    def __init__(self, table):
+        self.table = table
+        self.index = {"": 0}
+        table.append("")
+
+    def __call__(self, s):
+        s = "" if s is None else str(s)
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.table)
+            self.table.append(s)
+        return i
+
+
+MAPPING_SPAN = 1 << 32      # each image's addresses: its own 4 GiB
+
+
+def pprof_message(all_st, sampling):
+    """The Profile message of the Stacks."""
+    p = _pprof_classes()()
+    st_ = _Strings(p.string_table)
+    p.sample_type.add(type=st_("samples"), unit=st_("count"))
+    p.period_type.type = st_("cycles")
+    p.period_type.unit = st_("count")
+    if sampling is not None and sampling.period:
+        p.period = sampling.period
+        p.comment.append(st_("a capture every %d coprocessor cycles"
+                             % sampling.period))
+    mappings, functions, locations = {}, {}, {}
+
+    def mapping_id(image):
+        key = id(image)
+        if key not in mappings:
+            m = p.mapping.add(id=len(mappings) + 1)
+            m.memory_start = m.id * MAPPING_SPAN
+            m.memory_limit = m.memory_start + MAPPING_SPAN - 1
+            m.filename = st_(image.where(True) if image else "no image")
+            if image is not None:
+                m.build_id = st_(image.identity.split(":", 1)[1])
+            m.has_functions = True
+            mappings[key] = m
+        return mappings[key]
+
+    def location_id(f):
+        key = (id(f.image), f.overlay, f.function)
+        if key in locations:
+            return locations[key]
+        fn = p.function.add(id=len(functions) + 1, name=st_(f.function),
+                            system_name=st_(f.function),
+                            filename=st_(file_name(f)))
+        functions[key] = fn.id
+        m = mapping_id(f.image)
+        loc = p.location.add(id=len(locations) + 1, mapping_id=m.id,
+                             address=m.memory_start + (f.offset or 0))
+        loc.line.add(function_id=fn.id)
+        locations[key] = loc.id
+        return loc.id
+
+    for s in all_st:
+        smp = p.sample.add()
+        smp.location_id.extend(location_id(f) for f in reversed(s.frames))
+        smp.value.append(s.count)
+        leaf = s.frames[-1]
+        smp.label.add(key=st_("context"), str=st_(context_name(s.context)))
+        if s.context is not None:
+            smp.label.add(key=st_("pid"), num=s.context.pid or 0)
+            smp.label.add(key=st_("tid"), num=s.context.tid or 0)
+        smp.label.add(key=st_("image"), str=st_(image_name(leaf)))
+        smp.label.add(key=st_("overlay"), str=st_(leaf.overlay or
+                                                  "resident"))
+    return p
+
+
+def write_pprof(all_st, path, sampling):
+    """The gzipped profile.proto at path (binary)."""
+    data = pprof_message(all_st, sampling).SerializeToString()
+    with open(path, "wb") as f:
+        with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
+            z.write(data)
+
+
+def export(sessions, fmt, path, name):
+    """Writes the sessions' stacks in fmt to path."""
+    profs = {}
+
+    def prof_of(s):
+        if id(s) not in profs:
+            profs[id(s)] = profile.build(
+                s, "context", session_name=s.name if len(sessions) > 1
+                else None)
+        return profs[id(s)]
+
+    sampling = profile.same_period([prof_of(s) for s in sessions])
+    all_st = all_stacks(sessions, prof_of)
+    if fmt == "pprof":
+        write_pprof(all_st, path, sampling)
+        return
+    with open(path, "w", encoding="utf-8") as f:
+        TEXT_WRITERS[fmt](all_st, f, sampling, name)
+
+
+TEXT_WRITERS = {"folded": write_folded, "callgrind": write_callgrind,
+                "speedscope": write_speedscope}

@@ -1,0 +1,203 @@
+"""copreport export: each format read back by its viewer's own tool.
+
+On the shared host-pipeline session (three images, overlays sharing
+addresses, eight contexts): `go tool pprof -top` shows the report's top
+functions with its counts and `-tags` every context, image and overlay;
+`callgrind_annotate` reads the callgrind file and gives the same totals
+and functions; the folded lines sum to the session's samples, one root
+per context; the speedscope file has every field its file format
+requires (src/lib/file-format-spec.ts of speedscope) and a profile per
+context.  Two sessions given with -d are both in the export.
+"""
+
+import collections
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+
+
+
+def _export(copreport, session, fmt, path, *more):
+    copreport("export", "-d", session, "--format", fmt, "-o", path, *more,
+              check=True)
+    return path
+
+
+def _rows_by_name(report):
+    """{(image, overlay or "resident", symbol): samples} of a report."""
+    out = collections.Counter()
+    for r in report["rows"]:
+        out[(r["image"], r["overlay"] or "resident", r["symbol"])] += \
+            r["samples"]
+    return out
+
+
+def _tool(name, package):
+    """The path of a viewer's tool, which make deps installs."""
+    path = shutil.which(name)
+    assert path, "%s is missing: make deps installs %s" % (name, package)
+    return path
+
+
+def _top(report, n):
+    rows = sorted(report["rows"], key=lambda r: -r["samples"])
+    return [(r["symbol"], r["samples"]) for r in rows[:n]]
+
+
+def test_pprof_top_is_the_report(real_session, copreport, report_json,
+                                 tmp_path):
+    go = _tool("go", "golang-go")
+    path = _export(copreport, real_session.dir, "pprof",
+                   tmp_path / "coprof.pb.gz")
+    with gzip.open(str(path)) as f:     # gzipped, as the format says
+        assert f.read(1)
+    env = dict(os.environ, HOME=str(tmp_path), PPROF_TMPDIR=str(tmp_path))
+    p = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=6",
+                        str(path)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    top = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*(\d+)\s+[\d.]+%\s+[\d.]+%\s+\d+\s+[\d.]+%\s+(\S+)$",
+                     line)
+        if m:
+            top.append((m.group(2), int(m.group(1))))
+    report = report_json()
+    assert top == _top(report, 6)
+    total = report["totals"]["samples"]
+    assert re.search(r"of %d total" % total, p.stdout)
+
+    p = subprocess.run([go, "tool", "pprof", "-tags", str(path)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    tags = p.stdout
+    for c in report["contexts"]:
+        assert re.search(r"context %d pid %d tid %d\n" % (c["id"], c["pid"],
+                                                         c["tid"]), tags)
+    for image in ("pipeline", "kernels", "overlays"):
+        assert re.search(r"\): %s\n" % image, tags)
+    for section in (".overlay.crc", ".overlay.blur", ".overlay.sieve"):
+        assert section in tags
+
+
+def test_callgrind_annotate_reads_it(real_session, copreport, report_json,
+                                     tmp_path):
+    tool = _tool("callgrind_annotate", "valgrind")
+    path = _export(copreport, real_session.dir, "callgrind",
+                   tmp_path / "callgrind.out.coprof")
+    p = subprocess.run([tool, "--threshold=100", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    report = report_json()
+    total = report["totals"]["samples"]
+    m = re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", p.stdout, re.M)
+    assert m and int(m.group(1).replace(",", "")) == total
+    seen = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+):(\S+):(\S+) \[",
+                     line)
+        if m:
+            seen[(m.group(2), m.group(3), m.group(4))] = \
+                int(m.group(1).replace(",", ""))
+    rows = _rows_by_name(report)
+    exact = {k: v for k, v in rows.items() if not k[2].startswith("[")}
+    assert seen == exact
+
+
+def test_folded_sums_to_the_samples(real_session, copreport, report_json,
+                                    tmp_path):
+    path = _export(copreport, real_session.dir, "folded",
+                   tmp_path / "coprof.folded")
+    report = report_json()
+    total = 0
+    roots = collections.Counter()
+    leaves = collections.Counter()
+    with open(str(path)) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            frames = stack.split(";")
+            assert len(frames) == 2, line       # context; leaf
+            roots[frames[0]] += int(count)
+            leaves[frames[1]] += int(count)
+            total += int(count)
+    assert total == report["totals"]["samples"]
+    by_context = {"context %d pid %d tid %d" % (c["id"], c["pid"], c["tid"]):
+                  c["samples"] for c in report["contexts"] if c["samples"]}
+    assert dict(roots) == by_context
+    crc = [r for r in report["rows"] if r["symbol"] == "crc16_bitwise"][0]
+    assert leaves["crc16_bitwise (overlays .overlay.crc)"] == crc["samples"]
+
+
+def _check_speedscope(doc):
+    """The fields speedscope's file format requires, and their types."""
+    assert doc["$schema"] == \
+        "https://www.speedscope.app/file-format-schema.json"
+    assert isinstance(doc["version"], str)
+    frames = doc["shared"]["frames"]
+    assert frames and all(isinstance(f["name"], str) for f in frames)
+    assert all(isinstance(f.get("file", ""), str) for f in frames)
+    assert doc["profiles"]
+    for p in doc["profiles"]:
+        assert p["type"] == "sampled"
+        assert isinstance(p["name"], str)
+        assert p["unit"] in ("none", "nanoseconds", "microseconds",
+                             "milliseconds", "seconds", "bytes")
+        assert p["endValue"] >= p["startValue"]
+        assert len(p["samples"]) == len(p["weights"])
+        for stack in p["samples"]:
+            assert stack and all(isinstance(i, int) and
+                                 0 <= i < len(frames) for i in stack)
+        assert all(isinstance(w, (int, float)) and w >= 0
+                   for w in p["weights"])
+    return frames
+
+
+def test_speedscope_has_the_required_fields(real_session, copreport,
+                                            report_json, tmp_path):
+    path = _export(copreport, real_session.dir, "speedscope",
+                   tmp_path / "coprof.speedscope.json")
+    with open(str(path)) as f:
+        doc = json.load(f)
+    frames = _check_speedscope(doc)
+    report = report_json()
+    assert sum(sum(p["weights"]) for p in doc["profiles"]) == \
+        report["totals"]["samples"]
+    names = {p["name"] for p in doc["profiles"]}
+    assert names == {"context %d pid %d tid %d" % (c["id"], c["pid"],
+                                                   c["tid"])
+                     for c in report["contexts"] if c["samples"]}
+    files = {f["file"] for f in frames}
+    assert "overlays:.overlay.crc" in files and "pipeline:resident" in files
+
+
+def test_two_sessions_in_one_export(knob, copreport, tmp_path):
+    path = tmp_path / "two.folded"
+    copreport("export", "-d", knob.a, "-d", knob.b, "--format", "folded",
+              "-o", path, check=True)
+    roots = collections.Counter()
+    for line in open(str(path)):
+        stack, _, count = line.rstrip("\n").rpartition(" ")
+        roots[stack.split(";")[0].split(": ")[0]] += int(count)
+    totals = {}
+    for d in (knob.a, knob.b):
+        r = json.loads(copreport("-d", d, "--format", "json",
+                                 check=True).stdout)
+        totals[d] = r["totals"]["samples"]
+    assert dict(roots) == totals
+
+
+def test_export_errors(knob, copreport, tmp_path):
+    p = copreport("export", "-d", knob.a, "--format", "svg", "-o",
+                  tmp_path / "x")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert p.stderr.startswith("copreport: ")
+    p = copreport("export", "-d", knob.a, "--format", "pprof", "-o",
+                  tmp_path / "no" / "such" / "dir")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1
+    p = copreport("export", "-d", knob.a, "-d", knob.other_rate, "--format",
+                  "folded", "-o", tmp_path / "x")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1
+    assert "different periods" in p.stderr
