@@ -107,3 +107,41 @@ def test_a_module_that_is_missing_is_one_line(copdrv_ko, build_dir,
                          "linux-headers-amd64 busybox-static are installed)"
                          % missing), done.stderr
     assert not os.path.exists(tmp_path / "s" / "session.db")
+
+
+def test_copcontrol_with_the_module(copdrv_ko, build_dir, tmp_path):
+    """copcontrol --driver=linux, saved like the other settings: --start
+    boots the guest under a copsim without a driver of its own, --stop
+    ends the session complete, --shutdown leaves nothing running."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+    copcontrol = os.path.join(build_dir, "bin", "copcontrol")
+
+    def run(*args):
+        return subprocess.run([copcontrol, *args], capture_output=True,
+                              text=True, env=env, timeout=300)
+
+    saved = run("--driver=linux", "--event=SPU_CYCLES:2003", "--no-dither")
+    assert saved.returncode == 0, saved.stderr
+    assert "driver=linux\n" in (state / "copcontrol.conf").read_text()
+    started = run("--start")
+    assert started.returncode == 0, started.stderr
+    program = subprocess.run(
+        [os.path.join(build_dir, "examples", "host-pipeline"),
+         *HOST_PIPELINE_ARGS], capture_output=True, text=True, env=env,
+        timeout=300)
+    assert program.returncode == 0, program.stdout + program.stderr
+    stopped = run("--stop")
+    assert stopped.returncode == 0, stopped.stderr
+    shutdown = run("--shutdown")
+    assert shutdown.returncode == 0, shutdown.stderr
+    keys, contexts, _ = session(str(tmp_path / "data" / "coprof" /
+                                    "current"))
+    assert keys["driver"] == "linux"
+    assert keys["end_state"] == "complete", keys
+    assert int(keys["stream.lost"]) == 0
+    assert len(contexts) == 8
+    assert not (state / "guest.sock").exists()
+    assert "stop -> ok warnings=0" in (state / "guest.log").read_text()
