@@ -923,6 +923,10 @@ static void status_driver(const struct copdrv_control_reply *get,
     printf("driver:         %u slots, %u-entry FIFOs, buffer %llu bytes\n",
            get->slots, get->fifo_depth,
            (unsigned long long)stats->buffer_bytes);
+    printf("polls:          %llu, %.3f ms in them, %.0f ns a sample\n",
+           (unsigned long long)stats->polls, (double)stats->poll_ns / 1e6,
+           stats->samples ? (double)stats->poll_ns / (double)stats->samples :
+           0.0);
     if (rate.count)
         status_sampling(get, stats);
     printf("samples:        %llu\n", (unsigned long long)stats->samples);
