@@ -649,11 +649,14 @@ static int stop_session(struct control *c, int quiet)
     struct session_totals t;
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
     pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
+    char guest_err[ERR_MAX] = "";
     struct driver d;
     int stopped = 0;
 
     if (connect_copsim(c, &d) == 0) {
         stopped = driver_stop(&d, c->err, sizeof(c->err)) == 0;
+        if (!stopped && d.kind == DRIVER_LINUX)   /* why, for the reason */
+            snprintf(guest_err, sizeof(guest_err), "%s", c->err);
         driver_close(&d);
     }
     if (!stopped && !pid && !dead)
@@ -671,6 +674,13 @@ static int stop_session(struct control *c, int quiet)
     unlink(pidfile);
     session_end_reason(c, dir, pid ? pid : dead, dead != 0, reason,
                        sizeof(reason));
+    if (reason[0] && guest_err[0] && !strstr(reason, guest_err)) {
+        size_t used = strlen(reason);
+        char err[ERR_MAX];
+
+        snprintf(reason + used, sizeof(reason) - used, ": %s", guest_err);
+        session_mark_incomplete(dir, reason, err, sizeof(err));
+    }
     if (!reason[0]) {
         if (!quiet && coprofd_line(c, dir, "samples=", line, sizeof(line)))
             printf("%s\n", line);

@@ -16,7 +16,8 @@
  * session; its reply "ok" carries the host end of that port (a socket)
  * as SCM_RIGHTS: the stream, as the hosted driver's START carries its
  * pipe.  "stats" answers "ok NAME VALUE ..." (the module's stats file),
- * "stop" "ok warnings=N" once the stream has ended with STOP, the module
+ * "params" the session's parameters ("ok NAME VALUE ..."), "stop" "ok
+ * warnings=N" once the stream has ended with STOP, the module
  * is unloaded and the guest powered off; any failure "error REASON".
  * Every wait is bounded (the socket's receive time-out): a guest that
  * dies or hangs is an error line, never a hang.  GET is INFO's clock and
@@ -73,6 +74,14 @@ static void find_file(const char *env, const char *name, char *buf,
 
 /* ---- One request ---------------------------------------------------------- */
 
+/* Why the guest ended, as guest.py said it last in its log; else what. */
+static void guest_said(const struct driver *d, const char *what, char *buf,
+                       size_t len)
+{
+    if (daemons_log_line(d->guest.log, "guest.py: ", buf, len) < 0)
+        snprintf(buf, len, "%s", what);
+}
+
 static int connect_guest(struct driver *d, int timeout_s, char *err,
                          size_t errlen)
 {
@@ -84,12 +93,13 @@ static int connect_guest(struct driver *d, int timeout_s, char *err,
     if (sock < 0 || connect(sock, (struct sockaddr *)&addr,
                             sizeof(addr)) < 0) {
         int error = errno;
+        char said[512];
 
         if (sock >= 0)
             close(sock);
+        guest_said(d, strerror(error), said, sizeof(said));
         snprintf(err, errlen, "the guest's session (%s) is gone: %s (its "
-                 "console: %s)", d->guest.socket, strerror(error),
-                 d->guest.log[0] ? d->guest.log : "guest.log");
+                 "console: %s)", d->guest.socket, said, d->guest.log);
         errno = error;
         return -1;
     }
@@ -112,7 +122,7 @@ static int guest_request(struct driver *d, const char *request,
                          .msg_control = control,
                          .msg_controllen = sizeof(control)};
     size_t used = 0;
-    int sock = connect_guest(d, timeout_s, err, errlen);
+    int sock = connect_guest(d, timeout_s, err, errlen), error;
     ssize_t n;
 
     if (sock < 0)
@@ -153,20 +163,58 @@ static int guest_request(struct driver *d, const char *request,
     }
     snprintf(err, errlen, "%s", strncmp(buf, "error ", 6) == 0 ? buf + 6 :
              buf);
+    if (strcmp(request, "start") != 0)  /* a failed start's log goes */
+        snprintf(err + strlen(err), errlen - strlen(err), " (its console: "
+                 "%s)", d->guest.log);
     errno = EIO;
     return -1;
 
 failed:
+    error = errno;
+    guest_said(d, error == EAGAIN ? "timed out" : strerror(error), buf,
+               sizeof(buf));
     snprintf(err, errlen, "the guest's session (%s) did not answer '%s': "
-             "%s (its console: %s)", d->guest.socket, request,
-             errno == EAGAIN ? "timed out" : strerror(errno), d->guest.log);
+             "%s (its console: %s)", d->guest.socket, request, buf,
+             d->guest.log);
     close(sock);
-    if (errno == EAGAIN)
-        errno = ETIMEDOUT;
+    errno = error == EAGAIN ? ETIMEDOUT : error;
     return -1;
 }
 
 /* ---- GET, START, STATS, STOP ---------------------------------------------- */
+
+/* The running session's parameters, as its guest was given them (for
+ * copcontrol --status); left as they are when the guest does not say. */
+static void guest_params(struct driver *d, struct copdrv_control_params *p)
+{
+    char reply[REPLY_MAX], err[256], *save = NULL, *name, *value;
+
+    if (guest_request(d, "params", STATS_TIMEOUT_S, reply, sizeof(reply),
+                      NULL, err, sizeof(err)) < 0)
+        return;
+    for (name = strtok_r(reply, " ", &save); name &&
+         (value = strtok_r(NULL, " ", &save));
+         name = strtok_r(NULL, " ", &save)) {
+        unsigned long long v = strtoull(value, NULL, 0);
+
+        if (strcmp(name, "lfsr_value") == 0)
+            p->lfsr_value = (uint32_t)v;
+        else if (strcmp(name, "lfsr_count") == 0)
+            p->lfsr_count = (uint32_t)v;
+        else if (strcmp(name, "poll_interval_ns") == 0)
+            p->poll_interval_ns = v;
+        else if (strcmp(name, "buffer_bytes") == 0)
+            p->buffer_bytes = (uint32_t)v;
+        else if (strcmp(name, "fifo_full") == 0)
+            p->fifo_full = (uint32_t)v;
+        else if (strcmp(name, "dither") == 0)
+            p->dither = (uint32_t)v;
+        else if (strcmp(name, "watermark") == 0)
+            p->watermark = (uint32_t)v;
+        else if (strcmp(name, "dither_seed") == 0)
+            p->dither_seed = v;
+    }
+}
 
 int driver_linux_get(struct driver *d, struct copdrv_control_reply *reply,
                      char *err, size_t errlen)
@@ -195,6 +243,8 @@ int driver_linux_get(struct driver *d, struct copdrv_control_reply *reply,
     d->guest.clock_hz = info.nominal_hz;
     reply->running = stat(d->guest.socket, &st) == 0;
     snprintf(d->guest.regs, sizeof(d->guest.regs), "%s", info.regs_path);
+    if (reply->running && d->guest.pid == 0)   /* another call's session */
+        guest_params(d, &reply->params);
     return 0;
 }
 
@@ -355,11 +405,14 @@ int driver_linux_stats(struct driver *d, struct copdrv_control_stats *stats,
                        char *err, size_t errlen)
 {
     char reply[REPLY_MAX], *save = NULL, *name, *value;
+    struct stat st;
 
+    memset(stats, 0, sizeof(*stats));
+    if (stat(d->guest.socket, &st) < 0 && errno == ENOENT)
+        return 0;       /* no guest: no session, nothing counted */
     if (guest_request(d, "stats", STATS_TIMEOUT_S, reply, sizeof(reply),
                       NULL, err, errlen) < 0)
         return -1;
-    memset(stats, 0, sizeof(*stats));
     for (name = strtok_r(reply, " ", &save); name;
          name = strtok_r(NULL, " ", &save)) {
         uint64_t *field;

@@ -31,7 +31,7 @@
 
 static const char *const session_files[] = {
     "session.db", "session.db-wal", "session.db-shm", "session.db-journal",
-    ".lock", "events.coplog", "coprofd.log",
+    ".lock", "events.coplog", "coprofd.log", "guest.log",
 };
 
 int session_default_dir(char *buf, size_t len)

@@ -423,19 +423,35 @@ class Session:
                 raise GuestError("guest: no answer within %d s %s"
                                  % (timeout, what))
             ready, _, _ = select.select([self.control], [], [], min(left, 1))
-            data = self.control.recv(4096) if ready else None
+            try:
+                data = self.control.recv(4096) if ready else None
+            except OSError:
+                data = b""
             if data == b"" or (data is None and self.qemu.poll() is not None):
-                self.kill()
-                raise GuestError("guest: %s %s before it answered %s"
-                                 % (QEMU, describe_end(self.qemu.returncode),
-                                    what))
+                raise self.gone(what)
             self.pending += data or b""
         line, _, self.pending = self.pending.partition(b"\n")
         return line.decode(errors="replace").strip()
 
+    def gone(self, what):
+        """The error of a guest whose control port closed: how QEMU ended
+        (it is killed if it still runs)."""
+        try:
+            self.qemu.wait(5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        return GuestError("guest: %s %s before it answered %s"
+                          % (QEMU, describe_end(self.qemu.returncode), what))
+
+    def send(self, command, what):
+        try:
+            self.control.sendall(command)
+        except OSError:
+            raise self.gone(what)
+
     def stats(self):
         """The module's statistics, NAME VALUE ... on one line."""
-        self.control.sendall(b"stats\n")
+        self.send(b"stats\n", "for the statistics")
         reply = self.receive(STATS_TIMEOUT, "for the statistics")
         if not reply.startswith("ok "):
             raise GuestError("guest: unexpected reply %r" % reply)
@@ -444,7 +460,7 @@ class Session:
     def stop(self):
         """Stops the session (the stream ends with STOP), unloads the
         module, powers off; the number of kernel warnings in dmesg."""
-        self.control.sendall(b"stop\n")
+        self.send(b"stop\n", "to stop")
         reply = self.receive(STOP_TIMEOUT, "to stop")
         if not reply.startswith("stopped warnings="):
             self.kill()
@@ -477,7 +493,8 @@ def describe_end(status):
 def serve(listener, session, parent):
     """Answers one request a connection on listener, a line each:
     "start" -> "ok" with the stream's socket attached (SCM_RIGHTS), "stats"
-    -> "ok NAME VALUE ...", "stop" -> "ok warnings=N" (then serve ends);
+    -> "ok NAME VALUE ..." (the stats file), "params" -> "ok NAME VALUE ..."
+    (the --params), "stop" -> "ok warnings=N" (then serve ends);
     "error REASON" when it fails.  Ends, stopping the guest, when the guest
     dies or process parent (if given) has ended."""
     import select
@@ -510,6 +527,9 @@ def serve(listener, session, parent):
                     reply = None
                 elif request == "stats" and session.alive():
                     reply = "ok " + session.stats()
+                elif request == "params" and session.alive():
+                    reply = "ok " + " ".join("%s %s" % p
+                                             for p in session.params)
                 elif request == "stop" and session.alive():
                     reply = "ok warnings=%d" % session.stop()
                     done = True
@@ -520,8 +540,10 @@ def serve(listener, session, parent):
                 reply, done = "error %s" % e, True
             except OSError as e:
                 reply, done = "error guest: %s" % e, True
+            if reply and (done or request not in ("stats", "params")):
+                print("guest.py serve: %s -> %s" % (request, reply),
+                      flush=True)
             if reply:
-                print("guest.py: %s -> %s" % (request, reply), flush=True)
                 try:
                     conn.sendall(reply.encode() + b"\n")
                 except OSError:

@@ -97,6 +97,10 @@ def test_module_records_what_the_hosted_driver_records(copdrv_ko, build_dir,
 
 def test_a_module_that_is_missing_is_one_line(copdrv_ko, build_dir,
                                               tmp_path):
+    """One line naming the packages; the previous session (hosted) is put
+    back, though the failed start wrote its guest.log beside it."""
+    previous = record(build_dir, str(tmp_path / "s"), "hosted")
+    assert previous.returncode == 0, previous.stderr
     missing = str(tmp_path / "no" / "copdrv.ko")
     done = record(build_dir, str(tmp_path / "s"), "linux",
                   {"COPROF_MODULE": missing})
@@ -106,7 +110,9 @@ def test_a_module_that_is_missing_is_one_line(copdrv_ko, build_dir,
                          "Debian packages qemu-system-x86 linux-image-amd64 "
                          "linux-headers-amd64 busybox-static are installed)"
                          % missing), done.stderr
-    assert not os.path.exists(tmp_path / "s" / "session.db")
+    assert session(str(tmp_path / "s"))[0]["driver"] == "hosted"
+    assert not os.path.exists(tmp_path / "s.old")
+    assert not os.path.exists(tmp_path / "s" / "guest.log")
 
 
 def test_copcontrol_with_the_module(copdrv_ko, build_dir, tmp_path):
@@ -145,3 +151,56 @@ def test_copcontrol_with_the_module(copdrv_ko, build_dir, tmp_path):
     assert len(contexts) == 8
     assert not (state / "guest.sock").exists()
     assert "stop -> ok warnings=0" in (state / "guest.log").read_text()
+
+
+def qemu_of(regs):
+    """The pid of the guest's QEMU whose ivshmem is the file regs."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                words = f.read().split(b"\0")
+        except OSError:
+            continue
+        if words[0].endswith(b"qemu-system-x86_64") and any(
+                b"mem-path=%s," % regs.encode() in w for w in words):
+            return int(pid)
+    return None
+
+
+def test_a_guest_that_dies_is_one_line_and_an_incomplete_session(
+        copdrv_ko, build_dir, tmp_path):
+    """QEMU killed while the session runs: --stop says so in one line and
+    fails, the session is incomplete with that reason, --shutdown stops
+    copsim and nothing of the guest is left."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+    copcontrol = os.path.join(build_dir, "bin", "copcontrol")
+
+    def run(*args):
+        return subprocess.run([copcontrol, *args], capture_output=True,
+                              text=True, env=env, timeout=300)
+
+    started = run("--driver=linux", "--start")
+    assert started.returncode == 0, started.stderr
+    qemu = qemu_of(str(state / "copsim.regs"))
+    assert qemu, "no QEMU runs with %s" % (state / "copsim.regs")
+    os.kill(qemu, 9)
+    stopped = run("--stop")
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    lines = stopped.stderr.strip().splitlines()
+    assert len(lines) == 1, stopped.stderr
+    # Whether guest.py saw QEMU's end before --stop asked or after, the
+    # line says how it ended and where its console is.
+    assert re.match(r"copcontrol: session .* is incomplete: the driver's "
+                    r"stream ended without STOP: .*qemu-system-x86_64 was "
+                    r"killed by signal 9 .*\(its console: .*guest.log\)$",
+                    lines[0]), lines[0]
+    keys, _, _ = session(str(tmp_path / "data" / "coprof" / "current"))
+    assert keys["end_state"] == "incomplete"
+    assert "qemu-system-x86_64 was killed by signal 9" in keys["end_reason"]
+    shutdown = run("--shutdown")
+    assert shutdown.returncode == 0, shutdown.stderr
+    assert qemu_of(str(state / "copsim.regs")) is None
+    assert not (state / "guest.sock").exists()
