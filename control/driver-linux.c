@@ -21,9 +21,10 @@
  * is unloaded and the guest powered off; any failure "error REASON".
  * Every wait is bounded (the socket's receive time-out): a guest that
  * dies or hangs is an error line, never a hang.  GET is INFO's clock and
- * FIFO depth, after checking that a shared copsim (copcontrol's) hosts no
- * driver of its own, whose acks would let a slot run on before the module
- * drained it (coprof starts its private copsim with --no-driver itself).
+ * FIFO depth.  START first checks that a shared copsim (copcontrol's)
+ * hosts no driver of its own, whose acks would let a slot run on before
+ * the module drained it (coprof starts its private copsim with
+ * --no-driver itself).
  * $COPROF_GUEST_STREAM_COPY names a file that gets a copy of the stream
  * (for tests: `copstream check` on what the module wrote).
  */
@@ -220,21 +221,10 @@ int driver_linux_get(struct driver *d, struct copdrv_control_reply *reply,
                      char *err, size_t errlen)
 {
     struct copsim_info_reply info;
-    struct copdrv_control_reply hosted;
-    char why[256];
     struct stat st;
 
     if (driver_info(d, &info, err, errlen) < 0)
         return -1;
-    if (d->guest.shared &&
-        driver_hosted_get(d, &hosted, why, sizeof(why)) == 0) {
-        snprintf(err, errlen, "%s: copsim (pid %d) hosts its own driver, "
-                 "so it would not wait for the module's acks: start it "
-                 "with --no-driver (copcontrol --init --driver=linux)",
-                 d->path, info.pid);
-        errno = EBUSY;
-        return -1;
-    }
     memset(reply, 0, sizeof(*reply));
     reply->params = d->guest.params;
     reply->slots = info.n_slots;
@@ -339,14 +329,32 @@ static pid_t start_guest(struct driver *d, int listener, char *err,
     return daemons_start(&spec, argv, err, errlen);
 }
 
+/* A shared copsim that hosts its driver is refused: its acks would not
+ * wait for the module's. */
+static int check_copsim(struct driver *d, char *err, size_t errlen)
+{
+    struct copdrv_control_reply hosted;
+    char why[256];
+
+    if (!d->guest.shared ||
+        driver_hosted_get(d, &hosted, why, sizeof(why)) < 0)
+        return 0;
+    snprintf(err, errlen, "%s: this copsim hosts its own driver, whose "
+             "acks would not wait for the module's: --shutdown it, then "
+             "--start with --driver=linux (copsim --no-driver)", d->path);
+    errno = EBUSY;
+    return -1;
+}
+
 int driver_linux_start(struct driver *d, int *stream_fd, char *err,
                        size_t errlen)
 {
     char reply[64];
-    int listener = listen_guest(d, err, errlen);
+    int listener;
 
     *stream_fd = -1;
-    if (listener < 0)
+    if (check_copsim(d, err, errlen) < 0 ||
+        (listener = listen_guest(d, err, errlen)) < 0)
         return -1;
     d->guest.pid = start_guest(d, listener, err, errlen);
     close(listener);

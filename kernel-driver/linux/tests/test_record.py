@@ -22,15 +22,19 @@ import re
 import sqlite3
 import subprocess
 
+import pytest
+
 from module_fixtures import copdrv_ko  # noqa: F401
 
 HOST_PIPELINE_ARGS = ["--threads", "1", "--contexts", "8"]
 
 
-def record(build_dir, out, driver, env=None):
+FIXED = ("--event=SPU_CYCLES:2003", "--no-dither")
+
+
+def record(build_dir, out, driver, env=None, sampling=FIXED):
     cmd = [os.path.join(build_dir, "bin", "coprof"), "record",
-           "--driver=" + driver, "--event=SPU_CYCLES:2003", "--no-dither",
-           "--quiet", "-o", out, "--",
+           "--driver=" + driver, *sampling, "--quiet", "-o", out, "--",
            os.path.join(build_dir, "examples", "host-pipeline"),
            *HOST_PIPELINE_ARGS]
     return subprocess.run(cmd, capture_output=True, text=True,
@@ -59,13 +63,20 @@ def kernel_trouble(text):
             if re.search(r"WARNING:|BUG:|Oops|Call Trace|kernel BUG", line)]
 
 
+@pytest.mark.parametrize("sampling", [
+    FIXED,
+    ("--event=SPU_CYCLES:997", "--dither-seed=12345", "--slots=4",
+     "--buffer-size=16384")], ids=["fixed", "dithered"])
 def test_module_records_what_the_hosted_driver_records(copdrv_ko, build_dir,
-                                                       tmp_path):
+                                                       tmp_path, sampling):
+    """At a fixed rate without dither, and dithered with one seed on four
+    slots and a small buffer: the same samples through both drivers."""
     copy = str(tmp_path / "module.stream")
     linux = record(build_dir, str(tmp_path / "linux"), "linux",
-                   {"COPROF_GUEST_STREAM_COPY": copy})
+                   {"COPROF_GUEST_STREAM_COPY": copy}, sampling)
     assert linux.returncode == 0, linux.stderr
-    hosted = record(build_dir, str(tmp_path / "hosted"), "hosted")
+    hosted = record(build_dir, str(tmp_path / "hosted"), "hosted",
+                    sampling=sampling)
     assert hosted.returncode == 0, hosted.stderr
 
     lkeys, lcontexts, loffsets = session(str(tmp_path / "linux"))
@@ -90,7 +101,8 @@ def test_module_records_what_the_hosted_driver_records(copdrv_ko, build_dir,
         console = f.read()
     assert "coprof-guest: dmesg:" in console, console
     dmesg = console.split("coprof-guest: dmesg:", 1)[1]
-    assert re.search(r"copdrv 0000:00:10.0: trace unit: 8 slots", dmesg)
+    assert re.search(r"copdrv 0000:00:10.0: trace unit: %d slots"
+                     % (4 if "--slots=4" in sampling else 8), dmesg)
     assert kernel_trouble(dmesg) == [], dmesg
     assert "stop -> ok warnings=0" in console, console
 
@@ -204,3 +216,41 @@ def test_a_guest_that_dies_is_one_line_and_an_incomplete_session(
     assert shutdown.returncode == 0, shutdown.stderr
     assert qemu_of(str(state / "copsim.regs")) is None
     assert not (state / "guest.sock").exists()
+
+
+def test_an_unknown_driver_is_a_usage_error(build_dir, tmp_path):
+    done = subprocess.run([os.path.join(build_dir, "bin", "coprof"),
+                           "record", "--driver=bsd", "-o",
+                           str(tmp_path / "s"), "--", "true"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr == "coprof: --driver=bsd: not hosted or linux\n"
+    assert not os.path.exists(tmp_path / "s")
+
+
+def test_copcontrol_refuses_a_copsim_that_hosts_its_driver(build_dir,
+                                                          tmp_path):
+    """Its acks would let a slot run on before the module drained it."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+    copcontrol = os.path.join(build_dir, "bin", "copcontrol")
+
+    def run(*args):
+        return subprocess.run([copcontrol, *args], capture_output=True,
+                              text=True, env=env, timeout=300)
+
+    assert run("--init").returncode == 0
+    try:
+        refused = run("--driver=linux", "--start")
+        assert refused.returncode == 1
+        assert refused.stderr == (
+            "copcontrol: %s: this copsim hosts its own driver, whose acks "
+            "would not wait for the module's: --shutdown it, then --start "
+            "with --driver=linux (copsim --no-driver)\n"
+            % (state / "copsim.sock")), refused.stderr
+        assert not (state / "guest.sock").exists()
+        assert not (state / "copcontrol.conf").exists()
+    finally:
+        assert run("--shutdown").returncode == 0
