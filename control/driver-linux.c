@@ -108,77 +108,97 @@ static int connect_guest(struct driver *d, int timeout_s, char *err,
     return sock;
 }
 
+/* The descriptor a message carried, to *fd (if fd), else closed. */
+static void take_fd(struct msghdr *msg, int *fd)
+{
+    struct cmsghdr *c = CMSG_FIRSTHDR(msg);
+    int passed;
+
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        return;
+    memcpy(&passed, CMSG_DATA(c), sizeof(int));
+    if (fd)
+        *fd = passed;
+    else
+        close(passed);
+}
+
+/*
+ * Receives one reply line into buf (its newline cut); a descriptor that
+ * came with it goes to *fd when fd is given, else it is closed.  0, or -1
+ * with errno (ECONNRESET: the connection closed first; EMSGSIZE: no line
+ * fits).
+ */
+static int receive_line(int sock, char *buf, size_t size, int *fd)
+{
+    char control[CMSG_SPACE(sizeof(int))];
+    struct iovec iov;
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    size_t used = 0;
+    ssize_t n;
+
+    while (!memchr(buf, '\n', used)) {
+        if (used >= size - 1) {
+            errno = EMSGSIZE;
+            return -1;
+        }
+        iov.iov_base = buf + used;
+        iov.iov_len = size - 1 - used;
+        msg.msg_control = used ? NULL : control;
+        msg.msg_controllen = used ? 0 : sizeof(control);
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n <= 0) {
+            if (n == 0)
+                errno = ECONNRESET;
+            return -1;
+        }
+        if (!used)
+            take_fd(&msg, fd);
+        used += (size_t)n;
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
 /*
  * Sends one request line and reads the one reply line into reply (without
  * "ok "); a descriptor that came with it goes to *fd when fd is given.
- * An "error REASON" reply is -1 with REASON in err.
+ * An "error REASON" reply is -1 with REASON in err (and where the guest's
+ * console is, but for a start, whose session directory goes).
  */
 static int guest_request(struct driver *d, const char *request,
                          int timeout_s, char *reply, size_t len, int *fd,
                          char *err, size_t errlen)
 {
-    char buf[REPLY_MAX], control[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {buf, sizeof(buf) - 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
-                         .msg_control = control,
-                         .msg_controllen = sizeof(control)};
-    size_t used = 0;
+    char buf[REPLY_MAX];
     int sock = connect_guest(d, timeout_s, err, errlen), error;
-    ssize_t n;
 
     if (sock < 0)
         return -1;
     if (send(sock, request, strlen(request), MSG_NOSIGNAL) < 0 ||
-        send(sock, "\n", 1, MSG_NOSIGNAL) < 0)
-        goto failed;
-    while (!memchr(buf, '\n', used)) {
-        iov.iov_base = buf + used;
-        iov.iov_len = sizeof(buf) - 1 - used;
-        msg.msg_controllen = used ? 0 : sizeof(control);
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        if (n <= 0 || iov.iov_len == 0) {
-            if (n == 0)
-                errno = ECONNRESET;
-            goto failed;
-        }
-        if (!used) {
-            struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-            if (c && c->cmsg_level == SOL_SOCKET &&
-                c->cmsg_type == SCM_RIGHTS && fd)
-                memcpy(fd, CMSG_DATA(c), sizeof(int));
-            else if (c && c->cmsg_type == SCM_RIGHTS) {
-                int extra;
-
-                memcpy(&extra, CMSG_DATA(c), sizeof(int));
-                close(extra);
-            }
-        }
-        used += (size_t)n;
+        send(sock, "\n", 1, MSG_NOSIGNAL) < 0 ||
+        receive_line(sock, buf, sizeof(buf), fd) < 0) {
+        error = errno;
+        close(sock);
+        guest_said(d, error == EAGAIN ? "timed out" : strerror(error), buf,
+                   sizeof(buf));
+        snprintf(err, errlen, "the guest's session (%s) did not answer "
+                 "'%s': %s (its console: %s)", d->guest.socket, request,
+                 buf, d->guest.log);
+        errno = error == EAGAIN ? ETIMEDOUT : error;
+        return -1;
     }
     close(sock);
-    buf[strcspn(buf, "\n")] = '\0';
     if (strncmp(buf, "ok", 2) == 0 && (buf[2] == '\0' || buf[2] == ' ')) {
         snprintf(reply, len, "%s", buf[2] ? buf + 3 : "");
         return 0;
     }
     snprintf(err, errlen, "%s", strncmp(buf, "error ", 6) == 0 ? buf + 6 :
              buf);
-    if (strcmp(request, "start") != 0)  /* a failed start's log goes */
+    if (strcmp(request, "start") != 0)
         snprintf(err + strlen(err), errlen - strlen(err), " (its console: "
                  "%s)", d->guest.log);
     errno = EIO;
-    return -1;
-
-failed:
-    error = errno;
-    guest_said(d, error == EAGAIN ? "timed out" : strerror(error), buf,
-               sizeof(buf));
-    snprintf(err, errlen, "the guest's session (%s) did not answer '%s': "
-             "%s (its console: %s)", d->guest.socket, request, buf,
-             d->guest.log);
-    close(sock);
-    errno = error == EAGAIN ? ETIMEDOUT : error;
     return -1;
 }
 
