@@ -58,6 +58,22 @@ def session(path):
     return keys, per_context, per_offset
 
 
+@pytest.fixture
+def copcontrol(build_dir, tmp_path):
+    """(its state directory, the environment, run(*ARGS)) of a copcontrol
+    with a socket and session directory of this test's own."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+    program = os.path.join(build_dir, "bin", "copcontrol")
+
+    def run(*args):
+        return subprocess.run([program, *args], capture_output=True,
+                              text=True, env=env, timeout=300)
+    return state, env, run
+
+
 def kernel_trouble(text):
     return [line for line in text.splitlines()
             if re.search(r"WARNING:|BUG:|Oops|Call Trace|kernel BUG", line)]
@@ -127,20 +143,12 @@ def test_a_module_that_is_missing_is_one_line(copdrv_ko, build_dir,
     assert not os.path.exists(tmp_path / "s" / "guest.log")
 
 
-def test_copcontrol_with_the_module(copdrv_ko, build_dir, tmp_path):
+def test_copcontrol_with_the_module(copdrv_ko, build_dir, tmp_path,
+                                    copcontrol):
     """copcontrol --driver=linux, saved like the other settings: --start
     boots the guest under a copsim without a driver of its own, --stop
     ends the session complete, --shutdown leaves nothing running."""
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
-               XDG_DATA_HOME=str(tmp_path / "data"))
-    copcontrol = os.path.join(build_dir, "bin", "copcontrol")
-
-    def run(*args):
-        return subprocess.run([copcontrol, *args], capture_output=True,
-                              text=True, env=env, timeout=300)
-
+    state, env, run = copcontrol
     saved = run("--driver=linux", "--event=SPU_CYCLES:2003", "--no-dither")
     assert saved.returncode == 0, saved.stderr
     assert "driver=linux\n" in (state / "copcontrol.conf").read_text()
@@ -180,20 +188,11 @@ def qemu_of(regs):
 
 
 def test_a_guest_that_dies_is_one_line_and_an_incomplete_session(
-        copdrv_ko, build_dir, tmp_path):
+        copdrv_ko, tmp_path, copcontrol):
     """QEMU killed while the session runs: --stop says so in one line and
     fails, the session is incomplete with that reason, --shutdown stops
     copsim and nothing of the guest is left."""
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
-               XDG_DATA_HOME=str(tmp_path / "data"))
-    copcontrol = os.path.join(build_dir, "bin", "copcontrol")
-
-    def run(*args):
-        return subprocess.run([copcontrol, *args], capture_output=True,
-                              text=True, env=env, timeout=300)
-
+    state, env, run = copcontrol
     started = run("--driver=linux", "--start")
     assert started.returncode == 0, started.stderr
     qemu = qemu_of(str(state / "copsim.regs"))
@@ -228,19 +227,9 @@ def test_an_unknown_driver_is_a_usage_error(build_dir, tmp_path):
     assert not os.path.exists(tmp_path / "s")
 
 
-def test_copcontrol_refuses_a_copsim_that_hosts_its_driver(build_dir,
-                                                          tmp_path):
+def test_copcontrol_refuses_a_copsim_that_hosts_its_driver(copcontrol):
     """Its acks would let a slot run on before the module drained it."""
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
-               XDG_DATA_HOME=str(tmp_path / "data"))
-    copcontrol = os.path.join(build_dir, "bin", "copcontrol")
-
-    def run(*args):
-        return subprocess.run([copcontrol, *args], capture_output=True,
-                              text=True, env=env, timeout=300)
-
+    state, env, run = copcontrol
     assert run("--init").returncode == 0
     try:
         refused = run("--driver=linux", "--start")
