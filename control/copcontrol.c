@@ -157,6 +157,13 @@ static void usage(FILE *out)
 "                      ~/.local/share/coprof/current)\n"
 "    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
 "                      (default %u: 4 MiB)\n"
+"    --driver=hosted|linux\n"
+"                      the kernel driver that samples: hosted in copsim\n"
+"                      (default), or copdrv.ko in a Linux guest under QEMU\n"
+"                      with copsim's register file as its PCI device; a\n"
+"                      copsim --init starts for linux hosts no driver\n"
+"                      (--no-driver), and one that does is refused.  The\n"
+"                      guest's console goes to guest.log\n"
 "\n"
 "OTHER OPTIONS\n"
 "    --copsim-arg=ARG  with --init (or an --start that starts copsim): pass\n"
@@ -220,7 +227,7 @@ static int set_session_dir(struct options *o, const char *arg)
     return 0;
 }
 
-enum { OPT_SESSION_DIR = 256, OPT_BUFFER, OPT_VERBOSE };
+enum { OPT_SESSION_DIR = 256, OPT_BUFFER, OPT_VERBOSE, OPT_DRIVER };
 
 static const struct option long_options[] = {
     {"init", no_argument, NULL, ACT_INIT},
@@ -236,6 +243,7 @@ static const struct option long_options[] = {
     {"session-dir", required_argument, NULL, OPT_SESSION_DIR},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"driver", required_argument, NULL, OPT_DRIVER},
     OPTIONS_LONG_COMMON,
     {NULL, 0, NULL, 0},
 };
@@ -270,6 +278,10 @@ static int take_option(struct options *o, int c, const char *arg,
     case OPT_VERBOSE:
         o->verbose = 1;
         return 0;
+    case OPT_DRIVER:
+        o->given_any = 1;
+        return settings_driver(&o->given, arg, err, sizeof(err)) < 0 ?
+               cli_fail(EXIT_USAGE, "%s", err) : 0;
     default:
         return options_common(c, arg, word, "--help", &o->copsim_args);
     }
@@ -352,8 +364,17 @@ static pid_t recorded_coprofd(const struct control *c, char *dir, size_t len)
  * with its one line, before anything is sent. */
 static int connect_copsim(struct control *c, struct driver *d)
 {
-    if (driver_connect(d, c->socket, c->err, sizeof(c->err)) == 0)
+    if (driver_connect(d, c->socket, c->err, sizeof(c->err)) == 0) {
+        if (strcmp(c->settings.driver, "linux") == 0) {
+            char guest_socket[PATH_MAX], guest_log[PATH_MAX];
+
+            state_file(c, STATE_GUEST_SOCKET, guest_socket,
+                       sizeof(guest_socket));
+            state_file(c, STATE_GUEST_LOG, guest_log, sizeof(guest_log));
+            driver_use_linux(d, guest_socket, guest_log, 1);
+        }
         return 0;
+    }
     if (errno == EACCES)
         exit(cli_fail(EXIT_FAILED, "%s", c->err));
     return -1;
@@ -383,6 +404,8 @@ static int init_copsim(struct control *c, int announce)
     spec.log_path = log;
     args[n++] = "--socket";
     args[n++] = c->socket;
+    if (strcmp(c->settings.driver, "linux") == 0)
+        args[n++] = "--no-driver";      /* the module acks the mailboxes */
     for (int i = 0; i < c->opt.copsim_args.n; i++)
         args[n++] = c->opt.copsim_args.args[i];
     args[n] = NULL;
@@ -432,6 +455,18 @@ static int effective(struct control *c, struct rate_spec *rate, char *dir,
 /* ---- Actions -------------------------------------------------------------- */
 
 /* Starts coprofd on the stream; its pid, or -1 (reported). */
+/* The session's key `driver`: which driver samples. */
+static void note_driver(struct control *c, const char *dir)
+{
+    static const char *const key[] = {"driver"};
+    const char *value[] = {c->settings.driver[0] ? c->settings.driver :
+                           "hosted"};
+    char err[ERR_MAX];
+
+    if (session_write_keys(dir, key, value, 1, err, sizeof(err)) < 0)
+        cli_fail(EXIT_FAILED, "%s", err);
+}
+
 static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
                            const char *event_log)
 {
@@ -468,6 +503,7 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
     }
     say(c, "coprofd started (pid %ld) on the stream, event log %s, its "
         "output in %s", (long)pid, event_log, log);
+    note_driver(c, dir);
     return pid;
 }
 
@@ -510,7 +546,10 @@ static int action_start(struct control *c)
         driver_close(&d);
         return cli_fail(EXIT_FAILED, "%s", c->err);
     }
-    if (driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
+    if ((d.kind == DRIVER_LINUX &&
+         state_log_create(c->state, STATE_GUEST_LOG, c->err,
+                          sizeof(c->err)) < 0) ||
+        driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
         driver_close(&d);
         session_restore(dir, moved);
         return cli_fail(EXIT_FAILED, "%s", c->err);
@@ -610,11 +649,14 @@ static int stop_session(struct control *c, int quiet)
     struct session_totals t;
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
     pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
+    char guest_err[ERR_MAX] = "";
     struct driver d;
     int stopped = 0;
 
     if (connect_copsim(c, &d) == 0) {
         stopped = driver_stop(&d, c->err, sizeof(c->err)) == 0;
+        if (!stopped && d.kind == DRIVER_LINUX)   /* why, for the reason */
+            snprintf(guest_err, sizeof(guest_err), "%s", c->err);
         driver_close(&d);
     }
     if (!stopped && !pid && !dead)
@@ -632,6 +674,13 @@ static int stop_session(struct control *c, int quiet)
     unlink(pidfile);
     session_end_reason(c, dir, pid ? pid : dead, dead != 0, reason,
                        sizeof(reason));
+    if (reason[0] && guest_err[0] && !strstr(reason, guest_err)) {
+        size_t used = strlen(reason);
+        char err[ERR_MAX];
+
+        snprintf(reason + used, sizeof(reason) - used, ": %s", guest_err);
+        session_mark_incomplete(dir, reason, err, sizeof(err));
+    }
     if (!reason[0]) {
         if (!quiet && coprofd_line(c, dir, "samples=", line, sizeof(line)))
             printf("%s\n", line);
@@ -884,6 +933,10 @@ static void status_driver(const struct copdrv_control_reply *get,
     printf("driver:         %u slots, %u-entry FIFOs, buffer %llu bytes\n",
            get->slots, get->fifo_depth,
            (unsigned long long)stats->buffer_bytes);
+    printf("polls:          %llu, %.3f ms in them, %.0f ns a sample\n",
+           (unsigned long long)stats->polls, (double)stats->poll_ns / 1e6,
+           stats->samples ? (double)stats->poll_ns / (double)stats->samples :
+           0.0);
     if (rate.count)
         status_sampling(get, stats);
     printf("samples:        %llu\n", (unsigned long long)stats->samples);

@@ -79,6 +79,7 @@ struct options {
     const char *output;
     uint32_t buffer_words;
     const char *slots;
+    enum driver_kind driver;
     struct daemon_args copsim_args;
     int quiet, verbose;
     int list_events;            /* --list-events: list, record nothing */
@@ -117,6 +118,7 @@ struct record {
     struct rate rate;
     struct sampling sampling;
     char err[ERR_MAX];
+    char driver_err[ERR_MAX];   /* why the driver did not stop, or "" */
     char end_reason[ERR_MAX];   /* why the session is incomplete, or "" */
 };
 
@@ -176,6 +178,14 @@ static void usage(FILE *out)
 "    --buffer-size=N   the driver's event buffer in 64-bit words, %u..%u\n"
 "                      (default %u: 4 MiB)\n"
 "    --slots=N         coprocessor slots of the private copsim (default %d)\n"
+"    --driver=hosted|linux\n"
+"                      the kernel driver that samples: hosted in copsim\n"
+"                      (default), or copdrv.ko in a Linux guest under QEMU\n"
+"                      with copsim's register file as its PCI device\n"
+"                      (the Debian packages qemu-system-x86\n"
+"                      linux-image-amd64 linux-headers-amd64\n"
+"                      busybox-static; the guest's console goes to\n"
+"                      DIR/guest.log)\n"
 "    --copsim-arg=ARG  pass ARG to the private copsim as it is (repeatable),\n"
 "                      e.g. --copsim-arg=--fifo-depth=65536\n"
 "    --list-events     list the events: SPU_CYCLES with its valid range at\n"
@@ -189,6 +199,7 @@ static void usage(FILE *out)
 "    DIR/session.db, DIR/images/    the session (docs/session-format.md)\n"
 "    DIR/events.coplog              copsim's kernel event log (SCHED)\n"
 "    DIR/coprofd.log                coprofd's output (without --verbose)\n"
+"    DIR/guest.log                  the guest's console (--driver=linux)\n"
 "    $TMPDIR/coprofd-stream-XXXXXX  the stream, kept when the session\n"
 "                                   could not be written (a full disk):\n"
 "                                   coprofd --replay FILE --session-dir D\n"
@@ -222,7 +233,7 @@ static void usage(FILE *out)
 
 /* ---- Options -------------------------------------------------------------- */
 
-enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS };
+enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER };
 
 static const struct option long_options[] = {
     RATE_LONG_OPTIONS,
@@ -231,6 +242,7 @@ static const struct option long_options[] = {
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"slots", required_argument, NULL, OPT_SLOTS},
     {"list-events", no_argument, NULL, OPT_LIST_EVENTS},
+    {"driver", required_argument, NULL, OPT_DRIVER},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     OPTIONS_LONG_COMMON,
@@ -277,6 +289,9 @@ static int take_option(struct options *o, int c, const char *arg,
     case OPT_LIST_EVENTS:
         o->list_events = 1;
         return 0;
+    case OPT_DRIVER:
+        return driver_parse_kind(arg, &o->driver, err, sizeof(err)) < 0 ?
+               cli_fail(EXIT_USAGE, "%s", err) : 0;
     case 'q':
         o->quiet = 1;
         return 0;
@@ -442,6 +457,8 @@ static int start_copsim(struct record *r)
     args[n++] = r->tmp;
     args[n++] = "--event-log";
     args[n++] = r->event_log;
+    if (r->opt.driver == DRIVER_LINUX)
+        args[n++] = "--no-driver";      /* the module acks the mailboxes */
     if (r->opt.slots) {
         args[n++] = "--slots";
         args[n++] = r->opt.slots;
@@ -451,6 +468,17 @@ static int start_copsim(struct record *r)
     args[n] = NULL;
     r->copsim = daemons_start_copsim(&spec, args, r->err, sizeof(r->err));
     return r->copsim < 0 ? -1 : 0;
+}
+
+/* The session's key `driver`: which driver sampled. */
+static void note_driver(struct record *r)
+{
+    static const char *const key[] = {"driver"};
+    const char *value[] = {driver_kind_name(r->opt.driver)};
+    char err[ERR_MAX];
+
+    if (session_write_keys(r->dir, key, value, 1, err, sizeof(err)) < 0)
+        fprintf(stderr, "coprof: %s\n", err);
 }
 
 /* SET and START; the stream goes to a new coprofd.  -1, or -2 (usage). */
@@ -463,6 +491,14 @@ static int start_session(struct record *r)
                          sizeof(r->err)) < 0 ||
         driver_connect(&r->driver, r->socket, r->err, sizeof(r->err)) < 0)
         return -1;
+    if (r->opt.driver == DRIVER_LINUX) {
+        char guest_socket[PATH_MAX], guest_log[PATH_MAX];
+
+        snprintf(guest_socket, sizeof(guest_socket), "%s/guest.sock",
+                 r->tmp);
+        snprintf(guest_log, sizeof(guest_log), "%s/guest.log", r->dir);
+        driver_use_linux(&r->driver, guest_socket, guest_log, 0);
+    }
     if (driver_program(&r->driver, &r->opt.rate, r->opt.buffer_words * 8u,
                        &r->sampling, &r->rate, r->err, sizeof(r->err)) < 0)
         return errno == EINVAL ? -2 : -1;
@@ -485,6 +521,8 @@ static int start_session(struct record *r)
         snprintf(r->err, sizeof(r->err), "coprofd did not start (see %s)",
                  r->opt.verbose ? "its message above" : r->coprofd_log);
     }
+    if (r->coprofd > 0)
+        note_driver(r);
     return r->coprofd > 0 ? 0 : -1;
 }
 
@@ -518,7 +556,9 @@ static void finish(struct record *r)
 
     check_copsim(r);
     if (r->driver.sock >= 0) {
-        driver_stop(&r->driver, err, sizeof(err));
+        if (driver_stop(&r->driver, err, sizeof(err)) < 0 &&
+            r->opt.driver == DRIVER_LINUX)
+            snprintf(r->driver_err, sizeof(r->driver_err), "%s", err);
         driver_close(&r->driver);
     }
     if (r->coprofd > 0)
@@ -636,6 +676,11 @@ static void find_end_reason(struct record *r, const struct session_totals *t,
         snprintf(r->end_reason, sizeof(r->end_reason), "%s: copsim (pid "
                  "%ld) %s", said[0] ? said : "the driver's stream ended "
                  "without STOP", (long)r->copsim, how);
+    } else if (r->driver_err[0] && (!readable ||
+                                     strcmp(t->end_state, "complete"))) {
+        snprintf(r->end_reason, sizeof(r->end_reason), "%s: %s", said[0] ?
+                 said : "the driver's stream ended without STOP",
+                 r->driver_err);
     } else if (said[0]) {
         snprintf(r->end_reason, sizeof(r->end_reason), "%s", said);
     } else if (r->coprofd_status != 0) {

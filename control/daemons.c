@@ -2,7 +2,7 @@
  * daemons.c — starting copsim and coprofd, waiting for processes
  * (daemons.h).
  *
- * start_daemon() forks; the child puts itself in a new session or process
+ * daemons_start() forks; the child puts itself in a new session or process
  * group, moves the descriptor it is given to 3, points stdin at /dev/null
  * and stdout/stderr at the log, and execs.  An exec that fails exits 127
  * and says why in the log.  copsim is started with the write end of a pipe
@@ -113,8 +113,8 @@ static void exec_daemon(const struct daemon_spec *spec, char *const argv[])
     _exit(127);
 }
 
-static pid_t start_daemon(const struct daemon_spec *spec, char *const argv[],
-                          char *err, size_t errlen)
+pid_t daemons_start(const struct daemon_spec *spec, char *const argv[],
+                    char *err, size_t errlen)
 {
     pid_t pid;
 
@@ -173,7 +173,7 @@ pid_t daemons_start_copsim(const struct daemon_spec *base,
         return -1;
     }
     spec.pass_fd = ready[1];
-    pid = start_daemon(&spec, argv, err, errlen);
+    pid = daemons_start(&spec, argv, err, errlen);
     close(ready[1]);
     if (pid > 0 && copsim_wait_ready(ready[0], COPSIM_READY_MS) < 0) {
         /* Ended, or hung before serving: never leave it behind. */
@@ -207,7 +207,7 @@ pid_t daemons_start_coprofd(const struct daemon_spec *spec,
         argv[n++] = (char *)event_log;
     }
     argv[n] = NULL;
-    return start_daemon(spec, argv, err, errlen);
+    return daemons_start(spec, argv, err, errlen);
 }
 
 int daemons_alive(pid_t pid)

@@ -43,6 +43,10 @@ int daemons_add_arg(struct daemon_args *extra, const char *arg, char *err,
 /* Where program NAME is: beside this program, else just NAME (PATH). */
 void daemons_find(const char *name, char *buf, size_t len);
 
+/* argv (argv[0] found in PATH) as a daemon; its pid, or -1 with err. */
+pid_t daemons_start(const struct daemon_spec *spec, char *const argv[],
+                    char *err, size_t errlen);
+
 /*
  * copsim with the given arguments (argv[0] is set here; args ends with
  * NULL) and --ready-fd 3; returns its pid once it wrote "ready", or -1

@@ -4,9 +4,11 @@
  * A request is a bare header (or SET's parameters); request() sends it,
  * receives one message, checks that it is the reply of that type and long
  * enough, takes at most one descriptor out of it, and turns a status with
- * an error into err and errno.
+ * an error into err and errno.  With --driver=linux the driver's requests
+ * go to driver-linux.c instead; SET then only keeps the parameters for
+ * its START.
  */
-#include "control/driver.h"
+#include "control/driver-linux.h"
 
 #include "escape-protocol/copstream.h"
 
@@ -15,6 +17,34 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+int driver_parse_kind(const char *text, enum driver_kind *kind, char *err,
+                      size_t errlen)
+{
+    if (strcmp(text, "hosted") == 0)
+        *kind = DRIVER_HOSTED;
+    else if (strcmp(text, "linux") == 0)
+        *kind = DRIVER_LINUX;
+    else {
+        snprintf(err, errlen, "--driver=%s: not hosted or linux", text);
+        return -1;
+    }
+    return 0;
+}
+
+const char *driver_kind_name(enum driver_kind kind)
+{
+    return kind == DRIVER_LINUX ? "linux" : "hosted";
+}
+
+void driver_use_linux(struct driver *d, const char *guest_socket,
+                      const char *guest_log, int shared)
+{
+    d->kind = DRIVER_LINUX;
+    snprintf(d->guest.socket, sizeof(d->guest.socket), "%s", guest_socket);
+    snprintf(d->guest.log, sizeof(d->guest.log), "%s", guest_log);
+    d->guest.shared = shared;
+}
 
 int driver_connect(struct driver *d, const char *path, char *err,
                    size_t errlen)
@@ -105,11 +135,19 @@ int driver_info(struct driver *d, struct copsim_info_reply *info, char *err,
     return simple(d, COPSIM_INFO, info, sizeof(*info), NULL, err, errlen);
 }
 
-int driver_get(struct driver *d, struct copdrv_control_reply *reply,
-               char *err, size_t errlen)
+int driver_hosted_get(struct driver *d, struct copdrv_control_reply *reply,
+                      char *err, size_t errlen)
 {
     return simple(d, COPDRV_CONTROL_GET, reply, sizeof(*reply), NULL, err,
                   errlen);
+}
+
+int driver_get(struct driver *d, struct copdrv_control_reply *reply,
+               char *err, size_t errlen)
+{
+    if (d->kind == DRIVER_LINUX)
+        return driver_linux_get(d, reply, err, errlen);
+    return driver_hosted_get(d, reply, err, errlen);
 }
 
 int driver_set(struct driver *d, const struct rate *rate,
@@ -129,6 +167,10 @@ int driver_set(struct driver *d, const struct rate *rate,
     set.params.dither = sampling->dither ? 1u : 0u;
     set.params.dither_seed = sampling->seed;
     set.params.watermark = 0;           /* the driver's: half the FIFO */
+    if (d->kind == DRIVER_LINUX) {
+        d->guest.params = set.params;
+        return 0;
+    }
     return request(d, &set.header, &reply, sizeof(reply), NULL, err, errlen);
 }
 
@@ -137,6 +179,8 @@ int driver_start(struct driver *d, int *stream_fd, char *err, size_t errlen)
     struct copdrv_control_reply reply;
 
     *stream_fd = -1;
+    if (d->kind == DRIVER_LINUX)
+        return driver_linux_start(d, stream_fd, err, errlen);
     if (simple(d, COPDRV_CONTROL_START, &reply, sizeof(reply), stream_fd,
                err, errlen) < 0)
         return -1;
@@ -153,6 +197,8 @@ int driver_stop(struct driver *d, char *err, size_t errlen)
 {
     struct copdrv_control_reply reply;
 
+    if (d->kind == DRIVER_LINUX)
+        return driver_linux_stop(d, err, errlen);
     return simple(d, COPDRV_CONTROL_STOP, &reply, sizeof(reply), NULL, err,
                   errlen);
 }
@@ -160,6 +206,8 @@ int driver_stop(struct driver *d, char *err, size_t errlen)
 int driver_stats(struct driver *d, struct copdrv_control_stats *stats,
                  char *err, size_t errlen)
 {
+    if (d->kind == DRIVER_LINUX)
+        return driver_linux_stats(d, stats, err, errlen);
     return simple(d, COPDRV_CONTROL_STATS, stats, sizeof(*stats), NULL, err,
                   errlen);
 }

@@ -4,7 +4,10 @@
  * One connection (copsim_connect) carries INFO (copsim's pid, clock, FIFO
  * depth, event log) and the driver's control requests of copdrv-control.h:
  * GET, SET, START (whose reply carries the stream's reading end), STOP and
- * STATS.  Messages are framed by emulator/copsim/protocol.c.  Every
+ * STATS.  Messages are framed by emulator/copsim/protocol.c.  With
+ * --driver=linux (driver_use_linux) GET, SET, START, STOP and STATS go to
+ * copdrv.ko in a Linux guest instead (driver-linux.c), while INFO and the
+ * contexts stay with copsim, started with --no-driver.  Every
  * function returns 0, or -1 with one line in err (the driver's own
  * message when it refused) and errno set.
  */
@@ -16,12 +19,47 @@
 #include "emulator/copsim/copdrv-control.h"
 #include "kernel-driver/copdrv.h"
 
+#include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
+
+enum driver_kind {
+    DRIVER_HOSTED,          /* in copsim, on its socket (the default) */
+    DRIVER_LINUX,           /* copdrv.ko in a guest (driver-linux.c) */
+};
+
+/* --driver=linux: the guest that runs the module. */
+struct driver_guest {
+    char socket[PATH_MAX];  /* its daemon's socket (guest.py serve) */
+    char log[PATH_MAX];     /* its console */
+    int shared;             /* copcontrol's: the daemon detached (setsid)
+                               and copsim checked to host no driver; else
+                               coprof's, a child that ends with it */
+    pid_t pid;              /* the daemon started here, or 0 */
+    char regs[COPSIM_PATH_MAX];     /* copsim's register file (INFO) */
+    uint64_t clock_hz;
+    struct copdrv_control_params params;    /* SET keeps them here */
+};
 
 struct driver {
     int sock;
     char path[COPSIM_PATH_MAX];
+    enum driver_kind kind;
+    struct driver_guest guest;
 };
+
+/* --driver=hosted|linux; -1 with one line in err. */
+int driver_parse_kind(const char *text, enum driver_kind *kind, char *err,
+                      size_t errlen);
+const char *driver_kind_name(enum driver_kind kind);
+
+/*
+ * The requests of d go to copdrv.ko in a guest run by a daemon listening
+ * on guest_socket (started at START, its console in guest_log; see
+ * struct driver_guest for shared).  Call after driver_connect.
+ */
+void driver_use_linux(struct driver *d, const char *guest_socket,
+                      const char *guest_log, int shared);
 
 /* errno ENOENT or ECONNREFUSED: no copsim answers on path. */
 int driver_connect(struct driver *d, const char *path, char *err,

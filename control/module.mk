@@ -1,11 +1,12 @@
 # control/: copcontrol (opcontrol-style control of a shared copsim, the
 # driver and coprofd) and coprof (`coprof record -- CMD`, the one-shot
-# path), built on one small library: rate.c, driver.c, daemons.c,
+# path), built on one small library: rate.c, driver.c (driver-linux.c
+# for --driver=linux), daemons.c,
 # session.c, state.c, events.c, options.c, sampling.c.
 
 CONTROL_LIB := $(LIB)/libcopcontrol.a
 CONTROL_OBJS := $(addprefix $(OBJ)/control/, \
-	rate.o driver.o daemons.o session.o state.o events.o options.o \
+	rate.o driver.o driver-linux.o daemons.o session.o state.o events.o options.o \
 	sampling.o)
 # What a program linking libcopcontrol.a needs after it.
 CONTROL_DEPS := $(LIB)/liblfsr.a $(LIB)/libcopstream.a $(LIB)/libcopsafe.a

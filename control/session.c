@@ -31,7 +31,7 @@
 
 static const char *const session_files[] = {
     "session.db", "session.db-wal", "session.db-shm", "session.db-journal",
-    ".lock", "events.coplog", "coprofd.log",
+    ".lock", "events.coplog", "coprofd.log", "guest.log",
 };
 
 int session_default_dir(char *buf, size_t len)
@@ -397,8 +397,9 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     return 0;
 }
 
-int session_mark_incomplete(const char *dir, const char *reason, char *err,
-                            size_t errlen)
+int session_write_keys(const char *dir, const char *const *keys,
+                       const char *const *values, int n, char *err,
+                       size_t errlen)
 {
     char path[PATH_MAX];
     sqlite3 *db = NULL;
@@ -409,20 +410,34 @@ int session_mark_incomplete(const char *dir, const char *reason, char *err,
     rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(db, 5000);
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO session (key, "
-                                "value) VALUES ('end_state', 'incomplete'), "
-                                "('end_reason', ?1)", -1, &stmt, NULL);
-    }
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_text(stmt, 1, reason, -1, SQLITE_STATIC);
+                                "value) VALUES (?1, ?2)", -1, &stmt, NULL);
+    for (int i = 0; rc == SQLITE_OK && i < n; i++) {
+        sqlite3_bind_text(stmt, 1, keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(stmt, 2, values[i], -1, SQLITE_STATIC);
         rc = sqlite3_step(stmt) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_reset(stmt);
     }
+    sqlite3_finalize(stmt);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
                  "cannot open");
-    sqlite3_finalize(stmt);
     sqlite3_close(db);
     return rc == SQLITE_OK ? 0 : -1;
+}
+
+int session_mark_incomplete(const char *dir, const char *reason, char *err,
+                            size_t errlen)
+{
+    static const char *const keys[] = {"end_state", "end_reason"};
+    const char *values[] = {"incomplete", reason};
+
+    return session_write_keys(dir, keys, values, 2, err, errlen);
 }
 
 void session_describe(const struct session_totals *t, char *buf, size_t len)

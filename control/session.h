@@ -82,6 +82,15 @@ int session_remove_tree(const char *path, char *err, size_t errlen);
 int session_is_session(const char *dir);
 
 /*
+ * Sets n session keys (INSERT OR REPLACE into its session table, in one
+ * transaction, waiting up to 5 s for coprofd's).  -1 with err when the
+ * database cannot be written.
+ */
+int session_write_keys(const char *dir, const char *const *keys,
+                       const char *const *values, int n, char *err,
+                       size_t errlen);
+
+/*
  * Completes what the session says about its end where the caller knows
  * more than coprofd could: end_state becomes "incomplete" and end_reason
  * reason (one line).  -1 with err when the database cannot be written.

@@ -151,6 +151,17 @@ static int sampling_line(const char *key, const char *value,
     return 0;
 }
 
+int settings_driver(struct settings *s, const char *name, char *err,
+                    size_t errlen)
+{
+    enum driver_kind kind;
+
+    if (driver_parse_kind(name, &kind, err, errlen) < 0)
+        return -1;
+    snprintf(s->driver, sizeof(s->driver), "%s", driver_kind_name(kind));
+    return 0;
+}
+
 /* One "key=value" line into s. */
 static int settings_line(char *line, struct settings *s, char *err,
                          size_t errlen)
@@ -172,6 +183,8 @@ static int settings_line(char *line, struct settings *s, char *err,
     if (strcmp(line, "buffer-size") == 0)
         return driver_parse_buffer_words(eq + 1, &s->buffer_words, err,
                                          errlen);
+    if (strcmp(line, "driver") == 0)
+        return settings_driver(s, eq + 1, err, errlen);
     return 0;
 }
 
@@ -233,6 +246,9 @@ int settings_save(const char *dir, const struct settings *s, char *err,
     if (s->sampling.seed)
         n += (size_t)snprintf(text + n, sizeof(text) - n, "dither-seed=%llu\n",
                               (unsigned long long)s->sampling.seed);
+    if (s->driver[0])
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "driver=%s\n",
+                              s->driver);
     if (s->sampling.fifo_full != SAMPLING_UNSET)
         snprintf(text + n, sizeof(text) - n, "fifo-full=%s\n",
                  sampling_fifo_name((uint32_t)s->sampling.fifo_full));
@@ -249,6 +265,8 @@ void settings_merge(struct settings *base, const struct settings *given)
     if (given->buffer_words)
         base->buffer_words = given->buffer_words;
     sampling_spec_merge(&base->sampling, &given->sampling);
+    if (given->driver[0])
+        snprintf(base->driver, sizeof(base->driver), "%s", given->driver);
 }
 
 /* The name part of a path in the state directory. */

@@ -35,13 +35,20 @@
 #define STATE_COPSIM_LOG    "copsim.log"
 #define STATE_COPROFD_PID   COPSIM_SESSION_MARK     /* libcop looks */
 #define STATE_COPROFD_LOG   "coprofd.log"
+#define STATE_GUEST_SOCKET  "guest.sock"    /* --driver=linux's guest */
+#define STATE_GUEST_LOG     "guest.log"     /* its console */
 
 struct settings {
     struct rate_spec rate;          /* kind RATE_NONE: not set */
     char session_dir[PATH_MAX];     /* "": not set */
     uint32_t buffer_words;          /* 0: not set (the driver's default) */
     struct sampling_spec sampling;  /* dither, seed, FIFO-full policy */
+    char driver[8];                 /* "hosted", "linux"; "": not set */
 };
+
+/* --driver=NAME (driver.h's names) into s; -1 with one line in err. */
+int settings_driver(struct settings *s, const char *name, char *err,
+                    size_t errlen);
 
 /* No setting: everything unset. */
 void settings_init(struct settings *s);

@@ -81,5 +81,12 @@ $(COPDRV_KO): $(COPDRV_KO_SRCS) $(COPDRV_KO_HDRS)
 
 ALL_TARGETS += $(COPDRV_KO)
 endif
+# guest.py beside the module, where coprof and copcontrol --driver=linux
+# look for both (build/bin/../kernel-driver/linux/).
+COPDRV_GUEST := $(BUILD)/kernel-driver/linux/guest.py
+$(COPDRV_GUEST): kernel-driver/linux/guest.py
+	@mkdir -p $(@D)
+	$(Q)ln -sf $(abspath $<) $@
+ALL_TARGETS += $(COPDRV_GUEST)
 PYTESTS += kernel-driver/linux/tests
 endif

@@ -9,7 +9,8 @@
  * (copsim.c), serves until SIGTERM or SIGINT (or, with --private, until the
  * parent process ends) and tears it down.  The kernel driver is hosted in
  * it (emulator/copsim/copsim-host.h): its hooks and control requests are
- * installed at start.  With a COMMAND, copsim runs that one command against
+ * installed at start, unless --no-driver leaves the mailboxes to a driver
+ * outside copsim (copdrv.ko in a guest).  With a COMMAND, copsim runs that one command against
  * a private copsim with the driver's session started and writes the whole
  * sample stream to FILE (emulator/copsim/copsim-run.c).  Each option is one
  * entry in long_options, one case in parse_option and one paragraph in
@@ -112,6 +113,11 @@ static void usage(FILE *out)
         "                        DIR/context-ID.counts (docs/trace-unit.md)\n"
         "      --private PID     stop when process PID ends, leaving nothing\n"
         "                        behind (libcop's private copsim)\n"
+        "      --no-driver       do not host the kernel driver: a driver\n"
+        "                        outside copsim (copdrv.ko in a guest,\n"
+        "                        coprof --driver=linux) reads the register\n"
+        "                        file's mailboxes and acks them; the\n"
+        "                        driver's control requests are refused\n"
         "      --ready-fd FD     write \"ready\\n\" to FD once serving; FD\n"
         "                        must be open for writing, and copsim\n"
         "                        stops if the write fails\n"
@@ -128,6 +134,7 @@ static void usage(FILE *out)
 struct options {
     struct copsim_config config;
     int ready_fd;
+    int no_driver;              /* --no-driver: a driver outside copsim */
     uint32_t event_count;       /* --event=SPU_CYCLES:N; 0: none */
     struct copsim_run_session session;  /* --fifo-full, --dither */
     int dither_given;           /* --dither or --no-dither */
@@ -265,6 +272,9 @@ static int parse_option(int c, const char *arg, struct options *opts)
             return -1;
         opts->ready_fd = (int)number;
         return 0;
+    case 'E':
+        opts->no_driver = 1;
+        return 0;
     case 'e':
         return parse_event(arg, &opts->event_count);
     case 'o':
@@ -331,6 +341,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"exact-counts", required_argument, NULL, 'x'},
         {"private", required_argument, NULL, 'p'},
         {"ready-fd", required_argument, NULL, 'f'},
+        {"no-driver", no_argument, NULL, 'E'},
         {"event", required_argument, NULL, 'e'},
         {"stream-out", required_argument, NULL, 'o'},
         {"fifo-full", required_argument, NULL, 'X'},
@@ -364,6 +375,9 @@ static int parse_options(int argc, char **argv, struct options *opts)
                             "copsim --help)", argv[optind]);
         return -1;
     }
+    if (opts->no_driver)
+        return cli_fail(EXIT_USAGE, "--no-driver: the one-command mode "
+                        "needs the hosted driver (see copsim --help)");
     if (!opts->event_count || !opts->stream_out || optind >= argc)
         return cli_fail(EXIT_USAGE, "--event=SPU_CYCLES:N, --stream-out FILE "
                         "and a COMMAND after -- go together (see copsim "
@@ -421,7 +435,7 @@ static int run_command(struct options *opts)
 
 int main(int argc, char **argv)
 {
-    struct copsim_driver *driver;
+    struct copsim_driver *driver = NULL;
     struct options opts;
     char err[1024];
     int status = parse_options(argc, argv, &opts);
@@ -436,8 +450,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "copsim: %s\n", err);
         return 1;
     }
-    driver = copsim_driver_attach(running, err, sizeof(err));
-    if (!driver) {
+    if (!opts.no_driver)
+        driver = copsim_driver_attach(running, err, sizeof(err));
+    if (!opts.no_driver && !driver) {
         fprintf(stderr, "copsim: %s\n", err);
         copsim_destroy(running);
         return 1;
@@ -446,7 +461,8 @@ int main(int argc, char **argv)
     if (status == 0)
         status = copsim_serve(running);
     copsim_destroy(running);
-    copsim_driver_free(driver);
+    if (driver)
+        copsim_driver_free(driver);
     running = NULL;
     return status < 0 ? 1 : 0;
 }

@@ -71,6 +71,7 @@ for p in /sys/class/virtio-ports/*; do
     [ -e "$p/name" ] || continue
     case "$(cat $p/name)" in
     coprof.stream*) n=$(cat $p/name); export STREAM${n#coprof.stream}=/dev/${p##*/} ;;
+    coprof.control) export CONTROL=/dev/${p##*/} ;;
     esac
 done
 echo coprof-guest: up
@@ -227,7 +228,10 @@ def pad_to_power_of_two(path):
     return padded
 
 
-def qemu_command(vmlinux, initramfs, regs_files, stream_files):
+def qemu_command(vmlinux, initramfs, regs_files, stream_fds=(),
+                 stream_files=(), control_fd=None):
+    """QEMU's command line; stream_fds (the first ports) and control_fd are
+    connected sockets QEMU inherits, stream_files (the next) host files."""
     cmd = [QEMU, "-nodefaults", "-display", "none", "-serial", "stdio",
            "-no-reboot", "-m", "256M", "-kernel", vmlinux,
            "-initrd", initramfs,
@@ -238,12 +242,20 @@ def qemu_command(vmlinux, initramfs, regs_files, stream_files):
                 "mem-path=%s,size=%d" % (i, regs, size),
                 "-device", "ivshmem-plain,memdev=regs%d,addr=0x%x"
                 % (i, FIRST_PCI_SLOT + i)]
-    if stream_files:
+    chardevs = ["socket,id=stream%d,fd=%d" % (i, fd)
+                for i, fd in enumerate(stream_fds)]
+    chardevs += ["file,id=stream%d,path=%s" % (len(stream_fds) + i, out)
+                 for i, out in enumerate(stream_files)]
+    if chardevs or control_fd is not None:
         cmd += ["-device", "virtio-serial-pci"]
-    for i, out in enumerate(stream_files):
-        cmd += ["-chardev", "file,id=stream%d,path=%s" % (i, out),
+    for i, chardev in enumerate(chardevs):
+        cmd += ["-chardev", chardev,
                 "-device", "virtserialport,chardev=stream%d,"
                 "name=coprof.stream%d" % (i, i)]
+    if control_fd is not None:
+        cmd += ["-chardev", "socket,id=control,fd=%d" % control_fd,
+                "-device", "virtserialport,chardev=control,"
+                "name=coprof.control"]
     return cmd
 
 
@@ -265,7 +277,7 @@ def run(module, regs_files, script, stream_files=(), timeout=60,
                         if stream_files else [], len(stream_files))
         try:
             done = subprocess.run(qemu_command(vmlinux, initramfs, regs_files,
-                                               stream_files),
+                                               stream_files=stream_files),
                                   stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -278,6 +290,267 @@ def run(module, regs_files, script, stream_files=(), timeout=60,
     if "coprof-guest: script status" not in console:
         raise GuestError("guest: the script did not run to its end")
     return console
+
+
+# ---- A recording session: `guest.py serve` ----------------------------------
+
+# The module's control files a session sets (struct copdrv_params), in the
+# order they are written.
+SESSION_PARAMS = ("lfsr_value", "lfsr_count", "poll_interval_ns", "clock_hz",
+                  "buffer_bytes", "fifo_full", "watermark", "dither",
+                  "dither_seed")
+START_TIMEOUT = 60      # boot, insmod, parameters, enable
+STATS_TIMEOUT = 10
+STOP_TIMEOUT = 60       # STOP, the reader's end, rmmod, power-off
+
+# The guest's side of a session.  Its control port (fd 3) carries one
+# command a line from the host and one reply a line back: "started" or
+# "error REASON" once, then "stats" -> "ok NAME VALUE ...", and "stop" ->
+# "stopped warnings=N" (kernel warnings, oopses and bugs in dmesg after
+# rmmod; dmesg itself goes to the console).
+SESSION_SCRIPT = """fail() { echo "error $*" >&3; echo "coprof-guest: error $*"; exit 1; }
+exec 3<>$CONTROL
+insmod /copdrv.ko 2>/dev/null || fail "insmod copdrv.ko: $(dmesg | tail -n 1)"
+mdev -s
+D=$(ls -d /sys/bus/pci/devices/*/copdrv 2>/dev/null | head -n 1)
+[ -n "$D" ] || fail "copdrv.ko took no trace unit: $(dmesg | grep copdrv | tail -n 1)"
+set_param() { echo "$2" > "$D/$1" 2>/dev/null || fail "$1=$2 refused: $(dmesg | tail -n 1)"; }
+%(params)s
+if [ -n "$STREAM1" ]; then cat /dev/copdrv | tee $STREAM1 > $STREAM0 &
+else cat /dev/copdrv > $STREAM0 &
+fi
+reader=$!
+echo 1 > $D/enable 2>/dev/null || fail "enable: $(dmesg | tail -n 1)"
+echo started >&3
+while read -r command <&3; do
+    case "$command" in
+    stats) echo "ok $(tr '\\n' ' ' < $D/stats)" >&3 ;;
+    stop) break ;;
+    esac
+done
+echo 0 > $D/enable
+wait $reader
+rmmod copdrv || fail "rmmod copdrv failed"
+dmesg > /tmp/dmesg
+echo "coprof-guest: dmesg:"
+cat /tmp/dmesg
+echo "stopped warnings=$(grep -c -E 'WARNING:|BUG:|Oops|Call Trace' /tmp/dmesg)" >&3
+"""
+
+NUMBER = re.compile(r"^(0x[0-9a-fA-F]+|[0-9]+)$")
+
+
+def parse_param(text):
+    """NAME=VALUE of --param: a control file of SESSION_PARAMS and a
+    decimal or 0x number."""
+    name, _, value = text.partition("=")
+    if name not in SESSION_PARAMS or not NUMBER.match(value):
+        raise argparse.ArgumentTypeError(
+            "%r is not NAME=NUMBER with NAME one of %s"
+            % (text, ", ".join(SESSION_PARAMS)))
+    return name, value
+
+
+class Session:
+    """One guest that records one session: booted, the module loaded, its
+    parameters set and a reader copying /dev/copdrv into the stream port
+    before start() returns.  The stream's host end is a socket handed to
+    whoever asks for it; QEMU holds the other end, so the stream ends when
+    the guest powers off or dies."""
+
+    def __init__(self, module, regs, params, stream_copy=None,
+                 cache_dir=None):
+        reason = missing_reason()
+        if reason:
+            raise GuestError(reason)
+        if not os.path.isfile(module):
+            raise GuestError("%s: not built (make builds it once the Debian "
+                             "packages %s are installed)" % (module, PACKAGES))
+        self.module, self.regs, self.params = module, regs, params
+        self.stream_copy = stream_copy
+        self.cache_dir = cache_dir or os.path.join(
+            os.path.dirname(os.path.abspath(module)), "guest")
+        self.qemu = None
+        self.control = None
+        self.stream = None          # the host's end, until handed over
+        self.pending = b""
+
+    def script(self):
+        lines = ["set_param %s %s" % (name, value)
+                 for name, value in sorted(
+                     self.params, key=lambda p: SESSION_PARAMS.index(p[0]))]
+        return SESSION_SCRIPT % {"params": "\n".join(lines)}
+
+    def start(self):
+        """Boots the guest; returns once the session runs, or raises."""
+        import socket
+        version = kernel_version()
+        vmlinux = extract_vmlinux(version, self.cache_dir)
+        tmp = tempfile.TemporaryDirectory(prefix="coprof-guest-")
+        try:
+            initramfs = os.path.join(tmp.name, "initramfs.cpio")
+            copies = [self.stream_copy] if self.stream_copy else []
+            write_initramfs(initramfs, self.module, self.script(),
+                            module_files(version, VIRTIO_MODULES),
+                            2 + len(copies))
+            self.stream, guest_stream = socket.socketpair()
+            self.control, guest_control = socket.socketpair()
+            fds = [guest_stream.fileno(), guest_control.fileno()]
+            sys.stdout.flush()
+            self.qemu = subprocess.Popen(
+                qemu_command(vmlinux, initramfs, [self.regs], [fds[0]],
+                             copies, fds[1]),
+                stdin=subprocess.DEVNULL, pass_fds=fds)
+            guest_stream.close()
+            guest_control.close()
+            reply = self.receive(START_TIMEOUT, "to start the session")
+        finally:
+            tmp.cleanup()       # QEMU has read the initramfs by now
+        if reply != "started":
+            self.kill()
+            raise GuestError("guest: %s" % reply.partition(" ")[2])
+
+    def receive(self, timeout, what):
+        """The guest's next reply line; GuestError when it powered off or
+        died first, or after timeout seconds."""
+        import select
+        import time
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise GuestError("guest: no answer within %d s %s"
+                                 % (timeout, what))
+            ready, _, _ = select.select([self.control], [], [], min(left, 1))
+            try:
+                data = self.control.recv(4096) if ready else None
+            except OSError:
+                data = b""
+            if data == b"" or (data is None and self.qemu.poll() is not None):
+                raise self.gone(what)
+            self.pending += data or b""
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def gone(self, what):
+        """The error of a guest whose control port closed: how QEMU ended
+        (it is killed if it still runs)."""
+        try:
+            self.qemu.wait(5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        return GuestError("guest: %s %s before it answered %s"
+                          % (QEMU, describe_end(self.qemu.returncode), what))
+
+    def send(self, command, what):
+        try:
+            self.control.sendall(command)
+        except OSError:
+            raise self.gone(what)
+
+    def stats(self):
+        """The module's statistics, NAME VALUE ... on one line."""
+        self.send(b"stats\n", "for the statistics")
+        reply = self.receive(STATS_TIMEOUT, "for the statistics")
+        if not reply.startswith("ok "):
+            raise GuestError("guest: unexpected reply %r" % reply)
+        return reply[3:]
+
+    def stop(self):
+        """Stops the session (the stream ends with STOP), unloads the
+        module, powers off; the number of kernel warnings in dmesg."""
+        self.send(b"stop\n", "to stop")
+        reply = self.receive(STOP_TIMEOUT, "to stop")
+        if not reply.startswith("stopped warnings="):
+            self.kill()
+            raise GuestError("guest: %s" % reply.partition(" ")[2])
+        try:
+            self.qemu.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise GuestError("guest: no power-off within %d s"
+                             % STOP_TIMEOUT)
+        return int(reply.partition("=")[2])
+
+    def alive(self):
+        return self.qemu is not None and self.qemu.poll() is None
+
+    def kill(self):
+        if self.qemu is not None and self.qemu.poll() is None:
+            self.qemu.kill()
+            self.qemu.wait()
+
+
+def describe_end(status):
+    if status is None:
+        return "went silent"
+    if status < 0:
+        return "was killed by signal %d" % -status
+    return "exited with status %d" % status
+
+
+def serve(listener, session, parent):
+    """Answers one request a connection on listener, a line each:
+    "start" -> "ok" with the stream's socket attached (SCM_RIGHTS), "stats"
+    -> "ok NAME VALUE ..." (the stats file), "params" -> "ok NAME VALUE ..."
+    (the --params), "stop" -> "ok warnings=N" (then serve ends);
+    "error REASON" when it fails.  Ends, stopping the guest, when the guest
+    dies or process parent (if given) has ended."""
+    import select
+    import socket
+    while True:
+        ready, _, _ = select.select([listener], [], [], 1)
+        if parent and not os.path.exists("/proc/%d" % parent):
+            session.kill()
+            print("guest.py: process %d ended: guest stopped" % parent)
+            return 1
+        if session.qemu is not None and not session.alive():
+            print("guest.py: guest: %s %s during the session"
+                  % (QEMU, describe_end(session.qemu.returncode)))
+            return 1
+        if not ready:
+            continue
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(5)
+            try:
+                request = conn.makefile("rb").readline().decode().strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            done = False
+            try:
+                if request == "start" and session.qemu is None:
+                    session.start()
+                    socket.send_fds(conn, [b"ok\n"], [session.stream.fileno()])
+                    session.stream.close()
+                    reply = None
+                elif request == "stats" and session.alive():
+                    reply = "ok " + session.stats()
+                elif request == "params" and session.alive():
+                    reply = "ok " + " ".join("%s %s" % p
+                                             for p in session.params)
+                elif request == "stop" and session.alive():
+                    reply = "ok warnings=%d" % session.stop()
+                    done = True
+                else:
+                    reply = "error %r: not now (the guest %s)" % (
+                        request, "runs" if session.alive() else "is down")
+            except GuestError as e:
+                reply, done = "error %s" % e, True
+            except OSError as e:
+                reply, done = "error guest: %s" % e, True
+            if reply and (done or request not in ("stats", "params")):
+                print("guest.py serve: %s -> %s" % (request, reply),
+                      flush=True)
+            if reply:
+                try:
+                    conn.sendall(reply.encode() + b"\n")
+                except OSError:
+                    pass
+            if done:
+                session.kill()
+                return 0 if reply.startswith("ok") else 1
 
 
 def main(argv=None):
@@ -303,6 +576,31 @@ def main(argv=None):
                    help="seconds until the guest must have powered off "
                    "(default 60)")
     p.add_argument("script", help="shell commands run in the guest")
+    p = sub.add_parser(
+        "serve", help="record one session through the module, serving "
+        "start, stats and stop on a listening socket",
+        description="Boots a guest with the register file as ivshmem at "
+        "the first request 'start': copdrv.ko loaded, each --param written "
+        "to its control file, a reader copying /dev/copdrv to a "
+        "virtio-serial port, enable set; the reply 'ok' carries the host "
+        "end of that stream (a socket) as SCM_RIGHTS.  'stats' answers 'ok "
+        "NAME VALUE ...' (the module's stats file); 'stop' stops the "
+        "session (the stream ends with STOP), unloads the module, powers "
+        "off and answers 'ok warnings=N' (kernel warnings in dmesg).  A "
+        "failure answers 'error REASON' on one line.  The guest's console "
+        "goes to standard output.")
+    p.add_argument("--module", required=True, help="copdrv.ko")
+    p.add_argument("--regs", required=True, help="copsim's register file")
+    p.add_argument("--listen-fd", type=int, required=True,
+                   help="a listening unix stream socket, inherited")
+    p.add_argument("--param", type=parse_param, action="append",
+                   default=[], metavar="NAME=VALUE",
+                   help="a control file and its value (repeatable): "
+                   + ", ".join(SESSION_PARAMS))
+    p.add_argument("--stream-copy", metavar="FILE",
+                   help="a copy of the stream into FILE (a second port)")
+    p.add_argument("--parent", type=int, default=0,
+                   help="stop the guest and end when process PARENT ends")
     args = parser.parse_args(argv)
     if args.command == "kernel-version":
         version = kernel_version()
@@ -311,6 +609,30 @@ def main(argv=None):
             return 1
         print(version)
         return 0
+    if args.command == "serve":
+        import signal
+        import socket
+        listener = socket.socket(fileno=args.listen_fd)
+        session = None
+        # SIGTERM (a caller that gave up) stops the guest on the way out.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        try:
+            session = Session(args.module, args.regs, args.param,
+                              args.stream_copy)
+            return serve(listener, session, args.parent)
+        except GuestError as e:
+            listener.settimeout(30)
+            print("guest.py: %s" % e, flush=True)
+            try:        # the first request gets the reason
+                conn, _ = listener.accept()
+                conn.sendall(b"error %s\n" % str(e).encode())
+                conn.close()
+            except OSError:
+                pass
+            return 1
+        finally:
+            if session:
+                session.kill()
     try:
         sys.stdout.write(run(args.module, args.regs, args.script,
                              args.stream_out, args.timeout))
