@@ -1,0 +1,17 @@
+/*
+ * store.h — the host side written into the session's session.db, beside
+ * what coprofd wrote (docs/session-format.md, "The host side"): the
+ * tables host_threads, host_sched_events, host_locations and
+ * host_samples, and the session keys host.*.  One transaction, after
+ * coprofd has finished (a busy database is waited for up to 30 s).
+ */
+#ifndef COPROF_HOSTPROF_STORE_H
+#define COPROF_HOSTPROF_STORE_H
+
+#include "hostprof/hostprof.h"
+
+/* chain_locations: host_symbolize()'s.  0, or -1 with one line in err. */
+int host_store(const char *session_dir, struct hostprof *hp,
+               const int *chain_locations, char *err, size_t errlen);
+
+#endif
