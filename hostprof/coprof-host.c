@@ -230,7 +230,16 @@ static void say_ready(int fd)
     close(fd);
 }
 
-static void record(struct host_sched *sched, struct host_sampler *sampler)
+static uint64_t monotonic_ns(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static void record(struct hostprof *hp, struct host_sched *sched,
+                   struct host_sampler *sampler)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
 
@@ -239,6 +248,7 @@ static void record(struct host_sched *sched, struct host_sampler *sampler)
         host_samples_read(sampler);
         host_sched_read(sched);
     }
+    hp->stop_ns = monotonic_ns();
     host_sched_stop(sched);
     host_samples_stop(sampler);
 }
@@ -273,8 +283,9 @@ int main(int argc, char **argv)
         return rc;
     catch_signals();
     start(&o, &hp, &sched, &sampler);
+    hp.start_ns = monotonic_ns();
     say_ready(o.ready_fd);
-    record(&sched, &sampler);
+    record(&hp, &sched, &sampler);
     if (host_symbolize(&hp, &chain) < 0)
         rc = cli_fail(EXIT_FAILED, "symbols: out of memory");
     else if (host_store(o.dir, &hp, chain, err, sizeof(err)) < 0)

@@ -114,6 +114,7 @@ struct hostprof {
     uint64_t period;
     int call_graph;
     uint64_t lost_samples, lost_sched;
+    uint64_t start_ns, stop_ns;     /* the recording, CLOCK_MONOTONIC */
 };
 
 void hostprof_init(struct hostprof *hp);

@@ -240,6 +240,12 @@ static int write_keys(struct writer *w, struct hostprof *hp)
     snprintf(n, sizeof(n), "%" PRIu64, hp->lost_sched);
     if (write_key(w, "host.sched_lost", n))
         return -1;
+    snprintf(n, sizeof(n), "%" PRIu64, hp->start_ns);
+    if (write_key(w, "host.start_ns", n))
+        return -1;
+    snprintf(n, sizeof(n), "%" PRIu64, hp->stop_ns);
+    if (write_key(w, "host.stop_ns", n))
+        return -1;
     if (strcmp(hp->samples_state, "recorded") != 0)
         return 0;
     snprintf(n, sizeof(n), "%" PRIu64, hp->period);

@@ -282,7 +282,7 @@ int host_symbolize(struct hostprof *hp, int **chain_locations)
             uint64_t ip = *VEC_AT(&hp->chain, uint64_t, s->chain_off + j);
 
             /* a return address: the call is just before it */
-            chain[s->chain_off + j] = locate(&z, s->pid, j ? ip - 1 : ip);
+            chain[s->chain_off + j] = locate(&z, s->pid, j && ip ? ip - 1 : ip);
             rc = chain[s->chain_off + j] < 0 ? -1 : 0;
         }
         rc = s->location < 0 ? -1 : rc;

@@ -181,6 +181,12 @@ def report_parser():
                    metavar="N",
                    help="only samples of this context: coprofd's number N, "
                         "pid:PID or tid:TID (repeatable)")
+    p.add_argument("--side", default="all", choices=profile.SIDES,
+                   metavar="SIDE",
+                   help="cop: the coprocessors' samples; host: the host "
+                        "program's CPU samples (coprof record "
+                        "--host-event), by ELF file and symbol; all: both, "
+                        "apart (default all)")
     p.add_argument("-f", "--format", default="text", choices=output.FORMATS,
                    metavar="FMT", help="text, csv or json (default text)")
     p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
@@ -255,7 +261,7 @@ def run_report(args):
     try:
         try:
             prof = profile.build(s, args.separate, args.image, args.context,
-                                 args.threshold)
+                                 args.threshold, args.side)
         except profile.FilterError as e:
             raise UsageError(str(e))
         _warn(s)

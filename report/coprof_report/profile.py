@@ -34,6 +34,12 @@ that lost more than LOSS_WARN_PERCENT of its captures (lost / (samples +
 lost)) is flagged: captures are lost where the FIFO overflowed, which
 falls on the fastest code, so its shares may be biased.
 
+Sides: `cop` is the coprocessor profile above; `host` the host CPU samples
+of the host program (host.py), one group of rows by ELF file and symbol
+with the same intervals; `all` (the default) both, apart.  Each context
+also gets its host thread's on-CPU, run-queue and blocked time during its
+life when the session holds the Linux scheduler's events.
+
 Sampling: the capture period, the FIFO-full policy (stall or drop), the
 time stalled and the dither setting come from the session keys sampling.*
 and the stalls table (docs/session-format.md); a session recorded before
@@ -44,9 +50,10 @@ import functools
 import math
 import os
 
-from . import symbols
+from . import host, symbols
 
 SEPARATIONS = ("none", "context", "slot", "image")
+SIDES = ("all", "cop", "host")
 Z95 = 1.959963984540054
 
 
@@ -206,6 +213,7 @@ class ContextInfo:
         self.losses = Losses()
         self.stall_count = 0
         self.stall_ns = 0
+        self.host_times = None      # host.HostSide.context_times()
 
     @functools.cached_property
     def _creation_site(self):
@@ -318,6 +326,11 @@ class Profile:
         self.contexts = {}
         self.threshold = 0.0
         self.sampling = None
+        self.side = "all"
+        self.host = None            # host.HostSide
+        self.host_rows = []         # [host.HostRow] shown
+        self.host_total = 0
+        self.host_hidden = 0
 
     def group_summaries(self):
         """The groups, or (for ContextGroups) their totals and losses
@@ -747,13 +760,16 @@ class ContextGroups:
 
 
 def build(session, separation="none", image_filter=(), context_filter=(),
-          threshold=0.0):
+          threshold=0.0, side="all"):
     """The Profile of a session.  threshold: rows under this percent of
-    their group are left out (counted in Group.hidden)."""
+    their group are left out (counted in Group.hidden).  side: SIDES."""
     if separation not in SEPARATIONS:
         raise ValueError(separation)
+    if side not in SIDES:
+        raise ValueError(side)
     prof = Profile(separation)
     prof.threshold = threshold
+    prof.side = side
     images, contexts = load_images_and_contexts(session)
     prof.images = images
     for b in session.bindings():
@@ -773,10 +789,13 @@ def build(session, separation="none", image_filter=(), context_filter=(),
                        want_contexts, threshold)
     totals = builder.totals()
     builder.group_losses()
-    if separation == "context":
+    if side == "host":
+        prof.groups = []
+    elif separation == "context":
         prof.groups = ContextGroups(builder, builder.totals_by_context)
     else:
         prof.groups = builder.all_groups()
+    _load_host(prof, session, contexts)
 
     totals["samples"] = sum(totals.values())
     prof.totals = totals
@@ -790,6 +809,20 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     session_state(prof, session)
     prof.sampling = _load_sampling(session, contexts)
     return prof
+
+
+def _load_host(prof, session, contexts):
+    """The host side: the contexts' thread times, and the host rows over
+    the threshold when the side shows them."""
+    prof.host = host.HostSide(session)
+    if prof.side != "host":
+        prof.host.context_times(contexts)
+    if prof.side == "cop":
+        return
+    rows, prof.host_total = prof.host.rows()
+    prof.host_rows = [r for r in rows
+                      if r.percent + 1e-12 >= prof.threshold]
+    prof.host_hidden = len(rows) - len(prof.host_rows)
 
 
 def session_state(prof, session):
