@@ -26,3 +26,16 @@ $(BIN)/coprof-host: $(OBJ)/hostprof/coprof-host.o $(OBJ)/common/cli.o \
 ALL_TARGETS += $(HOSTPROF_LIB) $(BIN)/coprof-host
 INSTALL_BINS += $(BIN)/coprof-host
 PYTESTS += hostprof/tests
+
+# The tests' host program with a known host/coprocessor split: the
+# kernels example embedded as host-pipeline embeds it.
+SPLIT_HOST := $(TESTBIN)/split-host
+SPLIT_HOST_OBJS := $(OBJ)/hostprof/tests/split-host.o \
+	$(OBJ)/examples/host-pipeline/kernels-embed.o
+
+$(SPLIT_HOST): $(SPLIT_HOST_OBJS) $(LIB)/libcop.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(SPLIT_HOST_OBJS) -L$(LIB) -lcop \
+		-Wl,-rpath,'$$ORIGIN/../lib' -o $@
+
+ALL_TARGETS += $(SPLIT_HOST)

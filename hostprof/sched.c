@@ -74,7 +74,8 @@ static void state_letter(long long state, char *out)
     }
 }
 
-/* A new task: its process and role from its creator's. */
+/* A new task: its process and role from its creator's (a QEMU is named
+ * "qemu" only at the end, store.c: it is copsim's name until its exec). */
 static void new_task(struct hostprof *hp, pid_t parent, pid_t tid,
                      const char *comm, uint64_t flags)
 {
@@ -84,9 +85,6 @@ static void new_task(struct hostprof *hp, pid_t parent, pid_t tid,
 
     if (p && (flags & CLONE_THREAD))
         pid = p->pid;
-    else if (p && strcmp(p->role, "copsim") == 0 &&
-             strncmp(comm, "qemu", 4) == 0)
-        role = "qemu";
     if ((t = hostprof_thread(hp, tid, pid, role)) != NULL)
         snprintf(t->comm, sizeof(t->comm), "%s", comm);
 }

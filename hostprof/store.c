@@ -105,6 +105,15 @@ static void name_threads(struct hostprof *hp)
         if (t && e->comm[0])
             snprintf(t->comm, sizeof(t->comm), "%s", e->comm);
     }
+    /* copsim's child processes that exec'd QEMU, with their threads */
+    for (size_t i = 0; i < hp->threads.n; i++) {
+        struct host_thread *t = VEC_AT(&hp->threads, struct host_thread, i);
+        struct host_thread *main = hostprof_find_thread(hp, t->pid);
+
+        if (strcmp(t->role, "copsim") == 0 && t->pid != (pid_t)0 && main &&
+            main->pid != 0 && strncmp(main->comm, "qemu", 4) == 0)
+            t->role = "qemu";
+    }
 }
 
 static int ours(struct hostprof *hp, const struct host_sched_event *e)

@@ -106,9 +106,11 @@ class HostSide:
         """{tid: [Interval]} of every thread the events name, in time
         order."""
         if self._intervals is None:
-            self._intervals = _states(self._events(), self.start_ns,
-                                      self.stop_ns) \
-                if self.sched_recorded else {}
+            states = _states(self._events(), self.start_ns,
+                             self.stop_ns) if self.sched_recorded else {}
+            # the session's threads only (not those switched with them)
+            self._intervals = {tid: spans for tid, spans in states.items()
+                               if tid in self.threads}
         return self._intervals
 
     def _events(self):
