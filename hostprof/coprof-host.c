@@ -282,8 +282,8 @@ int main(int argc, char **argv)
     if ((rc = parse(argc, argv, &o, &hp)) != 0)
         return rc;
     catch_signals();
-    start(&o, &hp, &sched, &sampler);
     hp.start_ns = monotonic_ns();
+    start(&o, &hp, &sched, &sampler);
     say_ready(o.ready_fd);
     record(&hp, &sched, &sampler);
     if (host_symbolize(&hp, &chain) < 0)

@@ -146,8 +146,21 @@ static void bind_event(sqlite3_stmt *st, const struct host_sched_event *e)
         sqlite3_bind_int64(st, 11, (sqlite3_int64)e->clone_flags);
 }
 
+/* Events in time order (each CPU's buffer is read in order, but one
+ * read may end on one CPU before an event of another is committed). */
+static int by_time(const void *a, const void *b)
+{
+    const struct host_sched_event *x = a, *y = b;
+
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->cpu - y->cpu;
+}
+
 static int write_sched(struct writer *w, struct hostprof *hp)
 {
+    qsort(hp->sched.items, hp->sched.n, sizeof(struct host_sched_event),
+          by_time);
     if (prepare(w, "INSERT INTO host_sched_events (time_ns, cpu, kind, tid,"
                 " comm, prev_state, other_tid, other_comm, orig_cpu,"
                 " target_cpu, clone_flags) VALUES (?,?,?,?,?,?,?,?,?,?,?)"))
