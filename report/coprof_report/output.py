@@ -14,8 +14,8 @@ json  one object: the session, the separation, sampling, groups (with
       end_reason, image_warnings.
 
 The host side (--side, host.py) is apart in each: text, a section of its
-own after the coprocessor's footer ("host samples ..."), and each
-context's header a line of its host thread's times; csv and json, rows
+own after the coprocessor's groups, before the footer ("host samples
+..."), and each context's header a line of its host thread's times; csv and json, rows
 whose side is "host" and group "host", naming their ELF file; json also
 a "host" object (how it was recorded, its totals).
 """
@@ -316,8 +316,12 @@ def write_text(prof, out, session_dir):
     if prof.side != "cop" and prof.host.sched_state is not None:
         for line in _host_lines(prof):
             out.write(line + "\n")
-        if prof.side == "host":
-            out.write(state_line(prof) + "\n")
+    if prof.side != "host":
+        out.write("\n")
+        for line in _footer_lines(prof):
+            out.write(line + "\n")
+    else:
+        out.write(state_line(prof) + "\n")
 
 
 def _write_cop_text(prof, out):
@@ -346,9 +350,6 @@ def _write_cop_text(prof, out):
                 r.overlay_label or "-", r.symbol))
         for line in _group_footer_lines(prof, g):
             out.write(line + "\n")
-    out.write("\n")
-    for line in _footer_lines(prof):
-        out.write(line + "\n")
 
 
 CSV_FIELDS = ["group", "samples", "percent", "ci_low", "ci_high", "image",

@@ -8,7 +8,8 @@ by coprofd into a session.
 
 new_session(dir): an empty session.db made with the schema of
 daemon/store.c (read from the C source at test time, never copied), for
-hand-built sessions.
+hand-built sessions; host_schema() is hostprof/store.c's, for the host
+side's tables.
 
 test_image: overlay/'s test image (build/tests/overlay/overlays.elf),
 whose overlays share local-store addresses, for hand-built sessions.
@@ -42,6 +43,16 @@ def store_schema():
     assert m, "no schema in daemon/store.c"
     parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
     return "".join(parts).replace("\\n", "\n")
+
+
+def host_schema():
+    """The CREATE script of hostprof/store.c (the host side's tables)."""
+    with open(os.path.join(SOURCE, "hostprof", "store.c")) as f:
+        text = f.read()
+    m = re.search(r"static const char schema\[\] =(.*?);\s*\n\s*\n", text,
+                  re.S)
+    assert m, "no schema in hostprof/store.c"
+    return "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
 
 
 @pytest.fixture(scope="session")
