@@ -40,6 +40,7 @@
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
+#include "hostprof/store.h"
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-regs.h"
 #include "common/cli.h"
@@ -523,8 +524,7 @@ static void start_host(struct record *r)
     args[n++] = command;
     args[n++] = "--copsim";
     args[n++] = copsim;
-    if (r->opt.quiet)
-        args[n++] = "--quiet";
+    args[n++] = "--quiet";      /* its totals are in our summary */
     host_args(&r->opt.host, args, &n);
     args[n] = NULL;
     r->host = daemons_start_host(&spec, args, err, sizeof(err));
@@ -676,6 +676,9 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
+    if (host_describe(r->dir, line, sizeof(line), r->err,
+                      sizeof(r->err)) == 0 && line[0])
+        fprintf(stderr, "coprof: host: %s\n", line);
     fprintf(stderr, "coprof: session %s\n", r->dir);
 }
 

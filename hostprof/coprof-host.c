@@ -13,7 +13,9 @@
  * --ready-fd), since sampling starts at its exec.  Until SIGTERM or
  * SIGINT, the buffers are drained every 50 ms.  Then tracing stops, the
  * instance is removed, the samples are symbolized (symbols.c) and
- * everything is written into DIR/session.db (store.c).
+ * everything is written into DIR/session.db (store.c).  The death of the
+ * process that started it (coprof killed with SIGKILL) stops it the same
+ * way (PR_SET_PDEATHSIG).
  *
  * Without the privilege to trace or to sample, one line says so and the
  * rest is recorded: the session's keys host.sched and host.samples say
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -282,6 +285,10 @@ int main(int argc, char **argv)
     if ((rc = parse(argc, argv, &o, &hp)) != 0)
         return rc;
     catch_signals();
+    /* A coprof killed with SIGKILL cannot stop us: its death does. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1)
+        stopping = 1;
     hp.start_ns = monotonic_ns();
     start(&o, &hp, &sched, &sampler);
     say_ready(o.ready_fd);

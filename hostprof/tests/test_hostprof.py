@@ -82,13 +82,18 @@ def context_events(db):
 
 @needs_root
 def test_summary_lines(recorded):
-    _, err = recorded
-    assert re.search(r"coprof-host: Linux scheduler events: \d+ of \d+ "
-                     r"threads, 0 lost", err), err
-    m = re.search(r"coprof-host: host samples: (\d+) \(cpu-clock:250000, "
-                  r"callchains\), (\d+) lost", err)
-    assert m and int(m.group(1)) > 0, err
-    assert "not recorded" not in err
+    d, err = recorded
+    m = re.search(r"\ncoprof: host: Linux scheduler events of (\d+) "
+                  r"threads \((\d+) events, 0 lost\); host samples on "
+                  r"cpu-clock every 250000: (\d+), 0 lost\ncoprof: session "
+                  + re.escape(d) + "\n$", err)
+    assert m, err
+    con = sqlite3.connect(os.path.join(d, "session.db"))
+    assert [int(x) for x in m.groups()] == [
+        con.execute("SELECT COUNT(*) FROM %s" % t).fetchone()[0]
+        for t in ("host_threads", "host_sched_events", "host_samples")]
+    con.close()
+    assert "not recorded" not in err and "coprof-host" not in err
 
 
 def test_known_split_both_sides(recorded, coprof_bin):
@@ -296,6 +301,8 @@ def test_unprivileged_says_so_and_records_the_rest(coprof_bin, split_host,
     said = [line for line in p.stderr.splitlines()
             if "not recorded" in line]
     assert len(said) == 1, p.stderr
+    assert re.search(r"\ncoprof: host: host samples on cpu-clock every "
+                     r"250000: [1-9]\d*, 0 lost\n", p.stderr), p.stderr
     assert re.fullmatch(r"coprof-host: Linux scheduler events: not "
                         r"recorded: /sys/kernel/tracing: Permission denied",
                         said[0]), said
