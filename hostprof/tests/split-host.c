@@ -12,7 +12,8 @@
  * host_spin (the workers sleep while their contexts run), and the
  * coprocessor's in the kernels' functions.  Exit status 0 when every
  * context exited 0; the spin's result is printed so it is not optimized
- * away.
+ * away, with the spin's wall time and its thread's CPU time (user and
+ * system: what sampling interrupts add shows there; bench/hostprof).
  */
 #include "sdk/libcop.h"
 
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define MAX_CONTEXTS    16
 
@@ -41,6 +43,12 @@ __attribute__((noinline)) static uint64_t host_spin(uint64_t n)
         x ^= x << 17;
     }
     return x;
+}
+
+static double ms_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) * 1e3 +
+           (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
 static void *run_context(void *arg)
@@ -67,6 +75,8 @@ int main(int argc, char **argv)
     const char *rounds = argc > 2 ? argv[2] : "4";
     uint64_t spin = argc > 3 ? strtoull(argv[3], NULL, 10) : 200000000ull;
     struct worker workers[MAX_CONTEXTS];
+    struct timespec start, end, cpu_start, cpu_end;
+    uint64_t x;
 
     if (contexts < 0 || contexts > MAX_CONTEXTS) {
         fprintf(stderr, "split-host: CONTEXTS must be 0..%d\n",
@@ -81,7 +91,14 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    printf("split-host: spin %llx\n", (unsigned long long)host_spin(spin));
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_start);
+    x = host_spin(spin);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_end);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    printf("split-host: spin %llx in %.3f ms, on CPU %.3f ms\n",
+           (unsigned long long)x, ms_between(&start, &end),
+           ms_between(&cpu_start, &cpu_end));
     for (int i = 0; i < contexts; i++) {
         pthread_join(workers[i].thread, NULL);
         failed += workers[i].status != 0;
