@@ -305,8 +305,8 @@ static int parse_record(int argc, char **argv, struct options *o)
         return cli_fail(EXIT_USAGE, "record: no command given (coprof "
                         "record [OPTIONS] -- CMD [ARGS...])");
     o->command = argv + optind;
-    if (o->host.call_graph && !o->host.event)
-        return cli_fail(EXIT_USAGE, "--host-call-graph: needs --host-event");
+    if (host_options_check(&o->host, err, sizeof(err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
     if (o->rate.kind == RATE_NONE &&
         rate_parse(RATE_EVENT, RATE_DEFAULT_EVENT, &o->rate, err,
                    sizeof(err)) < 0)
@@ -525,6 +525,7 @@ static void start_host(struct record *r)
     args[n++] = "--copsim";
     args[n++] = copsim;
     args[n++] = "--quiet";      /* its totals are in our summary */
+    args[n++] = "--end-with-parent";
     host_args(&r->opt.host, args, &n);
     args[n] = NULL;
     r->host = daemons_start_host(&spec, args, err, sizeof(err));
@@ -850,6 +851,7 @@ int main(int argc, char **argv)
 
     r.driver.sock = -1;
     sampling_spec_init(&r.opt.sampling);
+    host_options_init(&r.opt.host);
     r.relay.fd = r.relay.log = -1;
     r.hold_fd = -1;
     if (argc < 2)

@@ -15,7 +15,7 @@
  * instance is removed, the samples are symbolized (symbols.c) and
  * everything is written into DIR/session.db (store.c).  The death of the
  * process that started it (coprof killed with SIGKILL) stops it the same
- * way (PR_SET_PDEATHSIG).
+ * way with --end-with-parent (PR_SET_PDEATHSIG).
  *
  * Without the privilege to trace or to sample, one line says so and the
  * rest is recorded: the session's keys host.sched and host.samples say
@@ -44,14 +44,21 @@
 #define EXIT_FAILED     1
 #define EXIT_USAGE      2
 #define TICK_MS         50
+#define FOLLOW_TICKS    20      /* --follow-session: every second */
 
 struct options {
     const char *dir;
     pid_t command, copsim;
-    int sched, ready_fd, quiet;
+    int sched, ready_fd, quiet, follow, with_parent;
 };
 
-static volatile sig_atomic_t stopping;
+/* --follow-session: the host processes followed so far. */
+struct follower {
+    struct vec pids;            /* pid_t */
+    int said;                   /* a failure to attach was said */
+};
+
+static volatile sig_atomic_t stopping, follow_now;
 
 static void usage(FILE *out)
 {
@@ -62,7 +69,8 @@ static void usage(FILE *out)
 "SYNOPSIS\n"
 "    coprof-host --session-dir DIR [--command PID] [--copsim PID]\n"
 "                [--host-event=EVENT[:PERIOD]] [--host-call-graph]\n"
-"                [--no-sched] [--ready-fd N] [--quiet]\n"
+"                [--follow-session] [--no-sched] [--ready-fd N]\n"
+"                [--end-with-parent] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
 "    Records, until SIGTERM or SIGINT, the Linux scheduler's events\n"
@@ -88,8 +96,17 @@ static void usage(FILE *out)
 "                          events (default %s:%d: for cpu-clock, ns)\n"
 "    --host-call-graph     record the user-space callchain of each sample\n"
 "                          (frame pointers)\n"
+"    --follow-session      also follow, from when they run their first\n"
+"                          context, the host programs of DIR's contexts\n"
+"                          (copcontrol: they are not known in advance):\n"
+"                          every second and on SIGHUP (then saying\n"
+"                          \"coprof-host: dump N: following P processes\"),\n"
+"                          new pids in its contexts table are traced and,\n"
+"                          with --host-event, sampled\n"
 "    --no-sched            no scheduler events\n"
 "    --ready-fd N          write \"ready\" to descriptor N once recording\n"
+"    --end-with-parent     stop (and store) when the process that started\n"
+"                          it dies, as on SIGTERM (coprof record)\n"
 "    -q, --quiet           no summary line\n"
 "    -h, --help            this text\n"
 "\n"
@@ -100,7 +117,7 @@ static void usage(FILE *out)
 }
 
 enum { OPT_DIR = 256, OPT_COMMAND, OPT_COPSIM, OPT_EVENT, OPT_CALLS,
-       OPT_NO_SCHED, OPT_READY };
+       OPT_NO_SCHED, OPT_READY, OPT_FOLLOW, OPT_WITH_PARENT };
 
 static const struct option long_options[] = {
     {"session-dir", required_argument, NULL, OPT_DIR},
@@ -109,6 +126,8 @@ static const struct option long_options[] = {
     {"host-event", required_argument, NULL, OPT_EVENT},
     {"host-call-graph", no_argument, NULL, OPT_CALLS},
     {"no-sched", no_argument, NULL, OPT_NO_SCHED},
+    {"follow-session", no_argument, NULL, OPT_FOLLOW},
+    {"end-with-parent", no_argument, NULL, OPT_WITH_PARENT},
     {"ready-fd", required_argument, NULL, OPT_READY},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -155,6 +174,8 @@ static int parse(int argc, char **argv, struct options *o,
             break;
         case OPT_CALLS: hp->call_graph = 1; break;
         case OPT_NO_SCHED: o->sched = 0; break;
+        case OPT_FOLLOW: o->follow = 1; break;
+        case OPT_WITH_PARENT: o->with_parent = 1; break;
         case OPT_READY: rc = number("--ready-fd", optarg, &o->ready_fd);
             break;
         case 'q': o->quiet = 1; break;
@@ -171,8 +192,9 @@ static int parse(int argc, char **argv, struct options *o,
         return cli_fail(EXIT_USAGE, "--session-dir: required");
     if (optind < argc)
         return cli_fail(EXIT_USAGE, "%s: unexpected argument", argv[optind]);
-    if (hp->event[0] && !o->command)
-        return cli_fail(EXIT_USAGE, "--host-event: needs --command PID");
+    if (hp->event[0] && !o->command && !o->follow)
+        return cli_fail(EXIT_USAGE, "--host-event: needs --command PID or "
+                        "--follow-session");
     return 0;
 }
 
@@ -182,7 +204,15 @@ static void on_signal(int sig)
     stopping = 1;
 }
 
-static void catch_signals(void)
+static void on_follow(int sig)
+{
+    (void)sig;
+    follow_now = 1;
+}
+
+/* SIGHUP: with --follow-session, follow now (copcontrol --dump); else
+ * stop, as SIGTERM and SIGINT do. */
+static void catch_signals(int follow)
 {
     struct sigaction action;
 
@@ -191,6 +221,7 @@ static void catch_signals(void)
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
     sigaction(SIGINT, &action, NULL);
+    action.sa_handler = follow ? on_follow : on_signal;
     sigaction(SIGHUP, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
@@ -214,7 +245,9 @@ static void start(struct options *o, struct hostprof *hp,
     }
     if (!hp->event[0])
         return;
-    if (host_samples_start(sampler, hp, o->command, err, sizeof(err)) < 0) {
+    if ((o->command ? host_samples_start(sampler, hp, o->command, err,
+                                         sizeof(err)) :
+         host_samples_open(sampler, hp, err, sizeof(err))) < 0) {
         cli_fail(0, "host samples: not recorded: %s", err);
         snprintf(hp->samples_state, sizeof(hp->samples_state),
                  "not recorded: %s", err);
@@ -241,16 +274,52 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
-static void record(struct hostprof *hp, struct host_sched *sched,
-                   struct host_sampler *sampler)
+/* New host processes of the session's contexts: traced and sampled. */
+static void follow(const struct options *o, struct hostprof *hp,
+                   struct host_sched *sched, struct host_sampler *sampler,
+                   struct follower *f)
+{
+    size_t known = f->pids.n;
+    char err[HOST_ERR_MAX];
+
+    if (host_session_pids(o->dir, &f->pids) < 0)
+        return;         /* busy or not yet there: the next second */
+    for (size_t i = known; i < f->pids.n; i++) {
+        pid_t pid = *VEC_AT(&f->pids, pid_t, i);
+        size_t from = hp->threads.n;
+
+        if (hostprof_add_process(hp, pid, "command", "command") == 0)
+            continue;   /* gone already */
+        host_sched_follow(sched, from);
+        if (strcmp(hp->samples_state, "recorded") == 0 &&
+            host_samples_attach(sampler, pid, err, sizeof(err)) < 0 &&
+            !f->said++)
+            cli_fail(0, "host samples of pid %ld: %s", (long)pid, err);
+    }
+}
+
+static void record(const struct options *o, struct hostprof *hp,
+                   struct host_sched *sched, struct host_sampler *sampler)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
+    struct follower f;
 
-    while (!stopping) {
+    memset(&f, 0, sizeof(f));
+    vec_init(&f.pids, sizeof(pid_t));
+    for (unsigned n = 0, dumps = 0; !stopping; n++) {
+        if (o->follow && n % FOLLOW_TICKS == 0)
+            follow(o, hp, sched, sampler, &f);
+        if (follow_now) {
+            follow_now = 0;
+            follow(o, hp, sched, sampler, &f);
+            fprintf(stderr, "coprof-host: dump %u: following %zu "
+                    "processes\n", ++dumps, f.pids.n);
+        }
         nanosleep(&tick, NULL);
         host_samples_read(sampler);
         host_sched_read(sched);
     }
+    vec_free(&f.pids);
     hp->stop_ns = monotonic_ns();
     host_sched_stop(sched);
     host_samples_stop(sampler);
@@ -273,7 +342,7 @@ static void summary(const struct hostprof *hp)
 int main(int argc, char **argv)
 {
     static struct hostprof hp;
-    struct options o = {NULL, 0, 0, 1, -1, 0};
+    struct options o = {NULL, 0, 0, 1, -1, 0, 0, 0};
     struct host_sched sched;
     struct host_sampler sampler;
     char err[HOST_ERR_MAX];
@@ -284,15 +353,17 @@ int main(int argc, char **argv)
     hostprof_init(&hp);
     if ((rc = parse(argc, argv, &o, &hp)) != 0)
         return rc;
-    catch_signals();
+    catch_signals(o.follow);
     /* A coprof killed with SIGKILL cannot stop us: its death does. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() == 1)
-        stopping = 1;
+    if (o.with_parent) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            stopping = 1;
+    }
     hp.start_ns = monotonic_ns();
     start(&o, &hp, &sched, &sampler);
     say_ready(o.ready_fd);
-    record(&hp, &sched, &sampler);
+    record(&o, &hp, &sched, &sampler);
     if (host_symbolize(&hp, &chain) < 0)
         rc = cli_fail(EXIT_FAILED, "symbols: out of memory");
     else if (host_store(o.dir, &hp, chain, err, sizeof(err)) < 0)

@@ -1,15 +1,19 @@
 /*
  * samples.c — host CPU samples through perf_event_open (samples.h).
  *
- * One event, opened on the command's first thread with inherit: the
- * kernel clones it into every thread and process the command creates, and
- * their records go to the ring buffer of the event opened here.  The ring
+ * One event per task and CPU, opened with inherit: the kernel clones it
+ * into every thread and process the task creates, and their records go to
+ * the ring buffer of the event opened here.  The command, held before its
+ * exec, is one task (enabled at its exec); a running process being
+ * attached is one task per thread it has, its executable mappings read
+ * from /proc/PID/maps.  The ring
  * is read from data_tail to data_head (the kernel's ordering: head read
  * with acquire, tail written with release); a record that wraps around
  * the end of the buffer is copied out first.
  */
 #include "hostprof/samples.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
@@ -23,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RING_PAGES      256         /* 1 MiB of records */
+#define RING_PAGES      128         /* 512 KiB of records per task and CPU */
 #define RECORD_MAX      65536
 
 int host_samples_parse(struct hostprof *hp, const char *spec, char *err,
@@ -102,8 +106,6 @@ static void set_sampling(struct hostprof *hp, struct perf_event_attr *attr)
                         PERF_SAMPLE_CPU;
     if (hp->call_graph)
         attr->sample_type |= PERF_SAMPLE_CALLCHAIN;
-    attr->disabled = 1;
-    attr->enable_on_exec = 1;
     attr->inherit = 1;
     attr->exclude_kernel = 1;
     attr->exclude_hv = 1;
@@ -115,58 +117,131 @@ static void set_sampling(struct hostprof *hp, struct perf_event_attr *attr)
     attr->clockid = CLOCK_MONOTONIC;
 }
 
-/* The event of one CPU and its ring; -1 with err. */
+int host_samples_open(struct host_sampler *s, struct hostprof *hp,
+                      char *err, size_t errlen)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+    memset(s, 0, sizeof(*s));
+    vec_init(&s->rings, sizeof(struct host_ring));
+    s->hp = hp;
+    s->cpus = cpus < 1 ? 1 : (int)cpus;
+    s->data_size = (size_t)sysconf(_SC_PAGESIZE) * RING_PAGES;
+    if (encode(hp, &s->attr, err, errlen) < 0)
+        return -1;
+    set_sampling(hp, &s->attr);
+    return 0;
+}
+
+/* The event of task tid on one CPU and its ring; 1 for an offline CPU,
+ * -1 with err. */
 static int open_cpu(struct host_sampler *s, struct perf_event_attr *attr,
-                    pid_t pid, int cpu, char *err, size_t errlen)
+                    pid_t tid, int cpu, char *err, size_t errlen)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1,
+    int fd = (int)syscall(SYS_perf_event_open, attr, tid, cpu, -1,
                           PERF_FLAG_FD_CLOEXEC);
+    struct host_ring *ring;
+    void *base;
 
+    if (fd < 0 && errno == ENODEV)
+        return 1;
     if (fd < 0) {
         snprintf(err, errlen, "perf_event_open %s on pid %ld: %s%s",
-                 s->hp->event, (long)pid, strerror(errno),
+                 s->hp->event, (long)tid, strerror(errno),
                  errno == EACCES || errno == EPERM ?
                  " (see /proc/sys/kernel/perf_event_paranoid)" : "");
         return -1;
     }
-    s->fd[cpu] = fd;
-    s->base[cpu] = mmap(NULL, s->data_size + page, PROT_READ | PROT_WRITE,
-                        MAP_SHARED, fd, 0);
-    if (s->base[cpu] == MAP_FAILED) {
+    base = mmap(NULL, s->data_size + page, PROT_READ | PROT_WRITE,
+                MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED || !(ring = vec_push(&s->rings))) {
         snprintf(err, errlen, "perf_event mmap of %zu KiB: %s",
                  s->data_size / 1024, strerror(errno));
-        s->base[cpu] = NULL;
+        if (base != MAP_FAILED)
+            munmap(base, s->data_size + page);
+        close(fd);
         return -1;
     }
+    ring->fd = fd;
+    ring->base = base;
+    return 0;
+}
+
+int host_samples_add_task(struct host_sampler *s, pid_t tid, int at_exec,
+                          char *err, size_t errlen)
+{
+    struct perf_event_attr attr = s->attr;
+
+    attr.disabled = at_exec ? 1 : 0;
+    attr.enable_on_exec = at_exec ? 1 : 0;
+    for (int cpu = 0; cpu < s->cpus; cpu++)
+        if (open_cpu(s, &attr, tid, cpu, err, errlen) < 0)
+            return -1;
     return 0;
 }
 
 int host_samples_start(struct host_sampler *s, struct hostprof *hp,
                        pid_t pid, char *err, size_t errlen)
 {
-    struct perf_event_attr attr;
-    long cpus = sysconf(_SC_NPROCESSORS_CONF);
-
-    memset(s, 0, sizeof(*s));
-    for (int i = 0; i < HOST_CPUS_MAX; i++)
-        s->fd[i] = -1;
-    s->hp = hp;
-    s->cpus = cpus < 1 ? 1 : cpus > HOST_CPUS_MAX ? HOST_CPUS_MAX :
-              (int)cpus;
-    s->data_size = (size_t)sysconf(_SC_PAGESIZE) * RING_PAGES;
-    if (encode(hp, &attr, err, errlen) < 0)
-        return -1;
-    set_sampling(hp, &attr);
-    for (int cpu = 0; cpu < s->cpus; cpu++) {
-        if (open_cpu(s, &attr, pid, cpu, err, errlen) == 0)
-            continue;
-        if (s->fd[cpu] < 0 && errno == ENODEV)
-            continue;       /* an offline CPU */
+    if (host_samples_open(s, hp, err, errlen) < 0 ||
+        host_samples_add_task(s, pid, 1, err, errlen) < 0) {
         host_samples_stop(s);
         return -1;
     }
     return 0;
+}
+
+/* pid's executable mappings as they are now (/proc/PID/maps), as the
+ * kernel's mmap records would have given them had it been sampled from
+ * its exec. */
+static void read_maps(struct hostprof *hp, pid_t pid)
+{
+    char path[64], line[4096 + 128], perms[8], file[4096];
+    unsigned long long start, end, pgoff;
+    struct host_map *map;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    if (!(f = fopen(path, "re")))
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        file[0] = '\0';
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095[^\n]", &start,
+                   &end, perms, &pgoff, file) < 4 || !strchr(perms, 'x') ||
+            file[0] != '/' || !(map = vec_push(&hp->maps)))
+            continue;
+        map->pid = pid;
+        map->start = start;
+        map->len = end - start;
+        map->pgoff = pgoff;
+        map->path = strdup(file);
+    }
+    fclose(f);
+}
+
+int host_samples_attach(struct host_sampler *s, pid_t pid, char *err,
+                        size_t errlen)
+{
+    char path[64];
+    struct dirent *d;
+    DIR *dir;
+    int rc = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    if (!(dir = opendir(path))) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    read_maps(s->hp, pid);
+    while (rc == 0 && (d = readdir(dir)) != NULL) {
+        pid_t tid = (pid_t)atoi(d->d_name);
+
+        if (tid > 0)
+            rc = host_samples_add_task(s, tid, 0, err, errlen);
+    }
+    closedir(dir);
+    return rc;
 }
 
 static int take_sample(struct host_sampler *s, const uint64_t *p,
@@ -288,24 +363,23 @@ static void read_ring(struct host_sampler *s, void *base)
 
 void host_samples_read(struct host_sampler *s)
 {
-    for (int cpu = 0; cpu < s->cpus; cpu++)
-        read_ring(s, s->base[cpu]);
+    for (size_t i = 0; i < s->rings.n; i++)
+        read_ring(s, VEC_AT(&s->rings, struct host_ring, i)->base);
 }
 
 void host_samples_stop(struct host_sampler *s)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-    for (int cpu = 0; cpu < s->cpus; cpu++)
-        if (s->fd[cpu] >= 0)
-            ioctl(s->fd[cpu], PERF_EVENT_IOC_DISABLE, 0);
+    for (size_t i = 0; i < s->rings.n; i++)
+        ioctl(VEC_AT(&s->rings, struct host_ring, i)->fd,
+              PERF_EVENT_IOC_DISABLE, 0);
     host_samples_read(s);
-    for (int cpu = 0; cpu < s->cpus; cpu++) {
-        if (s->base[cpu])
-            munmap(s->base[cpu], s->data_size + page);
-        if (s->fd[cpu] >= 0)
-            close(s->fd[cpu]);
-        s->base[cpu] = NULL;
-        s->fd[cpu] = -1;
+    for (size_t i = 0; i < s->rings.n; i++) {
+        struct host_ring *ring = VEC_AT(&s->rings, struct host_ring, i);
+
+        munmap(ring->base, s->data_size + page);
+        close(ring->fd);
     }
+    vec_free(&s->rings);
 }

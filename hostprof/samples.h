@@ -19,16 +19,21 @@
 
 #include "hostprof/hostprof.h"
 
+#include <linux/perf_event.h>
+
 #define HOST_EVENT_DEFAULT      "cpu-clock"
 #define HOST_PERIOD_DEFAULT     250000      /* cpu-clock: ns, 4 kHz */
 
-#define HOST_CPUS_MAX           256
+/* One event of one task on one CPU (the kernel maps no ring of an
+ * inherited event that follows a task on every CPU) and its ring. */
+struct host_ring {
+    int fd;
+    void *base;
+};
 
-/* One event per CPU (the kernel maps no ring of an inherited event that
- * follows a task on every CPU), each with its ring. */
 struct host_sampler {
-    int fd[HOST_CPUS_MAX];
-    void *base[HOST_CPUS_MAX];
+    struct vec rings;           /* struct host_ring */
+    struct perf_event_attr attr;
     int cpus;
     size_t data_size;
     struct hostprof *hp;
@@ -45,9 +50,23 @@ int host_samples_parse(struct hostprof *hp, const char *spec, char *err,
  * one line in err (for coprof's and copcontrol's option checks). */
 int host_samples_check(const char *spec, char *err, size_t errlen);
 
-/* Opens hp->event on pid.  0, or -1 with one line in err. */
+/* Encodes hp->event; no task yet.  0, or -1 with one line in err. */
+int host_samples_open(struct host_sampler *s, struct hostprof *hp,
+                      char *err, size_t errlen);
+
+/* Samples task tid (and what it creates) on every CPU: from its next
+ * exec when at_exec, else now.  0, or -1 with one line in err. */
+int host_samples_add_task(struct host_sampler *s, pid_t tid, int at_exec,
+                          char *err, size_t errlen);
+
+/* open, then the command pid from its exec.  0, or -1 with err. */
 int host_samples_start(struct host_sampler *s, struct hostprof *hp,
                        pid_t pid, char *err, size_t errlen);
+
+/* A running process: each of its threads, from now on, and its
+ * executable mappings from /proc/PID/maps.  0, or -1 with err. */
+int host_samples_attach(struct host_sampler *s, pid_t pid, char *err,
+                        size_t errlen);
 void host_samples_read(struct host_sampler *s);
 void host_samples_stop(struct host_sampler *s);
 

@@ -207,23 +207,33 @@ void host_sched_remove_stale(void)
     tracefs_instances_walk(remove_if_stale, NULL);
 }
 
-/* set_event_pid: every thread known so far. */
-static int write_pids(struct host_sched *s)
+/* set_event_pid: the threads known from index `from` on, replacing the
+ * list (from 0) or added to it. */
+static int write_pids(struct host_sched *s, size_t from)
 {
-    size_t len = 0, cap = s->hp->threads.n * 12 + 2;
+    size_t len = 0, cap = (s->hp->threads.n - from) * 12 + 2;
     char *list = malloc(cap);
     int rc;
 
     if (!list)
         return -1;
     list[0] = '\0';
-    for (size_t i = 0; i < s->hp->threads.n; i++)
+    for (size_t i = from; i < s->hp->threads.n; i++)
         len += (size_t)snprintf(list + len, cap - len, "%d ",
                                 VEC_AT(&s->hp->threads, struct host_thread,
                                        i)->tid);
-    rc = tracefs_instance_file_write(s->instance, "set_event_pid", list);
+    rc = from ? tracefs_instance_file_append(s->instance, "set_event_pid",
+                                             list) :
+         tracefs_instance_file_write(s->instance, "set_event_pid", list);
     free(list);
     return rc < 0 ? -1 : 0;
+}
+
+int host_sched_follow(struct host_sched *s, size_t from)
+{
+    if (!s->instance || from >= s->hp->threads.n)
+        return 0;
+    return write_pids(s, from);
 }
 
 /* The instance's settings and events; the step that failed in *what. */
@@ -236,7 +246,7 @@ static int configure(struct host_sched *s, const char **what)
     if (tracefs_instance_set_buffer_size(s->instance, BUFFER_KB, -1) < 0)
         return -1;
     *what = "set_event_pid";
-    if (write_pids(s) < 0)
+    if (write_pids(s, 0) < 0)
         return -1;
     *what = "options/event-fork";
     if (tracefs_option_enable(s->instance, TRACEFS_OPTION_EVENT_FORK) < 0)

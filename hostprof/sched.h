@@ -35,6 +35,11 @@ struct host_sched {
 int host_sched_start(struct host_sched *s, struct hostprof *hp, char *err,
                      size_t errlen);
 void host_sched_read(struct host_sched *s);
+
+/* Adds the threads of hp->threads from index `from` on to the instance's
+ * filter (a process followed once it runs; its earlier events are not
+ * had).  0, or -1. */
+int host_sched_follow(struct host_sched *s, size_t from);
 void host_sched_stop(struct host_sched *s);
 
 /* Removes the instances left by coprof-host processes that are gone

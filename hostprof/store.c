@@ -399,3 +399,40 @@ int host_describe(const char *session_dir, char *line, size_t len,
     sqlite3_close(db);
     return 0;
 }
+
+/* ---- The session's host processes ------------------------------------------ */
+
+static int known_pid(const struct vec *pids, pid_t pid)
+{
+    for (size_t i = 0; i < pids->n; i++)
+        if (*VEC_AT(pids, pid_t, i) == pid)
+            return 1;
+    return 0;
+}
+
+int host_session_pids(const char *session_dir, struct vec *pids)
+{
+    char path[4096];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+
+    snprintf(path, sizeof(path), "%s/session.db", session_dir);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY |
+                        SQLITE_OPEN_NOFOLLOW, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT DISTINCT pid FROM contexts WHERE "
+                           "pid IS NOT NULL", -1, &st, NULL) == SQLITE_OK) {
+        rc = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            pid_t pid = (pid_t)sqlite3_column_int(st, 0);
+            pid_t *slot;
+
+            if (pid > 0 && !known_pid(pids, pid) &&
+                (slot = vec_push(pids)) != NULL)
+                *slot = pid;
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}

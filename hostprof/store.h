@@ -25,4 +25,9 @@ int host_store(const char *session_dir, struct hostprof *hp,
 int host_describe(const char *session_dir, char *line, size_t len,
                   char *err, size_t errlen);
 
+/* The host processes that run contexts in the session (coprofd's
+ * contexts table, as of its last flush), added to *pids (pid_t) when new.
+ * 0, or -1 when the session cannot be read now. */
+int host_session_pids(const char *session_dir, struct vec *pids);
+
 #endif

@@ -2,7 +2,7 @@
  * split-host — a host program with a known split between the host CPU and
  * the coprocessors, for hostprof's tests and bench/hostprof.
  *
- *     split-host [CONTEXTS [ROUNDS [SPIN]]]
+ *     split-host [CONTEXTS [ROUNDS [SPIN [--wait]]]]
  *
  * CONTEXTS worker threads (default 2) each run one context of the
  * `kernels` example (ROUNDS rounds, default 4) through libcop and block
@@ -14,6 +14,9 @@
  * context exited 0; the spin's result is printed so it is not optimized
  * away, with the spin's wall time and its thread's CPU time (user and
  * system: what sampling interrupts add shows there; bench/hostprof).
+ * With --wait the contexts run first, "split-host: contexts done" is
+ * printed, and the spin waits for a byte on standard input (a test drives
+ * what happens between).
  */
 #include "sdk/libcop.h"
 
@@ -21,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define MAX_CONTEXTS    16
@@ -72,6 +76,7 @@ static void *run_context(void *arg)
 int main(int argc, char **argv)
 {
     int contexts = argc > 1 ? atoi(argv[1]) : 2, failed = 0;
+    int contexts_joined = 0;
     const char *rounds = argc > 2 ? argv[2] : "4";
     uint64_t spin = argc > 3 ? strtoull(argv[3], NULL, 10) : 200000000ull;
     struct worker workers[MAX_CONTEXTS];
@@ -91,6 +96,18 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    if (argc > 4 && strcmp(argv[4], "--wait") == 0) {
+        /* the contexts first: then a byte on stdin starts the spin */
+        for (int i = 0; i < contexts; i++) {
+            pthread_join(workers[i].thread, NULL);
+            failed += workers[i].status != 0;
+        }
+        contexts_joined = 1;
+        printf("split-host: contexts done\n");
+        fflush(stdout);
+        if (getchar() == EOF)
+            return 1;
+    }
     clock_gettime(CLOCK_MONOTONIC, &start);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_start);
     x = host_spin(spin);
@@ -99,7 +116,7 @@ int main(int argc, char **argv)
     printf("split-host: spin %llx in %.3f ms, on CPU %.3f ms\n",
            (unsigned long long)x, ms_between(&start, &end),
            ms_between(&cpu_start, &cpu_end));
-    for (int i = 0; i < contexts; i++) {
+    for (int i = 0; i < contexts && !contexts_joined; i++) {
         pthread_join(workers[i].thread, NULL);
         failed += workers[i].status != 0;
     }

@@ -51,6 +51,15 @@ def db(recorded):
     con.close()
 
 
+def running(pid):
+    """Whether pid runs (a zombie left to a subreaper does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def keys(db):
     return dict(db.execute("SELECT key, value FROM session"))
 
@@ -358,3 +367,65 @@ def test_damaged_host_table_refused(recorded, coprof_bin, tmp_path):
     assert p.returncode == 1
     assert p.stderr == "copreport: %s/session.db: host_samples.location is " \
         "'x', not a row id (>= 1)\n" % d
+
+
+# --- copcontrol ---------------------------------------------------------------
+
+@needs_root
+def test_copcontrol_follows_the_session(coprof_bin, split_host, tmp_path):
+    """copcontrol's host side: the setting saved, coprof-host started with
+    the session, a host program followed once it ran a context (--dump
+    makes that happen before it returns), its samples stored at --stop."""
+    state = tmp_path / "state"
+    env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
+               XDG_DATA_HOME=str(tmp_path / "data"))
+    session = tmp_path / "data" / "coprof" / "current"
+
+    def copcontrol(*args):
+        return run([coprof_bin("copcontrol")] + list(args), env=env)
+
+    try:
+        assert copcontrol("--host-event=cpu-clock").returncode == 0
+        conf = (state / "copcontrol.conf").read_text()
+        assert "host-event=cpu-clock\n" in conf
+        p = copcontrol("--start")
+        assert p.returncode == 0, p.stderr
+        assert p.stderr == ""
+        m = re.search(r"\ncoprof-host: +pid (\d+)\n",
+                      copcontrol("--status").stdout)
+        assert m
+        host_pid = int(m.group(1))
+        prog = subprocess.Popen([split_host, "2", "4", "100000000",
+                                 "--wait"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, env=env, text=True)
+        for line in prog.stdout:
+            if line == "split-host: contexts done\n":
+                break
+        p = copcontrol("--dump")
+        assert p.returncode == 0, p.stderr
+        assert "\ncopcontrol: host: dump 1: following 1 processes\n" in \
+            p.stdout, p.stdout
+        prog.stdin.write("go\n")
+        prog.stdin.close()
+        prog.stdout.read()
+        assert prog.wait() == 0
+        p = copcontrol("--stop")
+        assert p.returncode == 0, p.stderr
+        m = re.search(r"copcontrol: host: Linux scheduler events of \d+ "
+                      r"threads \(\d+ events, 0 lost\); host samples on "
+                      r"cpu-clock every 250000: (\d+), 0 lost\n", p.stdout)
+        assert m and int(m.group(1)) > 0, p.stdout
+        assert not running(host_pid)
+        assert not (state / "coprof-host.pid").exists()
+        assert re.search(r"\ncoprof-host: +not running\n",
+                         copcontrol("--status").stdout)
+        rep = json.loads(copreport(coprof_bin, "-d", session, "--side=host",
+                                   "--format", "json"))
+        assert rep["rows"][0]["symbol"] == "host_spin"
+        assert rep["rows"][0]["file"] == split_host
+        con = sqlite3.connect(os.path.join(session, "session.db"))
+        roles = {r for (r,) in con.execute("SELECT role FROM host_threads")}
+        con.close()
+        assert {"command", "copsim"} <= roles
+    finally:
+        copcontrol("--shutdown")
