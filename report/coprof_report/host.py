@@ -25,12 +25,14 @@ with the same 95% Wilson interval as the coprocessor's rows
 import collections
 import os
 
+from .profile import Share, interval
+
 STATES = ("running", "runnable", "blocked")
 
 Interval = collections.namedtuple("Interval", "start_ns end_ns state cpu")
 
 
-class HostRow:
+class HostRow(Share):
     """Host samples of one (file, symbol)."""
 
     __slots__ = ("file", "build_id", "symbol", "samples", "inlined",
@@ -48,18 +50,6 @@ class HostRow:
     def name(self):
         return self.symbol or "[no symbol in %s]" % os.path.basename(
             self.file)
-
-    @property
-    def percent(self):
-        return 100 * self.share[0]
-
-    @property
-    def ci_low(self):
-        return 100 * self.share[1]
-
-    @property
-    def ci_high(self):
-        return 100 * self.share[2]
 
 
 class HostSide:
@@ -153,7 +143,6 @@ class HostSide:
     def rows(self):
         """[HostRow] by samples, each with its share of all host samples,
         and the total."""
-        from .profile import interval
         if not self.samples_recorded:
             return [], 0
         rows = {}

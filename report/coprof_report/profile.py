@@ -50,7 +50,7 @@ import functools
 import math
 import os
 
-from . import host, symbols
+from . import symbols
 
 SEPARATIONS = ("none", "context", "slot", "image")
 SIDES = ("all", "cop", "host")
@@ -109,7 +109,26 @@ class Losses:
         return self.percent(samples) > LOSS_WARN_PERCENT
 
 
-class Row:
+class Share:
+    """A count's share of its group, (p, low, high) of interval(), as
+    percents."""
+
+    __slots__ = ()
+
+    @property
+    def percent(self):
+        return 100 * self.share[0]
+
+    @property
+    def ci_low(self):
+        return 100 * self.share[1]
+
+    @property
+    def ci_high(self):
+        return 100 * self.share[2]
+
+
+class Row(Share):
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
                  "offset_lo", "offset_hi", "samples", "share", "reason",
                  "candidates")
@@ -132,18 +151,6 @@ class Row:
     def set_total(self, total):
         """Its group's samples are total: its share and interval."""
         self.share = interval(self.samples, total)
-
-    @property
-    def percent(self):
-        return 100 * self.share[0]
-
-    @property
-    def ci_low(self):
-        return 100 * self.share[1]
-
-    @property
-    def ci_high(self):
-        return 100 * self.share[2]
 
     def add(self, count, offset=None):
         self.samples += count
@@ -814,6 +821,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
 def _load_host(prof, session, contexts):
     """The host side: the contexts' thread times, and the host rows over
     the threshold when the side shows them."""
+    from . import host      # host.py builds on this module
     prof.host = host.HostSide(session)
     if prof.side != "host":
         prof.host.context_times(contexts)

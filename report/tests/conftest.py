@@ -34,25 +34,26 @@ if REPORT not in sys.path:
 PYTHON = "/usr/bin/python3"
 
 
-def store_schema():
-    """The CREATE script of daemon/store.c: its C string literals joined."""
-    with open(os.path.join(SOURCE, "daemon", "store.c")) as f:
+def c_schema(path):
+    """The CREATE script of a C file's `static const char schema[]`: its
+    string literals joined."""
+    with open(os.path.join(SOURCE, path)) as f:
         text = f.read()
     m = re.search(r"static const char schema\[\] =(.*?);\s*\n\s*\n", text,
                   re.S)
-    assert m, "no schema in daemon/store.c"
+    assert m, "no schema in %s" % path
     parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
     return "".join(parts).replace("\\n", "\n")
 
 
+def store_schema():
+    """The CREATE script of daemon/store.c."""
+    return c_schema(os.path.join("daemon", "store.c"))
+
+
 def host_schema():
     """The CREATE script of hostprof/store.c (the host side's tables)."""
-    with open(os.path.join(SOURCE, "hostprof", "store.c")) as f:
-        text = f.read()
-    m = re.search(r"static const char schema\[\] =(.*?);\s*\n\s*\n", text,
-                  re.S)
-    assert m, "no schema in hostprof/store.c"
-    return "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+    return c_schema(os.path.join("hostprof", "store.c"))
 
 
 @pytest.fixture(scope="session")
