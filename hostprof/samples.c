@@ -61,7 +61,8 @@ int host_samples_parse(struct hostprof *hp, const char *spec, char *err,
     return 0;
 }
 
-/* libpfm4's encoding of hp->event, at user level. */
+/* libpfm4's encoding of hp->event, at user level (the library let go
+ * again: nothing of it is needed afterwards). */
 static int encode(struct hostprof *hp, struct perf_event_attr *attr,
                   char *err, size_t errlen)
 {
@@ -78,6 +79,7 @@ static int encode(struct hostprof *hp, struct perf_event_attr *attr,
     arg.size = sizeof(arg);
     ret = pfm_get_os_event_encoding(hp->event, PFM_PLM3,
                                     PFM_OS_PERF_EVENT_EXT, &arg);
+    pfm_terminate();
     if (ret != PFM_SUCCESS) {
         snprintf(err, errlen, "--host-event=%s: %s (copcontrol "
                  "--list-events lists this machine's events)", hp->event,
