@@ -272,12 +272,34 @@ def test_timeline_host_tracks(recorded, coprof_bin, db, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def dead_pid():
+    """A pid no process has now (above the busiest pid in use)."""
+    pid = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 1000
+    while os.path.exists("/proc/%d" % pid):
+        pid += 1
+    return pid
+
+
 @needs_root
-def test_instance_removed(recorded):
-    tracing = "/sys/kernel/tracing/instances"
-    left = [n for n in os.listdir(tracing) if n.startswith("coprof-") and
-            not os.path.exists("/proc/%s" % n[len("coprof-"):])]
-    assert left == []
+def test_instances_removed(coprof_bin, split_host, tmp_path):
+    """coprof-host removes its tracefs instance at the end, and one that a
+    coprof-host killed with SIGKILL left (its pid is gone) at its start."""
+    instances = "/sys/kernel/tracing/instances"
+    stale = os.path.join(instances, "coprof-%d" % dead_pid())
+    os.mkdir(stale)         # as a killed coprof-host leaves it
+    try:
+        before = set(os.listdir(instances))
+        p = run([coprof_bin("coprof"), "record", "-q", "-o",
+                 tmp_path / "s", "--", split_host, "1", "1", "1000"])
+        assert p.returncode == 0, p.stderr
+        assert not os.path.exists(stale)
+        # ours is gone (others' may come and go while their owners run)
+        left = [n for n in set(os.listdir(instances)) - before
+                if n.startswith("coprof-") and not running(int(n[7:]))]
+        assert left == []
+    finally:
+        if os.path.exists(stale):
+            os.rmdir(stale)
 
 
 # --- without privilege -------------------------------------------------------

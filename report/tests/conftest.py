@@ -8,7 +8,7 @@ by coprofd into a session.
 
 new_session(dir): an empty session.db made with the schema of
 daemon/store.c (read from the C source at test time, never copied), for
-hand-built sessions; host_schema() is hostprof/store.c's, for the host
+hand-built sessions; host_schema is hostprof/store.c's, for the host
 side's tables.
 
 test_image: overlay/'s test image (build/tests/overlay/overlays.elf),
@@ -51,6 +51,7 @@ def store_schema():
     return c_schema(os.path.join("daemon", "store.c"))
 
 
+@pytest.fixture(scope="session")
 def host_schema():
     """The CREATE script of hostprof/store.c (the host side's tables)."""
     return c_schema(os.path.join("hostprof", "store.c"))

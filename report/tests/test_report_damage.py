@@ -16,7 +16,6 @@ import sqlite3
 
 import pytest
 
-from conftest import host_schema
 from coprof_report import cli
 from coprof_report.session import COLUMNS, REFERENCES
 
@@ -44,7 +43,7 @@ def accepted(kind, value):
 
 
 @pytest.fixture(scope="module")
-def template(new_session, test_image, tmp_path_factory):
+def template(new_session, host_schema, test_image, tmp_path_factory):
     """A session with one row in every table a report reads."""
     d = str(tmp_path_factory.mktemp("damage") / "template")
     db = new_session(d, {"stream.samples": 5, "stream.start_time_ns": 1000,
@@ -79,7 +78,7 @@ def template(new_session, test_image, tmp_path_factory):
                " VALUES (1, 0, 0, 1500000, 'bind', 0, 11, 5, 100, 101,"
                " 'bind slot=0 mono=1400000')")
     # the host side (hostprof/store.c's tables), one row each
-    db.executescript(host_schema())
+    db.executescript(host_schema)
     db.executemany("INSERT INTO session VALUES (?, ?)", [
         ("host.sched", "recorded"), ("host.samples", "recorded"),
         ("host.event", "cpu-clock"), ("host.period", 250000),

@@ -9,7 +9,6 @@ import os
 
 import pytest
 
-from conftest import host_schema
 from coprof_report import cli, host, timeline
 from coprof_report.session import Session
 
@@ -36,7 +35,7 @@ STATES_102 = [(4100, 4200, "runnable"), (4200, 4500, "running")]
 
 
 @pytest.fixture
-def session_dir(new_session, tmp_path):
+def session_dir(new_session, host_schema, tmp_path):
     d = str(tmp_path / "s")
     db = new_session(d, {"stream.samples": 0, "end_state": "complete",
                          "end_reason": "", "stream.start_time_ns": 500,
@@ -47,7 +46,7 @@ def session_dir(new_session, tmp_path):
                          "host.call_graph": "none",
                          "host.samples_lost": 0, "host.sched_lost": 0,
                          "host.start_ns": 1000, "host.stop_ns": 20000})
-    db.executescript(host_schema())
+    db.executescript(host_schema)
     db.execute("INSERT INTO contexts (id, context_id, pid, tid) "
                "VALUES (1, 11, 100, 101)")
     for t, kind in ((3000, "create"), (6000, "bind"), (15000, "exit")):
