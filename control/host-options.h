@@ -42,9 +42,10 @@ struct host_options {
 "                      also sample the host program's threads on EVENT\n" \
 "                      (libpfm4's name: cpu-clock, the default for a\n" \
 "                      machine without a CPU PMU, perf::task-clock, or a\n" \
-"                      PMU's event; --list-events lists them) every PERIOD\n" \
-"                      events (default 250000: for cpu-clock, 250 us),\n" \
-"                      user space only; copreport --side=host shows them.\n" \
+"                      PMU's event: copcontrol --list-events lists\n" \
+"                      them) every PERIOD events (default 250000: for\n" \
+"                      cpu-clock, 250 us), user space only; copreport\n" \
+"                      --side=host shows them.\n" \
 "                      --no-host-event: none (the default)\n" \
 "    --host-call-graph with --host-event: each sample's callchain (frame\n" \
 "                      pointers); --no-host-call-graph: none (default)\n" \
