@@ -159,8 +159,9 @@ static int by_time(const void *a, const void *b)
 
 static int write_sched(struct writer *w, struct hostprof *hp)
 {
-    qsort(hp->sched.items, hp->sched.n, sizeof(struct host_sched_event),
-          by_time);
+    if (hp->sched.n)
+        qsort(hp->sched.items, hp->sched.n,
+              sizeof(struct host_sched_event), by_time);
     if (prepare(w, "INSERT INTO host_sched_events (time_ns, cpu, kind, tid,"
                 " comm, prev_state, other_tid, other_comm, orig_cpu,"
                 " target_cpu, clone_flags) VALUES (?,?,?,?,?,?,?,?,?,?,?)"))
