@@ -30,6 +30,7 @@
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
+#include "hostprof/store.h"
 #include "control/state.h"
 #include "emulator/copsim/copsim.h"
 #include "lfsr/lfsr.h"
@@ -56,6 +57,8 @@
 #define COPROFD_STOP_MS     60000
 #define DUMP_MS             15000
 #define COPSIM_STOP_MS      30000
+#define HOST_STOP_MS        120000
+#define HOST_DUMP_MARK      "coprof-host: dump "
 
 enum action {
     ACT_NONE, ACT_INIT, ACT_START, ACT_STOP, ACT_DUMP, ACT_RESET,
@@ -164,6 +167,10 @@ static void usage(FILE *out)
 "                      copsim --init starts for linux hosts no driver\n"
 "                      (--no-driver), and one that does is refused.  The\n"
 "                      guest's console goes to guest.log\n"
+HOST_OPTIONS_HELP
+"                      The host side follows copsim and its QEMUs from\n"
+"                      --start, and each host program from the second\n"
+"                      after it runs its first context in the session\n"
 "\n"
 "OTHER OPTIONS\n"
 "    --copsim-arg=ARG  with --init (or an --start that starts copsim): pass\n"
@@ -176,7 +183,8 @@ static void usage(FILE *out)
 "    copsim.sock, else /tmp/coprof-UID/copsim.sock.  In its directory:\n"
 "    copcontrol.conf (saved settings), copsim.pid and copsim.log (the copsim\n"
 "    --init started), coprofd.pid (its pid and the session directory) and\n"
-"    coprofd.log (its output and summary); copsim's own copsim.regs and\n"
+"    coprofd.log (its output and summary), coprof-host.pid and\n"
+"    coprof-host.log (the host side's recorder); copsim's own copsim.regs and\n"
 "    event log copsim.coplog, which coprofd imports into the session.\n"
 "\n"
 "EXIT STATUS\n"
@@ -240,6 +248,7 @@ static const struct option long_options[] = {
     {"list-events", no_argument, NULL, ACT_LIST_EVENTS},
     RATE_LONG_OPTIONS,
     SAMPLING_LONG_OPTIONS,
+    HOST_LONG_OPTIONS,
     {"session-dir", required_argument, NULL, OPT_SESSION_DIR},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
@@ -264,6 +273,11 @@ static int take_option(struct options *o, int c, const char *arg,
         return sampling_take_option(&o->given.sampling, c, arg, err,
                                     sizeof(err)) < 0 ?
                cli_fail(EXIT_USAGE, "%s", err) : 0;
+    }
+    if (HOST_IS_OPTION(c)) {
+        o->given_any = 1;
+        return host_take_option(&o->given.host, c, arg, err, sizeof(err))
+               < 0 ? cli_fail(EXIT_USAGE, "%s", err) : 0;
     }
     switch (c) {
     case ACT_INIT: case ACT_START: case ACT_STOP: case ACT_DUMP:
@@ -509,6 +523,87 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
 
 static int stop_session(struct control *c, int quiet);
 
+/*
+ * coprof-host for the session: copsim's threads and QEMUs, and the host
+ * programs as they run contexts (--follow-session).  What it cannot
+ * record it says in its log, relayed here as one line; one that cannot
+ * start is one line, and the rest records.
+ */
+static void start_host(struct control *c, const char *dir, pid_t copsim)
+{
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
+    char log[PATH_MAX], pidfile[PATH_MAX], copsim_pid[32], line[512];
+    const char *args[16];
+    int n = 0;
+    pid_t pid;
+
+    if (!host_wanted(&c->settings.host))
+        return;
+    if (state_log_create(c->state, STATE_HOST_LOG, c->err,
+                         sizeof(c->err)) < 0) {
+        fprintf(stderr, "copcontrol: %s; the host side is not recorded\n",
+                c->err);
+        return;
+    }
+    state_file(c, STATE_HOST_LOG, log, sizeof(log));
+    spec.log_path = log;
+    snprintf(copsim_pid, sizeof(copsim_pid), "%ld", (long)copsim);
+    args[n++] = "--session-dir";
+    args[n++] = dir;
+    args[n++] = "--copsim";
+    args[n++] = copsim_pid;
+    args[n++] = "--follow-session";
+    host_args(&c->settings.host, args, &n);
+    args[n] = NULL;
+    pid = daemons_start_host(&spec, args, c->err, sizeof(c->err));
+    if (pid < 0) {
+        fprintf(stderr, "copcontrol: %s; the host side is not recorded\n",
+                c->err);
+        return;
+    }
+    state_file(c, STATE_HOST_PID, pidfile, sizeof(pidfile));
+    if (pidfile_write(pidfile, pid, dir, c->err, sizeof(c->err)) < 0) {
+        daemons_terminate(pid, HOST_STOP_MS);
+        fprintf(stderr, "copcontrol: %s; the host side is not recorded\n",
+                c->err);
+        return;
+    }
+    if (daemons_log_line(log, "coprof-host: ", line, sizeof(line)) == 0)
+        fprintf(stderr, "copcontrol: %s\n", line + strlen("coprof-host: "));
+    say(c, "coprof-host started (pid %ld), its output in %s", (long)pid,
+        log);
+}
+
+/* The session's coprof-host stores the host side. */
+static void stop_host(struct control *c)
+{
+    char pidfile[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_HOST_PID, pidfile, sizeof(pidfile));
+    pid = pidfile_read(pidfile, NULL, 0);
+    if (pid <= 0)
+        return;
+    if (daemons_alive(pid)) {
+        say(c, "waiting for coprof-host (pid %ld) to store the host side",
+            (long)pid);
+        kill(pid, SIGTERM);
+        if (daemons_wait(pid, HOST_STOP_MS, NULL) < 0)
+            daemons_terminate(pid, COPSIM_STOP_MS);
+    }
+    unlink(pidfile);
+}
+
+/* What the session holds of the host side, one line (none without). */
+static void print_host(const char *dir)
+{
+    char line[1024], err[ERR_MAX];
+
+    if (host_describe(dir, line, sizeof(line), err, sizeof(err)) == 0 &&
+        line[0])
+        printf("copcontrol: host: %s\n", line);
+}
+
 static int action_start(struct control *c)
 {
     struct copsim_info_reply info;
@@ -522,6 +617,8 @@ static int action_start(struct control *c)
 
     if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
         return status;
+    if (host_options_check(&c->settings.host, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", c->err);
     if (running_coprofd(c, NULL, 0))
         return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
                         "first)");
@@ -563,6 +660,7 @@ static int action_start(struct control *c)
         return EXIT_FAILED;
     }
     driver_close(&d);
+    start_host(c, dir, (pid_t)info.pid);
     if ((status = save_settings(c)) != EXIT_OK) {
         /* Told it failed: nothing of it keeps running. */
         stop_session(c, 1);
@@ -672,6 +770,7 @@ static int stop_session(struct control *c, int quiet)
                         (long)pid, COPROFD_STOP_MS / 1000, dir);
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     unlink(pidfile);
+    stop_host(c);
     session_end_reason(c, dir, pid ? pid : dead, dead != 0, reason,
                        sizeof(reason));
     if (reason[0] && guest_err[0] && !strstr(reason, guest_err)) {
@@ -686,6 +785,8 @@ static int stop_session(struct control *c, int quiet)
             printf("%s\n", line);
         else if (!quiet)
             printf("copcontrol: stopped\n");
+        if (!quiet)
+            print_host(dir);
         if (!quiet && pid)
             print_sampling(dir);
         return EXIT_OK;
@@ -694,6 +795,7 @@ static int stop_session(struct control *c, int quiet)
         session_describe(&t, line, sizeof(line));
         printf("copcontrol: %s holds %s\n", dir, line);
     }
+    print_host(dir);
     return cli_fail(EXIT_FAILED, "session %s is incomplete: %s", dir,
                     reason);
 }
@@ -739,6 +841,38 @@ static int coprofd_failures(const struct control *c, const char *dir)
     return n;
 }
 
+/*
+ * After a dump, coprof-host follows the host programs the session now
+ * holds (SIGHUP) before --dump returns: it says so in its log, "coprof-host:
+ * dump N: following P processes", which is waited for.
+ */
+static void dump_host(struct control *c)
+{
+    char path[PATH_MAX], log[PATH_MAX], before[256], now[256];
+    struct timespec pause = {0, 20000000};
+    pid_t pid;
+
+    state_file(c, STATE_HOST_PID, path, sizeof(path));
+    pid = pidfile_read(path, NULL, 0);
+    if (pid <= 0 || !daemons_alive(pid))
+        return;
+    state_file(c, STATE_HOST_LOG, log, sizeof(log));
+    if (daemons_log_line(log, HOST_DUMP_MARK, before, sizeof(before)) < 0)
+        before[0] = '\0';
+    if (kill(pid, SIGHUP) < 0)
+        return;
+    for (int waited = 0; waited < DUMP_MS; waited += 20) {
+        if (daemons_log_line(log, HOST_DUMP_MARK, now, sizeof(now)) == 0 &&
+            strcmp(now, before) != 0) {
+            printf("copcontrol: host: %s\n", now + strlen("coprof-host: "));
+            return;
+        }
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr, "copcontrol: coprof-host (pid %ld) did not follow the "
+            "session's programs within %d s\n", (long)pid, DUMP_MS / 1000);
+}
+
 static int action_dump(struct control *c)
 {
     struct session_totals before, after;
@@ -763,6 +897,7 @@ static int action_dump(struct control *c)
             after.dumps > before.dumps) {
             session_describe(&after, summary, sizeof(summary));
             printf("copcontrol: dumped %s: %s\n", dir, summary);
+            dump_host(c);
             return EXIT_OK;
         }
         if (coprofd_failures(c, dir) > failed_before &&
@@ -951,6 +1086,22 @@ static void status_driver(const struct copdrv_control_reply *get,
     printf("\n");
 }
 
+/* coprof-host's line: running (its pid), or not. */
+static void status_host(const struct control *c)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_HOST_PID, path, sizeof(path));
+    pid = pidfile_read(path, NULL, 0);
+    if (pid > 0 && daemons_alive(pid))
+        printf("coprof-host:    pid %ld\n", (long)pid);
+    else if (pid > 0)
+        printf("coprof-host:    pid %ld ended without --stop\n", (long)pid);
+    else
+        printf("coprof-host:    not running\n");
+}
+
 static int action_status(struct control *c)
 {
     struct copdrv_control_reply get;
@@ -977,6 +1128,7 @@ static int action_status(struct control *c)
     if (!dir[0] && c->settings.session_dir[0])
         snprintf(dir, sizeof(dir), "%s", c->settings.session_dir);
     status_session(c, coprofd, dir);
+    status_host(c);
     return EXIT_OK;
 }
 

@@ -36,10 +36,12 @@
 #include "control/daemons.h"
 #include "control/driver.h"
 #include "control/events.h"
+#include "control/host-options.h"
 #include "control/options.h"
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
+#include "hostprof/store.h"
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-regs.h"
 #include "common/cli.h"
@@ -70,12 +72,14 @@
 #define COPROFD_START_MS    10000
 #define COPROFD_STOP_MS     60000
 #define COPSIM_STOP_MS      30000
+#define HOST_STOP_MS        120000
 #define RELAY_LINE_MAX      1024
 #define INCOMPLETE_MARK     ": session incomplete: "
 
 struct options {
     struct rate_spec rate;
     struct sampling_spec sampling;
+    struct host_options host;
     const char *output;
     uint32_t buffer_words;
     const char *slots;
@@ -111,6 +115,8 @@ struct record {
     char event_log[PATH_MAX];
     char coprofd_log[PATH_MAX];
     pid_t copsim, coprofd, command;
+    pid_t host;                 /* coprof-host, or 0 */
+    int hold_fd;                /* CMD waits for a byte here before exec */
     int copsim_died;            /* copsim ended by itself: status below */
     int copsim_status, coprofd_status;  /* -1: it had to be stopped */
     struct relay relay;
@@ -171,6 +177,7 @@ static void usage(FILE *out)
 "                      until the driver drains it, so no sample is lost\n"
 "                      and only wall time passes; drop loses the capture\n"
 "                      and counts it, as the Cell did\n"
+HOST_OPTIONS_HELP
 "    -o, --output=DIR  the session directory (default ./" DEFAULT_OUTPUT ");\n"
 "                      an existing one is moved to DIR.old first (an older\n"
 "                      DIR.old is replaced only if it is a coprof session\n"
@@ -238,6 +245,7 @@ enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER };
 static const struct option long_options[] = {
     RATE_LONG_OPTIONS,
     SAMPLING_LONG_OPTIONS,
+    HOST_LONG_OPTIONS,
     {"output", required_argument, NULL, 'o'},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"slots", required_argument, NULL, OPT_SLOTS},
@@ -275,6 +283,9 @@ static int take_option(struct options *o, int c, const char *arg,
     if (SAMPLING_IS_OPTION(c))
         return sampling_take_option(&o->sampling, c, arg, err, sizeof(err))
                < 0 ? cli_fail(EXIT_USAGE, "%s", err) : 0;
+    if (HOST_IS_OPTION(c))
+        return host_take_option(&o->host, c, arg, err, sizeof(err)) < 0 ?
+               cli_fail(EXIT_USAGE, "%s", err) : 0;
     switch (c) {
     case 'o':
         o->output = arg;
@@ -331,6 +342,8 @@ static int parse_record(int argc, char **argv, struct options *o)
         return cli_fail(EXIT_USAGE, "record: no command given (coprof "
                         "record [OPTIONS] -- CMD [ARGS...])");
     o->command = argv + optind;
+    if (host_options_check(&o->host, err, sizeof(err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
     if (o->rate.kind == RATE_NONE &&
         rate_parse(RATE_EVENT, RATE_DEFAULT_EVENT, &o->rate, err,
                    sizeof(err)) < 0)
@@ -549,6 +562,64 @@ static void wait_coprofd(struct record *r)
     }
 }
 
+/*
+ * coprof-host, for CMD (held before its exec, since host sampling starts
+ * there) and copsim; it says itself what it cannot record, and CMD runs
+ * without it when it cannot start.
+ */
+static void start_host(struct record *r)
+{
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
+    const char *args[16];
+    char command[32], copsim[32], err[ERR_MAX];
+    int n = 0;
+
+    if (!host_wanted(&r->opt.host) || r->command <= 0)
+        return;
+    snprintf(command, sizeof(command), "%ld", (long)r->command);
+    snprintf(copsim, sizeof(copsim), "%ld", (long)r->copsim);
+    args[n++] = "--session-dir";
+    args[n++] = r->dir;
+    args[n++] = "--command";
+    args[n++] = command;
+    args[n++] = "--copsim";
+    args[n++] = copsim;
+    args[n++] = "--quiet";      /* its totals are in our summary */
+    args[n++] = "--end-with-parent";
+    host_args(&r->opt.host, args, &n);
+    args[n] = NULL;
+    r->host = daemons_start_host(&spec, args, err, sizeof(err));
+    if (r->host < 0) {
+        fprintf(stderr, "coprof: %s; the host side is not recorded\n", err);
+        r->host = 0;
+    }
+}
+
+/* CMD goes on to its exec. */
+static void release_command(struct record *r)
+{
+    if (r->hold_fd < 0)
+        return;
+    if (write(r->hold_fd, "", 1) < 0) {
+        /* CMD is gone: waitpid says how */
+    }
+    close(r->hold_fd);
+    r->hold_fd = -1;
+}
+
+/* coprof-host stores the host side once the session's daemons ended. */
+static void stop_host(struct record *r)
+{
+    int status;
+
+    if (r->host <= 0)
+        return;
+    kill(r->host, SIGTERM);
+    if (daemons_wait(r->host, HOST_STOP_MS, &status) < 0)
+        daemons_terminate(r->host, COPSIM_STOP_MS);
+    r->host = 0;
+}
+
 /* Stops whatever runs, removes the private directory. */
 static void finish(struct record *r)
 {
@@ -567,20 +638,35 @@ static void finish(struct record *r)
     check_copsim(r);
     if (r->copsim > 0 && !r->copsim_died)
         daemons_terminate(r->copsim, COPSIM_STOP_MS);
+    stop_host(r);
     if (r->tmp[0])      /* what a copsim that died left: socket, regs */
         session_remove_tree(r->tmp, err, sizeof(err));
 }
 
 /* ---- The command ---------------------------------------------------------- */
 
+/* CMD, forked; with a host side it waits on a pipe before its exec. */
 static pid_t start_command(struct record *r)
 {
+    int hold[2] = {-1, -1};
+    char go;
     pid_t pid;
 
+    if (host_wanted(&r->opt.host) && pipe2(hold, O_CLOEXEC) < 0)
+        hold[0] = hold[1] = -1;
     fflush(NULL);
     pid = fork();
-    if (pid != 0)
+    if (pid != 0) {
+        if (hold[0] >= 0)
+            close(hold[0]);
+        r->hold_fd = hold[1];
         return pid;
+    }
+    if (hold[0] >= 0) {
+        close(hold[1]);
+        if (read(hold[0], &go, 1) != 1)
+            _exit(EXIT_FAILED);     /* coprof died before CMD ran */
+    }
     setenv("COPSIM_SOCKET", r->socket, 1);
     setenv("COPROF_SESSION", r->dir, 1);    /* libcop: no private copsim */
     signal(SIGPIPE, SIG_DFL);
@@ -653,6 +739,9 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
+    if (host_describe(r->dir, line, sizeof(line), r->err,
+                      sizeof(r->err)) == 0 && line[0])
+        fprintf(stderr, "coprof: host: %s\n", line);
     fprintf(stderr, "coprof: session %s\n", r->dir);
     if (t.contexts == 0)
         fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
@@ -836,6 +925,8 @@ static int record(struct record *r)
         cmd_status = EXIT_FAILED;
     } else {
         command_pid = r->command;
+        start_host(r);
+        release_command(r);
         cmd_status = wait_command(r);
         command_pid = 0;
     }
@@ -881,7 +972,9 @@ int main(int argc, char **argv)
 
     r.driver.sock = -1;
     sampling_spec_init(&r.opt.sampling);
+    host_options_init(&r.opt.host);
     r.relay.fd = r.relay.log = -1;
+    r.hold_fd = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "
                         "-- CMD [ARGS...] (see coprof --help)");

@@ -152,8 +152,10 @@ static void explain_failure(const char *what, const char *log_path,
     snprintf(err, errlen, "%s did not start: it %s", what, line);
 }
 
-pid_t daemons_start_copsim(const struct daemon_spec *base,
-                           const char *const *args, char *err, size_t errlen)
+/* program (found by daemons_find) with args and --ready-fd, waited for
+ * until it writes "ready\n" there. */
+static pid_t start_ready(const char *name, const struct daemon_spec *base,
+                         const char *const *args, char *err, size_t errlen)
 {
     char program[PATH_MAX], ready_arg[16];
     char *argv[ARGS_MAX];
@@ -161,7 +163,7 @@ pid_t daemons_start_copsim(const struct daemon_spec *base,
     int ready[2], n = 0, status;
     pid_t pid;
 
-    daemons_find("copsim", program, sizeof(program));
+    daemons_find(name, program, sizeof(program));
     argv[n++] = program;
     for (; *args && n < ARGS_MAX - 3; args++)
         argv[n++] = (char *)*args;
@@ -186,6 +188,18 @@ pid_t daemons_start_copsim(const struct daemon_spec *base,
     }
     close(ready[0]);
     return pid;
+}
+
+pid_t daemons_start_copsim(const struct daemon_spec *base,
+                           const char *const *args, char *err, size_t errlen)
+{
+    return start_ready("copsim", base, args, err, errlen);
+}
+
+pid_t daemons_start_host(const struct daemon_spec *base,
+                         const char *const *args, char *err, size_t errlen)
+{
+    return start_ready("coprof-host", base, args, err, errlen);
 }
 
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,

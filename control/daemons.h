@@ -57,6 +57,10 @@ pid_t daemons_start_copsim(const struct daemon_spec *spec,
                            const char *const *args, char *err,
                            size_t errlen);
 
+/* coprof-host (hostprof/) with args, waited for as copsim is. */
+pid_t daemons_start_host(const struct daemon_spec *spec,
+                         const char *const *args, char *err, size_t errlen);
+
 /* coprofd --input-fd 3 --session-dir DIR [--event-log LOG]. */
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,

@@ -6,10 +6,10 @@
 
 CONTROL_LIB := $(LIB)/libcopcontrol.a
 CONTROL_OBJS := $(addprefix $(OBJ)/control/, \
-	rate.o driver.o driver-linux.o daemons.o session.o state.o events.o options.o \
-	sampling.o)
+	rate.o driver.o driver-linux.o daemons.o session.o state.o events.o \
+	options.o sampling.o host-options.o)
 # What a program linking libcopcontrol.a needs after it.
-CONTROL_DEPS := $(LIB)/liblfsr.a $(LIB)/libcopstream.a $(LIB)/libcopsafe.a
+CONTROL_DEPS := $(LIB)/libhostprof.a $(LIB)/liblfsr.a $(LIB)/libcopstream.a $(LIB)/libcopsafe.a
 CONTROL_LIBS := $(SQLITE_LIBS) -lpfm -lm
 
 # Paths are bounded by PATH_MAX; where a cut path would matter it is checked.
@@ -33,7 +33,8 @@ $(BIN)/coprof: $(OBJ)/control/coprof.o $(OBJ)/common/cli.o \
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(CONTROL_LIBS) -o $@
 
 # The daemons they start, found beside them.
-$(BIN)/copcontrol $(BIN)/coprof: | $(BIN)/copsim $(BIN)/coprofd
+$(BIN)/copcontrol $(BIN)/coprof: | $(BIN)/copsim $(BIN)/coprofd \
+	$(BIN)/coprof-host
 
 ALL_TARGETS += $(CONTROL_LIB) $(BIN)/copcontrol $(BIN)/coprof
 INSTALL_BINS += $(BIN)/copcontrol $(BIN)/coprof

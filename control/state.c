@@ -117,6 +117,7 @@ void settings_init(struct settings *s)
 {
     memset(s, 0, sizeof(*s));
     sampling_spec_init(&s->sampling);
+    host_options_init(&s->host);
 }
 
 /* A "dither=", "dither-seed=" or "fifo-full=" line (1), else 0; -1 bad. */
@@ -173,6 +174,8 @@ static int settings_line(char *line, struct settings *s, char *err,
         return 0;
     *eq = '\0';
     if ((taken = sampling_line(line, eq + 1, &s->sampling, err, errlen)))
+        return taken < 0 ? -1 : 0;
+    if ((taken = host_options_load(&s->host, line, eq + 1, err, errlen)))
         return taken < 0 ? -1 : 0;
     for (size_t i = 0; i < sizeof(rate_keys) / sizeof(*rate_keys); i++)
         if (strcmp(line, rate_keys[i].key) == 0)
@@ -250,8 +253,11 @@ int settings_save(const char *dir, const struct settings *s, char *err,
         n += (size_t)snprintf(text + n, sizeof(text) - n, "driver=%s\n",
                               s->driver);
     if (s->sampling.fifo_full != SAMPLING_UNSET)
-        snprintf(text + n, sizeof(text) - n, "fifo-full=%s\n",
-                 sampling_fifo_name((uint32_t)s->sampling.fifo_full));
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "fifo-full=%s\n",
+                              sampling_fifo_name((uint32_t)
+                                                 s->sampling.fifo_full));
+    if (n < sizeof(text))
+        host_options_save(&s->host, text + n, sizeof(text) - n);
     return replace_state_file(dir, STATE_CONF, text, err, errlen);
 }
 
@@ -267,6 +273,7 @@ void settings_merge(struct settings *base, const struct settings *given)
     sampling_spec_merge(&base->sampling, &given->sampling);
     if (given->driver[0])
         snprintf(base->driver, sizeof(base->driver), "%s", given->driver);
+    host_options_merge(&base->host, &given->host);
 }
 
 /* The name part of a path in the state directory. */

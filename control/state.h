@@ -6,9 +6,14 @@
  *                     sample-period= or frequency= (the rate as given),
  *                     session-dir=, buffer-size= (64-bit words),
  *                     dither= (on, off), dither-seed= (decimal),
- *                     fifo-full= (stall, drop)
+ *                     fifo-full= (stall, drop), host-event=
+ *                     (EVENT[:PERIOD], empty: none), host-call-graph=
+ *                     and host-sched= (on, off)
  *   copsim.pid        the copsim copcontrol --init started
  *   copsim.log        its standard output and error
+ *   coprof-host.pid   the running session's coprof-host (hostprof/): its
+ *                     pid, then the session directory; coprof-host.log
+ *                     its output
  *   coprofd.pid       the running session's coprofd: its pid, then the
  *                     session directory, one a line
  *   coprofd.log       its standard output and error (its summary line)
@@ -24,6 +29,7 @@
 #include "control/rate.h"
 #include "emulator/copsim/protocol.h"
 #include "control/sampling.h"
+#include "control/host-options.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -37,6 +43,8 @@
 #define STATE_COPROFD_LOG   "coprofd.log"
 #define STATE_GUEST_SOCKET  "guest.sock"    /* --driver=linux's guest */
 #define STATE_GUEST_LOG     "guest.log"     /* its console */
+#define STATE_HOST_PID      "coprof-host.pid"
+#define STATE_HOST_LOG      "coprof-host.log"
 
 struct settings {
     struct rate_spec rate;          /* kind RATE_NONE: not set */
@@ -44,6 +52,7 @@ struct settings {
     uint32_t buffer_words;          /* 0: not set (the driver's default) */
     struct sampling_spec sampling;  /* dither, seed, FIFO-full policy */
     char driver[8];                 /* "hosted", "linux"; "": not set */
+    struct host_options host;       /* the host side (host-options.h) */
 };
 
 /* --driver=NAME (driver.h's names) into s; -1 with one line in err. */

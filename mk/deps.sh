@@ -11,6 +11,7 @@
 # HTML report) with python3-protobuf, which writes the pprof export.
 
 PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
+libtracefs-dev libtraceevent-dev linux-perf
 libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf
 picolibc-riscv64-unknown-elf clang python3-pyelftools python3-matplotlib
 python3-pytest qemu-system-x86 linux-image-amd64 linux-headers-amd64

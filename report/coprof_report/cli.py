@@ -202,6 +202,12 @@ def report_parser():
                    metavar="N",
                    help="only samples of this context: coprofd's number N, "
                         "pid:PID or tid:TID (repeatable)")
+    p.add_argument("--side", default="all", choices=profile.SIDES,
+                   metavar="SIDE",
+                   help="cop: the coprocessors' samples; host: the host "
+                        "program's CPU samples (coprof record "
+                        "--host-event), by ELF file and symbol; all: both, "
+                        "apart (default all; several sessions: cop)")
     _format_output_args(p, output.FORMATS)
     return p
 
@@ -519,7 +525,8 @@ def run_report(args):
     try:
         try:
             prof = profile.build_many(sessions, args.separate, args.image,
-                                      args.context, args.threshold)
+                                      args.context, args.threshold,
+                                      args.side)
         except profile.FilterError as e:
             raise UsageError(str(e))
         except profile.MergeError as e:

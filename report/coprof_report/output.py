@@ -12,12 +12,19 @@ json  one object: the session, the separation, sampling, groups (with
       their losses), rows (flat, each naming its group), totals,
       lost_by_cause, warnings, decode_errors, complete, end_state and
       end_reason, image_warnings.
+
+The host side (--side, host.py) is apart in each: text, a section of its
+own after the coprocessor's groups, before the footer ("host samples
+..."), and each context's header a line of its host thread's times; csv and json, rows
+whose side is "host" and group "host", naming their ELF file; json also
+a "host" object (how it was recorded, its totals).
 """
 
 import csv
 import json
+import os
 
-from . import profile
+from . import host as host_mod, profile
 
 FORMATS = ("text", "csv", "json")
 
@@ -44,6 +51,15 @@ def _image_json(img):
     return d
 
 
+def _host_times_json(c):
+    t = c.host_times
+    if t is None:
+        return None
+    return {"tid": c.tid, "running_ns": t["running"],
+            "runnable_ns": t["runnable"], "blocked_ns": t["blocked"],
+            "life_ns": t["life_ns"]}
+
+
 def _context_json(c):
     if c is None:
         return None
@@ -54,7 +70,8 @@ def _context_json(c):
          "creation_stack": c.creation_stack, "samples": c.samples,
          "session": c.session_name}
     d.update(_losses_json(c.losses, c.samples))
-    d.update({"stall_count": c.stall_count, "stall_ns": c.stall_ns})
+    d.update({"stall_count": c.stall_count, "stall_ns": c.stall_ns,
+              "host_thread": _host_times_json(c)})
     return d
 
 
@@ -84,6 +101,7 @@ def _sampling_json(smp):
 
 def _row_json(group, r):
     return {
+        "side": "cop",
         "group": group.label,
         "kind": r.kind,
         "symbol": r.symbol,
@@ -104,6 +122,35 @@ def _row_json(group, r):
         "ci_low": r.ci_low,
         "ci_high": r.ci_high,
     }
+
+
+def _host_row_json(r):
+    return {
+        "side": "host",
+        "group": "host",
+        "kind": "host",
+        "symbol": r.name,
+        "file": r.file,
+        "path": r.file,
+        "build_id": r.build_id,
+        "inlined": dict(sorted(r.inlined.items(), key=lambda x: -x[1])),
+        "samples": r.samples,
+        "percent": r.percent,
+        "ci_low": r.ci_low,
+        "ci_high": r.ci_high,
+    }
+
+
+def _host_json(prof):
+    h = prof.host
+    return {"sched": h.sched_state, "samples_state": h.samples_state,
+            "event": h.event, "period": h.period,
+            "call_graph": h.call_graph, "samples": prof.host_total,
+            "samples_lost": h.samples_lost, "hidden_rows": prof.host_hidden,
+            "sched_events": h.sched_events, "sched_lost": h.sched_lost,
+            "threads": [{"tid": t["tid"], "pid": t["pid"],
+                         "comm": t["comm"], "role": t["role"]}
+                        for t in h.threads.values()]}
 
 
 def _causes_text(causes):
@@ -219,14 +266,66 @@ def state_line(prof):
     return "session %s: %s" % (prof.end_state.upper(), prof.end_reason)
 
 
+def _host_thread_line(prof, c):
+    """A context's host thread during its life, or None."""
+    if c.host_times is not None:
+        return "  host thread %s (%s): %s" % (
+            c.tid, prof.host.thread_name(c.tid),
+            host_mod.times_text(c.host_times))
+    if prof.host.sched_recorded:
+        return "  host thread %s: no scheduler event in the context's " \
+               "life" % c.tid
+    return None
+
+
+def _host_lines(prof):
+    """The host side's section: its rows, apart from the coprocessor's."""
+    h = prof.host
+    lines = ["", "host samples: %d%s" % (
+        prof.host_total, ", %d rows under the threshold" % prof.host_hidden
+        if prof.host_hidden else "")]
+    if not h.samples_recorded:
+        lines[1] = "host samples: %s" % (
+            h.samples_state if h.samples_state not in (None, "off")
+            else "not recorded (coprof record --host-event=cpu-clock)")
+        return lines
+    if prof.host_rows:
+        lines.append("%9s %8s %13s  %-34s %s" % (
+            "samples", "%", "95% interval", "file", "symbol"))
+    for r in prof.host_rows:
+        lines.append("%9d %7.2f%% %13s  %-34s %s" % (
+            r.samples, r.percent, "%.2f-%.2f" % (r.ci_low, r.ci_high),
+            os.path.basename(r.file), r.name))
+    lines.append("total %d host samples, lost %d" % (prof.host_total,
+                                                     h.samples_lost))
+    return lines
+
+
 def write_text(prof, out, session_dir):
-    out.write("copreport: %s, separated by %s%s\n" % (
+    out.write("copreport: %s, separated by %s%s%s\n" % (
         session_dir, prof.separation,
         ", rows under %g%% hidden" % prof.threshold if prof.threshold
-        else ""))
+        else "", ", %s side" % prof.side if prof.side != "all" else ""))
     out.write(state_line(prof) + "\n")
-    for line in _sampling_lines(prof):
-        out.write(line + "\n")
+    if prof.side != "host":
+        for line in _sampling_lines(prof):
+            out.write(line + "\n")
+    if prof.host.sched_state is not None:
+        out.write(prof.host.describe() + "\n")
+    if prof.side != "host":
+        _write_cop_text(prof, out)
+    if prof.side != "cop" and prof.host.sched_state is not None:
+        for line in _host_lines(prof):
+            out.write(line + "\n")
+    if prof.side != "host":
+        out.write("\n")
+        for line in _footer_lines(prof):
+            out.write(line + "\n")
+    else:
+        out.write(state_line(prof) + "\n")
+
+
+def _write_cop_text(prof, out):
     out.write("percent: of the group's samples, with its 95% Wilson score "
               "interval (sampling\nnoise only: not aliasing, not losses)\n")
     hdr = "%9s %8s %13s  %-34s %-18s %s\n" % (
@@ -235,6 +334,9 @@ def write_text(prof, out, session_dir):
         out.write("\n")
         if g.context is not None:
             out.write(g.context.header() + "\n")
+            line = _host_thread_line(prof, g.context)
+            if line:
+                out.write(line + "\n")
         elif prof.separation != "none":
             out.write("%s\n" % g.label)
         out.write("  %d samples%s\n" % (
@@ -249,15 +351,12 @@ def write_text(prof, out, session_dir):
                 r.overlay_label or "-", r.symbol))
         for line in _group_footer_lines(prof, g):
             out.write(line + "\n")
-    out.write("\n")
-    for line in _footer_lines(prof):
-        out.write(line + "\n")
 
 
 CSV_FIELDS = ["group", "samples", "percent", "ci_low", "ci_high", "image",
               "path", "image_offset", "overlay", "symbol", "kind",
               "file_offset_lo", "file_offset_hi", "group_lost",
-              "group_lost_by_cause", "group_biased"]
+              "group_lost_by_cause", "group_biased", "side"]
 
 
 def write_csv(prof, out, session_dir):
@@ -275,6 +374,12 @@ def write_csv(prof, out, session_dir):
                 for cause, name, n in g.losses.causes())
             d["group_biased"] = int(g.biased)
             w.writerow(["" if d[k] is None else d[k] for k in CSV_FIELDS])
+    for r in prof.host_rows:
+        d = _host_row_json(r)
+        d["percent"] = "%.4f" % r.percent
+        d["ci_low"] = "%.4f" % r.ci_low
+        d["ci_high"] = "%.4f" % r.ci_high
+        w.writerow(["" if d.get(k) is None else d[k] for k in CSV_FIELDS])
 
 
 def to_json(prof, session_dir):
@@ -286,7 +391,10 @@ def to_json(prof, session_dir):
         "threshold": prof.threshold,
         "sampling": _sampling_json(prof.sampling),
         "groups": [_group_json(g) for g in prof.groups],
-        "rows": [_row_json(g, r) for g in prof.groups for r in g.sorted],
+        "side": prof.side,
+        "rows": [_row_json(g, r) for g in prof.groups for r in g.sorted] +
+                [_host_row_json(r) for r in prof.host_rows],
+        "host": _host_json(prof),
         "totals": dict(prof.totals),
         "lost_by_cause": _causes_json(prof.lost),
         "warnings": prof.loss_warnings(),

@@ -20,6 +20,11 @@ Two panels share the time axis, in ms since the stream's START
   with the most samples (all contexts summed), stacked, the rest as
   "other functions".
 
+A session with the host side (coprof-host) gets a third panel,
+"host threads" (host_panel()): a row per thread of the host program and
+of copsim's QEMUs, coloured by its state from the Linux scheduler's
+events (running, runnable, blocked), with its host samples as ticks.
+
 A function has one colour in both panels (functions of one name in two
 images apart, "image:function"); functions outside the top share the grey
 of "other functions".  figure() builds the matplotlib Figure (each panel
@@ -42,6 +47,9 @@ UNSAMPLED = "bound, no exact sample"
 UNSAMPLED_COLOUR = "#ffffff"
 BOOT_COLOUR = "#e8eef7"
 SCHED_ROW = "scheduler"
+HOST_COLOURS = {"running": "tab:green", "runnable": "tab:orange",
+                "blocked": "lightgrey"}
+HOST_ROLES = ("command", "qemu")    # copsim's own threads left out
 
 # Scheduler events on a slot's row: kind -> (marker, colour).
 SLOT_EVENTS = {
@@ -263,24 +271,72 @@ def _legend(fig, tl, colours):
                fontsize=7, frameon=False)
 
 
+def host_tracks(tl):
+    """The host threads to draw: the host program's and the QEMUs' that
+    have states, in tid order."""
+    host = getattr(tl, "host", None)
+    if host is None:
+        return []
+    return sorted(tid for tid in tl.host_states
+                  if host.threads.get(tid) is not None and
+                  host.threads[tid]["role"] in HOST_ROLES)
+
+
+def host_panel(ax, tl, tids, axis):
+    """A row per host thread: its states as bars, its samples as ticks."""
+    from .timeline import host_thread_label
+    row = {tid: i for i, tid in enumerate(tids)}
+    for tid in tids:
+        for state in HOST_COLOURS:
+            spans = [(axis.ms(iv.start_ns),
+                      max(axis.ms(iv.end_ns) - axis.ms(iv.start_ns), 1e-3))
+                     for iv in tl.host_states[tid] if iv.state == state]
+            if spans:
+                ax.broken_barh(spans, (row[tid] - 0.35, 0.7),
+                               facecolors=HOST_COLOURS[state], linewidth=0)
+    xs = [axis.ms(s[0]) for s in tl.host_samples if s[1] in row]
+    ys = [row[s[1]] for s in tl.host_samples if s[1] in row]
+    if xs:
+        ax.plot(xs, ys, "|", color="black", markersize=6, label="sample")
+    for state, colour in HOST_COLOURS.items():
+        ax.bar(0, 0, color=colour, label=state)
+    ax.set_yticks(range(len(tids)))
+    ax.set_yticklabels([host_thread_label(tl, t) for t in tids], fontsize=6)
+    ax.set_ylim(-0.6, len(tids) - 0.4)
+    ax.invert_yaxis()
+    ax.set_title("host threads (Linux scheduler) and host samples",
+                 fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7,
+              frameon=False)
+
+
 def figure(tl, title=None):
     """The matplotlib Figure of Timeline tl: axes "slots" and "functions"
-    (their labels), sharing the time axis."""
+    (their labels), and "host threads" with the host side, sharing the
+    time axis."""
     axis = _Axis(tl)
     colours = function_colours(tl)
     rows = len(_slot_rows(tl)) + 1
-    fig, (top, bottom) = plt.subplots(
-        2, 1, sharex=True, figsize=(13, 3 + 0.42 * rows + 2.6),
-        gridspec_kw={"height_ratios": [0.42 * rows + 0.6, 2.6],
+    host_tids = host_tracks(tl)
+    heights = [0.42 * rows + 0.6, 2.6]
+    if host_tids:
+        heights.append(0.3 * len(host_tids) + 0.8)
+    fig, panels = plt.subplots(
+        len(heights), 1, sharex=True, figsize=(13, 3 + sum(heights)),
+        gridspec_kw={"height_ratios": heights,
                      "left": 0.08, "right": 0.79, "top": 0.93,
                      "bottom": 0.08, "hspace": 0.18})
+    top, bottom = panels[0], panels[1]
     top.set_label("slots")
     bottom.set_label("functions")
     draw_slots(top, tl, axis, colours)
     draw_functions(bottom, tl, axis, colours)
-    bottom.set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)",
-                      fontsize=8)
-    for ax in (top, bottom):
+    if host_tids:
+        panels[2].set_label("host threads")
+        host_panel(panels[2], tl, host_tids, axis)
+    panels[-1].set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)",
+                          fontsize=8)
+    for ax in panels:
         ax.tick_params(labelsize=7)
     fig.suptitle(title or "timeline", fontsize=10)
     _legend(fig, tl, colours)

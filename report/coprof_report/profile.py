@@ -34,6 +34,12 @@ that lost more than LOSS_WARN_PERCENT of its captures (lost / (samples +
 lost)) is flagged: captures are lost where the FIFO overflowed, which
 falls on the fastest code, so its shares may be biased.
 
+Sides: `cop` is the coprocessor profile above; `host` the host CPU samples
+of the host program (host.py), one group of rows by ELF file and symbol
+with the same intervals; `all` (the default) both, apart.  Each context
+also gets its host thread's on-CPU, run-queue and blocked time during its
+life when the session holds the Linux scheduler's events.
+
 Sampling: the capture period, the FIFO-full policy (stall or drop), the
 time stalled and the dither setting come from the session keys sampling.*
 and the stalls table (docs/session-format.md); a session recorded before
@@ -48,6 +54,7 @@ from . import symbols
 from .session import content_hash
 
 SEPARATIONS = ("none", "context", "slot", "image")
+SIDES = ("all", "cop", "host")
 Z95 = 1.959963984540054
 
 
@@ -103,7 +110,26 @@ class Losses:
         return self.percent(samples) > LOSS_WARN_PERCENT
 
 
-class Row:
+class Share:
+    """A count's share of its group, (p, low, high) of interval(), as
+    percents."""
+
+    __slots__ = ()
+
+    @property
+    def percent(self):
+        return 100 * self.share[0]
+
+    @property
+    def ci_low(self):
+        return 100 * self.share[1]
+
+    @property
+    def ci_high(self):
+        return 100 * self.share[2]
+
+
+class Row(Share):
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
                  "offset_lo", "offset_hi", "samples", "share", "reason",
                  "candidates")
@@ -126,18 +152,6 @@ class Row:
     def set_total(self, total):
         """Its group's samples are total: its share and interval."""
         self.share = interval(self.samples, total)
-
-    @property
-    def percent(self):
-        return 100 * self.share[0]
-
-    @property
-    def ci_low(self):
-        return 100 * self.share[1]
-
-    @property
-    def ci_high(self):
-        return 100 * self.share[2]
 
     def add(self, count, offset=None):
         self.samples += count
@@ -234,6 +248,7 @@ class ContextInfo:
         self.stall_count = 0
         self.stall_ns = 0
         self.session_name = None    # set in a report of several sessions
+        self.host_times = None      # host.HostSide.context_times()
 
     @functools.cached_property
     def _creation_site(self):
@@ -350,6 +365,11 @@ class Profile:
         self.contexts = {}
         self.threshold = 0.0
         self.sampling = None
+        self.side = "all"
+        self.host = None            # host.HostSide
+        self.host_rows = []         # [host.HostRow] shown
+        self.host_total = 0
+        self.host_hidden = 0
 
     def group_summaries(self):
         """The groups, or (for ContextGroups) their totals and losses
@@ -784,15 +804,18 @@ class ContextGroups:
 
 
 def build(session, separation="none", image_filter=(), context_filter=(),
-          threshold=0.0, session_name=None):
+          threshold=0.0, session_name=None, side="all"):
     """The Profile of a session.  threshold: rows under this percent of
     their group are left out (counted in Group.hidden).  session_name:
     the session's name in a report of several (merge()), in its contexts'
-    labels."""
+    labels.  side: SIDES."""
     if separation not in SEPARATIONS:
         raise ValueError(separation)
+    if side not in SIDES:
+        raise ValueError(side)
     prof = Profile(separation)
     prof.threshold = threshold
+    prof.side = side
     images, contexts = load_images_and_contexts(session)
     for c in contexts.values():
         c.session_name = session_name
@@ -814,10 +837,13 @@ def build(session, separation="none", image_filter=(), context_filter=(),
                        want_contexts, threshold)
     totals = builder.totals()
     builder.group_losses()
-    if separation == "context":
+    if side == "host":
+        prof.groups = []
+    elif separation == "context":
         prof.groups = ContextGroups(builder, builder.totals_by_context)
     else:
         prof.groups = builder.all_groups()
+    _load_host(prof, session, contexts)
 
     totals["samples"] = sum(totals.values())
     prof.totals = totals
@@ -832,6 +858,21 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     session_state(prof, session)
     prof.sampling = _load_sampling(session, contexts)
     return prof
+
+
+def _load_host(prof, session, contexts):
+    """The host side: the contexts' thread times, and the host rows over
+    the threshold when the side shows them."""
+    from . import host      # host.py builds on this module
+    prof.host = host.HostSide(session)
+    if prof.side != "host":
+        prof.host.context_times(contexts)
+    if prof.side == "cop":
+        return
+    rows, prof.host_total = prof.host.rows()
+    prof.host_rows = [r for r in rows
+                      if r.percent + 1e-12 >= prof.threshold]
+    prof.host_hidden = len(rows) - len(prof.host_rows)
 
 
 def session_state(prof, session):
@@ -850,14 +891,21 @@ class MergeError(Exception):
 
 
 def build_many(sessions, separation="none", image_filter=(),
-               context_filter=(), threshold=0.0):
-    """The Profile of one session, or of several summed (merge())."""
+               context_filter=(), threshold=0.0, side="all"):
+    """The Profile of one session, or of several summed (merge()): their
+    coprocessor side only, since host samples of different runs are not
+    shares of one program (--side=host is refused)."""
     if len(sessions) == 1:
         return build(sessions[0], separation, image_filter, context_filter,
-                     threshold)
+                     threshold, side=side)
+    if side == "host":
+        raise MergeError("--side=host reports one session at a time: the "
+                         "host side of several sessions is not summed")
     profs = [build(s, separation, image_filter, context_filter, 0.0,
-                   session_name=s.name) for s in sessions]
-    return merge(profs, threshold)
+                   session_name=s.name, side="cop") for s in sessions]
+    out = merge(profs, threshold)
+    out.side = "cop"
+    return out
 
 
 def same_period(profs):

@@ -95,6 +95,20 @@ COLUMNS = {
                      ("context_id", "int?"), ("cycle", "int?"),
                      ("host_pid", "int?"), ("host_tid", "int?"),
                      ("message", "text?")),
+    # the host side (coprof-host): sessions without it lack the tables
+    "host_threads": (("tid", "int"), ("pid", "int"), ("comm", "text?"),
+                     ("role", "text")),
+    "host_sched_events": (("id", "id"), ("time_ns", "int"), ("cpu", "int"),
+                          ("kind", "text"), ("tid", "int"),
+                          ("comm", "text?"), ("prev_state", "text?"),
+                          ("other_tid", "int?"), ("target_cpu", "int?")),
+    "host_locations": (("id", "id"), ("file", "text"),
+                       ("build_id", "text?"), ("symbol", "text?"),
+                       ("symbol_offset", "int"), ("inlined", "text?"),
+                       ("source", "text?"), ("line", "int?")),
+    "host_samples": (("id", "id"), ("time_ns", "int"), ("pid", "int"),
+                     ("tid", "int"), ("cpu", "int"), ("location", "id"),
+                     ("callchain", "text?")),
 }
 
 # Columns naming a row of another table (table, column, the table it names
@@ -114,15 +128,19 @@ REFERENCES = (
     ("bindings", "context", "contexts"),
     ("sample_timeline", "context", "contexts"),
     ("sample_timeline", "image", "images"),
+    ("host_samples", "location", "host_locations"),
 )
 
 # Session keys a report reads as integers, with their least valid value.
 INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
             "stream.start_time_ns": None, "stream.stop_time_ns": None,
-            "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0}
+            "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0,
+            "host.period": 1, "host.start_ns": 0, "host.stop_ns": 0,
+            "host.samples_lost": 0, "host.sched_lost": 0}
 
 # Tables of COLUMNS that a session written before they existed lacks.
-LATER_TABLES = ("stalls",)
+LATER_TABLES = ("stalls", "host_threads", "host_sched_events",
+                "host_locations", "host_samples")
 
 END_STATES = ("live", "complete", "incomplete")
 

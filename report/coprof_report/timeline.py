@@ -22,6 +22,13 @@ Three processes, each a group of tracks:
   otherData.context_tracks says which ("context" or "slot-image").
 - "scheduler" (pid 3): scheduler events that name no slot (create, load,
   run, exit of a context not on a slot, ...), instant events on one track.
+- "host threads" (pid 4), when the session holds the host side
+  (coprof-host): a track per host thread (tid = the Linux thread id,
+  named "comm tid (role)": the host program's, copsim's, its QEMUs'),
+  with a complete event per state from the Linux scheduler's events,
+  named "running", "runnable" or "blocked" (cat "host-state", args: the
+  CPU), and the host CPU samples as instant events named by their symbol
+  (cat "host-sample", args: the ELF file, the inlined function).
 
 Every time is CLOCK_MONOTONIC: "ts" and "dur" are microseconds (floats)
 from CLOCK_MONOTONIC nanoseconds, so the trace lines up with other traces
@@ -33,9 +40,9 @@ import bisect
 import collections
 import re
 
-from . import profile
+from . import host as host_mod, profile
 
-PID_SLOTS, PID_CONTEXTS, PID_SCHED = 1, 2, 3
+PID_SLOTS, PID_CONTEXTS, PID_SCHED, PID_HOST = 1, 2, 3, 4
 GROUP_CONTEXTS = 100    # more contexts than this: tracks per slot and image
 TRACKS = ("auto", "context", "slot-image")
 
@@ -75,6 +82,9 @@ class Timeline:
         self.slots = 0
         self.end_state = None       # Session.end(): complete, live, ...
         self.end_reason = ""
+        self.host = None            # host.HostSide
+        self.host_states = {}       # {tid: [host.Interval]}
+        self.host_samples = []      # [(time_ns, tid, symbol, file, inlined)]
 
 
 def context_label(c):
@@ -152,7 +162,44 @@ def build(session):
     tl.slices.sort(key=lambda s: (s.context, s.start_ns))
 
     tl.sched = [r for r in session.sched_events() if in_session(tl, r)]
+    tl.host = host_mod.HostSide(session)
+    tl.host_states = tl.host.intervals()
+    tl.host_samples = [tuple(r) for r in tl.host.samples_in_time()]
     return tl
+
+
+def host_thread_label(tl, tid):
+    """"host-pipeline 1234 (command)"."""
+    t = tl.host.threads.get(tid)
+    if t is None:
+        return "thread %d" % tid
+    return "%s %d (%s)" % (t["comm"] or "?", tid, t["role"])
+
+
+def _host_events(tl, meta):
+    """The host threads' tracks: states and samples."""
+    tids = sorted(set(tl.host_states) | {s[1] for s in tl.host_samples})
+    if not tids:
+        return []
+    ev = []
+    meta(PID_HOST, 0, "process_name", "host threads", 4)
+    for i, tid in enumerate(tids):
+        meta(PID_HOST, tid, "thread_name", host_thread_label(tl, tid), i)
+    for tid in tids:
+        for iv in tl.host_states.get(tid, ()):
+            ev.append({"ph": "X", "name": iv.state, "cat": "host-state",
+                       "pid": PID_HOST, "tid": tid,
+                       "ts": _us(iv.start_ns),
+                       "dur": _us(iv.end_ns - iv.start_ns),
+                       "args": {"state": iv.state, "cpu": iv.cpu}})
+    for time_ns, tid, symbol, file, inlined in tl.host_samples:
+        args = {"file": file}
+        if inlined:
+            args["inlined"] = inlined
+        ev.append({"ph": "i", "s": "t", "name": symbol or "[no symbol]",
+                   "cat": "host-sample", "pid": PID_HOST, "tid": tid,
+                   "ts": _us(time_ns), "args": args})
+    return ev
 
 
 def in_session(tl, row):
@@ -279,6 +326,7 @@ def trace_events(tl, tracks="auto"):
                    "pid": PID_SLOTS if on_slot else PID_SCHED,
                    "tid": r["slot"] + 1 if on_slot else 1,
                    "ts": _us(event_time_ns(r)), "args": args})
+    ev.extend(_host_events(tl, meta))
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"clock": "CLOCK_MONOTONIC",
                           "context_tracks": tracks,
@@ -288,4 +336,5 @@ def trace_events(tl, tracks="auto"):
                           "ts_unit": "microseconds",
                           "bucket_ns": tl.bucket_ns,
                           "start_time_ns": tl.start_ns,
-                          "stop_time_ns": tl.stop_ns}}
+                          "stop_time_ns": tl.stop_ns,
+                          "host": tl.host.describe()}}

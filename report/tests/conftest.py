@@ -8,7 +8,8 @@ by coprofd into a session.
 
 new_session(dir): an empty session.db made with the schema of
 daemon/store.c (read from the C source at test time, never copied), for
-hand-built sessions.
+hand-built sessions; host_schema is hostprof/store.c's, for the host
+side's tables.
 
 test_image: overlay/'s test image (build/tests/overlay/overlays.elf),
 whose overlays share local-store addresses, for hand-built sessions.
@@ -33,15 +34,27 @@ if REPORT not in sys.path:
 PYTHON = "/usr/bin/python3"
 
 
-def store_schema():
-    """The CREATE script of daemon/store.c: its C string literals joined."""
-    with open(os.path.join(SOURCE, "daemon", "store.c")) as f:
+def c_schema(path):
+    """The CREATE script of a C file's `static const char schema[]`: its
+    string literals joined."""
+    with open(os.path.join(SOURCE, path)) as f:
         text = f.read()
     m = re.search(r"static const char schema\[\] =(.*?);\s*\n\s*\n", text,
                   re.S)
-    assert m, "no schema in daemon/store.c"
+    assert m, "no schema in %s" % path
     parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
     return "".join(parts).replace("\\n", "\n")
+
+
+def store_schema():
+    """The CREATE script of daemon/store.c."""
+    return c_schema(os.path.join("daemon", "store.c"))
+
+
+@pytest.fixture(scope="session")
+def host_schema():
+    """The CREATE script of hostprof/store.c (the host side's tables)."""
+    return c_schema(os.path.join("hostprof", "store.c"))
 
 
 @pytest.fixture(scope="session")

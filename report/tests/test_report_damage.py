@@ -43,7 +43,7 @@ def accepted(kind, value):
 
 
 @pytest.fixture(scope="module")
-def template(new_session, test_image, tmp_path_factory):
+def template(new_session, host_schema, test_image, tmp_path_factory):
     """A session with one row in every table a report reads."""
     d = str(tmp_path_factory.mktemp("damage") / "template")
     db = new_session(d, {"stream.samples": 5, "stream.start_time_ns": 1000,
@@ -77,6 +77,22 @@ def template(new_session, test_image, tmp_path_factory):
                " kind, slot, context_id, cycle, host_pid, host_tid, message)"
                " VALUES (1, 0, 0, 1500000, 'bind', 0, 11, 5, 100, 101,"
                " 'bind slot=0 mono=1400000')")
+    # the host side (hostprof/store.c's tables), one row each
+    db.executescript(host_schema)
+    db.executemany("INSERT INTO session VALUES (?, ?)", [
+        ("host.sched", "recorded"), ("host.samples", "recorded"),
+        ("host.event", "cpu-clock"), ("host.period", 250000),
+        ("host.start_ns", 1000), ("host.stop_ns", 90000000)])
+    db.execute("INSERT INTO host_threads VALUES (101, 100, 'host', "
+               "'command')")
+    db.execute("INSERT INTO host_sched_events (time_ns, cpu, kind, tid,"
+               " comm, prev_state, other_tid, other_comm) VALUES (1200000,"
+               " 0, 'switch', 101, 'host', 'S', 0, 'swapper/0')")
+    db.execute("INSERT INTO host_locations VALUES (1, '/gone/host', NULL,"
+               " 'spin', 4, NULL, NULL, NULL)")
+    db.execute("INSERT INTO host_samples (time_ns, pid, tid, cpu, ip,"
+               " location, callchain) VALUES (1100000, 100, 101, 0, 4096,"
+               " 1, '1')")
     db.commit()
     db.close()
     return d

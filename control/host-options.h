@@ -1,0 +1,89 @@
+/*
+ * host-options.h — the host side's options, shared by coprof and
+ * copcontrol: --host-event=EVENT[:PERIOD] (--no-host-event),
+ * --host-call-graph (--no-host-call-graph) and --no-host-sched
+ * (--host-sched), checked here (the event through libpfm4, as coprof-host
+ * will open it) and passed on to coprof-host (hostprof/).  Each is unset
+ * until given, so copcontrol's saved settings and those of a command line
+ * merge (host_options_merge) the way its other settings do.
+ */
+#ifndef COPROF_CONTROL_HOST_OPTIONS_H
+#define COPROF_CONTROL_HOST_OPTIONS_H
+
+#include <stddef.h>
+
+#define HOST_EVENT_MAX      128
+
+struct host_options {
+    char event[HOST_EVENT_MAX]; /* EVENT[:PERIOD]; "": no host samples */
+    int event_set;              /* event given (else: none) */
+    int call_graph;             /* -1 unset (off), 0, 1 */
+    int sched;                  /* -1 unset (on), 0, 1 */
+};
+
+#define HOST_OPT_EVENT          0x4000
+#define HOST_OPT_NO_EVENT       0x4001
+#define HOST_OPT_CALL_GRAPH     0x4002
+#define HOST_OPT_NO_CALL_GRAPH  0x4003
+#define HOST_OPT_SCHED          0x4004
+#define HOST_OPT_NO_SCHED       0x4005
+#define HOST_IS_OPTION(c)   ((c) >= HOST_OPT_EVENT && (c) <= HOST_OPT_NO_SCHED)
+#define HOST_LONG_OPTIONS \
+    {"host-event", required_argument, NULL, HOST_OPT_EVENT}, \
+    {"no-host-event", no_argument, NULL, HOST_OPT_NO_EVENT}, \
+    {"host-call-graph", no_argument, NULL, HOST_OPT_CALL_GRAPH}, \
+    {"no-host-call-graph", no_argument, NULL, HOST_OPT_NO_CALL_GRAPH}, \
+    {"host-sched", no_argument, NULL, HOST_OPT_SCHED}, \
+    {"no-host-sched", no_argument, NULL, HOST_OPT_NO_SCHED}
+
+/* The options' text for --help. */
+#define HOST_OPTIONS_HELP \
+"    --host-event=EVENT[:PERIOD]\n" \
+"                      also sample the host program's threads on EVENT\n" \
+"                      (libpfm4's name: cpu-clock, the default for a\n" \
+"                      machine without a CPU PMU, perf::task-clock, or a\n" \
+"                      PMU's event: copcontrol --list-events lists\n" \
+"                      them) every PERIOD events (default 250000: for\n" \
+"                      cpu-clock, 250 us), user space only; copreport\n" \
+"                      --side=host shows them.\n" \
+"                      --no-host-event: none (the default)\n" \
+"    --host-call-graph with --host-event: each sample's callchain (frame\n" \
+"                      pointers); --no-host-call-graph: none (default)\n" \
+"    --no-host-sched   do not record the Linux scheduler's events of the\n" \
+"                      host program's, copsim's and its QEMUs' threads\n" \
+"                      (recorded by default where tracefs can be used:\n" \
+"                      root; otherwise one line says so); --host-sched:\n" \
+"                      record them\n"
+
+void host_options_init(struct host_options *h);
+
+/* Takes option c (HOST_IS_OPTION).  0, or -1 with one line in err. */
+int host_take_option(struct host_options *h, int c, const char *arg,
+                     char *err, size_t errlen);
+
+/* --host-call-graph without an event: 0, or -1 with one line in err. */
+int host_options_check(const struct host_options *h, char *err,
+                       size_t errlen);
+
+/* Whatever `given` sets replaces base's. */
+void host_options_merge(struct host_options *base,
+                        const struct host_options *given);
+
+/* Whether coprof-host has anything to record. */
+int host_wanted(const struct host_options *h);
+
+/*
+ * coprof-host's arguments for h after args[*n] (at most 4); the strings
+ * live in h or are constants.
+ */
+void host_args(const struct host_options *h, const char **args, int *n);
+
+/* The settings as copcontrol.conf lines ("host-event=...\n" ...) into
+ * buf; and one such key=value taken: 1, 0 (not a host key), -1 (bad,
+ * with err). */
+size_t host_options_save(const struct host_options *h, char *buf,
+                         size_t len);
+int host_options_load(struct host_options *h, const char *key,
+                      const char *value, char *err, size_t errlen);
+
+#endif

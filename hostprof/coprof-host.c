@@ -1,0 +1,376 @@
+/*
+ * coprof-host — the host side of a coprof session: the Linux scheduler's
+ * events of the session's threads and host CPU samples of the profiled
+ * command, stored in the session when the recording ends.  `coprof
+ * record` starts it (hostprof/README.md); it is not meant to be run by
+ * hand, though it can be.
+ *
+ * How: the threads of the processes given (--command, --copsim: with
+ * their threads and child processes, from /proc) are traced through a
+ * private tracefs instance (sched.c) and, with --host-event, the command
+ * is sampled through perf_event_open (samples.c); the command must not
+ * have exec'd yet (coprof holds it until this program says it is ready on
+ * --ready-fd), since sampling starts at its exec.  Until SIGTERM or
+ * SIGINT, the buffers are drained every 50 ms.  Then tracing stops, the
+ * instance is removed, the samples are symbolized (symbols.c) and
+ * everything is written into DIR/session.db (store.c).  The death of the
+ * process that started it (coprof killed with SIGKILL) stops it the same
+ * way with --end-with-parent (PR_SET_PDEATHSIG).
+ *
+ * Without the privilege to trace or to sample, one line says so and the
+ * rest is recorded: the session's keys host.sched and host.samples say
+ * what was recorded and why not.
+ *
+ * Exit status: 0 when the session holds the host side (or what of it
+ * could be recorded); 1 when it could not be written; 2 for bad usage.
+ */
+#include "hostprof/hostprof.h"
+#include "hostprof/samples.h"
+#include "hostprof/sched.h"
+#include "hostprof/store.h"
+#include "hostprof/symbols.h"
+#include "common/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_FAILED     1
+#define EXIT_USAGE      2
+#define TICK_MS         50
+#define FOLLOW_TICKS    20      /* --follow-session: every second */
+
+struct options {
+    const char *dir;
+    pid_t command, copsim;
+    int sched, ready_fd, quiet, follow, with_parent;
+};
+
+/* --follow-session: the host processes followed so far. */
+struct follower {
+    struct vec pids;            /* pid_t */
+    int said;                   /* a failure to attach was said */
+};
+
+static volatile sig_atomic_t stopping, follow_now;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"NAME\n"
+"    coprof-host - record the host side of a coprof session\n"
+"\n"
+"SYNOPSIS\n"
+"    coprof-host --session-dir DIR [--command PID] [--copsim PID]\n"
+"                [--host-event=EVENT[:PERIOD]] [--host-call-graph]\n"
+"                [--follow-session] [--no-sched] [--ready-fd N]\n"
+"                [--end-with-parent] [--quiet]\n"
+"\n"
+"DESCRIPTION\n"
+"    Records, until SIGTERM or SIGINT, the Linux scheduler's events\n"
+"    (sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task,\n"
+"    sched_process_fork, sched_process_exit, task_newtask) of the\n"
+"    processes given, their threads and every task they create, through\n"
+"    a private tracefs instance on CLOCK_MONOTONIC; and with --host-event\n"
+"    host CPU samples of the command's threads through perf_event_open.\n"
+"    Then it stores them in DIR/session.db (docs/session-format.md, \"The\n"
+"    host side\"), the samples named by ELF file and symbol (elfutils).\n"
+"    coprof record starts it; without the privilege to trace or sample,\n"
+"    one line says so and the rest is recorded.\n"
+"\n"
+"OPTIONS\n"
+"    --session-dir DIR     the session, which coprofd made\n"
+"    --command PID         the profiled command: traced and (with\n"
+"                          --host-event) sampled from its exec, which must\n"
+"                          not have happened yet\n"
+"    --copsim PID          copsim: traced with its threads and QEMUs\n"
+"    --host-event=EVENT[:PERIOD]\n"
+"                          sample the command on EVENT (libpfm4's name,\n"
+"                          e.g. cpu-clock, perf::task-clock) every PERIOD\n"
+"                          events (default %s:%d: for cpu-clock, ns)\n"
+"    --host-call-graph     record the user-space callchain of each sample\n"
+"                          (frame pointers)\n"
+"    --follow-session      also follow, from when they run their first\n"
+"                          context, the host programs of DIR's contexts\n"
+"                          (copcontrol: they are not known in advance):\n"
+"                          every second and on SIGHUP (then saying\n"
+"                          \"coprof-host: dump N: following P processes\"),\n"
+"                          new pids in its contexts table are traced and,\n"
+"                          with --host-event, sampled\n"
+"    --no-sched            no scheduler events\n"
+"    --ready-fd N          write \"ready\" to descriptor N once recording\n"
+"    --end-with-parent     stop (and store) when the process that started\n"
+"                          it dies, as on SIGTERM (coprof record)\n"
+"    -q, --quiet           no summary line\n"
+"    -h, --help            this text\n"
+"\n"
+"EXIT STATUS\n"
+"    0 the session holds what could be recorded; 1 it could not be\n"
+"    written; 2 bad usage.\n",
+        HOST_EVENT_DEFAULT, HOST_PERIOD_DEFAULT);
+}
+
+enum { OPT_DIR = 256, OPT_COMMAND, OPT_COPSIM, OPT_EVENT, OPT_CALLS,
+       OPT_NO_SCHED, OPT_READY, OPT_FOLLOW, OPT_WITH_PARENT };
+
+static const struct option long_options[] = {
+    {"session-dir", required_argument, NULL, OPT_DIR},
+    {"command", required_argument, NULL, OPT_COMMAND},
+    {"copsim", required_argument, NULL, OPT_COPSIM},
+    {"host-event", required_argument, NULL, OPT_EVENT},
+    {"host-call-graph", no_argument, NULL, OPT_CALLS},
+    {"no-sched", no_argument, NULL, OPT_NO_SCHED},
+    {"follow-session", no_argument, NULL, OPT_FOLLOW},
+    {"end-with-parent", no_argument, NULL, OPT_WITH_PARENT},
+    {"ready-fd", required_argument, NULL, OPT_READY},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int number(const char *word, const char *arg, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < 0 || v > 0x7fffffff)
+        return cli_fail(EXIT_USAGE, "%s=%s: not a number", word, arg);
+    *out = (int)v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct options *o,
+                 struct hostprof *hp)
+{
+    char err[HOST_ERR_MAX];
+    int c, v, rc = 0;
+
+    opterr = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, ":qh", long_options,
+                                       NULL)) != -1) {
+        const char *word = argv[optind - 1];
+
+        switch (c) {
+        case OPT_DIR: o->dir = optarg; break;
+        case OPT_COMMAND:
+            rc = number("--command", optarg, &v);
+            o->command = v;
+            break;
+        case OPT_COPSIM:
+            rc = number("--copsim", optarg, &v);
+            o->copsim = v;
+            break;
+        case OPT_EVENT:
+            if (host_samples_parse(hp, optarg, err, sizeof(err)) < 0)
+                rc = cli_fail(EXIT_USAGE, "%s", err);
+            break;
+        case OPT_CALLS: hp->call_graph = 1; break;
+        case OPT_NO_SCHED: o->sched = 0; break;
+        case OPT_FOLLOW: o->follow = 1; break;
+        case OPT_WITH_PARENT: o->with_parent = 1; break;
+        case OPT_READY: rc = number("--ready-fd", optarg, &o->ready_fd);
+            break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); exit(0);
+        case ':': return cli_fail(EXIT_USAGE, "%s: needs a value", word);
+        default:
+            return cli_fail(EXIT_USAGE, "%s: unknown option (see "
+                            "coprof-host --help)", word);
+        }
+    }
+    if (rc)
+        return rc;
+    if (!o->dir || !*o->dir)
+        return cli_fail(EXIT_USAGE, "--session-dir: required");
+    if (optind < argc)
+        return cli_fail(EXIT_USAGE, "%s: unexpected argument", argv[optind]);
+    if (hp->event[0] && !o->command && !o->follow)
+        return cli_fail(EXIT_USAGE, "--host-event: needs --command PID or "
+                        "--follow-session");
+    return 0;
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+static void on_follow(int sig)
+{
+    (void)sig;
+    follow_now = 1;
+}
+
+/* SIGHUP: with --follow-session, follow now (copcontrol --dump); else
+ * stop, as SIGTERM and SIGINT do. */
+static void catch_signals(int follow)
+{
+    struct sigaction action;
+
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    action.sa_handler = follow ? on_follow : on_signal;
+    sigaction(SIGHUP, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Starts what was asked; what could not start is said and noted. */
+static void start(struct options *o, struct hostprof *hp,
+                  struct host_sched *sched, struct host_sampler *sampler)
+{
+    char err[HOST_ERR_MAX];
+
+    if (o->copsim)
+        hostprof_add_process(hp, o->copsim, "copsim", "qemu");
+    if (o->command)
+        hostprof_add_process(hp, o->command, "command", "command");
+    if (o->sched && host_sched_start(sched, hp, err, sizeof(err)) < 0) {
+        cli_fail(0, "Linux scheduler events: not recorded: %s", err);
+        snprintf(hp->sched_state, sizeof(hp->sched_state),
+                 "not recorded: %s", err);
+    } else if (o->sched) {
+        snprintf(hp->sched_state, sizeof(hp->sched_state), "recorded");
+    }
+    if (!hp->event[0])
+        return;
+    if ((o->command ? host_samples_start(sampler, hp, o->command, err,
+                                         sizeof(err)) :
+         host_samples_open(sampler, hp, err, sizeof(err))) < 0) {
+        cli_fail(0, "host samples: not recorded: %s", err);
+        snprintf(hp->samples_state, sizeof(hp->samples_state),
+                 "not recorded: %s", err);
+    } else {
+        snprintf(hp->samples_state, sizeof(hp->samples_state), "recorded");
+    }
+}
+
+static void say_ready(int fd)
+{
+    if (fd <= 0)
+        return;
+    if (write(fd, "ready\n", 6) < 0) {
+        /* coprof gone: it will not wait for us */
+    }
+    close(fd);
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* New host processes of the session's contexts: traced and sampled. */
+static void follow(const struct options *o, struct hostprof *hp,
+                   struct host_sched *sched, struct host_sampler *sampler,
+                   struct follower *f)
+{
+    size_t known = f->pids.n;
+    char err[HOST_ERR_MAX];
+
+    if (host_session_pids(o->dir, &f->pids) < 0)
+        return;         /* busy or not yet there: the next second */
+    for (size_t i = known; i < f->pids.n; i++) {
+        pid_t pid = *VEC_AT(&f->pids, pid_t, i);
+        size_t from = hp->threads.n;
+
+        if (hostprof_add_process(hp, pid, "command", "command") == 0)
+            continue;   /* gone already */
+        host_sched_follow(sched, from);
+        if (strcmp(hp->samples_state, "recorded") == 0 &&
+            host_samples_attach(sampler, pid, err, sizeof(err)) < 0 &&
+            !f->said++)
+            cli_fail(0, "host samples of pid %ld: %s", (long)pid, err);
+    }
+}
+
+static void record(const struct options *o, struct hostprof *hp,
+                   struct host_sched *sched, struct host_sampler *sampler)
+{
+    struct timespec tick = {0, TICK_MS * 1000000L};
+    struct follower f;
+
+    memset(&f, 0, sizeof(f));
+    vec_init(&f.pids, sizeof(pid_t));
+    for (unsigned n = 0, dumps = 0; !stopping; n++) {
+        if (o->follow && n % FOLLOW_TICKS == 0)
+            follow(o, hp, sched, sampler, &f);
+        if (follow_now) {
+            follow_now = 0;
+            follow(o, hp, sched, sampler, &f);
+            fprintf(stderr, "coprof-host: dump %u: following %zu "
+                    "processes\n", ++dumps, f.pids.n);
+        }
+        nanosleep(&tick, NULL);
+        host_samples_read(sampler);
+        host_sched_read(sched);
+    }
+    vec_free(&f.pids);
+    hp->stop_ns = monotonic_ns();
+    host_sched_stop(sched);
+    host_samples_stop(sampler);
+}
+
+static void summary(const struct hostprof *hp)
+{
+    if (strcmp(hp->sched_state, "recorded") == 0)
+        fprintf(stderr, "coprof-host: Linux scheduler events: %zu of %zu "
+                "threads, %llu lost\n", hp->sched.n, hp->threads.n,
+                (unsigned long long)hp->lost_sched);
+    if (strcmp(hp->samples_state, "recorded") == 0)
+        fprintf(stderr, "coprof-host: host samples: %zu (%s:%llu%s), "
+                "%llu lost, %zu places\n", hp->samples.n, hp->event,
+                (unsigned long long)hp->period,
+                hp->call_graph ? ", callchains" : "",
+                (unsigned long long)hp->lost_samples, hp->locations.n);
+}
+
+int main(int argc, char **argv)
+{
+    static struct hostprof hp;
+    struct options o = {NULL, 0, 0, 1, -1, 0, 0, 0};
+    struct host_sched sched;
+    struct host_sampler sampler;
+    char err[HOST_ERR_MAX];
+    int *chain = NULL, rc;
+
+    memset(&sched, 0, sizeof(sched));
+    memset(&sampler, 0, sizeof(sampler));
+    hostprof_init(&hp);
+    if ((rc = parse(argc, argv, &o, &hp)) != 0)
+        return rc;
+    catch_signals(o.follow);
+    /* A coprof killed with SIGKILL cannot stop us: its death does. */
+    if (o.with_parent) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            stopping = 1;
+    }
+    hp.start_ns = monotonic_ns();
+    start(&o, &hp, &sched, &sampler);
+    say_ready(o.ready_fd);
+    record(&o, &hp, &sched, &sampler);
+    if (host_symbolize(&hp, &chain) < 0)
+        rc = cli_fail(EXIT_FAILED, "symbols: out of memory");
+    else if (host_store(o.dir, &hp, chain, err, sizeof(err)) < 0)
+        rc = cli_fail(EXIT_FAILED, "%s/%s", o.dir, err);
+    else if (!o.quiet)
+        summary(&hp);
+    free(chain);
+    hostprof_free(&hp);
+    return rc;
+}
