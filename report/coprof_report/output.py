@@ -143,6 +143,8 @@ def _host_row_json(r):
 
 def _host_json(prof):
     h = prof.host
+    if h is None:           # several sessions: no host side summed
+        return None
     return {"sched": h.sched_state, "samples_state": h.samples_state,
             "event": h.event, "period": h.period,
             "call_graph": h.call_graph, "samples": prof.host_total,
@@ -268,6 +270,8 @@ def state_line(prof):
 
 def _host_thread_line(prof, c):
     """A context's host thread during its life, or None."""
+    if prof.host is None:
+        return None
     if c.host_times is not None:
         return "  host thread %s (%s): %s" % (
             c.tid, prof.host.thread_name(c.tid),
@@ -310,11 +314,12 @@ def write_text(prof, out, session_dir):
     if prof.side != "host":
         for line in _sampling_lines(prof):
             out.write(line + "\n")
-    if prof.host.sched_state is not None:
+    if prof.host is not None and prof.host.sched_state is not None:
         out.write(prof.host.describe() + "\n")
     if prof.side != "host":
         _write_cop_text(prof, out)
-    if prof.side != "cop" and prof.host.sched_state is not None:
+    if prof.side != "cop" and prof.host is not None and \
+            prof.host.sched_state is not None:
         for line in _host_lines(prof):
             out.write(line + "\n")
     if prof.side != "host":

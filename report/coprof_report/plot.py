@@ -47,8 +47,10 @@ UNSAMPLED = "bound, no exact sample"
 UNSAMPLED_COLOUR = "#ffffff"
 BOOT_COLOUR = "#e8eef7"
 SCHED_ROW = "scheduler"
-HOST_COLOURS = {"running": "tab:green", "runnable": "tab:orange",
-                "blocked": "lightgrey"}
+# Host thread states: greys and a gold that no function colour (tab10)
+# takes, so the host panel never seems to name a function.
+HOST_COLOURS = {"running": "#3b3b3b", "runnable": "#f4c542",
+                "blocked": "#e3e3e3"}
 HOST_ROLES = ("command", "qemu")    # copsim's own threads left out
 
 # Scheduler events on a slot's row: kind -> (marker, colour).
@@ -204,10 +206,13 @@ def draw_slots(ax, tl, axis, colours):
         first = min(axis.ms(b.start_ns) for b in tl.bindings)
         if first > 0.02 * axis.span:
             ax.axvspan(0, first, color=BOOT_COLOUR, zorder=0, label="_boot")
-            ax.text(first / 2, -1.45, "%.0f ms before the first binding:\n"
+            ax.text(first / 2, max(slots + [0]) / 2,
+                    "%.0f ms before the first binding:\n"
                     "host starting, emulators booting" % first,
-                    ha="center", va="bottom", fontsize=6.5,
-                    color="#405070")
+                    ha="center", va="center", fontsize=6.5,
+                    color="#405070", zorder=6,
+                    bbox={"boxstyle": "round,pad=0.3", "facecolor": "white",
+                          "edgecolor": "none", "alpha": 0.85})
     for s in slots:
         _draw_idle(ax, axis, s, spans[s])
     for b in tl.bindings:
@@ -218,7 +223,7 @@ def draw_slots(ax, tl, axis, colours):
     ax.set_ylim(max(slots + [0]) + 0.6, -1.6)
     ax.set_xlim(0, axis.span)
     ax.set_title("slots: contexts bound (number and image on each bar), "
-                 "coloured by the function they ran", fontsize=9)
+                 "coloured by the function they ran", fontsize=9, pad=14)
 
 
 def draw_functions(ax, tl, axis, colours):
@@ -267,6 +272,11 @@ def _legend(fig, tl, colours):
         handles.append(Line2D([], [], linestyle="none",
                               marker=OTHER_EVENT[0], color=OTHER_EVENT[1],
                               label="event on no slot"))
+    if host_tracks(tl):
+        for state, colour in HOST_COLOURS.items():
+            handles.append(Patch(color=colour, label="host thread %s" % state))
+        handles.append(Line2D([], [], linestyle="none", marker="|",
+                              color="black", label="host sample"))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.8, 0.93),
                fontsize=7, frameon=False)
 
@@ -282,9 +292,15 @@ def host_tracks(tl):
                   host.threads[tid]["role"] in HOST_ROLES)
 
 
+def _host_row_label(tl, tid):
+    """"command 1234" or "qemu 1235": the role and the Linux tid, short
+    enough for the margin (the JSON's track names say the whole name)."""
+    t = tl.host.threads.get(tid)
+    return "%s %d" % (t["role"] if t is not None else "thread", tid)
+
+
 def host_panel(ax, tl, tids, axis):
     """A row per host thread: its states as bars, its samples as ticks."""
-    from .timeline import host_thread_label
     row = {tid: i for i, tid in enumerate(tids)}
     for tid in tids:
         for state in HOST_COLOURS:
@@ -297,17 +313,14 @@ def host_panel(ax, tl, tids, axis):
     xs = [axis.ms(s[0]) for s in tl.host_samples if s[1] in row]
     ys = [row[s[1]] for s in tl.host_samples if s[1] in row]
     if xs:
-        ax.plot(xs, ys, "|", color="black", markersize=6, label="sample")
-    for state, colour in HOST_COLOURS.items():
-        ax.bar(0, 0, color=colour, label=state)
+        ax.plot(xs, ys, "|", color="black", markersize=6,
+                label="_host samples")
     ax.set_yticks(range(len(tids)))
-    ax.set_yticklabels([host_thread_label(tl, t) for t in tids], fontsize=6)
+    ax.set_yticklabels([_host_row_label(tl, t) for t in tids], fontsize=6)
     ax.set_ylim(-0.6, len(tids) - 0.4)
     ax.invert_yaxis()
     ax.set_title("host threads (Linux scheduler) and host samples",
                  fontsize=9)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7,
-              frameon=False)
 
 
 def figure(tl, title=None):

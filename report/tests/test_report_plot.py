@@ -51,7 +51,13 @@ def bars(ax, prefix):
 def test_two_panels_sharing_time(demo_timeline):
     tl, fig = demo_timeline
     panels = axes(fig)
-    assert set(panels) == {"slots", "functions"}
+    # coprof record records the Linux scheduler's events when it may (as
+    # root, make check): then a third panel of host threads
+    host = {"host threads"} if plot.host_tracks(tl) else set()
+    assert set(panels) == {"slots", "functions"} | host
+    for name in host:
+        assert panels["slots"].get_shared_x_axes().joined(panels["slots"],
+                                                          panels[name])
     assert panels["slots"].get_shared_x_axes().joined(panels["slots"],
                                                       panels["functions"])
 
@@ -132,6 +138,9 @@ def test_legend_names_functions_idle_and_events(demo_timeline):
     for text in (plot.OTHER, plot.IDLE, plot.UNSAMPLED, "event: bind",
                  "event: exit", "event on no slot"):
         assert text in texts
+    if plot.host_tracks(tl):
+        for state in plot.HOST_COLOURS:
+            assert "host thread %s" % state in texts
     assert not [ax for ax in fig.axes if ax.get_legend() is not None]
 
 
