@@ -1,4 +1,5 @@
-"""copreport's command line: the profile (default) and `timeline`.
+"""copreport's command line: the profile (default), `timeline` and
+`callgraph`.
 
 Every error is one line "copreport: THING: reason" on stderr, never a
 traceback: exit status 2 for bad usage (options, their values, filters
@@ -12,7 +13,8 @@ import argparse
 import os
 import sys
 
-from . import output, profile, session as session_mod, timeline
+from . import (callgraph, output, profile, session as session_mod,
+               timeline)
 
 PROG = "copreport"
 
@@ -82,7 +84,8 @@ examples:
   copreport --format json --separate=none > profile.json
   copreport timeline -o trace.json --png timeline.png
 
-see also: copreport timeline --help; report/README.md"""
+see also: copreport timeline --help; copreport callgraph --help;
+report/README.md"""
 
 TIMELINE_DESCRIPTION = """\
 Write the session's timeline as Chrome trace event JSON, which Perfetto
@@ -109,6 +112,38 @@ examples:
   copreport timeline -o trace.json
   copreport timeline -d DIR -o trace.json --png timeline.png
   copreport timeline --tracks=context -o trace.json   # one per context"""
+
+
+CALLGRAPH_DESCRIPTION = """\
+Print the call graph of a session recorded with --call-graph (coprof
+record --call-graph, copcontrol --call-graph), like perf report -g caller
+and gprof's call graph: per function its inclusive samples (those whose
+call stack holds it, once per stack however deep it recurses) and its self
+samples (those taken in it), each with its share of all the samples with
+call stacks and its 95% Wilson score interval; then per function its
+callers and its callees, each edge with the samples whose stack has the
+callee right inside the caller.
+
+The stacks come from the trace unit's shadow stack (docs/trace-unit.md,
+"Call stacks"): exact, without frame pointers; a tail call leaves no
+frame, so a tail-called function's caller is the one it returns to.
+Overlay functions sharing an address are apart, each caller named with the
+overlay it was called from.  Functions are ordered by inclusive samples."""
+
+CALLGRAPH_EPILOG = """\
+files:
+  DIR/session.db      the stacks table (docs/session-format.md), read-only
+  DIR/images/         the coprocessor images, for function names
+  default DIR         ./coprof_data, else $XDG_DATA_HOME/coprof/current
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, a session without
+  call stacks, an unwritable output; 2  bad usage
+
+examples:
+  copreport callgraph
+  copreport callgraph -d DIR --threshold 2
+  copreport callgraph --context 3 --format json -o graph.json"""
 
 
 class UsageError(Exception):
@@ -162,7 +197,8 @@ def report_parser():
                epilog=REPORT_EPILOG,
                usage="%(prog)s [-d DIR] [OPTIONS]\n"
                      "       %(prog)s timeline [-d DIR] -o FILE.json "
-                     "[--png FILE]",
+                     "[--png FILE]\n"
+                     "       %(prog)s callgraph [-d DIR] [OPTIONS]",
                formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_arg(p)
     p.add_argument("-s", "--separate", default="none", metavar="HOW",
@@ -206,6 +242,31 @@ def timeline_parser():
                         "thousands of contexts), or auto: grouped above "
                         "%d contexts (default: %%(default)s)"
                    % timeline.GROUP_CONTEXTS)
+    return p
+
+
+def callgraph_parser():
+    p = Parser(prog=PROG + " callgraph", description=CALLGRAPH_DESCRIPTION,
+               epilog=CALLGRAPH_EPILOG,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    _session_arg(p)
+    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
+                   metavar="PERCENT",
+                   help="leave out functions under PERCENT inclusive "
+                        "(0-100, default 0)")
+    p.add_argument("-i", "--image", action="append", default=[],
+                   metavar="NAME",
+                   help="only stacks sampled in this image: its short "
+                        "name, its file, or its number (repeatable)")
+    p.add_argument("-c", "--context", action="append", default=[],
+                   metavar="N",
+                   help="only stacks of this context: coprofd's number N, "
+                        "pid:PID or tid:TID (repeatable)")
+    p.add_argument("-f", "--format", default="text",
+                   choices=sorted(callgraph.WRITERS), metavar="FMT",
+                   help="text or json (default text)")
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
+                   help="write to FILE instead of standard output")
     return p
 
 
@@ -298,12 +359,38 @@ def run_timeline(args):
         s.close()
 
 
+def run_callgraph(args):
+    if args.output is not None:
+        _check_writable(args.output)
+    s = _open_session(args.dir)
+    try:
+        try:
+            graph = callgraph.build(s, args.context, args.image)
+        except profile.FilterError as e:
+            raise UsageError(str(e))
+        except callgraph.NoStacks as e:
+            raise RuntimeFailure(str(e))
+        _warn(s)
+        writer = callgraph.WRITERS[args.format]
+        if args.output is not None:
+            with _open_output(args.output) as f:
+                writer(graph, f, s.dir, args.threshold)
+        else:
+            writer(graph, sys.stdout, s.dir, args.threshold)
+            sys.stdout.flush()
+    finally:
+        s.close()
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] == "timeline":
             args = timeline_parser().parse_args(argv[1:])
             run_timeline(args)
+        elif argv and argv[0] == "callgraph":
+            args = callgraph_parser().parse_args(argv[1:])
+            run_callgraph(args)
         else:
             args = report_parser().parse_args(argv)
             run_report(args)

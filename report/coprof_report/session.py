@@ -90,6 +90,8 @@ COLUMNS = {
                         ("function_offset", "uint"), ("count", "count")),
     "stalls": (("slot", "uint?"), ("context", "id?"), ("count", "count"),
                ("ns", "count")),
+    "stacks": (("context", "id?"), ("image", "id?"), ("frames", "text"),
+               ("count", "count")),
     "sched_events": (("order_num", "int"), ("time_ns", "int"),
                      ("kind", "text?"), ("slot", "int?"),
                      ("context_id", "int?"), ("cycle", "int?"),
@@ -111,6 +113,7 @@ REFERENCES = (
     ("unmapped_samples", "image", "images"),
     ("lost_events", "context", "contexts"),
     ("stalls", "context", "contexts"),
+    ("stacks", "context", "contexts"), ("stacks", "image", "images"),
     ("bindings", "context", "contexts"),
     ("sample_timeline", "context", "contexts"),
     ("sample_timeline", "image", "images"),
@@ -122,7 +125,7 @@ INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
             "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0}
 
 # Tables of COLUMNS that a session written before they existed lacks.
-LATER_TABLES = ("stalls",)
+LATER_TABLES = ("stalls", "stacks")
 
 END_STATES = ("live", "complete", "incomplete")
 
