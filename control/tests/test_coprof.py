@@ -251,6 +251,10 @@ def test_record_interrupted(cenv, tmp_path):
      "a seed needs the dither"),
     (["record", "--dither-seed=5", "--no-dither", "--", "true"], 2,
      "a seed needs the dither"),
+    (["record", "--call-graph=0", "--", "true"], 2,
+     "--call-graph=0: not a depth from 1 to 64"),
+    (["record", "--call-graph=65", "--", "true"], 2, "not a depth"),
+    (["record", "--call-graph=x", "--", "true"], 2, "not a depth"),
 ])
 def test_bad_usage(cenv, tmp_path, args, status, text):
     result = cenv.coprof(*args, cwd=str(tmp_path))
