@@ -343,17 +343,15 @@ static int parse_field(struct copstream_record *rec,
             return -1;
         break;
     case FIELD_PATH:
-        length = parse_path(text, path);
-        if (length < 0)
-            return -1;
-        rec->u.image.path = path;
-        value = (uint64_t)length;
-        break;
     case FIELD_FRAMES:
-        length = parse_frames(text, path);
+        length = f->style == FIELD_PATH ? parse_path(text, path)
+                                        : parse_frames(text, path);
         if (length < 0)
             return -1;
-        rec->u.callstack.frames = path;
+        if (f->style == FIELD_PATH)
+            rec->u.image.path = path;
+        else
+            rec->u.callstack.frames = path;
         value = (uint64_t)length;
         break;
     default:

@@ -192,6 +192,27 @@ def _session_arg(p):
                         "else $XDG_DATA_HOME/coprof/current)")
 
 
+def _selection_args(p, hidden, what, formats):
+    """--threshold (hiding `hidden`), --image and --context (keeping the
+    `what` of them), --format (one of formats) and -o."""
+    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
+                   metavar="PERCENT",
+                   help="leave out %s (0-100, default 0)" % hidden)
+    p.add_argument("-i", "--image", action="append", default=[],
+                   metavar="NAME",
+                   help="only %s of this image: its short name, its file, "
+                        "or its number (repeatable)" % what)
+    p.add_argument("-c", "--context", action="append", default=[],
+                   metavar="N",
+                   help="only %s of this context: coprofd's number N, "
+                        "pid:PID or tid:TID (repeatable)" % what)
+    p.add_argument("-f", "--format", default="text", choices=formats,
+                   metavar="FMT", help="%s or %s (default text)"
+                   % (", ".join(formats[:-1]), formats[-1]))
+    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
+                   help="write to FILE instead of standard output")
+
+
 def report_parser():
     p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
                epilog=REPORT_EPILOG,
@@ -205,22 +226,8 @@ def report_parser():
                    choices=profile.SEPARATIONS,
                    help="group rows by context, slot, image or none "
                         "(default none)")
-    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
-                   metavar="PERCENT",
-                   help="leave out rows under PERCENT of their group "
-                        "(0-100, default 0)")
-    p.add_argument("-i", "--image", action="append", default=[],
-                   metavar="NAME",
-                   help="only samples of this image: its short name, its "
-                        "file, or its number (repeatable)")
-    p.add_argument("-c", "--context", action="append", default=[],
-                   metavar="N",
-                   help="only samples of this context: coprofd's number N, "
-                        "pid:PID or tid:TID (repeatable)")
-    p.add_argument("-f", "--format", default="text", choices=output.FORMATS,
-                   metavar="FMT", help="text, csv or json (default text)")
-    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
-                   help="write to FILE instead of standard output")
+    _selection_args(p, "rows under PERCENT of their group", "samples",
+                    output.FORMATS)
     return p
 
 
@@ -250,23 +257,8 @@ def callgraph_parser():
                epilog=CALLGRAPH_EPILOG,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_arg(p)
-    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
-                   metavar="PERCENT",
-                   help="leave out functions under PERCENT inclusive "
-                        "(0-100, default 0)")
-    p.add_argument("-i", "--image", action="append", default=[],
-                   metavar="NAME",
-                   help="only stacks sampled in this image: its short "
-                        "name, its file, or its number (repeatable)")
-    p.add_argument("-c", "--context", action="append", default=[],
-                   metavar="N",
-                   help="only stacks of this context: coprofd's number N, "
-                        "pid:PID or tid:TID (repeatable)")
-    p.add_argument("-f", "--format", default="text",
-                   choices=sorted(callgraph.WRITERS), metavar="FMT",
-                   help="text or json (default text)")
-    p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
-                   help="write to FILE instead of standard output")
+    _selection_args(p, "functions under PERCENT inclusive", "stacks",
+                    ("text", "json"))
     return p
 
 
@@ -309,26 +301,33 @@ def _warn(session):
         sys.stderr.write("%s: warning: %s\n" % (PROG, w))
 
 
-def run_report(args):
+def _report_with(args, build, write):
+    """Opens the session, build(session) (a filter naming nothing is bad
+    usage), warns, then write(result, out, session_dir) to -o or standard
+    output."""
     if args.output is not None:
         _check_writable(args.output)
     s = _open_session(args.dir)
     try:
         try:
-            prof = profile.build(s, args.separate, args.image, args.context,
-                                 args.threshold)
+            result = build(s)
         except profile.FilterError as e:
             raise UsageError(str(e))
         _warn(s)
-        writer = output.WRITERS[args.format]
         if args.output is not None:
             with _open_output(args.output) as f:
-                writer(prof, f, s.dir)
+                write(result, f, s.dir)
         else:
-            writer(prof, sys.stdout, s.dir)
+            write(result, sys.stdout, s.dir)
             sys.stdout.flush()
     finally:
         s.close()
+
+
+def run_report(args):
+    _report_with(args, lambda s: profile.build(s, args.separate, args.image,
+                                               args.context, args.threshold),
+                 output.WRITERS[args.format])
 
 
 def run_timeline(args):
@@ -360,26 +359,16 @@ def run_timeline(args):
 
 
 def run_callgraph(args):
-    if args.output is not None:
-        _check_writable(args.output)
-    s = _open_session(args.dir)
-    try:
+    def build(s):
         try:
-            graph = callgraph.build(s, args.context, args.image)
-        except profile.FilterError as e:
-            raise UsageError(str(e))
+            return callgraph.build(s, args.context, args.image)
         except callgraph.NoStacks as e:
             raise RuntimeFailure(str(e))
-        _warn(s)
-        writer = callgraph.WRITERS[args.format]
-        if args.output is not None:
-            with _open_output(args.output) as f:
-                writer(graph, f, s.dir, args.threshold)
-        else:
-            writer(graph, sys.stdout, s.dir, args.threshold)
-            sys.stdout.flush()
-    finally:
-        s.close()
+
+    def write(graph, out, session_dir):
+        callgraph.WRITERS[args.format](graph, out, session_dir,
+                                       args.threshold)
+    _report_with(args, build, write)
 
 
 def main(argv=None):
