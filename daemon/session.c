@@ -1052,13 +1052,14 @@ static void resolve_frame(struct session *s, struct context_state *context,
 }
 
 /* One frame of a stack key: the file offset, @OVERLAY in an overlay, or
- * ?LS_ADDRESS when it does not resolve. */
-static void append_frame(GString *key, const struct ovl_location *loc)
+ * ?LS_ADDRESS when it does not resolve (loc NULL: no usable image). */
+static void append_frame(GString *key, const struct ovl_location *loc,
+                         uint32_t address)
 {
     if (key->str[key->len - 1] != ' ')
         g_string_append_c(key, ' ');
-    if (loc->reason != OVL_MAPPED) {
-        g_string_append_printf(key, "?0x%x", loc->ls_addr);
+    if (loc == NULL || loc->reason != OVL_MAPPED) {
+        g_string_append_printf(key, "?0x%x", loc ? loc->ls_addr : address);
         return;
     }
     g_string_append_printf(key, "0x%" G_GINT64_MODIFIER "x",
@@ -1084,15 +1085,17 @@ static void on_callstack(struct session *s, const struct copstream_record *rec)
     GString *key = g_string_new(NULL);
     g_string_printf(key, "%u ", context->id);
     size_t frames = key->len;
-    resolve(context, s->last_sample.address, &loc);
-    append_frame(key, &loc);
+    bool usable = context->image->ovl != NULL;
+    if (usable)
+        resolve(context, s->last_sample.address, &loc);
+    append_frame(key, usable ? &loc : NULL, s->last_sample.address);
     for (uint32_t i = 0; i < c->n_frames; i++) {
         uint64_t w = copstream_frame(c->frames, i);
-        uint32_t address = (uint32_t)w;
+        uint32_t site = (uint32_t)w >= 4 ? (uint32_t)w - 4 : (uint32_t)w;
 
-        resolve_frame(s, context, address >= 4 ? address - 4 : address,
-                      (unsigned)(w >> 32), &loc);
-        append_frame(key, &loc);
+        if (usable)
+            resolve_frame(s, context, site, (unsigned)(w >> 32), &loc);
+        append_frame(key, usable ? &loc : NULL, site);
     }
     if (c->depth > c->n_frames)
         g_string_append(key, " ...");

@@ -94,3 +94,17 @@ def test_a_stream_without_stacks_leaves_the_table_empty(coprofd, test_image,
     assert db.execute("SELECT COUNT(*) FROM stacks").fetchone()[0] == 0
     assert db.execute("SELECT value FROM session"
                       " WHERE key = 'stream.callstacks'").fetchone()[0] == 0
+
+
+def test_stacks_of_a_missing_image_keep_their_addresses(coprofd, tmp_path):
+    ident = dict(device=1, inode=2, size=3, hash=4)
+    w = Writer()
+    w.start()
+    w.image(str(tmp_path / "gone.elf"), ident)
+    w.context(0, 1, ident)
+    w.sample(0, RESIDENT)
+    w.callstack(0, [(REGION_1 + 4, 2)])
+    w.stop()
+    db = replay(coprofd, w, tmp_path)
+    assert db.execute("SELECT frames, count FROM stacks").fetchall() == \
+        [("?0x%x ?0x%x" % (RESIDENT, REGION_1), 1)]
