@@ -477,6 +477,24 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
 
 static int stop_session(struct control *c, int quiet);
 
+/* --call-graph needs a copsim whose register file has a call-stack area:
+ * one --init (or this start) started with it. */
+static int check_call_graph(struct control *c, struct driver *d)
+{
+    struct copdrv_control_reply get;
+
+    if (!options_call_graph(&c->opt.copsim_args))
+        return EXIT_OK;
+    if (driver_get(d, &get, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    if (!get.stack_depth)
+        return cli_fail(EXIT_FAILED, "--call-graph: the copsim serving on %s "
+                        "was started without it, so it captures no call "
+                        "stacks (copcontrol --shutdown, then --init "
+                        "--call-graph)", c->socket);
+    return EXIT_OK;
+}
+
 static int action_start(struct control *c)
 {
     struct copsim_info_reply info;
@@ -500,6 +518,10 @@ static int action_start(struct control *c)
         return status;
     if (connect_copsim(c, &d) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    if ((status = check_call_graph(c, &d)) != EXIT_OK) {
+        driver_close(&d);
+        return status;
+    }
     if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
         driver_program(&d, &spec, c->settings.buffer_words * 8u, &sampling,
                        &rate, c->err, sizeof(c->err)) < 0) {

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* --call-graph[=DEPTH]: copsim's register file gets a call-stack area of
  * DEPTH frames (1..OPTIONS_CALL_GRAPH_MAX). */
@@ -29,6 +30,18 @@ static int call_graph(const char *arg, const char *word,
     if (daemons_add_arg(copsim_args, copsim_arg, err, sizeof(err)) < 0)
         return cli_fail(OPTIONS_EXIT_USAGE, "%s", err);
     return 0;
+}
+
+unsigned options_call_graph(const struct daemon_args *copsim_args)
+{
+    static const char prefix[] = "--call-graph=";
+    unsigned depth = 0;
+
+    for (int i = 0; i < copsim_args->n; i++)
+        if (!strncmp(copsim_args->args[i], prefix, sizeof(prefix) - 1))
+            depth = (unsigned)strtoul(copsim_args->args[i]
+                                      + sizeof(prefix) - 1, NULL, 10);
+    return depth;
 }
 
 int options_common(int c, const char *arg, const char *word,

@@ -29,4 +29,7 @@
 int options_common(int c, const char *arg, const char *word,
                    const char *help, struct daemon_args *copsim_args);
 
+/* The call-stack depth --call-graph asked for (the last one), 0 if none. */
+unsigned options_call_graph(const struct daemon_args *copsim_args);
+
 #endif
