@@ -597,6 +597,9 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
+    if (t.callstacks)
+        fprintf(stderr, "coprof: call stacks: %lld samples with their stack "
+                "(copreport callgraph)\n", (long long)t.callstacks);
     fprintf(stderr, "coprof: session %s\n", r->dir);
 }
 
