@@ -173,6 +173,10 @@ HOST_OPTIONS_HELP
 "                      after it runs its first context in the session\n"
 "\n"
 "OTHER OPTIONS\n"
+"    --call-graph[=DEPTH]\n"
+"                      with --init (or an --start that starts copsim):\n"
+"                      capture each sample's call stack, up to DEPTH frames\n"
+"                      (1..64, default 16); copreport callgraph reads them\n"
 "    --copsim-arg=ARG  with --init (or an --start that starts copsim): pass\n"
 "                      ARG to copsim, e.g. --copsim-arg=--fifo-depth=65536\n"
 "                      (repeatable)\n"
@@ -604,6 +608,24 @@ static void print_host(const char *dir)
         printf("copcontrol: host: %s\n", line);
 }
 
+/* --call-graph needs a copsim whose register file has a call-stack area:
+ * one --init (or this start) started with it. */
+static int check_call_graph(struct control *c, struct driver *d)
+{
+    struct copdrv_control_reply get;
+
+    if (!options_call_graph(&c->opt.copsim_args))
+        return EXIT_OK;
+    if (driver_get(d, &get, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    if (!get.stack_depth)
+        return cli_fail(EXIT_FAILED, "--call-graph: the copsim serving on %s "
+                        "was started without it, so it captures no call "
+                        "stacks (copcontrol --shutdown, then --init "
+                        "--call-graph)", c->socket);
+    return EXIT_OK;
+}
+
 static int action_start(struct control *c)
 {
     struct copsim_info_reply info;
@@ -629,6 +651,10 @@ static int action_start(struct control *c)
         return status;
     if (connect_copsim(c, &d) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    if ((status = check_call_graph(c, &d)) != EXIT_OK) {
+        driver_close(&d);
+        return status;
+    }
     if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
         driver_program(&d, &spec, c->settings.buffer_words * 8u, &sampling,
                        &rate, c->err, sizeof(c->err)) < 0) {

@@ -193,6 +193,12 @@ HOST_OPTIONS_HELP
 "                      linux-image-amd64 linux-headers-amd64\n"
 "                      busybox-static; the guest's console goes to\n"
 "                      DIR/guest.log)\n"
+"    --call-graph[=DEPTH]\n"
+"                      also capture each sample's call stack, up to DEPTH\n"
+"                      frames (1..64, default 16), from the trace unit's\n"
+"                      shadow stack; copreport callgraph prints callers,\n"
+"                      callees and inclusive shares.  Without it nothing\n"
+"                      of this runs\n"
 "    --copsim-arg=ARG  pass ARG to the private copsim as it is (repeatable),\n"
 "                      e.g. --copsim-arg=--fifo-depth=65536\n"
 "    --list-events     list the events: SPU_CYCLES with its valid range at\n"
@@ -742,6 +748,9 @@ static void summary(struct record *r)
     if (host_describe(r->dir, line, sizeof(line), r->err,
                       sizeof(r->err)) == 0 && line[0])
         fprintf(stderr, "coprof: host: %s\n", line);
+    if (t.callstacks)
+        fprintf(stderr, "coprof: call stacks: %lld samples with their stack "
+                "(copreport callgraph)\n", (long long)t.callstacks);
     fprintf(stderr, "coprof: session %s\n", r->dir);
     if (t.contexts == 0)
         fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "

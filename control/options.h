@@ -1,7 +1,8 @@
 /*
  * options.h — what copcontrol's and coprof's option parsing share besides
- * the rate (rate.h): --copsim-arg, --help, and the one-line usage errors
- * for a missing value or an unknown option (exit status 2).
+ * the rate (rate.h): --copsim-arg, --call-graph[=DEPTH] (which becomes
+ * copsim's --call-graph=DEPTH), --help, and the one-line usage errors for
+ * a missing value or an unknown option (exit status 2).
  */
 #ifndef COPROF_CONTROL_OPTIONS_H
 #define COPROF_CONTROL_OPTIONS_H
@@ -10,8 +11,12 @@
 
 #define OPTIONS_EXIT_USAGE      2
 #define OPTIONS_COPSIM_ARG      0x2000
+#define OPTIONS_CALL_GRAPH      0x2001
+#define OPTIONS_CALL_GRAPH_DEFAULT 16   /* frames, copsim's default too */
+#define OPTIONS_CALL_GRAPH_MAX  64
 #define OPTIONS_LONG_COMMON \
     {"copsim-arg", required_argument, NULL, OPTIONS_COPSIM_ARG}, \
+    {"call-graph", optional_argument, NULL, OPTIONS_CALL_GRAPH}, \
     {"help", no_argument, NULL, 'h'}
 
 /*
@@ -23,5 +28,8 @@
  */
 int options_common(int c, const char *arg, const char *word,
                    const char *help, struct daemon_args *copsim_args);
+
+/* The call-stack depth --call-graph asked for (the last one), 0 if none. */
+unsigned options_call_graph(const struct daemon_args *copsim_args);
 
 #endif

@@ -383,6 +383,7 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     }
     sqlite3_busy_timeout(db, 2000);
     t->samples = key(db, "stream.samples");
+    t->callstacks = key(db, "stream.callstacks");
     t->complete = key(db, "stream.complete");
     t->dumps = key(db, "flushes.dump");
     key_text(db, "end_state", t->end_state, sizeof(t->end_state));

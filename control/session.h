@@ -23,6 +23,8 @@
 
 struct session_totals {
     int64_t samples;            /* stream.samples */
+    int64_t callstacks;         /* stream.callstacks: samples with their
+                                   call stack (--call-graph) */
     int64_t lost;               /* sum of lost_by_cause */
     /* each cause escape-protocol names (also at 0), then others found */
     int64_t contexts;           /* rows of contexts */

@@ -47,6 +47,14 @@
  * frees it and drops its count entries (their totals go to `retired`).
  * So what the session holds is O(live contexts + distinct places).
  *
+ * Call stacks (stream 1.4): a CALLSTACK record follows the sample it
+ * belongs to, which is the last of the batch the decoder delivered just
+ * before it.  The sample is resolved with the guards of now (exact with
+ * the overlay watch: its placed changes come before it), each frame's
+ * call site (return address - 4) with its own overlay, the one that held
+ * it at the call; the chain is a text key (docs/session-format.md,
+ * stacks) counted per context until the next flush adds it to the table.
+ *
  * The sample path is on_samples(): one tally add per sample.  Everything
  * else happens per record or per distinct address of a group.
  */
@@ -90,6 +98,13 @@ struct context_state {
     bool ended;                     /* its END came: freed after a flush */
     int64_t bucket;                 /* timeline bucket being counted */
     GHashTable *bucket_counts;      /* function offset -> function_count */
+};
+
+/* A call stack's samples since the last flush. */
+struct stack_count {
+    uint32_t context, image;
+    size_t frames;                  /* where the frames start in the key */
+    uint64_t count;
 };
 
 struct function_count {
@@ -176,6 +191,13 @@ struct session {
     GArray *time_rows;              /* struct time_row */
     GArray *error_rows;             /* struct error_row */
     GArray *timeline_rows;          /* struct timeline_row */
+    GHashTable *stacks;             /* "CONTEXT FRAMES" -> stack_count */
+
+    /* Call stacks: the sample a CALLSTACK record may follow. */
+    struct copstream_sample last_sample;
+    bool have_last_sample;
+    uint64_t callstacks;            /* CALLSTACK records attached */
+    uint64_t callstacks_unattached; /* ... that followed no sample */
 };
 
 /* ---- slots and contexts ------------------------------------------------- */
@@ -1002,12 +1024,103 @@ static void on_samples(void *user, uint64_t offset,
         }
         addr_tally_add(&slot->group, samples[i].address);
     }
+    if (n > 0) {
+        s->last_sample = samples[n - 1];
+        s->have_last_sample = true;
+    }
+}
+
+/* ---- call stacks -------------------------------------------------------- */
+
+/* Resolves a frame's call site under the overlay it was made in (0: the
+ * guards of now). */
+static void resolve_frame(struct session *s, struct context_state *context,
+                          uint32_t address, unsigned overlay,
+                          struct ovl_location *loc)
+{
+    const uint16_t *regions = region_map(s, context->image);
+    unsigned region = address < COP_LS_SIZE ? regions[address / 4] : 0;
+
+    if (overlay == 0 || region == 0 || region > context->regions) {
+        resolve(context, address, loc);
+        return;
+    }
+    uint32_t now = context->guard[region - 1];
+    context->guard[region - 1] = overlay;
+    resolve(context, address, loc);
+    context->guard[region - 1] = now;
+}
+
+/* One frame of a stack key: the file offset, @OVERLAY in an overlay, or
+ * ?LS_ADDRESS when it does not resolve (loc NULL: no usable image). */
+static void append_frame(GString *key, const struct ovl_location *loc,
+                         uint32_t address)
+{
+    if (key->str[key->len - 1] != ' ')
+        g_string_append_c(key, ' ');
+    if (loc == NULL || loc->reason != OVL_MAPPED) {
+        g_string_append_printf(key, "?0x%x", loc ? loc->ls_addr : address);
+        return;
+    }
+    g_string_append_printf(key, "0x%" G_GINT64_MODIFIER "x",
+                           loc->file_offset);
+    if (loc->overlay)
+        g_string_append_printf(key, "@%u", loc->overlay);
+}
+
+static void on_callstack(struct session *s, const struct copstream_record *rec)
+{
+    const struct copstream_callstack *c = &rec->u.callstack;
+    struct slot_state *slot = s->slots[c->slot];
+    struct ovl_location loc;
+
+    if (!s->have_last_sample || s->last_sample.slot != c->slot) {
+        s->callstacks_unattached++;
+        return;
+    }
+    s->have_last_sample = false;
+    if (slot == NULL || slot->context == NULL)
+        return;                 /* an orphan sample: so is its stack */
+    struct context_state *context = slot->context;
+    GString *key = g_string_new(NULL);
+    g_string_printf(key, "%u ", context->id);
+    size_t frames = key->len;
+    bool usable = context->image->ovl != NULL;
+    if (usable)
+        resolve(context, s->last_sample.address, &loc);
+    append_frame(key, usable ? &loc : NULL, s->last_sample.address);
+    for (uint32_t i = 0; i < c->n_frames; i++) {
+        uint64_t w = copstream_frame(c->frames, i);
+        uint32_t site = (uint32_t)w >= 4 ? (uint32_t)w - 4 : (uint32_t)w;
+
+        if (usable)
+            resolve_frame(s, context, site, (unsigned)(w >> 32), &loc);
+        append_frame(key, usable ? &loc : NULL, site);
+    }
+    if (c->depth > c->n_frames)
+        g_string_append(key, " ...");
+    struct stack_count *count = g_hash_table_lookup(s->stacks, key->str);
+    if (count == NULL) {
+        count = g_new0(struct stack_count, 1);
+        *count = (struct stack_count){ context->id, context->image->id,
+                                       frames, 0 };
+        g_hash_table_insert(s->stacks, g_string_free(key, FALSE), count);
+    } else {
+        g_string_free(key, TRUE);
+    }
+    count->count++;
+    s->callstacks++;
 }
 
 static void on_record(void *user, const struct copstream_record *rec)
 {
     struct session *s = user;
 
+    if (rec->code == COPSTREAM_CALLSTACK) {
+        on_callstack(s, rec);
+        return;
+    }
+    s->have_last_sample = false;
     switch (rec->code) {
     case COPSTREAM_START:
         on_start(s, rec);
@@ -1085,6 +1198,8 @@ struct session *session_new(const char *session_dir, uint64_t timeline_ns,
     s->time_rows = g_array_new(FALSE, FALSE, sizeof(struct time_row));
     s->error_rows = g_array_new(FALSE, FALSE, sizeof(struct error_row));
     s->timeline_rows = g_array_new(FALSE, FALSE, sizeof(struct timeline_row));
+    s->stacks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                      g_free);
     s->region_maps = g_ptr_array_new_with_free_func(g_free);
     return s;
 }
@@ -1127,6 +1242,7 @@ void session_free(struct session *s)
     g_array_free(s->time_rows, TRUE);
     g_array_free(s->error_rows, TRUE);
     g_array_free(s->timeline_rows, TRUE);
+    g_hash_table_destroy(s->stacks);
     g_ptr_array_free(s->region_maps, TRUE);
     g_free(s);
 }
@@ -1332,7 +1448,11 @@ static int write_stream_stats(struct session *s, struct store *store)
                            (int64_t)s->ignored_overlays) != 0 ||
         store_put_meta_int(store, "stream.complete", s->finished) != 0 ||
         store_put_meta_int(store, "timeline.bucket_ns",
-                           (int64_t)s->timeline_ns) != 0)
+                           (int64_t)s->timeline_ns) != 0 ||
+        store_put_meta_int(store, "stream.callstacks",
+                           (int64_t)s->callstacks) != 0 ||
+        store_put_meta_int(store, "stream.callstacks_unattached",
+                           (int64_t)s->callstacks_unattached) != 0)
         return -1;
     for (int kind = 1; kind < COPSTREAM_ERR_KIND_END; kind++)
         if (st->errors_by_kind[kind] != 0 &&
@@ -1494,6 +1614,23 @@ static int write_timeline(struct session *s, struct store *store)
     return 0;
 }
 
+/* The stacks counted since the last flush (added to the table's). */
+static int write_stacks(struct session *s, struct store *store)
+{
+    GHashTableIter iter;
+    gpointer key, value;
+
+    g_hash_table_iter_init(&iter, s->stacks);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        const struct stack_count *c = value;
+
+        if (store_add_stack(store, c->context, c->image,
+                            (const char *)key + c->frames, c->count) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int session_write(struct session *s, struct store *store)
 {
     settle_all(s);
@@ -1501,7 +1638,7 @@ int session_write(struct session *s, struct store *store)
         write_stream_stats(s, store) != 0 || write_images(s, store) != 0 ||
         write_contexts(s, store) != 0 || write_counts(s, store) != 0 ||
         write_pending(s, store) != 0 || write_rows(s, store) != 0 ||
-        write_timeline(s, store) != 0)
+        write_timeline(s, store) != 0 || write_stacks(s, store) != 0)
         return -1;
     return 0;
 }
@@ -1555,6 +1692,7 @@ void session_written(struct session *s)
     g_array_set_size(s->time_rows, 0);
     g_array_set_size(s->error_rows, 0);
     g_array_set_size(s->timeline_rows, 0);
+    g_hash_table_remove_all(s->stacks);
     for (guint i = 0; i < s->contexts->len; i++) {
         struct context_state *c = g_ptr_array_index(s->contexts, i);
         g_hash_table_remove_all(c->bucket_counts);  /* written; the bucket */

@@ -78,6 +78,8 @@ static const char schema[] =
     " cycle INTEGER);\n"
     "CREATE TABLE stalls (id INTEGER PRIMARY KEY, slot INTEGER,"
     " context INTEGER, count INTEGER, ns INTEGER, cycle INTEGER);\n"
+    "CREATE TABLE stacks (context INTEGER, image INTEGER, frames TEXT,"
+    " count INTEGER NOT NULL, PRIMARY KEY (context, frames)) WITHOUT ROWID;\n"
     "CREATE TABLE time_sync (slot INTEGER, cycle INTEGER, time_ns INTEGER);\n"
     "CREATE INDEX time_sync_slot ON time_sync (slot, cycle);\n"
     "CREATE TABLE decode_errors (kind TEXT PRIMARY KEY, count INTEGER);\n"
@@ -112,7 +114,8 @@ enum statement {
     ST_CONTEXT, ST_BINDING,
     ST_EXACT, ST_UNMAPPED, ST_AMBIGUOUS, ST_ORPHAN, ST_CANDIDATE,
     ST_TIMELINE, ST_CLEAR_PENDING, ST_PENDING,
-    ST_OVERLAY_EVENT, ST_LOST, ST_STALL, ST_TIME, ST_ERROR_COUNT, ST_ERROR,
+    ST_OVERLAY_EVENT, ST_LOST, ST_STALL, ST_STACK, ST_TIME, ST_ERROR_COUNT,
+    ST_ERROR,
     ST_SCHED, ST_LINK_STACKS,
     ST_COUNT
 };
@@ -164,6 +167,9 @@ static const char *const statement_sql[ST_COUNT] = {
         " VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_LOST] = "INSERT INTO lost_events (slot, context, cause, cause_name,"
         " count, cycle) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_STACK] = "INSERT INTO stacks (context, image, frames, count)"
+        " VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO UPDATE"
+        " SET count = count + excluded.count",
     [ST_TIME] = "INSERT INTO time_sync (slot, cycle, time_ns)"
         " VALUES (?1, ?2, ?3)",
     [ST_ERROR_COUNT] = "INSERT OR REPLACE INTO decode_errors (kind, count)"
@@ -793,6 +799,18 @@ int store_put_stall(struct store *store, const struct store_stall *stall)
     sqlite3_bind_int64(st, 3, (int64_t)stall->count);
     sqlite3_bind_int64(st, 4, (int64_t)stall->ns);
     sqlite3_bind_int64(st, 5, (int64_t)stall->cycle);
+    return run(store, st);
+}
+
+int store_add_stack(struct store *store, uint32_t context, uint32_t image,
+                    const char *frames, uint64_t count)
+{
+    sqlite3_stmt *st = statement(store, ST_STACK);
+
+    sqlite3_bind_int64(st, 1, context);
+    sqlite3_bind_int64(st, 2, image);
+    sqlite3_bind_text(st, 3, frames, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, (int64_t)count);
     return run(store, st);
 }
 

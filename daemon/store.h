@@ -146,6 +146,11 @@ int store_put_stall(struct store *store, const struct store_stall *stall);
 int store_put_time(struct store *store, uint32_t slot, uint64_t cycle,
                    uint64_t time_ns);
 
+/* Adds count samples to a call stack of a context (table stacks; frames:
+ * docs/session-format.md). */
+int store_add_stack(struct store *store, uint32_t context, uint32_t image,
+                    const char *frames, uint64_t count);
+
 /* Sets the count of an error kind (a total, not a delta). */
 int store_put_error_count(struct store *store, const char *kind,
                           uint64_t count);

@@ -187,9 +187,12 @@ static int cmd_show(int argc, char **argv)
     }
     h = unit->header;
     printf("%s: version %u, %u slots, %u contexts, fifo depth %u, local "
-           "store 0x%08x+0x%x, controller pid %d\n", unit->path, h->version,
+           "store 0x%08x+0x%x, controller pid %d", unit->path, h->version,
            h->n_slots, h->n_contexts, h->fifo_depth, h->ls_base, h->ls_size,
            (int)h->controller_pid);
+    if (h->stack_depth)
+        printf(", call stacks of %u frames", h->stack_depth);
+    putchar('\n');
     for (uint32_t i = 0; i < h->n_slots; i++)
         show_slot(unit, i);
     for (uint32_t i = 0; i < h->n_contexts; i++)

@@ -13,7 +13,8 @@ $(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
 # so its calls stay direct.  Its objects are PLUGIN_OBJ's: built without
 # ASan under make check-sanitize, as QEMU has no ASan runtime (mk/build.mk).
 PLUGIN_PARTS := $(PLUGIN_OBJ)/emulator/libcoptrace-parts.a
-$(PLUGIN_PARTS): $(PLUGIN_OBJ)/emulator/trace-unit.o $(PLUGIN_OBJ)/lfsr/lfsr.o
+$(PLUGIN_PARTS): $(PLUGIN_OBJ)/emulator/trace-unit.o \
+                 $(PLUGIN_OBJ)/emulator/shadow-stack.o $(PLUGIN_OBJ)/lfsr/lfsr.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
@@ -62,3 +63,17 @@ FAULT_PYTESTS += emulator/tests/fault_full_filesystem.py
 INSTALL_BINS += $(BIN)/coptrace
 INSTALL_LIBS += $(TRACE_LIB) $(TRACE_PLUGIN)
 INSTALL_HEADERS += emulator/trace-regs.h emulator/trace-unit.h
+
+# calltree: a coprocessor program with a known call tree (recursion, a tail
+# call, overlays calling each other, a longjmp) for the call stacks' tests.
+include sdk/cop.mk
+
+calltree_SOURCES := emulator/tests/calltree/calltree.c
+calltree_OVERLAYS := 1:ping 1:pong
+calltree_OVERLAY_ping := emulator/tests/calltree/ping.c
+calltree_OVERLAY_pong := emulator/tests/calltree/pong.c
+calltree_NAME := calltree
+calltree_OUT := $(TESTBIN)/cop/calltree.elf
+$(eval $(call cop_program,calltree))
+
+ALL_TARGETS += $(calltree_IMAGE)

@@ -72,8 +72,19 @@
  * leaves it), so a capture in overlay code always sees the guards that
  * were current when it executed.  The check costs nothing on the fast
  * path; docs/trace-unit.md has the whole argument.
+ *
+ * Call stacks: when the register file has a call-stack area (its header's
+ * stack_depth, for --call-graph), the plugin keeps a shadow stack of the
+ * context (shadow-stack.c) from the call and return instructions it
+ * translates: each gets one more callback that notes the operation, and
+ * the next block settles it before anything of that block is captured
+ * (on_block_stacked, on_insn_stacked: the fast and reference modes thus
+ * see the same stack at every capture).  Each capture then carries the
+ * innermost frames (trace_slot_capture_stack).  Without the area none of
+ * this is registered: the callbacks are the ones above.
  */
 #include "emulator/qemu-plugin-api.h"
+#include "emulator/shadow-stack.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
 
@@ -146,12 +157,17 @@ static struct {
     uint64_t instructions;          /* retired on earlier slots */
     GHashTable *blocks;             /* interned struct block */
     GHashTable *codes;              /* counts=: interned struct code */
+    const uint8_t *ram;             /* ram=: LS byte 0, mapped up to the
+                                       watched words */
     const uint32_t *guards;         /* ram=: the watched words, mapped */
     uint32_t guard_count;           /* 0: no watch */
     uint32_t guard_seen[TRACE_MAX_GUARDS];  /* their values at the last
                                                capture */
     FILE *counts_out;               /* counts=: appended to at exit */
     const char *counts_path;
+    int stacks;                     /* the file has a call-stack area */
+    uint32_t *stack_area;           /* the bound slot's stack records */
+    struct shadow_stack shadow;     /* stacks: the context's call stack */
 } tu = { .slot = &detached_slot };
 
 /*
@@ -210,13 +226,26 @@ static void place_guard_changes(void)
     }
 }
 
+/* A capture with the shadow stack's innermost frames. */
+static void capture_stack(uint16_t field)
+{
+    uint32_t frames[TRACE_MAX_STACK_DEPTH];
+    uint32_t depth = shadow_frames(&tu.shadow, frames,
+                                   tu.unit->header->stack_depth);
+
+    trace_slot_capture_stack(tu.unit, tu.slot, tu.stack_area, field, depth,
+                             frames);
+}
+
 static void capture(uint64_t vaddr)
 {
     uint64_t offset = vaddr - tu.ls_base;
 
     if (tu.guard_count)
         place_guard_changes();
-    if (vaddr >= tu.ls_base && offset < tu.ls_size)
+    if (vaddr >= tu.ls_base && offset < tu.ls_size && tu.stack_area)
+        capture_stack((uint16_t)(offset >> 2));
+    else if (vaddr >= tu.ls_base && offset < tu.ls_size)
         trace_slot_capture(tu.unit, tu.slot, (uint16_t)(offset >> 2));
     else
         trace_slot_count_outside(tu.slot);
@@ -331,6 +360,7 @@ static void detach(void)
                      __ATOMIC_RELEASE);
     __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
     tu.slot = &detached_slot;
+    tu.stack_area = NULL;
     tu.attached = 0;
 }
 
@@ -350,6 +380,9 @@ static void attach(uint32_t gate)
     trace_slot_read_lfsr(slot, &snap);
     state = trace_lfsr_snapshot_state(&snap);
     tu.slot = slot;
+    if (tu.stacks)
+        tu.stack_area = trace_stack_area(tu.unit->base, tu.unit->header,
+                                         slot_id);
     tu.attached = 1;
     tu.open_gate = gate;
     tu.attached_at = snap.cycles;
@@ -419,6 +452,38 @@ static void on_insn(unsigned int vcpu_index, void *udata)
         capture(tag & ~(uint64_t)FIRST_IN_BLOCK);
         reload(cycles);
     }
+}
+
+/* Call stacks: before a call or return instruction (udata: the return
+ * address, and the operation in bits 32..). */
+static void on_stack_insn(unsigned int vcpu_index, void *udata)
+{
+    uint64_t tag = (uintptr_t)udata;
+
+    shadow_note(&tu.shadow, (enum shadow_op)(tag >> 32), (uint32_t)tag);
+}
+
+/* Fast mode with call stacks: a tail waiting from the previous block is
+ * captured with the stack before that block's call or return, which is
+ * then settled before this block's captures. */
+static void on_block_stacked(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+
+    if (tu.tail)
+        retire_tail();
+    shadow_settle(&tu.shadow, b->vaddr[0]);
+    on_block(vcpu_index, udata);
+}
+
+/* Reference mode with call stacks. */
+static void on_insn_stacked(unsigned int vcpu_index, void *udata)
+{
+    uint64_t tag = (uintptr_t)udata;
+
+    if (tag & FIRST_IN_BLOCK)
+        shadow_settle(&tu.shadow, tag & ~(uint64_t)FIRST_IN_BLOCK);
+    on_insn(vcpu_index, udata);
 }
 
 /* Fast mode at exit: on the vCPU thread QEMU is exiting from inside the
@@ -676,6 +741,28 @@ static void count_block(struct qemu_plugin_tb *tb)
                                                &c->counts[i]);
 }
 
+/* Call stacks: a callback on each call and return instruction, which QEMU
+ * runs after the callbacks registered before it on that instruction. */
+static void watch_calls(struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        size_t size = qemu_plugin_insn_size(insn);
+        enum shadow_op op = shadow_classify(qemu_plugin_insn_data(insn), size);
+        uint64_t tag;
+
+        if (op == SHADOW_NONE)
+            continue;
+        tag = (uint32_t)(qemu_plugin_insn_vaddr(insn) + size)
+              | (uint64_t)op << 32;
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_stack_insn,
+                                               QEMU_PLUGIN_CB_NO_REGS,
+                                               (void *)(uintptr_t)tag);
+    }
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
@@ -684,19 +771,25 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         count_block(tb);
 
     if (!tu.reference) {
-        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block,
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, tu.stacks ? on_block_stacked
+                                                           : on_block,
                                              QEMU_PLUGIN_CB_NO_REGS,
                                              (void *)intern_block(tb));
+        if (tu.stacks)
+            watch_calls(tb);
         return;
     }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t tag = qemu_plugin_insn_vaddr(insn) | (i ? 0 : FIRST_IN_BLOCK);
 
-        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_insn,
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, tu.stacks ? on_insn_stacked
+                                                               : on_insn,
                                                QEMU_PLUGIN_CB_NO_REGS,
                                                (void *)(uintptr_t)tag);
     }
+    if (tu.stacks)      /* after on_insn_stacked, which settles first */
+        watch_calls(tb);
 }
 
 /* ---- Installation ------------------------------------------------------- */
@@ -824,12 +917,34 @@ static int watch_guards(uint32_t context, const char *ram)
     base = map_ram(ram, (size_t)offset + 4u * count);
     if (!base)
         return -1;
+    tu.ram = base;
     tu.guards = (const uint32_t *)(base + offset);
     tu.guard_count = count;
     for (uint32_t r = 0; r < count; r++)
         tu.guard_seen[r] = le32toh(__atomic_load_n(&tu.guards[r],
                                                    __ATOMIC_RELAXED));
     return 0;
+}
+
+/* Call stacks decode instructions with qemu_plugin_insn_data, whose
+ * signature changed in API 3. */
+static int stacks_supported(const qemu_info_t *info)
+{
+    if (!tu.unit->header->stack_depth || info->version.cur < 3)
+        return 1;
+    fprintf(stderr, "coptrace: %s: call stacks need QEMU's plugin API 1 or 2 "
+            "(QEMU 9.0 or older); this QEMU has %d\n", tu.unit->path,
+            info->version.cur);
+    return 0;
+}
+
+/* The register file has a call-stack area: keep the context's shadow
+ * stack, with overlay identity when the guard words are watched. */
+static void keep_stacks(void)
+{
+    shadow_init(&tu.shadow, tu.ram, tu.ls_base, tu.ls_size, tu.guards,
+                tu.guard_count);
+    tu.stacks = 1;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
@@ -853,7 +968,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         fprintf(stderr, "coptrace: %s\n", err);
         return -1;
     }
-    if (watch_guards(opt.context, opt.ram) < 0) {
+    if (!stacks_supported(info) || watch_guards(opt.context, opt.ram) < 0) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }
@@ -873,6 +988,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     tu.ls_base = tu.unit->header->ls_base;
     tu.ls_size = tu.unit->header->ls_size;
     tu.blocks = g_hash_table_new(block_hash, block_equal);
+    if (tu.unit->header->stack_depth)
+        keep_stacks();
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
     qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
     return 0;

@@ -46,6 +46,20 @@
  * publishes it with a release store of seq + 1; the driver reads it after
  * an acquire load of seq and stores ack = seq when it has acted on it.
  *
+ * Call stacks (an optional area appended after the mailboxes; the header's
+ * stack_depth says whether there is one, so the version stays 4 and a
+ * reader that does not know it never looks past the mailboxes): per slot,
+ * one stack record per FIFO entry, entry i's at index i mod fifo_depth.
+ * The producer writes the record of a capture before the release store of
+ * fifo_head that publishes the entry, the consumer copies it with the
+ * entry before it stores fifo_tail, exactly as the FIFO entries.  A
+ * record is 1 + stack_depth words: the depth of the emulator's shadow
+ * stack at the capture (it may exceed stack_depth, and then only the
+ * innermost stack_depth frames are kept), then the frames, innermost
+ * first, each the return address's PC field (LS offset >> 2) in bits
+ * 0..15 and in bits 16..31 the overlay (1-based index) that held the
+ * return address when the call was made, 0 for resident code or unknown.
+ *
  * Each block is split into 64-byte lines with a single writer each, so the
  * emulator's per-block store to `cycles` never shares a line with what the
  * controller or the consumer write.
@@ -82,6 +96,11 @@
  * fall back to reading the guard words at its polls.
  */
 #define TRACE_EVENT_DEPTH       1024
+#define TRACE_MAX_STACK_DEPTH   64          /* frames per stack record */
+#define TRACE_STACK_FRAME(field, overlay) \
+    ((uint32_t)(field) | (uint32_t)(overlay) << 16)
+#define TRACE_STACK_FRAME_FIELD(frame)   ((uint16_t)((frame) & 0xFFFFu))
+#define TRACE_STACK_FRAME_OVERLAY(frame) ((uint16_t)((frame) >> 16))
 
 /* Defaults of the hardware model (docs/trace-unit.md). */
 #define TRACE_DEFAULT_SLOTS      8
@@ -141,7 +160,11 @@ struct trace_regs_header {          /* offset 0, written once by the creator */
     uint32_t mailbox_reader;        /* 76: 1 while a driver outside the
                                            controller acks the mailboxes
                                            (written by that driver) */
-    uint8_t  reserved[48];          /* 80: zero */
+    uint32_t stack_offset;          /* 80: the call-stack area, after the
+                                           mailboxes; 0 = none */
+    uint32_t stack_depth;           /* 84: frames per stack record, 0 = no
+                                           call-stack area */
+    uint8_t  reserved[40];          /* 88: zero */
 };
 
 struct trace_regs_slot {
@@ -325,6 +348,56 @@ trace_slot_events(struct trace_regs_slot *slot, uint32_t fifo_depth)
             + trace_regs_slot_events_offset(fifo_depth));
 }
 
+/* Words of one stack record: the depth, then stack_depth frames. */
+static inline uint32_t trace_stack_record_words(uint32_t stack_depth)
+{
+    return 1u + stack_depth;
+}
+
+/* Bytes of one slot's stack records (fifo_depth of them). */
+static inline uint64_t trace_stack_slot_bytes(uint32_t fifo_depth,
+                                              uint32_t stack_depth)
+{
+    return (uint64_t)fifo_depth * trace_stack_record_words(stack_depth) * 4u;
+}
+
+/* The stack records of slot `slot`, or NULL when the file has no area. */
+static inline uint32_t *trace_stack_area(void *base,
+                                         const struct trace_regs_header *h,
+                                         uint32_t slot)
+{
+    if (!h->stack_depth)
+        return 0;
+    return (uint32_t *)((char *)base + h->stack_offset
+                        + slot * trace_stack_slot_bytes(h->fifo_depth,
+                                                        h->stack_depth));
+}
+
+/*
+ * Producer: writes the stack record of the capture about to be queued as
+ * FIFO entry fifo_head, when that entry is free (the consumer may still
+ * be reading the one a full FIFO would overwrite).  `frames` are the
+ * innermost min(depth, stack_depth) frames.  Call it before the push that
+ * publishes the entry.
+ */
+static inline void trace_slot_put_stack(struct trace_regs_slot *slot,
+                                        uint32_t fifo_depth, uint32_t *area,
+                                        uint32_t stack_depth, uint32_t depth,
+                                        const uint32_t *frames)
+{
+    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
+    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_ACQUIRE);
+    uint32_t *rec, n = depth < stack_depth ? depth : stack_depth;
+
+    if (head - tail >= fifo_depth)
+        return;
+    rec = area + (uint64_t)(head & (fifo_depth - 1))
+                 * trace_stack_record_words(stack_depth);
+    rec[0] = depth;
+    for (uint32_t i = 0; i < n; i++)
+        rec[1 + i] = frames[i];
+}
+
 /*
  * Producer: queues one expiry whose PC field is `field` if the FIFO has
  * room.  The entry is written before the release store of fifo_head
@@ -488,6 +561,38 @@ static inline int32_t trace_slot_drain(struct trace_regs_slot *slot,
     n = queued < max ? queued : max;
     for (uint32_t i = 0; i < n; i++)
         out[i] = slot->fifo[(tail + i) & (fifo_depth - 1)];
+    __atomic_store_n(&slot->fifo_tail, tail + n, __ATOMIC_RELEASE);
+    return (int32_t)n;
+}
+
+/*
+ * Consumer: trace_slot_drain() that also copies each drained entry's stack
+ * record (trace_stack_record_words(stack_depth) words) into records[].
+ */
+static inline int32_t trace_slot_drain_stacks(struct trace_regs_slot *slot,
+                                              uint32_t fifo_depth,
+                                              const uint32_t *area,
+                                              uint32_t stack_depth,
+                                              uint16_t *out, uint32_t *records,
+                                              uint32_t max)
+{
+    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_RELAXED);
+    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_ACQUIRE);
+    uint32_t words = trace_stack_record_words(stack_depth);
+    uint32_t queued = head - tail;
+    uint32_t n;
+
+    if (queued > fifo_depth)
+        return -1;
+    n = queued < max ? queued : max;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t at = (tail + i) & (fifo_depth - 1);
+        const uint32_t *rec = area + (uint64_t)at * words;
+
+        out[i] = slot->fifo[at];
+        for (uint32_t w = 0; w < words; w++)
+            records[(uint64_t)i * words + w] = rec[w];
+    }
     __atomic_store_n(&slot->fifo_tail, tail + n, __ATOMIC_RELEASE);
     return (int32_t)n;
 }
@@ -658,6 +763,8 @@ _Static_assert(__builtin_offsetof(struct trace_regs_context, check_cycle) == 88,
 
 _Static_assert(__builtin_offsetof(struct trace_regs_header,
                                   mailbox_offset) == 68, "header layout");
+_Static_assert(__builtin_offsetof(struct trace_regs_header,
+                                  stack_depth) == 84, "header layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_mailbox, image_device)
                == 64, "mailbox layout");
 _Static_assert(__builtin_offsetof(struct trace_regs_mailbox, ack) == 128,

@@ -93,6 +93,7 @@ void trace_geometry_default(struct trace_geometry *geo)
     geo->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
     geo->ls_base = TRACE_DEFAULT_LS_BASE;
     geo->ls_size = TRACE_DEFAULT_LS_SIZE;
+    geo->stack_depth = 0;
 }
 
 static int is_power_of_two(uint32_t n)
@@ -128,6 +129,11 @@ static int check_geometry(const struct trace_geometry *geo,
              TRACE_MAX_LS_SIZE);
         return -1;
     }
+    if (geo->stack_depth > TRACE_MAX_STACK_DEPTH) {
+        fail(err, errlen, "call-stack depth %u is above %u", geo->stack_depth,
+             TRACE_MAX_STACK_DEPTH);
+        return -1;
+    }
     return 0;
 }
 
@@ -143,8 +149,21 @@ static uint64_t mailbox_offset(const struct trace_geometry *geo)
            + (uint64_t)geo->n_contexts * sizeof(struct trace_regs_context);
 }
 
+/* The call-stack area, appended after the mailboxes (0: none). */
+static uint64_t stack_offset(const struct trace_geometry *geo)
+{
+    if (!geo->stack_depth)
+        return 0;
+    return mailbox_offset(geo)
+           + (uint64_t)geo->n_slots * sizeof(struct trace_regs_mailbox);
+}
+
 static uint64_t file_size_for(const struct trace_geometry *geo)
 {
+    if (geo->stack_depth)
+        return stack_offset(geo)
+               + geo->n_slots * trace_stack_slot_bytes(geo->fifo_depth,
+                                                       geo->stack_depth);
     return mailbox_offset(geo)
            + (uint64_t)geo->n_slots * sizeof(struct trace_regs_mailbox);
 }
@@ -182,7 +201,7 @@ int trace_regs_validate(const void *base, uint64_t size,
         }
     }
     geo = (struct trace_geometry){ h->n_slots, h->n_contexts, h->fifo_depth,
-                                   h->ls_base, h->ls_size };
+                                   h->ls_base, h->ls_size, h->stack_depth };
     if (check_geometry(&geo, err, errlen) < 0)
         return -1;
     if (h->slot_stride != trace_regs_slot_stride(h->fifo_depth)
@@ -190,7 +209,8 @@ int trace_regs_validate(const void *base, uint64_t size,
         || h->context_stride != sizeof(struct trace_regs_context)
         || h->contexts_offset != contexts_offset(&geo)
         || h->mailbox_stride != sizeof(struct trace_regs_mailbox)
-        || h->mailbox_offset != mailbox_offset(&geo)) {
+        || h->mailbox_offset != mailbox_offset(&geo)
+        || h->stack_offset != stack_offset(&geo)) {
         fail(err, errlen, "inconsistent layout (slot stride %u at %u, "
              "context stride %u at %u, mailbox stride %u at %u)",
              h->slot_stride, h->slots_offset, h->context_stride,
@@ -251,6 +271,8 @@ static void initialise(struct trace_unit *unit,
     h->contexts_offset = (uint32_t)contexts_offset(geo);
     h->mailbox_offset = (uint32_t)mailbox_offset(geo);
     h->mailbox_stride = sizeof(struct trace_regs_mailbox);
+    h->stack_offset = (uint32_t)stack_offset(geo);
+    h->stack_depth = geo->stack_depth;
     h->ls_base = geo->ls_base;
     h->ls_size = geo->ls_size;
     for (uint32_t i = 0; i < geo->n_slots; i++) {
@@ -778,6 +800,14 @@ static int stall_for_room(const struct trace_unit *unit,
 int trace_slot_capture(const struct trace_unit *unit,
                        struct trace_regs_slot *slot, uint16_t field)
 {
+    return trace_slot_capture_stack(unit, slot, NULL, field, 0, NULL);
+}
+
+int trace_slot_capture_stack(const struct trace_unit *unit,
+                             struct trace_regs_slot *slot, uint32_t *area,
+                             uint16_t field, uint32_t depth_of_stack,
+                             const uint32_t *frames)
+{
     uint32_t depth = unit->header->fifo_depth;
     uint32_t watermark = __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED);
     uint32_t queued = trace_slot_queued(slot);
@@ -793,25 +823,66 @@ int trace_slot_capture(const struct trace_unit *unit,
     }
     if (watermark && queued + 1 == watermark)
         trace_doorbell_ring(&unit->header->doorbell);
+    if (area)
+        trace_slot_put_stack(slot, depth, area, unit->header->stack_depth,
+                             depth_of_stack, frames);
     return trace_slot_push(slot, depth, field);
 }
 
 /* ---- Consumer ----------------------------------------------------------- */
+
+/* One drained capture as a line: its LS address, then with a call-stack
+ * area its frames' return addresses, innermost first, "@N" after one
+ * made in overlay N, " ..." when frames beyond the record's depth were
+ * left out. */
+static void write_capture(FILE *out, uint16_t field, const uint32_t *rec,
+                          uint32_t stack_depth)
+{
+    fprintf(out, "0x%05x", (unsigned)field << 2);
+    if (rec) {
+        uint32_t n = rec[0] < stack_depth ? rec[0] : stack_depth;
+
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t frame = rec[1 + i];
+
+            fprintf(out, " 0x%05x",
+                    (unsigned)TRACE_STACK_FRAME_FIELD(frame) << 2);
+            if (TRACE_STACK_FRAME_OVERLAY(frame))
+                fprintf(out, "@%u", TRACE_STACK_FRAME_OVERLAY(frame));
+        }
+        if (rec[0] > stack_depth)
+            fputs(" ...", out);
+    }
+    fputc('\n', out);
+}
 
 int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
                         uint64_t *drained, char *err, size_t errlen)
 {
     struct trace_regs_slot *s = trace_unit_slot(unit, slot);
     uint32_t depth = unit->header->fifo_depth;
+    uint32_t stack_depth = unit->header->stack_depth;
+    uint32_t words = trace_stack_record_words(stack_depth);
+    const uint32_t *area = trace_stack_area(unit->base, unit->header, slot);
+    uint32_t *records = NULL;
     uint16_t batch[DRAIN_BATCH];
     int32_t n;
 
-    while ((n = trace_slot_drain(s, depth, batch, DRAIN_BATCH)) > 0) {
+    if (area && !(records = malloc((size_t)DRAIN_BATCH * words * 4))) {
+        fail(err, errlen, "%s: out of memory for call stacks", unit->path);
+        return -1;
+    }
+    while ((n = area ? trace_slot_drain_stacks(s, depth, area, stack_depth,
+                                               batch, records, DRAIN_BATCH)
+                     : trace_slot_drain(s, depth, batch, DRAIN_BATCH)) > 0) {
         trace_slot_wake_producer(s);
         for (int32_t i = 0; out && i < n; i++)
-            fprintf(out, "0x%05x\n", (unsigned)batch[i] << 2);
+            write_capture(out, batch[i],
+                          records ? records + (size_t)i * words : NULL,
+                          stack_depth);
         *drained += (uint64_t)n;
     }
+    free(records);
     if (n < 0) {
         fail(err, errlen, "%s: slot %u FIFO is corrupt (head %u, tail %u, "
              "depth %u)", unit->path, slot, s->fifo_head, s->fifo_tail, depth);

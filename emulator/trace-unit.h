@@ -33,6 +33,8 @@ struct trace_geometry {
     uint32_t fifo_depth;
     uint32_t ls_base;
     uint32_t ls_size;
+    uint32_t stack_depth;           /* frames per call-stack record; 0 = the
+                                       file has no call-stack area */
 };
 
 /* ---- Files ------------------------------------------------------------- */
@@ -212,6 +214,15 @@ void trace_futex_wake(uint32_t *word);
  */
 int trace_slot_capture(const struct trace_unit *unit,
                        struct trace_regs_slot *slot, uint16_t field);
+
+/* The same with the capture's call stack (trace-regs.h, "Call stacks"):
+ * its record is written into `area` (the slot's stack records,
+ * trace_stack_area()) when the capture is queued.  `frames` holds the
+ * innermost min(depth, the header's stack_depth) frames. */
+int trace_slot_capture_stack(const struct trace_unit *unit,
+                             struct trace_regs_slot *slot, uint32_t *area,
+                             uint16_t field, uint32_t depth,
+                             const uint32_t *frames);
 
 /* Claims a context for this process and records its mode.  Fails when the
  * id is out of range or a live process already owns it. */

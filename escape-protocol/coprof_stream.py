@@ -48,17 +48,21 @@ ADDRESS_ALIGN = 4
 MASK64 = (1 << 64) - 1
 CHECK_MULTIPLIER = 0x9E3779B97F4A7C15
 
-# ---- Version 1.3 -------------------------------------------------------------
+# ---- Version 1.4 -------------------------------------------------------------
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 3
+VERSION_MINOR = 4
 VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
-         "stop": 6, "image": 7, "release": 8, "stall": 9, "end": 10}
+         "stop": 6, "image": 7, "release": 8, "stall": 9, "end": 10,
+         "callstack": 11}
 CODE_NAMES = {code: name for name, code in CODES.items()}
 (START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE, STALL,
- END) = range(1, 11)
+ END, CALLSTACK) = range(1, 12)
+
+# CALLSTACK (1.4): at most this many frames, each (address, overlay).
+MAX_FRAMES = 64
 
 # START's fifo_full (1.2).
 FIFO_DROP, FIFO_STALL = 0, 1
@@ -76,7 +80,8 @@ ERRORS = (None, "bad-sample", "bad-header", "bad-check", "short-record",
 
 # Each record's payload words in order: (name, width in bits, text style).
 # Styles: dec, hex, hex6, hex16, version, cause, path (IMAGE's path_length,
-# written as path=BYTES).
+# written as path=BYTES), frames (CALLSTACK's frame count, written as
+# frames=0xADDRESS[@OVERLAY],...; its value is a list of (address, overlay)).
 LAYOUTS = {
     START: (("version", 32, "version"), ("slots", 32, "dec"),
             ("lfsr_value", 32, "hex6"), ("lfsr_count", 32, "dec"),
@@ -105,6 +110,8 @@ LAYOUTS = {
             ("cycle", 64, "dec")),
     END: (("slot", 32, "dec"), ("context_id", 64, "dec"),
           ("cycle", 64, "dec")),
+    CALLSTACK: (("slot", 32, "dec"), ("depth", 32, "dec"),
+                ("frames", 32, "frames")),
 }
 MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 
@@ -176,6 +183,12 @@ def fields_error(code, fields, slot_limit):
         if not 1 <= len(path) <= MAX_PATH or 0 in path:
             return BAD_FIELD
         return None
+    if code == CALLSTACK:
+        frames = fields["frames"]
+        if (len(frames) > MAX_FRAMES or len(frames) > fields["depth"] or
+                any(not 0 <= a < 1 << 32 or a % ADDRESS_ALIGN or
+                    not 0 <= o <= 0xFFFF for a, o in frames)):
+            return BAD_FIELD
     if code in (LOST, STALL) and fields["count"] == 0:
         return BAD_FIELD
     if "slot" in fields and fields["slot"] >= slot_limit:
@@ -217,7 +230,7 @@ def record_words(code, fields):
     words = []
     for name, width, style in layout[:given]:
         value = fields[name]
-        if style == "path":
+        if style in ("path", "frames"):
             value = len(fields[name])
         if not 0 <= value < 1 << width:
             raise ValueError("%s: %s %r is not a %d-bit number"
@@ -230,6 +243,9 @@ def record_words(code, fields):
         path = fields["path"]
         padded = path + bytes(WORD * path_words(len(path)) - len(path))
         words.extend(w for (w,) in struct.iter_unpack("<Q", padded))
+    if code == CALLSTACK:
+        words.extend(overlay << 32 | address
+                     for address, overlay in fields["frames"])
     return words
 
 
@@ -281,6 +297,9 @@ def _field_text(name, style, value):
         return CAUSES.get(value, str(value))
     if style == "path":
         return _path_text(value)
+    if style == "frames":
+        return ",".join("0x%05x" % a + ("@%d" % o if o else "")
+                        for a, o in value) or "-"
     return str(value)
 
 
@@ -474,6 +493,18 @@ class Decoder:
             if any(raw[length:]):
                 return BAD_FIELD
             fields["path"] = bytes(raw[:length])
+        if code == CALLSTACK:
+            count = fields["frames"]
+            if count > MAX_FRAMES:
+                return BAD_FIELD
+            known += count
+            if len(words) < known:
+                return SHORT_RECORD
+            frame_words = words[len(layout):known]
+            if any(w >> 48 for w in frame_words):
+                return BAD_FIELD
+            fields["frames"] = [(w & 0xFFFFFFFF, w >> 32)
+                                for w in frame_words]
         kind = fields_error(code, fields, self._slot_limit)
         if kind is not None:
             return kind

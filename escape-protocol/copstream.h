@@ -42,10 +42,10 @@
 #define COPSTREAM_MAX_SLOTS      256u
 #define COPSTREAM_ADDRESS_ALIGN  4u          /* PC fields are address >> 2 */
 
-/* ---- Version 1.3 -------------------------------------------------------- */
+/* ---- Version 1.4 -------------------------------------------------------- */
 
 #define COPSTREAM_VERSION_MAJOR  1u
-#define COPSTREAM_VERSION_MINOR  3u
+#define COPSTREAM_VERSION_MINOR  4u
 #define COPSTREAM_VERSION \
     (COPSTREAM_VERSION_MAJOR << 16 | COPSTREAM_VERSION_MINOR)
 
@@ -60,7 +60,8 @@ enum copstream_code {
     COPSTREAM_RELEASE  = 8,
     COPSTREAM_STALL    = 9,           /* 1.2 */
     COPSTREAM_END      = 10,          /* 1.3 */
-    COPSTREAM_CODE_END = 11           /* codes at or above are unknown in 1.3 */
+    COPSTREAM_CALLSTACK = 11,         /* 1.4 */
+    COPSTREAM_CODE_END = 12           /* codes at or above are unknown in 1.4 */
 };
 
 /*
@@ -81,6 +82,8 @@ enum copstream_code {
 #define COPSTREAM_RELEASE_WORDS  2u
 #define COPSTREAM_STALL_WORDS    4u
 #define COPSTREAM_END_WORDS      3u
+#define COPSTREAM_CALLSTACK_WORDS 3u     /* fixed part, before the frames */
+#define COPSTREAM_MAX_FRAMES     64u     /* frames one CALLSTACK carries */
 #define COPSTREAM_MAX_PATH \
     (COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD - COPSTREAM_IMAGE_WORDS))
 
@@ -205,6 +208,46 @@ struct copstream_end {
 };
 
 /*
+ * 1.4: the call stack of the slot's sample written just before this
+ * record (--call-graph).  frames points at n_frames little-endian words,
+ * innermost first, each copstream_frame_word(): a return address and the
+ * overlay that held it when the call was made.
+ */
+struct copstream_callstack {
+    uint32_t slot;
+    uint32_t depth;               /* frames on the stack; >= n_frames */
+    uint32_t n_frames;            /* 0 .. COPSTREAM_MAX_FRAMES */
+    const uint8_t *frames;
+};
+
+/* A frame word: the return address's local-store byte address (a multiple
+ * of 4) in bits 0..31, the overlay's 1-based index (0: resident or not
+ * known) in bits 32..47, zero above. */
+static inline uint64_t copstream_frame_word(uint32_t address,
+                                            uint32_t overlay)
+{
+    return (uint64_t)(overlay & 0xFFFFu) << 32 | address;
+}
+
+/* Stores frame word w as frame i of a frames array (little-endian). */
+static inline void copstream_put_frame(uint8_t *frames, uint32_t i,
+                                       uint64_t w)
+{
+    for (uint32_t b = 0; b < COPSTREAM_WORD_BYTES; b++)
+        frames[COPSTREAM_WORD_BYTES * i + b] = (uint8_t)(w >> (8 * b));
+}
+
+/* Frame i of a frames array. */
+static inline uint64_t copstream_frame(const uint8_t *frames, uint32_t i)
+{
+    uint64_t w = 0;
+
+    for (uint32_t b = COPSTREAM_WORD_BYTES; b-- > 0;)
+        w = w << 8 | frames[COPSTREAM_WORD_BYTES * i + b];
+    return w;
+}
+
+/*
  * One record.  The encoder reads code and the matching member of the
  * union, and payload_words only to write a record in an earlier minor
  * version's shorter form (a value from that form's length up to below the
@@ -230,6 +273,7 @@ struct copstream_record {
         struct copstream_release release;
         struct copstream_stall stall;
         struct copstream_end end;
+        struct copstream_callstack callstack;
     } u;
 };
 

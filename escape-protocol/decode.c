@@ -201,6 +201,19 @@ static int parse_path(struct copstream_record *rec)
     return 0;
 }
 
+/* The frames of a CALLSTACK record: 0, or the error kind. */
+static int parse_frames(struct copstream_record *rec)
+{
+    struct copstream_callstack *c = &rec->u.callstack;
+
+    if (c->n_frames > COPSTREAM_MAX_FRAMES)
+        return COPSTREAM_ERR_BAD_FIELD;
+    if (rec->payload_words < COPSTREAM_CALLSTACK_WORDS + c->n_frames)
+        return COPSTREAM_ERR_SHORT_RECORD;
+    c->frames = rec->payload + COPSTREAM_WORD_BYTES * COPSTREAM_CALLSTACK_WORDS;
+    return 0;
+}
+
 /* Fills rec->u from the payload words: 0, or the error kind. */
 static int parse_fields(struct copstream_record *rec, uint32_t slot_limit)
 {
@@ -216,8 +229,9 @@ static int parse_fields(struct copstream_record *rec, uint32_t slot_limit)
             return COPSTREAM_ERR_BAD_FIELD;
         field_set(&rec->u, &layout->fields[i], w);
     }
-    if (rec->code == COPSTREAM_IMAGE) {
-        int kind = parse_path(rec);
+    if (rec->code == COPSTREAM_IMAGE || rec->code == COPSTREAM_CALLSTACK) {
+        int kind = rec->code == COPSTREAM_IMAGE ? parse_path(rec)
+                                                : parse_frames(rec);
         if (kind != 0)
             return kind;
     }
@@ -560,6 +574,7 @@ const char *copstream_code_name(uint16_t code)
         [COPSTREAM_TIME] = "time",       [COPSTREAM_STOP] = "stop",
         [COPSTREAM_IMAGE] = "image",     [COPSTREAM_RELEASE] = "release",
         [COPSTREAM_STALL] = "stall",     [COPSTREAM_END] = "end",
+        [COPSTREAM_CALLSTACK] = "callstack",
     };
 
     return code < COPSTREAM_CODE_END ? names[code] : NULL;

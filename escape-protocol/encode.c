@@ -4,7 +4,7 @@
  *
  * A record is written in place: its payload words go to out + 16, one per
  * entry of the code's layout (IMAGE then appends its path, zero-padded to a
- * whole word), the check is computed over what was written, and ESCAPE and
+ * whole word, CALLSTACK its frames), the check is computed over what was written, and ESCAPE and
  * the header go in front.  Nothing is written unless the whole record fits
  * and every field is in range, so a caller can retry into a fresh buffer or
  * count the record as lost.
@@ -108,6 +108,12 @@ static const struct field_layout end_fields[COPSTREAM_END_WORDS] = {
     FIELD(struct copstream_end, cycle, "cycle", FIELD_DECIMAL),
 };
 
+static const struct field_layout callstack_fields[COPSTREAM_CALLSTACK_WORDS] = {
+    FIELD(struct copstream_callstack, slot, "slot", FIELD_DECIMAL),
+    FIELD(struct copstream_callstack, depth, "depth", FIELD_DECIMAL),
+    FIELD(struct copstream_callstack, n_frames, "frames", FIELD_FRAMES),
+};
+
 const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
     [COPSTREAM_START]   = { COPSTREAM_START_WORDS, COPSTREAM_START_WORDS_1_1,
                             start_fields },
@@ -129,6 +135,8 @@ const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
                             stall_fields },
     [COPSTREAM_END]     = { COPSTREAM_END_WORDS, COPSTREAM_END_WORDS,
                             end_fields },
+    [COPSTREAM_CALLSTACK] = { COPSTREAM_CALLSTACK_WORDS,
+                              COPSTREAM_CALLSTACK_WORDS, callstack_fields },
 };
 
 uint16_t copstream_check(uint16_t code, uint16_t length,
@@ -176,6 +184,22 @@ static int slot_check(uint32_t slot, uint32_t slot_limit)
     return slot < slot_limit ? 0 : COPSTREAM_ERR_BAD_FIELD;
 }
 
+/* At most COPSTREAM_MAX_FRAMES frames, no more than the depth, each an
+ * aligned address with a 16-bit overlay. */
+static int callstack_check(const struct copstream_callstack *c,
+                           uint32_t slot_limit)
+{
+    if (c->n_frames > COPSTREAM_MAX_FRAMES || c->n_frames > c->depth)
+        return COPSTREAM_ERR_BAD_FIELD;
+    for (uint32_t i = 0; i < c->n_frames; i++) {
+        uint64_t w = copstream_frame(c->frames, i);
+
+        if (w >> 48 || (uint32_t)w % COPSTREAM_ADDRESS_ALIGN)
+            return COPSTREAM_ERR_BAD_FIELD;
+    }
+    return slot_check(c->slot, slot_limit);
+}
+
 int copstream_fields_check(const struct copstream_record *rec,
                            uint32_t slot_limit)
 {
@@ -204,6 +228,8 @@ int copstream_fields_check(const struct copstream_record *rec,
         return slot_check(rec->u.stall.slot, slot_limit);
     case COPSTREAM_END:
         return slot_check(rec->u.end.slot, slot_limit);
+    case COPSTREAM_CALLSTACK:
+        return callstack_check(&rec->u.callstack, slot_limit);
     default:
         return COPSTREAM_ERR_BAD_FIELD;
     }
@@ -222,11 +248,7 @@ static uint32_t fixed_words(const struct copstream_record *rec)
 
 static uint32_t record_words(const struct copstream_record *rec)
 {
-    uint32_t words = fixed_words(rec);
-
-    if (rec->code == COPSTREAM_IMAGE)
-        words += path_words(rec->u.image.path_length);
-    return words;
+    return fixed_words(rec) + variable_words(rec);
 }
 
 int copstream_record_bytes(const struct copstream_record *rec)
@@ -275,6 +297,10 @@ int copstream_encode_record(uint8_t *out, size_t room,
                    field_get(&rec->u, &layout->fields[i]));
     if (rec->code == COPSTREAM_IMAGE)
         put_path(payload + COPSTREAM_WORD_BYTES * fixed, &rec->u.image);
+    for (uint32_t i = 0; rec->code == COPSTREAM_CALLSTACK &&
+                         i < COPSTREAM_WORD_BYTES * rec->u.callstack.n_frames;
+         i++)
+        payload[COPSTREAM_WORD_BYTES * fixed + i] = rec->u.callstack.frames[i];
     frame(out, rec->code, (uint16_t)record_words(rec));
     return bytes;
 }

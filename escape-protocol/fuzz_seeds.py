@@ -4,7 +4,8 @@
 Each seed is a small stream from coprof_stream's encoder: every record
 type, a few polls of samples, and the shapes the decoder must survive
 (repeated and conflicting starts, unknown codes, longer records of a later
-minor version, a cut, garbage, runs of 0xFF).  `make check` and `make fuzz`
+minor version, a cut, garbage, runs of 0xFF).  Slot 1's samples carry
+their call stacks (CALLSTACK, 1.4), some of them empty or truncated.  `make check` and `make fuzz`
 start the fuzzer from these.
 """
 
@@ -30,6 +31,13 @@ def context(slot, context_id):
                             image_offset=0, cycle=0, **IDENTITY)
 
 
+def callstack(slot, n):
+    """A CALLSTACK of n frames (one in overlay 2), of depth n + n % 2."""
+    frames = [(0x400 + 8 * k, 2 if k == 1 else 0) for k in range(n)]
+    return cs.encode_record("callstack", slot=slot, depth=n + n % 2,
+                            frames=frames)
+
+
 def session(polls=3, per_poll=4):
     """A sound stream: bytes, and the pieces for the mutated seeds."""
     out = [cs.encode_record("start", **START),
@@ -39,8 +47,10 @@ def session(polls=3, per_poll=4):
     samples = lost = 0
     for poll in range(1, polls + 1):
         for slot in (0, 1):
-            out += [cs.encode_sample(slot, 4 * (poll * 37 + i))
-                    for i in range(per_poll)]
+            for i in range(per_poll):
+                out.append(cs.encode_sample(slot, 4 * (poll * 37 + i)))
+                if slot == 1:
+                    out.append(callstack(slot, i))
             samples += per_poll
             out.append(cs.encode_record("time", slot=slot, cycle=poll * 100,
                                         time_ns=poll * 1000))
@@ -80,6 +90,9 @@ def seeds():
     yield "stall", b"".join(parts[:6] + [stall] + parts[6:])
     end = cs.encode_record("end", slot=0, context_id=1, cycle=80)
     yield "end", b"".join(parts[:-1] + [end] + parts[-1:])
+    yield "deep-stack", b"".join(parts[:4] + [cs.encode_sample(0, 8),
+                                              callstack(0, cs.MAX_FRAMES)] +
+                                 parts[4:])
     yield "start-1-1", b"".join([cs.encode_record("start", **START_1_1)] +
                                 parts[1:])
 

@@ -75,7 +75,8 @@ enum field_style {
     FIELD_HEX16,        /* 0x and 16 digits: a hash */
     FIELD_VERSION,      /* major.minor */
     FIELD_CAUSE,        /* a lost cause's name, or its number */
-    FIELD_PATH          /* IMAGE's path_length: written as path=BYTES */
+    FIELD_PATH,         /* IMAGE's path_length: written as path=BYTES */
+    FIELD_FRAMES        /* CALLSTACK's n_frames: written as frames=LIST */
 };
 
 /*
@@ -142,6 +143,16 @@ static inline int code_known(uint16_t code)
 static inline uint32_t path_words(uint32_t path_length)
 {
     return (path_length + COPSTREAM_WORD_BYTES - 1) / COPSTREAM_WORD_BYTES;
+}
+
+/* Payload words after the fixed ones: IMAGE's path, CALLSTACK's frames. */
+static inline uint32_t variable_words(const struct copstream_record *rec)
+{
+    if (rec->code == COPSTREAM_IMAGE)
+        return path_words(rec->u.image.path_length);
+    if (rec->code == COPSTREAM_CALLSTACK)
+        return rec->u.callstack.n_frames;
+    return 0;
 }
 
 /*

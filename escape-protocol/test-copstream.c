@@ -129,6 +129,19 @@ static void add_end(GByteArray *s, uint32_t slot, uint64_t context_id,
     add_record(s, &rec);
 }
 
+/* 1.4: the call stack of the sample before it. */
+static void add_callstack(GByteArray *s, uint32_t slot, uint32_t depth,
+                          const uint64_t *frames, uint32_t n)
+{
+    struct copstream_record rec = { .code = COPSTREAM_CALLSTACK };
+    guint8 raw[COPSTREAM_MAX_FRAMES * COPSTREAM_WORD_BYTES];
+
+    for (uint32_t i = 0; i < n; i++)
+        copstream_put_frame(raw, i, frames[i]);
+    rec.u.callstack = (struct copstream_callstack){ slot, depth, n, raw };
+    add_record(s, &rec);
+}
+
 static void add_overlay_words(GByteArray *s, uint32_t slot, uint32_t region,
                               uint32_t guard, uint32_t flags, uint16_t words)
 {
@@ -337,7 +350,7 @@ static void test_round_trip_every_record(void)
 {
     GByteArray *s = g_byte_array_new();
     static const char *const expected =
-        "0 start version=1.3 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
+        "0 start version=1.4 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
         "clock_hz=1000000000 fifo_depth=1024 ls_size=262144 "
         "poll_interval_ns=512 start_time_ns=1000 fifo_full=1 dither=1 "
         "dither_seed=18446744073709551557 watermark=512\n"
@@ -349,14 +362,17 @@ static void test_round_trip_every_record(void)
         "288 overlay slot=5 region=2 guard=3 cycle=200 placed=1\n"
         "344 overlay slot=5 region=1 guard=0 cycle=200\n"
         "392 sample slot=5 address=0x3fffc\n"
-        "400 sample slot=5 address=0x00000\n"
-        "408 lost slot=5 cause=buffer-full count=4 cycle=999\n"
-        "456 lost slot=5 cause=77 count=1 cycle=999\n"
-        "504 stall slot=5 count=3 ns=120000 cycle=350\n"
-        "552 time slot=5 cycle=300 time_ns=1234567\n"
-        "592 release slot=5 cycle=400\n"
-        "624 end slot=5 context_id=9 cycle=400\n"
-        "664 stop time_ns=5000000 samples=2 lost=5\n";
+        "400 callstack slot=5 depth=3 frames=0x00238,0x3fffc@65535\n"
+        "456 sample slot=5 address=0x00000\n"
+        "464 callstack slot=5 depth=0 frames=-\n"
+        "504 lost slot=5 cause=buffer-full count=4 cycle=999\n"
+        "552 lost slot=5 cause=77 count=1 cycle=999\n"
+        "600 stall slot=5 count=3 ns=120000 cycle=350\n"
+        "648 time slot=5 cycle=300 time_ns=1234567\n"
+        "688 release slot=5 cycle=400\n"
+        "720 end slot=5 context_id=9 cycle=400\n"
+        "760 stop time_ns=5000000 samples=2 lost=5\n";
+    static const uint64_t frames[] = { 0x238, 0xFFFFull << 32 | 0x3fffc };
 
     add_start(s);
     add_image(s, "/a b\\\n\xff");
@@ -364,7 +380,9 @@ static void test_round_trip_every_record(void)
     add_overlay_words(s, 5, 2, 3, COPSTREAM_OVERLAY_PLACED, 0);
     add_overlay_words(s, 5, 1, 0, 0, COPSTREAM_OVERLAY_WORDS_1_0);
     add_sample(s, 5, 0x3fffc);
+    add_callstack(s, 5, 3, frames, 2);
     add_sample(s, 5, 0);
+    add_callstack(s, 5, 0, NULL, 0);
     add_lost(s, 5, COPSTREAM_LOST_BUFFER_FULL, 4);
     add_lost(s, 5, 77, 1);
     add_stall(s, 5, 3, 120000);
@@ -601,7 +619,7 @@ static void test_unknown_codes_skipped(void)
     g_assert_cmpuint(d.stats.records[COPSTREAM_TIME], ==, 1);
     g_assert_nonnull(strstr(d.text, " time slot=0 cycle=77 time_ns=88 "
                             "extra=0xffffffffffffffff,0x5\n"));
-    g_assert_nonnull(strstr(d.text, " unknown code=11 "
+    g_assert_nonnull(strstr(d.text, " unknown code=12 "
                             "words=0x0,0xffffffffffffffff,0xffffffffffffffff\n"));
     g_assert_nonnull(strstr(d.text, " unknown code=0\n"));
     g_free(d.text);
@@ -1045,10 +1063,65 @@ static void test_noise(void)
     g_rand_free(rand);
 }
 
+/* 1.4's CALLSTACK: the encoder refuses what the decoder would, and the
+ * decoder judges raw records: too many frames, more frames than the depth,
+ * a frame with bits above the overlay or an unaligned address, fewer
+ * words than its frames. */
+static void test_callstack_fields(void)
+{
+    GByteArray *s = g_byte_array_new();
+    struct copstream_record rec = { .code = COPSTREAM_CALLSTACK };
+    guint8 raw[(COPSTREAM_MAX_FRAMES + 1) * COPSTREAM_WORD_BYTES] = { 0 };
+    guint8 out[1024];
+    uint64_t words[8];
+
+    rec.u.callstack = (struct copstream_callstack){ 0, 2, 3, raw };
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    COPSTREAM_INVALID);
+    rec.u.callstack.depth = 100;
+    rec.u.callstack.n_frames = COPSTREAM_MAX_FRAMES + 1;
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    COPSTREAM_INVALID);
+    copstream_put_frame(raw, 0, 1ull << 48);
+    rec.u.callstack.n_frames = 1;
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    COPSTREAM_INVALID);
+    copstream_put_frame(raw, 0, copstream_frame_word(0x102, 0));
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    COPSTREAM_INVALID);
+    copstream_put_frame(raw, 0, copstream_frame_word(0x100, 7));
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    6 * COPSTREAM_WORD_BYTES);
+
+    words[0] = 0; words[1] = 1; words[2] = 2;               /* short */
+    words[3] = 0x100;
+    add_start(s);
+    add_raw(s, COPSTREAM_CALLSTACK, words, 4);
+    expect_kind(s, COPSTREAM_ERR_SHORT_RECORD, 1, 2);       /* + no-stop */
+    words[1] = 0; words[2] = 1;                             /* deeper */
+    add_start(s);
+    add_raw(s, COPSTREAM_CALLSTACK, words, 4);
+    expect_kind(s, COPSTREAM_ERR_BAD_FIELD, 1, 2);
+    words[1] = 1; words[3] = 0x100 | 1ull << 50;            /* high bits */
+    add_start(s);
+    add_raw(s, COPSTREAM_CALLSTACK, words, 4);
+    expect_kind(s, COPSTREAM_ERR_BAD_FIELD, 1, 2);
+    words[2] = COPSTREAM_MAX_FRAMES + 1;                    /* too many */
+    add_start(s);
+    add_raw(s, COPSTREAM_CALLSTACK, words, 4);
+    expect_kind(s, COPSTREAM_ERR_BAD_FIELD, 1, 2);
+    words[2] = 1; words[3] = 0x100 | 3ull << 32;            /* sound */
+    add_start(s);
+    add_raw(s, COPSTREAM_CALLSTACK, words, 4);
+    expect_kind(s, COPSTREAM_ERR_BAD_FIELD, 0, 1);
+    g_byte_array_unref(s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/copstream/golden-bytes", test_golden_bytes);
+    g_test_add_func("/copstream/callstack-fields", test_callstack_fields);
     g_test_add_func("/copstream/round-trip-every-record",
                     test_round_trip_every_record);
     g_test_add_func("/copstream/round-trip-values", test_round_trip_values);

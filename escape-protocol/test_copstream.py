@@ -46,6 +46,8 @@ def test_every_record_round_trips():
                          image_offset=4096, cycle=12)),
         ("overlay", dict(slot=3, region=1, guard=2, cycle=13, placed=1)),
         ("overlay", dict(slot=3, region=0, guard=0, cycle=13)),
+        ("callstack", dict(slot=3, depth=4, frames=[(0x238, 0),
+                                                    (0x3fffc, 0xFFFF)])),
         ("lost", dict(slot=3, cause=2, count=5, cycle=14)),
         ("time", dict(slot=3, cycle=15, time_ns=16)),
         ("release", dict(slot=3, cycle=17)),
@@ -109,6 +111,10 @@ def test_encoder_refuses_bad_fields():
         cs.encode_record("overlay", slot=0, region=2**32, guard=0, cycle=0)
     with pytest.raises(ValueError):
         cs.encode_record("time", slot=0, cycle=0)
+    for frames, depth in (([(2, 0)], 1), ([(4, 0x10000)], 1), ([(4, 0)], 0),
+                          ([(4, 0)] * (cs.MAX_FRAMES + 1), 100)):
+        with pytest.raises(ValueError):
+            cs.encode_record("callstack", slot=0, depth=depth, frames=frames)
     with pytest.raises(ValueError):
         cs.encode_sample(0, 2)
     with pytest.raises(ValueError):

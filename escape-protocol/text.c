@@ -46,6 +46,21 @@ static void write_path(FILE *out, const struct copstream_image *image)
     }
 }
 
+/* CALLSTACK's frames: 0xADDRESS, with @OVERLAY when not 0, comma-separated;
+ * "-" for none. */
+static void write_frames(FILE *out, const struct copstream_callstack *c)
+{
+    if (!c->n_frames)
+        fputc('-', out);
+    for (uint32_t i = 0; i < c->n_frames; i++) {
+        uint64_t w = copstream_frame(c->frames, i);
+
+        fprintf(out, "%s0x%05" PRIx32, i ? "," : "", (uint32_t)w);
+        if (w >> 32)
+            fprintf(out, "@%" PRIu64, w >> 32);
+    }
+}
+
 static void write_field(FILE *out, const struct copstream_record *rec,
                         const struct field_layout *f)
 {
@@ -79,18 +94,17 @@ static void write_field(FILE *out, const struct copstream_record *rec,
     case FIELD_PATH:
         write_path(out, &rec->u.image);
         break;
+    case FIELD_FRAMES:
+        write_frames(out, &rec->u.callstack);
+        break;
     }
 }
 
 /* The payload words the known fields of rec take. */
 static uint32_t known_words(const struct copstream_record *rec)
 {
-    uint32_t words = layout_fields_present(&copstream_layouts[rec->code],
-                                           rec->payload_words);
-
-    if (rec->code == COPSTREAM_IMAGE)
-        words += path_words(rec->u.image.path_length);
-    return words;
+    return layout_fields_present(&copstream_layouts[rec->code],
+                                 rec->payload_words) + variable_words(rec);
 }
 
 void copstream_text_record(FILE *out, const struct copstream_record *rec)
@@ -252,6 +266,40 @@ static long parse_path(const char *text, uint8_t *path)
     return (long)n;
 }
 
+/* Undoes write_frames into frame words at frames; returns the count or
+ * -1. */
+static long parse_frames(const char *text, uint8_t *frames)
+{
+    uint32_t n = 0;
+
+    if (strcmp(text, "-") == 0)
+        return 0;
+    for (;;) {
+        char *end;
+        unsigned long long address, overlay = 0;
+
+        if (n == COPSTREAM_MAX_FRAMES || strncmp(text, "0x", 2) != 0)
+            return -1;
+        address = strtoull(text + 2, &end, 16);
+        if (end == text + 2 || address > UINT32_MAX)
+            return -1;
+        if (*end == '@') {
+            text = end + 1;
+            overlay = strtoull(text, &end, 10);
+            if (end == text || overlay > 0xFFFF)
+                return -1;
+        }
+        copstream_put_frame(frames, n++,
+                            copstream_frame_word((uint32_t)address,
+                                                 (uint32_t)overlay));
+        if (*end == '\0')
+            return (long)n;
+        if (*end != ',')
+            return -1;
+        text = end + 1;
+    }
+}
+
 static int parse_cause(const char *text, uint64_t *value)
 {
     for (uint32_t cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++) {
@@ -276,7 +324,8 @@ static int parse_version(const char *text, uint64_t *value)
     return 0;
 }
 
-/* Sets field f of rec from text; path holds an IMAGE path's bytes. */
+/* Sets field f of rec from text; path holds an IMAGE path's bytes or a
+ * CALLSTACK's frames. */
 static int parse_field(struct copstream_record *rec,
                        const struct field_layout *f, const char *text,
                        uint8_t *path)
@@ -294,10 +343,15 @@ static int parse_field(struct copstream_record *rec,
             return -1;
         break;
     case FIELD_PATH:
-        length = parse_path(text, path);
+    case FIELD_FRAMES:
+        length = f->style == FIELD_PATH ? parse_path(text, path)
+                                        : parse_frames(text, path);
         if (length < 0)
             return -1;
-        rec->u.image.path = path;
+        if (f->style == FIELD_PATH)
+            rec->u.image.path = path;
+        else
+            rec->u.callstack.frames = path;
         value = (uint64_t)length;
         break;
     default:

@@ -51,6 +51,13 @@
  * The producer's stall counters are reported per slot in STALL records of
  * the poll group, attributed to the context bound then.
  *
+ * Call stacks.  When the register file has a call-stack area (its header's
+ * stack_depth, for --call-graph), a drain copies each entry's stack record
+ * with it, and every sample is written with its CALLSTACK record right
+ * after it (stream 1.4): both or neither, so a full buffer loses whole
+ * samples and never splits one from its stack.  Without the area nothing
+ * changes: the samples go out in one copy, as before.
+ *
  * Portable: the OS shim (copdrv-os.h), the freestanding stream encoder and
  * the trace unit's freestanding register primitives, nothing else.
  */
@@ -105,6 +112,7 @@ struct copdrv_slot {
 	u32 end_pending;	/* an ended context's END waits to be written */
 	u64 end_context;	/* its context id ... */
 	u64 end_cycle;		/* ... and the slot's cycle when it left */
+	u32 *stack_area;	/* the slot's stack records, or 0 */
 };
 
 struct copdrv {
@@ -132,6 +140,9 @@ struct copdrv {
 	struct trace_ovl_event events[TRACE_EVENT_DEPTH];	/* the same */
 	u32 *guard_words;	/* guard read scratch, COPDRV_MAX_REGIONS */
 	u8 scratch[COPSTREAM_MAX_RECORD_BYTES];
+	u32 stack_depth;	/* frames per stack record; 0: no stacks */
+	u32 *stacks;		/* drain scratch, fifo_depth stack records */
+	u8 frames[COPSTREAM_MAX_FRAMES * COPSTREAM_WORD_BYTES];
 	struct copdrv_stats stats;
 };
 
@@ -153,6 +164,16 @@ static int geometry_fits(const struct trace_regs_header *h, u64 size)
 		return 0;
 	slots_end = h->slots_offset + (u64)h->n_slots * h->slot_stride;
 	return h->slots_offset >= sizeof(*h) && slots_end <= size;
+}
+
+/* The call-stack area, when the header has one inside the file. */
+static int stacks_fit(const struct trace_regs_header *h, u64 size)
+{
+	if (!h->stack_depth || h->stack_depth > TRACE_MAX_STACK_DEPTH ||
+	    h->stack_depth > COPSTREAM_MAX_FRAMES || !h->stack_offset)
+		return 0;
+	return h->stack_offset + h->n_slots *
+	       trace_stack_slot_bytes(h->fifo_depth, h->stack_depth) <= size;
 }
 
 /* The context blocks, when the header places them inside the file. */
@@ -583,6 +604,56 @@ static int emit_stalled(struct copdrv *drv, struct copdrv_slot *s, u64 cycle)
 	return 0;
 }
 
+/* The CALLSTACK of a drained entry's stack record, frames in drv->frames. */
+static void stack_record(struct copdrv *drv, const struct copdrv_slot *s,
+			 const u32 *record, struct copstream_record *rec)
+{
+	u32 n = record[0], i;
+
+	if (n > drv->stack_depth)
+		n = drv->stack_depth;
+	if (n > COPSTREAM_MAX_FRAMES)
+		n = COPSTREAM_MAX_FRAMES;
+	for (i = 0; i < n; i++) {
+		u32 frame = record[1 + i];
+
+		copstream_put_frame(drv->frames, i, copstream_frame_word(
+			(u32)TRACE_STACK_FRAME_FIELD(frame) << 2,
+			TRACE_STACK_FRAME_OVERLAY(frame)));
+	}
+	rec->code = COPSTREAM_CALLSTACK;
+	rec->u.callstack = (struct copstream_callstack){
+		.slot = s->index, .depth = record[0] > n ? record[0] : n,
+		.n_frames = n, .frames = drv->frames,
+	};
+}
+
+/* Call stacks: each sample of [from, to) with its CALLSTACK after it,
+ * while both fit; returns the samples written. */
+static u64 put_samples_stacked(struct copdrv *drv, struct copdrv_slot *s,
+			       u64 from, u64 to, u64 keep)
+{
+	u32 words = trace_stack_record_words(drv->stack_depth);
+	u64 i;
+
+	for (i = from; i < to; i++) {
+		struct copstream_record rec;
+		int bytes;
+
+		stack_record(drv, s, drv->stacks + i * words, &rec);
+		bytes = copstream_record_bytes(&rec);
+		if (bytes < 0 ||
+		    copdrv_buffer_room(&drv->buffer, COPDRV_BUFFER_NORMAL) <
+		    keep + WORD_BYTES + (u64)bytes)
+			break;
+		copdrv_buffer_put_samples(&drv->buffer, s->index,
+					  drv->fields + i, 1, keep + bytes);
+		emit(drv, &rec, COPDRV_BUFFER_NORMAL, keep);
+	}
+	drv->stats.samples += i - from;
+	return i - from;
+}
+
 /* Writes drained entries [from, to) as samples; returns how many fitted. */
 static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 		       u64 to, u64 keep)
@@ -591,6 +662,8 @@ static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 
 	if (to <= from)
 		return 0;
+	if (drv->stack_depth)
+		return put_samples_stacked(drv, s, from, to, keep);
 	written = copdrv_buffer_put_samples(&drv->buffer, s->index,
 					    drv->fields + from, to - from,
 					    keep);
@@ -690,8 +763,13 @@ static int announce(struct copdrv *drv, struct copdrv_slot *s)
 /* Drains the slot's FIFO into drv->fields; returns the entries drained. */
 static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 {
-	int got = trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
-				   drv->fifo_depth);
+	int got = drv->stack_depth ?
+		trace_slot_drain_stacks(s->regs, drv->fifo_depth,
+					s->stack_area, drv->stack_depth,
+					drv->fields, drv->stacks,
+					drv->fifo_depth) :
+		trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
+				 drv->fifo_depth);
 
 	if (got < 0) {
 		drv->stats.fifo_errors++;
@@ -1204,7 +1282,12 @@ static int alloc_scratch(struct copdrv *drv)
 				      drv->fifo_depth * sizeof(*drv->fields));
 	drv->guard_words = copdrv_os_alloc(drv->os, COPDRV_MAX_REGIONS *
 					   sizeof(*drv->guard_words));
-	return drv->fields && drv->guard_words ? 0 : -ENOMEM;
+	if (drv->stack_depth)
+		drv->stacks = copdrv_os_alloc(drv->os, (u64)drv->fifo_depth *
+			trace_stack_record_words(drv->stack_depth) *
+			sizeof(*drv->stacks));
+	return drv->fields && drv->guard_words &&
+	       (drv->stacks || !drv->stack_depth) ? 0 : -ENOMEM;
 }
 
 struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
@@ -1229,12 +1312,17 @@ struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
 	drv->fifo_depth = header->fifo_depth;
 	drv->ls_size = header->ls_size;
 	find_contexts(drv, header, regs_size);
+	drv->stack_depth = stacks_fit(header, regs_size) ? header->stack_depth
+							  : 0;
 	for (i = 0; i < drv->n_slots; i++) {
 		drv->slots[i].index = i;
 		drv->slots[i].announced = 1;
 		drv->slots[i].regs = (struct trace_regs_slot *)
 			(drv->regs + header->slots_offset +
 			 (u64)i * header->slot_stride);
+		if (drv->stack_depth)
+			drv->slots[i].stack_area = trace_stack_area(regs,
+								    header, i);
 	}
 	*error = alloc_scratch(drv);
 	if (*error) {
@@ -1259,6 +1347,7 @@ void copdrv_destroy(struct copdrv *drv)
 	copdrv_os_free(drv->os, drv->images);
 	copdrv_os_free(drv->os, drv->buffer.data);
 	copdrv_os_free(drv->os, drv->fields);
+	copdrv_os_free(drv->os, drv->stacks);
 	copdrv_os_free(drv->os, drv->guard_words);
 	copdrv_os_free(drv->os, drv);
 }

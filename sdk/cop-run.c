@@ -60,6 +60,7 @@ struct run_options {
     const char *events_out;         /* NULL: overlay events counted only */
     int no_watch;                   /* no overlay watch after all */
     uint32_t fifo_depth;
+    uint32_t call_graph;        /* frames per capture; 0: no stacks */
     struct trace_sampling sampling; /* FIFO-full policy and dither */
     const char *exact_counts;       /* NULL: no exact counts */
     int no_trace;                   /* run without the plugin after all */
@@ -122,6 +123,10 @@ static void usage(FILE *out)
         "                      jitter drawn from a generator seeded with SEED\n"
         "                      (mean exactly N; docs/trace-unit.md); without\n"
         "                      it every interval is exactly N\n"
+        "      --call-graph D  also capture each sample's call stack, up to D\n"
+        "                      frames (1 to 64), written after its address\n"
+        "                      on its --samples-out line, innermost first\n"
+        "                      (docs/trace-unit.md, \"Call stacks\")\n"
         "  -c, --exact-counts C\n"
         "                      also count every instruction exactly and write\n"
         "                      the counts to the file C at the end\n"
@@ -152,6 +157,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"fifo-full", required_argument, NULL, 'F'},
         {"dither", required_argument, NULL, 'S'},
         {"exact-counts", required_argument, NULL, 'c'},
+        {"call-graph", required_argument, NULL, 'G'},
         {"no-trace", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -214,6 +220,14 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
             opts->sampling.dither = 1;
             opts->sampling.dither_seed = number;
             break;
+        case 'G':
+            if (lfsr_parse_count(optarg, &number) < 0 || number < 1
+                || number > TRACE_MAX_STACK_DEPTH)
+                return cli_fail(EXIT_RUN_FAILED, "--call-graph '%s': not a "
+                                "depth from 1 to %u", optarg,
+                                TRACE_MAX_STACK_DEPTH);
+            opts->call_graph = (uint32_t)number;
+            break;
         case 'c':
             opts->exact_counts = optarg;
             break;
@@ -234,10 +248,10 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     }
     if (!opts->sample_every
         && (opts->reference || opts->samples_out || opts->events_out
-            || opts->no_watch || opts->exact_counts))
+            || opts->no_watch || opts->exact_counts || opts->call_graph))
         return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out, "
-                        "--events-out, --no-watch and --exact-counts need "
-                        "--sample-every N");
+                        "--events-out, --no-watch, --exact-counts and "
+                        "--call-graph need --sample-every N");
     opts->image = argv[optind];
     opts->argc = argc - optind;
     opts->argv = argv + optind;
@@ -344,6 +358,7 @@ static int run_traced(const struct run_options *opts,
 
     trace_geometry_default(&geo);
     geo.fifo_depth = opts->fifo_depth;
+    geo.stack_depth = opts->call_graph;
     if (opts->exact_counts
         && trace_counts_create(opts->exact_counts, err, sizeof(err)) < 0)
         return cli_fail(EXIT_RUN_FAILED, "%s", err);

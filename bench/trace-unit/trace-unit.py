@@ -21,6 +21,14 @@ instructions, --dither SEED against exact intervals, pairs alternating:
 the cost of drawing a jitter and computing the interval's LFSR value at
 every reload.
 
+Then call stacks (--call-graph): the trace unit without them must cost
+what it did before they existed, so this build's fast mode without
+--call-graph against main's build of cop-run and its plugin
+(--main-build, default ../main/build beside this worktree's folder) on
+kernels.elf at a capture every 997 instructions; and what they cost when
+on: calltree.elf (a call or return every few instructions: the worst
+case) with --call-graph 16 against without, pairs alternating.
+
 Then the FIFO-full policy, where the driver drains: host-pipeline under
 copsim's one command (`copsim --event=SPU_CYCLES:997 --stream-out F --
 host-pipeline`, 16 contexts on 8 slots), the stall policy (with the
@@ -89,8 +97,16 @@ def parse_args():
                         metavar="N",
                         help="the dither's run: one capture every N "
                              "instructions of kernels.elf (default 997)")
+    parser.add_argument("--main-build", metavar="DIR",
+                        help="main's build folder for the call stacks' "
+                             "off-path comparison (default: ../main/build "
+                             "beside the source tree, when it exists)")
+    parser.add_argument("--calltree-rounds", type=int, default=40000,
+                        help="calltree.elf's argument for the cost of call "
+                             "stacks (default 40000, about 460 million "
+                             "instructions)")
     parser.add_argument("--only", choices=("trace", "watch", "dither",
-                                           "policy"),
+                                           "callgraph", "policy"),
                         help="run one part only")
     return parser.parse_args()
 
@@ -141,6 +157,9 @@ def main():
     if args.only == "dither":
         measure_dither(args, cop_run)
         return
+    if args.only == "callgraph":
+        measure_callgraph(args, cop_run)
+        return
     traced = [cop_run, "--sample-every", str(args.sample_every), example,
               str(args.rounds)]
     bare = [cop_run, "--sample-every", str(args.sample_every), "--no-trace",
@@ -173,6 +192,7 @@ def main():
         return
     measure_watch(args, cop_run)
     measure_dither(args, cop_run)
+    measure_callgraph(args, cop_run)
     measure_policy(args)
 
 
@@ -189,6 +209,52 @@ def measure_dither(args, cop_run):
           % (args.rounds, args.dither_every, statistics.median(walls),
              statistics.median(cpus), " ".join("%.2f" % r for r in walls),
              counters.group(1) if counters else "?"))
+
+
+def main_build(args):
+    """main's build folder, or None when there is none to compare with."""
+    if args.main_build:
+        return args.main_build
+    source = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    candidate = os.path.join(os.path.dirname(source), "main", "build")
+    return candidate if os.path.exists(candidate) else None
+
+
+def measure_callgraph(args, cop_run):
+    """Call stacks: off against main's path, on against off."""
+    kernels = os.path.join(args.build, "examples", "kernels.elf")
+    calltree = os.path.join(args.build, "tests", "cop", "calltree.elf")
+    if not os.path.exists(calltree):
+        sys.exit("bench/trace-unit: %s is missing: run make" % calltree)
+    main = main_build(args)
+    if main:
+        main_run = os.path.join(main, "bin", "cop-run")
+        off = [cop_run, "--sample-every", str(args.dither_every), kernels,
+               str(args.rounds)]
+        before = [main_run] + off[1:]
+        walls, cpus, _ = measure(off, before, args.pairs)
+        print("call stacks off / main's build (%s): kernels.elf %d, one "
+              "capture every %d: median %.3fx wall, %.3fx CPU  (pairs, "
+              "wall: %s)" % (main, args.rounds, args.dither_every,
+                             statistics.median(walls),
+                             statistics.median(cpus),
+                             " ".join("%.3f" % r for r in walls)))
+    else:
+        print("call stacks off / main's build: no main build found "
+              "(--main-build DIR)")
+    off = [cop_run, "--sample-every", str(args.dither_every), calltree,
+           str(args.calltree_rounds)]
+    on = off[:1] + ["--call-graph", "16"] + off[1:]
+    walls, cpus, stderr = measure(on, off, args.pairs)
+    counters = COUNTERS.search(stderr)
+    print("call stacks on / off: calltree.elf %d, one capture every %d, 16 "
+          "frames: median %.2fx wall, %.2fx CPU  (pairs, wall: %s; %s "
+          "instructions)" % (args.calltree_rounds, args.dither_every,
+                             statistics.median(walls),
+                             statistics.median(cpus),
+                             " ".join("%.2f" % r for r in walls),
+                             counters.group(3) if counters else "?"))
 
 
 def measure_watch(args, cop_run):

@@ -259,6 +259,37 @@ def test_bad_input_with_copsim(cenv, tmp_path):
     assert cenv.copcontrol("--stop").returncode == 0
 
 
+def test_call_graph(cenv, coprof_bin, tmp_path):
+    """--call-graph: refused on a copsim started without it (one line),
+    and with it every sample of the session has its call stack."""
+    sdir = tmp_path / "s"
+    assert cenv.copcontrol("--init").returncode == 0
+    line = one_error_line(cenv.copcontrol("--start", "--call-graph",
+                                          "--session-dir=%s" % sdir),
+                          "copcontrol", 1)
+    assert "--call-graph: the copsim serving on %s was started without it" \
+        % cenv.socket in line
+    assert cenv.copcontrol("--shutdown").returncode == 0
+    result = cenv.copcontrol("--init", "--call-graph=8")
+    assert result.returncode == 0, result.stderr
+    result = cenv.copcontrol("--start", "--call-graph",
+                             "--event=SPU_CYCLES:%d" % COUNT,
+                             "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    assert cenv.host_pipeline().returncode == 0
+    assert cenv.copcontrol("--stop").returncode == 0
+    with session(sdir) as db:
+        samples = key(db, "stream.samples")
+        assert samples > 0
+        assert key(db, "stream.callstacks") == samples
+        assert db.execute("SELECT SUM(count) FROM stacks").fetchone()[0] \
+            == samples
+    report = subprocess.run([coprof_bin("copreport"), "callgraph", "-d",
+                             str(sdir)], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert "samples with call stacks in 4 contexts" in report.stdout
+
+
 def test_help_reads_like_a_manual(cenv):
     for result in (cenv.copcontrol("--help"), cenv.coprof("--help"),
                    cenv.coprof("record", "--help")):

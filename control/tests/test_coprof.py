@@ -39,6 +39,7 @@ def test_record_host_pipeline(cenv, tmp_path):
     assert re.search(r" lost=\d+ \(fifo-overflow=\d+ buffer-full=\d+ "
                      r"no-context=\d+ outside-ls=\d+\) ", result.stderr)
     assert "coprof: session %s" % out in result.stderr
+    assert "call stacks" not in result.stderr
     assert "SPU_CYCLES:10000" in result.stderr
     samples, contexts, sched = assert_complete(out)
     assert samples > 0 and contexts == 4 and sched > 0
@@ -57,6 +58,27 @@ def test_record_host_pipeline(cenv, tmp_path):
     assert (tmp_path / "rec.old" / "session.db").exists()
     assert_complete(tmp_path / "rec.old")
     assert_complete(out)
+
+
+def test_record_call_graph(cenv, tmp_path):
+    """--call-graph: every sample with its stack, said in the summary; the
+    summary has no such line without it (test_record_host_pipeline)."""
+    out = tmp_path / "rec"
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    result = cenv.coprof("record", "--call-graph=4",
+                         "--event=SPU_CYCLES:10000", "-o", str(out), "--",
+                         host, "--contexts", "2", "--frames", "1")
+    assert result.returncode == 0, result.stderr
+    samples, contexts, _ = assert_complete(out)
+    line = re.search(r"^coprof: call stacks: (\d+) samples with their "
+                     r"stack \(copreport callgraph\)$", result.stderr, re.M)
+    assert line and int(line.group(1)) == samples > 0, result.stderr
+    with session(out) as db:
+        assert db.execute("SELECT SUM(count) FROM stacks").fetchone()[0] \
+            == samples
+        depths = {len(f.split()) for (f,) in db.execute(
+            "SELECT frames FROM stacks")}
+        assert max(depths) <= 1 + 4 + 1     # the sample, 4 frames, "..."
 
 
 def text_key(db, name):
@@ -251,6 +273,10 @@ def test_record_interrupted(cenv, tmp_path):
      "a seed needs the dither"),
     (["record", "--dither-seed=5", "--no-dither", "--", "true"], 2,
      "a seed needs the dither"),
+    (["record", "--call-graph=0", "--", "true"], 2,
+     "--call-graph=0: not a depth from 1 to 64"),
+    (["record", "--call-graph=65", "--", "true"], 2, "not a depth"),
+    (["record", "--call-graph=x", "--", "true"], 2, "not a depth"),
 ])
 def test_bad_usage(cenv, tmp_path, args, status, text):
     result = cenv.coprof(*args, cwd=str(tmp_path))

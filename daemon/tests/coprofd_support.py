@@ -81,6 +81,13 @@ class Writer:
         self.parts.append(cs.encode_sample(slot, address) * count)
         self.samples += count
 
+    def callstack(self, slot, frames, depth=None):
+        """The CALLSTACK (1.4) of the sample just written: frames are
+        (return address, overlay), innermost first."""
+        self.record("callstack", slot=slot,
+                    depth=len(frames) if depth is None else depth,
+                    frames=list(frames))
+
     def time(self, slot, cycle, time_ns):
         self.record("time", slot=slot, cycle=cycle, time_ns=time_ns)
 

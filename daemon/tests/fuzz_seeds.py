@@ -6,8 +6,10 @@ sound prefix (START, the image, two bound contexts), the second where the
 rest is split in two feeds -- and then stream bytes.  The seeds are random
 runs of coprofd_support.Simulation (whole streams, no prefix; some with
 the overlay watch on) and poll groups for the prefix's two slots with
-overlay swaps (some placed among the samples), releases, lost samples
-and END records (of a context, twice or of none, with samples after).
+overlay swaps (some placed among the samples), releases, lost samples,
+END records (of a context, twice or of none, with samples after) and
+the samples' call stacks (1.4 CALLSTACK records, some with frames in an
+overlay, some deeper than their frames, some stray).
 """
 
 import argparse
@@ -29,11 +31,19 @@ def prefixed_seed(rng, image):
         for slot in (0, 1):
             for _ in range(rng.randrange(0, 6)):
                 w.sample(slot, rng.choice(image.addresses))
+                if rng.random() < 0.5:
+                    frames = [(rng.choice(image.addresses) + 4,
+                               rng.choice((0, 0, 1, 2, 4)))
+                              for _ in range(rng.randrange(0, 5))]
+                    w.callstack(slot, frames,
+                                len(frames) + rng.choice((0, 0, 3)))
                 if rng.random() < 0.1:
                     w.overlay(slot, rng.randrange(2),
                               rng.choice((0, 1, 2, 3)), placed=True)
             if rng.random() < 0.4:
                 w.overlay(slot, 0, rng.choice((0, 1, 2, 3)))
+            if rng.random() < 0.1:
+                w.callstack(slot, [])       # stray: after no sample
             if rng.random() < 0.2:
                 w.lost_samples(slot, rng.choice((1, 2, 3)), 1)
             w.time(slot, poll * 10, poll * 100)

@@ -73,7 +73,8 @@ struct copdrv_control_reply {
 	uint32_t running;
 	uint32_t slots;
 	uint32_t fifo_depth;
-	uint32_t reserved;
+	uint32_t stack_depth;		/* frames per call stack (the register
+					 * file's area, --call-graph); 0: none */
 	uint64_t clock_hz;
 };
 

@@ -425,6 +425,7 @@ static void reply_init(struct copsim_driver *d, unsigned type,
 	reply->running = (u32)d->running;
 	reply->slots = d->info->n_slots;
 	reply->fifo_depth = d->info->unit->header->fifo_depth;
+	reply->stack_depth = d->info->unit->header->stack_depth;
 	reply->clock_hz = d->info->nominal_hz;
 }
 

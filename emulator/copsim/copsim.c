@@ -127,6 +127,7 @@ static int create_register_file(struct copsim *sim, char *err, size_t errlen)
     geometry.n_slots = sim->config.n_slots;
     geometry.n_contexts = sim->config.n_contexts;
     geometry.fifo_depth = sim->config.fifo_depth;
+    geometry.stack_depth = sim->config.call_graph;
     unlink(sim->regs_path);     /* a dead copsim's: nobody serves it */
     sim->unit = trace_unit_create(sim->regs_path, &geometry, err, errlen);
     if (!sim->unit)

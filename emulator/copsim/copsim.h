@@ -27,11 +27,14 @@
 #define COPSIM_DEFAULT_SLICE        2000000     /* cycles */
 #define COPSIM_DEFAULT_NOMINAL_HZ   3200000000u /* the Cell SPU's 3.2 GHz */
 #define COPSIM_DEFAULT_TICK_US      1000        /* scheduler poll period */
+#define COPSIM_DEFAULT_CALL_GRAPH   16          /* --call-graph's depth */
 
 struct copsim_config {
     uint32_t n_slots;           /* 0: COPSIM_DEFAULT_SLOTS */
     uint32_t n_contexts;        /* 0: COPSIM_DEFAULT_CONTEXTS */
     uint32_t fifo_depth;        /* 0: the trace unit's default */
+    uint32_t call_graph;        /* frames per capture's call stack (the
+                                   register file's stack area); 0: none */
     uint64_t slice_cycles;      /* 0: COPSIM_DEFAULT_SLICE */
     uint64_t max_cycles;        /* per run; 0: no limit */
     uint64_t nominal_hz;        /* 0: COPSIM_DEFAULT_NOMINAL_HZ */

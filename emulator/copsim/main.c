@@ -97,6 +97,9 @@ static void usage(FILE *out)
         "                        that exist at once (default %u)\n"
         "      --fifo-depth N    entries per slot FIFO, a power of two\n"
         "                        (default %u)\n"
+        "      --call-graph[=D]  capture each sample's call stack, up to D\n"
+        "                        frames (1..64, default 16): the register\n"
+        "                        file gets a call-stack area\n"
         "      --clock HZ        nominal coprocessor clock, for rates given\n"
         "                        as time (default 3.2GHz)\n"
         "      --tick-us N       scheduler period while contexts wait\n"
@@ -245,6 +248,10 @@ static int parse_option(int c, const char *arg, struct options *opts)
     case 'F':
         return parse_u32("--fifo-depth", arg, TRACE_MIN_FIFO_DEPTH,
                          TRACE_MAX_FIFO_DEPTH, &config->fifo_depth);
+    case 'G':
+        config->call_graph = COPSIM_DEFAULT_CALL_GRAPH;
+        return arg ? parse_u32("--call-graph", arg, 1, TRACE_MAX_STACK_DEPTH,
+                               &config->call_graph) : 0;
     case 'H':
         return parse_clock(arg, &config->nominal_hz);
     case 'T':
@@ -333,6 +340,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"ram-dir", required_argument, NULL, 'r'},
         {"contexts", required_argument, NULL, 'C'},
         {"fifo-depth", required_argument, NULL, 'F'},
+        {"call-graph", optional_argument, NULL, 'G'},
         {"clock", required_argument, NULL, 'H'},
         {"tick-us", required_argument, NULL, 'T'},
         {"qemu", required_argument, NULL, 'Q'},

@@ -108,6 +108,101 @@ static void test_default_layout(void)
     teardown(&f, NULL);
 }
 
+/*
+ * The call-stack area: after the mailboxes, named by the header, a record
+ * per FIFO entry written with its capture and drained with it; a capture
+ * dropped for a full FIFO leaves the record of the entry it would have
+ * taken (the consumer's) alone.
+ */
+static void test_call_stack_area(void)
+{
+    struct fixture f;
+    struct trace_geometry geo;
+    const struct trace_regs_header *h;
+    struct trace_regs_slot *slot;
+    uint32_t *area, frames[4] = { TRACE_STACK_FRAME(0x8, 0),
+                                  TRACE_STACK_FRAME(0xC, 2),
+                                  TRACE_STACK_FRAME(0x10, 0),
+                                  TRACE_STACK_FRAME(0x14, 0) };
+    struct trace_unit *again;
+    char err[512], *text = NULL;
+    size_t size = 0;
+    uint64_t drained = 0;
+    FILE *out;
+
+    f.dir = g_dir_make_tmp("test-trace-unit-XXXXXX", NULL);
+    f.path = g_build_filename(f.dir, "regs", NULL);
+    trace_geometry_default(&geo);
+    geo.n_slots = 2;
+    geo.fifo_depth = 4;
+    geo.stack_depth = 3;
+    f.unit = trace_unit_create(f.path, &geo, err, sizeof(err));
+    g_assert_nonnull(f.unit);
+    h = f.unit->header;
+    g_assert_cmpuint(h->stack_depth, ==, 3);
+    g_assert_cmpuint(h->stack_offset, ==, h->mailbox_offset + 2 * 1024);
+    g_assert_cmpuint(h->file_size, ==, h->stack_offset + 2 * 4 * 4 * 4);
+    again = trace_unit_open(f.path, err, sizeof(err));
+    g_assert_nonnull(again);
+    trace_unit_close(again, 0);
+
+    slot = trace_unit_slot(f.unit, 1);
+    area = trace_stack_area(f.unit->base, h, 1);
+    g_assert_true((uint8_t *)area == f.unit->base + h->stack_offset + 64);
+    g_assert_cmpint(trace_slot_capture_stack(f.unit, slot, area, 0x1, 0,
+                                             frames), ==, 1);
+    g_assert_cmpint(trace_slot_capture_stack(f.unit, slot, area, 0x2, 2,
+                                             frames), ==, 1);
+    g_assert_cmpint(trace_slot_capture_stack(f.unit, slot, area, 0x3, 4,
+                                             frames), ==, 1);
+    g_assert_cmpint(trace_slot_capture_stack(f.unit, slot, area, 0x4, 1,
+                                             frames + 3), ==, 1);
+    /* Full: dropped, and entry 0's record (the consumer's) untouched. */
+    g_assert_cmpint(trace_slot_capture_stack(f.unit, slot, area, 0x5, 3,
+                                             frames + 1), ==, 0);
+    g_assert_cmpuint(area[0], ==, 0);
+    out = open_memstream(&text, &size);
+    g_assert_cmpint(trace_slot_drain_to(f.unit, 1, out, &drained, err,
+                                        sizeof(err)), ==, 0);
+    fclose(out);
+    g_assert_cmpstr(text, ==, "0x00004\n"
+                              "0x00008 0x00020 0x00030@2\n"
+                              "0x0000c 0x00020 0x00030@2 0x00040 ...\n"
+                              "0x00010 0x00050\n");
+    free(text);
+
+    geo.stack_depth = TRACE_MAX_STACK_DEPTH + 1;
+    g_assert_null(trace_unit_create("/nonexistent/x", &geo, err,
+                                    sizeof(err)));
+    g_assert_nonnull(strstr(err, "call-stack depth 65 is above 64"));
+    teardown(&f, NULL);
+}
+
+static void expect_open_error(struct fixture *f,
+                              void (*damage)(uint8_t *bytes, gsize *size),
+                              const char *reason);
+
+static void damage_stack_depth(uint8_t *b, gsize *size) { b[84] = 4; }
+
+/* A header whose call-stack area does not match its file is refused. */
+static void test_call_stack_area_damaged(void)
+{
+    struct fixture f;
+    struct trace_geometry geo;
+    char err[512];
+
+    f.dir = g_dir_make_tmp("test-trace-unit-XXXXXX", NULL);
+    f.path = g_build_filename(f.dir, "regs", NULL);
+    trace_geometry_default(&geo);
+    geo.n_slots = 2;
+    geo.fifo_depth = 4;
+    geo.stack_depth = 3;
+    f.unit = trace_unit_create(f.path, &geo, err, sizeof(err));
+    g_assert_nonnull(f.unit);
+    expect_open_error(&f, damage_stack_depth, "the geometry needs");
+    teardown(&f, NULL);
+}
+
 static void test_bad_geometry(void)
 {
     struct trace_geometry geo;
@@ -1092,6 +1187,9 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/trace-unit/default-layout", test_default_layout);
     g_test_add_func("/trace-unit/bad-geometry", test_bad_geometry);
+    g_test_add_func("/trace-unit/call-stack-area", test_call_stack_area);
+    g_test_add_func("/trace-unit/call-stack-area-damaged",
+                    test_call_stack_area_damaged);
     g_test_add("/trace-unit/corrupt-files", struct fixture, NULL, setup,
                test_corrupt_files, teardown);
     g_test_add("/trace-unit/padded-file", struct fixture, NULL, setup,

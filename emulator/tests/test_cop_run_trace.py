@@ -154,8 +154,11 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
                               "16777215"),
     (["--sample-every", "16777216"], "not a count from 1 to 16777215"),
     (["--sample-every", "9x"], "--sample-every '9x'"),
-    (["--reference"], "--reference, --samples-out, --events-out, --no-watch "
-                      "and --exact-counts need --sample-every N"),
+    (["--reference"], "--reference, --samples-out, --events-out, --no-watch, "
+                      "--exact-counts and --call-graph need --sample-every N"),
+    (["--call-graph", "4"], "need --sample-every N"),
+    (["--sample-every", "5", "--call-graph", "65"],
+     "--call-graph '65': not a depth from 1 to 64"),
     (["--samples-out", "x"], "need --sample-every N"),
     (["--exact-counts", "x"], "need --sample-every N"),
     (["--events-out", "x"], "need --sample-every N"),

@@ -8,7 +8,8 @@
  * samples), LOST (no more samples or guard changes).  TIME, CONTEXT and
  * RELEASE close a group.  A placed OVERLAY (stream 1.1) sits among the
  * samples: it leaves the phase as it is, but may not follow the group's
- * unplaced OVERLAY or LOST records.
+ * unplaced OVERLAY or LOST records.  A CALLSTACK (stream 1.4) must follow
+ * a sample of its slot immediately.
  */
 #include "kernel-driver/tests/stream-rules.h"
 
@@ -50,6 +51,7 @@ static void free_context(gpointer data)
 	g_array_free(context->addresses, TRUE);
 	g_array_free(context->overlays, TRUE);
 	g_array_free(context->overlay_at, TRUE);
+	g_array_free(context->stacks, TRUE);
 	g_free(context);
 }
 
@@ -68,6 +70,7 @@ static struct rules_context *context_for(struct stream_rules *rules,
 	context->overlays = g_array_new(FALSE, FALSE,
 					 sizeof(struct copstream_overlay));
 	context->overlay_at = g_array_new(FALSE, FALSE, sizeof(guint));
+	context->stacks = g_array_new(FALSE, FALSE, sizeof(struct rules_stack));
 	g_hash_table_insert(rules->contexts, &context->id, context);
 	return context;
 }
@@ -132,6 +135,31 @@ static void on_samples(void *user, guint64 offset,
 					       samples[i].slot)->addresses,
 				   samples[i].address);
 	}
+	if (count) {
+		rules->after_sample = 1;
+		rules->sample_slot = samples[count - 1].slot;
+	}
+}
+
+/* CALLSTACK: right after a sample of its slot, kept for its context. */
+static void on_callstack(struct stream_rules *rules,
+			 const struct copstream_record *rec)
+{
+	const struct copstream_callstack *c = &rec->u.callstack;
+	struct rules_slot *s = &rules->slots[c->slot];
+	struct rules_stack stack = { c->depth, c->n_frames, { 0 } };
+
+	s->callstacks++;
+	if (!rules->after_sample || rules->sample_slot != c->slot ||
+	    !s->has_context) {
+		violation(rules, rec->offset, "CALLSTACK of slot %u not right "
+			  "after a sample of it", c->slot);
+		return;
+	}
+	for (guint32 i = 0; i < c->n_frames; i++)
+		stack.frames[i] = copstream_frame(c->frames, i);
+	g_array_append_val(context_for(rules, s->context_id, c->slot)->stacks,
+			   stack);
 }
 
 static void on_image(struct stream_rules *rules,
@@ -243,6 +271,8 @@ static void keep_record(struct stream_rules *rules,
 	copy.payload = NULL;
 	if (copy.code == COPSTREAM_IMAGE)
 		copy.u.image.path = NULL;
+	if (copy.code == COPSTREAM_CALLSTACK)
+		copy.u.callstack.frames = NULL;
 	g_array_append_val(rules->records, copy);
 }
 
@@ -251,6 +281,9 @@ static void on_record(void *user, const struct copstream_record *rec)
 	struct stream_rules *rules = user;
 
 	keep_record(rules, rec);
+	if (rec->code == COPSTREAM_CALLSTACK)
+		on_callstack(rules, rec);
+	rules->after_sample = 0;
 	switch (rec->code) {
 	case COPSTREAM_START:
 		if (!rules->started)

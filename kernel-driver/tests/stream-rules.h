@@ -44,6 +44,14 @@ struct rules_slot {
 	guint64 times;			/* TIME records */
 	guint64 stalls;			/* sum of STALL counts */
 	guint64 stall_ns;		/* sum of STALL times */
+	guint64 callstacks;		/* CALLSTACK records (1.4) */
+};
+
+/* A sample's CALLSTACK (1.4), frames innermost first. */
+struct rules_stack {
+	guint32 depth;
+	guint32 n_frames;
+	guint64 frames[COPSTREAM_MAX_FRAMES];
 };
 
 struct rules_context {
@@ -53,6 +61,8 @@ struct rules_context {
 	guint64 switches;		/* CONTEXT records naming it */
 	GArray *overlays;		/* struct copstream_overlay */
 	GArray *overlay_at;		/* guint: addresses before each one */
+	GArray *stacks;			/* struct rules_stack, one per sample
+					 * that had one, in stream order */
 };
 
 struct stream_rules {
@@ -66,6 +76,8 @@ struct stream_rules {
 					 * payload and path pointers NULL */
 	GHashTable *contexts;		/* id -> struct rules_context */
 	GArray *images;			/* struct copstream_image_id */
+	int after_sample;		/* the last item was a sample ... */
+	guint32 sample_slot;		/* ... of this slot */
 	guint64 violations;
 	GPtrArray *messages;		/* the first RULES_KEPT_VIOLATIONS */
 };

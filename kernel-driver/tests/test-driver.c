@@ -41,8 +41,8 @@ struct fixture {
 
 /* ---- Fixture ------------------------------------------------------------- */
 
-static void setup_with(struct fixture *f, guint32 slots, guint32 depth,
-		       unsigned int flags)
+static void setup_stacks(struct fixture *f, guint32 slots, guint32 depth,
+			 guint32 stack_depth, unsigned int flags)
 {
 	struct trace_geometry geo;
 	char err[512] = "";
@@ -54,6 +54,7 @@ static void setup_with(struct fixture *f, guint32 slots, guint32 depth,
 	trace_geometry_default(&geo);
 	geo.n_slots = slots;
 	geo.fifo_depth = depth;
+	geo.stack_depth = stack_depth;
 	f->unit = trace_unit_create_temp(f->dir, &geo, err, sizeof(err));
 	g_assert_nonnull(f->unit);
 	f->os = copdrv_hosted_create(f->unit->base, f->unit->size, flags,
@@ -66,6 +67,12 @@ static void setup_with(struct fixture *f, guint32 slots, guint32 depth,
 		f->ls[i] = g_malloc0(LS_SIZE);
 		f->queued[i] = g_array_new(FALSE, FALSE, sizeof(guint32));
 	}
+}
+
+static void setup_with(struct fixture *f, guint32 slots, guint32 depth,
+		       unsigned int flags)
+{
+	setup_stacks(f, slots, depth, 0, flags);
 }
 
 static void teardown(struct fixture *f)
@@ -802,6 +809,119 @@ static void test_buffer_full(void)
 	teardown(&f);
 }
 
+/* ---- Call stacks ---------------------------------------------------------- */
+
+#define STACK_DEPTH	4	/* frames per record in these tests */
+
+/* The stack the producer records with PC field `field`: depth field % 7
+ * (so some are deeper than the records), frames from the field, the
+ * second in overlay 2.  Returns the depth. */
+static guint32 stack_of(guint16 field, guint32 *frames)
+{
+	guint32 depth = field % 7;
+
+	for (guint32 i = 0; i < depth && i < STACK_DEPTH; i++)
+		frames[i] = TRACE_STACK_FRAME((0x200u + 3u * field + i) &
+					      0x3FFFu, i == 1 ? 2 : 0);
+	return depth;
+}
+
+/* capture() with each capture's call stack. */
+static void capture_stacked(struct fixture *f, guint32 slot, guint32 id,
+			    guint32 count)
+{
+	struct trace_regs_slot *s = trace_unit_slot(f->unit, slot);
+	guint32 *area = trace_stack_area(f->unit->base, f->unit->header, slot);
+	guint32 frames[STACK_DEPTH];
+
+	for (guint32 i = 0; i < count; i++) {
+		guint16 field = field_of(id, f->queued[id]->len);
+		guint32 address = (guint32)field << 2;
+		guint32 depth = stack_of(field, frames);
+
+		if (trace_slot_capture_stack(f->unit, s, area, field, depth,
+					     frames))
+			g_array_append_val(f->queued[id], address);
+	}
+}
+
+/* Every sample of context id in the stream has its CALLSTACK, and it
+ * holds the frames recorded with that capture. */
+static void assert_stacks(struct fixture *f, guint32 id)
+{
+	struct rules_context *c = stream_rules_context(f->rules, id);
+	guint32 frames[STACK_DEPTH];
+
+	g_assert_nonnull(c);
+	g_assert_cmpuint(c->stacks->len, ==, c->addresses->len);
+	for (guint i = 0; i < c->addresses->len; i++) {
+		guint16 field = (guint16)(g_array_index(c->addresses, guint32,
+							i) >> 2);
+		const struct rules_stack *got = &g_array_index(
+			c->stacks, struct rules_stack, i);
+		guint32 depth = stack_of(field, frames);
+
+		g_assert_cmpuint(got->depth, ==, depth);
+		g_assert_cmpuint(got->n_frames, ==, MIN(depth, STACK_DEPTH));
+		for (guint32 k = 0; k < got->n_frames; k++)
+			g_assert_cmphex(got->frames[k], ==, copstream_frame_word(
+				(guint32)TRACE_STACK_FRAME_FIELD(frames[k]) << 2,
+				TRACE_STACK_FRAME_OVERLAY(frames[k])));
+	}
+}
+
+/* With a call-stack area every sample goes out with its CALLSTACK right
+ * after it, deeper stacks cut to the area's depth (stream 1.4). */
+static void test_call_stacks(void)
+{
+	struct fixture f;
+
+	setup_stacks(&f, 2, 1024, STACK_DEPTH, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	bind_context(&f, 1, 2);
+	start(&f, 1000000, 0, 1);
+	for (guint32 poll = 0; poll < 6; poll++) {
+		capture_stacked(&f, 0, 1, 500);
+		capture_stacked(&f, 1, 2, 300);
+		copdrv_poll(f.drv);
+	}
+	stop_and_check(&f);
+	assert_addresses(&f, 1);
+	assert_addresses(&f, 2);
+	assert_stacks(&f, 1);
+	assert_stacks(&f, 2);
+	assert_conservation(&f, 2);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_CALLSTACK), ==, 4800);
+	teardown(&f);
+}
+
+/* A buffer that cannot take everything loses whole samples: never a
+ * sample without its stack, nor a stack without its sample. */
+static void test_call_stacks_buffer_full(void)
+{
+	struct fixture f;
+	guint64 lost_full = 0;
+
+	setup_stacks(&f, 2, 1024, STACK_DEPTH, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	bind_context(&f, 1, 2);
+	start(&f, 1000000, COPDRV_BUFFER_MIN, 0);
+	for (guint32 poll = 0; poll < 40; poll++) {
+		capture_stacked(&f, 0, 1, 1000);
+		capture_stacked(&f, 1, 2, 700);
+		copdrv_poll(f.drv);
+	}
+	stop_and_check(&f);
+	for (guint32 i = 0; i < 2; i++)
+		lost_full += f.rules->slots[i].lost[COPSTREAM_LOST_BUFFER_FULL];
+	g_assert_cmpuint(lost_full, >, 0);
+	g_assert_cmpuint(f.rules->decoder.stats.samples, >, 0);
+	assert_stacks(&f, 1);
+	assert_stacks(&f, 2);
+	assert_conservation(&f, 2);
+	teardown(&f);
+}
+
 /* Samples drained from a slot nothing is bound to are lost, no-context. */
 static void test_no_context(void)
 {
@@ -963,6 +1083,9 @@ int main(int argc, char **argv)
 			test_conservation_slicing);
 	g_test_add_func("/driver/stall-doorbell", test_stall_doorbell);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);
+	g_test_add_func("/driver/call-stacks", test_call_stacks);
+	g_test_add_func("/driver/call-stacks-buffer-full",
+			test_call_stacks_buffer_full);
 	g_test_add_func("/driver/no-context", test_no_context);
 	g_test_add_func("/driver/restart", test_restart);
 	g_test_add_func("/driver/reader-gone", test_reader_gone);

@@ -1,4 +1,5 @@
-"""copreport's command line: the profile (default) and `timeline`.
+"""copreport's command line: the profile (default), `timeline` and
+`callgraph`.
 
 Every error is one line "copreport: THING: reason" on stderr, never a
 traceback: exit status 2 for bad usage (options, their values, filters
@@ -13,8 +14,8 @@ import contextlib
 import os
 import sys
 
-from . import annotate, archive, diff, export, html, output, profile
-from . import timeline
+from . import annotate, archive, callgraph, diff, export, html, output
+from . import profile, timeline
 from . import session as session_mod
 
 PROG = "copreport"
@@ -88,8 +89,8 @@ examples:
   copreport --format json --separate=none > profile.json
   copreport timeline -o trace.json --png timeline.png
 
-see also: copreport SUBCOMMAND --help (timeline, annotate, export, diff,
-          html, archive); report/README.md"""
+see also: copreport SUBCOMMAND --help (timeline, callgraph, annotate,
+          export, diff, html, archive); report/README.md"""
 
 TIMELINE_DESCRIPTION = """\
 Write the session's timeline as Chrome trace event JSON, which Perfetto
@@ -116,6 +117,38 @@ examples:
   copreport timeline -o trace.json
   copreport timeline -d DIR -o trace.json --png timeline.png
   copreport timeline --tracks=context -o trace.json   # one per context"""
+
+
+CALLGRAPH_DESCRIPTION = """\
+Print the call graph of a session recorded with --call-graph (coprof
+record --call-graph, copcontrol --call-graph), like perf report -g caller
+and gprof's call graph: per function its inclusive samples (those whose
+call stack holds it, once per stack however deep it recurses) and its self
+samples (those taken in it), each with its share of all the samples with
+call stacks and its 95% Wilson score interval; then per function its
+callers and its callees, each edge with the samples whose stack has the
+callee right inside the caller.
+
+The stacks come from the trace unit's shadow stack (docs/trace-unit.md,
+"Call stacks"): exact, without frame pointers; a tail call leaves no
+frame, so a tail-called function's caller is the one it returns to.
+Overlay functions sharing an address are apart, each caller named with the
+overlay it was called from.  Functions are ordered by inclusive samples."""
+
+CALLGRAPH_EPILOG = """\
+files:
+  DIR/session.db      the stacks table (docs/session-format.md), read-only
+  DIR/images/         the coprocessor images, for function names
+  default DIR         ./coprof_data, else $XDG_DATA_HOME/coprof/current
+
+exit status:
+  0  written; 1  no, unreadable or damaged session, a session without
+  call stacks, an unwritable output; 2  bad usage
+
+examples:
+  copreport callgraph
+  copreport callgraph -d DIR --threshold 2
+  copreport callgraph --context 3 --format json -o graph.json"""
 
 
 class UsageError(Exception):
@@ -172,12 +205,29 @@ def _session_arg(p, several=False):
                         "./coprof_data, else $XDG_DATA_HOME/coprof/current)")
 
 
+def _selection_args(p, hidden, what):
+    """--threshold (hiding `hidden`), --image and --context (keeping the
+    `what` of them)."""
+    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
+                   metavar="PERCENT",
+                   help="leave out %s (0-100, default 0)" % hidden)
+    p.add_argument("-i", "--image", action="append", default=[],
+                   metavar="NAME",
+                   help="only %s of this image: its short name, its file, "
+                        "or its number (repeatable)" % what)
+    p.add_argument("-c", "--context", action="append", default=[],
+                   metavar="N",
+                   help="only %s of this context: coprofd's number N, "
+                        "pid:PID or tid:TID (repeatable)" % what)
+
+
 def report_parser():
     p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
                epilog=REPORT_EPILOG,
                usage="%(prog)s [-d DIR]... [OPTIONS]\n"
                      "       %(prog)s timeline [-d DIR] -o FILE.json "
                      "[--png FILE]\n"
+                     "       %(prog)s callgraph [-d DIR] [OPTIONS]\n"
                      "       %(prog)s annotate [-d DIR] [SYMBOL...]\n"
                      "       %(prog)s export [-d DIR]... --format FMT "
                      "-o FILE\n"
@@ -190,18 +240,7 @@ def report_parser():
                    choices=profile.SEPARATIONS,
                    help="group rows by context, slot, image or none "
                         "(default none)")
-    p.add_argument("-t", "--threshold", type=_threshold, default=0.0,
-                   metavar="PERCENT",
-                   help="leave out rows under PERCENT of their group "
-                        "(0-100, default 0)")
-    p.add_argument("-i", "--image", action="append", default=[],
-                   metavar="NAME",
-                   help="only samples of this image: its short name, its "
-                        "file, or its number (repeatable)")
-    p.add_argument("-c", "--context", action="append", default=[],
-                   metavar="N",
-                   help="only samples of this context: coprofd's number N, "
-                        "pid:PID or tid:TID (repeatable)")
+    _selection_args(p, "rows under PERCENT of their group", "samples")
     p.add_argument("--side", default="all", choices=profile.SIDES,
                    metavar="SIDE",
                    help="cop: the coprocessors' samples; host: the host "
@@ -277,8 +316,8 @@ of every sample: pprof as sample labels (context, pid, tid, image,
 overlay) and files IMAGE:SECTION; callgrind with the context as the
 outermost caller, ob= the image and fl= IMAGE:SECTION; folded and
 speedscope with the context as the first frame (speedscope: a profile per
-context).  Until sessions hold call stacks, a sample's stack is its
-function alone; every sample of the session is in the export once."""
+context).  A session recorded with --call-graph exports its call stacks;
+any other exports each sample's function alone, every sample once."""
 
 EXPORT_EPILOG = """\
 examples:
@@ -292,6 +331,14 @@ examples:
 exit status:
   0  written; 1  no, unreadable or damaged session, sessions sampled at
   different periods, unwritable output; 2  bad usage"""
+
+
+def callgraph_parser():
+    p = _subparser("callgraph", CALLGRAPH_DESCRIPTION, CALLGRAPH_EPILOG)
+    _session_arg(p)
+    _selection_args(p, "functions under PERCENT inclusive", "stacks")
+    _format_output_args(p, tuple(callgraph.WRITERS))
+    return p
 
 
 def annotate_parser():
@@ -346,7 +393,8 @@ exit status:
 
 def _format_output_args(p, formats):
     p.add_argument("-f", "--format", default="text", choices=formats,
-                   metavar="FMT", help="text, csv or json (default text)")
+                   metavar="FMT", help="%s or %s (default text)"
+                   % (", ".join(formats[:-1]), formats[-1]))
     p.add_argument("-o", "--output", metavar="FILE", type=_file_name,
                    help="write to FILE instead of standard output")
 
@@ -567,6 +615,21 @@ def run_timeline(args):
         s.close()
 
 
+def run_callgraph(args):
+    if args.output is not None:
+        _check_writable(args.output)
+    with _opened([args.dir]) as (s,):
+        try:
+            graph = callgraph.build(s, args.context, args.image)
+        except profile.FilterError as e:
+            raise UsageError(str(e))
+        except callgraph.NoStacks as e:
+            raise RuntimeFailure(str(e))
+        writer = callgraph.WRITERS[args.format]
+        _write(args.output, lambda f: writer(graph, f, s.name,
+                                             args.threshold))
+
+
 def run_annotate(args):
     if args.output is not None:
         _check_writable(args.output)
@@ -637,6 +700,7 @@ SUBCOMMANDS = {
     "archive": (archive_parser, run_archive),
     "diff": (diff_parser, run_diff),
     "timeline": (timeline_parser, run_timeline),
+    "callgraph": (callgraph_parser, run_callgraph),
     "annotate": (annotate_parser, run_annotate),
     "export": (export_parser, run_export),
 }

@@ -8,9 +8,10 @@ image, its overlay and its function (Frame).  Until a session holds call
 stacks, a sample's stack is its leaf frame alone: one stack per row of
 the profile by context (profile.build(..., "context")), so that every
 sample of the session, exact, ambiguous, unmapped or orphan, is in
-exactly one stack and the exports add up to the report.  A session with
-a stack table (the call-graph work) feeds its stacks through stacks()
-and every exporter follows.
+exactly one stack and the exports add up to the report.  A session
+recorded with --call-graph gives its call stacks instead
+(callgraph.call_stacks(), the samples that came with their stack), and
+every exporter carries them.
 
 How each format keeps image, overlay and context:
 
@@ -67,15 +68,29 @@ def stacks(session, prof):
     """Every sample of the session as Stacks, per context.  prof is the
     session's profile by context (profile.build(session, "context")).
 
-    This is the one place stacks come from: with no stack table in the
-    session each sample's stack is its leaf frame, one Stack per row of
-    its context.  When coprofd stores call stacks, this function reads
-    them from the session instead (same Stacks), and every exporter
-    carries them."""
-    del session     # the leaf-only stacks are all in the profile's rows
+    This is the one place stacks come from.  A session recorded with
+    --call-graph gives its call stacks (callgraph.call_stacks(): every
+    sample that came with its stack, the outermost caller first, a cut
+    stack starting with "[...]"); any other gives each sample's leaf frame
+    alone, one Stack per row of its context."""
+    from . import callgraph     # callgraph builds on profile, as this does
+    got = False
+    for context, frames, count in callgraph.call_stacks(
+            session, prof.images, prof.contexts):
+        got = True
+        yield Stack(context, tuple(call_frame(f) for f in reversed(frames)),
+                    count)
+    if got:
+        return
     for g in prof.groups:
         for r in g.sorted:
             yield Stack(g.context, (leaf_frame(r),), r.samples)
+
+
+def call_frame(frame):
+    """The Frame of a callgraph.Frame (a sampled place or a call site)."""
+    return Frame(frame.image, frame.section if frame.overlay else "",
+                 frame.function, frame.file_offset)
 
 
 def all_stacks(sessions, prof_of):

@@ -65,17 +65,18 @@ class FilterError(Exception):
 LOSS_WARN_PERCENT = 1.0
 
 
-def interval(k, n):
-    """(p, low, high) of a share k/n with its 95% Wilson score interval:
-    the p0 for which |k/n - p0| <= z sqrt(p0 (1 - p0) / n), that is
+def interval(k, n, z=Z95):
+    """(p, low, high) of a share k/n with its 95% Wilson score interval
+    (another confidence with its z): the p0 for which |k/n - p0| <=
+    z sqrt(p0 (1 - p0) / n), that is
     (p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
     if n <= 0:
         return 0.0, 0.0, 0.0
     p = k / n
-    z2 = Z95 * Z95
+    z2 = z * z
     scale = 1.0 + z2 / n
     centre = (p + z2 / (2.0 * n)) / scale
-    half = Z95 * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / scale
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / scale
     # the bounds are exact at 0 and 1; rounding must not cross p
     return p, min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
 

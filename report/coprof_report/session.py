@@ -90,6 +90,8 @@ COLUMNS = {
                         ("function_offset", "uint"), ("count", "count")),
     "stalls": (("slot", "uint?"), ("context", "id?"), ("count", "count"),
                ("ns", "count")),
+    "stacks": (("context", "id?"), ("image", "id?"), ("frames", "text"),
+               ("count", "count")),
     "sched_events": (("order_num", "int"), ("time_ns", "int"),
                      ("kind", "text?"), ("slot", "int?"),
                      ("context_id", "int?"), ("cycle", "int?"),
@@ -125,6 +127,7 @@ REFERENCES = (
     ("unmapped_samples", "image", "images"),
     ("lost_events", "context", "contexts"),
     ("stalls", "context", "contexts"),
+    ("stacks", "context", "contexts"), ("stacks", "image", "images"),
     ("bindings", "context", "contexts"),
     ("sample_timeline", "context", "contexts"),
     ("sample_timeline", "image", "images"),
@@ -139,7 +142,7 @@ INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
             "host.samples_lost": 0, "host.sched_lost": 0}
 
 # Tables of COLUMNS that a session written before they existed lacks.
-LATER_TABLES = ("stalls", "host_threads", "host_sched_events",
+LATER_TABLES = ("stalls", "stacks", "host_threads", "host_sched_events",
                 "host_locations", "host_samples")
 
 END_STATES = ("live", "complete", "incomplete")

@@ -73,6 +73,7 @@ def template(new_session, host_schema, test_image, tmp_path_factory):
     db.execute("INSERT INTO bindings VALUES (1, 0, 1, 0, 100, 2000000,"
                " 3000000, 'switch')")
     db.execute("INSERT INTO sample_timeline VALUES (1, 1, 0, ?, 1)", (MAIN,))
+    db.execute("INSERT INTO stacks VALUES (1, 1, ?, 1)", ("0x%x" % MAIN,))
     db.execute("INSERT INTO sched_events (order_num, ring, seq, time_ns,"
                " kind, slot, context_id, cycle, host_pid, host_tid, message)"
                " VALUES (1, 0, 0, 1500000, 'bind', 0, 11, 5, 100, 101,"
