@@ -110,13 +110,16 @@ def readme_blocks(text):
 
 def stable(line):
     """A sample line with what changes from run to run masked: the seed,
-    counts, stall time, offsets of embedded images (another build)."""
+    counts, stall time, offsets of embedded images (another build), the
+    host side's threads and events."""
     line = re.sub(r"seed \d+", "seed S", line)
     line = re.sub(r"@0x[0-9a-f]+", "@0xH", line)
     line = re.sub(r"stalled [\d.]+ ms in \d+ stalls \([\d.]+%",
                   "stalled T ms in N stalls (P%", line)
     line = re.sub(r"\b(samples=|sched_events=|total |exact )\d+", r"\1N",
                   line)
+    line = re.sub(r"events of \d+ threads \(\d+ events",
+                  "events of N threads (E events", line)
     return re.sub(r"^  \d+ samples$", "  N samples", line)
 
 
