@@ -11,9 +11,15 @@
  *
  * The log may be older than the session (copcontrol's copsim keeps one log
  * for all its sessions, and a log file outlives a copsim that did not
- * remove it), so a session starts at its stream's START: schedlog_start_at()
- * turns START's CLOCK_MONOTONIC time into the log's order and nothing
- * before it is read.
+ * remove it), so a session starts at its stream's START:
+ * schedlog_start_at() turns START's CLOCK_MONOTONIC time into the log's
+ * order and no event before it is imported.  One thing before the START
+ * is the session's all the same: where its contexts were created
+ * (copcontrol --start while the program runs).  The skipped part is read
+ * once for the `create` events of the copsim that wrote last (a `start`
+ * event begins a copsim, whose contexts are numbered anew), and
+ * schedlog_import() gives each context of the session without a creation
+ * stack the one of its `create`, without importing the event.
  */
 #include "daemon/schedlog.h"
 #include "eventlog/coplog.h"
@@ -37,7 +43,20 @@ struct schedlog {
     uint64_t uncommitted;           /* events imported since the commit */
     bool has_start;                 /* schedlog_start_at() was called */
     uint64_t start_ns;              /* its CLOCK_MONOTONIC time */
+    GArray *early_creates;          /* struct early_create, before START */
 };
+
+/* A context's creation before the session's START: its copsim id, the
+ * stack= of its `create` event. */
+struct early_create {
+    int64_t context_id;
+    char *stack;
+};
+
+static void early_create_clear(gpointer data)
+{
+    g_free(((struct early_create *)data)->stack);
+}
 
 struct schedlog *schedlog_new(const char *path, uint64_t position, bool quiet)
 {
@@ -46,6 +65,9 @@ struct schedlog *schedlog_new(const char *path, uint64_t position, bool quiet)
     log->path = g_strdup(path);
     log->quiet = quiet;
     log->committed = log->position = position;
+    log->early_creates = g_array_new(FALSE, FALSE,
+                                     sizeof(struct early_create));
+    g_array_set_clear_func(log->early_creates, early_create_clear);
     return log;
 }
 
@@ -55,6 +77,7 @@ void schedlog_free(struct schedlog *log)
         return;
     if (log->reader != NULL)
         coplog_reader_close(log->reader);
+    g_array_free(log->early_creates, TRUE);
     g_free(log->path);
     g_free(log);
 }
@@ -67,14 +90,63 @@ static void warn(struct schedlog *log, const char *message)
     log->warned = true;
 }
 
-/* Moves a position before the session's start up to it. */
+static void remember_create(struct schedlog *log, const char *message)
+{
+    struct store_sched_event row;
+    char *kind, *stack;
+
+    schedlog_parse_message(message, &row, &kind, &stack);
+    if (kind != NULL && strcmp(kind, "start") == 0) {
+        g_array_set_size(log->early_creates, 0);    /* a new copsim */
+    } else if (kind != NULL && strcmp(kind, "create") == 0 &&
+               stack != NULL && row.context_id >= 0) {
+        struct early_create c = {row.context_id, stack};
+
+        g_array_append_val(log->early_creates, c);
+        stack = NULL;
+    }
+    g_free(kind);
+    g_free(stack);
+}
+
+/* The `create` events from the reader's position up to order. */
+static void read_early_creates(struct schedlog *log, uint64_t order)
+{
+    char message[MESSAGE_MAX];
+    struct coplog_event event;
+
+    coplog_reader_seek(log->reader, log->committed);
+    while (coplog_reader_next(log->reader, &event, COPLOG_READ_ALL) > 0 &&
+           event.order < order) {
+        coplog_event_format(&event, message, sizeof message);
+        remember_create(log, message);
+    }
+}
+
+/* Moves a position before the session's start up to it, remembering the
+ * creations it skips. */
 static void skip_to_start(struct schedlog *log)
 {
     if (!log->has_start)
         return;
     uint64_t order = coplog_reader_ns_order(log->reader, log->start_ns);
-    if (log->committed < order)
+    if (log->committed < order) {
+        read_early_creates(log, order);
         log->committed = log->position = order;
+    }
+}
+
+/* Creation stacks for the session's contexts created before its START. */
+static int link_early_creates(struct schedlog *log, struct store *store)
+{
+    for (guint i = 0; i < log->early_creates->len; i++) {
+        struct early_create *c = &g_array_index(log->early_creates,
+                                                struct early_create, i);
+
+        if (store_set_creation_stack(store, c->context_id, c->stack) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static bool open_reader(struct schedlog *log)
@@ -235,6 +307,8 @@ int64_t schedlog_import(struct schedlog *log, struct store *store, bool live)
     if (rc < 0 && !log->quiet)
         g_printerr("coprofd: %s\n", coplog_reader_error(log->reader));
     log->uncommitted += (uint64_t)copied;
+    if (link_early_creates(log, store) != 0)
+        return -1;
     if (store_put_meta_text(store, "eventlog.path", log->path) != 0 ||
         store_put_meta_int(store, "eventlog.position",
                            (int64_t)log->position) != 0)

@@ -116,7 +116,7 @@ enum statement {
     ST_TIMELINE, ST_CLEAR_PENDING, ST_PENDING,
     ST_OVERLAY_EVENT, ST_LOST, ST_STALL, ST_STACK, ST_TIME, ST_ERROR_COUNT,
     ST_ERROR,
-    ST_SCHED, ST_LINK_STACKS,
+    ST_SCHED, ST_LINK_STACKS, ST_SET_STACK,
     ST_COUNT
 };
 
@@ -180,6 +180,8 @@ static const char *const statement_sql[ST_COUNT] = {
         " time_ns, level, pid, tid, cpu, kind, slot, context_id, cycle,"
         " host_pid, host_tid, stack, message) VALUES (?1, ?2, ?3, ?4, ?5,"
         " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    [ST_SET_STACK] = "UPDATE contexts SET creation_stack = ?2"
+        " WHERE context_id = ?1 AND creation_stack IS NULL",
     [ST_LINK_STACKS] = "UPDATE contexts SET creation_stack = (SELECT e.stack"
         " FROM sched_events e WHERE e.kind = 'create'"
         " AND e.context_id = contexts.context_id AND e.stack IS NOT NULL"
@@ -873,4 +875,14 @@ int store_put_sched_event(struct store *store,
 int store_link_creation_stacks(struct store *store)
 {
     return run(store, statement(store, ST_LINK_STACKS));
+}
+
+int store_set_creation_stack(struct store *store, int64_t context_id,
+                             const char *stack)
+{
+    sqlite3_stmt *st = statement(store, ST_SET_STACK);
+
+    sqlite3_bind_int64(st, 1, context_id);
+    sqlite3_bind_text(st, 2, stack, -1, SQLITE_STATIC);
+    return run(store, st);
 }

@@ -173,6 +173,10 @@ int store_put_sched_event(struct store *store,
                           const struct store_sched_event *event);
 /* Copies creation stacks from "create" events into contexts lacking one. */
 int store_link_creation_stacks(struct store *store);
+/* The creation stack of the context copsim numbers context_id, when it
+ * has none yet (one created before the session's START). */
+int store_set_creation_stack(struct store *store, int64_t context_id,
+                             const char *stack);
 
 /* The message of the last SQLite failure, for warnings. */
 const char *store_last_error(const struct store *store);
