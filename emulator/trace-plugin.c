@@ -73,6 +73,7 @@
  * were current when it executed.  The check costs nothing on the fast
  * path; docs/trace-unit.md has the whole argument.
  */
+#include "emulator/copsim/stub/slot-stub.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
@@ -676,10 +677,31 @@ static void count_block(struct qemu_plugin_tb *tb)
                                                &c->counts[i]);
 }
 
+/* ---- The slot stub ------------------------------------------------------ */
+
+/*
+ * Whether the block is the resident slot stub's (emulator/copsim/stub/):
+ * the code that switches a slot's contexts belongs to none of them, so it
+ * is neither counted (not in the slot's cycles, not in counts=) nor
+ * captured.  Nothing else runs there (the ABI keeps the range reserved), so
+ * runs without a stub are unchanged.
+ */
+static int is_stub_block(const struct qemu_plugin_tb *tb)
+{
+    uint64_t vaddr;
+
+    if (!qemu_plugin_tb_n_insns(tb))
+        return 0;
+    vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    return vaddr >= SLOT_STUB_BASE && vaddr < SLOT_STUB_BASE + SLOT_STUB_SIZE;
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
 
+    if (is_stub_block(tb))
+        return;
     if (tu.codes)
         count_block(tb);
 

@@ -97,3 +97,34 @@ $(TESTBIN)/test-copsim-hooks: $(COPSIM_TEST_OBJ)/test-copsim-hooks.o \
 		-Wl,-rpath,'$$ORIGIN/../lib' $(GLIB_LIBS) -lm -o $@
 
 GTESTS += $(TESTBIN)/test-copsim-hooks
+
+# ---- The resident slot stub (stub/) ---------------------------------------
+# The stub and the test guests that run as its contexts: the trace unit's
+# test guests (emulator/tests/guest/) with slot-crt0.S, whose exit is an
+# ecall, and trap.c, which faults.  slotrun.py runs them; the tests and
+# bench/contexts use these builds.
+
+SLOT_DIR    := emulator/copsim/stub
+SLOT_OUT    := $(TESTBIN)/slot
+SLOT_STUB   := $(SLOT_OUT)/slot-stub.elf
+SLOT_GUESTS := $(patsubst $(GUEST_DIR)/%.c,$(SLOT_OUT)/%.elf,\
+                 $(wildcard $(GUEST_DIR)/*.c)) $(SLOT_OUT)/trap.elf
+
+$(SLOT_STUB): $(SLOT_DIR)/slot-stub.S $(SLOT_DIR)/slot-stub.h $(SLOT_DIR)/slot-stub.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) -march=rv32im_zicsr_zifencei \
+		-mabi=ilp32 -nostdlib -ffreestanding -Wl,--no-warn-rwx-segments \
+		-I$(SLOT_DIR) -T $(SLOT_DIR)/slot-stub.ld $< -o $@
+
+$(SLOT_OUT)/%.elf: $(GUEST_DIR)/%.c $(SLOT_DIR)/slot-crt0.S $(GUEST_DIR)/guest.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) $(GUEST_CFLAGS) -T $(GUEST_DIR)/guest.ld \
+		$(SLOT_DIR)/slot-crt0.S $< -o $@
+
+$(SLOT_OUT)/trap.elf: $(SLOT_DIR)/trap.c $(SLOT_DIR)/slot-crt0.S $(GUEST_DIR)/guest.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) $(GUEST_CFLAGS) -I$(GUEST_DIR) \
+		-T $(GUEST_DIR)/guest.ld $(SLOT_DIR)/slot-crt0.S $< -o $@
+
+ALL_TARGETS += $(SLOT_STUB) $(SLOT_GUESTS)
+PYTESTS += emulator/copsim/stub/tests
