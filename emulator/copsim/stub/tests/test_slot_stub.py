@@ -1,0 +1,157 @@
+"""Tests of the resident slot stub (emulator/copsim/stub/): contexts that
+are saved state, switched on one long-lived emulator.
+
+Guest time is the instruction count here (slotrun --icount), so every run
+ends its slices at the same instructions: a context is certainly preempted
+as often as asserted, on a loaded machine too, and the runs repeat.  The
+truth is each context run alone on the slot: time-sliced, every context
+must print the same, end the same and execute exactly the same
+instructions (the plugin's exact counts, instruction by instruction), and
+the stub's own instructions must count for nobody.
+"""
+
+import collections
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests"))
+import exact_counts  # noqa: E402
+
+SLOTRUN = os.path.join(HERE, "..", "slotrun.py")
+
+
+@pytest.fixture(scope="module")
+def slot(build_dir, coprof_bin):
+    """slot(tmp, *images, **options) runs images as contexts of one slot;
+    returns (stdout, stderr, results, exact counts by (pc, bytes))."""
+    stub = os.path.join(build_dir, "tests", "slot", "slot-stub.elf")
+
+    def image(name):
+        path = os.path.join(build_dir, "tests", "slot", name + ".elf")
+        if not os.path.exists(path):
+            pytest.fail("%s is not built: run make" % path)
+        return path
+
+    def run(tmp, *names, slice_us=20, reference=False, extra=()):
+        counts = os.path.join(str(tmp), "run-%d.counts" % len(os.listdir(str(tmp))))
+        cmd = ["/usr/bin/python3", SLOTRUN, "--stub", stub,
+               "--coptrace", coprof_bin("coptrace"), "--icount",
+               "--slice-us", str(slice_us), "--exact-counts", counts]
+        cmd += ["--reference"] if reference else []
+        cmd += list(extra) + [image(n) for n in names]
+        done = subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+        results = [parse_context(line) for line in done.stderr.splitlines()
+                   if line.startswith("context ")]
+        assert len(results) == len(names), done.stderr
+        return done.stdout, done.stderr, results, by_instruction(counts)
+    return run
+
+
+def parse_context(line):
+    m = re.match(r"context (\d+) (\S+): (exit|fault) status=(\d+)(.*) "
+                 r"binds=(\d+)$", line)
+    assert m, line
+    fields = dict(re.findall(r"(\w+)=(\S+)", m.group(5)))
+    return {"end": m.group(3), "status": int(m.group(4)),
+            "binds": int(m.group(6)), **fields}
+
+
+def by_instruction(path):
+    """Exact counts, all runs together, by (pc, instruction bytes)."""
+    counts = collections.Counter()
+    for run in exact_counts.read_counts(path):
+        for code in run.codes:
+            for insn in code.insns:
+                counts[(insn.pc, insn.data)] += insn.count
+    return counts
+
+
+def same_console(out, lines):
+    """The contexts share the slot's one UART, so a switch in the middle of
+    a line interleaves two contexts' lines: what was printed must be the
+    same characters, and each line alone must come out in order within
+    it (a subsequence)."""
+    def in_order(line):
+        rest = iter(out)
+        return all(ch in rest for ch in line)
+    return (collections.Counter(out) == collections.Counter("".join(
+        line + "\n" for line in lines)) and all(map(in_order, lines)))
+
+
+def alone(slot, tmp_path, names, reference=False):
+    """Each image run alone on the slot: outputs, results, summed counts."""
+    lines, results, total = [], [], collections.Counter()
+    for name in names:
+        out, _, res, counts = slot(tmp_path, name, reference=reference)
+        lines += out.splitlines()
+        results += res
+        total += counts
+    return lines, results, total
+
+
+@pytest.mark.parametrize("reference", [False, True],
+                         ids=["fast", "reference"])
+def test_preempted_contexts_run_as_alone(slot, tmp_path, reference):
+    names = ["mix", "short", "mix"]
+    out, err, results, counts = slot(tmp_path, *names, reference=reference)
+    lines, alone_results, alone_counts = alone(slot, tmp_path, names,
+                                               reference)
+
+    # 780,579 instructions in 20,000-instruction slices: dozens of binds.
+    assert results[0]["binds"] >= 30 and results[2]["binds"] >= 30, err
+    assert int(re.search(r"switches=(\d+)", err).group(1)) >= 60, err
+    for got, want in zip(results, alone_results):
+        assert (got["end"], got["status"]) == (want["end"], want["status"])
+    assert counts == alone_counts
+    assert same_console(out, lines)
+
+
+def test_fault_leaves_the_slot_usable(slot, tmp_path):
+    names = ["trap", "mix", "short"]
+    out, err, results, counts = slot(tmp_path, *names)
+    lines, _, alone_counts = alone(slot, tmp_path, names)
+
+    assert results[0]["end"] == "fault" and results[0]["status"] == 132
+    assert results[0]["mcause"] == "2", err       # illegal instruction
+    assert results[0]["binds"] >= 2, err          # it shared the slot
+    assert [(r["end"], r["status"]) for r in results[1:]] == \
+        [("exit", 0), ("exit", 7)]
+    assert counts == alone_counts
+    assert same_console(out, lines)
+
+
+def test_stub_counts_for_nobody(slot, tmp_path):
+    # Every instruction captured: none outside the local store, as many
+    # captures as instructions, and those are the program's own.
+    _, err, _, counts = slot(tmp_path, "short", "short", reference=True,
+                             extra=["--sample-every", "1"])
+    stats = dict(re.findall(r"(\w+)=(\d+)",
+                            [l for l in err.splitlines()
+                             if l.startswith("captures=")][0]))
+    assert stats["outside_ls"] == "0"
+    assert int(stats["captures"]) == int(stats["instructions"]) \
+        == sum(counts.values())
+    assert all(0x80000000 <= pc < 0x80040000 for pc, _ in counts)
+
+
+def test_bad_input_refused(build_dir, tmp_path):
+    stub = os.path.join(build_dir, "tests", "slot", "slot-stub.elf")
+    junk = tmp_path / "junk.elf"
+    junk.write_bytes(b"not an elf")
+    for args, message in [
+            ([str(junk)], "junk.elf: not an ELF file"),
+            ([stub], "outside its place"),
+            ([stub.replace("slot-stub", "short")] * 32,
+             "32 contexts: a slot stub holds 1 to 31")]:
+        done = subprocess.run(["/usr/bin/python3", SLOTRUN, "--stub", stub]
+                              + args, capture_output=True, text=True)
+        assert done.returncode == 2
+        assert len(done.stderr.splitlines()) == 1
+        assert message in done.stderr
