@@ -25,8 +25,9 @@
  *                             mtval and pc kept); the slot goes on with
  *                             the others.
  *
- * When no context is left the stub ends QEMU through the virt test device
- * (status 0).  Its controller sets up the control block and the staging
+ * When no context is runnable the stub waits (wfi, looking again every
+ * slice) for its controller to fill an entry, or, once the controller has
+ * closed the slot, ends QEMU through the virt test device (status 0).  Its controller sets up the control block and the staging
  * areas before QEMU starts (slot-stub.h) and starts the hart at
  * stub_boot (-device loader,addr=SLOT_STUB_BASE,cpu-num=0).
  *
@@ -120,10 +121,9 @@ on_ecall:
     li      t1, SLOT_EXITED
 
 ended:
-    sw      t1, SLOT_C_STATE(s1)
-    lw      t0, SLOT_H_LIVE(s0)
-    addi    t0, t0, -1
-    sw      t0, SLOT_H_LIVE(s0)
+    li      t0, -1                      /* its local store is no one's */
+    sw      t0, SLOT_H_RESIDENT(s0)
+    sw      t1, SLOT_C_STATE(s1)        /* last: the entry is the controller's */
     j       schedule
 
 /* ---- The slice is over ---------------------------------------------- */
@@ -131,9 +131,11 @@ on_interrupt:
     lw      t0, SLOT_H_INTERRUPTS(s0)
     addi    t0, t0, 1
     sw      t0, SLOT_H_INTERRUPTS(s0)
-    lw      t0, SLOT_H_LIVE(s0)
-    li      t1, 1
-    beq     t0, t1, resume              /* nobody else to run */
+    addi    a0, s2, 1                   /* anyone else runnable? */
+    lw      a1, SLOT_H_COUNT(s0)
+    addi    a1, a1, -1
+    call    find_runnable
+    bltz    a0, resume                  /* no: run on */
     call    read_mtime
     mv      s3, a0
     li      a0, SLOT_LS_BASE            /* save its local store */
@@ -150,25 +152,19 @@ on_interrupt:
 
 /* ---- Pick the next runnable context after the current one ----------- */
 schedule:
-    lw      t2, SLOT_H_COUNT(s0)
-    lw      t3, SLOT_H_LIVE(s0)
-    beqz    t3, all_done
-    mv      t4, s2                      /* -1 at boot */
-    mv      t5, t2                      /* at most COUNT steps */
-1:  addi    t4, t4, 1
-    bltu    t4, t2, 2f
-    li      t4, 0
-2:  mv      a0, t4
-    call    save_area_of
-    lw      t0, SLOT_C_STATE(a0)
-    li      t1, SLOT_RUNNABLE
-    beq     t0, t1, found
-    addi    t5, t5, -1
-    bnez    t5, 1b
-    j       all_done                    /* LIVE disagrees: stop */
+    addi    a0, s2, 1                   /* s2 is -1 at boot */
+    lw      a1, SLOT_H_COUNT(s0)
+    call    find_runnable
+    bgez    a0, found
+    lw      t0, SLOT_H_CLOSED(s0)
+    bnez    t0, all_done
+    call    arm_timer                   /* none yet: wait a slice, look again */
+    wfi
+    j       schedule
 
 found:
-    mv      s2, t4
+    mv      s2, a0
+    call    save_area_of
     mv      s1, a0
     sw      s2, SLOT_H_CURRENT(s0)
     lw      t0, SLOT_H_RESIDENT(s0)
@@ -244,6 +240,25 @@ all_done:
 1:  j       1b
 
 /* ---- Helpers (leaf functions: a0, a1 in, a0 out, t0-t1 and a2 used) -- */
+
+/* a0 = the first runnable context among the a1 entries from a0 on (its
+ * index taken modulo the count), or -1. */
+find_runnable:
+    lw      t2, SLOT_H_COUNT(s0)
+    li      t3, SLOT_CTL_BASE + SLOT_H_SIZE
+    li      t4, SLOT_RUNNABLE
+1:  blez    a1, 3f
+    bltu    a0, t2, 2f
+    sub     a0, a0, t2
+2:  slli    t0, a0, 8                   /* SLOT_CTX_SIZE */
+    add     t0, t0, t3
+    lw      t0, SLOT_C_STATE(t0)
+    beq     t0, t4, 4f
+    addi    a0, a0, 1
+    addi    a1, a1, -1
+    j       1b
+3:  li      a0, -1
+4:  ret
 
 /* a0 = the save area of context a0. */
 save_area_of:

@@ -15,6 +15,13 @@
  *   0x80100000  ...     staging: SLOT_LS_SIZE bytes per context, the saved
  *                       local store of context i at SLOT_STAGING + i * LS
  *
+ * The controller owns an entry that is EMPTY, EXITED or FAULTED: it may
+ * fill its staging area and save area (registers zero, pc the entry point,
+ * binds 0) and then, last, set its state to RUNNABLE, while the emulator
+ * runs; the stub owns a RUNNABLE entry until it ends it.  The stub runs
+ * until no entry is runnable and CLOSED is set; while none is runnable and
+ * CLOSED is not, it waits (wfi) and looks again every slice.
+ *
  * Plain #defines only: the assembler, C and Python (which reads the
  * "#define NAME VALUE" lines) share this file.
  */
@@ -37,7 +44,7 @@
 #define SLOT_H_CURRENT      0x08    /* index running now, -1 none */
 #define SLOT_H_RESIDENT     0x0c    /* whose local store is in place, -1 */
 #define SLOT_H_SLICE        0x10    /* timer ticks (10 MHz) per slice */
-#define SLOT_H_LIVE         0x14    /* contexts not ended */
+#define SLOT_H_CLOSED       0x14    /* controller: no more contexts come */
 #define SLOT_H_SWITCHES     0x18    /* local stores swapped */
 #define SLOT_H_TICKS        0x1c    /* timer ticks spent swapping them */
 #define SLOT_H_INTERRUPTS   0x20    /* timer interrupts taken */

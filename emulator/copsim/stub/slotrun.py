@@ -20,6 +20,8 @@ pyelftools only.
 """
 
 import argparse
+import collections
+import mmap
 import os
 import re
 import shutil
@@ -27,6 +29,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 from elftools.elf.elffile import ELFFile
 
@@ -57,74 +60,144 @@ def ram_offset(address):
     return address - L["SLOT_LS_BASE"]
 
 
-def load_segments(ram, elf_path, delta, limit):
-    """Writes the PT_LOAD segments of ELF file elf_path into the RAM file
-    at their address minus LS_BASE plus delta; every byte must lie below
-    limit (an address).  Returns the entry point."""
-    with open(elf_path, "rb") as f:
+class Image:
+    """A context's image: its PT_LOAD segments as (LS offset, bytes), and
+    its entry point.  Read once, placed as often as wanted."""
+
+    def __init__(self, path):
+        self.path = path
+        self.segments = []
+        with open(path, "rb") as f:
+            try:
+                elf = ELFFile(f)
+                machine, elfclass = elf["e_machine"], elf.elfclass
+            except Exception as e:
+                raise SlotError("%s: not an ELF file (%s)" % (path, e))
+            if machine != "EM_RISCV" or elfclass != 32:
+                raise SlotError("%s: not a 32-bit RISC-V image" % path)
+            for seg in elf.iter_segments():
+                if seg["p_type"] != "PT_LOAD" or not seg["p_filesz"]:
+                    continue
+                start, end = seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"]
+                if start < L["SLOT_LS_BASE"] or \
+                        end > L["SLOT_LS_BASE"] + L["SLOT_LS_SIZE"]:
+                    raise SlotError("%s: segment at 0x%08x..0x%08x outside "
+                                    "the local store" % (path, start, end))
+                self.segments.append((ram_offset(start), seg.data()))
+            self.entry = elf["e_entry"]
+
+
+def place_stub(ram, path):
+    """Writes the stub's segments at their addresses."""
+    with open(path, "rb") as f:
         try:
             elf = ELFFile(f)
+            segments = [s for s in elf.iter_segments()
+                        if s["p_type"] == "PT_LOAD" and s["p_filesz"]]
         except Exception as e:
-            raise SlotError("%s: not an ELF file (%s)" % (elf_path, e))
-        if elf["e_machine"] != "EM_RISCV" or elf.elfclass != 32:
-            raise SlotError("%s: not a 32-bit RISC-V image" % elf_path)
-        for seg in elf.iter_segments():
-            if seg["p_type"] != "PT_LOAD" or not seg["p_filesz"]:
-                continue
+            raise SlotError("%s: not an ELF file (%s)" % (path, e))
+        for seg in segments:
             start, end = seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"]
-            if start < L["SLOT_LS_BASE"] or end > limit:
-                raise SlotError("%s: segment at 0x%08x..0x%08x outside its "
-                                "place (below 0x%08x)" %
-                                (elf_path, start, end, limit))
-            ram.seek(ram_offset(start) + delta)
-            ram.write(seg.data())
-        return elf["e_entry"]
+            if start < L["SLOT_STUB_BASE"] or \
+                    end > L["SLOT_STUB_BASE"] + L["SLOT_STUB_SIZE"]:
+                raise SlotError("%s: segment at 0x%08x..0x%08x outside the "
+                                "stub's place" % (path, start, end))
+            ram[ram_offset(start):ram_offset(end)] = seg.data().ljust(
+                end - start, b"\0")
 
 
-def lay_out(ram_path, stub, contexts, slice_ticks):
-    """Creates the RAM file: stub, control block, staging areas."""
-    if not 1 <= len(contexts) <= L["SLOT_MAX_CONTEXTS"]:
-        raise SlotError("%d contexts: a slot stub holds 1 to %d" %
-                        (len(contexts), L["SLOT_MAX_CONTEXTS"]))
-    fd = os.open(ram_path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
-                 os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "r+b") as ram:
-        ram.truncate(RAM_SIZE)
-        load_segments(ram, stub, 0, L["SLOT_STUB_BASE"] + L["SLOT_STUB_SIZE"])
-        ctl = ram_offset(L["SLOT_CTL_BASE"])
-        ram.seek(ctl)
-        ram.write(struct.pack("<6I", L["SLOT_MAGIC"], len(contexts),
-                              0xffffffff, 0xffffffff, slice_ticks,
-                              len(contexts)))
-        for i, path in enumerate(contexts):
-            delta = L["SLOT_STAGING"] - L["SLOT_LS_BASE"] + i * L["SLOT_LS_SIZE"]
-            entry = load_segments(ram, path, delta,
-                                  L["SLOT_LS_BASE"] + L["SLOT_LS_SIZE"])
-            area = ctl + L["SLOT_H_SIZE"] + i * L["SLOT_CTX_SIZE"]
-            ram.seek(area + L["SLOT_C_STATE"])
-            ram.write(struct.pack("<I", L["SLOT_RUNNABLE"]))
-            ram.seek(area + L["SLOT_C_PC"])
-            ram.write(struct.pack("<I", entry))
+class Slot:
+    """One slot: its guest RAM file (stub, control block, staging areas)
+    mapped here, and the emulator running the stub under coptrace.  The
+    entries are filled with add(), their ends collected with ended(); the
+    emulator ends once close() was called and nothing is runnable."""
 
+    def __init__(self, workdir, stub, entries, slice_ticks, closed=False):
+        if not 1 <= entries <= L["SLOT_MAX_CONTEXTS"]:
+            raise SlotError("%d contexts: a slot stub holds 1 to %d" %
+                            (entries, L["SLOT_MAX_CONTEXTS"]))
+        self.path = os.path.join(workdir, "ram")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
+                     os.O_NOFOLLOW, 0o600)
+        try:
+            os.ftruncate(fd, RAM_SIZE)
+            self.ram = mmap.mmap(fd, RAM_SIZE)
+        finally:
+            os.close(fd)
+        self.entries = entries
+        self.owner = [None] * entries      # what each entry runs, or None
+        self.process = None
+        place_stub(self.ram, stub)
+        self._header(0, struct.pack("<6I", L["SLOT_MAGIC"], entries,
+                                    0xffffffff, 0xffffffff, slice_ticks,
+                                    1 if closed else 0))
 
-def read_results(ram_path, count):
-    """The control block after the run: (header dict, [context dicts])."""
-    with open(ram_path, "rb") as ram:
-        ram.seek(ram_offset(L["SLOT_CTL_BASE"]))
-        block = ram.read(L["SLOT_CTL_SIZE"])
-    words = struct.unpack_from("<9I", block)
-    if words[0] != L["SLOT_MAGIC"]:
-        raise SlotError("%s: no slot control block after the run" % ram_path)
-    header = {"live": words[5], "switches": words[6], "ticks": words[7],
-              "interrupts": words[8]}
-    contexts = []
-    for i in range(count):
-        at = L["SLOT_H_SIZE"] + i * L["SLOT_CTX_SIZE"]
+    def _header(self, offset, data):
+        at = ram_offset(L["SLOT_CTL_BASE"]) + offset
+        self.ram[at:at + len(data)] = data
+
+    def _area(self, i):
+        return (ram_offset(L["SLOT_CTL_BASE"]) + L["SLOT_H_SIZE"] +
+                i * L["SLOT_CTX_SIZE"])
+
+    def free_entry(self):
+        """An entry the controller owns and nobody waits on, or None."""
+        for i, owner in enumerate(self.owner):
+            if owner is None:
+                return i
+        return None
+
+    def add(self, image, tag=None):
+        """Makes image a runnable context in a free entry; returns it."""
+        i = self.free_entry()
+        if i is None:
+            raise SlotError("slot full: all %d entries in use" % self.entries)
+        staging = (ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_LS_SIZE"])
+        self.ram[staging:staging + L["SLOT_LS_SIZE"]] = bytes(L["SLOT_LS_SIZE"])
+        for offset, data in image.segments:
+            self.ram[staging + offset:staging + offset + len(data)] = data
+        area = self._area(i)
+        self.ram[area:area + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
+        struct.pack_into("<I", self.ram, area + L["SLOT_C_PC"], image.entry)
+        struct.pack_into("<I", self.ram, area + L["SLOT_C_STATE"],
+                         L["SLOT_RUNNABLE"])   # last: now the stub's
+        self.owner[i] = (image, tag)
+        return i
+
+    def result(self, i):
+        """Context i's save area as a dict."""
         state, status, cause, tval, binds, pc = struct.unpack_from(
-            "<6I", block, at)
-        contexts.append({"state": state, "status": status, "cause": cause,
-                         "tval": tval, "binds": binds, "pc": pc})
-    return header, contexts
+            "<6I", self.ram, self._area(i))
+        return {"state": state, "status": status, "cause": cause,
+                "tval": tval, "binds": binds, "pc": pc}
+
+    def ended(self):
+        """The contexts that ended since the last call: a list of
+        (entry, image, tag, result); their entries are free again."""
+        done = []
+        for i, owner in enumerate(self.owner):
+            if owner is None:
+                continue
+            r = self.result(i)
+            if r["state"] in (L["SLOT_EXITED"], L["SLOT_FAULTED"]):
+                done.append((i, owner[0], owner[1], r))
+                self.owner[i] = None
+        return done
+
+    def header(self):
+        _, _, _, _, _, closed, switches, ticks, interrupts = \
+            struct.unpack_from("<9I", self.ram, ram_offset(L["SLOT_CTL_BASE"]))
+        return {"switches": switches, "ticks": ticks,
+                "interrupts": interrupts, "closed": closed}
+
+    def start(self, command, **popen):
+        """Runs command (coptrace run ... -- QEMU on this RAM)."""
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+                                        **popen)
+
+    def close(self):
+        """No more contexts: the stub ends QEMU once none is runnable."""
+        self._header(L["SLOT_H_CLOSED"], struct.pack("<I", 1))
 
 
 def qemu_command(qemu, ram_path, icount):
@@ -189,42 +262,141 @@ def parse_args(argv):
                    help="count every instruction exactly into FILE")
     p.add_argument("--samples-out", metavar="FILE",
                    help="the captured local-store addresses")
+    p.add_argument("--slots", type=int, default=1,
+                   help="feed the contexts through N slots (N emulators), "
+                   "filling entries while they run")
+    p.add_argument("--entries", type=int, default=4,
+                   help="with --slots or --repeat: save areas per slot "
+                   "(default 4)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run the list of contexts R times over")
     args = p.parse_args(argv)
     if args.slice_us < 1:
         p.error("--slice-us: must be at least 1")
+    if args.slots < 1 or args.repeat < 1:
+        p.error("--slots and --repeat: must be at least 1")
+    if not 1 <= args.entries <= L["SLOT_MAX_CONTEXTS"]:
+        p.error("--entries: 1 to %d" % L["SLOT_MAX_CONTEXTS"])
     return args
 
 
+def trace_command(args, ram, regs=None, context=0):
+    """coptrace run with the trace unit's options, then QEMU on ram."""
+    cmd = [args.coptrace, "run", "--sample-every", str(args.sample_every)]
+    if regs:
+        cmd += ["--regs", regs, "--context", str(context),
+                "--slot", str(context)]
+    if args.reference:
+        cmd.append("--reference")
+    if args.exact_counts:
+        cmd += ["--exact-counts", args.exact_counts]
+    if args.samples_out:
+        cmd += ["--samples-out", args.samples_out]
+    return cmd + ["--"] + qemu_command(args.qemu, ram, args.icount)
+
+
 def run(args):
-    """Runs the slot; returns (coptrace's stderr, header, contexts)."""
+    """Runs the contexts on one slot; returns (coptrace's stderr, the
+    slot's header, the contexts' results in the order given)."""
+    images = {path: Image(path) for path in args.contexts}
     workdir = tempfile.mkdtemp(prefix="slotrun-")
     try:
-        ram = os.path.join(workdir, "ram")
-        lay_out(ram, args.stub, args.contexts,
-                args.slice_us * TIMER_HZ // 1_000_000)
-        cmd = [args.coptrace, "run", "--sample-every", str(args.sample_every)]
-        if args.reference:
-            cmd.append("--reference")
-        if args.exact_counts:
-            cmd += ["--exact-counts", args.exact_counts]
-        if args.samples_out:
-            cmd += ["--samples-out", args.samples_out]
-        cmd += ["--"] + qemu_command(args.qemu, ram, args.icount)
-        done = subprocess.run(cmd, stdin=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            raise SlotError("emulator: %s" % (done.stderr.strip().splitlines()
-                                              or ["exit status %d" %
-                                                  done.returncode])[-1])
-        header, contexts = read_results(ram, len(args.contexts))
-        return done.stderr, header, contexts
+        slot = Slot(workdir, args.stub, len(args.contexts),
+                    args.slice_us * TIMER_HZ // 1_000_000, closed=True)
+        for path in args.contexts:
+            slot.add(images[path])
+        slot.start(trace_command(args, slot.path), stderr=subprocess.PIPE,
+                   text=True)
+        _, trace = slot.process.communicate()
+        if slot.process.returncode != 0:
+            raise SlotError("emulator: %s" % (trace.strip().splitlines() or [
+                "exit status %d" % slot.process.returncode])[-1])
+        return (trace, slot.header(),
+                [slot.result(i) for i in range(len(args.contexts))])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_many(args, poll_s=0.0002):
+    """Feeds the contexts (the images, --repeat times over) through
+    --slots slots of --entries entries each while their emulators run:
+    every slot one long-lived QEMU on one register file.  Returns
+    (results in order given, round trips in seconds, wall seconds,
+    headers of the slots)."""
+    images = {path: Image(path) for path in args.contexts}
+    queue = collections.deque(enumerate(args.contexts * args.repeat))
+    results = [None] * len(queue)
+    trips = [None] * len(queue)
+    added = {}
+    workdir = tempfile.mkdtemp(prefix="slotrun-")
+    slots = []
+    try:
+        regs = os.path.join(workdir, "regs")
+        subprocess.run([args.coptrace, "create", regs, "--slots",
+                        str(args.slots), "--contexts", str(args.slots)],
+                       check=True, capture_output=True)
+        for n in range(args.slots):
+            os.mkdir(os.path.join(workdir, str(n)))
+            slot = Slot(os.path.join(workdir, str(n)), args.stub,
+                        args.entries, args.slice_us * TIMER_HZ // 1_000_000)
+            slot.start(trace_command(args, slot.path, regs, n),
+                       stderr=subprocess.PIPE, text=True)
+            slots.append(slot)
+        start = time.monotonic()
+        while queue or any(s.free_entry() != 0 or
+                           any(s.owner) for s in slots):
+            for slot in slots:
+                for _, _, k, result in slot.ended():
+                    results[k] = result
+                    trips[k] = time.monotonic() - added.pop(k)
+                while queue and slot.free_entry() is not None:
+                    k, path = queue.popleft()
+                    added[k] = time.monotonic()
+                    slot.add(images[path], k)
+            if not queue and not added:
+                break
+            time.sleep(poll_s)
+        wall = time.monotonic() - start
+        for slot in slots:
+            slot.close()
+        for slot in slots:
+            _, trace = slot.process.communicate()
+            if slot.process.returncode != 0:
+                raise SlotError("emulator: %s" % (trace.strip().splitlines()
+                                                  or ["exit status %d" %
+                                                      slot.process.returncode]
+                                                  )[-1])
+        return results, trips, wall, [s.header() for s in slots]
+    finally:
+        for slot in slots:
+            if slot.process and slot.process.poll() is None:
+                slot.process.kill()
+                slot.process.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main_many(args):
+    results, trips, wall, headers = run_many(args)
+    ends = collections.Counter(
+        ("exit" if r["state"] == L["SLOT_EXITED"] else "fault", r["status"])
+        for r in results)
+    trips.sort()
+    print("slots=%d contexts=%d wall=%.3fs %s round_trip_ms median=%.2f "
+          "p95=%.2f switches=%d" % (
+              args.slots, len(results), wall,
+              " ".join("%s:%d=%d" % (e, st, n)
+                       for (e, st), n in sorted(ends.items())),
+              1e3 * trips[len(trips) // 2],
+              1e3 * trips[min(len(trips) - 1, len(trips) * 95 // 100)],
+              sum(h["switches"] for h in headers)), file=sys.stderr)
+    return 0
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        if args.slots > 1 or args.repeat > 1:
+            return main_many(args)
         trace, header, contexts = run(args)
     except (SlotError, OSError) as e:
         print("slotrun: %s" % e, file=sys.stderr)

@@ -147,7 +147,7 @@ def test_bad_input_refused(build_dir, tmp_path):
     junk.write_bytes(b"not an elf")
     for args, message in [
             ([str(junk)], "junk.elf: not an ELF file"),
-            ([stub], "outside its place"),
+            ([stub], "outside the local store"),
             ([stub.replace("slot-stub", "short")] * 32,
              "32 contexts: a slot stub holds 1 to 31")]:
         done = subprocess.run(["/usr/bin/python3", SLOTRUN, "--stub", stub]
@@ -155,3 +155,24 @@ def test_bad_input_refused(build_dir, tmp_path):
         assert done.returncode == 2
         assert len(done.stderr.splitlines()) == 1
         assert message in done.stderr
+
+
+def test_thousand_contexts_through_eight_slots(build_dir, coprof_bin):
+    # Fed while the emulators run: 8 long-lived QEMUs, 4 entries each,
+    # every second context faulting; nothing runs out, every slot goes on.
+    slot_dir = os.path.join(build_dir, "tests", "slot")
+    done = subprocess.run(
+        ["/usr/bin/python3", SLOTRUN, "--stub",
+         os.path.join(slot_dir, "slot-stub.elf"),
+         "--coptrace", coprof_bin("coptrace"), "--slots", "8",
+         "--entries", "4", "--repeat", "500", "--slice-us", "500",
+         os.path.join(slot_dir, "short.elf"),
+         os.path.join(slot_dir, "trap.elf")],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = done.stderr.splitlines()[-1]
+    assert "contexts=1000 " in summary, summary
+    assert " exit:7=500 fault:132=500 " in summary, summary
+    # Eight emulators write one pipe a byte at a time: the same bytes.
+    assert collections.Counter(done.stdout) == collections.Counter(
+        "short 0x000002a4\n" * 500 + "trap 0x28a1eb17\n" * 500)
