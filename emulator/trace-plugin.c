@@ -107,6 +107,7 @@ struct block {
 
 /* counts=: one distinct piece of translated code and its counters. */
 struct code {
+    uint32_t context;           /* whose: slot_context_now() at translation */
     uint64_t vaddr;             /* its first instruction */
     uint32_t n_insns;
     uint32_t n_bytes;
@@ -442,6 +443,46 @@ static void retire_last_block(void)
         set_slot_cycles(slot_cycles() - (b->n_insns - b->n_if_stopped));
 }
 
+/* ---- Contexts of a slot stub -------------------------------------------- */
+
+/*
+ * On a slot that runs several contexts through the resident stub
+ * (emulator/copsim/stub/), ram= is the slot's RAM file and its control
+ * block holds the stub's magic: the plugin maps the block read-only and
+ * attributes code to the context whose local store is in place (the
+ * block's `resident`).  The stub rewrites the whole local store with guest
+ * stores at every switch, so QEMU translates a context's code again while
+ * that context is resident: the context at translation is the one that
+ * runs the code.  counts= then keeps counters per context and writes one
+ * run per context (context= its entry in the stub's table).
+ */
+static const uint32_t *slot_control;    /* NULL: not a slot stub's RAM */
+
+static const void *map_ram(const char *path, size_t bytes);
+
+static void slot_map_control(const char *ram)
+{
+    const uint8_t *base;
+    size_t offset = SLOT_CTL_BASE - SLOT_LS_BASE;
+    struct stat st;
+
+    if (!ram || stat(ram, &st) < 0
+        || (uint64_t)st.st_size < offset + SLOT_CTL_SIZE)
+        return;
+    base = map_ram(ram, offset + SLOT_CTL_SIZE);
+    if (base && le32toh(*(const uint32_t *)(base + offset)) == SLOT_MAGIC)
+        slot_control = (const uint32_t *)(base + offset);
+}
+
+/* The context that code translated now belongs to. */
+static uint32_t slot_context_now(void)
+{
+    if (!slot_control)
+        return tu.context_id;
+    return le32toh(__atomic_load_n(&slot_control[SLOT_H_RESIDENT / 4],
+                                   __ATOMIC_ACQUIRE));
+}
+
 /* ---- Exact counts (counts=) --------------------------------------------- */
 
 /* Before every instruction, with counts= on. */
@@ -484,30 +525,50 @@ static void write_code(FILE *out, const struct code *c)
     }
 }
 
-/* Appends this run's counters to COUNTS: the codes that ran, in address
- * order, between a header and an end line that carries the totals. */
-static void write_counts(void)
+/* Writes one run: the codes of `context` that ran, in address order,
+ * between a header and an end line that carries the totals. */
+static void write_run(FILE *out, GList *codes, uint32_t context)
 {
-    GList *codes = g_list_sort(g_hash_table_get_values(tu.codes), code_order);
     uint64_t total = 0;
     unsigned written = 0;
-    FILE *out = tu.counts_out;
 
     fprintf(out, "coprof-exact-counts 1\n");
     fprintf(out, "run context=%u mode=%s ls_base=0x%08llx ls_size=0x%llx\n",
-            tu.context_id, tu.reference ? "reference" : "fast",
+            context, tu.reference ? "reference" : "fast",
             (unsigned long long)tu.ls_base, (unsigned long long)tu.ls_size);
     for (GList *l = codes; l; l = l->next) {
-        uint64_t n = code_total(l->data);
+        const struct code *c = l->data;
+        uint64_t n = code_total(c);
 
-        if (!n)
+        if (!n || c->context != context)
             continue;
-        write_code(out, l->data);
+        write_code(out, c);
         total += n;
         written++;
     }
     fprintf(out, "end instructions=%llu codes=%u\n",
             (unsigned long long)total, written);
+}
+
+/* Appends this run's counters to COUNTS: one run, or on a slot stub's RAM
+ * one run per context that executed something, in the order of their
+ * entries. */
+static void write_counts(void)
+{
+    GList *codes = g_list_sort(g_hash_table_get_values(tu.codes), code_order);
+    FILE *out = tu.counts_out;
+
+    if (!slot_control) {
+        write_run(out, codes, tu.context_id);
+    } else {
+        for (uint32_t k = 0; k < SLOT_MAX_CONTEXTS; k++)
+            for (GList *l = codes; l; l = l->next)
+                if (((const struct code *)l->data)->context == k
+                    && code_total(l->data)) {
+                    write_run(out, codes, k);
+                    break;
+                }
+    }
     g_list_free(codes);
     if (fclose(out) != 0)
         fprintf(stderr, "coptrace: %s: cannot write: %s\n", tu.counts_path,
@@ -607,14 +668,15 @@ static guint code_hash(gconstpointer key)
 {
     const struct code *c = key;
 
-    return c->hash ^ (guint)c->vaddr ^ c->n_insns;
+    return c->hash ^ (guint)c->vaddr ^ c->n_insns ^ c->context * 16777619u;
 }
 
 static gboolean code_equal(gconstpointer a, gconstpointer b)
 {
     const struct code *x = a, *y = b;
 
-    return x->vaddr == y->vaddr && x->n_insns == y->n_insns
+    return x->context == y->context
+           && x->vaddr == y->vaddr && x->n_insns == y->n_insns
            && x->n_bytes == y->n_bytes
            && !memcmp(x->bytes, y->bytes, x->n_bytes)
            && !memcmp(x->insn_size, y->insn_size,
@@ -630,7 +692,8 @@ static void free_code(struct code *c)
 }
 
 /* The counters of the block's code: the same for every translation of the
- * same bytes at the same address, apart for other bytes there. */
+ * same bytes at the same address by the same context, apart for other
+ * bytes there or another context of a slot stub. */
 static struct code *intern_code(const struct qemu_plugin_tb *tb)
 {
     uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb), size = 0;
@@ -656,6 +719,7 @@ static struct code *intern_code(const struct qemu_plugin_tb *tb)
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
     c->vaddr = n ? c->insn_vaddr[0] : 0;
+    c->context = slot_context_now();
     known = g_hash_table_lookup(tu.codes, c);
     if (known) {
         free_code(c);
@@ -879,6 +943,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         trace_unit_close(tu.unit, 0);
         return -1;
     }
+    slot_map_control(opt.ram);
     tu.context = trace_context_attach(tu.unit, opt.context,
                                       opt.reference ? TRACE_MODE_REFERENCE
                                                     : TRACE_MODE_FAST,

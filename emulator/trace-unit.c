@@ -1127,7 +1127,7 @@ int trace_run_start(struct trace_run *run, const char *regs,
                      : trace_unit_create_temp(NULL, geo, err, errlen);
     if (!run->unit)
         return -1;
-    if (format_plugin_arg(run, mode, counts, watching ? watch->ram : NULL,
+    if (format_plugin_arg(run, mode, counts, watch ? watch->ram : NULL,
                           err, errlen) < 0
         || trace_context_watch_guards(run->unit, context,
                                       watching ? watch->guard_ls_offset : 0,

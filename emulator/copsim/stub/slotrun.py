@@ -259,7 +259,8 @@ def parse_args(argv):
     p.add_argument("--reference", action="store_true",
                    help="the plugin's per-instruction reference mode")
     p.add_argument("--exact-counts", metavar="FILE",
-                   help="count every instruction exactly into FILE")
+                   help="count every instruction exactly into FILE, one run "
+                   "per context (context= its entry)")
     p.add_argument("--samples-out", metavar="FILE",
                    help="the captured local-store addresses")
     p.add_argument("--slots", type=int, default=1,
@@ -288,8 +289,8 @@ def trace_command(args, ram, regs=None, context=0):
                 "--slot", str(context)]
     if args.reference:
         cmd.append("--reference")
-    if args.exact_counts:
-        cmd += ["--exact-counts", args.exact_counts]
+    if args.exact_counts:     # one run per context (the plugin's ram=)
+        cmd += ["--exact-counts", args.exact_counts, "--ram", ram]
     if args.samples_out:
         cmd += ["--samples-out", args.samples_out]
     return cmd + ["--"] + qemu_command(args.qemu, ram, args.icount)

@@ -6,8 +6,8 @@ ends its slices at the same instructions: a context is certainly preempted
 as often as asserted, on a loaded machine too, and the runs repeat.  The
 truth is each context run alone on the slot: time-sliced, every context
 must print the same, end the same and execute exactly the same
-instructions (the plugin's exact counts, instruction by instruction), and
-the stub's own instructions must count for nobody.
+instructions (the plugin's exact counts, kept per context, instruction by
+instruction), and the stub's own instructions must count for nobody.
 """
 
 import collections
@@ -64,12 +64,13 @@ def parse_context(line):
 
 
 def by_instruction(path):
-    """Exact counts, all runs together, by (pc, instruction bytes)."""
-    counts = collections.Counter()
+    """Exact counts by context (its entry), each by (pc, instruction
+    bytes)."""
+    counts = collections.defaultdict(collections.Counter)
     for run in exact_counts.read_counts(path):
         for code in run.codes:
             for insn in code.insns:
-                counts[(insn.pc, insn.data)] += insn.count
+                counts[run.context][(insn.pc, insn.data)] += insn.count
     return counts
 
 
@@ -86,14 +87,16 @@ def same_console(out, lines):
 
 
 def alone(slot, tmp_path, names, reference=False):
-    """Each image run alone on the slot: outputs, results, summed counts."""
-    lines, results, total = [], [], collections.Counter()
+    """Each image run alone on the slot: outputs, results, and each one's
+    counts (a list, in the order of names)."""
+    lines, results, counts = [], [], []
     for name in names:
-        out, _, res, counts = slot(tmp_path, name, reference=reference)
+        out, _, res, by_context = slot(tmp_path, name, reference=reference)
+        assert list(by_context) == [0]
         lines += out.splitlines()
         results += res
-        total += counts
-    return lines, results, total
+        counts.append(by_context[0])
+    return lines, results, counts
 
 
 @pytest.mark.parametrize("reference", [False, True],
@@ -109,7 +112,7 @@ def test_preempted_contexts_run_as_alone(slot, tmp_path, reference):
     assert int(re.search(r"switches=(\d+)", err).group(1)) >= 60, err
     for got, want in zip(results, alone_results):
         assert (got["end"], got["status"]) == (want["end"], want["status"])
-    assert counts == alone_counts
+    assert [counts[k] for k in range(len(names))] == alone_counts
     assert same_console(out, lines)
 
 
@@ -123,7 +126,7 @@ def test_fault_leaves_the_slot_usable(slot, tmp_path):
     assert results[0]["binds"] >= 2, err          # it shared the slot
     assert [(r["end"], r["status"]) for r in results[1:]] == \
         [("exit", 0), ("exit", 7)]
-    assert counts == alone_counts
+    assert [counts[k] for k in range(len(names))] == alone_counts
     assert same_console(out, lines)
 
 
@@ -137,8 +140,9 @@ def test_stub_counts_for_nobody(slot, tmp_path):
                              if l.startswith("captures=")][0]))
     assert stats["outside_ls"] == "0"
     assert int(stats["captures"]) == int(stats["instructions"]) \
-        == sum(counts.values())
-    assert all(0x80000000 <= pc < 0x80040000 for pc, _ in counts)
+        == sum(sum(c.values()) for c in counts.values())
+    assert all(0x80000000 <= pc < 0x80040000
+               for c in counts.values() for pc, _ in c)
 
 
 def test_bad_input_refused(build_dir, tmp_path):
