@@ -9,8 +9,8 @@ copsim path), side by side in one run.
    program in a QEMU of its own, started and ended (what copsim pays per
    context today, before its socket round trips).  Medians and the ratio.
 
-2. A switch: save the outgoing context's 256 KiB local store, restore the
-   incoming one with guest stores and fence.i, as the stub measured it on
+2. A switch: save the outgoing context's 256 KiB local store and 4 KiB
+   boot block, restore the incoming ones with guest stores and fence.i, as the stub measured it on
    the guest's 10 MHz timer, two `mix` contexts time-sliced at 100 us
    (mean per switch, per run; the median of the runs).
 
@@ -203,7 +203,8 @@ def main():
           "(medians): %.0fx faster (target <= 5 ms)" %
           (slot_trip * 1e3, process_trip * 1e3, process_trip / slot_trip))
     switch = switch_us(b)
-    print("switch (save + restore of a 256 KiB local store, in the guest): "
+    print("switch (save + restore of a 256 KiB local store and its boot "
+          "block, in the guest): "
           "%.0f us median of %d runs (target <= 1000 us)" %
           (switch, b.args.runs))
     per_slot = slot_memory_per_context(b)

@@ -21,8 +21,14 @@
  *                             runnable, save this one's local store to its
  *                             staging area and switch; else run on;
  *   ecall                     the context exits with status a0;
- *   any other exception       the context faults (status 132, mcause,
- *                             mtval and pc kept); the slot goes on with
+ *   a store to SLOT_EXIT_ADDR the context exits with the status it meant
+ *                             for the virt test device (slot-stub.h);
+ *   any other exception       the context's own trap entry runs, if it
+ *                             has one (its registers as they were, sp
+ *                             the entry's address: the SDK runtime's
+ *                             entry sets its own stack); else the context
+ *                             faults (status 132, mcause, mtval and pc
+ *                             kept).  Either way the slot goes on with
  *                             the others.
  *
  * When no context is runnable the stub waits (wfi, looking again every
@@ -43,6 +49,41 @@
 #define MIE_MTIE        0x80
 #define MSTATUS_RETURN  0x1880          /* MPP = machine, MPIE = 1 */
 #define CAUSE_ECALL_M   11
+#define CAUSE_STORE_FAULT 7
+
+/* Loads x1 and x3..x31 from the save area sp points at. */
+    .macro restore_registers
+    lw      x1, SLOT_C_REGS + 4 * 1(sp)
+    lw      x3, SLOT_C_REGS + 4 * 3(sp)
+    lw      x4, SLOT_C_REGS + 4 * 4(sp)
+    lw      x5, SLOT_C_REGS + 4 * 5(sp)
+    lw      x6, SLOT_C_REGS + 4 * 6(sp)
+    lw      x7, SLOT_C_REGS + 4 * 7(sp)
+    lw      x8, SLOT_C_REGS + 4 * 8(sp)
+    lw      x9, SLOT_C_REGS + 4 * 9(sp)
+    lw      x10, SLOT_C_REGS + 4 * 10(sp)
+    lw      x11, SLOT_C_REGS + 4 * 11(sp)
+    lw      x12, SLOT_C_REGS + 4 * 12(sp)
+    lw      x13, SLOT_C_REGS + 4 * 13(sp)
+    lw      x14, SLOT_C_REGS + 4 * 14(sp)
+    lw      x15, SLOT_C_REGS + 4 * 15(sp)
+    lw      x16, SLOT_C_REGS + 4 * 16(sp)
+    lw      x17, SLOT_C_REGS + 4 * 17(sp)
+    lw      x18, SLOT_C_REGS + 4 * 18(sp)
+    lw      x19, SLOT_C_REGS + 4 * 19(sp)
+    lw      x20, SLOT_C_REGS + 4 * 20(sp)
+    lw      x21, SLOT_C_REGS + 4 * 21(sp)
+    lw      x22, SLOT_C_REGS + 4 * 22(sp)
+    lw      x23, SLOT_C_REGS + 4 * 23(sp)
+    lw      x24, SLOT_C_REGS + 4 * 24(sp)
+    lw      x25, SLOT_C_REGS + 4 * 25(sp)
+    lw      x26, SLOT_C_REGS + 4 * 26(sp)
+    lw      x27, SLOT_C_REGS + 4 * 27(sp)
+    lw      x28, SLOT_C_REGS + 4 * 28(sp)
+    lw      x29, SLOT_C_REGS + 4 * 29(sp)
+    lw      x30, SLOT_C_REGS + 4 * 30(sp)
+    lw      x31, SLOT_C_REGS + 4 * 31(sp)
+    .endm
 
     .section .text.stub, "ax"
     .option norvc
@@ -104,6 +145,13 @@ stub_trap:
     bltz    t0, on_interrupt
     li      t1, CAUSE_ECALL_M
     beq     t0, t1, on_ecall
+    li      t1, CAUSE_STORE_FAULT
+    bne     t0, t1, 1f
+    csrr    t1, mtval
+    li      t2, SLOT_EXIT_ADDR
+    beq     t1, t2, on_exit_store
+1:  lw      t1, SLOT_C_HANDLER(s1)
+    bnez    t1, to_handler
 
 /* ---- A fault: the context ends, the slot goes on -------------------- */
     sw      t0, SLOT_C_CAUSE(s1)
@@ -119,6 +167,37 @@ on_ecall:
     andi    t1, t1, 0xff
     sw      t1, SLOT_C_STATUS(s1)
     li      t1, SLOT_EXITED
+    j       ended
+
+/* The exit store: its value, from the sw's source register (rs2), says
+ * COP_TEST_PASS (status 0) or status << 16 | COP_TEST_FAIL. */
+on_exit_store:
+    lw      t1, SLOT_C_PC(s1)
+    lw      t2, 0(t1)                   /* the sw itself */
+    srli    t2, t2, 20
+    andi    t2, t2, 31
+    slli    t2, t2, 2
+    add     t2, t2, s1
+    lw      t2, SLOT_C_REGS(t2)         /* x0's word is always 0 */
+    li      t3, 0xffff
+    and     t4, t2, t3
+    li      t3, TEST_PASS
+    li      t1, 0
+    beq     t4, t3, 2f
+    srli    t1, t2, 16
+    andi    t1, t1, 0xff
+2:  sw      t1, SLOT_C_STATUS(s1)
+    li      t1, SLOT_EXITED
+    j       ended
+
+/* The context's own trap entry, as if the trap had gone there: mcause,
+ * mepc and mtval untouched, interrupts still off. */
+to_handler:
+    csrw    mscratch, s1
+    mv      sp, s1
+    restore_registers
+    lw      sp, SLOT_C_HANDLER(sp)
+    jr      sp
 
 ended:
     li      t0, -1                      /* its local store is no one's */
@@ -138,12 +217,12 @@ on_interrupt:
     bltz    a0, resume                  /* no: run on */
     call    read_mtime
     mv      s3, a0
-    li      a0, SLOT_LS_BASE            /* save its local store */
-    mv      a1, s2
+    mv      a1, s2                      /* save its local store */
     call    staging_of
     mv      a1, a0
     li      a0, SLOT_LS_BASE
-    call    copy_out
+    li      a2, SLOT_SWAP_SIZE
+    call    copy
     call    read_mtime
     sub     t0, a0, s3
     lw      t1, SLOT_H_TICKS(s0)
@@ -173,10 +252,16 @@ found:
     mv      s3, a0
     mv      a1, s2
     call    staging_of
-    mv      a1, a0                      /* from its staging area */
-    li      a0, SLOT_LS_BASE
-    call    copy_in
+    mv      s4, a0                      /* from its staging area */
+    li      a1, SLOT_LS_BASE
+    li      a2, SLOT_SWAP_SIZE
+    call    copy
     fence.i
+    li      a0, SLOT_SWAP_SIZE          /* its image window */
+    add     a0, a0, s4
+    li      a1, SLOT_IMAGE_WINDOW
+    lw      a2, SLOT_C_IMAGE_SIZE(s1)
+    call    copy
     sw      s2, SLOT_H_RESIDENT(s0)
     lw      t0, SLOT_H_SWITCHES(s0)
     addi    t0, t0, 1
@@ -200,36 +285,7 @@ resume:
     li      t0, MSTATUS_RETURN
     csrs    mstatus, t0
     mv      sp, s1
-    lw      x1, SLOT_C_REGS + 4 * 1(sp)
-    lw      x3, SLOT_C_REGS + 4 * 3(sp)
-    lw      x4, SLOT_C_REGS + 4 * 4(sp)
-    lw      x5, SLOT_C_REGS + 4 * 5(sp)
-    lw      x6, SLOT_C_REGS + 4 * 6(sp)
-    lw      x7, SLOT_C_REGS + 4 * 7(sp)
-    lw      x8, SLOT_C_REGS + 4 * 8(sp)
-    lw      x9, SLOT_C_REGS + 4 * 9(sp)
-    lw      x10, SLOT_C_REGS + 4 * 10(sp)
-    lw      x11, SLOT_C_REGS + 4 * 11(sp)
-    lw      x12, SLOT_C_REGS + 4 * 12(sp)
-    lw      x13, SLOT_C_REGS + 4 * 13(sp)
-    lw      x14, SLOT_C_REGS + 4 * 14(sp)
-    lw      x15, SLOT_C_REGS + 4 * 15(sp)
-    lw      x16, SLOT_C_REGS + 4 * 16(sp)
-    lw      x17, SLOT_C_REGS + 4 * 17(sp)
-    lw      x18, SLOT_C_REGS + 4 * 18(sp)
-    lw      x19, SLOT_C_REGS + 4 * 19(sp)
-    lw      x20, SLOT_C_REGS + 4 * 20(sp)
-    lw      x21, SLOT_C_REGS + 4 * 21(sp)
-    lw      x22, SLOT_C_REGS + 4 * 22(sp)
-    lw      x23, SLOT_C_REGS + 4 * 23(sp)
-    lw      x24, SLOT_C_REGS + 4 * 24(sp)
-    lw      x25, SLOT_C_REGS + 4 * 25(sp)
-    lw      x26, SLOT_C_REGS + 4 * 26(sp)
-    lw      x27, SLOT_C_REGS + 4 * 27(sp)
-    lw      x28, SLOT_C_REGS + 4 * 28(sp)
-    lw      x29, SLOT_C_REGS + 4 * 29(sp)
-    lw      x30, SLOT_C_REGS + 4 * 30(sp)
-    lw      x31, SLOT_C_REGS + 4 * 31(sp)
+    restore_registers
     lw      sp, SLOT_C_REGS + 4 * 2(sp)
     mret
 
@@ -269,7 +325,7 @@ save_area_of:
 
 /* a0 = the staging area of context a1. */
 staging_of:
-    slli    a0, a1, 18                  /* SLOT_LS_SIZE */
+    slli    a0, a1, 20                  /* SLOT_AREA_SIZE */
     li      t0, SLOT_STAGING
     add     a0, a0, t0
     ret
@@ -298,15 +354,10 @@ arm_timer:
     sw      a2, 4(t1)
     ret
 
-/* Copies SLOT_LS_SIZE bytes from a0 to a1 (copy_out) or from a1 to a0
- * (copy_in), 32 bytes per iteration. */
-copy_in:
-    mv      a2, a0
-    mv      a0, a1
-    mv      a1, a2
-copy_out:
-    li      a2, SLOT_LS_SIZE
+/* Copies a2 bytes (a multiple of 32, maybe 0) from a0 to a1. */
+copy:
     add     a2, a2, a0
+    bgeu    a0, a2, 2f
 1:  lw      t0, 0(a0)
     lw      t1, 4(a0)
     lw      t2, 8(a0)
@@ -326,4 +377,4 @@ copy_out:
     addi    a0, a0, 32
     addi    a1, a1, 32
     bltu    a0, a2, 1b
-    ret
+2:  ret

@@ -4,20 +4,33 @@
  * its controllers (slotrun.py): where the stub lives in a slot's guest RAM,
  * its control block, and one context's save area.
  *
- * A slot is one long-lived qemu-system-riscv32; the contexts it runs are
- * saved state.  The stub sits in the reserved gap between the boot block
- * and the image window (docs/coprocessor-abi.md, "Memory map"), outside the
- * local store, so no context can reach it by its own addresses:
+ * A slot is one long-lived qemu-system-riscv32 with 64 MiB of RAM; the
+ * contexts it runs are saved state.  The stub sits in the reserved gap
+ * between the boot block and the image window (docs/coprocessor-abi.md,
+ * "Memory map"), outside the local store, so no context can reach it by
+ * its own addresses:
  *
  *   0x80041000  4 KiB   stub code (the plugin's excluded range)
  *   0x80042000  8 KiB   control block: header, then one save area per
  *                       context (SLOT_CTX_SIZE bytes each)
- *   0x80100000  ...     staging: SLOT_LS_SIZE bytes per context, the saved
- *                       local store of context i at SLOT_STAGING + i * LS
+ *   0x81000000  ...     staging: SLOT_AREA_SIZE bytes per context: its
+ *                       local store and boot block (SLOT_SWAP_SIZE bytes,
+ *                       0x80000000..0x80040fff, swapped at every switch),
+ *                       then its image window's bytes (image_size of them,
+ *                       copied to 0x80100000 when it comes in)
+ *
+ * A context's exit is a store to SLOT_EXIT_ADDR, where nothing is mapped:
+ * the store faults into the stub, which reads the value the context meant
+ * for the virt test device (COP_TEST_PASS, or status << 16 |
+ * COP_TEST_FAIL) from the store's source register.  An SDK image's
+ * cop_exit stores there once its controller has pointed its lui at it (the
+ * runtime writes the test device, which would end the slot's QEMU), and
+ * its crt0's `csrw mtvec` is a nop, so the stub keeps the trap vector and
+ * passes the context's other exceptions to its own trap entry (`handler`).
  *
  * The controller owns an entry that is EMPTY, EXITED or FAULTED: it may
  * fill its staging area and save area (registers zero, pc the entry point,
- * binds 0) and then, last, set its state to RUNNABLE, while the emulator
+ * handler, image size, binds 0) and then, last, set its state to RUNNABLE, while the emulator
  * runs; the stub owns a RUNNABLE entry until it ends it.  The stub runs
  * until no entry is runnable and CLOSED is set; while none is runnable and
  * CLOSED is not, it waits (wfi) and looks again every slice.
@@ -32,7 +45,13 @@
 #define SLOT_STUB_SIZE      0x1000
 #define SLOT_CTL_BASE       0x80042000
 #define SLOT_CTL_SIZE       0x2000
-#define SLOT_STAGING        0x80100000
+#define SLOT_STAGING        0x81000000
+#define SLOT_AREA_SIZE      0x100000
+#define SLOT_SWAP_SIZE      0x41000     /* local store and boot block */
+#define SLOT_IMAGE_MAX      0xbf000     /* image window bytes kept */
+#define SLOT_IMAGE_WINDOW   0x80100000
+#define SLOT_RAM_SIZE       0x4000000   /* 64 MiB */
+#define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */
 #define SLOT_LS_BASE        0x80000000
 #define SLOT_LS_SIZE        0x40000
 #define SLOT_MAX_CONTEXTS   31
@@ -58,6 +77,8 @@
 #define SLOT_C_TVAL         0x0c    /* mtval of a fault */
 #define SLOT_C_BINDS        0x10    /* times it was put on the slot */
 #define SLOT_C_PC           0x14    /* where it resumes (at a fault: the pc) */
+#define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
+#define SLOT_C_IMAGE_SIZE   0x1c    /* image window bytes, a multiple of 32 */
 #define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
 
 /* A context's state. */

@@ -34,7 +34,6 @@ import time
 from elftools.elf.elffile import ELFFile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RAM_SIZE = 16 << 20
 TIMER_HZ = 10_000_000           # the virt machine's CLINT timebase
 
 
@@ -60,31 +59,116 @@ def ram_offset(address):
     return address - L["SLOT_LS_BASE"]
 
 
-class Image:
-    """A context's image: its PT_LOAD segments as (LS offset, bytes), and
-    its entry point.  Read once, placed as often as wanted."""
+# The runtime's functions that write the test device (sdk/runtime/exit.c):
+# cop_exit, and the two that end with it inlined.
+EXIT_PATHS = ("cop_exit", "cop_fatal", "__cop_trap")
 
-    def __init__(self, path):
+
+class Image:
+    """A context's starting state, built once and placed as often as
+    wanted: `swap`, its local store and boot block (SLOT_SWAP_SIZE bytes
+    from 0x80000000); `window`, its image window's bytes; `entry`;
+    `handler`, its own trap entry (0: none).
+
+    A test guest (no boot block, exit by ecall) is its PT_LOAD segments.
+    An SDK image is what the project's loader makes of it: cop-run lays it
+    out in a RAM file (without running it) with its arguments, and two
+    kinds of instructions are pointed at the stub: crt0's `csrw mtvec`
+    becomes a nop (the stub keeps the vector and passes traps on to the
+    runtime's __cop_trap_entry) and the `lui` of the test device's page in
+    each of EXIT_PATHS loads SLOT_EXIT_ADDR's instead (the exit store faults into the stub
+    instead of ending the slot's QEMU).  Both keep the instruction count:
+    the context executes what it executes under cop-run.  An image whose
+    code does not have exactly these instructions is refused."""
+
+    def __init__(self, path, args=(), cop_run="cop-run"):
         self.path = path
-        self.segments = []
+        self.args = list(args)
+        self.window = b""
+        self.handler = 0
         with open(path, "rb") as f:
             try:
                 elf = ELFFile(f)
                 machine, elfclass = elf["e_machine"], elf.elfclass
+                self.entry = elf["e_entry"]
+                symbols = self._symbols(elf)
             except Exception as e:
                 raise SlotError("%s: not an ELF file (%s)" % (path, e))
             if machine != "EM_RISCV" or elfclass != 32:
                 raise SlotError("%s: not a 32-bit RISC-V image" % path)
-            for seg in elf.iter_segments():
-                if seg["p_type"] != "PT_LOAD" or not seg["p_filesz"]:
-                    continue
-                start, end = seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"]
-                if start < L["SLOT_LS_BASE"] or \
-                        end > L["SLOT_LS_BASE"] + L["SLOT_LS_SIZE"]:
-                    raise SlotError("%s: segment at 0x%08x..0x%08x outside "
-                                    "the local store" % (path, start, end))
-                self.segments.append((ram_offset(start), seg.data()))
-            self.entry = elf["e_entry"]
+            if "__cop_trap_entry" in symbols:
+                self._from_loader(cop_run, symbols)
+            else:
+                self._from_segments(elf)
+
+    @staticmethod
+    def _symbols(elf):
+        table = elf.get_section_by_name(".symtab")
+        if not table:
+            return {}
+        return {sym.name: (sym["st_value"], sym["st_size"])
+                for sym in table.iter_symbols() if sym.name}
+
+    def _from_segments(self, elf):
+        swap = bytearray(L["SLOT_SWAP_SIZE"])
+        for seg in elf.iter_segments():
+            if seg["p_type"] != "PT_LOAD" or not seg["p_filesz"]:
+                continue
+            start, end = seg["p_vaddr"], seg["p_vaddr"] + seg["p_memsz"]
+            if start < L["SLOT_LS_BASE"] or \
+                    end > L["SLOT_LS_BASE"] + L["SLOT_LS_SIZE"]:
+                raise SlotError("%s: segment at 0x%08x..0x%08x outside "
+                                "the local store" % (self.path, start, end))
+            data = seg.data()
+            swap[ram_offset(start):ram_offset(start) + len(data)] = data
+        self.swap = bytes(swap)
+
+    def _from_loader(self, cop_run, symbols):
+        with tempfile.TemporaryDirectory(prefix="slotrun-") as work:
+            ram = os.path.join(work, "ram")
+            done = subprocess.run([cop_run, "--ram-file", ram, "--qemu",
+                                   "/bin/true", self.path] + self.args,
+                                  capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+            try:
+                with open(ram, "rb") as f:
+                    swap = bytearray(f.read(L["SLOT_SWAP_SIZE"]))
+                    f.seek(ram_offset(L["SLOT_IMAGE_WINDOW"]))
+                    image = f.read(L["SLOT_IMAGE_MAX"])
+            except OSError:
+                raise SlotError("%s: the loader laid out nothing: %s" % (
+                    self.path, done.stderr.strip()))
+        boot = ram_offset(0x80040000)
+        magic, _, _, size = struct.unpack_from("<4I", swap, boot)
+        if magic != 0x42504f43:
+            raise SlotError("%s: the loader wrote no boot block: %s" % (
+                self.path, done.stderr.strip()))
+        if size > L["SLOT_IMAGE_MAX"]:
+            raise SlotError("%s: %d bytes: a slot keeps images of at most "
+                            "%d" % (self.path, size, L["SLOT_IMAGE_MAX"]))
+        self._patch(swap, symbols, "_start", lambda w: w == 0x30529073,
+                    lambda w: 0x00000013, "csrw mtvec")
+        for name in EXIT_PATHS:     # the compiler inlines cop_exit
+            self._patch(swap, symbols, name,
+                        lambda w: w & 0x7f == 0x37 and w >> 12 == 0x100,
+                        lambda w: (w & 0xfff) | L["SLOT_EXIT_ADDR"],
+                        "lui of the test device")
+        self.swap = bytes(swap)
+        self.window = image[:(size + 31) // 32 * 32]
+        self.handler = symbols["__cop_trap_entry"][0]
+
+    def _patch(self, swap, symbols, name, match, change, what):
+        if name not in symbols:
+            raise SlotError("%s: no %s to run it on a slot" % (self.path, name))
+        start, size = symbols[name]
+        hits = [at for at in range(ram_offset(start), ram_offset(start + size),
+                                   4)
+                if match(struct.unpack_from("<I", swap, at)[0])]
+        if len(hits) != 1:
+            raise SlotError("%s: %d %s in %s, expected one: cannot run it "
+                            "on a slot" % (self.path, len(hits), what, name))
+        word = struct.unpack_from("<I", swap, hits[0])[0]
+        struct.pack_into("<I", swap, hits[0], change(word))
 
 
 def place_stub(ram, path):
@@ -120,8 +204,8 @@ class Slot:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
                      os.O_NOFOLLOW, 0o600)
         try:
-            os.ftruncate(fd, RAM_SIZE)
-            self.ram = mmap.mmap(fd, RAM_SIZE)
+            os.ftruncate(fd, L["SLOT_RAM_SIZE"])
+            self.ram = mmap.mmap(fd, L["SLOT_RAM_SIZE"])
         finally:
             os.close(fd)
         self.entries = entries
@@ -152,13 +236,14 @@ class Slot:
         i = self.free_entry()
         if i is None:
             raise SlotError("slot full: all %d entries in use" % self.entries)
-        staging = (ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_LS_SIZE"])
-        self.ram[staging:staging + L["SLOT_LS_SIZE"]] = bytes(L["SLOT_LS_SIZE"])
-        for offset, data in image.segments:
-            self.ram[staging + offset:staging + offset + len(data)] = data
+        staging = ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_AREA_SIZE"]
+        swap_end = staging + L["SLOT_SWAP_SIZE"]
+        self.ram[staging:swap_end] = image.swap
+        self.ram[swap_end:swap_end + len(image.window)] = image.window
         area = self._area(i)
         self.ram[area:area + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
-        struct.pack_into("<I", self.ram, area + L["SLOT_C_PC"], image.entry)
+        struct.pack_into("<3I", self.ram, area + L["SLOT_C_PC"], image.entry,
+                         image.handler, len(image.window))
         struct.pack_into("<I", self.ram, area + L["SLOT_C_STATE"],
                          L["SLOT_RUNNABLE"])   # last: now the stub's
         self.owner[i] = (image, tag)
@@ -205,8 +290,9 @@ def qemu_command(qemu, ram_path, icount):
     guest time is the instruction count (1 ns each), so slices end at the
     same instructions in every run, however loaded the machine is."""
     extra = ["-icount", "shift=0"] if icount else []
-    return [qemu] + extra + ["-M", "virt,memory-backend=cop-ram", "-m", "16M",
-            "-object", "memory-backend-file,id=cop-ram,size=16M,"
+    size = "%dM" % (L["SLOT_RAM_SIZE"] >> 20)
+    return [qemu] + extra + ["-M", "virt,memory-backend=cop-ram", "-m", size,
+            "-object", "memory-backend-file,id=cop-ram,size=" + size + ","
             "mem-path=%s,share=on" % ram_path.replace(",", ",,"),
             "-cpu", "rv32,c=off", "-bios", "none", "-nodefaults",
             "-no-reboot", "-display", "none",
@@ -238,14 +324,18 @@ def parse_args(argv):
         "(local stores swapped, mean microseconds per swap as the stub "
         "measured it on the 10 MHz timer, timer interrupts taken). Exit "
         "status 0 when every context ended, 1 otherwise, 2 on bad input.")
-    p.add_argument("contexts", nargs="+", metavar="IMAGE",
-                   help="a context's ELF image; give one several times to "
+    p.add_argument("contexts", nargs="+", metavar="IMAGE[,ARG...]",
+                   help="a context's ELF image and its arguments: a test "
+                   "guest built with slot-crt0.S, or an SDK image (laid "
+                   "out by cop-run's loader); give one several times to "
                    "run several contexts of it")
     p.add_argument("--stub", required=True, help="the stub's ELF image "
                    "(build/tests/slot/slot-stub.elf)")
     p.add_argument("--coptrace", default="coptrace",
                    help="coptrace to run QEMU under (default: on PATH)")
     p.add_argument("--qemu", default="qemu-system-riscv32")
+    p.add_argument("--cop-run", help="cop-run, whose loader lays out SDK "
+                   "images (default: beside --coptrace, else on PATH)")
     p.add_argument("--slice-us", type=int, default=1000,
                    help="time slice in microseconds of the guest timer "
                    "(default 1000)")
@@ -278,7 +368,28 @@ def parse_args(argv):
         p.error("--slots and --repeat: must be at least 1")
     if not 1 <= args.entries <= L["SLOT_MAX_CONTEXTS"]:
         p.error("--entries: 1 to %d" % L["SLOT_MAX_CONTEXTS"])
+    if not args.cop_run:
+        beside = os.path.join(os.path.dirname(args.coptrace), "cop-run")
+        args.cop_run = beside if os.path.dirname(args.coptrace) else "cop-run"
     return args
+
+
+def emulator_failure(status, trace):
+    """One line for an emulator that did not end with status 0."""
+    said = [l for l in trace.strip().splitlines()
+            if not l.startswith("captures=")]
+    return "emulator ended with status %d%s" % (
+        status, ": " + said[-1] if said else "")
+
+
+def load_images(args):
+    """Every distinct IMAGE[,ARG...] of the command line, as an Image."""
+    images = {}
+    for spec in args.contexts:
+        if spec not in images:
+            path, *arguments = spec.split(",")
+            images[spec] = Image(path, arguments, args.cop_run)
+    return images
 
 
 def trace_command(args, ram, regs=None, context=0):
@@ -299,7 +410,7 @@ def trace_command(args, ram, regs=None, context=0):
 def run(args):
     """Runs the contexts on one slot; returns (coptrace's stderr, the
     slot's header, the contexts' results in the order given)."""
-    images = {path: Image(path) for path in args.contexts}
+    images = load_images(args)
     workdir = tempfile.mkdtemp(prefix="slotrun-")
     try:
         slot = Slot(workdir, args.stub, len(args.contexts),
@@ -310,8 +421,7 @@ def run(args):
                    text=True)
         _, trace = slot.process.communicate()
         if slot.process.returncode != 0:
-            raise SlotError("emulator: %s" % (trace.strip().splitlines() or [
-                "exit status %d" % slot.process.returncode])[-1])
+            raise SlotError(emulator_failure(slot.process.returncode, trace))
         return (trace, slot.header(),
                 [slot.result(i) for i in range(len(args.contexts))])
     finally:
@@ -324,7 +434,7 @@ def run_many(args, poll_s=0.0002):
     every slot one long-lived QEMU on one register file.  Returns
     (results in order given, round trips in seconds, wall seconds,
     headers of the slots)."""
-    images = {path: Image(path) for path in args.contexts}
+    images = load_images(args)
     queue = collections.deque(enumerate(args.contexts * args.repeat))
     results = [None] * len(queue)
     trips = [None] * len(queue)
@@ -363,10 +473,8 @@ def run_many(args, poll_s=0.0002):
         for slot in slots:
             _, trace = slot.process.communicate()
             if slot.process.returncode != 0:
-                raise SlotError("emulator: %s" % (trace.strip().splitlines()
-                                                  or ["exit status %d" %
-                                                      slot.process.returncode]
-                                                  )[-1])
+                raise SlotError(emulator_failure(slot.process.returncode,
+                                                 trace))
         return results, trips, wall, [s.header() for s in slots]
     finally:
         for slot in slots:
@@ -403,8 +511,8 @@ def main(argv=None):
         print("slotrun: %s" % e, file=sys.stderr)
         return 2
     sys.stderr.write(trace)
-    for i, (path, c) in enumerate(zip(args.contexts, contexts)):
-        print(describe(i, path, c), file=sys.stderr)
+    for i, (spec, c) in enumerate(zip(args.contexts, contexts)):
+        print(describe(i, spec.split(",")[0], c), file=sys.stderr)
     per_switch = (header["ticks"] * 1e6 / TIMER_HZ / header["switches"]
                   if header["switches"] else 0.0)
     print("slot: switches=%d switch_us=%.1f interrupts=%d" %

@@ -180,3 +180,61 @@ def test_thousand_contexts_through_eight_slots(build_dir, coprof_bin):
     # Eight emulators write one pipe a byte at a time: the same bytes.
     assert collections.Counter(done.stdout) == collections.Counter(
         "short 0x000002a4\n" * 500 + "trap 0x28a1eb17\n" * 500)
+
+
+def cop_run_counts(coprof_bin, tmp_path, image, args, reference):
+    """cop-run's run of image alone (its own QEMU, the test device's exit):
+    status, console, exact counts by pc inside the local store."""
+    counts = str(tmp_path / ("cop-run-%d.counts" % len(os.listdir(tmp_path))))
+    done = subprocess.run(
+        [coprof_bin("cop-run"), "--sample-every", "1000003",
+         "--exact-counts", counts] + (["--reference"] if reference else [])
+        + [image] + args, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout, by_pc(by_instruction(counts)[0])
+
+
+def by_pc(counts):
+    """Counts by pc inside the local store (cop-run's also hold QEMU's reset
+    code; a slot's have two instructions pointed at the stub, same pcs)."""
+    out = collections.Counter()
+    for (pc, _), n in counts.items():
+        if 0x80000000 <= pc < 0x80040000:
+            out[pc] += n
+    return out
+
+
+@pytest.mark.parametrize("reference", [False, True],
+                         ids=["fast", "reference"])
+def test_sdk_programs_run_as_under_cop_run(build_dir, coprof_bin, tmp_path,
+                                           reference):
+    # SDK images laid out by the project's loader, time-sliced on one slot
+    # at 50,000-instruction slices, against cop-run's standalone runs.
+    images = [os.path.join(build_dir, "examples", e + ".elf")
+              for e in ("kernels", "overlays", "pipeline")]
+    probe = os.path.join(build_dir, "tests", "cop", "runtime-probe.elf")
+    contexts = [(i, []) for i in images] + [(probe, ["illegal"]),
+                                            (probe, ["exit", "5"])]
+    counts = str(tmp_path / "slot.counts")
+    done = subprocess.run(
+        ["/usr/bin/python3", SLOTRUN, "--stub",
+         os.path.join(build_dir, "tests", "slot", "slot-stub.elf"),
+         "--coptrace", coprof_bin("coptrace"), "--icount",
+         "--slice-us", "50", "--exact-counts", counts]
+        + (["--reference"] if reference else [])
+        + [",".join([image] + args) for image, args in contexts],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    results = [parse_context(line) for line in done.stderr.splitlines()
+               if line.startswith("context ")]
+    slot_counts = by_instruction(counts)
+    alone_lines = []
+    for k, (image, args) in enumerate(contexts):
+        status, out, alone = cop_run_counts(coprof_bin, tmp_path, image,
+                                            args, reference)
+        assert results[k]["status"] == status, (image, args)
+        assert by_pc(slot_counts[k]) == alone, (image, args)
+        alone_lines += out.splitlines()
+    # kernels, overlays and pipeline ran 1.8 M to 3.5 M instructions each.
+    assert all(r["binds"] >= 30 for r in results[:3]), done.stderr
+    assert [r["status"] for r in results[3:]] == [132, 5]
+    assert same_console(done.stdout, alone_lines)
