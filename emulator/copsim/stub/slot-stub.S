@@ -18,8 +18,9 @@
  * holds the running context's save area.  A trap:
  *
  *   machine timer interrupt   the slice is over: if another context is
- *                             runnable, save this one's local store to its
- *                             staging area and switch; else run on;
+ *                             runnable, save this one's local store and
+ *                             boot block to its staging area and switch;
+ *                             else run on;
  *   ecall                     the context exits with status a0;
  *   a store to SLOT_EXIT_ADDR the context exits with the status it meant
  *                             for the virt test device (slot-stub.h);
@@ -93,6 +94,7 @@ stub_boot:
     csrw    mtvec, t0
     li      t0, MIE_MTIE
     csrw    mie, t0
+    call    place_main_memory
     li      s0, SLOT_CTL_BASE
     li      t0, -1
     sw      t0, SLOT_H_CURRENT(s0)
@@ -251,17 +253,11 @@ found:
     call    read_mtime
     mv      s3, a0
     mv      a1, s2
-    call    staging_of
-    mv      s4, a0                      /* from its staging area */
+    call    staging_of                  /* from its staging area */
     li      a1, SLOT_LS_BASE
     li      a2, SLOT_SWAP_SIZE
     call    copy
     fence.i
-    li      a0, SLOT_SWAP_SIZE          /* its image window */
-    add     a0, a0, s4
-    li      a1, SLOT_IMAGE_WINDOW
-    lw      a2, SLOT_C_IMAGE_SIZE(s1)
-    call    copy
     sw      s2, SLOT_H_RESIDENT(s0)
     lw      t0, SLOT_H_SWITCHES(s0)
     addi    t0, t0, 1
@@ -315,6 +311,20 @@ find_runnable:
     j       1b
 3:  li      a0, -1
 4:  ret
+
+/* Main memory: BAR 2 of the ivshmem device at 00:01.0, if there is one,
+ * at SLOT_MAIN_BASE (64-bit BAR: high word 0), memory decoding on. */
+place_main_memory:
+    li      t0, SLOT_PCI_IVSHMEM
+    lw      t1, 0(t0)
+    li      t2, SLOT_IVSHMEM_ID
+    bne     t1, t2, 1f
+    li      t1, SLOT_MAIN_BASE
+    sw      t1, 0x18(t0)
+    sw      zero, 0x1c(t0)
+    li      t1, 2                       /* command: memory space */
+    sh      t1, 4(t0)
+1:  ret
 
 /* a0 = the save area of context a0. */
 save_area_of:

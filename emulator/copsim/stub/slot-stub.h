@@ -15,9 +15,16 @@
  *                       context (SLOT_CTX_SIZE bytes each)
  *   0x81000000  ...     staging: SLOT_AREA_SIZE bytes per context: its
  *                       local store and boot block (SLOT_SWAP_SIZE bytes,
- *                       0x80000000..0x80040fff, swapped at every switch),
- *                       then its image window's bytes (image_size of them,
- *                       copied to 0x80100000 when it comes in)
+ *                       0x80000000..0x80040fff, swapped at every switch)
+ *
+ * A context's image and data windows are not in the slot's RAM but in
+ * "main memory", one file shared by every slot's emulator and the host
+ * programs, which the slot sees as BAR 2 of an ivshmem-plain device (PCI
+ * 00:01.0) that the stub places at SLOT_MAIN_BASE when it boots: context
+ * k's windows are SLOT_MAIN_AREA bytes there (the image at the start, the
+ * data window SLOT_MAIN_DATA bytes in), named by its boot block, so they
+ * need no copy at a switch and its host shares its data window while it
+ * runs, as an SPU's host shares main memory.
  *
  * A context's exit is a store to SLOT_EXIT_ADDR, where nothing is mapped:
  * the store faults into the stub, which reads the value the context meant
@@ -30,7 +37,7 @@
  *
  * The controller owns an entry that is EMPTY, EXITED or FAULTED: it may
  * fill its staging area and save area (registers zero, pc the entry point,
- * handler, image size, binds 0) and then, last, set its state to RUNNABLE, while the emulator
+ * handler, binds 0) and then, last, set its state to RUNNABLE, while the emulator
  * runs; the stub owns a RUNNABLE entry until it ends it.  The stub runs
  * until no entry is runnable and CLOSED is set; while none is runnable and
  * CLOSED is not, it waits (wfi) and looks again every slice.
@@ -48,9 +55,13 @@
 #define SLOT_STAGING        0x81000000
 #define SLOT_AREA_SIZE      0x100000
 #define SLOT_SWAP_SIZE      0x41000     /* local store and boot block */
-#define SLOT_IMAGE_MAX      0xbf000     /* image window bytes kept */
-#define SLOT_IMAGE_WINDOW   0x80100000
 #define SLOT_RAM_SIZE       0x4000000   /* 64 MiB */
+#define SLOT_MAIN_BASE      0x40000000  /* main memory: ivshmem's BAR 2 */
+#define SLOT_MAIN_SIZE      0x20000000  /* 512 MiB, a power of two */
+#define SLOT_MAIN_AREA      0x1000000   /* one context's windows */
+#define SLOT_MAIN_DATA      0x800000    /* its data window in its area */
+#define SLOT_PCI_IVSHMEM    0x30008000  /* ECAM of PCI 00:01.0 */
+#define SLOT_IVSHMEM_ID     0x11101af4  /* device 0x1110, vendor 0x1af4 */
 #define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */
 #define SLOT_LS_BASE        0x80000000
 #define SLOT_LS_SIZE        0x40000
@@ -78,7 +89,6 @@
 #define SLOT_C_BINDS        0x10    /* times it was put on the slot */
 #define SLOT_C_PC           0x14    /* where it resumes (at a fault: the pc) */
 #define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
-#define SLOT_C_IMAGE_SIZE   0x1c    /* image window bytes, a multiple of 32 */
 #define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
 
 /* A context's state. */

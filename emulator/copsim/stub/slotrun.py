@@ -59,6 +59,13 @@ def ram_offset(address):
     return address - L["SLOT_LS_BASE"]
 
 
+# From the coprocessor ABI (common/cop-abi.h, docs/coprocessor-abi.md).
+COP_BOOT_BASE = 0x80040000
+COP_BOOT_MAGIC = 0x42504f43             # "COPB"
+COP_IMAGE_BASE = 0x80100000
+BOOT = COP_BOOT_BASE - 0x80000000       # the boot block in `swap`
+BOOT_IMAGE_ADDR, BOOT_DATA_ADDR = 0x08, 0x10
+
 # The runtime's functions that write the test device (sdk/runtime/exit.c):
 # cop_exit, and the two that end with it inlined.
 EXIT_PATHS = ("cop_exit", "cop_fatal", "__cop_trap")
@@ -68,7 +75,8 @@ class Image:
     """A context's starting state, built once and placed as often as
     wanted: `swap`, its local store and boot block (SLOT_SWAP_SIZE bytes
     from 0x80000000); `window`, its image window's bytes; `entry`;
-    `handler`, its own trap entry (0: none).
+    `handler`, its own trap entry (0: none); `boot_block`, whether it has
+    one (whose windows then move to the context's main-memory area).
 
     A test guest (no boot block, exit by ecall) is its PT_LOAD segments.
     An SDK image is what the project's loader makes of it: cop-run lays it
@@ -86,6 +94,7 @@ class Image:
         self.args = list(args)
         self.window = b""
         self.handler = 0
+        self.boot_block = False
         with open(path, "rb") as f:
             try:
                 elf = ELFFile(f)
@@ -133,19 +142,19 @@ class Image:
             try:
                 with open(ram, "rb") as f:
                     swap = bytearray(f.read(L["SLOT_SWAP_SIZE"]))
-                    f.seek(ram_offset(L["SLOT_IMAGE_WINDOW"]))
-                    image = f.read(L["SLOT_IMAGE_MAX"])
+                    f.seek(ram_offset(COP_IMAGE_BASE))
+                    image = f.read(L["SLOT_MAIN_DATA"])
             except OSError:
                 raise SlotError("%s: the loader laid out nothing: %s" % (
                     self.path, done.stderr.strip()))
-        boot = ram_offset(0x80040000)
-        magic, _, _, size = struct.unpack_from("<4I", swap, boot)
-        if magic != 0x42504f43:
+        magic, _, _, size = struct.unpack_from("<4I", swap, BOOT)
+        if magic != COP_BOOT_MAGIC:
             raise SlotError("%s: the loader wrote no boot block: %s" % (
                 self.path, done.stderr.strip()))
-        if size > L["SLOT_IMAGE_MAX"]:
-            raise SlotError("%s: %d bytes: a slot keeps images of at most "
-                            "%d" % (self.path, size, L["SLOT_IMAGE_MAX"]))
+        if size > L["SLOT_MAIN_DATA"]:
+            raise SlotError("%s: %d bytes: a slot's main memory keeps images "
+                            "of at most %d" % (self.path, size,
+                                              L["SLOT_MAIN_DATA"]))
         self._patch(swap, symbols, "_start", lambda w: w == 0x30529073,
                     lambda w: 0x00000013, "csrw mtvec")
         for name in EXIT_PATHS:     # the compiler inlines cop_exit
@@ -154,8 +163,9 @@ class Image:
                         lambda w: (w & 0xfff) | L["SLOT_EXIT_ADDR"],
                         "lui of the test device")
         self.swap = bytes(swap)
-        self.window = image[:(size + 31) // 32 * 32]
+        self.window = image[:size]
         self.handler = symbols["__cop_trap_entry"][0]
+        self.boot_block = True
 
     def _patch(self, swap, symbols, name, match, change, what):
         if name not in symbols:
@@ -190,13 +200,52 @@ def place_stub(ram, path):
                 end - start, b"\0")
 
 
+class MainMemory:
+    """Main memory: one file shared by every slot's emulator (ivshmem's BAR
+    2, at SLOT_MAIN_BASE) and the controller, one SLOT_MAIN_AREA per
+    context for its image and data windows."""
+
+    def __init__(self, workdir):
+        self.path = os.path.join(workdir, "main")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
+                     os.O_NOFOLLOW, 0o600)
+        try:
+            os.ftruncate(fd, L["SLOT_MAIN_SIZE"])
+            self.map = mmap.mmap(fd, L["SLOT_MAIN_SIZE"])
+        finally:
+            os.close(fd)
+        self.free = list(range(L["SLOT_MAIN_SIZE"] // L["SLOT_MAIN_AREA"]))
+
+    def take(self, window):
+        """An area for a new context, its image window filled; its index."""
+        if not self.free:
+            raise SlotError("main memory full: %d contexts have windows" %
+                            (L["SLOT_MAIN_SIZE"] // L["SLOT_MAIN_AREA"]))
+        k = self.free.pop(0)
+        at = k * L["SLOT_MAIN_AREA"]
+        self.map[at:at + len(window)] = window
+        return k
+
+    def data(self, k, size):
+        """The first size bytes of area k's data window."""
+        at = k * L["SLOT_MAIN_AREA"] + L["SLOT_MAIN_DATA"]
+        return self.map[at:at + size]
+
+    def give_back(self, k):
+        """Area k is free: its pages go (zero when read again)."""
+        self.map.madvise(mmap.MADV_REMOVE, k * L["SLOT_MAIN_AREA"],
+                         L["SLOT_MAIN_AREA"])
+        self.free.append(k)
+
+
 class Slot:
     """One slot: its guest RAM file (stub, control block, staging areas)
     mapped here, and the emulator running the stub under coptrace.  The
     entries are filled with add(), their ends collected with ended(); the
     emulator ends once close() was called and nothing is runnable."""
 
-    def __init__(self, workdir, stub, entries, slice_ticks, closed=False):
+    def __init__(self, workdir, stub, entries, slice_ticks, main,
+                 closed=False):
         if not 1 <= entries <= L["SLOT_MAX_CONTEXTS"]:
             raise SlotError("%d contexts: a slot stub holds 1 to %d" %
                             (entries, L["SLOT_MAX_CONTEXTS"]))
@@ -209,7 +258,8 @@ class Slot:
         finally:
             os.close(fd)
         self.entries = entries
-        self.owner = [None] * entries      # what each entry runs, or None
+        self.main = main
+        self.owner = [None] * entries      # (image, tag, area) or None
         self.process = None
         place_stub(self.ram, stub)
         self._header(0, struct.pack("<6I", L["SLOT_MAGIC"], entries,
@@ -232,21 +282,27 @@ class Slot:
         return None
 
     def add(self, image, tag=None):
-        """Makes image a runnable context in a free entry; returns it."""
+        """Makes image a runnable context in a free entry, its windows in a
+        new main-memory area; returns the entry."""
         i = self.free_entry()
         if i is None:
             raise SlotError("slot full: all %d entries in use" % self.entries)
+        area = self.main.take(image.window)
+        swap = bytearray(image.swap)
+        if image.boot_block:
+            base = L["SLOT_MAIN_BASE"] + area * L["SLOT_MAIN_AREA"]
+            struct.pack_into("<I", swap, BOOT + BOOT_IMAGE_ADDR, base)
+            struct.pack_into("<I", swap, BOOT + BOOT_DATA_ADDR,
+                             base + L["SLOT_MAIN_DATA"])
         staging = ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_AREA_SIZE"]
-        swap_end = staging + L["SLOT_SWAP_SIZE"]
-        self.ram[staging:swap_end] = image.swap
-        self.ram[swap_end:swap_end + len(image.window)] = image.window
-        area = self._area(i)
-        self.ram[area:area + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
-        struct.pack_into("<3I", self.ram, area + L["SLOT_C_PC"], image.entry,
-                         image.handler, len(image.window))
-        struct.pack_into("<I", self.ram, area + L["SLOT_C_STATE"],
+        self.ram[staging:staging + L["SLOT_SWAP_SIZE"]] = swap
+        at = self._area(i)
+        self.ram[at:at + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
+        struct.pack_into("<2I", self.ram, at + L["SLOT_C_PC"], image.entry,
+                         image.handler)
+        struct.pack_into("<I", self.ram, at + L["SLOT_C_STATE"],
                          L["SLOT_RUNNABLE"])   # last: now the stub's
-        self.owner[i] = (image, tag)
+        self.owner[i] = (image, tag, area)
         return i
 
     def result(self, i):
@@ -258,14 +314,15 @@ class Slot:
 
     def ended(self):
         """The contexts that ended since the last call: a list of
-        (entry, image, tag, result); their entries are free again."""
+        (entry, image, tag, result, main-memory area); their entries are
+        free again, their areas still theirs (MainMemory.give_back)."""
         done = []
         for i, owner in enumerate(self.owner):
             if owner is None:
                 continue
             r = self.result(i)
             if r["state"] in (L["SLOT_EXITED"], L["SLOT_FAULTED"]):
-                done.append((i, owner[0], owner[1], r))
+                done.append((i,) + owner[:2] + (r, owner[2]))
                 self.owner[i] = None
         return done
 
@@ -285,7 +342,7 @@ class Slot:
         self._header(L["SLOT_H_CLOSED"], struct.pack("<I", 1))
 
 
-def qemu_command(qemu, ram_path, icount):
+def qemu_command(qemu, ram_path, icount, main_path):
     """QEMU on the slot's RAM, the hart started at the stub.  With icount,
     guest time is the instruction count (1 ns each), so slices end at the
     same instructions in every run, however loaded the machine is."""
@@ -298,6 +355,10 @@ def qemu_command(qemu, ram_path, icount):
             "-no-reboot", "-display", "none",
             "-chardev", "stdio,signal=off,id=cop-console",
             "-serial", "chardev:cop-console",
+            "-object", "memory-backend-file,id=cop-main,size=%dM,"
+            "mem-path=%s,share=on" % (L["SLOT_MAIN_SIZE"] >> 20,
+                                      main_path.replace(",", ",,")),
+            "-device", "ivshmem-plain,memdev=cop-main",
             "-device", "loader,addr=0x%x,cpu-num=0" % L["SLOT_STUB_BASE"]]
 
 
@@ -353,6 +414,9 @@ def parse_args(argv):
                    "per context (context= its entry)")
     p.add_argument("--samples-out", metavar="FILE",
                    help="the captured local-store addresses")
+    p.add_argument("--data-out", metavar="DIR",
+                   help="write each context's data window as it ended to "
+                   "DIR/context-I.data (up to its last non-zero byte)")
     p.add_argument("--slots", type=int, default=1,
                    help="feed the contexts through N slots (N emulators), "
                    "filling entries while they run")
@@ -392,7 +456,7 @@ def load_images(args):
     return images
 
 
-def trace_command(args, ram, regs=None, context=0):
+def trace_command(args, ram, main, regs=None, context=0):
     """coptrace run with the trace unit's options, then QEMU on ram."""
     cmd = [args.coptrace, "run", "--sample-every", str(args.sample_every)]
     if regs:
@@ -404,7 +468,7 @@ def trace_command(args, ram, regs=None, context=0):
         cmd += ["--exact-counts", args.exact_counts, "--ram", ram]
     if args.samples_out:
         cmd += ["--samples-out", args.samples_out]
-    return cmd + ["--"] + qemu_command(args.qemu, ram, args.icount)
+    return cmd + ["--"] + qemu_command(args.qemu, ram, args.icount, main)
 
 
 def run(args):
@@ -413,19 +477,32 @@ def run(args):
     images = load_images(args)
     workdir = tempfile.mkdtemp(prefix="slotrun-")
     try:
+        main = MainMemory(workdir)
         slot = Slot(workdir, args.stub, len(args.contexts),
-                    args.slice_us * TIMER_HZ // 1_000_000, closed=True)
-        for path in args.contexts:
-            slot.add(images[path])
-        slot.start(trace_command(args, slot.path), stderr=subprocess.PIPE,
-                   text=True)
+                    args.slice_us * TIMER_HZ // 1_000_000, main, closed=True)
+        areas = [slot.owner[slot.add(images[spec])][2]
+                 for spec in args.contexts]
+        slot.start(trace_command(args, slot.path, main.path),
+                   stderr=subprocess.PIPE, text=True)
         _, trace = slot.process.communicate()
         if slot.process.returncode != 0:
             raise SlotError(emulator_failure(slot.process.returncode, trace))
+        if args.data_out:
+            write_data_windows(args.data_out, main, areas)
         return (trace, slot.header(),
                 [slot.result(i) for i in range(len(args.contexts))])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def write_data_windows(directory, main, areas):
+    """DIRECTORY/context-I.data: context I's data window as it ended, up to
+    its last non-zero byte."""
+    size = L["SLOT_MAIN_AREA"] - L["SLOT_MAIN_DATA"]
+    for i, area in enumerate(areas):
+        data = main.data(area, size).rstrip(b"\0")
+        with open(os.path.join(directory, "context-%d.data" % i), "wb") as f:
+            f.write(data)
 
 
 def run_many(args, poll_s=0.0002):
@@ -446,26 +523,26 @@ def run_many(args, poll_s=0.0002):
         subprocess.run([args.coptrace, "create", regs, "--slots",
                         str(args.slots), "--contexts", str(args.slots)],
                        check=True, capture_output=True)
+        main = MainMemory(workdir)
         for n in range(args.slots):
             os.mkdir(os.path.join(workdir, str(n)))
             slot = Slot(os.path.join(workdir, str(n)), args.stub,
-                        args.entries, args.slice_us * TIMER_HZ // 1_000_000)
-            slot.start(trace_command(args, slot.path, regs, n),
+                        args.entries, args.slice_us * TIMER_HZ // 1_000_000,
+                        main)
+            slot.start(trace_command(args, slot.path, main.path, regs, n),
                        stderr=subprocess.PIPE, text=True)
             slots.append(slot)
         start = time.monotonic()
-        while queue or any(s.free_entry() != 0 or
-                           any(s.owner) for s in slots):
+        while queue or added:
             for slot in slots:
-                for _, _, k, result in slot.ended():
+                for _, _, k, result, area in slot.ended():
                     results[k] = result
                     trips[k] = time.monotonic() - added.pop(k)
+                    main.give_back(area)
                 while queue and slot.free_entry() is not None:
                     k, path = queue.popleft()
                     added[k] = time.monotonic()
                     slot.add(images[path], k)
-            if not queue and not added:
-                break
             time.sleep(poll_s)
         wall = time.monotonic() - start
         for slot in slots:

@@ -238,3 +238,33 @@ def test_sdk_programs_run_as_under_cop_run(build_dir, coprof_bin, tmp_path,
     assert all(r["binds"] >= 30 for r in results[:3]), done.stderr
     assert [r["status"] for r in results[3:]] == [132, 5]
     assert same_console(done.stdout, alone_lines)
+
+
+def test_windows_are_per_context_in_main_memory(build_dir, coprof_bin,
+                                                tmp_path):
+    # Each context's image and data windows are its own area of the main
+    # memory file (ivshmem's BAR 2 at 0x40000000), named by its boot block:
+    # the controller reads what each context wrote, and an overlays image
+    # loads its overlays from its image window there.
+    probe = os.path.join(build_dir, "tests", "cop", "runtime-probe.elf")
+    overlays = os.path.join(build_dir, "examples", "overlays.elf")
+    done = subprocess.run(
+        ["/usr/bin/python3", SLOTRUN, "--stub",
+         os.path.join(build_dir, "tests", "slot", "slot-stub.elf"),
+         "--coptrace", coprof_bin("coptrace"), "--icount", "--slice-us", "50",
+         "--data-out", str(tmp_path), probe + ",fill-data,100000", overlays,
+         probe + ",fill-data,7", probe + ",windows"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    words = lambda n: b"".join(((i * 0x01010101) & 0xffffffff).to_bytes(
+        4, "little") for i in range(n)).rstrip(b"\0")
+    assert (tmp_path / "context-0.data").read_bytes() == words(100000)
+    assert (tmp_path / "context-2.data").read_bytes() == words(7)
+    assert "data=0x43800000 size=6291456" in done.stdout
+    assert "image=0x43000000 size=" in done.stdout and "magic=ELF" in \
+        done.stdout
+    assert "overlays rounds=3 digest=578f341a loads=21 guards=3,5" in \
+        done.stdout
+    results = [parse_context(line) for line in done.stderr.splitlines()
+               if line.startswith("context ")]
+    assert results[0]["binds"] >= 2, done.stderr    # preempted mid-fill
