@@ -4,19 +4,21 @@ qemu-system-riscv32 through the resident slot stub, time-sliced.
 
 This is the prototype of copsim's slot model (emulator/copsim/README.md,
 "Slots as long-lived emulators"): a slot is one emulator, a context is
-saved state (its 256 KiB local store in a staging area of the slot's RAM
-and its registers in a save area), and the stub (slot-stub.S) switches
-them at timer interrupts with guest stores and fence.i, so that QEMU drops
-stale translations.  The trace-unit plugin does not count the stub's
-instructions, so each context's instructions (and --exact-counts) are its
-own.
+saved state (its local store and boot block in a staging area of the
+slot's RAM, its registers in a save area, its image and data windows in
+its area of main memory, a file every slot maps), and the stub
+(slot-stub.S) switches them at timer interrupts with guest stores and
+fence.i, so that QEMU drops stale translations.  The trace-unit plugin
+does not count the stub's instructions, so each context's instructions
+(and --exact-counts, kept per context) are its own.
 
-slotrun lays the stub, its control block (slot-stub.h) and every context's
-local store into a new guest RAM file, runs QEMU under `coptrace run` (the
-trace unit attached, the hart started at the stub), passes the consoles
-(one UART for all contexts) to its stdout, and prints one line per context
-and the slot's switch statistics on stderr.  Standard library and
-pyelftools only.
+slotrun lays the stub, its control block (slot-stub.h) and every context
+into a new guest RAM file and main-memory file, runs QEMU under `coptrace
+run` (the trace unit attached, the hart started at the stub), passes the
+consoles (one UART for all contexts) to its stdout, and prints one line
+per context and the slot's switch statistics on stderr; or it feeds
+contexts through several slots while they run (--slots, --repeat).
+Standard library and pyelftools only.
 """
 
 import argparse
@@ -95,7 +97,11 @@ class Image:
         self.window = b""
         self.handler = 0
         self.boot_block = False
-        with open(path, "rb") as f:
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise SlotError("%s: cannot read: %s" % (path, e.strerror))
+        with f:
             try:
                 elf = ELFFile(f)
                 machine, elfclass = elf["e_machine"], elf.elfclass
@@ -377,27 +383,37 @@ def describe(i, path, c):
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="slotrun",
-        description="Run coprocessor contexts (test-guest ELF images built "
-        "with slot-crt0.S) time-sliced on one emulator through the "
-        "resident slot stub, with the trace unit attached.",
-        epilog="Prints one line per context on stderr (exit status or "
-        "fault, binds) and 'slot: switches=N switch_us=T interrupts=I' "
-        "(local stores swapped, mean microseconds per swap as the stub "
-        "measured it on the 10 MHz timer, timer interrupts taken). Exit "
-        "status 0 when every context ended, 1 otherwise, 2 on bad input.")
+        description="Run coprocessor contexts (SDK images, or test guests "
+        "built with slot-crt0.S) time-sliced on one long-lived emulator "
+        "through the resident slot stub, with the trace unit attached; or "
+        "feed them through several slots while those run.",
+        epilog="With one slot: the contexts' consoles on stdout (one UART: "
+        "a switch in the middle of a line mixes lines), and on stderr "
+        "coptrace's counters, one line per context ('context I NAME: exit "
+        "status=S binds=B', or 'fault status=132 mcause=C pc=P mtval=V "
+        "binds=B') and 'slot: switches=N switch_us=T interrupts=I' (local "
+        "stores swapped, mean microseconds per swap as the stub measured "
+        "it on the 10 MHz timer, timer interrupts taken). With --slots or "
+        "--repeat: one line 'slots=N contexts=M wall=S exit:STATUS=COUNT "
+        "... round_trip_ms median=X p95=Y switches=Z'. Exit status 0 when "
+        "every context ended, 1 otherwise, 2 on bad input or a failed "
+        "emulator.")
     p.add_argument("contexts", nargs="+", metavar="IMAGE[,ARG...]",
                    help="a context's ELF image and its arguments: a test "
                    "guest built with slot-crt0.S, or an SDK image (laid "
                    "out by cop-run's loader); give one several times to "
                    "run several contexts of it")
-    p.add_argument("--stub", required=True, help="the stub's ELF image "
-                   "(build/tests/slot/slot-stub.elf)")
-    p.add_argument("--coptrace", default="coptrace",
+    p.add_argument("--stub", required=True, metavar="ELF",
+                   help="the stub's ELF image (build/tests/slot/"
+                   "slot-stub.elf)")
+    p.add_argument("--coptrace", default="coptrace", metavar="PATH",
                    help="coptrace to run QEMU under (default: on PATH)")
-    p.add_argument("--qemu", default="qemu-system-riscv32")
-    p.add_argument("--cop-run", help="cop-run, whose loader lays out SDK "
+    p.add_argument("--qemu", default="qemu-system-riscv32", metavar="PROG",
+                   help="the QEMU program (default qemu-system-riscv32)")
+    p.add_argument("--cop-run", metavar="PATH",
+                   help="cop-run, whose loader lays out SDK "
                    "images (default: beside --coptrace, else on PATH)")
-    p.add_argument("--slice-us", type=int, default=1000,
+    p.add_argument("--slice-us", type=int, default=1000, metavar="T",
                    help="time slice in microseconds of the guest timer "
                    "(default 1000)")
     p.add_argument("--icount", action="store_true",
@@ -405,7 +421,7 @@ def parse_args(argv):
                    "shift=0, 1 ns each): a slice of T us is T*1000 "
                    "instructions (the stub's included), the same in every "
                    "run")
-    p.add_argument("--sample-every", type=int, default=1000003,
+    p.add_argument("--sample-every", type=int, default=1000003, metavar="N",
                    help="trace unit: one capture every N instructions")
     p.add_argument("--reference", action="store_true",
                    help="the plugin's per-instruction reference mode")
@@ -417,13 +433,13 @@ def parse_args(argv):
     p.add_argument("--data-out", metavar="DIR",
                    help="write each context's data window as it ended to "
                    "DIR/context-I.data (up to its last non-zero byte)")
-    p.add_argument("--slots", type=int, default=1,
+    p.add_argument("--slots", type=int, default=1, metavar="N",
                    help="feed the contexts through N slots (N emulators), "
                    "filling entries while they run")
-    p.add_argument("--entries", type=int, default=4,
+    p.add_argument("--entries", type=int, default=4, metavar="K",
                    help="with --slots or --repeat: save areas per slot "
                    "(default 4)")
-    p.add_argument("--repeat", type=int, default=1,
+    p.add_argument("--repeat", type=int, default=1, metavar="R",
                    help="run the list of contexts R times over")
     args = p.parse_args(argv)
     if args.slice_us < 1:

@@ -151,6 +151,7 @@ def test_bad_input_refused(build_dir, tmp_path):
     junk.write_bytes(b"not an elf")
     for args, message in [
             ([str(junk)], "junk.elf: not an ELF file"),
+            ([str(tmp_path / "gone.elf")], "gone.elf: cannot read: No such"),
             ([stub], "outside the local store"),
             ([stub.replace("slot-stub", "short")] * 32,
              "32 contexts: a slot stub holds 1 to 31")]:
