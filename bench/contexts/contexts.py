@@ -14,12 +14,19 @@ copsim path), side by side in one run.
    the guest's 10 MHz timer, two `mix` contexts time-sliced at 100 us
    (mean per switch, per run; the median of the runs).
 
-3. Memory per waiting context: the slot's RAM file's allocated bytes with
-   24 contexts waiting against 1 (per context, the difference over 23),
+3. Memory per waiting context: the allocated bytes of the slot's RAM file
+   and main memory with 24 `kernels` contexts waiting against 1 (per
+   context, the difference over 23),
    against the resident memory of one QEMU process per context (peak
    VmRSS of an emulator running `spin`, read from /proc).
 
-4. Many contexts: 1,000 `short` contexts through 8 slots (4 entries each)
+4. Time slicing: four contexts of the `kernels` example (1.8 M
+   instructions each) on one slot at 1 ms slices against the same four
+   one after another on one slot (never switched): the median ratio of
+   wall times, run pairs alternating (the switches' copies and the
+   retranslation of each incoming context's code).
+
+5. Many contexts: 1,000 `short` contexts through 8 slots (4 entries each)
    against the same program in one QEMU per context, 8 at a time (a
    smaller count, --process-contexts), as contexts per second.
 """
@@ -118,21 +125,29 @@ def switch_us(b):
 
 
 def slot_memory_per_context(b):
-    """Allocated bytes of a slot's RAM file per waiting context."""
+    """Allocated bytes per waiting context (kernels): the slot's RAM file
+    (staging area, save area) and main memory (its image window)."""
     sys.path.insert(0, os.path.dirname(b.slotrun))
     import slotrun
-    image = slotrun.Image(os.path.join(b.slot_dir, "spin.elf"))
+    image = slotrun.Image(os.path.join(b.args.build, "examples",
+                                       "kernels.elf"),
+                          cop_run=os.path.join(b.args.build, "bin",
+                                               "cop-run"))
     stub = os.path.join(b.slot_dir, "slot-stub.elf")
     sizes = {}
     for count in (1, 24):
         with tempfile.TemporaryDirectory() as work:
-            slot = slotrun.Slot(work, stub, count, 10000)
+            main = slotrun.MainMemory(work)
+            slot = slotrun.Slot(work, stub, count, 10000, main)
             for _ in range(count):
                 slot.add(image)
             slot.ram.flush()
-            sizes[count] = os.stat(slot.path).st_blocks * 512
+            main.map.flush()
+            sizes[count] = sum(os.stat(path).st_blocks * 512
+                               for path in (slot.path, main.path))
             slot.ram.close()
-    return (sizes[24] - sizes[1]) / 23
+            main.map.close()
+    return (sizes[24] - sizes[1]) / 23, len(image.window)
 
 
 def process_memory(b):
@@ -175,6 +190,27 @@ def process_memory(b):
         proc.wait()
 
 
+def time_slicing(b):
+    """Median wall ratio of four kernels contexts time-sliced at 1 ms on
+    one slot against the four run one after another on one slot."""
+    kernels = os.path.join(b.args.build, "examples", "kernels.elf")
+    ratios, switches = [], 0
+    for pair in range(b.args.runs):
+        runs = {}
+        for mode in (("sliced", "serial") if pair % 2 == 0
+                     else ("serial", "sliced")):
+            start = time.monotonic()
+            if mode == "sliced":
+                out = b.slot("--slice-us", "1000", *[kernels] * 4)
+                switches += int(field(out, "switches"))
+            else:
+                b.slot("--slots", "1", "--entries", "1", "--repeat", "4",
+                       "--slice-us", "1000", kernels)
+            runs[mode] = time.monotonic() - start
+        ratios.append(runs["sliced"] / runs["serial"])
+    return statistics.median(ratios), switches / b.args.runs
+
+
 def many(b):
     short = os.path.join(b.slot_dir, "short.elf")
     out = b.slot("--slots", "8", "--entries", "4", "--repeat", "1000",
@@ -207,12 +243,17 @@ def main():
           "block, in the guest): "
           "%.0f us median of %d runs (target <= 1000 us)" %
           (switch, b.args.runs))
-    per_slot = slot_memory_per_context(b)
+    per_slot, image = slot_memory_per_context(b)
     per_process = process_memory(b)
-    print("memory per waiting context: slot %.0f KiB (its RAM file), QEMU "
-          "per context %.0f KiB (VmRSS): %.0fx less (target <= 1024 KiB "
-          "plus the image)" % (per_slot / 1024, per_process / 1024,
-                               per_process / per_slot))
+    print("memory per waiting context: slot %.0f KiB (staging, save area "
+          "and its %.0f KiB image in main memory), QEMU per context %.0f KiB "
+          "(VmRSS): %.0fx less (target <= 1024 KiB plus the image)" %
+          (per_slot / 1024, image / 1024, per_process / 1024,
+           per_process / per_slot))
+    ratio, switches = time_slicing(b)
+    print("time slicing: 4 kernels contexts on one slot at 1 ms slices "
+          "(%.0f switches) against one after another: %.3fx wall (median "
+          "of %d pairs)" % (switches, ratio, b.args.runs))
     slot_rate, process_rate = many(b)
     print("contexts through 8 slots: 1000 in slots %.0f/s, %d with a QEMU "
           "each %.1f/s: %.0fx" % (slot_rate, b.args.process_contexts,
