@@ -17,10 +17,11 @@
  * The stub owns the trap vector (mtvec, direct mode) and mscratch, which
  * holds the running context's save area.  A trap:
  *
- *   machine timer interrupt   the slice is over: if another context is
- *                             runnable, save this one's local store and
- *                             boot block to its staging area and switch;
- *                             else run on;
+ *   machine timer interrupt   the slice is over: if the controller wants
+ *                             the context back, save it and hand it back
+ *                             (PREEMPTED); if another context is runnable,
+ *                             save this one's local store and boot block
+ *                             to its staging area and switch; else run on;
  *   ecall                     the context exits with status a0;
  *   a store to SLOT_EXIT_ADDR the context exits with the status it meant
  *                             for the virt test device (slot-stub.h);
@@ -39,7 +40,8 @@
  * stub_boot (-device loader,addr=SLOT_STUB_BASE,cpu-num=0).
  *
  * Registers inside the stub: s0 the control block, s1 the context's save
- * area, s2 its index; everything is free once the context is saved.
+ * area, s2 its index, s3 a start time, s5 a saved return address;
+ * everything is free once the context is saved.
  */
 #include "slot-stub.h"
 
@@ -212,24 +214,24 @@ on_interrupt:
     lw      t0, SLOT_H_INTERRUPTS(s0)
     addi    t0, t0, 1
     sw      t0, SLOT_H_INTERRUPTS(s0)
+    lw      t0, SLOT_C_PREEMPT(s1)
+    bnez    t0, on_preempt
     addi    a0, s2, 1                   /* anyone else runnable? */
     lw      a1, SLOT_H_COUNT(s0)
     addi    a1, a1, -1
     call    find_runnable
     bltz    a0, resume                  /* no: run on */
-    call    read_mtime
-    mv      s3, a0
-    mv      a1, s2                      /* save its local store */
-    call    staging_of
-    mv      a1, a0
-    li      a0, SLOT_LS_BASE
-    li      a2, SLOT_SWAP_SIZE
-    call    copy
-    call    read_mtime
-    sub     t0, a0, s3
-    lw      t1, SLOT_H_TICKS(s0)
-    add     t1, t1, t0
-    sw      t1, SLOT_H_TICKS(s0)
+    call    save_current
+    j       schedule
+
+/* The controller wants it back: saved, its entry is the controller's. */
+on_preempt:
+    call    save_current
+    sw      zero, SLOT_C_PREEMPT(s1)
+    li      t0, -1
+    sw      t0, SLOT_H_RESIDENT(s0)
+    li      t0, SLOT_PREEMPTED
+    sw      t0, SLOT_C_STATE(s1)        /* last */
 
 /* ---- Pick the next runnable context after the current one ----------- */
 schedule:
@@ -311,6 +313,26 @@ find_runnable:
     j       1b
 3:  li      a0, -1
 4:  ret
+
+/* Saves the running context's local store and boot block to its staging
+ * area, timed into the header's ticks. */
+save_current:
+    mv      s5, ra
+    call    read_mtime
+    mv      s3, a0
+    mv      a1, s2
+    call    staging_of
+    mv      a1, a0
+    li      a0, SLOT_LS_BASE
+    li      a2, SLOT_SWAP_SIZE
+    call    copy
+    call    read_mtime
+    sub     t0, a0, s3
+    lw      t1, SLOT_H_TICKS(s0)
+    add     t1, t1, t0
+    sw      t1, SLOT_H_TICKS(s0)
+    mv      ra, s5
+    ret
 
 /* Main memory: BAR 2 of the ivshmem device at 00:01.0, if there is one,
  * at SLOT_MAIN_BASE (64-bit BAR: high word 0), memory decoding on. */

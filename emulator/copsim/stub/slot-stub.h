@@ -35,10 +35,15 @@
  * its crt0's `csrw mtvec` is a nop, so the stub keeps the trap vector and
  * passes the context's other exceptions to its own trap entry (`handler`).
  *
- * The controller owns an entry that is EMPTY, EXITED or FAULTED: it may
+ * The controller owns an entry that is EMPTY, EXITED, FAULTED or PREEMPTED:
+ * it may
  * fill its staging area and save area (registers zero, pc the entry point,
  * handler, binds 0) and then, last, set its state to RUNNABLE, while the emulator
- * runs; the stub owns a RUNNABLE entry until it ends it.  The stub runs
+ * runs; the stub owns a RUNNABLE entry until it ends it, or, when its
+ * PREEMPT word is set (by the controller, before or while it runs), until
+ * the end of the next slice it runs, when the stub saves it and hands it
+ * back as PREEMPTED: its staging and save areas are then the whole
+ * context, which the controller may resume in any entry of any slot.  The stub runs
  * until no entry is runnable and CLOSED is set; while none is runnable and
  * CLOSED is not, it waits (wfi) and looks again every slice.
  *
@@ -89,6 +94,7 @@
 #define SLOT_C_BINDS        0x10    /* times it was put on the slot */
 #define SLOT_C_PC           0x14    /* where it resumes (at a fault: the pc) */
 #define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
+#define SLOT_C_PREEMPT      0x1c    /* hand it back after its next slice */
 #define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
 
 /* A context's state. */
@@ -96,6 +102,7 @@
 #define SLOT_RUNNABLE       1
 #define SLOT_EXITED         2
 #define SLOT_FAULTED        3
+#define SLOT_PREEMPTED      4       /* saved and handed back */
 
 #define SLOT_STATUS_TRAP    132     /* as the runtime's unhandled trap */
 

@@ -287,9 +287,10 @@ class Slot:
                 return i
         return None
 
-    def add(self, image, tag=None):
+    def add(self, image, tag=None, preempt=False):
         """Makes image a runnable context in a free entry, its windows in a
-        new main-memory area; returns the entry."""
+        new main-memory area (with preempt, to be handed back after its
+        first slice); returns the entry."""
         i = self.free_entry()
         if i is None:
             raise SlotError("slot full: all %d entries in use" % self.entries)
@@ -304,8 +305,8 @@ class Slot:
         self.ram[staging:staging + L["SLOT_SWAP_SIZE"]] = swap
         at = self._area(i)
         self.ram[at:at + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
-        struct.pack_into("<2I", self.ram, at + L["SLOT_C_PC"], image.entry,
-                         image.handler)
+        struct.pack_into("<3I", self.ram, at + L["SLOT_C_PC"], image.entry,
+                         image.handler, 1 if preempt else 0)
         struct.pack_into("<I", self.ram, at + L["SLOT_C_STATE"],
                          L["SLOT_RUNNABLE"])   # last: now the stub's
         self.owner[i] = (image, tag, area)
@@ -319,18 +320,56 @@ class Slot:
                 "tval": tval, "binds": binds, "pc": pc}
 
     def ended(self):
-        """The contexts that ended since the last call: a list of
-        (entry, image, tag, result, main-memory area); their entries are
-        free again, their areas still theirs (MainMemory.give_back)."""
+        """The contexts that ended, or were handed back, since the last
+        call: a list of (entry, image, tag, result, main-memory area,
+        saved); saved is None for an end, else the context's state (its
+        staging and save areas) to resume() anywhere.  Their entries are
+        free again; their areas are still theirs (MainMemory.give_back)."""
         done = []
         for i, owner in enumerate(self.owner):
             if owner is None:
                 continue
             r = self.result(i)
             if r["state"] in (L["SLOT_EXITED"], L["SLOT_FAULTED"]):
-                done.append((i,) + owner[:2] + (r, owner[2]))
-                self.owner[i] = None
+                done.append((i, owner[0], owner[1], r, owner[2], None))
+            elif r["state"] == L["SLOT_PREEMPTED"]:
+                done.append((i, owner[0], owner[1], r, owner[2],
+                             self._saved(i)))
+            else:
+                continue
+            self.owner[i] = None
         return done
+
+    def _saved(self, i):
+        staging = ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_AREA_SIZE"]
+        return (bytes(self.ram[staging:staging + L["SLOT_SWAP_SIZE"]]),
+                bytes(self.ram[self._area(i):self._area(i) +
+                               L["SLOT_CTX_SIZE"]]))
+
+    def preempt(self, i):
+        """Asks the stub to hand entry i back (PREEMPTED, saved) at the end
+        of the next slice it runs."""
+        struct.pack_into("<I", self.ram, self._area(i) + L["SLOT_C_PREEMPT"],
+                         1)
+
+    def resume(self, image, tag, area, saved, preempt=False):
+        """Makes a handed-back context runnable again in a free entry of
+        this slot (any slot: its state is all in saved and its area);
+        with preempt, to be handed back after one slice."""
+        i = self.free_entry()
+        if i is None:
+            raise SlotError("slot full: all %d entries in use" % self.entries)
+        swap, save = saved
+        staging = ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_AREA_SIZE"]
+        self.ram[staging:staging + L["SLOT_SWAP_SIZE"]] = swap
+        at = self._area(i)
+        self.ram[at + 4:at + L["SLOT_CTX_SIZE"]] = save[4:]
+        struct.pack_into("<I", self.ram, at + L["SLOT_C_PREEMPT"],
+                         1 if preempt else 0)
+        struct.pack_into("<I", self.ram, at + L["SLOT_C_STATE"],
+                         L["SLOT_RUNNABLE"])   # last: now the stub's
+        self.owner[i] = (image, tag, area)
+        return i
 
     def header(self):
         _, _, _, _, _, closed, switches, ticks, interrupts = \
@@ -441,6 +480,10 @@ def parse_args(argv):
                    "(default 4)")
     p.add_argument("--repeat", type=int, default=1, metavar="R",
                    help="run the list of contexts R times over")
+    p.add_argument("--migrate", action="store_true",
+                   help="with --slots: have every context handed back after "
+                   "each slice it runs and resumed on the next slot (its "
+                   "saved state moved from one emulator to another)")
     args = p.parse_args(argv)
     if args.slice_us < 1:
         p.error("--slice-us: must be at least 1")
@@ -472,8 +515,9 @@ def load_images(args):
     return images
 
 
-def trace_command(args, ram, main, regs=None, context=0):
-    """coptrace run with the trace unit's options, then QEMU on ram."""
+def trace_command(args, ram, main, regs=None, context=0, counts_suffix=""):
+    """coptrace run with the trace unit's options, then QEMU on ram (with
+    several slots, each its own exact-counts file, FILE.slotN)."""
     cmd = [args.coptrace, "run", "--sample-every", str(args.sample_every)]
     if regs:
         cmd += ["--regs", regs, "--context", str(context),
@@ -481,7 +525,8 @@ def trace_command(args, ram, main, regs=None, context=0):
     if args.reference:
         cmd.append("--reference")
     if args.exact_counts:     # one run per context (the plugin's ram=)
-        cmd += ["--exact-counts", args.exact_counts, "--ram", ram]
+        cmd += ["--exact-counts", args.exact_counts + counts_suffix,
+                "--ram", ram]
     if args.samples_out:
         cmd += ["--samples-out", args.samples_out]
     return cmd + ["--"] + qemu_command(args.qemu, ram, args.icount, main)
@@ -545,20 +590,35 @@ def run_many(args, poll_s=0.0002):
             slot = Slot(os.path.join(workdir, str(n)), args.stub,
                         args.entries, args.slice_us * TIMER_HZ // 1_000_000,
                         main)
-            slot.start(trace_command(args, slot.path, main.path, regs, n),
+            slot.start(trace_command(args, slot.path, main.path, regs, n,
+                                     counts_suffix=".slot%d" % n),
                        stderr=subprocess.PIPE, text=True)
             slots.append(slot)
         start = time.monotonic()
+        moving = collections.deque()     # handed back, to resume
+        migrations = 0
         while queue or added:
-            for slot in slots:
-                for _, _, k, result, area in slot.ended():
+            for n, slot in enumerate(slots):
+                for _, image, k, result, area, saved in slot.ended():
+                    if saved is not None:       # --migrate: to the next slot
+                        moving.append(((n + 1) % len(slots), image, k, area,
+                                       saved))
+                        continue
                     results[k] = result
                     trips[k] = time.monotonic() - added.pop(k)
                     main.give_back(area)
+            for _ in range(len(moving)):
+                n, image, k, area, saved = moving.popleft()
+                if slots[n].free_entry() is None:
+                    moving.append((n, image, k, area, saved))
+                    continue
+                slots[n].resume(image, k, area, saved, preempt=True)
+                migrations += 1
+            for slot in slots:
                 while queue and slot.free_entry() is not None:
                     k, path = queue.popleft()
                     added[k] = time.monotonic()
-                    slot.add(images[path], k)
+                    slot.add(images[path], k, preempt=args.migrate)
             time.sleep(poll_s)
         wall = time.monotonic() - start
         for slot in slots:
@@ -568,7 +628,7 @@ def run_many(args, poll_s=0.0002):
             if slot.process.returncode != 0:
                 raise SlotError(emulator_failure(slot.process.returncode,
                                                  trace))
-        return results, trips, wall, [s.header() for s in slots]
+        return results, trips, wall, [s.header() for s in slots], migrations
     finally:
         for slot in slots:
             if slot.process and slot.process.poll() is None:
@@ -578,26 +638,27 @@ def run_many(args, poll_s=0.0002):
 
 
 def main_many(args):
-    results, trips, wall, headers = run_many(args)
+    results, trips, wall, headers, migrations = run_many(args)
     ends = collections.Counter(
         ("exit" if r["state"] == L["SLOT_EXITED"] else "fault", r["status"])
         for r in results)
     trips.sort()
     print("slots=%d contexts=%d wall=%.3fs %s round_trip_ms median=%.2f "
-          "p95=%.2f switches=%d" % (
+          "p95=%.2f switches=%d migrations=%d" % (
               args.slots, len(results), wall,
               " ".join("%s:%d=%d" % (e, st, n)
                        for (e, st), n in sorted(ends.items())),
               1e3 * trips[len(trips) // 2],
               1e3 * trips[min(len(trips) - 1, len(trips) * 95 // 100)],
-              sum(h["switches"] for h in headers)), file=sys.stderr)
+              sum(h["switches"] for h in headers), migrations),
+          file=sys.stderr)
     return 0
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        if args.slots > 1 or args.repeat > 1:
+        if args.slots > 1 or args.repeat > 1 or args.migrate:
             return main_many(args)
         trace, header, contexts = run(args)
     except (SlotError, OSError) as e:

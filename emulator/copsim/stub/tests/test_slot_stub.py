@@ -269,3 +269,34 @@ def test_windows_are_per_context_in_main_memory(build_dir, coprof_bin,
     results = [parse_context(line) for line in done.stderr.splitlines()
                if line.startswith("context ")]
     assert results[0]["binds"] >= 2, done.stderr    # preempted mid-fill
+
+
+@pytest.mark.parametrize("example", ["kernels", "overlays", "pipeline"])
+def test_context_moves_between_slots(build_dir, coprof_bin, tmp_path,
+                                     example):
+    # Handed back after every 50,000-instruction slice and resumed on the
+    # other slot's emulator: its saved state (local store, boot block,
+    # registers; its windows stay in main memory) is the whole context, so
+    # it runs exactly as under cop-run, split between two QEMUs.
+    image = os.path.join(build_dir, "examples", example + ".elf")
+    counts = str(tmp_path / "moving.counts")
+    done = subprocess.run(
+        ["/usr/bin/python3", SLOTRUN, "--stub",
+         os.path.join(build_dir, "tests", "slot", "slot-stub.elf"),
+         "--coptrace", coprof_bin("coptrace"), "--icount",
+         "--slice-us", "50", "--slots", "2", "--entries", "1", "--migrate",
+         "--exact-counts", counts, image],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = done.stderr.splitlines()[-1]
+    assert " exit:0=1 " in summary, summary
+    # 1.8 M to 3.5 M instructions in 50,000-instruction slices.
+    assert int(re.search(r"migrations=(\d+)", summary).group(1)) >= 30
+    moved = collections.Counter()
+    for n in range(2):
+        moved += by_pc(by_instruction(counts + ".slot%d" % n)[0])
+    status, out, alone = cop_run_counts(coprof_bin, tmp_path, image, [],
+                                        False)
+    assert status == 0
+    assert moved == alone
+    assert done.stdout == out
