@@ -206,6 +206,18 @@ def place_stub(ram, path):
                 end - start, b"\0")
 
 
+def map_new_file(path, size):
+    """Creates path (0600, never through a link, never an existing file),
+    size bytes of zeros, and maps it shared."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o600)
+    try:
+        os.ftruncate(fd, size)
+        return mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+
+
 class MainMemory:
     """Main memory: one file shared by every slot's emulator (ivshmem's BAR
     2, at SLOT_MAIN_BASE) and the controller, one SLOT_MAIN_AREA per
@@ -213,13 +225,7 @@ class MainMemory:
 
     def __init__(self, workdir):
         self.path = os.path.join(workdir, "main")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
-                     os.O_NOFOLLOW, 0o600)
-        try:
-            os.ftruncate(fd, L["SLOT_MAIN_SIZE"])
-            self.map = mmap.mmap(fd, L["SLOT_MAIN_SIZE"])
-        finally:
-            os.close(fd)
+        self.map = map_new_file(self.path, L["SLOT_MAIN_SIZE"])
         self.free = list(range(L["SLOT_MAIN_SIZE"] // L["SLOT_MAIN_AREA"]))
 
     def take(self, window):
@@ -256,13 +262,7 @@ class Slot:
             raise SlotError("%d contexts: a slot stub holds 1 to %d" %
                             (entries, L["SLOT_MAX_CONTEXTS"]))
         self.path = os.path.join(workdir, "ram")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
-                     os.O_NOFOLLOW, 0o600)
-        try:
-            os.ftruncate(fd, L["SLOT_RAM_SIZE"])
-            self.ram = mmap.mmap(fd, L["SLOT_RAM_SIZE"])
-        finally:
-            os.close(fd)
+        self.ram = map_new_file(self.path, L["SLOT_RAM_SIZE"])
         self.entries = entries
         self.main = main
         self.owner = [None] * entries      # (image, tag, area) or None
@@ -466,7 +466,8 @@ def parse_args(argv):
                    help="the plugin's per-instruction reference mode")
     p.add_argument("--exact-counts", metavar="FILE",
                    help="count every instruction exactly into FILE, one run "
-                   "per context (context= its entry)")
+                   "per context (context= its entry); with --slots or "
+                   "--repeat one file per slot, FILE.slotN")
     p.add_argument("--samples-out", metavar="FILE",
                    help="the captured local-store addresses")
     p.add_argument("--data-out", metavar="DIR",
