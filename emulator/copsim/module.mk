@@ -4,7 +4,8 @@
 
 COPSIM_LIB := $(LIB)/libcopsim.a
 COPSIM_OBJS := $(addprefix $(OBJ)/emulator/copsim/, \
-	copsim.o emulator.o protocol.o resolve.o schedlog.o scheduler.o server.o)
+	console.o copsim.o emulator.o protocol.o resolve.o schedlog.o scheduler.o \
+	server.o slots.o slot-stub-blob.o)
 
 # What a program that hosts a copsim links after libcopsim.a.
 COPSIM_DEPS := $(LIB)/libtraceunit.a $(LIB)/libcoploader.a $(LIB)/libcoplog.a \
@@ -97,6 +98,15 @@ $(TESTBIN)/test-copsim-hooks: $(COPSIM_TEST_OBJ)/test-copsim-hooks.o \
 		-Wl,-rpath,'$$ORIGIN/../lib' $(GLIB_LIBS) -lm -o $@
 
 GTESTS += $(TESTBIN)/test-copsim-hooks
+
+# The slot stub's bytes inside libcopsim (slots.c lays them into every slot
+# emulator's RAM): its raw image, as an object with the symbols
+# _binary_slot_stub_bin_start and _end.
+$(OBJ)/emulator/copsim/slot-stub-blob.o: $(TESTBIN)/slot/slot-stub.elf
+	@mkdir -p $(@D)
+	$(call say,BLOB,$@)riscv64-unknown-elf-objcopy -O binary $< \
+		$(@D)/slot-stub.bin && cd $(@D) && \
+		ld -r -b binary -z noexecstack -o $(@F) slot-stub.bin
 
 # ---- The resident slot stub (stub/) ---------------------------------------
 # The stub and the test guests that run as its contexts: the trace unit's

@@ -33,9 +33,11 @@
  *                             kept).  Either way the slot goes on with
  *                             the others.
  *
- * When no context is runnable the stub waits (wfi, looking again every
- * slice) for its controller to fill an entry, or, once the controller has
- * closed the slot, ends QEMU through the virt test device (status 0).  Its controller sets up the control block and the staging
+ * When no context is runnable the stub passes SLOT_STUB_IDLE, where the
+ * plugin of copsim's slot model waits for the controller's doorbell, and
+ * then waits (wfi, looking again every slice) for its controller to fill
+ * an entry, or, once the controller has closed the slot, ends QEMU through
+ * the virt test device (status 0).  Its controller sets up the control block and the staging
  * areas before QEMU starts (slot-stub.h) and starts the hart at
  * stub_boot (-device loader,addr=SLOT_STUB_BASE,cpu-num=0).
  *
@@ -90,9 +92,23 @@
 
     .section .text.stub, "ax"
     .option norvc
-    .globl stub_boot
+
+/* Fixed entry points (slot-stub.h; slot-stub.ld checks the addresses):
+ * each is a block of its own, so the trace-unit plugin can watch them. */
+    .globl stub_entry, stub_vector, stub_ended, stub_parked, stub_idle
+stub_entry:                             /* SLOT_STUB_BASE: the hart starts */
+    j       stub_boot
+stub_vector:                            /* SLOT_STUB_TRAP: mtvec */
+    j       stub_trap
+stub_ended:                             /* SLOT_STUB_ENDED: a context ended */
+    j       ended_done
+stub_parked:                            /* SLOT_STUB_PARKED: one handed back */
+    j       parked_done
+stub_idle:                              /* SLOT_STUB_IDLE: nothing runnable */
+    j       idle_wait
+
 stub_boot:
-    la      t0, stub_trap
+    la      t0, stub_vector
     csrw    mtvec, t0
     li      t0, MIE_MTIE
     csrw    mie, t0
@@ -203,7 +219,11 @@ to_handler:
     lw      sp, SLOT_C_HANDLER(sp)
     jr      sp
 
+/* The end (t1: EXITED or FAULTED) passes stub_ended first, so that the
+ * plugin has accounted for the context before its controller sees it. */
 ended:
+    j       stub_ended
+ended_done:
     li      t0, -1                      /* its local store is no one's */
     sw      t0, SLOT_H_RESIDENT(s0)
     sw      t1, SLOT_C_STATE(s1)        /* last: the entry is the controller's */
@@ -230,8 +250,11 @@ on_preempt:
     sw      zero, SLOT_C_PREEMPT(s1)
     li      t0, -1
     sw      t0, SLOT_H_RESIDENT(s0)
+    j       stub_parked                 /* the plugin lets go of it, then */
+parked_done:
     li      t0, SLOT_PREEMPTED
     sw      t0, SLOT_C_STATE(s1)        /* last */
+    j       schedule
 
 /* ---- Pick the next runnable context after the current one ----------- */
 schedule:
@@ -241,6 +264,12 @@ schedule:
     bgez    a0, found
     lw      t0, SLOT_H_CLOSED(s0)
     bnez    t0, all_done
+    j       stub_idle                   /* the plugin may wait there */
+idle_wait:
+    addi    a0, s2, 1
+    lw      a1, SLOT_H_COUNT(s0)
+    call    find_runnable
+    bgez    a0, found
     call    arm_timer                   /* none yet: wait a slice, look again */
     wfi
     j       schedule
@@ -256,7 +285,10 @@ found:
     mv      s3, a0
     mv      a1, s2
     call    staging_of                  /* from its staging area */
-    li      a1, SLOT_LS_BASE
+    lw      t0, SLOT_H_INPLACE(s0)
+    beqz    t0, 1f
+    li      a0, SLOT_LS_BASE            /* or rewritten where it is */
+1:  li      a1, SLOT_LS_BASE
     li      a2, SLOT_SWAP_SIZE
     call    copy
     fence.i
@@ -317,6 +349,8 @@ find_runnable:
 /* Saves the running context's local store and boot block to its staging
  * area, timed into the header's ticks. */
 save_current:
+    lw      t0, SLOT_H_INPLACE(s0)
+    bnez    t0, 1f                      /* the controller reads it */
     mv      s5, ra
     call    read_mtime
     mv      s3, a0
@@ -332,7 +366,7 @@ save_current:
     add     t1, t1, t0
     sw      t1, SLOT_H_TICKS(s0)
     mv      ra, s5
-    ret
+1:  ret
 
 /* Main memory: BAR 2 of the ivshmem device at 00:01.0, if there is one,
  * at SLOT_MAIN_BASE (64-bit BAR: high word 0), memory decoding on. */

@@ -47,14 +47,25 @@
  * until no entry is runnable and CLOSED is set; while none is runnable and
  * CLOSED is not, it waits (wfi) and looks again every slice.
  *
+ * In place (INPLACE set, one entry): the controller writes the incoming
+ * local store and boot block straight into 0x80000000 while the stub
+ * waits, and reads the outgoing one from there once it is handed back or
+ * ended; the stub then rewrites the local store where it is (the guest
+ * stores still drop QEMU's translations) and copies nothing out.  That is
+ * how copsim runs slots (--context-model=slot).
+ *
  * Plain #defines only: the assembler, C and Python (which reads the
  * "#define NAME VALUE" lines) share this file.
  */
 #ifndef SLOT_STUB_H
 #define SLOT_STUB_H
 
-#define SLOT_STUB_BASE      0x80041000
+#define SLOT_STUB_BASE      0x80041000  /* where the hart starts */
 #define SLOT_STUB_SIZE      0x1000
+#define SLOT_STUB_TRAP      0x80041004  /* mtvec */
+#define SLOT_STUB_ENDED     0x80041008  /* passed when a context ended */
+#define SLOT_STUB_PARKED    0x8004100c  /* passed when one was handed back */
+#define SLOT_STUB_IDLE      0x80041010  /* passed when nothing is runnable */
 #define SLOT_CTL_BASE       0x80042000
 #define SLOT_CTL_SIZE       0x2000
 #define SLOT_STAGING        0x81000000
@@ -68,6 +79,8 @@
 #define SLOT_PCI_IVSHMEM    0x30008000  /* ECAM of PCI 00:01.0 */
 #define SLOT_IVSHMEM_ID     0x11101af4  /* device 0x1110, vendor 0x1af4 */
 #define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */
+#define SLOT_RESET_VECTOR   0x00001000  /* QEMU virt's reset code: six
+                                           instructions, then 0x80000000 */
 #define SLOT_LS_BASE        0x80000000
 #define SLOT_LS_SIZE        0x40000
 #define SLOT_MAX_CONTEXTS   31
@@ -83,6 +96,10 @@
 #define SLOT_H_SWITCHES     0x18    /* local stores swapped */
 #define SLOT_H_TICKS        0x1c    /* timer ticks spent swapping them */
 #define SLOT_H_INTERRUPTS   0x20    /* timer interrupts taken */
+#define SLOT_H_INPLACE      0x24    /* 1: the controller moves local
+                                       stores itself (below) */
+#define SLOT_H_DOORBELL     0x28    /* rung (+1, futex wake) by the
+                                       controller when it fills an entry */
 #define SLOT_H_SIZE         0x40
 
 /* One context's save area (byte offsets from its start). */
@@ -96,6 +113,11 @@
 #define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
 #define SLOT_C_PREEMPT      0x1c    /* hand it back after its next slice */
 #define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
+#define SLOT_C_PATCHES      0xc0    /* SLOT_MAX_PATCHES pairs {address,
+                                       word}: instructions the controller
+                                       pointed at the stub and the image's
+                                       own word there; address 0: none */
+#define SLOT_MAX_PATCHES    8
 
 /* A context's state. */
 #define SLOT_EMPTY          0

@@ -97,6 +97,7 @@ class Image:
         self.window = b""
         self.handler = 0
         self.boot_block = False
+        self.patches = []               # (address, the image's word)
         try:
             f = open(path, "rb")
         except OSError as e:
@@ -185,6 +186,7 @@ class Image:
                             "on a slot" % (self.path, len(hits), what, name))
         word = struct.unpack_from("<I", swap, hits[0])[0]
         struct.pack_into("<I", swap, hits[0], change(word))
+        self.patches.append((hits[0] + L["SLOT_LS_BASE"], word))
 
 
 def place_stub(ram, path):
@@ -307,6 +309,9 @@ class Slot:
         self.ram[at:at + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
         struct.pack_into("<3I", self.ram, at + L["SLOT_C_PC"], image.entry,
                          image.handler, 1 if preempt else 0)
+        for n, (address, word) in enumerate(image.patches):
+            struct.pack_into("<2I", self.ram,
+                             at + L["SLOT_C_PATCHES"] + 8 * n, address, word)
         struct.pack_into("<I", self.ram, at + L["SLOT_C_STATE"],
                          L["SLOT_RUNNABLE"])   # last: now the stub's
         self.owner[i] = (image, tag, area)
