@@ -26,7 +26,13 @@ copsim path), side by side in one run.
    wall times, run pairs alternating (the switches' copies and the
    retranslation of each incoming context's code).
 
-5. Many contexts: 1,000 `short` contexts through 8 slots (4 entries each)
+5. Through copsim: a context's round trip through libcop (cop-host, one
+   copsim-probe "hello" at a time, 40 of them) on copsim
+   --context-model=slot against the default (a QEMU per context), and
+   1,000 contexts from 8 threads through 8 slots against 48 with a QEMU
+   each: medians and contexts per second, and their ratios.
+
+6. Many contexts: 1,000 `short` contexts through 8 slots (4 entries each)
    against the same program in one QEMU per context, 8 at a time (a
    smaller count, --process-contexts), as contexts per second.
 """
@@ -211,6 +217,29 @@ def time_slicing(b):
     return statistics.median(ratios), switches / b.args.runs
 
 
+def through_copsim(b, model, threads, contexts):
+    """Seconds per context of cop-host hello on a fresh copsim."""
+    sys.path.insert(0, os.path.join(b.args.source, "emulator", "copsim",
+                                    "tests"))
+    import copsim_harness as harness
+    sim = harness.Copsim(b.args.build, ["--context-model=" + model,
+                                        "--slots", "8"])
+    try:
+        start = time.monotonic()
+        done = subprocess.run(
+            [os.path.join(b.args.build, "tests", "cop-host"), "--threads",
+             str(threads), "--contexts", str(contexts), "--console-file",
+             "/dev/null", "embedded", "hello"], env=sim.env,
+            capture_output=True, text=True)
+        wall = time.monotonic() - start
+    finally:
+        sim.stop()
+    if done.returncode != 0:
+        sys.exit("bench/contexts: cop-host on the %s model failed: %s"
+                 % (model, done.stderr.strip()))
+    return wall / contexts
+
+
 def many(b):
     short = os.path.join(b.slot_dir, "short.elf")
     out = b.slot("--slots", "8", "--entries", "4", "--repeat", "1000",
@@ -254,6 +283,19 @@ def main():
     print("time slicing: 4 kernels contexts on one slot at 1 ms slices "
           "(%.0f switches) against one after another: %.3fx wall (median "
           "of %d pairs)" % (switches, ratio, b.args.runs))
+    trips = {m: statistics.median(through_copsim(b, m, 1, 40)
+                                  for _ in range(b.args.runs))
+             for m in ("slot", "process")}
+    print("round trip through libcop and copsim: slot model %.2f ms, QEMU "
+          "per context %.1f ms (medians): %.0fx faster (target <= 5 ms)" %
+          (trips["slot"] * 1e3, trips["process"] * 1e3,
+           trips["process"] / trips["slot"]))
+    slot_each = through_copsim(b, "slot", 8, 1000)
+    process_each = through_copsim(b, "process", 8, b.args.process_contexts)
+    print("contexts through copsim's 8 slots: 1000 on the slot model "
+          "%.0f/s, %d with a QEMU each %.1f/s: %.0fx" %
+          (1 / slot_each, b.args.process_contexts, 1 / process_each,
+           process_each / slot_each))
     slot_rate, process_rate = many(b)
     print("contexts through 8 slots: 1000 in slots %.0f/s, %d with a QEMU "
           "each %.1f/s: %.0fx" % (slot_rate, b.args.process_contexts,

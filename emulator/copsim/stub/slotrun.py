@@ -2,8 +2,9 @@
 """slotrun — run several coprocessor contexts on ONE long-lived
 qemu-system-riscv32 through the resident slot stub, time-sliced.
 
-This is the prototype of copsim's slot model (emulator/copsim/README.md,
-"Slots as long-lived emulators"): a slot is one emulator, a context is
+This is the stand-alone prototype and test bed of copsim's slot model
+(copsim --context-model=slot; emulator/copsim/README.md, "Slots as
+long-lived emulators"): a slot is one emulator, a context is
 saved state (its local store and boot block in a staging area of the
 slot's RAM, its registers in a save area, its image and data windows in
 its area of main memory, a file every slot maps), and the stub
