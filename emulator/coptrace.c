@@ -6,7 +6,8 @@
  *   coptrace show FILE
  *   coptrace run [--regs FILE] [--context C] [--slot S] --sample-every N
  *                [--reference] [--samples-out FILE] [--fifo-depth N]
- *                [--no-drain] [--exact-counts FILE] -- EMULATOR [ARGS...]
+ *                [--no-drain] [--exact-counts FILE] [--ram FILE]
+ *                -- EMULATOR [ARGS...]
  *
  * `run` is the trace unit's simple consumer for any emulator command line:
  * it binds the context to the slot, loads the slot's LFSR for one capture
@@ -43,7 +44,7 @@ static void usage(FILE *out)
         "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
         "                --sample-every N [--reference] [--samples-out FILE]\n"
         "                [--fifo-depth N] [--no-drain] [--exact-counts FILE]\n"
-        "                -- EMULATOR [ARGS...]\n"
+        "                [--ram FILE] -- EMULATOR [ARGS...]\n"
         "\n"
         "Creates, shows and uses the register file of the coprocessor trace\n"
         "unit (docs/trace-unit.md): the shared file through which the\n"
@@ -67,6 +68,9 @@ static void usage(FILE *out)
         "                      --regs\n"
         "        --exact-counts FILE  also count every instruction exactly\n"
         "                      into FILE (the plugin's counts=)\n"
+        "        --ram FILE    the emulator's guest RAM file (the plugin's\n"
+        "                      ram=): on a slot stub's RAM the exact\n"
+        "                      counts are kept per context\n"
         "\n"
         "The plugin is found beside this program (../lib) or in\n"
         "$COPROF_TRACE_PLUGIN.  Errors print one line and exit with\n"
@@ -207,6 +211,7 @@ struct run_options {
     const char *regs;
     const char *samples_out;
     const char *exact_counts;
+    const char *ram;
     uint32_t context;
     uint32_t slot;
     uint32_t count;
@@ -228,6 +233,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         { "fifo-depth", required_argument, NULL, 'd' },
         { "no-drain", no_argument, NULL, 'D' },
         { "exact-counts", required_argument, NULL, 'x' },
+        { "ram", required_argument, NULL, 'm' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -242,6 +248,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         case 'R': opt->reference = 1; break;
         case 'D': opt->drain = 0; break;
         case 'x': opt->exact_counts = optarg; break;
+        case 'm': opt->ram = optarg; break;
         case 'c':
         case 's':
         case 'd':
@@ -346,7 +353,10 @@ static int cmd_run(int argc, char **argv)
     if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
                         opt.count, opt.reference ? TRACE_MODE_REFERENCE
                                                  : TRACE_MODE_FAST,
-                        opt.exact_counts, NULL, NULL, err, sizeof(err)) < 0) {
+                        opt.exact_counts,
+                        opt.ram ? &(struct trace_watch){ opt.ram, 0, 0 }
+                                : NULL,
+                        NULL, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }

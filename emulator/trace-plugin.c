@@ -83,6 +83,7 @@
  * innermost frames (trace_slot_capture_stack).  Without the area none of
  * this is registered: the callbacks are the ones above.
  */
+#include "emulator/copsim/stub/slot-stub.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
 #include "emulator/trace-unit.h"
@@ -93,6 +94,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,7 @@ struct block {
 
 /* counts=: one distinct piece of translated code and its counters. */
 struct code {
+    uint32_t context;           /* whose: slot_context_now() at translation */
     uint64_t vaddr;             /* its first instruction */
     uint32_t n_insns;
     uint32_t n_bytes;
@@ -196,7 +199,8 @@ static void stop_emulator(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     tu.finished = 1;
-    trace_context_exit(tu.context, tu.instructions);
+    if (tu.context)
+        trace_context_exit(tu.context, tu.instructions);
     exit(EXIT_FAILURE);
 }
 
@@ -392,12 +396,16 @@ static void attach(uint32_t gate)
 
 /* At a block boundary, with everything before it retired: wait while held,
  * then run on whatever slot the context is bound to now. */
+static void slot_take_context(void);
+
 static void obey_gate(void)
 {
     uint32_t gate;
 
     if (!tu.vcpu_thread)
         tu.vcpu_thread = (pid_t)syscall(SYS_gettid);
+    if (!tu.context)
+        slot_take_context();        /* slot=: the context bound now */
     if (tu.attached)
         detach();
     gate = trace_context_wait_open(tu.unit, tu.context);
@@ -506,6 +514,97 @@ static void retire_last_block(void)
         set_slot_cycles(slot_cycles() - (b->n_insns - b->n_if_stopped));
 }
 
+/* ---- Contexts of a slot stub -------------------------------------------- */
+
+/*
+ * On a slot that runs several contexts through the resident stub
+ * (emulator/copsim/stub/), ram= is the slot's RAM file and its control
+ * block holds the stub's magic: the plugin maps the block read-only and
+ * attributes code to the context whose local store is in place (the
+ * block's `resident`).  The stub rewrites the whole local store with guest
+ * stores at every switch, so QEMU translates a context's code again while
+ * that context is resident: the context at translation is the one that
+ * runs the code.  counts= then keeps counters per context and writes one
+ * run per context (context= its entry in the stub's table).
+ */
+static const uint32_t *slot_control;    /* NULL: not a slot stub's RAM */
+
+static const void *map_ram(const char *path, size_t bytes);
+
+static void slot_map_control(const char *ram)
+{
+    const uint8_t *base;
+    size_t offset = SLOT_CTL_BASE - SLOT_LS_BASE;
+    struct stat st;
+
+    if (!ram || stat(ram, &st) < 0
+        || (uint64_t)st.st_size < offset + SLOT_CTL_SIZE)
+        return;
+    base = map_ram(ram, offset + SLOT_CTL_SIZE);
+    if (base && le32toh(*(const uint32_t *)(base + offset)) == SLOT_MAGIC)
+        slot_control = (const uint32_t *)(base + offset);
+}
+
+static struct {
+    int on;                         /* slot=S given */
+    uint32_t index;                 /* S */
+    const char *counts_dir;         /* countsdir=DIR */
+    const uint8_t *ls;              /* the slot's RAM from the local store
+                                       to the stub's control block, mapped */
+    uint64_t no_check;              /* check_cycle while no context */
+} slot_mode;
+
+static uint32_t slot_bound_context(void)
+{
+    return __atomic_load_n(&trace_unit_slot(tu.unit, slot_mode.index)
+                                ->bound_context, __ATOMIC_ACQUIRE);
+}
+
+/* The context that code translated now belongs to: with slot=, the
+ * run bound to the slot (copsim's context id from the slot's mailbox: a
+ * register-file block serves several contexts one after another). */
+static uint32_t slot_context_now(void)
+{
+    if (slot_mode.on)
+        return (uint32_t)__atomic_load_n(
+            &trace_unit_mailbox(tu.unit, slot_mode.index)->context_id,
+            __ATOMIC_ACQUIRE);
+    if (!slot_control)
+        return tu.context_id;
+    return le32toh(__atomic_load_n(&slot_control[SLOT_H_RESIDENT / 4],
+                                   __ATOMIC_ACQUIRE));
+}
+
+/*
+ * The instructions a slot's controller pointed at the stub (crt0's csrw
+ * mtvec, the exit's lui: slot-stub.h) are recorded in counts= as the
+ * image's own words, which its save area names, so that a counts file of
+ * a slot reads like one of a QEMU of its own.
+ */
+static void slot_unpatch(struct code *c)
+{
+    uint32_t entry;
+    const uint32_t *patches;
+
+    if (slot_mode.on)
+        entry = 0;
+    else if (slot_control)
+        entry = le32toh(slot_control[SLOT_H_RESIDENT / 4]);
+    else
+        return;
+    if (entry >= SLOT_MAX_CONTEXTS)
+        return;
+    patches = (slot_mode.on ? (const uint32_t *)(slot_mode.ls
+                                + (SLOT_CTL_BASE - SLOT_LS_BASE))
+                            : slot_control)
+              + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE + SLOT_C_PATCHES) / 4;
+    for (uint32_t p = 0; p < SLOT_MAX_PATCHES && patches[2 * p]; p++)
+        for (uint32_t i = 0, at = 0; i < c->n_insns; at += c->insn_size[i++])
+            if (c->insn_vaddr[i] == le32toh(patches[2 * p])
+                && c->insn_size[i] == 4)
+                memcpy(c->bytes + at, &patches[2 * p + 1], 4);
+}
+
 /* ---- Exact counts (counts=) --------------------------------------------- */
 
 /* Before every instruction, with counts= on. */
@@ -548,35 +647,258 @@ static void write_code(FILE *out, const struct code *c)
     }
 }
 
-/* Appends this run's counters to COUNTS: the codes that ran, in address
- * order, between a header and an end line that carries the totals. */
-static void write_counts(void)
+/* Writes one run: the codes of `context` (their key) that ran, in address
+ * order, between a header (naming register-file context `id`) and an end
+ * line that carries the totals. */
+static void write_run(FILE *out, GList *codes, uint32_t context, uint32_t id)
 {
-    GList *codes = g_list_sort(g_hash_table_get_values(tu.codes), code_order);
     uint64_t total = 0;
     unsigned written = 0;
-    FILE *out = tu.counts_out;
 
     fprintf(out, "coprof-exact-counts 1\n");
     fprintf(out, "run context=%u mode=%s ls_base=0x%08llx ls_size=0x%llx\n",
-            tu.context_id, tu.reference ? "reference" : "fast",
+            id, tu.reference ? "reference" : "fast",
             (unsigned long long)tu.ls_base, (unsigned long long)tu.ls_size);
     for (GList *l = codes; l; l = l->next) {
-        uint64_t n = code_total(l->data);
+        const struct code *c = l->data;
+        uint64_t n = code_total(c);
 
-        if (!n)
+        if (!n || c->context != context)
             continue;
-        write_code(out, l->data);
+        write_code(out, c);
         total += n;
         written++;
     }
     fprintf(out, "end instructions=%llu codes=%u\n",
             (unsigned long long)total, written);
+}
+
+/* Appends this run's counters to COUNTS: one run, or on a slot stub's RAM
+ * one run per context that executed something, in the order of their
+ * entries. */
+static void write_counts(void)
+{
+    GList *codes = g_list_sort(g_hash_table_get_values(tu.codes), code_order);
+    FILE *out = tu.counts_out;
+
+    if (!slot_control) {
+        write_run(out, codes, tu.context_id, tu.context_id);
+    } else {
+        for (uint32_t k = 0; k < SLOT_MAX_CONTEXTS; k++)
+            for (GList *l = codes; l; l = l->next)
+                if (((const struct code *)l->data)->context == k
+                    && code_total(l->data)) {
+                    write_run(out, codes, k, k);
+                    break;
+                }
+    }
     g_list_free(codes);
     if (fclose(out) != 0)
         fprintf(stderr, "coptrace: %s: cannot write: %s\n", tu.counts_path,
                 strerror(errno));
     tu.counts_out = NULL;
+}
+
+/* ---- Slot mode (slot=S) ------------------------------------------------- */
+
+/*
+ * With slot=S the plugin serves slot S of copsim's slot model: one
+ * long-lived emulator whose resident stub runs the contexts copsim binds
+ * to S, one after another (emulator/copsim/stub/, in place).  It attaches
+ * to no context at start; at the first block of a context it takes the
+ * context bound to S in the register file (its gate, check_cycle and
+ * instructions so far, its overlay watch), and lets go of it where the
+ * stub passes SLOT_STUB_ENDED (the context ended: as at QEMU's exit, the
+ * last block's tail is taken back, countsdir=DIR gets its exact counts in
+ * DIR/context-ID.counts, ID from the slot's mailbox, and the context is
+ * marked exited) or SLOT_STUB_PARKED (handed back at a block boundary:
+ * its tail retired, its instructions kept for the next slot).
+ */
+
+/* The context's overlay watch, on the slot's local store. */
+static void slot_watch_guards(uint32_t context)
+{
+    uint32_t offset = 0, count = 0;
+    char err[512];
+
+    tu.guard_count = 0;
+    if (trace_context_guards(tu.unit, context, &offset, &count, err,
+                             sizeof(err)) < 0)
+        stop_emulator("%s", err);
+    if (!count)
+        return;
+    if (!slot_mode.ls)
+        stop_emulator("%s: context %u watches %u guard words; give the "
+                      "slot's RAM file with ram=FILE", tu.unit->path,
+                      context, count);
+    tu.guards = (const uint32_t *)(slot_mode.ls + offset);
+    tu.guard_count = count;
+    for (uint32_t r = 0; r < count; r++)
+        tu.guard_seen[r] = le32toh(__atomic_load_n(&tu.guards[r],
+                                                   __ATOMIC_RELAXED));
+}
+
+/* At a context's first block: the context bound to the slot now. */
+static void slot_take_context(void)
+{
+    uint32_t id = slot_bound_context();
+    struct trace_regs_context *ctx = trace_unit_context(tu.unit, id);
+
+    if (!slot_mode.on || !ctx)
+        stop_emulator("%s: slot %u runs a context while none is bound to "
+                      "it", tu.unit->path, slot_mode.index);
+    __atomic_store_n(&ctx->pid, (int32_t)getpid(), __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->mode, tu.reference ? TRACE_MODE_REFERENCE
+                                              : TRACE_MODE_FAST,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->status, TRACE_CONTEXT_RUNNING, __ATOMIC_RELEASE);
+    tu.context = ctx;
+    tu.context_id = id;
+    tu.check_cycle = &ctx->check_cycle;
+    tu.instructions = __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE);
+    slot_watch_guards(id);
+}
+
+static void slot_let_go(void)
+{
+    tu.context = NULL;
+    tu.check_cycle = &slot_mode.no_check;
+    tu.current = NULL;
+    tu.tail = NULL;
+    tu.guard_count = 0;
+}
+
+static void free_code(struct code *c);
+
+static gboolean code_of_context(gpointer key, gpointer value, gpointer id)
+{
+    struct code *c = key;
+
+    if (c->context != *(const uint32_t *)id)
+        return FALSE;
+    free_code(c);
+    return TRUE;
+}
+
+/* countsdir=: appends the ended context's run to its file, then forgets
+ * its codes (the register file's block serves another context later). */
+static void slot_write_counts(void)
+{
+    unsigned long long id = __atomic_load_n(
+        &trace_unit_mailbox(tu.unit, slot_mode.index)->context_id,
+        __ATOMIC_ACQUIRE);
+    uint32_t key = (uint32_t)id;
+    char path[4096];
+    GList *codes;
+    FILE *out;
+
+    if (!slot_mode.counts_dir)
+        return;
+    snprintf(path, sizeof(path), "%s/" TRACE_COUNTS_NAME,
+             slot_mode.counts_dir, id);
+    out = fopen(path, "a");
+    if (!out) {
+        fprintf(stderr, "coptrace: %s: cannot write: %s\n", path,
+                strerror(errno));
+    } else {
+        codes = g_list_sort(g_hash_table_get_values(tu.codes), code_order);
+        write_run(out, codes, key, tu.context_id);
+        g_list_free(codes);
+        if (fclose(out) != 0)
+            fprintf(stderr, "coptrace: %s: cannot write: %s\n", path,
+                    strerror(errno));
+    }
+    g_hash_table_foreach_steal(tu.codes, code_of_context, &key);
+}
+
+/* The stub passes SLOT_STUB_ENDED: the context's program ended inside its
+ * last block (the exit store faulted), as QEMU's exit would have. */
+static void on_stub_ended(unsigned int vcpu_index, void *udata)
+{
+    if (!tu.context)
+        return;
+    if (tu.attached) {
+        if (!tu.reference)
+            retire_last_block();
+        tu.instructions += slot_cycles() - tu.attached_at;
+        tu.attached = 0;
+        tu.slot = &detached_slot;
+    }
+    slot_write_counts();
+    trace_context_exit(tu.context, tu.instructions);
+    slot_let_go();
+}
+
+/* The stub passes SLOT_STUB_PARKED: the context was handed back at a
+ * timer interrupt, between blocks. */
+static void on_stub_parked(unsigned int vcpu_index, void *udata)
+{
+    if (!tu.context)
+        return;
+    if (tu.attached) {
+        if (tu.tail)
+            retire_tail();
+        detach();
+    }
+    slot_let_go();
+}
+
+/* A word of the stub's control block (slot-stub.h). */
+static uint32_t *slot_control_word(uint32_t offset)
+{
+    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
+                        + offset);
+}
+
+/* Whether the stub has work: an entry is runnable, or it is closed. */
+static int slot_has_work(void)
+{
+    uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
+                                             __ATOMIC_ACQUIRE));
+
+    if (__atomic_load_n(slot_control_word(SLOT_H_CLOSED), __ATOMIC_ACQUIRE))
+        return 1;
+    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++)
+        if (le32toh(__atomic_load_n(slot_control_word(
+                SLOT_H_SIZE + i * SLOT_CTX_SIZE + SLOT_C_STATE),
+                __ATOMIC_ACQUIRE)) == SLOT_RUNNABLE)
+            return 1;
+    return 0;
+}
+
+/* The stub passes SLOT_STUB_IDLE: nothing is runnable.  Instead of the
+ * stub's wfi, woken every slice, the vCPU sleeps here until the
+ * controller rings the control block's doorbell (or has gone). */
+static void on_stub_idle(unsigned int vcpu_index, void *udata)
+{
+    uint32_t *bell = slot_control_word(SLOT_H_DOORBELL);
+    pid_t controller = (pid_t)tu.unit->header->controller_pid;
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
+
+        if (slot_has_work()
+            || (controller > 0 && kill(controller, 0) < 0 && errno == ESRCH))
+            return;
+        trace_doorbell_wait(bell, seen, 100000000u);
+    }
+}
+
+static void slot_watch_stub(struct qemu_plugin_tb *tb)
+{
+    uint64_t vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+
+    if (!slot_mode.on)
+        return;
+    if (vaddr == SLOT_STUB_ENDED)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_ended,
+                                             QEMU_PLUGIN_CB_NO_REGS, NULL);
+    else if (vaddr == SLOT_STUB_PARKED)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_parked,
+                                             QEMU_PLUGIN_CB_NO_REGS, NULL);
+    else if (vaddr == SLOT_STUB_IDLE)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_idle,
+                                             QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
 static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
@@ -591,7 +913,8 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     }
     if (tu.counts_out)
         write_counts();     /* before a controller learns we are done */
-    trace_context_exit(tu.context, tu.instructions);
+    if (tu.context)
+        trace_context_exit(tu.context, tu.instructions);
 }
 
 /* ---- Translation -------------------------------------------------------- */
@@ -671,18 +994,33 @@ static guint code_hash(gconstpointer key)
 {
     const struct code *c = key;
 
-    return c->hash ^ (guint)c->vaddr ^ c->n_insns;
+    return c->hash ^ (guint)c->vaddr ^ c->n_insns ^ c->context * 16777619u;
 }
 
 static gboolean code_equal(gconstpointer a, gconstpointer b)
 {
     const struct code *x = a, *y = b;
 
-    return x->vaddr == y->vaddr && x->n_insns == y->n_insns
+    return x->context == y->context
+           && x->vaddr == y->vaddr && x->n_insns == y->n_insns
            && x->n_bytes == y->n_bytes
            && !memcmp(x->bytes, y->bytes, x->n_bytes)
            && !memcmp(x->insn_size, y->insn_size,
                       x->n_insns * sizeof(x->insn_size[0]));
+}
+
+/* A copy of code c's description, without counters. */
+static struct code *describe_copy(const struct code *c)
+{
+    struct code *copy = g_malloc0(sizeof(*copy) + c->n_bytes);
+
+    memcpy(copy, c, sizeof(*copy) + c->n_bytes);
+    copy->insn_vaddr = g_memdup2(c->insn_vaddr,
+                                 c->n_insns * sizeof(c->insn_vaddr[0]));
+    copy->insn_size = g_memdup2(c->insn_size,
+                                c->n_insns * sizeof(c->insn_size[0]));
+    copy->counts = NULL;
+    return copy;
 }
 
 static void free_code(struct code *c)
@@ -694,11 +1032,21 @@ static void free_code(struct code *c)
 }
 
 /* The counters of the block's code: the same for every translation of the
- * same bytes at the same address, apart for other bytes there. */
+ * same bytes at the same address by the same context, apart for other
+ * bytes there or another context of a slot stub. */
+static struct code *describe_code(const struct qemu_plugin_tb *tb);
+static struct code *intern_described(struct code *c);
+
 static struct code *intern_code(const struct qemu_plugin_tb *tb)
 {
+    return intern_described(describe_code(tb));
+}
+
+/* The block's code, not interned, its context the one running now. */
+static struct code *describe_code(const struct qemu_plugin_tb *tb)
+{
     uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb), size = 0;
-    struct code *c, *known;
+    struct code *c;
 
     for (uint32_t i = 0; i < n; i++)
         size += (uint32_t)qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, i));
@@ -717,22 +1065,81 @@ static struct code *intern_code(const struct qemu_plugin_tb *tb)
         memcpy(c->bytes + at, data, c->insn_size[i]);
         at += c->insn_size[i];
     }
+    c->vaddr = n ? c->insn_vaddr[0] : 0;
+    c->context = slot_context_now();
+    slot_unpatch(c);
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
-    c->vaddr = n ? c->insn_vaddr[0] : 0;
-    known = g_hash_table_lookup(tu.codes, c);
+    return c;
+}
+
+/* The interned code equal to c (which is freed then), or c itself, with
+ * counters, added. */
+static struct code *intern_described(struct code *c)
+{
+    struct code *known = g_hash_table_lookup(tu.codes, c);
+
     if (known) {
         free_code(c);
         return known;
     }
-    c->counts = g_new0(uint64_t, n);
+    c->counts = g_new0(uint64_t, c->n_insns);
     g_hash_table_add(tu.codes, c);
     return c;
 }
 
+/*
+ * slot=: code outside the local store (QEMU's reset code, which every
+ * context runs first) keeps its translation from one context to the next
+ * (the stub's copy only drops the local store's), so its counters are
+ * found when it runs, for the context running then: `shape` describes the
+ * code, insn its instruction.
+ */
+struct shared_insn {
+    struct code *shape;
+    uint32_t insn;
+};
+
+static void on_count_shared(unsigned int vcpu_index, void *udata)
+{
+    const struct shared_insn *si = udata;
+    struct code *c;
+
+    si->shape->context = slot_context_now();
+    c = g_hash_table_lookup(tu.codes, si->shape);
+    if (!c) {
+        c = describe_copy(si->shape);
+        c->counts = g_new0(uint64_t, c->n_insns);
+        g_hash_table_add(tu.codes, c);
+    }
+    c->counts[si->insn]++;
+}
+
+static void count_shared_block(struct qemu_plugin_tb *tb)
+{
+    struct code *shape = describe_code(tb);
+
+    for (uint32_t i = 0; i < shape->n_insns; i++) {
+        struct shared_insn *si = g_new(struct shared_insn, 1);
+
+        si->shape = shape;          /* kept while QEMU may run the block */
+        si->insn = i;
+        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
+                                               on_count_shared,
+                                               QEMU_PLUGIN_CB_NO_REGS, si);
+    }
+}
+
 static void count_block(struct qemu_plugin_tb *tb)
 {
-    struct code *c = intern_code(tb);
+    struct code *c;
+
+    if (slot_mode.on && (qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0))
+                         - tu.ls_base) >= tu.ls_size) {
+        count_shared_block(tb);
+        return;
+    }
+    c = intern_code(tb);
 
     for (uint32_t i = 0; i < c->n_insns; i++)
         qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
@@ -763,10 +1170,33 @@ static void watch_calls(struct qemu_plugin_tb *tb)
     }
 }
 
+/* ---- The slot stub ------------------------------------------------------ */
+
+/*
+ * Whether the block is the resident slot stub's (emulator/copsim/stub/):
+ * the code that switches a slot's contexts belongs to none of them, so it
+ * is neither counted (not in the slot's cycles, not in counts=) nor
+ * captured.  Nothing else runs there (the ABI keeps the range reserved), so
+ * runs without a stub are unchanged.
+ */
+static int is_stub_block(const struct qemu_plugin_tb *tb)
+{
+    uint64_t vaddr;
+
+    if (!qemu_plugin_tb_n_insns(tb))
+        return 0;
+    vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    return vaddr >= SLOT_STUB_BASE && vaddr < SLOT_STUB_BASE + SLOT_STUB_SIZE;
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
 
+    if (is_stub_block(tb)) {
+        slot_watch_stub(tb);
+        return;
+    }
     if (tu.codes)
         count_block(tb);
 
@@ -797,30 +1227,47 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 struct options {
     const char *regs;
     const char *counts;
+    const char *counts_dir;
     const char *ram;
     uint32_t context;
     int have_context;
+    uint32_t slot;
+    int have_slot;
     int reference;
 };
+
+/* NAME=N, N below TRACE_NONE. */
+static int parse_id(const char *arg, const char *what, uint32_t *id)
+{
+    char *end;
+    unsigned long n = strtoul(arg, &end, 10);
+
+    if (!*arg || *end || n >= TRACE_NONE) {
+        fprintf(stderr, "coptrace: bad %s '%s'\n", what, arg);
+        return -1;
+    }
+    *id = (uint32_t)n;
+    return 0;
+}
 
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     memset(opt, 0, sizeof(*opt));
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
-        char *end;
 
         if (!strncmp(arg, "regs=", 5) && arg[5]) {
             opt->regs = arg + 5;
         } else if (!strncmp(arg, "context=", 8)) {
-            unsigned long id = strtoul(arg + 8, &end, 10);
-
-            if (!arg[8] || *end || id >= TRACE_NONE) {
-                fprintf(stderr, "coptrace: bad context id '%s'\n", arg + 8);
+            if (parse_id(arg + 8, "context id", &opt->context) < 0)
                 return -1;
-            }
-            opt->context = (uint32_t)id;
             opt->have_context = 1;
+        } else if (!strncmp(arg, "slot=", 5)) {
+            if (parse_id(arg + 5, "slot", &opt->slot) < 0)
+                return -1;
+            opt->have_slot = 1;
+        } else if (!strncmp(arg, "countsdir=", 10) && arg[10]) {
+            opt->counts_dir = arg + 10;
         } else if (!strncmp(arg, "counts=", 7) && arg[7]) {
             opt->counts = arg + 7;
         } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
@@ -832,13 +1279,19 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE, ram=FILE)\n", arg);
+                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR)\n", arg);
             return -1;
         }
     }
-    if (!opt->regs || !opt->have_context) {
+    if (!opt->regs || opt->have_context == opt->have_slot) {
         fprintf(stderr, "coptrace: usage: -plugin libcoptrace.so,regs=FILE,"
-                "context=N[,mode=fast|reference][,counts=FILE][,ram=FILE]\n");
+                "context=N[,mode=fast|reference][,counts=FILE][,ram=FILE]"
+                " or regs=FILE,slot=N,ram=FILE[,mode=...][,countsdir=DIR]\n");
+        return -1;
+    }
+    if (opt->have_slot && (!opt->ram || opt->counts)) {
+        fprintf(stderr, "coptrace: slot=%u needs ram=FILE (the slot's RAM) "
+                "and takes countsdir=DIR, not counts=FILE\n", opt->slot);
         return -1;
     }
     return 0;
@@ -846,14 +1299,21 @@ static int parse_options(int argc, char **argv, struct options *opt)
 
 /* counts=: the file is opened now (appended to, so that several runs of a
  * context can share it), so that a bad path stops QEMU before it runs. */
+static int counts_need_api(const qemu_info_t *info, const char *option,
+                           const char *path)
+{
+    if (info->version.cur < 3)
+        return 0;
+    fprintf(stderr, "coptrace: %s=%s needs QEMU's plugin API 1 or 2 (QEMU "
+            "9.0 or older); this QEMU has %d\n", option, path,
+            info->version.cur);
+    return -1;
+}
+
 static int open_counts(const qemu_info_t *info, const char *path)
 {
-    if (info->version.cur >= 3) {
-        fprintf(stderr, "coptrace: counts=%s needs QEMU's plugin API 1 or 2 "
-                "(QEMU 9.0 or older); this QEMU has %d\n", path,
-                info->version.cur);
+    if (counts_need_api(info, "counts", path) < 0)
         return -1;
-    }
     tu.counts_out = fopen(path, "a");
     if (!tu.counts_out) {
         fprintf(stderr, "coptrace: %s: cannot write: %s\n", path,
@@ -938,6 +1398,17 @@ static int stacks_supported(const qemu_info_t *info)
     return 0;
 }
 
+/* A shadow stack is one context's: slot=S follows many, whose stacks
+ * it would mix. */
+static int stacks_followable(const struct options *opt)
+{
+    if (!tu.unit->header->stack_depth || !opt->have_slot)
+        return 1;
+    fprintf(stderr, "coptrace: %s: call stacks follow one context; slot=%u "
+            "follows every context of its slot\n", tu.unit->path, opt->slot);
+    return 0;
+}
+
 /* The register file has a call-stack area: keep the context's shadow
  * stack, with overlay identity when the guard words are watched. */
 static void keep_stacks(void)
@@ -945,6 +1416,56 @@ static void keep_stacks(void)
     shadow_init(&tu.shadow, tu.ram, tu.ls_base, tu.ls_size, tu.guards,
                 tu.guard_count);
     tu.stacks = 1;
+}
+
+/* context=N: the overlay watch, a slot stub's control block, and the
+ * context itself, attached for the whole run. */
+static int attach_context(uint32_t context, const char *ram)
+{
+    char err[512];
+
+    if (watch_guards(context, ram) < 0)
+        return -1;
+    slot_map_control(ram);
+    tu.context = trace_context_attach(tu.unit, context,
+                                      tu.reference ? TRACE_MODE_REFERENCE
+                                                   : TRACE_MODE_FAST,
+                                      err, sizeof(err));
+    if (!tu.context) {
+        fprintf(stderr, "coptrace: %s\n", err);
+        return -1;
+    }
+    tu.check_cycle = &tu.context->check_cycle;
+    tu.context_id = context;
+    return 0;
+}
+
+/* slot=S: no context yet; the slot's local store mapped for the contexts'
+ * overlay watches. */
+static int slot_start(uint32_t slot, const char *ram)
+{
+    if (!trace_unit_slot(tu.unit, slot)) {
+        fprintf(stderr, "coptrace: %s: slot %u is out of range (%u slots)\n",
+                tu.unit->path, slot, tu.unit->header->n_slots);
+        return -1;
+    }
+    slot_mode.ls = map_ram(ram, SLOT_CTL_BASE - SLOT_LS_BASE + SLOT_CTL_SIZE);
+    if (!slot_mode.ls)
+        return -1;
+    slot_mode.on = 1;
+    slot_mode.index = slot;
+    slot_let_go();
+    return 0;
+}
+
+/* countsdir=DIR: counters per context, a file per context at its end. */
+static int slot_open_counts(const qemu_info_t *info, const char *dir)
+{
+    if (counts_need_api(info, "countsdir", dir) < 0)
+        return -1;
+    slot_mode.counts_dir = dir;
+    tu.codes = g_hash_table_new(code_hash, code_equal);
+    return 0;
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
@@ -963,27 +1484,27 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     }
     if (opt.counts && open_counts(info, opt.counts) < 0)
         return -1;
+    if (opt.counts_dir && slot_open_counts(info, opt.counts_dir) < 0)
+        return -1;
     tu.unit = trace_unit_open(opt.regs, err, sizeof(err));
     if (!tu.unit) {
         fprintf(stderr, "coptrace: %s\n", err);
         return -1;
     }
-    if (!stacks_supported(info) || watch_guards(opt.context, opt.ram) < 0) {
+    if (!stacks_supported(info) || !stacks_followable(&opt)) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }
-    tu.context = trace_context_attach(tu.unit, opt.context,
-                                      opt.reference ? TRACE_MODE_REFERENCE
-                                                    : TRACE_MODE_FAST,
-                                      err, sizeof(err));
-    if (!tu.context) {
-        fprintf(stderr, "coptrace: %s\n", err);
-        trace_unit_close(tu.unit, 0);
-        return -1;
-    }
-    tu.check_cycle = &tu.context->check_cycle;
-    tu.context_id = opt.context;
     tu.reference = opt.reference;
+    if (opt.have_slot) {
+        if (slot_start(opt.slot, opt.ram) < 0) {
+            trace_unit_close(tu.unit, 0);
+            return -1;
+        }
+    } else if (attach_context(opt.context, opt.ram) < 0) {
+        trace_unit_close(tu.unit, 0);
+        return -1;
+    }
     tu.fifo_depth = tu.unit->header->fifo_depth;
     tu.ls_base = tu.unit->header->ls_base;
     tu.ls_size = tu.unit->header->ls_size;

@@ -650,6 +650,14 @@ uint32_t trace_context_hold(struct trace_regs_context *context)
     return gate;
 }
 
+void trace_context_park(struct trace_regs_context *context)
+{
+    uint32_t gate = trace_context_hold(context);
+
+    __atomic_store_n(&context->ack, gate, __ATOMIC_RELEASE);
+    __atomic_store_n(&context->status, TRACE_CONTEXT_HELD, __ATOMIC_RELEASE);
+}
+
 int trace_context_wait_held(struct trace_regs_context *context, uint32_t gate,
                             int timeout_ms)
 {
@@ -1098,27 +1106,50 @@ static int append(char *buf, size_t len, size_t *used, const char *text,
     return 0;
 }
 
-int trace_plugin_arg(char *buf, size_t len, const char *plugin,
-                     const char *regs, uint32_t context, uint32_t mode,
-                     const char *counts, const char *ram)
+/* "PLUGIN,regs=REGS,WHO=N,mode=M" (who: context or slot), then each
+ * non-NULL ",KEY=PATH" of keys/paths (n of them); -1 if too long. */
+static int plugin_arg(char *buf, size_t len, const char *plugin,
+                      const char *regs, const char *who, uint32_t n,
+                      uint32_t mode, const char *const keys[],
+                      const char *const paths[], size_t n_paths)
 {
     char tail[64];
     size_t used = 0;
 
-    snprintf(tail, sizeof(tail), ",context=%u,mode=%s", context,
+    snprintf(tail, sizeof(tail), ",%s=%u,mode=%s", who, n,
              mode == TRACE_MODE_REFERENCE ? "reference" : "fast");
     if (!len || append(buf, len, &used, plugin, 1) < 0
         || append(buf, len, &used, ",regs=", 0) < 0
         || append(buf, len, &used, regs, 1) < 0
         || append(buf, len, &used, tail, 0) < 0)
         return -1;
-    if (counts && (append(buf, len, &used, ",counts=", 0) < 0
-                   || append(buf, len, &used, counts, 1) < 0))
-        return -1;
-    if (ram && (append(buf, len, &used, ",ram=", 0) < 0
-                || append(buf, len, &used, ram, 1) < 0))
-        return -1;
+    for (size_t i = 0; i < n_paths; i++)
+        if (paths[i] && (append(buf, len, &used, keys[i], 0) < 0
+                         || append(buf, len, &used, paths[i], 1) < 0))
+            return -1;
     return 0;
+}
+
+int trace_plugin_arg(char *buf, size_t len, const char *plugin,
+                     const char *regs, uint32_t context, uint32_t mode,
+                     const char *counts, const char *ram)
+{
+    static const char *const keys[] = { ",counts=", ",ram=" };
+    const char *const paths[] = { counts, ram };
+
+    return plugin_arg(buf, len, plugin, regs, "context", context, mode, keys,
+                      paths, 2);
+}
+
+int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
+                          const char *regs, uint32_t slot, uint32_t mode,
+                          const char *counts_dir, const char *ram)
+{
+    static const char *const keys[] = { ",ram=", ",countsdir=" };
+    const char *const paths[] = { ram, counts_dir };
+
+    return plugin_arg(buf, len, plugin, regs, "slot", slot, mode, keys,
+                      paths, 2);
 }
 
 int trace_counts_create(const char *path, char *err, size_t errlen)
@@ -1198,7 +1229,7 @@ int trace_run_start(struct trace_run *run, const char *regs,
                      : trace_unit_create_temp(NULL, geo, err, errlen);
     if (!run->unit)
         return -1;
-    if (format_plugin_arg(run, mode, counts, watching ? watch->ram : NULL,
+    if (format_plugin_arg(run, mode, counts, watch ? watch->ram : NULL,
                           err, errlen) < 0
         || trace_context_watch_guards(run->unit, context,
                                       watching ? watch->guard_ls_offset : 0,

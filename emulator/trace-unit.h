@@ -134,6 +134,11 @@ int trace_context_guards(const struct trace_unit *unit, uint32_t context,
                          uint32_t *guard_ls_offset, uint32_t *guard_count,
                          char *err, size_t errlen);
 
+/* For a controller whose context has left its emulator (copsim's slot
+ * model: handed back by the slot stub, or not yet on a slot): its gate
+ * closed and acknowledged, status HELD, as if it had stopped there. */
+void trace_context_park(struct trace_regs_context *context);
+
 /* Closes the context's gate; returns the closed gate value to wait for. */
 uint32_t trace_context_hold(struct trace_regs_context *context);
 
@@ -255,11 +260,24 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
                      const char *regs, uint32_t context, uint32_t mode,
                      const char *counts, const char *ram);
 
+/* The same for slot S of copsim's slot model (emulator/copsim/stub/): the
+ * plugin serves whichever context is bound to S in the slot emulator whose
+ * RAM file is ram; counts_dir, unless NULL, gets each context's exact
+ * counts (countsdir=, files named TRACE_COUNTS_NAME). */
+int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
+                          const char *regs, uint32_t slot, uint32_t mode,
+                          const char *counts_dir, const char *ram);
+
 /* Makes `path` an empty exact counts file, for the plugin's counts= to
  * append to (docs/trace-unit.md), so that a path that cannot be written is
  * an error before the emulator starts.  Returns 0, or -1 with
  * "PATH: cannot write: REASON". */
 int trace_counts_create(const char *path, char *err, size_t errlen);
+
+/* The name of a context's exact counts file in copsim's --exact-counts
+ * directory (printf format, the context id as unsigned long long): copsim
+ * names it, the plugin's countsdir= writes it. */
+#define TRACE_COUNTS_NAME "context-%llu.counts"
 
 /* ---- A simple traced run (cop-run, coptrace run) ---------------------- */
 

@@ -3,7 +3,7 @@
  *
  * copsim is the emulated "kernel + hardware": it owns the trace unit's
  * register file and binds coprocessor contexts to its slots.  The kernel
- * driver (kernel-driver/, DESIGN.md section 5) runs inside copsim and must
+ * driver (kernel-driver/) runs inside copsim and must
  * see every context switch, the way the Cell kernel's profiling code was
  * called from spufs' context-switch path.  This header is the whole
  * interface between the two: a table of callbacks that copsim calls
@@ -135,7 +135,7 @@ struct copsim_info {
     const char *regs_path;      /* its path, for other processes */
     uint32_t n_slots;
     uint64_t slice_cycles;      /* time slice of the scheduler */
-    uint64_t nominal_hz;        /* nominal coprocessor clock (DESIGN.md §7) */
+    uint64_t nominal_hz;        /* nominal coprocessor clock */
     const char *event_log_path; /* the kernel event log copsim writes */
 };
 

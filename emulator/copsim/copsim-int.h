@@ -6,6 +6,9 @@
  *                the requests (INFO, CREATE, LOAD, RUN, DESTROY)
  *   emulator.c   one run of a context: its QEMU, the console, the exit
  *   scheduler.c  slots, the run queue, time slices, bind/unbind, hooks
+ *   console.c    a context's console on its way to its client
+ *   slots.c      the slot model: long-lived slot emulators running
+ *                contexts as saved state (--context-model=slot)
  *   resolve.c    object-ids and call stacks through /proc/PID/maps
  *   schedlog.c   the SCHED records
  *
@@ -20,6 +23,7 @@
 
 #include "emulator/copsim/copsim.h"
 #include "emulator/copsim/protocol.h"
+#include "emulator/copsim/stub/slot-stub.h"
 #include "emulator/copsim/resolve.h"
 #include "emulator/copsim/schedlog.h"
 #include "common/image.h"
@@ -70,6 +74,13 @@ struct sim_context {
     enum sim_kill kill;
     uint64_t retry_hold_ns;         /* after a hold that timed out */
     pid_t emulator;                 /* its QEMU while it runs, else 0 */
+
+    /* Slot model (slots.c): the context as saved state between binds. */
+    unsigned char *saved;           /* local store and boot block */
+    uint32_t save_area[SLOT_CTX_SIZE / 4];  /* the stub's: registers, pc */
+    int area;                       /* its main-memory area, or -1 */
+    int affinity;                   /* the slot it resumes on, or -1 */
+    struct console_out *console;    /* its console while it runs */
 };
 
 struct sched_slot {
@@ -92,6 +103,11 @@ struct scheduler {
     uint32_t gather;                /* test hook: see scheduler_gathering() */
     uint64_t gather_until_ns;
     const struct copsim_hooks *hooks;
+    struct slot_model *model;       /* slot model (slots.c); NULL: a QEMU
+                                       per context */
+    int pin;                        /* slot model with exact counts: a
+                                       preempted context resumes on its
+                                       slot, whose plugin holds its counts */
     int stopping;
     int running;
     pthread_t thread;
@@ -126,7 +142,41 @@ struct copsim {
 
     copsim_request_handler driver_requests;
     void *driver_data;
+
+    struct slot_model *slot_model;  /* --context-model=slot, else NULL */
 };
+
+/* ---- console.c ---------------------------------------------------------- */
+
+#define CONSOLE_CHUNK       4096
+#define LINE_MAX_KEPT       (COPSIM_TEXT_MAX - 64)
+
+/* The last complete line of a stream that starts with a given prefix (or
+ * any line, with prefix ""), assembled across reads. */
+struct line_tracker {
+    const char *prefix;
+    char current[LINE_MAX_KEPT];
+    size_t length;
+    char last[LINE_MAX_KEPT];
+};
+
+void tracker_feed(struct line_tracker *t, const char *bytes, size_t n);
+/* The last line, or an unterminated one at the end of the stream. */
+const char *tracker_last(struct line_tracker *t);
+
+/* A context's console on its way to the client's descriptor. */
+struct console_out {
+    int client;                     /* where it goes; -1 once broken */
+    char partial[CONSOLE_CHUNK];    /* bytes after the last newline */
+    size_t partial_length;
+    struct line_tracker cop_lines;  /* the last "cop: " line */
+};
+
+void console_out_init(struct console_out *out, int client);
+/* Passes bytes on a whole line at a time, and keeps the last "cop: " line. */
+void console_out_feed(struct console_out *out, const char *bytes, size_t n);
+/* At the end: what is left of an unterminated line. */
+void console_out_flush(struct console_out *out);
 
 /* ---- copsim.c ----------------------------------------------------------- */
 
@@ -155,6 +205,24 @@ struct run_result {
     int client_gone;                /* the client hung up meanwhile */
     char detail[COPSIM_TEXT_MAX];
 };
+
+/* How a run's program ended: the emulator's exit status (its program's),
+ * or the signal that killed it. */
+struct emulator_end {
+    int signaled;
+    int code;                   /* exit status or signal number */
+};
+
+/* The run's result from how it ended, why copsim ended it (if it did) and
+ * the last "cop: " line of its console and line the emulator said. */
+void emulator_classify(const char *cop_line, const char *error_line,
+                       const struct emulator_end *end,
+                       enum sim_kill kill_reason, const struct sim_context *c,
+                       struct run_result *result);
+
+/* A message from the client while its context runs: EBUSY for anything
+ * but a hang-up.  Returns 1 when the client is gone. */
+int emulator_client_event(int sock);
 
 /*
  * Runs the loaded context with argv until its program ends, forwarding its
@@ -210,6 +278,40 @@ int scheduler_hooks_install(struct scheduler *s,
                             const struct copsim_hooks *hooks, char *err,
                             size_t errlen);
 void scheduler_hooks_remove(struct scheduler *s);
+
+/* ---- slots.c ------------------------------------------------------------ */
+
+/* The slot model: main memory, the loader's scratch RAM and one slot
+ * emulator per slot, started; or stopped (after every context retired). */
+int slots_start(struct copsim *sim, char *err, size_t errlen);
+void slots_stop(struct copsim *sim);
+
+/* A context's main-memory area (its windows), and the file and offset of
+ * its data window for the client (CREATE).  -1 with err when full. */
+int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
+                      size_t errlen);
+int slots_data_window(const struct copsim *sim, const struct sim_context *c,
+                      uint64_t *offset);
+void slots_context_free(struct copsim *sim, struct sim_context *c);
+
+/* emulator_run() of the slot model. */
+int slots_run(struct copsim *sim, struct sim_context *c, int client_sock,
+              int console_fd, int argc, char **argv, uint64_t max_cycles,
+              struct run_result *result, char *err, size_t errlen);
+
+/* The scheduler's side, with its lock held.  slots_bind() puts the
+ * context's state on the slot (before the bind hook: its guard words are
+ * in the slot's local store then); slots_go() lets the stub run it (after
+ * the gate opened); slots_hand_back() has the stub save it at the end of
+ * its stub slice and takes its state back: 0, 1 when it ended meanwhile,
+ * -1 after timeout_ms; slots_unbind() frees the slot's entry;
+ * slots_kill() ends a bound context's run (handed back, then retired). */
+void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c);
+void slots_go(struct slot_model *m, uint32_t slot);
+int slots_hand_back(struct slot_model *m, uint32_t slot,
+                    struct sim_context *c, int timeout_ms);
+void slots_unbind(struct slot_model *m, uint32_t slot);
+void slots_kill(struct slot_model *m, struct sim_context *c);
 
 /* ---- server.c ----------------------------------------------------------- */
 

@@ -198,7 +198,7 @@ static int check_counts_dir(struct copsim *sim, char *err, size_t errlen)
 int copsim_counts_path(const struct copsim *sim, const struct sim_context *c,
                        char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "%s/context-%llu.counts", sim->counts_dir,
+    int n = snprintf(buf, len, "%s/" TRACE_COUNTS_NAME, sim->counts_dir,
                      (unsigned long long)c->info.id);
 
     return n < 0 || (size_t)n >= len ? -1 : 0;
@@ -231,6 +231,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
         || create_register_file(sim, err, errlen) < 0
         || schedlog_open(&sim->log, sim->event_log_path, err, errlen) < 0
         || start_scheduler(sim, err, errlen) < 0
+        || (sim->config.slot_model && slots_start(sim, err, errlen) < 0)
         || server_listen(sim, err, errlen) < 0) {
         if (!sim->context_used)
             snprintf(err, errlen, "out of memory");
@@ -294,6 +295,7 @@ void copsim_destroy(struct copsim *sim)
         scheduler_stop(&sim->sched);
         scheduler_destroy(&sim->sched);
     }
+    slots_stop(sim);
     if (sim->log.log) {
         schedlog_stop(&sim->log);
         schedlog_close(&sim->log);
@@ -454,9 +456,15 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
     c->info.image.name = c->name;
     c->slot = -1;
     c->ram.fd = -1;
-    if (create_ram(sim, c, err, errlen) < 0) {
+    c->area = -1;
+    if (sim->slot_model ? slots_context_new(sim, c, err, errlen)
+                        : create_ram(sim, c, err, errlen)) {
+        int error = errno;
+
+        slots_context_free(sim, c);
         give_block(sim, (uint32_t)block);
         free(c);
+        errno = error;
         return NULL;
     }
     c->stack = format_stack(pid, frames, n_frames);
@@ -484,7 +492,7 @@ static void describe_image(struct sim_context *c, uint64_t object_id)
     c->info.n_regions = c->image.nregions;
     c->info.guard_ls_offset = cop_image_guard_ls_offset(&c->image);
     c->info.guard_words = NULL;
-    if (c->image.nregions) {
+    if (c->image.nregions && c->ram.base) {     /* slot model: at bind */
         c->info.guard_words = (const volatile uint32_t *)
             (c->ram.base + c->info.guard_ls_offset);
     }
@@ -537,6 +545,7 @@ void sim_context_free(struct copsim *sim, struct sim_context *c, int reaped)
     if (sim->config.ram_dir && c->ram.base)
         unlink(c->ram.path);
     cop_ram_close(&c->ram);
+    slots_context_free(sim, c);
     give_block(sim, c->info.trace_context);
     free(c->stack);
     free(c);

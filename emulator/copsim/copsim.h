@@ -50,6 +50,9 @@ struct copsim_config {
     const char *exact_counts_dir; /* plugin's exact counts go to
                                    DIR/context-ID.counts; NULL: none */
     pid_t parent_pid;           /* private copsim: stop when it dies; 0 */
+    int slot_model;             /* 1: a slot is a long-lived emulator and
+                                   a context saved state (slots.c); 0: a
+                                   QEMU per context */
 };
 
 struct copsim;

@@ -38,123 +38,38 @@
 
 #define ATTACH_POLL_MS      2
 #define ATTACH_TIMEOUT_NS   (60ull * 1000000000ull)
-#define PIPE_CHUNK          4096
-#define LINE_MAX_KEPT       (COPSIM_TEXT_MAX - 64)
-
-/* The last complete line of a stream that starts with a given prefix (or
- * any line, with prefix ""), assembled across reads. */
-struct line_tracker {
-    const char *prefix;
-    char current[LINE_MAX_KEPT];
-    size_t length;
-    char last[LINE_MAX_KEPT];
-};
 
 struct run_io {
     int pidfd;
     int console;                /* read end of QEMU's stdout */
     int errors;                 /* read end of QEMU's stderr */
-    int client_console;         /* where the console goes; -1 once broken */
-    char partial[PIPE_CHUNK];   /* console bytes after the last newline */
-    size_t partial_length;
-    struct line_tracker cop_lines;
+    struct console_out out;     /* the console, on its way to the client */
     struct line_tracker error_lines;
 };
-
-static void tracker_feed(struct line_tracker *t, const char *bytes, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (bytes[i] == '\n') {
-            t->current[t->length] = '\0';
-            if (strncmp(t->current, t->prefix, strlen(t->prefix)) == 0
-                && t->length > 0)
-                memcpy(t->last, t->current, t->length + 1);
-            t->length = 0;
-        } else if (t->length + 1 < sizeof(t->current)) {
-            t->current[t->length++] = bytes[i];
-        }
-    }
-}
-
-/* The last line, or an unterminated one at the end of the stream. */
-static const char *tracker_last(struct line_tracker *t)
-{
-    if (t->length > 0)
-        tracker_feed(t, "\n", 1);
-    return t->last;
-}
 
 static int pidfd_open(pid_t pid)
 {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-static void write_console(struct run_io *io, const char *bytes, size_t n)
-{
-    while (n > 0 && io->client_console >= 0) {
-        ssize_t put = write(io->client_console, bytes, n);
-
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0) {
-            io->client_console = -1;    /* the host's output is gone */
-            return;
-        }
-        bytes += put;
-        n -= (size_t)put;
-    }
-}
-
-/*
- * Passes console bytes on a line at a time: whole lines go out in one
- * write (atomic on a pipe up to PIPE_BUF), so the consoles of contexts that
- * share the host's stdout do not interleave within lines.  A line longer
- * than the buffer goes out in pieces; the rest goes at end of file.
- */
-static void forward_console(struct run_io *io, const char *bytes, size_t n)
-{
-    while (n > 0) {
-        size_t room = sizeof(io->partial) - io->partial_length;
-        size_t take = n < room ? n : room;
-        const char *newline;
-        size_t whole;
-
-        memcpy(io->partial + io->partial_length, bytes, take);
-        io->partial_length += take;
-        bytes += take;
-        n -= take;
-        newline = memrchr(io->partial, '\n', io->partial_length);
-        whole = newline ? (size_t)(newline - io->partial) + 1
-                : io->partial_length == sizeof(io->partial)
-                    ? io->partial_length : 0;
-        write_console(io, io->partial, whole);
-        memmove(io->partial, io->partial + whole, io->partial_length - whole);
-        io->partial_length -= whole;
-    }
-}
-
 /* Reads what a pipe has; returns 0 at end of file, 1 otherwise. */
 static int pump(struct run_io *io, int fd)
 {
-    char buf[PIPE_CHUNK];
+    char buf[CONSOLE_CHUNK];
     ssize_t got;
 
     do {
         got = read(fd, buf, sizeof(buf));
     } while (got < 0 && errno == EINTR);
     if (got <= 0) {
-        if (fd == io->console) {
-            write_console(io, io->partial, io->partial_length);
-            io->partial_length = 0;
-        }
+        if (fd == io->console)
+            console_out_flush(&io->out);
         return 0;
     }
-    if (fd == io->console) {
-        forward_console(io, buf, (size_t)got);
-        tracker_feed(&io->cop_lines, buf, (size_t)got);
-    } else {
+    if (fd == io->console)
+        console_out_feed(&io->out, buf, (size_t)got);
+    else
         tracker_feed(&io->error_lines, buf, (size_t)got);
-    }
     return 1;
 }
 
@@ -170,7 +85,7 @@ static int plugin_waits(const struct trace_regs_context *regs, pid_t emulator,
 
 /* A message on the socket while the context runs: the client may only hang
  * up (or die); anything else gets EBUSY.  Returns 1 when it is gone. */
-static int client_event(int sock)
+int emulator_client_event(int sock)
 {
     struct copsim_message *message = malloc(sizeof(*message));
     struct copsim_destroy_reply reply;
@@ -195,11 +110,6 @@ static int client_event(int sock)
 
 /* How QEMU ended, seen with WNOWAIT: it stays a zombie, so its pid cannot
  * be reused while the scheduler may still signal it. */
-struct emulator_end {
-    int signaled;
-    int code;                   /* exit status or signal number */
-};
-
 static int peek_end(pid_t emulator, struct emulator_end *end)
 {
     siginfo_t info;
@@ -256,7 +166,7 @@ static void supervise(struct copsim *sim, struct sim_context *c,
                 close(fds[i].fd);
                 open_pipes--;
             }
-        if (fds[3].revents && client_event(client_sock)) {
+        if (fds[3].revents && emulator_client_event(client_sock)) {
             *client_gone = 1;
             scheduler_kill(&sim->sched, c, SIM_KILL_CLIENT);
         }
@@ -276,9 +186,16 @@ static void classify(struct run_io *io, const struct emulator_end *end,
                      enum sim_kill kill_reason, const struct sim_context *c,
                      struct run_result *result)
 {
-    const char *cop_line = tracker_last(&io->cop_lines);
-    const char *error_line = tracker_last(&io->error_lines);
+    emulator_classify(tracker_last(&io->out.cop_lines),
+                      tracker_last(&io->error_lines), end, kill_reason, c,
+                      result);
+}
 
+void emulator_classify(const char *cop_line, const char *error_line,
+                       const struct emulator_end *end,
+                       enum sim_kill kill_reason, const struct sim_context *c,
+                       struct run_result *result)
+{
     result->stop_reason = COPSIM_STOP_FAULT;
     result->exit_status = end->signaled ? 128 + end->code : end->code;
     if (kill_reason == SIM_KILL_CYCLES)
@@ -417,8 +334,6 @@ int emulator_run(struct copsim *sim, struct sim_context *c, int client_sock,
                                                          c->info.trace_context);
     struct run_io io = {
         .pidfd = -1, .console = -1, .errors = -1,
-        .client_console = console_fd,
-        .cop_lines = {.prefix = "cop: "},
         .error_lines = {.prefix = ""},
     };
     struct emulator_end end = {0, 0};
@@ -428,7 +343,11 @@ int emulator_run(struct copsim *sim, struct sim_context *c, int client_sock,
     int attached = 0, started;
     pid_t emulator;
 
+    if (sim->slot_model)
+        return slots_run(sim, c, client_sock, console_fd, argc, argv,
+                         max_cycles, result, err, errlen);
     memset(result, 0, sizeof(*result));
+    console_out_init(&io.out, console_fd);
     if (cop_ram_load(&c->ram, &c->image, argc, argv, &cerr) < 0) {
         snprintf(err, errlen, "%s", cerr.message);
         return -1;

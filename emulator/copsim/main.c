@@ -110,6 +110,12 @@ static void usage(FILE *out)
         "                        $COPROF_TRACE_PLUGIN)\n"
         "      --reference       run the plugin in its per-instruction\n"
         "                        reference mode\n"
+        "      --context-model=process|slot\n"
+        "                        process: a QEMU per context, from its run\n"
+        "                        to its end (the default, or\n"
+        "                        $COPSIM_CONTEXT_MODEL); slot: one\n"
+        "                        long-lived QEMU per slot, a context is\n"
+        "                        saved state (SDK images only)\n"
         "      --exact-counts DIR\n"
         "                        count every instruction exactly: each run of\n"
         "                        context ID appends its counts to\n"
@@ -132,6 +138,19 @@ static void usage(FILE *out)
         TRACE_MAX_SLOTS, COPSIM_DEFAULT_SLOTS, COPSIM_DEFAULT_SLICE,
         COPSIM_DEFAULT_CONTEXTS, TRACE_DEFAULT_FIFO_DEPTH,
         COPSIM_DEFAULT_TICK_US);
+}
+
+/* process or slot (emulator/copsim/README.md, "Slots as long-lived
+ * emulators"). */
+static int parse_context_model(const char *what, const char *arg,
+                               struct copsim_config *config)
+{
+    if (!strcmp(arg, "process") || !strcmp(arg, "slot")) {
+        config->slot_model = !strcmp(arg, "slot");
+        return 0;
+    }
+    fprintf(stderr, "copsim: %s '%s': process or slot\n", what, arg);
+    return -1;
 }
 
 struct options {
@@ -265,6 +284,8 @@ static int parse_option(int c, const char *arg, struct options *opts)
     case 'R':
         config->reference_mode = 1;
         return 0;
+    case 'M':
+        return parse_context_model("--context-model", arg, config);
     case 'x':
         config->exact_counts_dir = arg;
         return 0;
@@ -346,6 +367,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"qemu", required_argument, NULL, 'Q'},
         {"plugin", required_argument, NULL, 'P'},
         {"reference", no_argument, NULL, 'R'},
+        {"context-model", required_argument, NULL, 'M'},
         {"exact-counts", required_argument, NULL, 'x'},
         {"private", required_argument, NULL, 'p'},
         {"ready-fd", required_argument, NULL, 'f'},
@@ -366,6 +388,11 @@ static int parse_options(int argc, char **argv, struct options *opts)
     opts->config.event_log_path = getenv("COPSIM_EVENT_LOG");
     if (opts->config.event_log_path && !*opts->config.event_log_path)
         opts->config.event_log_path = NULL;
+    if (getenv("COPSIM_CONTEXT_MODEL") && *getenv("COPSIM_CONTEXT_MODEL")
+        && parse_context_model("COPSIM_CONTEXT_MODEL",
+                               getenv("COPSIM_CONTEXT_MODEL"),
+                               &opts->config) < 0)
+        return EXIT_USAGE;
     while ((c = getopt_long(argc, argv, "+s:n:t:m:l:d:r:h", long_options,
                             NULL)) != -1) {
         if (c == 'h') {
@@ -377,6 +404,10 @@ static int parse_options(int argc, char **argv, struct options *opts)
         if (parse_option(c, optarg, opts) < 0)
             return EXIT_USAGE;
     }
+    if (opts->config.slot_model && opts->config.call_graph)
+        return cli_fail(EXIT_USAGE, "--call-graph: call stacks are kept per "
+                        "context by a QEMU of its own; the slot model's "
+                        "emulators run many (use --context-model=process)");
     if (!opts->event_count && !opts->stream_out) {
         if (optind < argc)
             return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see "

@@ -4,7 +4,8 @@
 
 COPSIM_LIB := $(LIB)/libcopsim.a
 COPSIM_OBJS := $(addprefix $(OBJ)/emulator/copsim/, \
-	copsim.o emulator.o protocol.o resolve.o schedlog.o scheduler.o server.o)
+	console.o copsim.o emulator.o protocol.o resolve.o schedlog.o scheduler.o \
+	server.o slots.o slot-stub-blob.o)
 
 # What a program that hosts a copsim links after libcopsim.a.
 COPSIM_DEPS := $(LIB)/libtraceunit.a $(LIB)/libcoploader.a $(LIB)/libcoplog.a \
@@ -97,3 +98,43 @@ $(TESTBIN)/test-copsim-hooks: $(COPSIM_TEST_OBJ)/test-copsim-hooks.o \
 		-Wl,-rpath,'$$ORIGIN/../lib' $(GLIB_LIBS) -lm -o $@
 
 GTESTS += $(TESTBIN)/test-copsim-hooks
+
+# The slot stub's bytes inside libcopsim (slots.c lays them into every slot
+# emulator's RAM): its raw image, as an object with the symbols
+# _binary_slot_stub_bin_start and _end.
+$(OBJ)/emulator/copsim/slot-stub-blob.o: $(TESTBIN)/slot/slot-stub.elf
+	@mkdir -p $(@D)
+	$(call say,BLOB,$@)riscv64-unknown-elf-objcopy -O binary $< \
+		$(@D)/slot-stub.bin && cd $(@D) && \
+		ld -r -b binary -z noexecstack -o $(@F) slot-stub.bin
+
+# ---- The resident slot stub (stub/) ---------------------------------------
+# The stub and the test guests that run as its contexts: the trace unit's
+# test guests (emulator/tests/guest/) with slot-crt0.S, whose exit is an
+# ecall, and trap.c, which faults.  slotrun.py runs them; the tests and
+# bench/contexts use these builds.
+
+SLOT_DIR    := emulator/copsim/stub
+SLOT_OUT    := $(TESTBIN)/slot
+SLOT_STUB   := $(SLOT_OUT)/slot-stub.elf
+SLOT_GUESTS := $(patsubst $(GUEST_DIR)/%.c,$(SLOT_OUT)/%.elf,\
+                 $(wildcard $(GUEST_DIR)/*.c)) $(SLOT_OUT)/trap.elf
+
+$(SLOT_STUB): $(SLOT_DIR)/slot-stub.S $(SLOT_DIR)/slot-stub.h $(SLOT_DIR)/slot-stub.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) -march=rv32im_zicsr_zifencei \
+		-mabi=ilp32 -nostdlib -ffreestanding -Wl,--no-warn-rwx-segments \
+		-I$(SLOT_DIR) -T $(SLOT_DIR)/slot-stub.ld $< -o $@
+
+$(SLOT_OUT)/%.elf: $(GUEST_DIR)/%.c $(SLOT_DIR)/slot-crt0.S $(GUEST_DIR)/guest.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) $(GUEST_CFLAGS) -T $(GUEST_DIR)/guest.ld \
+		$(SLOT_DIR)/slot-crt0.S $< -o $@
+
+$(SLOT_OUT)/trap.elf: $(SLOT_DIR)/trap.c $(SLOT_DIR)/slot-crt0.S $(GUEST_DIR)/guest.ld
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)$(GUEST_CC) $(GUEST_CFLAGS) -I$(GUEST_DIR) \
+		-T $(GUEST_DIR)/guest.ld $(SLOT_DIR)/slot-crt0.S $< -o $@
+
+ALL_TARGETS += $(SLOT_STUB) $(SLOT_GUESTS)
+PYTESTS += emulator/copsim/stub/tests

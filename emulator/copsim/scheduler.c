@@ -48,6 +48,9 @@
 #include <time.h>
 
 #define HOLD_TIMEOUT_MS     500     /* an emulator that does not stop */
+#define HAND_BACK_TIMEOUT_MS 5000   /* a slot stub that does not hand back
+                                       (its emulator stalled on a full FIFO
+                                       or held by the driver meanwhile) */
 #define HOLD_RETRY_NS       1000000000ull
 #define GATHER_ENV          "COPSIM_TEST_GATHER"
 #define GATHER_TIMEOUT_NS   60000000000ull  /* a test whose contexts failed */
@@ -193,10 +196,19 @@ static void queue_remove(struct scheduler *s, struct sim_context *c)
 
 /* ---- Switches ----------------------------------------------------------- */
 
-/* Kills the emulator of c, once, for a reason (with s->lock held). */
-static void kill_emulator(struct sim_context *c, enum sim_kill why)
+/* Ends c's run, once, for a reason (with s->lock held): kills its emulator,
+ * or in the slot model has the stub hand it back (slots.c ends the run). */
+static void kill_emulator(struct scheduler *s, struct sim_context *c,
+                          enum sim_kill why)
 {
-    if (c->emulator <= 0 || c->kill != SIM_KILL_NONE)
+    if (c->kill != SIM_KILL_NONE)
+        return;
+    if (s->model) {
+        c->kill = why;
+        slots_kill(s->model, c);
+        return;
+    }
+    if (c->emulator <= 0)
         return;
     c->kill = why;
     kill(c->emulator, SIGKILL);
@@ -214,9 +226,11 @@ static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
                 (unsigned long long)c->info.id, err);
         schedlog_error(s->log, c->info.id, c->info.pid, err);
         c->state = SIM_STARTING;        /* not queued; retired when it dies */
-        kill_emulator(c, SIM_KILL_BIND);
+        kill_emulator(s, c, SIM_KILL_BIND);
         return;
     }
+    if (s->model)
+        slots_bind(s->model, slot, c);     /* its state onto the slot */
     make_switch(s, slot, c, &change);
     s->slots[slot].bound = c;
     s->slots[slot].bind_cycle = change.cycle;
@@ -229,6 +243,8 @@ static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
     wait_switch_acked(s, slot);
     schedlog_bind(s->log, &change);
     trace_context_release(regs_context(s, c));
+    if (s->model)
+        slots_go(s->model, slot);
 }
 
 /* Takes the context off its slot, whose emulator has stopped. */
@@ -245,30 +261,59 @@ static void unbind_slot(struct scheduler *s, struct sim_context *c,
     wait_switch_acked(s, slot);
     trace_unit_unbind(s->unit, c->info.trace_context);
     schedlog_unbind(s->log, change);
+    if (s->model)
+        slots_unbind(s->model, slot);
     s->slots[slot].bound = NULL;
     c->slot = -1;
+}
+
+/* Stops c at its gate: 0, or 1 when it is ending or did not stop. */
+static int hold_at_gate(struct scheduler *s, struct sim_context *c)
+{
+    struct trace_regs_context *regs = regs_context(s, c);
+    uint32_t gate = trace_context_hold(regs);
+
+    switch (trace_context_wait_held(regs, gate, HOLD_TIMEOUT_MS)) {
+    case TRACE_WAIT_EXITED:
+        return 1;               /* it is ending: retired when reaped */
+    case TRACE_WAIT_TIMEOUT:
+        fprintf(stderr, "copsim: context %llu did not stop at its gate "
+                "within %d ms; it keeps slot %d\n",
+                (unsigned long long)c->info.id, HOLD_TIMEOUT_MS, c->slot);
+        trace_context_release(regs);
+        c->retry_hold_ns = schedlog_monotonic_ns() + HOLD_RETRY_NS;
+        return 1;
+    }
+    return 0;
+}
+
+/* Slot model: has the stub hand c back saved: 0, or 1 when it is ending
+ * or was not handed back in time (it keeps its slot; retried later). */
+static int take_back(struct scheduler *s, struct sim_context *c)
+{
+    switch (slots_hand_back(s->model, (uint32_t)c->slot, c,
+                            HAND_BACK_TIMEOUT_MS)) {
+    case 0:
+        return 0;
+    case 1:
+        return 1;               /* it ended first: its run retires it */
+    }
+    fprintf(stderr, "copsim: context %llu was not handed back within %d "
+            "ms; it keeps slot %d\n", (unsigned long long)c->info.id,
+            HAND_BACK_TIMEOUT_MS, c->slot);
+    c->retry_hold_ns = schedlog_monotonic_ns() + HOLD_RETRY_NS;
+    return 1;
 }
 
 /* Ends c's time slice on its slot; it goes to the tail of the queue. */
 static void preempt(struct scheduler *s, struct sim_context *c)
 {
-    struct trace_regs_context *regs = regs_context(s, c);
     uint64_t hold_start = schedlog_monotonic_ns();
-    uint32_t gate = trace_context_hold(regs);
     uint32_t slot = (uint32_t)c->slot;
     struct copsim_switch change;
 
-    switch (trace_context_wait_held(regs, gate, HOLD_TIMEOUT_MS)) {
-    case TRACE_WAIT_EXITED:
-        return;                 /* it is ending: retired when reaped */
-    case TRACE_WAIT_TIMEOUT:
-        fprintf(stderr, "copsim: context %llu did not stop at its gate "
-                "within %d ms; it keeps slot %u\n",
-                (unsigned long long)c->info.id, HOLD_TIMEOUT_MS, slot);
-        trace_context_release(regs);
-        c->retry_hold_ns = schedlog_monotonic_ns() + HOLD_RETRY_NS;
+    if (s->model ? take_back(s, c) : hold_at_gate(s, c))
         return;
-    }
     make_switch(s, slot, c, &change);
     change.reason = COPSIM_UNBIND_PREEMPT;
     schedlog_preempt(s->log, &change,
@@ -276,6 +321,8 @@ static void preempt(struct scheduler *s, struct sim_context *c)
                      change.monotonic_ns - hold_start);
     c->preemptions++;
     unbind_slot(s, c, &change);
+    if (s->pin)
+        c->affinity = (int)slot;
     queue_push(s, c);
 }
 
@@ -286,7 +333,7 @@ static void check_limit(struct scheduler *s, struct sim_context *c,
                         uint64_t ran)
 {
     if (c->max_cycles != 0 && c->cycles_run + ran >= c->max_cycles)
-        kill_emulator(c, SIM_KILL_CYCLES);
+        kill_emulator(s, c, SIM_KILL_CYCLES);
 }
 
 /* Preempts the contexts whose slice is over while others wait, and
@@ -333,13 +380,32 @@ static int scheduler_gathering(struct scheduler *s)
     return 0;
 }
 
+/* The first queued context that may run on slot: any, or with s->pin one
+ * that has not run yet or last ran there; taken out of the queue. */
+static struct sim_context *queue_take_for(struct scheduler *s, uint32_t slot)
+{
+    struct sim_context *c = s->queue_head;
+
+    if (!s->pin)
+        return queue_pop(s);
+    while (c && c->affinity >= 0 && c->affinity != (int)slot)
+        c = c->next;
+    if (c)
+        queue_remove(s, c);
+    return c;
+}
+
 static void fill_slots(struct scheduler *s)
 {
     if (scheduler_gathering(s))
         return;
     for (uint32_t slot = 0; slot < s->n_slots && s->queue_head; slot++)
-        if (!s->slots[slot].bound)
-            bind_slot(s, slot, queue_pop(s));
+        if (!s->slots[slot].bound) {
+            struct sim_context *c = queue_take_for(s, slot);
+
+            if (c)
+                bind_slot(s, slot, c);
+        }
 }
 
 /* Whether the tick must poll the slots: someone waits, or a bound
@@ -487,6 +553,7 @@ void scheduler_starting(struct scheduler *s, struct sim_context *c,
     c->preemptions = 0;
     c->kill = SIM_KILL_NONE;
     c->retry_hold_ns = 0;
+    c->affinity = -1;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -504,7 +571,7 @@ void scheduler_kill(struct scheduler *s, struct sim_context *c,
                     enum sim_kill why)
 {
     pthread_mutex_lock(&s->lock);
-    kill_emulator(c, why);
+    kill_emulator(s, c, why);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -239,6 +239,7 @@ static void handle_create(struct connection *conn,
     struct copsim_create_reply reply;
     char err[COPSIM_TEXT_MAX];
     struct sim_context *c;
+    int ram_fd;
 
     if (check_request(conn, m, sizeof(*req), &req->tid) < 0)
         return;
@@ -261,8 +262,10 @@ static void handle_create(struct connection *conn,
     reply.context_id = c->info.id;
     reply.data_offset = COP_DATA_BASE - COP_RAM_BASE;
     reply.data_size = COP_DATA_SIZE;
-    send_reply(conn, &reply.header, COPSIM_CREATE, sizeof(reply), &c->ram.fd,
-               1);
+    ram_fd = c->ram.fd;
+    if (conn->sim->slot_model)      /* its data window in main memory */
+        ram_fd = slots_data_window(conn->sim, c, &reply.data_offset);
+    send_reply(conn, &reply.header, COPSIM_CREATE, sizeof(reply), &ram_fd, 1);
 }
 
 static void handle_load(struct connection *conn, const struct copsim_message *m)

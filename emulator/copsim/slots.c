@@ -1,0 +1,818 @@
+/*
+ * slots.c — copsim's slot model (--context-model=slot): a slot is one
+ * long-lived qemu-system-riscv32 running the resident slot stub
+ * (stub/slot-stub.S), and a context is saved state.
+ *
+ * At start copsim makes main memory (an anonymous 1 GiB file, sparse),
+ * which every slot emulator maps as an ivshmem BAR at SLOT_MAIN_BASE,
+ * and starts one emulator per slot: its own 64 MiB RAM file with the stub
+ * and the stub's control block (one entry, in place), and the trace-unit
+ * plugin with slot=S, which follows whichever context is bound to S.
+ *
+ * A context owns a main-memory area for its image and data windows (the
+ * client maps its data window from main memory, as it mapped its RAM
+ * file), and, between binds, its local store and boot block (`saved`) and
+ * the stub's save area (registers, pc, trap entry).  A run loads the image
+ * through the project's loader into a scratch RAM, keeps its local store
+ * and boot block, moves its image window into its area, names the area in
+ * the boot block, and points two kinds of instructions at the stub one for
+ * one (crt0's `csrw mtvec`, the `lui` of the test device's page in the
+ * runtime's exit paths: see slot-stub.h), then queues the context.
+ *
+ * The scheduler binds it as before (register file, mailbox, bind hook,
+ * gate) and around that puts its state on the slot: copsim writes the
+ * local store and boot block into the slot's RAM itself while the stub
+ * waits (slots_bind), and then marks the entry runnable and rings the
+ * doorbell (slots_go); the stub rewrites the local store in place with
+ * guest stores, so QEMU drops every translation of the previous context.
+ * To preempt, it asks the stub for the context back (PREEMPT: saved at the
+ * end of the stub's slice, 100 us) and copies its state out
+ * (slots_hand_back), then unbinds it as before.  The run's thread sees its
+ * end in the entry (EXITED or FAULTED, written after the plugin has
+ * counted it), or a kill (cycle limit, client gone: the context is handed
+ * back and dropped), and retires it.
+ *
+ * One thread per slot passes the slot's console (QEMU's stdout) to the
+ * context bound to it, whole lines at a time (console.c); every byte a
+ * context printed is in the pipe before the stub hands it back or ends
+ * it, and is forwarded to it before it is unbound.
+ */
+#include "emulator/copsim/copsim-int.h"
+
+#include "emulator/trace-unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAIN_SIZE           0x40000000u     /* 1 GiB: the PCI MMIO window */
+#define N_AREAS             (MAIN_SIZE / SLOT_MAIN_AREA)
+#define STUB_SLICE_TICKS    1000u           /* 100 us on the 10 MHz timer */
+#define END_POLL_MS         1
+#define HAND_BACK_LOOK_NS   20000L
+#define STOP_WAIT_MS        2000
+
+/* The stub, built by module.mk (ld -r -b binary of its raw bytes). */
+extern const unsigned char _binary_slot_stub_bin_start[];
+extern const unsigned char _binary_slot_stub_bin_end[];
+
+struct slot_emulator {
+    uint32_t index;
+    int ram_fd;
+    unsigned char *ram;             /* guest 0x80000000, SLOT_RAM_SIZE */
+    char ram_path[64];              /* what QEMU opens */
+    pid_t pid;
+    int pidfd;
+    int console;                    /* read ends of QEMU's stdout, */
+    int errors;                     /* and stderr */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t console_lock;
+    struct console_out *target;     /* the bound context's console */
+    struct line_tracker error_lines;
+    int dead;                       /* its QEMU ended (atomic) */
+};
+
+struct slot_model {
+    struct copsim *sim;
+    int main_fd;
+    unsigned char *main;
+    char main_path[64];
+    pthread_mutex_t area_lock;
+    unsigned char area_used[N_AREAS];
+    pthread_mutex_t scratch_lock;
+    struct cop_ram scratch;         /* the loader's RAM */
+    uint32_t n_slots;
+    struct slot_emulator *slots;
+};
+
+/* ---- The stub's control block ------------------------------------------- */
+
+static volatile uint32_t *control_word(const struct slot_emulator *e,
+                                       uint32_t offset)
+{
+    return (volatile uint32_t *)(e->ram + (SLOT_CTL_BASE - SLOT_LS_BASE)
+                                 + offset);
+}
+
+/* A word of the slot's one entry. */
+static volatile uint32_t *entry_word(const struct slot_emulator *e,
+                                     uint32_t offset)
+{
+    return control_word(e, SLOT_H_SIZE + offset);
+}
+
+static uint32_t entry_state(const struct slot_emulator *e)
+{
+    return __atomic_load_n(entry_word(e, SLOT_C_STATE), __ATOMIC_ACQUIRE);
+}
+
+static void set_entry_state(struct slot_emulator *e, uint32_t state)
+{
+    __atomic_store_n(entry_word(e, SLOT_C_STATE), state, __ATOMIC_RELEASE);
+}
+
+static void ring(struct slot_emulator *e)
+{
+    trace_doorbell_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL));
+}
+
+/* ---- Memory ------------------------------------------------------------- */
+
+/* An anonymous file of size bytes, mapped shared; QEMU opens it as
+ * /proc/PID/fd/N of copsim (path). */
+static int map_memfd(const char *name, size_t size, int *fd,
+                     unsigned char **base, char *path, size_t pathlen,
+                     char *err, size_t errlen)
+{
+    *fd = memfd_create(name, MFD_CLOEXEC);
+    if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
+        snprintf(err, errlen, "%s: cannot create: %s", name,
+                 strerror(errno));
+        return -1;
+    }
+    *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    if (*base == MAP_FAILED) {
+        *base = NULL;
+        snprintf(err, errlen, "%s: cannot map: %s", name, strerror(errno));
+        return -1;
+    }
+    snprintf(path, pathlen, "/proc/%d/fd/%d", (int)getpid(), *fd);
+    return 0;
+}
+
+static void unmap_memfd(int *fd, unsigned char **base, size_t size)
+{
+    if (*base)
+        munmap(*base, size);
+    if (*fd >= 0)
+        close(*fd);
+    *base = NULL;
+    *fd = -1;
+}
+
+static unsigned char *area_of(const struct slot_model *m, int area)
+{
+    return m->main + (size_t)area * SLOT_MAIN_AREA;
+}
+
+int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
+                      size_t errlen)
+{
+    struct slot_model *m = sim->slot_model;
+
+    c->area = -1;
+    c->saved = calloc(1, SLOT_SWAP_SIZE);
+    c->console = calloc(1, sizeof(*c->console));
+    if (!c->saved || !c->console) {
+        snprintf(err, errlen, "out of memory");
+        errno = ENOMEM;
+        return -1;
+    }
+    pthread_mutex_lock(&m->area_lock);
+    for (int a = 0; a < (int)N_AREAS && c->area < 0; a++)
+        if (!m->area_used[a]) {
+            m->area_used[a] = 1;
+            c->area = a;
+        }
+    pthread_mutex_unlock(&m->area_lock);
+    if (c->area < 0) {
+        snprintf(err, errlen, "main memory is full: %u contexts have their "
+                 "windows there", N_AREAS);
+        errno = EAGAIN;
+        return -1;
+    }
+    c->info.ram = NULL;             /* until it is bound to a slot */
+    c->info.ram_size = SLOT_RAM_SIZE;
+    return 0;
+}
+
+int slots_data_window(const struct copsim *sim, const struct sim_context *c,
+                      uint64_t *offset)
+{
+    *offset = (uint64_t)c->area * SLOT_MAIN_AREA + SLOT_MAIN_DATA;
+    return sim->slot_model->main_fd;
+}
+
+void slots_context_free(struct copsim *sim, struct sim_context *c)
+{
+    struct slot_model *m = sim->slot_model;
+
+    if (m && c->area >= 0) {
+        madvise(area_of(m, c->area), SLOT_MAIN_AREA, MADV_REMOVE);
+        pthread_mutex_lock(&m->area_lock);
+        m->area_used[c->area] = 0;
+        pthread_mutex_unlock(&m->area_lock);
+    }
+    free(c->saved);
+    free(c->console);
+    c->saved = NULL;
+    c->console = NULL;
+    c->area = -1;
+}
+
+/* ---- Loading ------------------------------------------------------------ */
+
+/* Notes in the save area that the word at address was the image's `word`
+ * (the plugin records that in the exact counts). */
+static void record_patch(struct sim_context *c, uint32_t address,
+                         uint32_t word)
+{
+    uint32_t *patches = &c->save_area[SLOT_C_PATCHES / 4];
+
+    for (uint32_t p = 0; p < SLOT_MAX_PATCHES; p++)
+        if (!patches[2 * p]) {
+            patches[2 * p] = address;
+            patches[2 * p + 1] = word;
+            return;
+        }
+}
+
+/* Points the one instruction matching `match` among the words of symbol
+ * `name` at the stub (`change`); exactly one must match. */
+static int patch_one(struct sim_context *c, const char *name,
+                     int (*match)(uint32_t), uint32_t (*change)(uint32_t),
+                     const char *what, char *err, size_t errlen)
+{
+    uint32_t value, size, *hit = NULL;
+    int hits = 0;
+
+    if (cop_image_symbol(&c->image, name, &value, &size) < 0
+        || value < SLOT_LS_BASE || value + size > SLOT_LS_BASE + SLOT_LS_SIZE) {
+        snprintf(err, errlen, "%s: no %s in the local store: cannot run it "
+                 "on a slot", c->image.label, name);
+        return -1;
+    }
+    for (uint32_t at = value; at + 4 <= value + size; at += 4) {
+        uint32_t *word = (uint32_t *)(c->saved + (at - SLOT_LS_BASE));
+
+        if (match(*word)) {
+            hit = word;
+            hits++;
+        }
+    }
+    if (hits != 1) {
+        snprintf(err, errlen, "%s: %d %s in %s, expected one: cannot run it "
+                 "on a slot", c->image.label, hits, what, name);
+        return -1;
+    }
+    record_patch(c, (uint32_t)((unsigned char *)hit - c->saved)
+                    + SLOT_LS_BASE, *hit);
+    *hit = change(*hit);
+    return 0;
+}
+
+static int is_csrw_mtvec(uint32_t w) { return w == 0x30529073u; }
+static uint32_t to_nop(uint32_t w) { (void)w; return 0x00000013u; }
+static int is_lui_test(uint32_t w)
+{
+    return (w & 0x7f) == 0x37 && w >> 12 == COP_TEST_BASE >> 12;
+}
+static uint32_t to_lui_exit(uint32_t w)
+{
+    return (w & 0xfff) | SLOT_EXIT_ADDR;
+}
+
+/* The runtime's exit paths, where the compiler inlines cop_exit. */
+static const char *const exit_paths[] = {
+    "cop_exit", "cop_fatal", "__cop_trap",
+};
+
+static int point_at_stub(struct sim_context *c, char *err, size_t errlen)
+{
+    if (patch_one(c, "_start", is_csrw_mtvec, to_nop, "csrw mtvec", err,
+                  errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(exit_paths) / sizeof(exit_paths[0]); i++)
+        if (patch_one(c, exit_paths[i], is_lui_test, to_lui_exit,
+                      "lui of the test device", err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+/*
+ * The context's starting state: the loader lays the image out in the
+ * scratch RAM; its local store and boot block become `saved`, its image
+ * window goes to the context's area, which the boot block then names.
+ */
+static int prepare(struct slot_model *m, struct sim_context *c, int argc,
+                   char **argv, char *err, size_t errlen)
+{
+    struct cop_boot_block *boot;
+    uint32_t handler, size, base = SLOT_MAIN_BASE
+                                   + (uint32_t)c->area * SLOT_MAIN_AREA;
+    struct cop_error cerr;
+    int status;
+
+    if (c->image.size > SLOT_MAIN_DATA) {
+        snprintf(err, errlen, "%s: %zu bytes: a slot's main memory keeps "
+                 "images of at most %u", c->image.label, c->image.size,
+                 SLOT_MAIN_DATA);
+        return -1;
+    }
+    if (cop_image_symbol(&c->image, "__cop_trap_entry", &handler, &size) < 0) {
+        snprintf(err, errlen, "%s: no __cop_trap_entry: not an SDK image",
+                 c->image.label);
+        return -1;
+    }
+    pthread_mutex_lock(&m->scratch_lock);
+    status = cop_ram_load(&m->scratch, &c->image, argc, argv, &cerr);
+    if (status == 0) {
+        memcpy(c->saved, m->scratch.base, SLOT_SWAP_SIZE);
+        memcpy(area_of(m, c->area),
+               cop_ram_at(&m->scratch, COP_IMAGE_BASE, c->image.size),
+               c->image.size);
+    }
+    pthread_mutex_unlock(&m->scratch_lock);
+    if (status < 0) {
+        snprintf(err, errlen, "%s", cerr.message);
+        return -1;
+    }
+    boot = (struct cop_boot_block *)(c->saved + (COP_BOOT_BASE - SLOT_LS_BASE));
+    boot->image_addr = base;
+    boot->data_addr = base + SLOT_MAIN_DATA;
+    memset(c->save_area, 0, sizeof(c->save_area));
+    if (point_at_stub(c, err, errlen) < 0)
+        return -1;
+    /* It starts where a QEMU of its own starts: the reset code, which
+     * jumps to the entry point; its six instructions count, as there. */
+    c->save_area[SLOT_C_PC / 4] = SLOT_RESET_VECTOR;
+    c->save_area[SLOT_C_HANDLER / 4] = handler;
+    console_out_init(c->console, -1);
+    return 0;
+}
+
+/* ---- The scheduler's side ----------------------------------------------- */
+
+void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
+{
+    struct slot_emulator *e = &m->slots[slot];
+
+    memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
+    memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
+    __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    c->info.ram = e->ram;
+    if (c->info.n_regions)
+        c->info.guard_words = (const volatile uint32_t *)
+            (e->ram + c->info.guard_ls_offset);
+    pthread_mutex_lock(&e->console_lock);
+    e->target = c->console;
+    pthread_mutex_unlock(&e->console_lock);
+}
+
+void slots_go(struct slot_model *m, uint32_t slot)
+{
+    struct slot_emulator *e = &m->slots[slot];
+
+    set_entry_state(e, SLOT_RUNNABLE);
+    ring(e);
+}
+
+/* Forwards what the slot's console pipe holds now to the bound context. */
+static void drain_console(struct slot_emulator *e)
+{
+    char buf[CONSOLE_CHUNK];
+    ssize_t got;
+
+    pthread_mutex_lock(&e->console_lock);
+    while ((got = read(e->console, buf, sizeof(buf))) > 0)
+        if (e->target)
+            console_out_feed(e->target, buf, (size_t)got);
+    pthread_mutex_unlock(&e->console_lock);
+}
+
+int slots_hand_back(struct slot_model *m, uint32_t slot,
+                    struct sim_context *c, int timeout_ms)
+{
+    struct slot_emulator *e = &m->slots[slot];
+    struct timespec look = { 0, HAND_BACK_LOOK_NS };
+    long long waited = 0;
+    uint32_t state;
+
+    __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
+    while ((state = entry_state(e)) == SLOT_RUNNABLE) {
+        if (waited >= (long long)timeout_ms * 1000000
+            || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
+            return -1;
+        nanosleep(&look, NULL);
+        waited += HAND_BACK_LOOK_NS;
+    }
+    if (state != SLOT_PREEMPTED)
+        return 1;                   /* it ended first */
+    trace_context_park(trace_unit_context(m->sim->unit,
+                                          c->info.trace_context));
+    memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
+    memcpy(&c->save_area[1], (const void *)entry_word(e, 4),
+           SLOT_CTX_SIZE - 4);
+    drain_console(e);
+    return 0;
+}
+
+void slots_unbind(struct slot_model *m, uint32_t slot)
+{
+    struct slot_emulator *e = &m->slots[slot];
+
+    __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    set_entry_state(e, SLOT_EMPTY);
+    pthread_mutex_lock(&e->console_lock);
+    e->target = NULL;
+    pthread_mutex_unlock(&e->console_lock);
+}
+
+void slots_kill(struct slot_model *m, struct sim_context *c)
+{
+    if (c->slot >= 0)
+        __atomic_store_n(entry_word(&m->slots[c->slot], SLOT_C_PREEMPT), 1,
+                         __ATOMIC_RELEASE);
+}
+
+/* ---- A run -------------------------------------------------------------- */
+
+struct slot_end {
+    int ended;
+    int slot;                       /* where it ended, or -1 */
+    uint32_t state;                 /* the entry's, when it ended there */
+    uint32_t status, cause, tval, pc;
+    int emulator_died;
+};
+
+/* Whether the run has ended (under the scheduler's lock): its entry says
+ * EXITED or FAULTED, or it was handed back after a kill, or it was killed
+ * while not on a slot, or its slot's emulator died. */
+static void look_for_end(struct copsim *sim, struct sim_context *c,
+                         struct slot_end *end)
+{
+    struct scheduler *s = &sim->sched;
+
+    pthread_mutex_lock(&s->lock);
+    memset(end, 0, sizeof(*end));
+    end->slot = -1;
+    if (c->state == SIM_BOUND) {
+        struct slot_emulator *e = &sim->slot_model->slots[c->slot];
+        uint32_t state = entry_state(e);
+
+        end->slot = c->slot;
+        end->state = state;
+        end->emulator_died = __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE);
+        end->ended = state == SLOT_EXITED || state == SLOT_FAULTED
+                     || (state == SLOT_PREEMPTED && c->kill != SIM_KILL_NONE)
+                     || end->emulator_died;
+        if (state == SLOT_PREEMPTED && c->kill == SIM_KILL_NONE) {
+            /* handed back after the scheduler gave up waiting: run on */
+            set_entry_state(e, SLOT_RUNNABLE);
+            ring(e);
+        }
+        end->status = *entry_word(e, SLOT_C_STATUS);
+        end->cause = *entry_word(e, SLOT_C_CAUSE);
+        end->tval = *entry_word(e, SLOT_C_TVAL);
+        end->pc = *entry_word(e, SLOT_C_PC);
+    } else {
+        end->ended = c->kill != SIM_KILL_NONE;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Waits for the run's end, watching the client for a hang-up. */
+static void wait_end(struct copsim *sim, struct sim_context *c,
+                     int client_sock, struct slot_end *end, int *client_gone)
+{
+    for (;;) {
+        struct pollfd fd = { *client_gone ? -1 : client_sock, POLLIN, 0 };
+
+        look_for_end(sim, c, end);
+        if (end->ended)
+            return;
+        if (poll(&fd, 1, END_POLL_MS) > 0 && fd.revents
+            && emulator_client_event(client_sock)) {
+            *client_gone = 1;
+            scheduler_kill(&sim->sched, c, SIM_KILL_CLIENT);
+        }
+    }
+}
+
+/* The run's result: as a QEMU of its own would have ended (its status),
+ * or why copsim ended it. */
+static void classify_end(struct copsim *sim, struct sim_context *c,
+                         const struct slot_end *end, enum sim_kill kill,
+                         struct run_result *result)
+{
+    struct slot_emulator *e = end->slot >= 0
+                              ? &sim->slot_model->slots[end->slot] : NULL;
+    struct emulator_end how = { 0, (int)end->status };
+    char said[LINE_MAX_KEPT + 64] = "";
+
+    if (kill != SIM_KILL_ENDED) {       /* as the process model's SIGKILL */
+        how.signaled = 1;
+        how.code = SIGKILL;
+    } else if (end->emulator_died) {
+        how.signaled = 1;
+        how.code = SIGKILL;
+        snprintf(said, sizeof(said), "the emulator of slot %d ended: %s",
+                 end->slot, tracker_last(&e->error_lines));
+    } else if (end->state == SLOT_FAULTED) {
+        snprintf(said, sizeof(said), "cop: trap: mcause %u at 0x%08x "
+                 "(mtval 0x%08x)", end->cause, end->pc, end->tval);
+    }
+    emulator_classify(end->state == SLOT_FAULTED
+                      ? said : tracker_last(&c->console->cop_lines),
+                      end->emulator_died ? said : "", &how, kill, c, result);
+}
+
+int slots_run(struct copsim *sim, struct sim_context *c, int client_sock,
+              int console_fd, int argc, char **argv, uint64_t max_cycles,
+              struct run_result *result, char *err, size_t errlen)
+{
+    struct trace_regs_context *regs = trace_unit_context(sim->unit,
+                                                         c->info.trace_context);
+    enum copsim_unbind_reason reason;
+    struct slot_end end;
+    enum sim_kill kill;
+
+    memset(result, 0, sizeof(*result));
+    trace_context_park(regs);           /* on no emulator until bound */
+    __atomic_store_n(&regs->instructions, 0, __ATOMIC_RELEASE);
+    if (prepare(sim->slot_model, c, argc, argv, err, errlen) < 0
+        || trace_context_watch_guards(sim->unit, c->info.trace_context,
+                                      c->info.guard_ls_offset,
+                                      trace_watchable_guards(
+                                          c->info.n_regions),
+                                      err, errlen) < 0)
+        return -1;
+    c->console->client = console_fd;
+    scheduler_starting(&sim->sched, c, 0, max_cycles);
+    schedlog_run(&sim->log, &c->info, (unsigned)argc);
+    scheduler_make_runnable(&sim->sched, c);
+    wait_end(sim, c, client_sock, &end, &result->client_gone);
+    if (end.slot >= 0)
+        drain_console(&sim->slot_model->slots[end.slot]);
+    console_out_flush(c->console);
+    kill = scheduler_disarm(&sim->sched, c);
+    result->instructions = __atomic_load_n(&regs->instructions,
+                                           __ATOMIC_ACQUIRE);
+    classify_end(sim, c, &end, kill, result);
+    reason = result->client_gone ? COPSIM_UNBIND_REAP
+             : result->stop_reason == COPSIM_STOP_EXIT ? COPSIM_UNBIND_EXIT
+                                                      : COPSIM_UNBIND_FAULT;
+    scheduler_retire(&sim->sched, c, reason, result->exit_status,
+                     result->instructions, result->detail);
+    if (kill != SIM_KILL_ENDED || end.emulator_died)
+        result->instructions = c->cycles_run;   /* what the slots saw */
+    return 0;
+}
+
+/* ---- Slot emulators ----------------------------------------------------- */
+
+/* Passes the slot's console on and keeps what QEMU says, until its
+ * pipes close. */
+static void *slot_thread(void *arg)
+{
+    struct slot_emulator *e = arg;
+    int open_pipes = 2;
+
+    while (open_pipes > 0) {
+        struct pollfd fds[2] = {
+            {e->console, POLLIN, 0}, {e->errors, POLLIN, 0},
+        };
+        char buf[CONSOLE_CHUNK];
+
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[0].revents) {
+            ssize_t got;
+
+            pthread_mutex_lock(&e->console_lock);
+            got = read(e->console, buf, sizeof(buf));
+            if (got > 0 && e->target)
+                console_out_feed(e->target, buf, (size_t)got);
+            if (got == 0) {
+                open_pipes--;
+                e->console = -e->console - 2;   /* poll ignores it */
+            }
+            pthread_mutex_unlock(&e->console_lock);
+        }
+        if (fds[1].revents) {
+            ssize_t got = read(e->errors, buf, sizeof(buf));
+
+            if (got > 0)
+                tracker_feed(&e->error_lines, buf, (size_t)got);
+            if (got == 0) {
+                open_pipes--;
+                e->errors = -e->errors - 2;
+            }
+        }
+    }
+    __atomic_store_n(&e->dead, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static int build_command(struct copsim *sim, struct slot_emulator *e,
+                         struct cop_argv *cmd, char *err, size_t errlen)
+{
+    struct slot_model *m = sim->slot_model;
+    char plugin[3 * COPSIM_PATH_MAX];
+    int failed = 0;
+
+    if (trace_plugin_slot_arg(plugin, sizeof(plugin), sim->plugin_path,
+                              sim->regs_path, e->index,
+                              sim->config.reference_mode
+                                  ? TRACE_MODE_REFERENCE : TRACE_MODE_FAST,
+                              sim->counts_dir, e->ram_path) < 0) {
+        snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
+        return -1;
+    }
+    cop_argv_init(cmd);
+    failed |= cop_argv_add(cmd, sim->config.qemu_program
+                                ? sim->config.qemu_program
+                                : "qemu-system-riscv32");
+    failed |= cop_argv_add(cmd, "-M");
+    failed |= cop_argv_add(cmd, "virt,memory-backend=cop-ram");
+    failed |= cop_argv_add(cmd, "-m");
+    failed |= cop_argv_addf(cmd, "%uM", SLOT_RAM_SIZE >> 20);
+    failed |= cop_argv_add(cmd, "-object");
+    failed |= cop_argv_addf(cmd, "memory-backend-file,id=cop-ram,size=%uM,"
+                            "mem-path=%s,share=on", SLOT_RAM_SIZE >> 20,
+                            e->ram_path);
+    failed |= cop_argv_add(cmd, "-object");
+    failed |= cop_argv_addf(cmd, "memory-backend-file,id=cop-main,size=%uM,"
+                            "mem-path=%s,share=on", MAIN_SIZE >> 20,
+                            m->main_path);
+    failed |= cop_argv_add(cmd, "-device");
+    failed |= cop_argv_add(cmd, "ivshmem-plain,memdev=cop-main");
+    failed |= cop_argv_add(cmd, "-cpu");
+    failed |= cop_argv_add(cmd, "rv32,c=off");
+    failed |= cop_argv_add(cmd, "-bios");
+    failed |= cop_argv_add(cmd, "none");
+    failed |= cop_argv_add(cmd, "-nodefaults");
+    failed |= cop_argv_add(cmd, "-no-reboot");
+    failed |= cop_argv_add(cmd, "-display");
+    failed |= cop_argv_add(cmd, "none");
+    failed |= cop_argv_add(cmd, "-chardev");
+    failed |= cop_argv_add(cmd, "stdio,signal=off,id=cop-console");
+    failed |= cop_argv_add(cmd, "-serial");
+    failed |= cop_argv_add(cmd, "chardev:cop-console");
+    failed |= cop_argv_add(cmd, "-device");
+    failed |= cop_argv_addf(cmd, "loader,addr=0x%x,cpu-num=0",
+                            SLOT_STUB_BASE);
+    failed |= cop_argv_add(cmd, "-plugin");
+    failed |= cop_argv_add(cmd, plugin);
+    if (failed) {
+        cop_argv_free(cmd);
+        snprintf(err, errlen, "out of memory for the QEMU command");
+        return -1;
+    }
+    return 0;
+}
+
+/* The slot's RAM: the stub and its control block (one entry, in place). */
+static void lay_out_stub(struct slot_emulator *e)
+{
+    size_t size = (size_t)(_binary_slot_stub_bin_end
+                           - _binary_slot_stub_bin_start);
+
+    memcpy(e->ram + (SLOT_STUB_BASE - SLOT_LS_BASE),
+           _binary_slot_stub_bin_start, size);
+    *control_word(e, SLOT_H_MAGIC) = SLOT_MAGIC;
+    *control_word(e, SLOT_H_COUNT) = 1;
+    *control_word(e, SLOT_H_CURRENT) = UINT32_MAX;
+    *control_word(e, SLOT_H_RESIDENT) = UINT32_MAX;
+    *control_word(e, SLOT_H_SLICE) = STUB_SLICE_TICKS;
+    *control_word(e, SLOT_H_INPLACE) = 1;
+}
+
+static int start_emulator(struct copsim *sim, struct slot_emulator *e,
+                          char *err, size_t errlen)
+{
+    int console[2] = {-1, -1}, errors[2] = {-1, -1};
+    struct cop_error cerr;
+    struct cop_argv cmd;
+    int status;
+
+    if (map_memfd("coprof-slot", SLOT_RAM_SIZE, &e->ram_fd, &e->ram,
+                  e->ram_path, sizeof(e->ram_path), err, errlen) < 0)
+        return -1;
+    lay_out_stub(e);
+    if (build_command(sim, e, &cmd, err, errlen) < 0)
+        return -1;
+    if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        cop_argv_free(&cmd);
+        return -1;
+    }
+    status = cop_qemu_spawn_io(&cmd, console[1], errors[1], &e->pid, &cerr);
+    cop_argv_free(&cmd);
+    close(console[1]);
+    close(errors[1]);
+    e->console = console[0];
+    e->errors = errors[0];
+    if (status < 0) {
+        snprintf(err, errlen, "slot %u: %s", e->index, cerr.message);
+        return -1;
+    }
+    fcntl(e->console, F_SETFL, O_NONBLOCK);
+    e->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+    if (pthread_create(&e->thread, NULL, slot_thread, e) != 0) {
+        snprintf(err, errlen, "slot %u: cannot start its thread", e->index);
+        return -1;
+    }
+    e->thread_started = 1;
+    return 0;
+}
+
+int slots_start(struct copsim *sim, char *err, size_t errlen)
+{
+    struct slot_model *m = calloc(1, sizeof(*m));
+    struct cop_error cerr;
+
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sim->slot_model = m;
+    sim->sched.model = m;
+    sim->sched.pin = sim->counts_dir != NULL;
+    m->sim = sim;
+    m->main_fd = -1;
+    m->scratch.fd = -1;
+    pthread_mutex_init(&m->area_lock, NULL);
+    pthread_mutex_init(&m->scratch_lock, NULL);
+    m->n_slots = sim->config.n_slots;
+    m->slots = calloc(m->n_slots, sizeof(*m->slots));
+    if (!m->slots) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (uint32_t i = 0; i < m->n_slots; i++) {
+        struct slot_emulator *e = &m->slots[i];
+
+        e->index = i;
+        e->ram_fd = e->pidfd = e->console = e->errors = -1;
+        e->error_lines.prefix = "";
+        pthread_mutex_init(&e->console_lock, NULL);
+    }
+    if (map_memfd("coprof-main", MAIN_SIZE, &m->main_fd, &m->main,
+                  m->main_path, sizeof(m->main_path), err, errlen) < 0)
+        return -1;
+    if (cop_ram_create(&m->scratch, NULL, &cerr) < 0) {
+        snprintf(err, errlen, "%s", cerr.message);
+        return -1;
+    }
+    for (uint32_t i = 0; i < m->n_slots; i++)
+        if (start_emulator(sim, &m->slots[i], err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+/* Ends a slot's emulator: closed, the stub ends QEMU once nothing runs;
+ * killed if it does not within STOP_WAIT_MS. */
+static void stop_emulator(struct slot_emulator *e)
+{
+    if (e->pid > 0) {
+        struct pollfd fd = { e->pidfd, POLLIN, 0 };
+
+        __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
+        ring(e);
+        if (e->pidfd < 0 || poll(&fd, 1, STOP_WAIT_MS) <= 0)
+            kill(e->pid, SIGKILL);
+        waitpid(e->pid, NULL, 0);
+    }
+    if (e->thread_started)
+        pthread_join(e->thread, NULL);
+    for (int *fd = &e->pidfd; fd; fd = fd == &e->pidfd ? &e->console
+                                       : fd == &e->console ? &e->errors
+                                                            : NULL) {
+        if (*fd >= 0)
+            close(*fd);
+        else if (*fd < -1)
+            close(-*fd - 2);
+    }
+    unmap_memfd(&e->ram_fd, &e->ram, SLOT_RAM_SIZE);
+    pthread_mutex_destroy(&e->console_lock);
+}
+
+void slots_stop(struct copsim *sim)
+{
+    struct slot_model *m = sim->slot_model;
+
+    if (!m)
+        return;
+    for (uint32_t i = 0; m->slots && i < m->n_slots; i++)
+        stop_emulator(&m->slots[i]);
+    free(m->slots);
+    if (m->scratch.fd >= 0)
+        cop_ram_close(&m->scratch);
+    unmap_memfd(&m->main_fd, &m->main, MAIN_SIZE);
+    pthread_mutex_destroy(&m->area_lock);
+    pthread_mutex_destroy(&m->scratch_lock);
+    sim->sched.model = NULL;
+    sim->slot_model = NULL;
+    free(m);
+}

@@ -1,0 +1,446 @@
+/*
+ * slot-stub.S — the resident stub of a slot: it runs the slot's contexts,
+ * each of them saved state (its local store and registers), one at a time
+ * on the one hart of a long-lived qemu-system-riscv32, switching at timer
+ * interrupts.
+ *
+ * QEMU's plugin API cannot write guest registers, and code written into
+ * guest RAM from outside is not seen by QEMU's translated-code cache; this
+ * stub does both from inside: it copies the incoming context's local store
+ * from its staging area into place with guest stores (so that QEMU's
+ * self-modifying-code detection drops every stale translation), executes
+ * fence.i, loads the context's registers and returns into it with mret.
+ * The trace-unit plugin neither counts nor captures an instruction in
+ * SLOT_STUB_BASE .. + SLOT_STUB_SIZE, so a context's instruction count and
+ * samples are what it does on its own, however often it is switched.
+ *
+ * The stub owns the trap vector (mtvec, direct mode) and mscratch, which
+ * holds the running context's save area.  A trap:
+ *
+ *   machine timer interrupt   the slice is over: if the controller wants
+ *                             the context back, save it and hand it back
+ *                             (PREEMPTED); if another context is runnable,
+ *                             save this one's local store and boot block
+ *                             to its staging area and switch; else run on;
+ *   ecall                     the context exits with status a0;
+ *   a store to SLOT_EXIT_ADDR the context exits with the status it meant
+ *                             for the virt test device (slot-stub.h);
+ *   any other exception       the context's own trap entry runs, if it
+ *                             has one (its registers as they were, sp
+ *                             the entry's address: the SDK runtime's
+ *                             entry sets its own stack); else the context
+ *                             faults (status 132, mcause, mtval and pc
+ *                             kept).  Either way the slot goes on with
+ *                             the others.
+ *
+ * When no context is runnable the stub passes SLOT_STUB_IDLE, where the
+ * plugin of copsim's slot model waits for the controller's doorbell, and
+ * then waits (wfi, looking again every slice) for its controller to fill
+ * an entry, or, once the controller has closed the slot, ends QEMU through
+ * the virt test device (status 0).  Its controller sets up the control block and the staging
+ * areas before QEMU starts (slot-stub.h) and starts the hart at
+ * stub_boot (-device loader,addr=SLOT_STUB_BASE,cpu-num=0).
+ *
+ * Registers inside the stub: s0 the control block, s1 the context's save
+ * area, s2 its index, s3 a start time, s5 a saved return address;
+ * everything is free once the context is saved.
+ */
+#include "slot-stub.h"
+
+#define CLINT_MTIMECMP  0x02004000
+#define CLINT_MTIME     0x0200bff8
+#define TEST_DEVICE     0x00100000
+#define TEST_PASS       0x5555
+#define MIE_MTIE        0x80
+#define MSTATUS_RETURN  0x1880          /* MPP = machine, MPIE = 1 */
+#define CAUSE_ECALL_M   11
+#define CAUSE_STORE_FAULT 7
+
+/* Loads x1 and x3..x31 from the save area sp points at. */
+    .macro restore_registers
+    lw      x1, SLOT_C_REGS + 4 * 1(sp)
+    lw      x3, SLOT_C_REGS + 4 * 3(sp)
+    lw      x4, SLOT_C_REGS + 4 * 4(sp)
+    lw      x5, SLOT_C_REGS + 4 * 5(sp)
+    lw      x6, SLOT_C_REGS + 4 * 6(sp)
+    lw      x7, SLOT_C_REGS + 4 * 7(sp)
+    lw      x8, SLOT_C_REGS + 4 * 8(sp)
+    lw      x9, SLOT_C_REGS + 4 * 9(sp)
+    lw      x10, SLOT_C_REGS + 4 * 10(sp)
+    lw      x11, SLOT_C_REGS + 4 * 11(sp)
+    lw      x12, SLOT_C_REGS + 4 * 12(sp)
+    lw      x13, SLOT_C_REGS + 4 * 13(sp)
+    lw      x14, SLOT_C_REGS + 4 * 14(sp)
+    lw      x15, SLOT_C_REGS + 4 * 15(sp)
+    lw      x16, SLOT_C_REGS + 4 * 16(sp)
+    lw      x17, SLOT_C_REGS + 4 * 17(sp)
+    lw      x18, SLOT_C_REGS + 4 * 18(sp)
+    lw      x19, SLOT_C_REGS + 4 * 19(sp)
+    lw      x20, SLOT_C_REGS + 4 * 20(sp)
+    lw      x21, SLOT_C_REGS + 4 * 21(sp)
+    lw      x22, SLOT_C_REGS + 4 * 22(sp)
+    lw      x23, SLOT_C_REGS + 4 * 23(sp)
+    lw      x24, SLOT_C_REGS + 4 * 24(sp)
+    lw      x25, SLOT_C_REGS + 4 * 25(sp)
+    lw      x26, SLOT_C_REGS + 4 * 26(sp)
+    lw      x27, SLOT_C_REGS + 4 * 27(sp)
+    lw      x28, SLOT_C_REGS + 4 * 28(sp)
+    lw      x29, SLOT_C_REGS + 4 * 29(sp)
+    lw      x30, SLOT_C_REGS + 4 * 30(sp)
+    lw      x31, SLOT_C_REGS + 4 * 31(sp)
+    .endm
+
+    .section .text.stub, "ax"
+    .option norvc
+
+/* Fixed entry points (slot-stub.h; slot-stub.ld checks the addresses):
+ * each is a block of its own, so the trace-unit plugin can watch them. */
+    .globl stub_entry, stub_vector, stub_ended, stub_parked, stub_idle
+stub_entry:                             /* SLOT_STUB_BASE: the hart starts */
+    j       stub_boot
+stub_vector:                            /* SLOT_STUB_TRAP: mtvec */
+    j       stub_trap
+stub_ended:                             /* SLOT_STUB_ENDED: a context ended */
+    j       ended_done
+stub_parked:                            /* SLOT_STUB_PARKED: one handed back */
+    j       parked_done
+stub_idle:                              /* SLOT_STUB_IDLE: nothing runnable */
+    j       idle_wait
+
+stub_boot:
+    la      t0, stub_vector
+    csrw    mtvec, t0
+    li      t0, MIE_MTIE
+    csrw    mie, t0
+    call    place_main_memory
+    li      s0, SLOT_CTL_BASE
+    li      t0, -1
+    sw      t0, SLOT_H_CURRENT(s0)
+    sw      t0, SLOT_H_RESIDENT(s0)
+    li      s2, -1
+    j       schedule
+
+/* ---- Trap entry: save the context's registers ----------------------- */
+    .balign 4
+stub_trap:
+    csrrw   sp, mscratch, sp            /* sp: the save area */
+    sw      x1, SLOT_C_REGS + 4 * 1(sp)
+    sw      x3, SLOT_C_REGS + 4 * 3(sp)
+    sw      x4, SLOT_C_REGS + 4 * 4(sp)
+    sw      x5, SLOT_C_REGS + 4 * 5(sp)
+    sw      x6, SLOT_C_REGS + 4 * 6(sp)
+    sw      x7, SLOT_C_REGS + 4 * 7(sp)
+    sw      x8, SLOT_C_REGS + 4 * 8(sp)
+    sw      x9, SLOT_C_REGS + 4 * 9(sp)
+    sw      x10, SLOT_C_REGS + 4 * 10(sp)
+    sw      x11, SLOT_C_REGS + 4 * 11(sp)
+    sw      x12, SLOT_C_REGS + 4 * 12(sp)
+    sw      x13, SLOT_C_REGS + 4 * 13(sp)
+    sw      x14, SLOT_C_REGS + 4 * 14(sp)
+    sw      x15, SLOT_C_REGS + 4 * 15(sp)
+    sw      x16, SLOT_C_REGS + 4 * 16(sp)
+    sw      x17, SLOT_C_REGS + 4 * 17(sp)
+    sw      x18, SLOT_C_REGS + 4 * 18(sp)
+    sw      x19, SLOT_C_REGS + 4 * 19(sp)
+    sw      x20, SLOT_C_REGS + 4 * 20(sp)
+    sw      x21, SLOT_C_REGS + 4 * 21(sp)
+    sw      x22, SLOT_C_REGS + 4 * 22(sp)
+    sw      x23, SLOT_C_REGS + 4 * 23(sp)
+    sw      x24, SLOT_C_REGS + 4 * 24(sp)
+    sw      x25, SLOT_C_REGS + 4 * 25(sp)
+    sw      x26, SLOT_C_REGS + 4 * 26(sp)
+    sw      x27, SLOT_C_REGS + 4 * 27(sp)
+    sw      x28, SLOT_C_REGS + 4 * 28(sp)
+    sw      x29, SLOT_C_REGS + 4 * 29(sp)
+    sw      x30, SLOT_C_REGS + 4 * 30(sp)
+    sw      x31, SLOT_C_REGS + 4 * 31(sp)
+    csrr    t0, mscratch                /* the context's own sp */
+    sw      t0, SLOT_C_REGS + 4 * 2(sp)
+    csrr    t0, mepc
+    sw      t0, SLOT_C_PC(sp)
+    mv      s1, sp
+    li      s0, SLOT_CTL_BASE
+    lw      s2, SLOT_H_CURRENT(s0)
+    csrr    t0, mcause
+    bltz    t0, on_interrupt
+    li      t1, CAUSE_ECALL_M
+    beq     t0, t1, on_ecall
+    li      t1, CAUSE_STORE_FAULT
+    bne     t0, t1, 1f
+    csrr    t1, mtval
+    li      t2, SLOT_EXIT_ADDR
+    beq     t1, t2, on_exit_store
+1:  lw      t1, SLOT_C_HANDLER(s1)
+    bnez    t1, to_handler
+
+/* ---- A fault: the context ends, the slot goes on -------------------- */
+    sw      t0, SLOT_C_CAUSE(s1)
+    csrr    t1, mtval
+    sw      t1, SLOT_C_TVAL(s1)
+    li      t1, SLOT_STATUS_TRAP
+    sw      t1, SLOT_C_STATUS(s1)
+    li      t1, SLOT_FAULTED
+    j       ended
+
+on_ecall:
+    lw      t1, SLOT_C_REGS + 4 * 10(s1)    /* a0: the status */
+    andi    t1, t1, 0xff
+    sw      t1, SLOT_C_STATUS(s1)
+    li      t1, SLOT_EXITED
+    j       ended
+
+/* The exit store: its value, from the sw's source register (rs2), says
+ * COP_TEST_PASS (status 0) or status << 16 | COP_TEST_FAIL. */
+on_exit_store:
+    lw      t1, SLOT_C_PC(s1)
+    lw      t2, 0(t1)                   /* the sw itself */
+    srli    t2, t2, 20
+    andi    t2, t2, 31
+    slli    t2, t2, 2
+    add     t2, t2, s1
+    lw      t2, SLOT_C_REGS(t2)         /* x0's word is always 0 */
+    li      t3, 0xffff
+    and     t4, t2, t3
+    li      t3, TEST_PASS
+    li      t1, 0
+    beq     t4, t3, 2f
+    srli    t1, t2, 16
+    andi    t1, t1, 0xff
+2:  sw      t1, SLOT_C_STATUS(s1)
+    li      t1, SLOT_EXITED
+    j       ended
+
+/* The context's own trap entry, as if the trap had gone there: mcause,
+ * mepc and mtval untouched, interrupts still off. */
+to_handler:
+    csrw    mscratch, s1
+    mv      sp, s1
+    restore_registers
+    lw      sp, SLOT_C_HANDLER(sp)
+    jr      sp
+
+/* The end (t1: EXITED or FAULTED) passes stub_ended first, so that the
+ * plugin has accounted for the context before its controller sees it. */
+ended:
+    j       stub_ended
+ended_done:
+    li      t0, -1                      /* its local store is no one's */
+    sw      t0, SLOT_H_RESIDENT(s0)
+    sw      t1, SLOT_C_STATE(s1)        /* last: the entry is the controller's */
+    j       schedule
+
+/* ---- The slice is over ---------------------------------------------- */
+on_interrupt:
+    lw      t0, SLOT_H_INTERRUPTS(s0)
+    addi    t0, t0, 1
+    sw      t0, SLOT_H_INTERRUPTS(s0)
+    lw      t0, SLOT_C_PREEMPT(s1)
+    bnez    t0, on_preempt
+    addi    a0, s2, 1                   /* anyone else runnable? */
+    lw      a1, SLOT_H_COUNT(s0)
+    addi    a1, a1, -1
+    call    find_runnable
+    bltz    a0, resume                  /* no: run on */
+    call    save_current
+    j       schedule
+
+/* The controller wants it back: saved, its entry is the controller's. */
+on_preempt:
+    call    save_current
+    sw      zero, SLOT_C_PREEMPT(s1)
+    li      t0, -1
+    sw      t0, SLOT_H_RESIDENT(s0)
+    j       stub_parked                 /* the plugin lets go of it, then */
+parked_done:
+    li      t0, SLOT_PREEMPTED
+    sw      t0, SLOT_C_STATE(s1)        /* last */
+    j       schedule
+
+/* ---- Pick the next runnable context after the current one ----------- */
+schedule:
+    addi    a0, s2, 1                   /* s2 is -1 at boot */
+    lw      a1, SLOT_H_COUNT(s0)
+    call    find_runnable
+    bgez    a0, found
+    lw      t0, SLOT_H_CLOSED(s0)
+    bnez    t0, all_done
+    j       stub_idle                   /* the plugin may wait there */
+idle_wait:
+    addi    a0, s2, 1
+    lw      a1, SLOT_H_COUNT(s0)
+    call    find_runnable
+    bgez    a0, found
+    call    arm_timer                   /* none yet: wait a slice, look again */
+    wfi
+    j       schedule
+
+found:
+    mv      s2, a0
+    call    save_area_of
+    mv      s1, a0
+    sw      s2, SLOT_H_CURRENT(s0)
+    lw      t0, SLOT_H_RESIDENT(s0)
+    beq     t0, s2, bind                /* its local store is in place */
+    call    read_mtime
+    mv      s3, a0
+    mv      a1, s2
+    call    staging_of                  /* from its staging area */
+    lw      t0, SLOT_H_INPLACE(s0)
+    beqz    t0, 1f
+    li      a0, SLOT_LS_BASE            /* or rewritten where it is */
+1:  li      a1, SLOT_LS_BASE
+    li      a2, SLOT_SWAP_SIZE
+    call    copy
+    fence.i
+    sw      s2, SLOT_H_RESIDENT(s0)
+    lw      t0, SLOT_H_SWITCHES(s0)
+    addi    t0, t0, 1
+    sw      t0, SLOT_H_SWITCHES(s0)
+    call    read_mtime
+    sub     t0, a0, s3
+    lw      t1, SLOT_H_TICKS(s0)
+    add     t1, t1, t0
+    sw      t1, SLOT_H_TICKS(s0)
+bind:
+    lw      t0, SLOT_C_BINDS(s1)
+    addi    t0, t0, 1
+    sw      t0, SLOT_C_BINDS(s1)
+
+/* ---- Return into the context in s1 ---------------------------------- */
+resume:
+    call    arm_timer
+    csrw    mscratch, s1
+    lw      t0, SLOT_C_PC(s1)
+    csrw    mepc, t0
+    li      t0, MSTATUS_RETURN
+    csrs    mstatus, t0
+    mv      sp, s1
+    restore_registers
+    lw      sp, SLOT_C_REGS + 4 * 2(sp)
+    mret
+
+all_done:
+    li      t0, TEST_DEVICE
+    li      t1, TEST_PASS
+    sw      t1, 0(t0)
+1:  j       1b
+
+/* ---- Helpers (leaf functions: a0, a1 in, a0 out, t0-t1 and a2 used) -- */
+
+/* a0 = the first runnable context among the a1 entries from a0 on (its
+ * index taken modulo the count), or -1. */
+find_runnable:
+    lw      t2, SLOT_H_COUNT(s0)
+    li      t3, SLOT_CTL_BASE + SLOT_H_SIZE
+    li      t4, SLOT_RUNNABLE
+1:  blez    a1, 3f
+    bltu    a0, t2, 2f
+    sub     a0, a0, t2
+2:  slli    t0, a0, 8                   /* SLOT_CTX_SIZE */
+    add     t0, t0, t3
+    lw      t0, SLOT_C_STATE(t0)
+    beq     t0, t4, 4f
+    addi    a0, a0, 1
+    addi    a1, a1, -1
+    j       1b
+3:  li      a0, -1
+4:  ret
+
+/* Saves the running context's local store and boot block to its staging
+ * area, timed into the header's ticks. */
+save_current:
+    lw      t0, SLOT_H_INPLACE(s0)
+    bnez    t0, 1f                      /* the controller reads it */
+    mv      s5, ra
+    call    read_mtime
+    mv      s3, a0
+    mv      a1, s2
+    call    staging_of
+    mv      a1, a0
+    li      a0, SLOT_LS_BASE
+    li      a2, SLOT_SWAP_SIZE
+    call    copy
+    call    read_mtime
+    sub     t0, a0, s3
+    lw      t1, SLOT_H_TICKS(s0)
+    add     t1, t1, t0
+    sw      t1, SLOT_H_TICKS(s0)
+    mv      ra, s5
+1:  ret
+
+/* Main memory: BAR 2 of the ivshmem device at 00:01.0, if there is one,
+ * at SLOT_MAIN_BASE (64-bit BAR: high word 0), memory decoding on. */
+place_main_memory:
+    li      t0, SLOT_PCI_IVSHMEM
+    lw      t1, 0(t0)
+    li      t2, SLOT_IVSHMEM_ID
+    bne     t1, t2, 1f
+    li      t1, SLOT_MAIN_BASE
+    sw      t1, 0x18(t0)
+    sw      zero, 0x1c(t0)
+    li      t1, 2                       /* command: memory space */
+    sh      t1, 4(t0)
+1:  ret
+
+/* a0 = the save area of context a0. */
+save_area_of:
+    slli    a0, a0, 8                   /* SLOT_CTX_SIZE */
+    li      t0, SLOT_CTL_BASE + SLOT_H_SIZE
+    add     a0, a0, t0
+    ret
+
+/* a0 = the staging area of context a1. */
+staging_of:
+    slli    a0, a1, 20                  /* SLOT_AREA_SIZE */
+    li      t0, SLOT_STAGING
+    add     a0, a0, t0
+    ret
+
+/* a0 = mtime's low word (the 10 MHz timer; differences of a slice fit). */
+read_mtime:
+    li      t0, CLINT_MTIME
+    lw      a0, 0(t0)
+    ret
+
+/* mtimecmp = mtime + the slice, written high word first. */
+arm_timer:
+    li      t0, CLINT_MTIME
+1:  lw      t1, 4(t0)
+    lw      a0, 0(t0)
+    lw      a2, 4(t0)
+    bne     t1, a2, 1b
+    lw      t0, SLOT_H_SLICE(s0)
+    add     t0, a0, t0
+    sltu    a0, t0, a0                  /* carry */
+    add     a2, a2, a0
+    li      t1, CLINT_MTIMECMP
+    li      a0, -1
+    sw      a0, 4(t1)
+    sw      t0, 0(t1)
+    sw      a2, 4(t1)
+    ret
+
+/* Copies a2 bytes (a multiple of 32, maybe 0) from a0 to a1. */
+copy:
+    add     a2, a2, a0
+    bgeu    a0, a2, 2f
+1:  lw      t0, 0(a0)
+    lw      t1, 4(a0)
+    lw      t2, 8(a0)
+    lw      t3, 12(a0)
+    lw      t4, 16(a0)
+    lw      t5, 20(a0)
+    lw      t6, 24(a0)
+    lw      a3, 28(a0)
+    sw      t0, 0(a1)
+    sw      t1, 4(a1)
+    sw      t2, 8(a1)
+    sw      t3, 12(a1)
+    sw      t4, 16(a1)
+    sw      t5, 20(a1)
+    sw      t6, 24(a1)
+    sw      a3, 28(a1)
+    addi    a0, a0, 32
+    addi    a1, a1, 32
+    bltu    a0, a2, 1b
+2:  ret

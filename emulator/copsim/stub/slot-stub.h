@@ -1,0 +1,131 @@
+/*
+ * slot-stub.h — the layout shared by the resident slot stub (slot-stub.S),
+ * the trace-unit plugin (which does not count the stub's instructions) and
+ * its controllers (slotrun.py): where the stub lives in a slot's guest RAM,
+ * its control block, and one context's save area.
+ *
+ * A slot is one long-lived qemu-system-riscv32 with 64 MiB of RAM; the
+ * contexts it runs are saved state.  The stub sits in the reserved gap
+ * between the boot block and the image window (docs/coprocessor-abi.md,
+ * "Memory map"), outside the local store, so no context can reach it by
+ * its own addresses:
+ *
+ *   0x80041000  4 KiB   stub code (the plugin's excluded range)
+ *   0x80042000  8 KiB   control block: header, then one save area per
+ *                       context (SLOT_CTX_SIZE bytes each)
+ *   0x81000000  ...     staging: SLOT_AREA_SIZE bytes per context: its
+ *                       local store and boot block (SLOT_SWAP_SIZE bytes,
+ *                       0x80000000..0x80040fff, swapped at every switch)
+ *
+ * A context's image and data windows are not in the slot's RAM but in
+ * "main memory", one file shared by every slot's emulator and the host
+ * programs, which the slot sees as BAR 2 of an ivshmem-plain device (PCI
+ * 00:01.0) that the stub places at SLOT_MAIN_BASE when it boots: context
+ * k's windows are SLOT_MAIN_AREA bytes there (the image at the start, the
+ * data window SLOT_MAIN_DATA bytes in), named by its boot block, so they
+ * need no copy at a switch and its host shares its data window while it
+ * runs, as an SPU's host shares main memory.
+ *
+ * A context's exit is a store to SLOT_EXIT_ADDR, where nothing is mapped:
+ * the store faults into the stub, which reads the value the context meant
+ * for the virt test device (COP_TEST_PASS, or status << 16 |
+ * COP_TEST_FAIL) from the store's source register.  An SDK image's
+ * cop_exit stores there once its controller has pointed its lui at it (the
+ * runtime writes the test device, which would end the slot's QEMU), and
+ * its crt0's `csrw mtvec` is a nop, so the stub keeps the trap vector and
+ * passes the context's other exceptions to its own trap entry (`handler`).
+ *
+ * The controller owns an entry that is EMPTY, EXITED, FAULTED or PREEMPTED:
+ * it may
+ * fill its staging area and save area (registers zero, pc the entry point,
+ * handler, binds 0) and then, last, set its state to RUNNABLE, while the emulator
+ * runs; the stub owns a RUNNABLE entry until it ends it, or, when its
+ * PREEMPT word is set (by the controller, before or while it runs), until
+ * the end of the next slice it runs, when the stub saves it and hands it
+ * back as PREEMPTED: its staging and save areas are then the whole
+ * context, which the controller may resume in any entry of any slot.  The stub runs
+ * until no entry is runnable and CLOSED is set; while none is runnable and
+ * CLOSED is not, it waits (wfi) and looks again every slice.
+ *
+ * In place (INPLACE set, one entry): the controller writes the incoming
+ * local store and boot block straight into 0x80000000 while the stub
+ * waits, and reads the outgoing one from there once it is handed back or
+ * ended; the stub then rewrites the local store where it is (the guest
+ * stores still drop QEMU's translations) and copies nothing out.  That is
+ * how copsim runs slots (--context-model=slot).
+ *
+ * Plain #defines only: the assembler, C and Python (which reads the
+ * "#define NAME VALUE" lines) share this file.
+ */
+#ifndef SLOT_STUB_H
+#define SLOT_STUB_H
+
+#define SLOT_STUB_BASE      0x80041000  /* where the hart starts */
+#define SLOT_STUB_SIZE      0x1000
+#define SLOT_STUB_TRAP      0x80041004  /* mtvec */
+#define SLOT_STUB_ENDED     0x80041008  /* passed when a context ended */
+#define SLOT_STUB_PARKED    0x8004100c  /* passed when one was handed back */
+#define SLOT_STUB_IDLE      0x80041010  /* passed when nothing is runnable */
+#define SLOT_CTL_BASE       0x80042000
+#define SLOT_CTL_SIZE       0x2000
+#define SLOT_STAGING        0x81000000
+#define SLOT_AREA_SIZE      0x100000
+#define SLOT_SWAP_SIZE      0x41000     /* local store and boot block */
+#define SLOT_RAM_SIZE       0x4000000   /* 64 MiB */
+#define SLOT_MAIN_BASE      0x40000000  /* main memory: ivshmem's BAR 2 */
+#define SLOT_MAIN_SIZE      0x20000000  /* 512 MiB, a power of two */
+#define SLOT_MAIN_AREA      0x1000000   /* one context's windows */
+#define SLOT_MAIN_DATA      0x800000    /* its data window in its area */
+#define SLOT_PCI_IVSHMEM    0x30008000  /* ECAM of PCI 00:01.0 */
+#define SLOT_IVSHMEM_ID     0x11101af4  /* device 0x1110, vendor 0x1af4 */
+#define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */
+#define SLOT_RESET_VECTOR   0x00001000  /* QEMU virt's reset code: six
+                                           instructions, then 0x80000000 */
+#define SLOT_LS_BASE        0x80000000
+#define SLOT_LS_SIZE        0x40000
+#define SLOT_MAX_CONTEXTS   31
+
+/* The control block's header (byte offsets from SLOT_CTL_BASE). */
+#define SLOT_MAGIC          0x544f4c53  /* "SLOT" */
+#define SLOT_H_MAGIC        0x00
+#define SLOT_H_COUNT        0x04    /* contexts in the table */
+#define SLOT_H_CURRENT      0x08    /* index running now, -1 none */
+#define SLOT_H_RESIDENT     0x0c    /* whose local store is in place, -1 */
+#define SLOT_H_SLICE        0x10    /* timer ticks (10 MHz) per slice */
+#define SLOT_H_CLOSED       0x14    /* controller: no more contexts come */
+#define SLOT_H_SWITCHES     0x18    /* local stores swapped */
+#define SLOT_H_TICKS        0x1c    /* timer ticks spent swapping them */
+#define SLOT_H_INTERRUPTS   0x20    /* timer interrupts taken */
+#define SLOT_H_INPLACE      0x24    /* 1: the controller moves local
+                                       stores itself (below) */
+#define SLOT_H_DOORBELL     0x28    /* rung (+1, futex wake) by the
+                                       controller when it fills an entry */
+#define SLOT_H_SIZE         0x40
+
+/* One context's save area (byte offsets from its start). */
+#define SLOT_CTX_SIZE       0x100
+#define SLOT_C_STATE        0x00
+#define SLOT_C_STATUS       0x04    /* exit status, or 132 for a fault */
+#define SLOT_C_CAUSE        0x08    /* mcause of a fault */
+#define SLOT_C_TVAL         0x0c    /* mtval of a fault */
+#define SLOT_C_BINDS        0x10    /* times it was put on the slot */
+#define SLOT_C_PC           0x14    /* where it resumes (at a fault: the pc) */
+#define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
+#define SLOT_C_PREEMPT      0x1c    /* hand it back after its next slice */
+#define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
+#define SLOT_C_PATCHES      0xc0    /* SLOT_MAX_PATCHES pairs {address,
+                                       word}: instructions the controller
+                                       pointed at the stub and the image's
+                                       own word there; address 0: none */
+#define SLOT_MAX_PATCHES    8
+
+/* A context's state. */
+#define SLOT_EMPTY          0
+#define SLOT_RUNNABLE       1
+#define SLOT_EXITED         2
+#define SLOT_FAULTED        3
+#define SLOT_PREEMPTED      4       /* saved and handed back */
+
+#define SLOT_STATUS_TRAP    132     /* as the runtime's unhandled trap */
+
+#endif
