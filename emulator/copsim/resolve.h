@@ -3,9 +3,10 @@
  * address space, through /proc/PID/maps.
  *
  * An object-id is the address of an image's ELF header in the host process
- * (docs/coprocessor-abi.md, "Embedding in a host program").  copsim turns it into the file that holds the image
- * and the offset of the ELF header in that file, counting the mapping's page
- * offset (Cell's oprofile forgot it), with the file's identity: device,
+ * (docs/coprocessor-abi.md, "Embedding in a host program").  copsim turns
+ * it into the file that holds the image and the offset of the ELF header in
+ * that file, counting the mapping's page offset (Cell's oprofile forgot
+ * it), with the file's identity: device,
  * inode, size and content hash.  An image in anonymous memory (or in a file
  * that was deleted or replaced since it was mapped) is copied out of the
  * process into a file of copsim's, named by its content, and that copy is
