@@ -126,18 +126,29 @@ def stable(line):
 ROW = re.compile(r"^\s+\d+\s+[\d.]+%\s+[\d.]+-[\d.]+\s+(.*?)\s*$")
 
 
+def squeeze(line):
+    """line with its columns' padding squeezed: a report pads them to the
+    widest image name, whose embedded offset differs from build to build
+    (the sanitizer build's)."""
+    return re.sub(r"(\S) {2,}", r"\1 ", line)
+
+
+def row_place(line):
+    """A row's image, overlay and symbol, stable and squeezed."""
+    return squeeze(stable(ROW.match(line).group(1)))
+
+
 def compare_report(readme, fresh):
     """The README's cut report against a fresh one: the same lines where
     they are stable; its first row's place (image, overlay, symbol) the
     fresh first row's, its other rows among the fresh top five."""
-    fresh_rows = [ROW.match(ln).group(1) for ln in fresh if ROW.match(ln)]
-    fresh_rows = [stable(r) for r in fresh_rows]
-    rows = [stable(ROW.match(ln).group(1)) for ln in readme if ROW.match(ln)]
+    fresh_rows = [row_place(ln) for ln in fresh if ROW.match(ln)]
+    rows = [row_place(ln) for ln in readme if ROW.match(ln)]
     assert rows and rows[0] == fresh_rows[0], (rows, fresh_rows[:5])
     for row in rows[1:]:
         assert row in fresh_rows[:5], (row, fresh_rows[:5])
-    others = [stable(ln) for ln in readme if not ROW.match(ln)]
-    fresh_others = [stable(ln) for ln in fresh if not ROW.match(ln)]
+    others = [squeeze(stable(ln)) for ln in readme if not ROW.match(ln)]
+    fresh_others = [squeeze(stable(ln)) for ln in fresh if not ROW.match(ln)]
     assert others == fresh_others, (others, fresh_others)
 
 
