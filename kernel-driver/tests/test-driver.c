@@ -940,6 +940,16 @@ static void test_no_context(void)
 	teardown(&f);
 }
 
+/* Drops a finished session's stream and its checks, for another start. */
+static void forget_stream(struct fixture *f)
+{
+	close(f->fd);
+	g_byte_array_free(f->stream, TRUE);
+	f->stream = NULL;
+	stream_rules_free(f->rules);
+	f->rules = NULL;
+}
+
 /* Two sessions: each a whole stream, IMAGE sent again in the second;
  * captures before a start are not counted in it. */
 static void test_restart(void)
@@ -953,11 +963,7 @@ static void test_restart(void)
 	stop_and_check(&f);
 	g_assert_cmpuint(f.rules->slots[0].samples, ==, 9);
 	push(&f, 0, 1, 4);
-	close(f.fd);
-	g_byte_array_free(f.stream, TRUE);
-	f.stream = NULL;
-	stream_rules_free(f.rules);
-	f.rules = NULL;
+	forget_stream(&f);
 	start(&f, 1000000, 0, 1);
 	push(&f, 0, 1, 3);
 	stop_and_check(&f);
@@ -998,11 +1004,7 @@ static void test_restart_spares_reused_fd(void)
 	g_assert_cmpint(reused, >=, 0);
 	g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, victim), ==, 0);
 	g_assert_cmpint(dup2(victim[0], reused), ==, reused);
-	close(f.fd);
-	g_byte_array_free(f.stream, TRUE);
-	f.stream = NULL;
-	stream_rules_free(f.rules);
-	f.rules = NULL;
+	forget_stream(&f);
 	start(&f, 1000000, 0, 1);
 	g_assert_cmpint(send(reused, "x", 1, MSG_NOSIGNAL), ==, 1);
 	stop_and_check(&f);
