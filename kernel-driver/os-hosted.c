@@ -58,7 +58,8 @@ struct copdrv_os {
 	int reader_gone;		/* the reader closed its end */
 	pthread_t finisher;		/* sends the end of a stopped stream */
 	int finisher_running;
-	int finisher_fd;
+	int finisher_fd;		/* -1 once the finisher closed it */
+	pthread_mutex_t fd_lock;	/* finisher_fd's close against a shutdown */
 };
 
 /* ---- Shim: memory, lock, time ------------------------------------------- */
@@ -270,19 +271,29 @@ static void *finish_stream(void *arg)
 
 	pthread_mutex_lock(&os->flush_lock);
 	flush(os, 1);
+	pthread_mutex_lock(&os->fd_lock);
 	close(os->stream_fd);
 	os->stream_fd = -1;
+	os->finisher_fd = -1;
+	pthread_mutex_unlock(&os->fd_lock);
 	pthread_mutex_unlock(&os->flush_lock);
 	return NULL;
 }
 
-/* Waits for the last session's finisher; abandon: its reader is gone. */
+/*
+ * Waits for the last session's finisher; abandon: its reader is gone.  A
+ * finisher that has closed its socket already is not disturbed: its
+ * descriptor's number may belong to another file by now (a client's
+ * connection to copsim was shut down that way).
+ */
 static void join_finisher(struct copdrv_os *os, int abandon)
 {
 	if (!os->finisher_running)
 		return;
-	if (abandon)
+	pthread_mutex_lock(&os->fd_lock);
+	if (abandon && os->finisher_fd >= 0)
 		shutdown(os->finisher_fd, SHUT_RDWR);
+	pthread_mutex_unlock(&os->fd_lock);
 	pthread_join(os->finisher, NULL);
 	os->finisher_running = 0;
 }
@@ -313,6 +324,7 @@ static int init_sync(struct copdrv_os *os)
 {
 	pthread_mutex_init(&os->lock, NULL);
 	pthread_mutex_init(&os->flush_lock, NULL);
+	pthread_mutex_init(&os->fd_lock, NULL);
 	return 0;
 }
 
@@ -358,6 +370,7 @@ void copdrv_hosted_destroy(struct copdrv_os *os)
 	copdrv_destroy(os->drv);
 	pthread_mutex_destroy(&os->lock);
 	pthread_mutex_destroy(&os->flush_lock);
+	pthread_mutex_destroy(&os->fd_lock);
 	free(os);
 }
 

@@ -111,11 +111,12 @@ static void usage(FILE *out)
         "      --reference       run the plugin in its per-instruction\n"
         "                        reference mode\n"
         "      --context-model=process|slot\n"
+        "                        slot: one long-lived QEMU per slot, a\n"
+        "                        context is saved state (SDK images only;\n"
+        "                        the default, or $COPSIM_CONTEXT_MODEL);\n"
         "                        process: a QEMU per context, from its run\n"
-        "                        to its end (the default, or\n"
-        "                        $COPSIM_CONTEXT_MODEL); slot: one\n"
-        "                        long-lived QEMU per slot, a context is\n"
-        "                        saved state (SDK images only)\n"
+        "                        to its end, which --call-graph picks\n"
+        "                        unless slot is given here\n"
         "      --exact-counts DIR\n"
         "                        count every instruction exactly: each run of\n"
         "                        context ID appends its counts to\n"
@@ -157,6 +158,7 @@ struct options {
     struct copsim_config config;
     int ready_fd;
     int no_driver;              /* --no-driver: a driver outside copsim */
+    int model_given;            /* --context-model on the command line */
     uint32_t event_count;       /* --event=SPU_CYCLES:N; 0: none */
     struct copsim_run_session session;  /* --fifo-full, --dither */
     int dither_given;           /* --dither or --no-dither */
@@ -285,6 +287,7 @@ static int parse_option(int c, const char *arg, struct options *opts)
         config->reference_mode = 1;
         return 0;
     case 'M':
+        opts->model_given = 1;
         return parse_context_model("--context-model", arg, config);
     case 'x':
         config->exact_counts_dir = arg;
@@ -385,6 +388,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
     memset(opts, 0, sizeof(*opts));
     opts->ready_fd = -1;
     opts->session.fifo_full = COPDRV_FIFO_STALL;
+    opts->config.slot_model = 1;
     opts->config.event_log_path = getenv("COPSIM_EVENT_LOG");
     if (opts->config.event_log_path && !*opts->config.event_log_path)
         opts->config.event_log_path = NULL;
@@ -404,6 +408,8 @@ static int parse_options(int argc, char **argv, struct options *opts)
         if (parse_option(c, optarg, opts) < 0)
             return EXIT_USAGE;
     }
+    if (opts->config.call_graph && !opts->model_given)
+        opts->config.slot_model = 0;    /* call stacks: a QEMU per context */
     if (opts->config.slot_model && opts->config.call_graph)
         return cli_fail(EXIT_USAGE, "--call-graph: call stacks are kept per "
                         "context by a QEMU of its own; the slot model's "

@@ -16,6 +16,7 @@
 #include "lfsr/lfsr.h"
 
 #include <glib.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -939,6 +940,16 @@ static void test_no_context(void)
 	teardown(&f);
 }
 
+/* Drops a finished session's stream and its checks, for another start. */
+static void forget_stream(struct fixture *f)
+{
+	close(f->fd);
+	g_byte_array_free(f->stream, TRUE);
+	f->stream = NULL;
+	stream_rules_free(f->rules);
+	f->rules = NULL;
+}
+
 /* Two sessions: each a whole stream, IMAGE sent again in the second;
  * captures before a start are not counted in it. */
 static void test_restart(void)
@@ -952,17 +963,54 @@ static void test_restart(void)
 	stop_and_check(&f);
 	g_assert_cmpuint(f.rules->slots[0].samples, ==, 9);
 	push(&f, 0, 1, 4);
-	close(f.fd);
-	g_byte_array_free(f.stream, TRUE);
-	f.stream = NULL;
-	stream_rules_free(f.rules);
-	f.rules = NULL;
+	forget_stream(&f);
 	start(&f, 1000000, 0, 1);
 	push(&f, 0, 1, 3);
 	stop_and_check(&f);
 	g_assert_cmpuint(f.rules->slots[0].samples, ==, 3);
 	g_assert_cmpuint(f.rules->slots[0].lost_total, ==, 0);
 	g_assert_cmpuint(count_records(&f, COPSTREAM_IMAGE), ==, 1);
+	teardown(&f);
+}
+
+/* The descriptors open in this process, as a bit per number below 1024. */
+static void open_fds(guint8 open[1024])
+{
+	for (int fd = 0; fd < 1024; fd++)
+		open[fd] = fcntl(fd, F_GETFD) >= 0;
+}
+
+/* A start after a finished stream leaves alone the descriptor number its
+ * finisher closed: another file has it now (copsim's connection to the
+ * client asking for that start was shut down under it). */
+static void test_restart_spares_reused_fd(void)
+{
+	struct fixture f;
+	guint8 before[1024], after[1024];
+	int victim[2], reused = -1;
+
+	setup_with(&f, 1, 64, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 1, 2);
+	open_fds(before);
+	stop_and_check(&f);	/* read to its end: the finisher closed */
+	open_fds(after);
+	for (int fd = 0; fd < 1024; fd++)
+		if (before[fd] && !after[fd]) {
+			g_assert_cmpint(reused, ==, -1);
+			reused = fd;
+		}
+	g_assert_cmpint(reused, >=, 0);
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, victim), ==, 0);
+	g_assert_cmpint(dup2(victim[0], reused), ==, reused);
+	forget_stream(&f);
+	start(&f, 1000000, 0, 1);
+	g_assert_cmpint(send(reused, "x", 1, MSG_NOSIGNAL), ==, 1);
+	stop_and_check(&f);
+	close(reused);
+	close(victim[0]);
+	close(victim[1]);
 	teardown(&f);
 }
 
@@ -1088,6 +1136,8 @@ int main(int argc, char **argv)
 			test_call_stacks_buffer_full);
 	g_test_add_func("/driver/no-context", test_no_context);
 	g_test_add_func("/driver/restart", test_restart);
+	g_test_add_func("/driver/restart-spares-reused-fd",
+			test_restart_spares_reused_fd);
 	g_test_add_func("/driver/reader-gone", test_reader_gone);
 	g_test_add_func("/driver/refusals", test_refusals);
 	g_test_add_func("/driver/bad-register-file", test_bad_register_file);

@@ -199,7 +199,8 @@ def test_copsim_limit_stops_a_looping_program(copsim, test_bin):
 
 
 def test_host_killed_mid_run_is_reaped(copsim, test_bin, build_dir):
-    sim = copsim("--slots", "2")
+    # The process model: the test counts the host's QEMUs, one per context.
+    sim = copsim("--context-model=process", "--slots", "2")
     victim = subprocess.Popen([test_bin("cop-host"), "--threads", "3",
                                "--contexts", "3", "embedded", "loop"],
                               env=sim.env, stdout=subprocess.DEVNULL)
@@ -232,7 +233,10 @@ def test_host_killed_mid_run_is_reaped(copsim, test_bin, build_dir):
 
 
 def test_missing_emulator_is_a_clear_error(copsim, test_bin, build_dir):
-    sim = copsim("--qemu", "/nonexistent/qemu-system-riscv32")
+    # The process model: a QEMU starts at each run, so a missing one is a
+    # run's error (the slot model's is copsim's start, test_slot_model.py).
+    sim = copsim("--context-model=process",
+                 "--qemu", "/nonexistent/qemu-system-riscv32")
     result, contexts = host(test_bin, sim, "embedded", "hello", check=False)
     assert result.returncode == 1 and contexts == []
     assert result.stderr == (
@@ -249,7 +253,8 @@ def test_emulator_that_fails_to_start_is_a_clear_error(copsim, test_bin,
     fake = tmp_path / "qemu"
     fake.write_text("#!/bin/sh\necho 'qemu: cannot start today' >&2\nexit 3\n")
     fake.chmod(0o755)
-    sim = copsim("--qemu", str(fake))
+    # The process model: the emulator starts at the run (see above).
+    sim = copsim("--context-model=process", "--qemu", str(fake))
     result, _ = host(test_bin, sim, "embedded", "hello", check=False)
     assert result.returncode == 1
     assert "exited with status 3 before the program started: qemu: cannot " \
@@ -271,8 +276,10 @@ def test_full_disk_fails_one_context_not_copsim(copsim, build_dir, test_bin,
                        'exec %s "$@"\n' % (ram, os.path.join(build_dir, "bin",
                                                              "copsim")))
     wrapper.chmod(0o755)
-    sim = copsim("--ram-dir", str(ram), "--slots", "2",
-                 prefix=["unshare", "-m", str(wrapper)])
+    # The process model: only it keeps guest RAM files in --ram-dir (the
+    # slot model's contexts are in memfds).
+    sim = copsim("--context-model=process", "--ram-dir", str(ram),
+                 "--slots", "2", prefix=["unshare", "-m", str(wrapper)])
     first = subprocess.Popen([test_bin("cop-host"), "--console-file",
                               "/dev/null", "embedded", "spin", "300000000"],
                              env=sim.env, stdout=subprocess.PIPE, text=True)
@@ -488,7 +495,8 @@ def test_ram_file_is_never_written_through_a_link(copsim, test_bin,
     victim = tmp_path / "victim"
     victim.write_text("precious")
     (ram / "ram-1").symlink_to(victim)
-    sim = copsim("--ram-dir", str(ram))
+    # The process model: only it writes RAM files in --ram-dir.
+    sim = copsim("--context-model=process", "--ram-dir", str(ram))
     _, (ctx,) = host(test_bin, sim, "embedded", "hello")
     assert ctx["reason"] == "exit"
     assert victim.read_text() == "precious"

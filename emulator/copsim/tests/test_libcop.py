@@ -108,12 +108,13 @@ def test_private_copsim_follows_a_killed_host(test_bin, build_dir, tmp_path):
     assert sum(e["kind"] == "reap" for e in events) == 2
 
 
-def test_copsim_gone_mid_run_is_an_error(copsim, test_bin):
+def test_copsim_gone_mid_run_is_an_error(copsim, test_bin, build_dir):
     sim = copsim()
     host = subprocess.Popen([test_bin("cop-host"), "embedded", "loop"],
                             env=sim.env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: len(sim.emulators()) == 1)
+    wait_for(lambda: any(e["kind"] == "bind"
+                         for e in sched_events(build_dir, sim.log)))
     sim.process.send_signal(signal.SIGTERM)
     out, err = host.communicate(timeout=60)
     assert host.returncode == 1

@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from copsim_harness import wait_for
+from copsim_harness import sched_events, wait_for
 
 GONE = "the profiling session's copsim is gone"
 
@@ -103,13 +103,15 @@ def test_create_under_a_session_sets_errno(build_dir, tmp_path,
     assert os.listdir(tmpdir) == []
 
 
-def test_copsim_gone_mid_run_under_a_session(copsim, test_bin, tmp_path):
+def test_copsim_gone_mid_run_under_a_session(copsim, test_bin, tmp_path,
+                                             build_dir):
     sim = copsim()
     env = dict(sim.env, COPROF_SESSION=str(tmp_path / "s"))
     host = subprocess.Popen([test_bin("cop-host"), "embedded", "loop"],
                             env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: len(sim.emulators()) == 1)
+    wait_for(lambda: any(e["kind"] == "bind"
+                         for e in sched_events(build_dir, sim.log)))
     sim.process.send_signal(signal.SIGKILL)
     assert sim.process.wait(timeout=30) == -signal.SIGKILL
     out, err = host.communicate(timeout=60)

@@ -26,7 +26,9 @@ def test_state_and_ram_files_are_private(copsim, test_bin, tmp_path):
         ram = tmp_path / "ram"
         ram.mkdir(mode=0o700)
         state = tmp_path / "state"
-        sim = copsim("--ram-dir", str(ram), "--state-dir", str(state))
+        # The process model: only it writes RAM files in --ram-dir.
+        sim = copsim("--context-model=process", "--ram-dir", str(ram),
+                     "--state-dir", str(state))
         host = subprocess.Popen([test_bin("cop-host"), "anonymous", "loop"],
                                 env=sim.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

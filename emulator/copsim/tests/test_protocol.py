@@ -201,7 +201,9 @@ def test_bad_requests_get_one_clear_error(copsim, build_dir):
 
 def test_run_carries_the_console_and_answers_busy_meanwhile(
         copsim, probe_image, build_dir):
-    sim = copsim()
+    # The process model: CREATE's descriptor is then the context's own
+    # 16 MiB RAM file (the slot model's is main memory, test_slot_model.py).
+    sim = copsim("--context-model=process")
     client = Client(sim)
     reply, (ram,) = client.create()
     assert os.fstat(ram).st_size == 16 << 20

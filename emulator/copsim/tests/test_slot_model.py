@@ -125,3 +125,35 @@ def test_bad_context_model_refused(build_dir):
     assert done.returncode == 2
     assert done.stderr == \
         "copsim: --context-model 'threads': process or slot\n"
+
+
+def test_slot_model_is_the_default_and_call_graph_takes_processes(
+        copsim, build_dir, monkeypatch):
+    # By default copsim starts its slots' emulators before it serves.
+    assert len(copsim("--slots", "2").emulators()) == 2
+    # --call-graph keeps a shadow stack per QEMU, so it takes the process
+    # model (no emulator until a context runs), even over the environment.
+    monkeypatch.setenv("COPSIM_CONTEXT_MODEL", "slot")
+    assert copsim("--slots", "2", "--call-graph").emulators() == []
+    # Asked for both on the command line, copsim refuses.
+    done = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                           "--context-model=slot", "--call-graph"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "copsim: --call-graph: call stacks are kept per context by a QEMU "
+        "of its own; the slot model's emulators run many (use "
+        "--context-model=process)\n")
+
+
+def test_missing_emulator_stops_copsim_at_its_start(build_dir, tmp_path):
+    # A slot's emulator starts with copsim, so a missing QEMU is an error
+    # then (the process model's is a run's, test_copsim.py).
+    done = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                           "--socket", str(tmp_path / "s.sock"),
+                           "--event-log", str(tmp_path / "log"),
+                           "--qemu", "/nonexistent/qemu-system-riscv32"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.startswith("copsim: slot 0: "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
