@@ -92,7 +92,8 @@ static void usage(FILE *out)
         "                        socket's directory)\n"
         "  -r, --ram-dir DIR     guest RAM files in DIR, an existing\n"
         "                        directory (default: anonymous memory\n"
-        "                        files)\n"
+        "                        files); a RAM file per context is the\n"
+        "                        process model's, which this picks\n"
         "      --contexts N      contexts in the register file: the most\n"
         "                        that exist at once (default %u)\n"
         "      --fifo-depth N    entries per slot FIFO, a power of two\n"
@@ -408,12 +409,17 @@ static int parse_options(int argc, char **argv, struct options *opts)
         if (parse_option(c, optarg, opts) < 0)
             return EXIT_USAGE;
     }
-    if (opts->config.call_graph && !opts->model_given)
-        opts->config.slot_model = 0;    /* call stacks: a QEMU per context */
+    if ((opts->config.call_graph || opts->config.ram_dir) &&
+        !opts->model_given)
+        opts->config.slot_model = 0;    /* what only a QEMU per context has */
     if (opts->config.slot_model && opts->config.call_graph)
         return cli_fail(EXIT_USAGE, "--call-graph: call stacks are kept per "
                         "context by a QEMU of its own; the slot model's "
                         "emulators run many (use --context-model=process)");
+    if (opts->config.slot_model && opts->config.ram_dir)
+        return cli_fail(EXIT_USAGE, "--ram-dir: a RAM file per context is "
+                        "the process model's; the slot model keeps contexts "
+                        "in its own memory (use --context-model=process)");
     if (!opts->event_count && !opts->stream_out) {
         if (optind < argc)
             return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see "

@@ -157,3 +157,20 @@ def test_missing_emulator_stops_copsim_at_its_start(build_dir, tmp_path):
     assert done.returncode == 1
     assert done.stderr.startswith("copsim: slot 0: "), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_ram_dir_takes_processes(copsim, build_dir, tmp_path):
+    # RAM files in --ram-dir are a QEMU per context's, so --ram-dir takes
+    # the process model (no emulator until a context runs) ...
+    ram = tmp_path / "ram"
+    ram.mkdir(mode=0o700)
+    assert copsim("--slots", "2", "--ram-dir", str(ram)).emulators() == []
+    # ... and is refused beside --context-model=slot, never ignored.
+    done = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                           "--context-model=slot", "--ram-dir", str(ram)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "copsim: --ram-dir: a RAM file per context is the process model's; "
+        "the slot model keeps contexts in its own memory (use "
+        "--context-model=process)\n")
