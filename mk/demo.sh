@@ -43,8 +43,9 @@ echo "== copreport timeline"
 	-o "$out/timeline.json" --png "$out/timeline.png"
 
 # The README's blocks: the report's head up to its third row, "...", its
-# last three lines.
+# footer from the totals on.
 rows=$(grep -n '^  samples  ' "$out/report.txt" | head -1 | cut -d: -f1)
+total=$(grep -n '^total [0-9]* samples' "$out/report.txt" | tail -1 | cut -d: -f1)
 {
 	echo '<!-- make demo: record summary -->'
 	echo '```'
@@ -55,7 +56,7 @@ rows=$(grep -n '^  samples  ' "$out/report.txt" | head -1 | cut -d: -f1)
 	echo '```'
 	head -n $((rows + 3)) "$out/report.txt"
 	echo '...'
-	tail -n 3 "$out/report.txt"
+	tail -n +"$total" "$out/report.txt"
 	echo '```'
 } > "$out/readme-sample.md"
 

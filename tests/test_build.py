@@ -120,9 +120,15 @@ def stable(line):
                   line)
     line = re.sub(r"events of \d+ threads \(\d+ events",
                   "events of N threads (E events", line)
+    # a capture can land in QEMU's six reset instructions before a
+    # context's first (outside the local store, counted as lost): a run
+    # does or does not, at random with the dither
+    line = re.sub(r"\b(lost=|outside-ls=)\d+", r"\1N", line)
+    line = re.sub(r"^lost \d+ samples.*$", "lost N samples", line)
     return re.sub(r"^  \d+ samples$", "  N samples", line)
 
 
+BY_IMAGE = "lost by image: "    # with losses only (see stable())
 ROW = re.compile(r"^\s+\d+\s+[\d.]+%\s+[\d.]+-[\d.]+\s+(.*?)\s*$")
 
 
@@ -147,8 +153,10 @@ def compare_report(readme, fresh):
     assert rows and rows[0] == fresh_rows[0], (rows, fresh_rows[:5])
     for row in rows[1:]:
         assert row in fresh_rows[:5], (row, fresh_rows[:5])
-    others = [squeeze(stable(ln)) for ln in readme if not ROW.match(ln)]
-    fresh_others = [squeeze(stable(ln)) for ln in fresh if not ROW.match(ln)]
+    others = [squeeze(stable(ln)) for ln in readme
+              if not ROW.match(ln) and not ln.startswith(BY_IMAGE)]
+    fresh_others = [squeeze(stable(ln)) for ln in fresh
+                    if not ROW.match(ln) and not ln.startswith(BY_IMAGE)]
     assert others == fresh_others, (others, fresh_others)
 
 
