@@ -298,6 +298,19 @@ static void follow(const struct options *o, struct hostprof *hp,
     }
 }
 
+/* With --follow-session, the session ends with the copsim it follows: a
+ * copsim that is gone (killed) leaves nothing to follow, so coprof-host
+ * stores what it has rather than waiting for a stop that may never come. */
+static int copsim_gone(const struct options *o)
+{
+    if (!o->follow || !o->copsim || kill(o->copsim, 0) == 0 ||
+        errno != ESRCH)
+        return 0;
+    fprintf(stderr, "coprof-host: copsim (pid %ld) is gone; storing what "
+            "was recorded\n", (long)o->copsim);
+    return 1;
+}
+
 static void record(const struct options *o, struct hostprof *hp,
                    struct host_sched *sched, struct host_sampler *sampler)
 {
@@ -307,8 +320,11 @@ static void record(const struct options *o, struct hostprof *hp,
     memset(&f, 0, sizeof(f));
     vec_init(&f.pids, sizeof(pid_t));
     for (unsigned n = 0, dumps = 0; !stopping; n++) {
-        if (o->follow && n % FOLLOW_TICKS == 0)
+        if (o->follow && n % FOLLOW_TICKS == 0) {
+            if (copsim_gone(o))
+                break;
             follow(o, hp, sched, sampler, &f);
+        }
         if (follow_now) {
             follow_now = 0;
             follow(o, hp, sched, sampler, &f);

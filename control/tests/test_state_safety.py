@@ -215,8 +215,11 @@ def test_libcop_never_runs_unprofiled_under_copcontrol(cenv, tmp_path):
     result = cenv.copcontrol("--start", "--session-dir=%s" % (tmp_path / "s"))
     assert result.returncode == 0, result.stderr
     copsim = cenv.pid("copsim.pid")
+    host = cenv.pid("coprof-host.pid")
     os.kill(copsim, signal.SIGKILL)
     assert wait_gone(copsim)
+    # coprof-host follows that copsim: it stores what it has and ends
+    assert host and wait_gone(host)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     cenv.env["TMPDIR"] = str(tmpdir)
