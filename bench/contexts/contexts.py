@@ -37,7 +37,6 @@ copsim path), side by side in one run.
    smaller count, --process-contexts), as contexts per second.
 """
 
-import argparse
 import os
 import re
 import statistics
@@ -46,22 +45,20 @@ import sys
 import tempfile
 import time
 
+# benchlib.py is installed beside this script (or is in bench/ above it)
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+import benchlib  # noqa: E402
+
 
 def parse_args():
-    here = os.path.dirname(os.path.abspath(__file__))
-    build = os.environ.get("COPROF_BUILD", os.path.dirname(here))
-    p = argparse.ArgumentParser(
-        description="Measure contexts as saved state in long-lived slots "
+    p = benchlib.parser(
+        __file__,
+        "Measure contexts as saved state in long-lived slots "
         "(the slot stub) against a QEMU process per context: round trip, "
         "switch, memory per waiting context, 1,000 contexts through 8 "
-        "slots; ratios side by side.")
-    p.add_argument("--build", default=build,
-                   help="the build folder (default: the one holding this "
-                   "program, or $COPROF_BUILD)")
-    p.add_argument("--source", default=os.environ.get(
-        "COPROF_SOURCE", os.path.dirname(os.path.abspath(build))),
-        help="the source tree (default: $COPROF_SOURCE, or the build "
-        "folder's parent)")
+        "slots; ratios side by side.",
+        source=True)
     p.add_argument("--runs", type=int, default=5,
                    help="runs per measurement (default 5)")
     p.add_argument("--process-contexts", type=int, default=48,

@@ -20,29 +20,25 @@ Three measurements of one run:
    the same image (QEMU started directly): the median of each, the ratio.
 """
 
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import time
 
+# benchlib.py is installed beside this script (or is in bench/ above it)
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+import benchlib  # noqa: E402
+
 
 def parse_args():
-    here = os.path.dirname(os.path.abspath(__file__))
-    build = os.environ.get("COPROF_BUILD", os.path.dirname(here))
-    parser = argparse.ArgumentParser(
-        description="Measure copsim's scheduling costs: context switch "
-                    "latency, time slicing on one slot against none, and a "
-                    "context's round trip through libcop against cop-run.")
-    parser.add_argument("--build", default=build,
-                        help="the build folder (default: the one holding "
-                             "this program, or $COPROF_BUILD)")
-    parser.add_argument("--source", default=os.environ.get(
-                            "COPROF_SOURCE", os.path.dirname(
-                                os.path.abspath(build))),
-                        help="the source tree (default: $COPROF_SOURCE, or "
-                             "the build folder's parent)")
+    parser = benchlib.parser(
+        __file__,
+        "Measure copsim's scheduling costs: context switch "
+        "latency, time slicing on one slot against none, and a "
+        "context's round trip through libcop against cop-run.",
+        source=True)
     parser.add_argument("--pairs", type=int, default=3,
                         help="pairs per comparison (default 3)")
     parser.add_argument("--spin", type=int, default=100000000,

@@ -24,7 +24,6 @@ host samples taken (coprof's from the session, perf's from `perf
 script`).
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -35,23 +34,24 @@ import sys
 import tempfile
 import time
 
+# benchlib.py is installed beside this script (or is in bench/ above it)
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+import benchlib  # noqa: E402
+
 WAYS = ("off", "sched", "host", "perf")
 SPIN_RE = re.compile(r"split-host: spin [0-9a-f]+ in ([0-9.]+) ms, on CPU "
                      r"([0-9.]+) ms")
 
 
 def parse_args():
-    here = os.path.dirname(os.path.abspath(__file__))
-    build = os.environ.get("COPROF_BUILD", os.path.dirname(here))
-    parser = argparse.ArgumentParser(
-        description="Measure what coprof record's host side (the Linux "
-                    "scheduler's events, host samples at cpu-clock's "
-                    "default period) costs a host program, against the "
-                    "same program with the host side off and under perf "
-                    "record at the same period.")
-    parser.add_argument("--build", default=build,
-                        help="the build folder (default: the one holding "
-                             "this program, or $COPROF_BUILD)")
+    parser = benchlib.parser(
+        __file__,
+        "Measure what coprof record's host side (the Linux "
+        "scheduler's events, host samples at cpu-clock's "
+        "default period) costs a host program, against the "
+        "same program with the host side off and under perf "
+        "record at the same period.")
     parser.add_argument("--rounds", type=int, default=7,
                         help="rounds, each running every way once "
                              "(default 7)")

@@ -15,7 +15,6 @@ module/hosted side by side, with the polls per sample and the wall time
 of the whole cycle (the module's includes booting its guest).
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -25,22 +24,23 @@ import sys
 import tempfile
 import time
 
+# benchlib.py is installed beside this script (or is in bench/ above it)
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+import benchlib  # noqa: E402
+
 EVENT = "SPU_CYCLES:997"
 POLLS = re.compile(r"^polls:\s+(\d+), ([\d.]+) ms in them", re.M)
 SAMPLES = re.compile(r"^samples:\s+(\d+)", re.M)
 
 
 def parse_args():
-    here = os.path.dirname(os.path.abspath(__file__))
-    build = os.environ.get("COPROF_BUILD", os.path.dirname(here))
-    parser = argparse.ArgumentParser(
-        description="Measure copdrv.ko's cost per sample (time inside the "
-                    "driver's polls per sample, in the guest) against the "
-                    "hosted driver's (copsim's poll thread), the same "
-                    "session through each, pairs alternating.")
-    parser.add_argument("--build", default=build,
-                        help="the build folder (default: the one holding "
-                             "this program, or $COPROF_BUILD)")
+    parser = benchlib.parser(
+        __file__,
+        "Measure copdrv.ko's cost per sample (time inside the "
+        "driver's polls per sample, in the guest) against the "
+        "hosted driver's (copsim's poll thread), the same "
+        "session through each, pairs alternating.")
     parser.add_argument("--pairs", type=int, default=3,
                         help="pairs (default 3)")
     parser.add_argument("--frames", type=int, default=12,

@@ -22,7 +22,6 @@ session.  Targets (issue 13): at 997 nothing lost and at most 1.3x wall;
 stall time per slot under 2% of its run time on an idle machine.
 """
 
-import argparse
 import os
 import resource
 import shutil
@@ -33,21 +32,22 @@ import sys
 import tempfile
 import time
 
+# benchlib.py is installed beside this script (or is in bench/ above it)
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+import benchlib  # noqa: E402
+
 WALL_TARGET = 1.3
 STALL_TARGET = 2.0          # percent of a slot's run time
 
 
 def parse_args():
-    here = os.path.dirname(os.path.abspath(__file__))
-    build = os.environ.get("COPROF_BUILD", os.path.dirname(here))
-    parser = argparse.ArgumentParser(
-        description="Measure what coprof record costs a host program: wall "
-                    "and CPU time against the same program on a copsim "
-                    "whose driver is off, at the default rate and at "
-                    "SPU_CYCLES:997, with the losses and stall time.")
-    parser.add_argument("--build", default=build,
-                        help="the build folder (default: the one holding "
-                             "this program, or $COPROF_BUILD)")
+    parser = benchlib.parser(
+        __file__,
+        "Measure what coprof record costs a host program: wall "
+        "and CPU time against the same program on a copsim "
+        "whose driver is off, at the default rate and at "
+        "SPU_CYCLES:997, with the losses and stall time.")
     parser.add_argument("--pairs", type=int, default=5,
                         help="pairs per rate (default 5)")
     parser.add_argument("--frames", type=int, default=24,

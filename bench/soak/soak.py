@@ -17,7 +17,6 @@ its peak under 96 MB, descriptors flat.  Everything runs in a temporary
 directory with its own copsim socket; nothing is left behind.
 """
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -26,6 +25,11 @@ import tempfile
 import threading
 import time
 
+# benchlib.py is installed beside this script (or is in bench/ above it)
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+import benchlib  # noqa: E402
+
 SLOPE_TARGET_MB = 1.0       # per 1,000 contexts
 PEAK_TARGET_MB = 96.0
 DUMP_EVERY_S = 10.0
@@ -33,17 +37,13 @@ SAMPLE_EVERY_S = 0.5
 
 
 def parse_args():
-    here = os.path.dirname(os.path.abspath(__file__))
-    build = os.environ.get("COPROF_BUILD", os.path.dirname(here))
-    parser = argparse.ArgumentParser(
-        description="Profile thousands of short coprocessor contexts "
-                    "through copcontrol --start, --dump every 10 s and "
-                    "--stop, and report how coprofd's and copsim's "
-                    "resident memory and descriptors grow with the "
-                    "contexts, and the session's size per context.")
-    parser.add_argument("--build", default=build,
-                        help="the build folder (default: the one holding "
-                             "this program, or $COPROF_BUILD)")
+    parser = benchlib.parser(
+        __file__,
+        "Profile thousands of short coprocessor contexts "
+        "through copcontrol --start, --dump every 10 s and "
+        "--stop, and report how coprofd's and copsim's "
+        "resident memory and descriptors grow with the "
+        "contexts, and the session's size per context.")
     parser.add_argument("--seconds", type=float, default=180.0,
                         help="how long to make contexts (default 180)")
     parser.add_argument("--contexts", type=int, default=20000,
