@@ -517,7 +517,8 @@ def _opened(dirs):
         try:
             yield sessions
         except (profile.MergeError, export.ExportError,
-                annotate.AnnotateError, archive.ArchiveError) as e:
+                annotate.AnnotateError, archive.ArchiveError,
+                callgraph.NoStacks) as e:
             if isinstance(e, profile.MergeError):
                 raise RuntimeFailure("%s: %s" % (_names(sessions), e))
             raise RuntimeFailure(str(e))
@@ -623,8 +624,6 @@ def run_callgraph(args):
             graph = callgraph.build(s, args.context, args.image)
         except profile.FilterError as e:
             raise UsageError(str(e))
-        except callgraph.NoStacks as e:
-            raise RuntimeFailure(str(e))
         writer = callgraph.WRITERS[args.format]
         _write(args.output, lambda f: writer(graph, f, s.name,
                                              args.threshold))
