@@ -172,11 +172,22 @@ def busybox_applets():
     return [line for line in out.split() if line and line != "bin/busybox"]
 
 
+def modprobe():
+    """kmod's modprobe: in PATH, or in the sbin folders that a user's PATH
+    leaves out on Debian."""
+    path = os.environ.get("PATH", os.defpath) + ":/usr/sbin:/sbin"
+    found = shutil.which("modprobe", path=path)
+    if found is None:
+        raise GuestError("modprobe: not found in PATH, /usr/sbin or /sbin "
+                         "(Debian's kmod package)")
+    return found
+
+
 def module_files(version, names):
     """The .ko files that load names, in load order, each once."""
     files = []
     for name in names:
-        out = subprocess.run(["modprobe", "-S", version, "--show-depends",
+        out = subprocess.run([modprobe(), "-S", version, "--show-depends",
                               name], capture_output=True, text=True)
         if out.returncode != 0:
             raise GuestError("modprobe --show-depends %s: %s"
