@@ -19,7 +19,8 @@
  * FIFO-full policy: dropped, or the emulator stalls until the driver
  * drains) and the LFSR reloads the programmed value, or with the slot's
  * dither on the value for N plus the slot generator's next jitter
- * (trace_dither_interval).  Two modes compute this:
+ * (trace_dither_interval; the first interval after a load is dithered
+ * when the context attaches, dither_first_interval).  Two modes compute this:
  *
  * reference  One callback per instruction steps the LFSR with lfsr_step()
  *            and compares with 0xFFFFFF: the definition, executed literally.
@@ -282,6 +283,26 @@ static uint32_t dithered_count(uint32_t value)
     return count;
 }
 
+/* With the dither on, interval 0 after a load is dithered too: the first
+ * producer to run on the slot after the load (draws still 0, no cycle
+ * run since) replaces the loaded value for N by the value for N + J(0).
+ * Returns the LFSR state to run with. */
+static uint32_t dither_first_interval(const struct trace_lfsr_snapshot *snap,
+                                      uint32_t state)
+{
+    uint32_t count;
+
+    if (!state || snap->cycles != snap->reload_cycle ||
+        __atomic_load_n(&tu.slot->dither_draws, __ATOMIC_RELAXED))
+        return state;
+    count = dithered_count(state);
+    if (!count)
+        return state;
+    state = lfsr_value_for_count(count);
+    trace_slot_write_lfsr(tu.slot, snap->cycles, state);
+    return state;
+}
+
 /* The LFSR reached 0xFFFFFF at cycle `at`: reload the programmed value,
  * or with dither the value for that interval plus a jitter. */
 static void reload(uint64_t at)
@@ -384,6 +405,7 @@ static void attach(uint32_t gate)
     trace_slot_read_lfsr(slot, &snap);
     state = trace_lfsr_snapshot_state(&snap);
     tu.slot = slot;
+    state = dither_first_interval(&snap, state);
     if (tu.stacks)
         tu.stack_area = trace_stack_area(tu.unit->base, tu.unit->header,
                                          slot_id);

@@ -35,7 +35,7 @@
  * (a futex word the driver waits on, so it drains early), and whether each
  * sampling interval is randomized (dither, dither_seed): interval k after
  * a load is N + trace_dither_jitter(seed, k, width), drawn by the producer
- * at each reload.  The producer counts its stalls and their time in the
+ * at each reload (interval 0 when it first runs after the load).  The producer counts its stalls and their time in the
  * slot's fourth line.
  *
  * Mailbox (version 4): after the context blocks, one mailbox per slot
@@ -618,8 +618,9 @@ static inline void trace_slot_write_lfsr(struct trace_regs_slot *slot,
 
 /*
  * Controller, while no producer runs on the slot: loads the LFSR with
- * `state` now and restarts the dither's draws (interval 0 after a load is
- * the loaded one).
+ * `state` now and restarts the dither's draws (with the dither on, the
+ * producer that runs next draws interval 0's jitter before its first
+ * cycle).
  */
 static inline void trace_slot_load_state(struct trace_regs_slot *slot,
                                          uint32_t state)
@@ -677,13 +678,19 @@ static inline void trace_slot_read_lfsr(const struct trace_regs_slot *slot,
  * Dither (period randomization, like ARM SPE's PMSIRR.RND).  With a slot's
  * dither on, interval k after a load (k = 0, 1, ...; counted in
  * dither_draws) is N + trace_dither_jitter(seed, k, W) cycles instead of
- * N, with W = trace_dither_width(N).  The jitter is u - v for u and v
- * uniform on 0 .. W-1, drawn from one splitmix64 output: triangular on
- * -(W-1) .. W-1, mean exactly 0, so the mean interval is exactly N.
- * docs/trace-unit.md says why this distribution (de-aliasing loops whose
- * length divides N).  The first interval after a load is N itself: the
- * controller loads the programmed value; jitters start at the first
- * reload.
+ * N, with W = trace_dither_width(N) and seed the slot's dither_seed.  The
+ * jitter is u - v for u and v uniform on 0 .. W-1, drawn from one
+ * splitmix64 output: triangular on -(W-1) .. W-1, mean exactly 0, so the
+ * mean interval is exactly N.  docs/trace-unit.md says why this
+ * distribution (de-aliasing loops whose length divides N).  Interval 0 is
+ * dithered too: the controller loads the value for N, and the producer
+ * that first runs on the slot after the load draws jitter 0 before its
+ * first cycle (it rewrites the loaded state for N + J(seed, 0)).
+ *
+ * A session has one seed; each slot draws from its own generator,
+ * trace_dither_slot_seed(seed, slot), so that identical contexts started
+ * together on different slots are captured at different instructions.
+ * Slot 0's seed is the session's own.
  */
 #define TRACE_DITHER_GAMMA      0x9E3779B97F4A7C15ull
 
@@ -701,15 +708,28 @@ static inline uint32_t trace_dither_width(uint32_t count)
     return w;
 }
 
+/* splitmix64's output function: a bijection of 64-bit words that maps 0
+ * to 0 and any other input to a well-mixed word. */
+static inline uint64_t trace_dither_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The seed of slot `slot`'s generator in a session seeded with `seed`:
+ * the seed XOR a mix of the slot's index (slot 0: the seed itself). */
+static inline uint64_t trace_dither_slot_seed(uint64_t seed, uint32_t slot)
+{
+    return seed ^ trace_dither_mix((uint64_t)slot * TRACE_DITHER_GAMMA);
+}
+
 /* Jitter number `draw` of the generator seeded with `seed`. */
 static inline int32_t trace_dither_jitter(uint64_t seed, uint64_t draw,
                                           uint32_t width)
 {
-    uint64_t z = seed + (draw + 1) * TRACE_DITHER_GAMMA;
+    uint64_t z = trace_dither_mix(seed + (draw + 1) * TRACE_DITHER_GAMMA);
 
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
     return (int32_t)((uint32_t)z & (width - 1))
            - (int32_t)((uint32_t)(z >> 32) & (width - 1));
 }

@@ -44,7 +44,9 @@
  *
  * FIFO-full policy, doorbell, dither.  A start writes every slot's policy
  * (stall: the producer waits for room, so nothing is lost in the FIFO),
- * doorbell watermark and dither before it loads the LFSR; a stop turns
+ * doorbell watermark and dither (each slot's jitter seeded from the
+ * session's seed and the slot: trace_dither_slot_seed()) before it loads
+ * the LFSR; a stop turns
  * the policy back to drop, so a producer the host could not hold never
  * waits for a driver that is gone.  The shim polls early when the trace
  * unit rings the doorbell; a drain that finds a producer stalled wakes it.
@@ -228,14 +230,19 @@ static void slot_unconfigure(struct copdrv_slot *s)
 	copdrv_store_release(&s->regs->fifo_policy, COPSTREAM_FIFO_DROP);
 }
 
-/* The session's FIFO-full policy, doorbell watermark and dither. */
+/*
+ * The session's FIFO-full policy, doorbell watermark and dither: each
+ * slot's jitter generator is seeded from the session's seed and the slot,
+ * so that no two slots draw the same intervals.
+ */
 static void slot_configure(struct copdrv *drv, struct copdrv_slot *s)
 {
 	const struct copdrv_params *p = &drv->params;
 
 	trace_slot_configure(s->regs, p->fifo_full,
 			     p->watermark ? p->watermark : drv->fifo_depth / 2,
-			     p->dither, p->dither_seed);
+			     p->dither,
+			     trace_dither_slot_seed(p->dither_seed, s->index));
 }
 
 /*

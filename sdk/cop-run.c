@@ -4,7 +4,7 @@
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
  *           [--sample-every N [--reference] [--samples-out FILE]
  *            [--events-out E] [--no-watch] [--fifo-depth D]
- *            [--fifo-full stall|drop] [--dither SEED]
+ *            [--fifo-full stall|drop] [--dither SEED [--slot S]]
  *            [--exact-counts C] [--no-trace]]
  *           IMAGE [ARGS...]
  *
@@ -23,7 +23,9 @@
  * ram=), and the consumer drains the overlay events after the FIFO, into
  * E with --events-out; --no-watch turns the watch off.  The capture is
  * exactly every N-th instruction unless --dither SEED randomizes each
- * interval (docs/trace-unit.md, "Dither"); a capture that finds the FIFO
+ * interval (docs/trace-unit.md, "Dither") with the jitter a session seeded
+ * with SEED draws on its slot 0, or with --slot S on its slot S
+ * (trace_dither_slot_seed); a capture that finds the FIFO
  * full is dropped and counted, or with --fifo-full stall waits for the
  * consumer.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
@@ -62,6 +64,8 @@ struct run_options {
     uint32_t fifo_depth;
     uint32_t call_graph;        /* frames per capture; 0: no stacks */
     struct trace_sampling sampling; /* FIFO-full policy and dither */
+    uint32_t dither_slot;           /* --slot: whose jitter to draw */
+    int has_dither_slot;
     const char *exact_counts;       /* NULL: no exact counts */
     int no_trace;                   /* run without the plugin after all */
     const char *image;
@@ -122,7 +126,13 @@ static void usage(FILE *out)
         "      --dither SEED   randomize each sampling interval: N plus a\n"
         "                      jitter drawn from a generator seeded with SEED\n"
         "                      (mean exactly N; docs/trace-unit.md); without\n"
-        "                      it every interval is exactly N\n"
+        "                      it every interval is exactly N; the same\n"
+        "                      jitter as slot 0 of a session recorded with\n"
+        "                      --dither-seed=SEED\n"
+        "      --slot S        with --dither: the jitter of the session's\n"
+        "                      slot S instead (0 to %u), to reproduce what a\n"
+        "                      context that ran alone on slot S was sampled\n"
+        "                      at\n"
         "      --call-graph D  also capture each sample's call stack, up to D\n"
         "                      frames (1 to 64), written after its address\n"
         "                      on its --samples-out line, innermost first\n"
@@ -137,7 +147,7 @@ static void usage(FILE *out)
         "\n"
         "docs/coprocessor-abi.md describes the memory map and the boot block\n"
         "through which the arguments reach main(); docs/trace-unit.md the\n"
-        "trace unit.\n", TRACE_DEFAULT_FIFO_DEPTH);
+        "trace unit.\n", TRACE_DEFAULT_FIFO_DEPTH, TRACE_MAX_SLOTS - 1);
 }
 
 /* Returns -1 to go on, or an exit status. */
@@ -156,6 +166,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"fifo-depth", required_argument, NULL, 'D'},
         {"fifo-full", required_argument, NULL, 'F'},
         {"dither", required_argument, NULL, 'S'},
+        {"slot", required_argument, NULL, 's'},
         {"exact-counts", required_argument, NULL, 'c'},
         {"call-graph", required_argument, NULL, 'G'},
         {"no-trace", no_argument, NULL, 'T'},
@@ -220,6 +231,14 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
             opts->sampling.dither = 1;
             opts->sampling.dither_seed = number;
             break;
+        case 's':
+            if (lfsr_parse_count(optarg, &number) < 0
+                || number >= TRACE_MAX_SLOTS)
+                return cli_fail(EXIT_RUN_FAILED, "--slot '%s': not a slot "
+                                "from 0 to %u", optarg, TRACE_MAX_SLOTS - 1);
+            opts->dither_slot = (uint32_t)number;
+            opts->has_dither_slot = 1;
+            break;
         case 'G':
             if (lfsr_parse_count(optarg, &number) < 0 || number < 1
                 || number > TRACE_MAX_STACK_DEPTH)
@@ -252,6 +271,10 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out, "
                         "--events-out, --no-watch, --exact-counts and "
                         "--call-graph need --sample-every N");
+    if (opts->has_dither_slot && !opts->sampling.dither)
+        return cli_fail(EXIT_RUN_FAILED, "--slot needs --dither SEED");
+    opts->sampling.dither_seed =
+        trace_dither_slot_seed(opts->sampling.dither_seed, opts->dither_slot);
     opts->image = argv[optind];
     opts->argc = argc - optind;
     opts->argv = argv + optind;

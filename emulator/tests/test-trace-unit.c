@@ -527,7 +527,7 @@ static void test_dither_dealiases(void)
     double expect = captures / 7.0, sd = sqrt(expect * 6.0 / 7.0);
 
     for (uint32_t k = 0; k < captures; k++) {
-        at += k ? trace_dither_interval(n, 99, k - 1) : n;
+        at += trace_dither_interval(n, 99, k);
         fixed += n;
         dithered[at % loop]++;
         undithered[fixed % loop]++;
@@ -535,6 +535,37 @@ static void test_dither_dealiases(void)
     g_assert_cmpuint(undithered[0], ==, captures);
     for (uint32_t i = 0; i < loop; i++)
         g_assert_cmpfloat(fabs(dithered[i] - expect), <=, 4 * sd);
+}
+
+/*
+ * Each slot of a session draws from its own generator: slot 0's is the
+ * session's seed itself (cop-run --dither SEED), and no two of the 64
+ * slots share their first 64 intervals or their capture positions.
+ */
+static void test_dither_slot_seeds(void)
+{
+    const uint32_t n = 1001, draws = 64;
+    uint64_t seeds[TRACE_MAX_SLOTS];
+
+    g_assert_cmpuint(trace_dither_slot_seed(20261125, 0), ==, 20261125);
+    g_assert_cmpuint(trace_dither_mix(0), ==, 0);
+    for (uint32_t s = 0; s < TRACE_MAX_SLOTS; s++) {
+        seeds[s] = trace_dither_slot_seed(20261125, s);
+        for (uint32_t t = 0; t < s; t++) {
+            uint32_t same = 0;
+
+            g_assert_cmpuint(seeds[s], !=, seeds[t]);
+            for (uint32_t k = 0; k < draws; k++)
+                same += trace_dither_interval(n, seeds[s], k)
+                        == trace_dither_interval(n, seeds[t], k);
+            /* two independent triangular draws on 1023 values agree
+             * with probability about 1/512: a few of 64 at most */
+            g_assert_cmpuint(same, <=, 4);
+        }
+    }
+    /* another session's slots are other generators again */
+    g_assert_cmpuint(trace_dither_slot_seed(7, 3), !=,
+                     trace_dither_slot_seed(20261125, 3));
 }
 
 /* ---- Overlay events ---------------------------------------------------- */
@@ -1233,6 +1264,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-unit/dither-bounds-and-mean",
                     test_dither_bounds_and_mean);
     g_test_add_func("/trace-unit/dither-dealiases", test_dither_dealiases);
+    g_test_add_func("/trace-unit/dither-slot-seeds", test_dither_slot_seeds);
     g_test_add_func("/trace-unit/trace-run", test_trace_run);
     g_test_add_func("/trace-unit/plugin-arg", test_plugin_arg);
     return g_test_run();
