@@ -1105,11 +1105,13 @@ static void status_driver(const struct copdrv_control_reply *get,
     for (unsigned cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++) {
         const char *name = copstream_cause_name(cause);
 
-        if (stats->lost_by_cause[cause] || (name && cause))
+        if (cause != COPSTREAM_LOST_OUTSIDE_LS &&
+            (stats->lost_by_cause[cause] || (name && cause)))
             printf(" %s=%llu", name ? name : "other",
                    (unsigned long long)stats->lost_by_cause[cause]);
     }
-    printf("\n");
+    printf("\noutside-ls:     %llu\n", (unsigned long long)
+           stats->lost_by_cause[COPSTREAM_LOST_OUTSIDE_LS]);
 }
 
 /* coprof-host's line: running (its pid), or not. */

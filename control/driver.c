@@ -239,7 +239,8 @@ uint64_t driver_lost(const struct copdrv_control_stats *stats)
     uint64_t lost = 0;
 
     for (int cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++)
-        lost += stats->lost_by_cause[cause];
+        if (cause != COPSTREAM_LOST_OUTSIDE_LS)
+            lost += stats->lost_by_cause[cause];
     return lost;
 }
 

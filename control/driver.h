@@ -96,7 +96,8 @@ int driver_program(struct driver *d, const struct rate_spec *spec,
 int driver_parse_buffer_words(const char *text, uint32_t *words, char *err,
                               size_t errlen);
 
-/* Samples lost in STATS, over every cause. */
+/* Captures lost in STATS, over every cause but outside-ls (a PC outside
+ * the local store is no context's code: not a loss). */
 uint64_t driver_lost(const struct copdrv_control_stats *stats);
 
 #endif

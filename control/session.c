@@ -341,13 +341,17 @@ static unsigned cause_slot(struct session_totals *t, const char *name)
     return i;
 }
 
-/* Every cause the stream names (0 when none was lost), then others. */
+/* Every cause of loss the stream names (0 when none was lost), then
+ * others; captures outside the local store (no context's code, such as
+ * QEMU's reset code) are counted apart, not as lost. */
 static void read_causes(sqlite3 *db, struct session_totals *t)
 {
+    const char *outside = copstream_cause_name(COPSTREAM_LOST_OUTSIDE_LS);
     sqlite3_stmt *stmt;
 
     for (uint32_t cause = 1; cause < COPSTREAM_LOST_CAUSE_END; cause++)
-        cause_slot(t, copstream_cause_name(cause));
+        if (cause != COPSTREAM_LOST_OUTSIDE_LS)
+            cause_slot(t, copstream_cause_name(cause));
     if (sqlite3_prepare_v2(db, "SELECT COALESCE(cause_name, 'cause-' || "
                            "cause), SUM(count) FROM lost_by_cause GROUP BY "
                            "cause ORDER BY cause", -1, &stmt, NULL)
@@ -357,6 +361,10 @@ static void read_causes(sqlite3 *db, struct session_totals *t)
         const unsigned char *name = sqlite3_column_text(stmt, 0);
         int64_t n = sqlite3_column_int64(stmt, 1);
 
+        if (name && strcmp((const char *)name, outside) == 0) {
+            t->outside += n;
+            continue;
+        }
         t->causes[cause_slot(t, name ? (const char *)name : "?")].count += n;
         t->lost += n;
     }
@@ -452,8 +460,9 @@ void session_describe(const struct session_totals *t, char *buf, size_t len)
                                  i ? " " : "", t->causes[i].name,
                                  (long long)t->causes[i].count);
     if (used < len)
-        snprintf(buf + used, len - used, ") contexts=%lld",
-                 (long long)t->contexts);
+        snprintf(buf + used, len - used, ") %s=%lld contexts=%lld",
+                 copstream_cause_name(COPSTREAM_LOST_OUTSIDE_LS),
+                 (long long)t->outside, (long long)t->contexts);
 }
 
 void session_describe_sampling(const struct session_totals *t, char *buf,

@@ -25,7 +25,9 @@ struct session_totals {
     int64_t samples;            /* stream.samples */
     int64_t callstacks;         /* stream.callstacks: samples with their
                                    call stack (--call-graph) */
-    int64_t lost;               /* sum of lost_by_cause */
+    int64_t lost;               /* sum of lost_by_cause but outside-ls */
+    int64_t outside;            /* outside-ls: captures of no context's
+                                   code (QEMU's reset code), not lost */
     /* each cause escape-protocol names (also at 0), then others found */
     int64_t contexts;           /* rows of contexts */
     int64_t images;
@@ -107,8 +109,10 @@ int session_remove(const char *dir, char *err, size_t errlen);
 int session_read(const char *dir, struct session_totals *totals, char *err,
                  size_t errlen);
 
-/* One line: "samples=N lost=N (fifo-overflow=N ...) contexts=N": every
- * cause the stream format names, and any other the session holds. */
+/* One line: "samples=N lost=N (fifo-overflow=N ...) outside-ls=N
+ * contexts=N": every cause of loss the stream format names, and any other
+ * the session holds; outside-ls, captures outside the local store (no
+ * context's code), apart.  samples + lost + outside-ls = the captures. */
 void session_describe(const struct session_totals *t, char *buf, size_t len);
 
 /* One line: "dither on (seed S), FIFO full: stall, stalled 1.20 ms in 5

@@ -37,7 +37,7 @@ def test_record_host_pipeline(cenv, tmp_path):
                         re.M)
     assert summary, result.stderr
     assert re.search(r" lost=\d+ \(fifo-overflow=\d+ buffer-full=\d+ "
-                     r"no-context=\d+ outside-ls=\d+\) ", result.stderr)
+                     r"no-context=\d+\) outside-ls=\d+ ", result.stderr)
     assert "coprof: session %s" % out in result.stderr
     assert "call stacks" not in result.stderr
     assert "SPU_CYCLES:10000" in result.stderr
@@ -104,7 +104,7 @@ def test_record_dither_and_fifo_policy(cenv, tmp_path):
                              str(out), *flags, "--", *work)
         assert result.returncode == 0, result.stderr
         assert re.search(r"^coprof: samples=\d+ lost=\d+ \(fifo-overflow=\d+"
-                         r" buffer-full=\d+ no-context=\d+ outside-ls=\d+\)"
+                         r" buffer-full=\d+ no-context=\d+\) outside-ls=\d+"
                          r" contexts=2 images=\d+ sched_events=\d+$",
                          result.stderr, re.M), result.stderr
         line = re.search(r"^coprof: sampling: (.*)$", result.stderr, re.M)
