@@ -218,8 +218,8 @@ def alias_spin(iterations, seed):
     return t1
 
 
-def alias(rounds):
+def alias(rounds, iterations=ALIAS_ITERATIONS):
     digest = 0
     for r in range(rounds):
-        digest = (digest * 33 + alias_spin(ALIAS_ITERATIONS, r)) & MASK
+        digest = (digest * 33 + alias_spin(iterations, r)) & MASK
     return "alias rounds=%d digest=%08x" % (rounds, digest)
