@@ -77,7 +77,9 @@ def _context_json(c):
 
 def _group_json(g):
     d = {"label": g.label, "total": g.total, "hidden_rows": g.hidden,
-         "context": _context_json(g.context)}
+         "context": _context_json(g.context),
+         "interval_method": g.interval_method,
+         "interval_blocks": sum(b.n_blocks for b in g.blocks)}
     d.update(_losses_json(g.losses, g.total))
     return d
 
@@ -250,6 +252,11 @@ def _footer_lines(prof):
                    i.losses.percent(i.samples)) for i in lossy))
     else:
         lines.append("lost 0 samples")
+    if t.get("outside"):
+        lines.append("outside any context %d capture%s (PCs outside the "
+                     "local store: QEMU's reset code), not samples and not "
+                     "lost" % (t["outside"], "" if t["outside"] == 1
+                               else "s"))
     if prof.decode_errors:
         lines.append("decode errors: " + ", ".join(
             "%s %d" % (k, n) for k, n in prof.decode_errors))
@@ -331,8 +338,7 @@ def write_text(prof, out, session_dir):
 
 
 def _write_cop_text(prof, out):
-    out.write("percent: of the group's samples, with its 95% Wilson score "
-              "interval (sampling\nnoise only: not aliasing, not losses)\n")
+    out.write(INTERVAL_TEXT)
     hdr = "%9s %8s %13s  %-34s %-18s %s\n" % (
         "samples", "%", "95% interval", "image", "overlay", "symbol")
     for g in prof.groups:
@@ -344,9 +350,9 @@ def _write_cop_text(prof, out):
                 out.write(line + "\n")
         elif prof.separation != "none":
             out.write("%s\n" % g.label)
-        out.write("  %d samples%s\n" % (
+        out.write("  %d samples%s, %s\n" % (
             g.total, ", %d rows under the threshold" % g.hidden
-            if g.hidden else ""))
+            if g.hidden else "", _interval_text(g)))
         if g.sorted:
             out.write(hdr)
         for r in g.sorted:
@@ -387,7 +393,36 @@ def write_csv(prof, out, session_dir):
         w.writerow(["" if d.get(k) is None else d[k] for k in CSV_FIELDS])
 
 
+INTERVAL_TEXT = (
+    "percent: of the group's samples, with its 95% interval: from blocks "
+    "of\nconsecutive samples of the group's contexts where it has enough "
+    "(batches),\nelse the 95% Wilson score interval of independent samples "
+    "(sampling noise only:\nnot aliasing, not losses)\n")
+
+
+def _interval_text(g):
+    """The interval a group's rows have, for its header."""
+    if g.interval_method == "batches":
+        return "intervals from %d blocks of %d context%s" % (
+            sum(b.n_blocks for b in g.blocks), len(g.blocks),
+            "" if len(g.blocks) == 1 else "s")
+    return "Wilson intervals"
+
+
+def interval_method(groups):
+    """The report's interval_method, of its groups' JSON: "batches" or
+    "wilson" when every group with samples has it, "mixed" else, "wilson"
+    without groups."""
+    methods = {g["interval_method"] for g in groups if g["total"]}
+    return methods.pop() if len(methods) == 1 else \
+        ("mixed" if methods else "wilson")
+
+
 def to_json(prof, session_dir):
+    groups, rows = [], []
+    for g in prof.groups:       # ContextGroups: one chunk at a time
+        groups.append(_group_json(g))
+        rows += [_row_json(g, r) for r in g.sorted]
     return {
         "format": "copreport-profile",
         "version": 1,
@@ -395,10 +430,10 @@ def to_json(prof, session_dir):
         "separation": prof.separation,
         "threshold": prof.threshold,
         "sampling": _sampling_json(prof.sampling),
-        "groups": [_group_json(g) for g in prof.groups],
+        "groups": groups,
+        "interval_method": interval_method(groups),
         "side": prof.side,
-        "rows": [_row_json(g, r) for g in prof.groups for r in g.sorted] +
-                [_host_row_json(r) for r in prof.host_rows],
+        "rows": rows + [_host_row_json(r) for r in prof.host_rows],
         "host": _host_json(prof),
         "totals": dict(prof.totals),
         "lost_by_cause": _causes_json(prof.lost),

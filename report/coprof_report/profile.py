@@ -21,11 +21,17 @@ A separation splits the rows into groups: `none` (one group), `context`
 (one per context, with a header naming it), `image` (one per coprocessor
 image) or `slot` (one per slot the context was bound on; a context that
 moved between slots is one group "slots 0,3", since samples are stored per
-context, not per slot).  A row's percent is of its group's total, with the
-95% Wilson score interval of that share (interval() below): unlike the
-normal (Wald) interval it stays inside [0, 1] and keeps its coverage for
-small counts.  It covers sampling noise only: not aliasing (a period in
-step with a loop, which the trace unit's dither breaks) nor losses.
+context, not per slot).  A row's percent is of its group's total, with a
+95% interval of that share (intervals.py): from blocks of consecutive
+samples of the group's contexts when there are enough of them (the
+group's interval_method "batches"), else the Wilson score interval
+("wilson"), which assumes independent samples.  Either covers sampling
+noise only: not aliasing (a period in step with a loop, which the trace
+unit's dither breaks) nor losses.
+
+Captures outside the local store (cause outside-ls: QEMU's reset code,
+which runs before a slot's first context) are no context's code: they are
+counted apart (Profile.outside, totals "outside"), not as lost.
 
 Losses: every LOST record has a slot and, when the slot had one, a context,
 so the lost captures land in the group their context's samples are in (or
@@ -50,12 +56,13 @@ import functools
 import math
 import os
 
-from . import symbols
+from . import intervals, symbols
 from .session import content_hash
 
 SEPARATIONS = ("none", "context", "slot", "image")
 SIDES = ("all", "cop", "host")
-Z95 = 1.959963984540054
+Z95 = intervals.Z95
+OUTSIDE = "outside-ls"      # the cause that is no loss (see above)
 
 
 class FilterError(Exception):
@@ -65,20 +72,8 @@ class FilterError(Exception):
 LOSS_WARN_PERCENT = 1.0
 
 
-def interval(k, n, z=Z95):
-    """(p, low, high) of a share k/n with its 95% Wilson score interval
-    (another confidence with its z): the p0 for which |k/n - p0| <=
-    z sqrt(p0 (1 - p0) / n), that is
-    (p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)."""
-    if n <= 0:
-        return 0.0, 0.0, 0.0
-    p = k / n
-    z2 = z * z
-    scale = 1.0 + z2 / n
-    centre = (p + z2 / (2.0 * n)) / scale
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / scale
-    # the bounds are exact at 0 and 1; rounding must not cross p
-    return p, min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
+# The Wilson score interval (host.py and callgraph.py use it too).
+interval = intervals.wilson
 
 
 class Losses:
@@ -133,7 +128,7 @@ class Share:
 class Row(Share):
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
                  "offset_lo", "offset_hi", "samples", "share", "reason",
-                 "candidates")
+                 "candidates", "batch_key")
 
     def __init__(self, kind, image, symbol, overlay=None, section=None,
                  region=None, reason=None, candidates=()):
@@ -149,10 +144,18 @@ class Row(Share):
         self.offset_hi = None
         self.samples = 0
         self.share = (0.0, 0.0, 0.0)    # of its group: interval()
+        self.batch_key = None       # its key in the timeline's Blocks
 
-    def set_total(self, total):
-        """Its group's samples are total: its share and interval."""
-        self.share = interval(self.samples, total)
+    def set_total(self, total, group=None):
+        """Its group's samples are total: its share and interval (from
+        the group's blocks when it has enough, intervals.py)."""
+        share = None
+        if group is not None and group.interval_method == "batches" and \
+                self.batch_key is not None:
+            share = intervals.batch_interval(self.batch_key, self.samples,
+                                             total, group.blocks,
+                                             group.unblocked)
+        self.share = share or interval(self.samples, total)
 
     def add(self, count, offset=None):
         self.samples += count
@@ -340,6 +343,14 @@ class Group:
         self.sorted = []
         self.image_ids = set()      # images of its rows, hidden ones too
         self.losses = Losses()      # captures lost in the group
+        self.blocks = []            # its contexts' intervals.Blocks
+        self.blocked = 0            # the samples of those contexts
+        self.interval_method = "wilson"
+
+    @property
+    def unblocked(self):
+        """Its samples in contexts without blocks (binomial)."""
+        return max(self.total - self.blocked, 0)
 
     @property
     def biased(self):
@@ -498,9 +509,11 @@ def finish_group(g, threshold):
     """A group's total, its rows' percentages and intervals, the rows
     under threshold (percent) hidden, the rest in order."""
     g.total = sum(r.samples for r in g.rows.values())
+    if intervals.batch_df(g.blocks) >= intervals.MIN_BATCH_DF:
+        g.interval_method = "batches"
     rows = []
     for r in g.rows.values():
-        r.set_total(g.total)
+        r.set_total(g.total, g)
         if r.percent + 1e-12 < threshold:
             g.hidden += 1
             continue
@@ -609,6 +622,8 @@ class _Builder:
         """Lost captures: to their context, its image and the group they
         are in (kept by key until the group is made)."""
         for ctx, slot, cause, name, count in self.session.lost_by_context():
+            if name == OUTSIDE:
+                continue        # no context's code: not a loss
             c = self.contexts.get(ctx)
             img = c.image.id if c is not None and c.image is not None \
                 else None
@@ -643,8 +658,10 @@ class _Builder:
                 key = ("x", img, ovl, None, section)
                 name = "[no symbol in %s]" % section if section else \
                     "[no symbols]"
-            g.row(key, lambda: Row("exact", info, name, overlay=ovl,
-                                   section=section)).add(count, off)
+            r = g.row(key, lambda: Row("exact", info, name, overlay=ovl,
+                                       section=section))
+            r.add(count, off)
+            r.batch_key = self.batch_key(info, img, off)
         for ctx, img, ls, region, count, pending in \
                 s.ambiguous(self.by_context, span):
             if not self.keep(ctx, img):
@@ -666,6 +683,43 @@ class _Builder:
             g.row(key, lambda: Row("unmapped", images.get(img),
                                    "[unmapped %s]" % reason,
                                    reason=reason)).add(count)
+
+    def batch_key(self, info, img, off):
+        """What the timeline and a row have in common for a file offset:
+        (image, its function's offset) or (image, None, its section)."""
+        sym = info.symbolizer if info else None
+        f = sym.function_at(off) if sym else None
+        if f is not None:
+            return (img, f.offset)
+        sec = sym.section_at(off) if sym else None
+        return (img, None, sec.name if sec else None)
+
+    def add_blocks(self, groups, span=None):
+        """Each context's exact samples in blocks of consecutive ones
+        (the session's sample_timeline), to its group (intervals.py)."""
+        blocks, last = {}, None
+        for ctx, img, bucket, off, count in self.session.timeline_of(span):
+            if not self.keep(ctx, img) or ctx not in self.contexts:
+                continue
+            b = blocks.get(ctx)
+            if b is None:
+                b = blocks[ctx] = intervals.Blocks()
+            b.add(self.batch_key(self.images.get(img), img, off), count,
+                  (ctx, bucket) != last)
+            last = (ctx, bucket)
+        for ctx, b in blocks.items():
+            c = self.contexts[ctx]
+            g = groups.get(self.key_label(
+                ctx, c.image.id if c.image else None)[0])
+            if g is None or not b.total:
+                continue
+            b.cut()
+            if b.n_blocks < intervals.MIN_CONTEXT_BLOCKS:
+                continue
+            # the context's samples of every kind, its blocks' exact ones
+            b.weight = self.totals_by_context.get(ctx, b.total) / b.total
+            g.blocks.append(b)
+            g.blocked += self.totals_by_context.get(ctx, b.total)
 
     def fill_orphans(self, groups):
         """Orphans: no context, no image."""
@@ -712,6 +766,7 @@ class _Builder:
         """Every group, in order, all in memory (any separation)."""
         groups = {}
         self.fill(groups)
+        self.add_blocks(groups)
         self.fill_orphans(groups)
         for key in self.losses:     # groups that only lost captures
             if key not in groups:
@@ -770,6 +825,7 @@ class ContextGroups:
             chunk = ids[at:at + CONTEXT_CHUNK]
             groups = {}
             b.fill(groups, chunk[0], chunk[-1])
+            b.add_blocks(groups, (chunk[0], chunk[-1]))
             for cid in chunk:
                 g = groups.get(cid)
                 if g is None:
@@ -849,9 +905,11 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     totals["samples"] = sum(totals.values())
     prof.totals = totals
     prof.filtered = builder.filtered
-    prof.lost = [(r["cause"], r["cause_name"], r["count"])
-                 for r in session.lost_by_cause()]
+    causes = [(r["cause"], r["cause_name"], r["count"])
+              for r in session.lost_by_cause()]
+    prof.lost = [c for c in causes if c[1] != OUTSIDE]
     totals["lost"] = sum(c for _, _, c in prof.lost)
+    totals["outside"] = sum(c for _, name, c in causes if name == OUTSIDE)
     prof.decode_errors = [(r["kind"], r["count"])
                           for r in session.decode_errors()]
     prof.stream_samples = session.int_key("stream.samples")

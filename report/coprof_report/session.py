@@ -464,6 +464,18 @@ class Session:
                           "function_offset, count FROM sample_timeline "
                           "ORDER BY context, bucket_start_ns")
 
+    def timeline_of(self, span=None):
+        """(context, image, bucket_start_ns, function_offset, count) of
+        sample_timeline, by context and time (of contexts span[0]..span[1]
+        only when given): the blocks of consecutive samples intervals.py
+        needs."""
+        where, args = "", ()
+        if span is not None:
+            where, args = " WHERE context BETWEEN ? AND ?", span
+        return self.query("SELECT context, image, bucket_start_ns, "
+                          "function_offset, count FROM sample_timeline%s "
+                          "ORDER BY context, bucket_start_ns" % where, args)
+
     def sched_events(self):
         return self.query("SELECT * FROM sched_events ORDER BY order_num")
 

@@ -124,7 +124,9 @@ def test_edges_are_the_programs(copreport, recorded):
     assert names("pong", "callers") == {("ping", 1)}
     assert functions["ping"]["section"] == ".overlay.ping"
     assert names("d", "callers") == {("main", 0)}   # e tail-called it
-    assert "e" not in functions
+    # e may be sampled in its own few instructions, but leaves no frame:
+    # it is nobody's caller
+    assert not [f for f in functions if ("e", 0) in names(f, "callers")]
     assert names("fib", "callers") == {("fib", 0), ("main", 0)}
     assert ("jump", 0) in names("jump", "callers")
     # the longjmp left no jump frame above main
