@@ -202,7 +202,8 @@ def test_every_kind_of_row(hand):
     assert rows[("all", "[orphan]")].samples == 2
     assert rows[("all", "[no symbol in .data]")].samples == 1
     assert prof.totals == dict(exact=116, ambiguous=10, pending=4,
-                               unmapped=15, orphan=2, samples=147, lost=19)
+                               unmapped=15, orphan=2, samples=147, lost=19,
+                               outside=0)
     assert not prof.complete
     # the embedded image's label names its file and offset
     assert rows[("all", "main")].image.label == "ovltest (host@0x3040)"
