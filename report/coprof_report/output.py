@@ -123,6 +123,7 @@ def _row_json(group, r):
         "percent": r.percent,
         "ci_low": r.ci_low,
         "ci_high": r.ci_high,
+        "interval_method": r.interval_method,
     }
 
 

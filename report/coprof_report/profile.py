@@ -128,7 +128,7 @@ class Share:
 class Row(Share):
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
                  "offset_lo", "offset_hi", "samples", "share", "reason",
-                 "candidates", "batch_key")
+                 "candidates", "batch_key", "interval_method")
 
     def __init__(self, kind, image, symbol, overlay=None, section=None,
                  region=None, reason=None, candidates=()):
@@ -144,6 +144,7 @@ class Row(Share):
         self.offset_hi = None
         self.samples = 0
         self.share = (0.0, 0.0, 0.0)    # of its group: interval()
+        self.interval_method = "wilson"   # how share's bounds were drawn
         self.batch_key = None       # its key in the timeline's Blocks
 
     def set_total(self, total, group=None):
@@ -155,6 +156,7 @@ class Row(Share):
             share = intervals.batch_interval(self.batch_key, self.samples,
                                              total, group.blocks,
                                              group.unblocked)
+        self.interval_method = "batches" if share else "wilson"
         self.share = share or interval(self.samples, total)
 
     def add(self, count, offset=None):

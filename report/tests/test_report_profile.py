@@ -77,13 +77,25 @@ def test_every_sample_once_and_percent_sums(real_session, report_json, sep):
         assert sum(r["samples"] for r in rows) == g["total"]
         assert abs(sum(r["percent"] for r in rows) - 100.0) < 1e-6
         for r in rows:
-            # Wilson's score interval: each bound p0 (below 100%) solves
-            # |p - p0| = 1.96 sqrt(p0 (1 - p0) / n)
             n, p = g["total"], r["samples"] / g["total"]
-            for b in (r["ci_low"] / 100, r["ci_high"] / 100):
-                if b < 1:
-                    assert abs(p - b) == pytest.approx(
-                        1.959964 * math.sqrt(b * (1 - b) / n), abs=2e-6)
+            if r["interval_method"] == "wilson":
+                # Wilson's score interval: each bound p0 (below 100%)
+                # solves |p - p0| = 1.96 sqrt(p0 (1 - p0) / n)
+                for b in (r["ci_low"] / 100, r["ci_high"] / 100):
+                    if b < 1:
+                        assert abs(p - b) == pytest.approx(
+                            1.959964 * math.sqrt(b * (1 - b) / n),
+                            abs=2e-6)
+            else:
+                # from blocks of consecutive samples (intervals.py):
+                # p +- a half width, clipped to [0, 100]
+                assert g["interval_method"] == "batches"
+                half = max(r["percent"] - r["ci_low"],
+                           r["ci_high"] - r["percent"])
+                assert r["ci_low"] == pytest.approx(
+                    max(0.0, r["percent"] - half), abs=1e-9)
+                assert r["ci_high"] == pytest.approx(
+                    min(100.0, r["percent"] + half), abs=1e-9)
             assert r["ci_low"] <= r["percent"] <= r["ci_high"]
         # sorted by samples
         counts = [r["samples"] for r in rows]
