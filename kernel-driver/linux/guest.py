@@ -348,7 +348,7 @@ rmmod copdrv || fail "rmmod copdrv failed"
 dmesg > /tmp/dmesg
 echo "coprof-guest: dmesg:"
 cat /tmp/dmesg
-echo "stopped warnings=$(grep -c -E 'WARNING:|BUG:|Oops|Call Trace' /tmp/dmesg)" >&3
+echo "stopped warnings=$(grep -c -E 'WARNING:|BUG:|Oops|Call Trace|KASAN' /tmp/dmesg)" >&3
 """
 
 NUMBER = re.compile(r"^(0x[0-9a-fA-F]+|[0-9]+)$")
@@ -373,7 +373,7 @@ class Session:
     the guest powers off or dies."""
 
     def __init__(self, module, regs, params, stream_copy=None,
-                 cache_dir=None):
+                 cache_dir=None, kernel_args=""):
         reason = missing_reason()
         if reason:
             raise GuestError(reason)
@@ -382,6 +382,7 @@ class Session:
                              "packages %s are installed)" % (module, PACKAGES))
         self.module, self.regs, self.params = module, regs, params
         self.stream_copy = stream_copy
+        self.kernel_args = kernel_args
         self.cache_dir = cache_dir or os.path.join(
             os.path.dirname(os.path.abspath(module)), "guest")
         self.qemu = None
@@ -413,7 +414,7 @@ class Session:
             sys.stdout.flush()
             self.qemu = subprocess.Popen(
                 qemu_command(vmlinux, initramfs, [self.regs], [fds[0]],
-                             copies, fds[1]),
+                             copies, fds[1], self.kernel_args),
                 stdin=subprocess.DEVNULL, pass_fds=fds)
             guest_stream.close()
             guest_control.close()
@@ -546,6 +547,11 @@ def serve(listener, session, parent):
                                              for p in session.params)
                 elif request == "stop" and session.alive():
                     reply = "ok warnings=%d" % session.stop()
+                    done = True
+                elif session.qemu is not None and not session.alive():
+                    # Dead before serve's own look saw it: say how.
+                    reply = "error guest: %s %s during the session" % (
+                        QEMU, describe_end(session.qemu.returncode))
                     done = True
                 else:
                     reply = "error %r: not now (the guest %s)" % (
