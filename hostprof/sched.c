@@ -143,7 +143,7 @@ static int take_record(struct tep_event *ev, struct tep_record *rec,
     for (int kind = 0; kind < HOST_KINDS; kind++) {
         if (s->events[kind] != ev)
             continue;
-        if (!(e = vec_push(&s->hp->sched)))
+        if (!(e = vec_push(&s->hp->pending)))
             return 1;       /* out of memory: stop this read */
         e->time_ns = rec->ts;
         e->cpu = cpu;
