@@ -65,7 +65,7 @@ struct host_options {
 "                      all: also of copsim's and its QEMUs' threads, the\n" \
 "                      emulator's machinery (about 100 times as many\n" \
 "                      events: some 180,000 a second with 8 busy slots,\n" \
-"                      and a recording's CPU time about 1.4 times)\n" \
+"                      and the recording's CPU time with them)\n" \
 "    --no-host-sched   do not record them\n" \
 "    --host-sched-ring=EVENTS\n" \
 "                      keep the newest EVENTS scheduler events raw for\n" \
