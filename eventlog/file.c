@@ -503,7 +503,7 @@ int log_file_map(struct log_file *file, const char *path,
     file->size = (size_t)status.st_size;
     file->base = mmap(NULL, file->size,
                       PROT_READ | (writable ? PROT_WRITE : 0),
-                      MAP_SHARED,
+                      MAP_SHARED | (access != LOG_FILE_CONTROL ? MAP_POPULATE : 0),
                       fd, 0);
     close(fd);
     if (file->base == MAP_FAILED) {
