@@ -28,10 +28,12 @@ int host_agg_init(struct hostprof *hp, size_t ring_events, uint64_t bucket_ns)
     memset(r, 0, sizeof(*r));
     if (!ring_events)
         return 0;
-    if (!(r->items = calloc(ring_events, sizeof(*r->items))))
+    if (!(r->items = malloc(ring_events * sizeof(*r->items))))
         return -1;
-    /* resident now: the recorder's memory stays flat as the ring fills */
-    memset(r->items, 0, ring_events * sizeof(*r->items));
+    /* written now, so resident now (a memset of calloc'd memory may be
+     * left out): the recorder's memory stays flat as the ring fills */
+    for (size_t i = 0; i < ring_events; i++)
+        r->items[i].cpu = -1;
     r->cap = ring_events;
     return 0;
 }
