@@ -11,7 +11,9 @@
  * and first SCHED record (copsim's, read by lives.c and queued here as
  * HOST_MARK events in the same time order).  A snapshot taken before the
  * thread's first event is settled by that event: the state it implies back
- * to the recording's start covers the snapshot too.  Memory: the ring,
+ * to the recording's start covers the snapshot too.  Time never goes back:
+ * an event read after later ones were aggregated is taken at the time
+ * aggregated so far, and counted (hp->sched_late).  Memory: the ring,
  * what is pending (the events of the last read or two), a few words per
  * thread, the live contexts, and the rows not yet stored.
  */
@@ -287,10 +289,17 @@ static struct host_thread *ours(struct hostprof *hp,
     return t;
 }
 
-static void aggregate(struct hostprof *hp, const struct host_sched_event *e)
+static void aggregate(struct hostprof *hp, struct host_sched_event *e)
 {
     struct host_thread *t;
 
+    /* time never goes back: an event read too late (a CPU's buffer page
+     * handed over after the settling time) is taken as of now */
+    if (e->time_ns < hp->aggregated_ns) {
+        e->time_ns = hp->aggregated_ns;
+        hp->sched_late++;
+    }
+    hp->aggregated_ns = e->time_ns;
     if (e->kind == HOST_MARK) {
         mark(hp, e);
         return;

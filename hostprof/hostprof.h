@@ -171,6 +171,9 @@ struct hostprof {
     struct vec context_rows;    /* struct host_context: to store */
     uint64_t bucket_ns;         /* host_thread_times' bucket width */
     uint64_t sched_events;      /* the session's events aggregated */
+    uint64_t aggregated_ns;     /* the time aggregated up to */
+    uint64_t sched_late;        /* events read after later ones had been
+                                   aggregated: taken at aggregated_ns */
     const char *sched_threads;  /* "command" or "all" */
     struct vec samples;         /* struct host_sample */
     struct vec chain;           /* uint64_t */

@@ -293,6 +293,7 @@ static int write_raw_keys(struct writer *w, struct hostprof *hp)
            write_number(w, "host.raw_events", hp->ring.n) ||
            write_number(w, "host.raw_dropped", hp->ring.dropped) ||
            write_number(w, "host.raw_from_ns", from) ||
+           write_number(w, "host.sched_late", hp->sched_late) ||
            write_number(w, "host.ring", hp->ring.cap);
 }
 
