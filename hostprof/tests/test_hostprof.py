@@ -504,6 +504,11 @@ def test_unprivileged_says_so_and_records_the_rest(coprof_bin, split_host,
      r"cpu-clock:250000\)"),
     (["--host-call-graph"],
      r"coprof: --host-call-graph: needs --host-event"),
+    (["--host-sched=qemu"],
+     r"coprof: --host-sched=qemu: not command or all"),
+    (["--host-sched-ring=-1"],
+     r"coprof: --host-sched-ring=-1: not a number of events from 0 to "
+     r"67108864"),
 ])
 def test_bad_options(coprof_bin, split_host, tmp_path, args, message):
     d = tmp_path / "s"
