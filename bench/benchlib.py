@@ -4,7 +4,8 @@ Each benchmark is a standalone script that `make` installs into
 build/bench/ beside this module (bench/module.mk) and imports it from
 there (or from bench/ when run from the source tree).  parser() gives the
 options every benchmark has: --build, the build folder it measures, and
-with source=True --source, the tree it was built from.
+with source=True --source, the tree it was built from; disk_bytes() what
+a directory takes on disk.
 """
 
 import argparse
@@ -29,3 +30,13 @@ def parser(script, description, source=False):
                        help="the source tree (default: $COPROF_SOURCE, or "
                             "the build folder's parent)")
     return p
+
+
+def disk_bytes(directory):
+    """The blocks on disk of the files under directory (a sparse file
+    counts what was written into it)."""
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            total += os.lstat(os.path.join(root, name)).st_blocks * 512
+    return total

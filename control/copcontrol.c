@@ -168,9 +168,11 @@ static void usage(FILE *out)
 "                      (--no-driver), and one that does is refused.  The\n"
 "                      guest's console goes to guest.log\n"
 HOST_OPTIONS_HELP
-"                      The host side follows copsim and its QEMUs from\n"
-"                      --start, and each host program from the second\n"
-"                      after it runs its first context in the session\n"
+"                      The host side follows each host program from the\n"
+"                      second after it runs its first context in the\n"
+"                      session (with --host-sched=all also copsim and its\n"
+"                      QEMUs from --start); --dump also stores what it\n"
+"                      aggregated and its raw events\n"
 "\n"
 "OTHER OPTIONS\n"
 "    --call-graph[=DEPTH]\n"
@@ -528,16 +530,18 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
 static int stop_session(struct control *c, int quiet);
 
 /*
- * coprof-host for the session: copsim's threads and QEMUs, and the host
- * programs as they run contexts (--follow-session).  What it cannot
+ * coprof-host for the session: the host programs as they run contexts
+ * (--follow-session), with --host-sched=all copsim's threads and QEMUs;
+ * copsim's event log gives it the contexts' lives.  What it cannot
  * record it says in its log, relayed here as one line; one that cannot
  * start is one line, and the rest records.
  */
-static void start_host(struct control *c, const char *dir, pid_t copsim)
+static void start_host(struct control *c, const char *dir, pid_t copsim,
+                       const char *event_log)
 {
     struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
     char log[PATH_MAX], pidfile[PATH_MAX], copsim_pid[32], line[512];
-    const char *args[16];
+    const char *args[16 + HOST_ARGS_MAX];
     int n = 0;
     pid_t pid;
 
@@ -557,6 +561,10 @@ static void start_host(struct control *c, const char *dir, pid_t copsim)
     args[n++] = "--copsim";
     args[n++] = copsim_pid;
     args[n++] = "--follow-session";
+    if (event_log && *event_log) {
+        args[n++] = "--event-log";  /* the contexts' lives */
+        args[n++] = event_log;
+    }
     host_args(&c->settings.host, args, &n);
     args[n] = NULL;
     pid = daemons_start_host(&spec, args, c->err, sizeof(c->err));
@@ -686,7 +694,7 @@ static int action_start(struct control *c)
         return EXIT_FAILED;
     }
     driver_close(&d);
-    start_host(c, dir, (pid_t)info.pid);
+    start_host(c, dir, (pid_t)info.pid, info.event_log_path);
     if ((status = save_settings(c)) != EXIT_OK) {
         /* Told it failed: nothing of it keeps running. */
         stop_session(c, 1);

@@ -576,7 +576,7 @@ static void wait_coprofd(struct record *r)
 static void start_host(struct record *r)
 {
     struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
-    const char *args[16];
+    const char *args[16 + HOST_ARGS_MAX];
     char command[32], copsim[32], err[ERR_MAX];
     int n = 0;
 
@@ -590,6 +590,8 @@ static void start_host(struct record *r)
     args[n++] = command;
     args[n++] = "--copsim";
     args[n++] = copsim;
+    args[n++] = "--event-log";  /* the contexts' lives */
+    args[n++] = r->event_log;
     args[n++] = "--quiet";      /* its totals are in our summary */
     args[n++] = "--end-with-parent";
     host_args(&r->opt.host, args, &n);

@@ -5,13 +5,56 @@
 
 #include "hostprof/samples.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define RING_MAX    (1L << 26)      /* events: 5 GiB of memory */
 
 void host_options_init(struct host_options *h)
 {
     memset(h, 0, sizeof(*h));
     h->call_graph = h->sched = -1;
+    h->ring = -1;
+}
+
+/* --host-sched's value (NULL: alone) into h->sched; conf: a
+ * copcontrol.conf line's, which may also say on and off. */
+static int set_sched(struct host_options *h, const char *arg, int conf,
+                     char *err, size_t errlen)
+{
+    if (!arg || strcmp(arg, "command") == 0 ||
+        (conf && strcmp(arg, "on") == 0))
+        h->sched = HOST_SCHED_COMMAND;
+    else if (strcmp(arg, "all") == 0)
+        h->sched = HOST_SCHED_ALL;
+    else if (conf && strcmp(arg, "off") == 0)
+        h->sched = HOST_SCHED_OFF;
+    else {
+        snprintf(err, errlen, "%s=%s: not %s", conf ? "host-sched" :
+                 "--host-sched", arg, conf ? "on, off, command or all" :
+                 "command or all");
+        return -1;
+    }
+    return 0;
+}
+
+static int set_ring(struct host_options *h, const char *arg, char *err,
+                    size_t errlen)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < 0 || v > RING_MAX) {
+        snprintf(err, errlen, "--host-sched-ring=%s: not a number of events "
+                 "from 0 to %ld", arg, RING_MAX);
+        return -1;
+    }
+    h->ring = v;
+    return 0;
 }
 
 static int set_event(struct host_options *h, const char *arg, char *err,
@@ -42,8 +85,12 @@ int host_take_option(struct host_options *h, int c, const char *arg,
     case HOST_OPT_NO_CALL_GRAPH:
         h->call_graph = c == HOST_OPT_CALL_GRAPH;
         return 0;
+    case HOST_OPT_SCHED:
+        return set_sched(h, arg, 0, err, errlen);
+    case HOST_OPT_RING:
+        return set_ring(h, arg, err, errlen);
     default:
-        h->sched = c == HOST_OPT_SCHED;
+        h->sched = HOST_SCHED_OFF;
         return 0;
     }
 }
@@ -69,6 +116,8 @@ void host_options_merge(struct host_options *base,
         base->call_graph = given->call_graph;
     if (given->sched >= 0)
         base->sched = given->sched;
+    if (given->ring >= 0)
+        base->ring = given->ring;
 }
 
 int host_wanted(const struct host_options *h)
@@ -76,7 +125,7 @@ int host_wanted(const struct host_options *h)
     return h->event[0] || h->sched != 0;
 }
 
-void host_args(const struct host_options *h, const char **args, int *n)
+void host_args(struct host_options *h, const char **args, int *n)
 {
     if (h->event[0]) {
         args[(*n)++] = "--host-event";
@@ -84,8 +133,15 @@ void host_args(const struct host_options *h, const char **args, int *n)
         if (h->call_graph == 1)
             args[(*n)++] = "--host-call-graph";
     }
-    if (h->sched == 0)
+    if (h->sched == HOST_SCHED_OFF)
         args[(*n)++] = "--no-sched";
+    if (h->sched == HOST_SCHED_ALL)
+        args[(*n)++] = "--sched=all";
+    if (h->ring >= 0 && h->sched != HOST_SCHED_OFF) {
+        snprintf(h->ring_text, sizeof(h->ring_text), "%ld", h->ring);
+        args[(*n)++] = "--sched-ring";
+        args[(*n)++] = h->ring_text;
+    }
 }
 
 size_t host_options_save(const struct host_options *h, char *buf,
@@ -101,7 +157,11 @@ size_t host_options_save(const struct host_options *h, char *buf,
                               h->call_graph ? "on" : "off");
     if (n < len && h->sched >= 0)
         n += (size_t)snprintf(buf + n, len - n, "host-sched=%s\n",
+                              h->sched == HOST_SCHED_ALL ? "all" :
                               h->sched ? "on" : "off");
+    if (n < len && h->ring >= 0)
+        n += (size_t)snprintf(buf + n, len - n, "host-sched-ring=%ld\n",
+                              h->ring);
     return n < len ? n : len;
 }
 
@@ -133,6 +193,8 @@ int host_options_load(struct host_options *h, const char *key,
     if (strcmp(key, "host-call-graph") == 0)
         return on_off(key, value, &h->call_graph, err, errlen);
     if (strcmp(key, "host-sched") == 0)
-        return on_off(key, value, &h->sched, err, errlen);
+        return set_sched(h, value, 1, err, errlen) < 0 ? -1 : 1;
+    if (strcmp(key, "host-sched-ring") == 0)
+        return set_ring(h, value, err, errlen) < 0 ? -1 : 1;
     return 0;
 }

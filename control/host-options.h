@@ -1,8 +1,8 @@
 /*
  * host-options.h — the host side's options, shared by coprof and
  * copcontrol: --host-event=EVENT[:PERIOD] (--no-host-event),
- * --host-call-graph (--no-host-call-graph) and --no-host-sched
- * (--host-sched), checked here (the event through libpfm4, as coprof-host
+ * --host-call-graph (--no-host-call-graph), --host-sched[=command|all]
+ * (--no-host-sched) and --host-sched-ring=EVENTS, checked here (the event through libpfm4, as coprof-host
  * will open it) and passed on to coprof-host (hostprof/).  Each is unset
  * until given, so copcontrol's saved settings and those of a command line
  * merge (host_options_merge) the way its other settings do.
@@ -18,8 +18,14 @@ struct host_options {
     char event[HOST_EVENT_MAX]; /* EVENT[:PERIOD]; "": no host samples */
     int event_set;              /* event given (else: none) */
     int call_graph;             /* -1 unset (off), 0, 1 */
-    int sched;                  /* -1 unset (on), 0, 1 */
+    int sched;                  /* -1 unset (command), HOST_SCHED_* */
+    long ring;                  /* -1 unset (coprof-host's default) */
+    char ring_text[24];         /* host_args' */
 };
+
+#define HOST_SCHED_OFF      0
+#define HOST_SCHED_COMMAND  1   /* the command's threads */
+#define HOST_SCHED_ALL      2   /* also copsim's and its QEMUs' */
 
 #define HOST_OPT_EVENT          0x4000
 #define HOST_OPT_NO_EVENT       0x4001
@@ -27,14 +33,16 @@ struct host_options {
 #define HOST_OPT_NO_CALL_GRAPH  0x4003
 #define HOST_OPT_SCHED          0x4004
 #define HOST_OPT_NO_SCHED       0x4005
-#define HOST_IS_OPTION(c)   ((c) >= HOST_OPT_EVENT && (c) <= HOST_OPT_NO_SCHED)
+#define HOST_OPT_RING           0x4006
+#define HOST_IS_OPTION(c)   ((c) >= HOST_OPT_EVENT && (c) <= HOST_OPT_RING)
 #define HOST_LONG_OPTIONS \
     {"host-event", required_argument, NULL, HOST_OPT_EVENT}, \
     {"no-host-event", no_argument, NULL, HOST_OPT_NO_EVENT}, \
     {"host-call-graph", no_argument, NULL, HOST_OPT_CALL_GRAPH}, \
     {"no-host-call-graph", no_argument, NULL, HOST_OPT_NO_CALL_GRAPH}, \
-    {"host-sched", no_argument, NULL, HOST_OPT_SCHED}, \
-    {"no-host-sched", no_argument, NULL, HOST_OPT_NO_SCHED}
+    {"host-sched", optional_argument, NULL, HOST_OPT_SCHED}, \
+    {"no-host-sched", no_argument, NULL, HOST_OPT_NO_SCHED}, \
+    {"host-sched-ring", required_argument, NULL, HOST_OPT_RING}
 
 /* The options' text for --help. */
 #define HOST_OPTIONS_HELP \
@@ -49,11 +57,20 @@ struct host_options {
 "                      --no-host-event: none (the default)\n" \
 "    --host-call-graph with --host-event: each sample's callchain (frame\n" \
 "                      pointers); --no-host-call-graph: none (default)\n" \
-"    --no-host-sched   do not record the Linux scheduler's events of the\n" \
-"                      host program's, copsim's and its QEMUs' threads\n" \
-"                      (recorded by default where tracefs can be used:\n" \
-"                      root; otherwise one line says so); --host-sched:\n" \
-"                      record them\n"
+"    --host-sched[=command|all]\n" \
+"                      record the Linux scheduler's events of the host\n" \
+"                      program's threads and every thread and process\n" \
+"                      it creates (command, the default where tracefs\n" \
+"                      can be used: root; otherwise one line says so);\n" \
+"                      all: also of copsim's and its QEMUs' threads, the\n" \
+"                      emulator's machinery (about 100 times as many\n" \
+"                      events: some 180,000 a second with 8 busy slots,\n" \
+"                      and the recording's CPU time with them)\n" \
+"    --no-host-sched   do not record them\n" \
+"    --host-sched-ring=EVENTS\n" \
+"                      keep the newest EVENTS scheduler events raw for\n" \
+"                      the timeline (default 131072, about 10 MiB);\n" \
+"                      older ones are in the aggregates only\n"
 
 void host_options_init(struct host_options *h);
 
@@ -72,11 +89,13 @@ void host_options_merge(struct host_options *base,
 /* Whether coprof-host has anything to record. */
 int host_wanted(const struct host_options *h);
 
+#define HOST_ARGS_MAX   6
+
 /*
- * coprof-host's arguments for h after args[*n] (at most 4); the strings
- * live in h or are constants.
+ * coprof-host's arguments for h after args[*n] (at most HOST_ARGS_MAX);
+ * the strings live in h or are constants.
  */
-void host_args(const struct host_options *h, const char **args, int *n);
+void host_args(struct host_options *h, const char **args, int *n);
 
 /* The settings as copcontrol.conf lines ("host-event=...\n" ...) into
  * buf; and one such key=value taken: 1, 0 (not a host key), -1 (bad,

@@ -2,10 +2,15 @@
  * file.c — creating, mapping and checking coplog files.
  *
  * Creation plans the layout of layout.h from a configuration (checking it
- * first), writes the whole file under a temporary name beside the target,
- * allocates its blocks (so that a full disk is an error now, not a SIGBUS in
- * a writer later), fills in the header and descriptors, and renames it into
- * place: a reader never sees a half-made log.
+ * first), makes the whole file under a temporary name beside the target,
+ * sparse: its blocks are allocated as records are written into them, so
+ * the file takes on disk what was logged, up to its size (a session with
+ * a few thousand records holds a few hundred KiB, not the rings'
+ * megabytes).  The file system must have room for the whole file when it
+ * is made (statvfs: a disk too full is an error now, not a SIGBUS in a
+ * writer later); a disk that fills up afterwards can still fault a writer
+ * of a ring's first lap.  It fills in the header and descriptors, and
+ * renames the file into place: a reader never sees a half-made log.
  *
  * Mapping checks everything a reader or writer will later trust: the magic
  * and version, that the file is as long as its header says, and that every
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -285,15 +291,16 @@ static void fill_subsys(uint8_t *base, const struct layout_plan *plan)
     }
 }
 
-/* Reserves the file's blocks; file systems without fallocate get a sparse
- * file instead. */
+/* The file's size, sparse, once its file system has room for all of it
+ * (ENOSPC when not). */
 static int allocate_blocks(int fd, uint64_t bytes)
 {
-    int status = posix_fallocate(fd, 0, (off_t)bytes);
+    struct statvfs fs;
 
-    if (status == EOPNOTSUPP || status == EINVAL)
-        status = ftruncate(fd, (off_t)bytes) == 0 ? 0 : errno;
-    return status;
+    if (fstatvfs(fd, &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < bytes)
+        return ENOSPC;
+    return ftruncate(fd, (off_t)bytes) == 0 ? 0 : errno;
 }
 
 static char *temporary_name(const char *path)
@@ -333,8 +340,8 @@ int log_file_create(struct log_file *file, const char *path,
                   (unsigned long long)plan.file_bytes, strerror(status));
         goto fail;
     }
-    base = mmap(NULL, plan.file_bytes, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_POPULATE, fd, 0);
+    base = mmap(NULL, plan.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                fd, 0);
     if (base == MAP_FAILED) {
         log_error(error, path, "cannot map %llu bytes: %s",
                   (unsigned long long)plan.file_bytes, strerror(errno));

@@ -387,6 +387,39 @@ static void test_cyclic(void)
     g_free(path);
 }
 
+/* A log takes on disk what was written into it, up to its size: made
+ * with rings of 16 MiB, it holds a few blocks; a thousand records add
+ * about their bytes; it never holds more than its size. */
+static gsize disk_bytes(const char *path)
+{
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    return (gsize)st.st_blocks * 512;
+}
+
+static void test_grows_with_records(void)
+{
+    static const struct coplog_subsys_config config[] = {
+        { .name = "RING", .capacity = 1 << 17, .args = 12,
+          .shared_ring = true },
+    };
+    char *path = test_path("grows");
+    struct coplog *log = test_create(path, config, 1);
+    gsize size = test_file_size(path), empty = disk_bytes(path), used;
+
+    g_assert_cmpuint(size, >, 16u << 20);
+    g_assert_cmpuint(empty, <, 1u << 20);
+    for (int i = 0; i < 1000; i++)
+        COPLOG(log, 0, COPLOG_TERSE, "n %d", i);
+    coplog_close(log);
+    used = disk_bytes(path);
+    g_assert_cmpuint(used, >=, empty + 1000 * 128 - 4096);
+    g_assert_cmpuint(used, <, empty + 1000 * 128 + (256u << 10));
+    g_assert_cmpuint(test_read_all(path)->len, ==, 1000);
+    g_free(path);
+}
+
 static void test_args(void)
 {
     static const struct coplog_subsys_config config[] = {
@@ -750,6 +783,7 @@ int main(int argc, char **argv)
     g_test_add_func("/eventlog/control-by-path", test_control_by_path);
     g_test_add_func("/eventlog/oneshot", test_oneshot);
     g_test_add_func("/eventlog/cyclic", test_cyclic);
+    g_test_add_func("/eventlog/grows-with-records", test_grows_with_records);
     g_test_add_func("/eventlog/args", test_args);
     g_test_add_func("/eventlog/write-array", test_write_array);
     g_test_add_func("/eventlog/strings", test_strings);

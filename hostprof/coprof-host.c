@@ -5,15 +5,20 @@
  * record` starts it (hostprof/README.md); it is not meant to be run by
  * hand, though it can be.
  *
- * How: the threads of the processes given (--command, --copsim: with
- * their threads and child processes, from /proc) are traced through a
- * private tracefs instance (sched.c) and, with --host-event, the command
- * is sampled through perf_event_open (samples.c); the command must not
- * have exec'd yet (coprof holds it until this program says it is ready on
- * --ready-fd), since sampling starts at its exec.  Until SIGTERM or
- * SIGINT, the buffers are drained every 50 ms.  Then tracing stops, the
- * instance is removed, the samples are symbolized (symbols.c) and
- * everything is written into DIR/session.db (store.c).  The death of the
+ * How: the threads of the command (--command, with its threads and child
+ * processes, from /proc; with --sched=all also copsim's and its QEMUs',
+ * --copsim) are traced through a private tracefs instance (sched.c) and,
+ * with --host-event, the command is sampled through perf_event_open
+ * (samples.c); the command must not have exec'd yet (coprof holds it
+ * until this program says it is ready on --ready-fd), since sampling
+ * starts at its exec.  Until SIGTERM or SIGINT, the buffers are drained
+ * every 50 ms and the scheduler's events aggregated as they come
+ * (aggregate.c; the contexts' lives from copsim's event log, lives.c),
+ * the newest kept in a ring (--sched-ring); the aggregates' rows are
+ * stored when many waited, and with the ring at a dump (SIGHUP with
+ * --follow-session).  At the end tracing stops, the instance is removed,
+ * the samples are symbolized (symbols.c) and the rest is written into
+ * DIR/session.db (store.c).  The death of the
  * process that started it (coprof killed with SIGKILL) stops it the same
  * way with --end-with-parent (PR_SET_PDEATHSIG).
  *
@@ -25,6 +30,8 @@
  * could be recorded); 1 when it could not be written; 2 for bad usage.
  */
 #include "hostprof/hostprof.h"
+#include "hostprof/aggregate.h"
+#include "hostprof/lives.h"
 #include "hostprof/samples.h"
 #include "hostprof/sched.h"
 #include "hostprof/store.h"
@@ -45,11 +52,15 @@
 #define EXIT_USAGE      2
 #define TICK_MS         50
 #define FOLLOW_TICKS    20      /* --follow-session: every second */
+#define SETTLE_NS       250000000ull    /* an event older than this since
+                                           the drain is final */
+#define ROWS_TO_STORE   4096    /* aggregates' rows that wait at most */
 
 struct options {
-    const char *dir;
+    const char *dir, *event_log;
     pid_t command, copsim;
-    int sched, ready_fd, quiet, follow, with_parent;
+    int sched, sched_all, ready_fd, quiet, follow, with_parent;
+    long ring;
 };
 
 /* --follow-session: the host processes followed so far. */
@@ -68,19 +79,24 @@ static void usage(FILE *out)
 "\n"
 "SYNOPSIS\n"
 "    coprof-host --session-dir DIR [--command PID] [--copsim PID]\n"
-"                [--host-event=EVENT[:PERIOD]] [--host-call-graph]\n"
-"                [--follow-session] [--no-sched] [--ready-fd N]\n"
-"                [--end-with-parent] [--quiet]\n"
+"                [--event-log FILE] [--host-event=EVENT[:PERIOD]]\n"
+"                [--host-call-graph] [--follow-session]\n"
+"                [--sched=command|all] [--sched-ring=EVENTS] [--no-sched]\n"
+"                [--ready-fd N] [--end-with-parent] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
 "    Records, until SIGTERM or SIGINT, the Linux scheduler's events\n"
 "    (sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task,\n"
 "    sched_process_fork, sched_process_exit, task_newtask) of the\n"
-"    processes given, their threads and every task they create, through\n"
-"    a private tracefs instance on CLOCK_MONOTONIC; and with --host-event\n"
-"    host CPU samples of the command's threads through perf_event_open.\n"
-"    Then it stores them in DIR/session.db (docs/session-format.md, \"The\n"
-"    host side\"), the samples named by ELF file and symbol (elfutils).\n"
+"    command's threads and every task they create (with --sched=all\n"
+"    also copsim's and its QEMUs'), through a private tracefs instance on\n"
+"    CLOCK_MONOTONIC; and with --host-event host CPU samples of the\n"
+"    command's threads through perf_event_open.  The events are\n"
+"    aggregated as they come: each thread's running, runnable and blocked\n"
+"    time per second and per copsim context (from the context SCHED\n"
+"    records of --event-log); the newest are kept raw in a ring.  It\n"
+"    stores them in DIR/session.db (docs/session-format.md, \"The host\n"
+"    side\"), the samples named by ELF file and symbol (elfutils).\n"
 "    coprof record starts it; without the privilege to trace or sample,\n"
 "    one line says so and the rest is recorded.\n"
 "\n"
@@ -89,7 +105,11 @@ static void usage(FILE *out)
 "    --command PID         the profiled command: traced and (with\n"
 "                          --host-event) sampled from its exec, which must\n"
 "                          not have happened yet\n"
-"    --copsim PID          copsim: traced with its threads and QEMUs\n"
+"    --copsim PID          copsim: with --sched=all traced with its\n"
+"                          threads and QEMUs; with --follow-session its\n"
+"                          end ends the recording\n"
+"    --event-log FILE      copsim's event log (events.coplog), whose SCHED\n"
+"                          records give each context's life\n"
 "    --host-event=EVENT[:PERIOD]\n"
 "                          sample the command on EVENT (libpfm4's name,\n"
 "                          e.g. cpu-clock, perf::task-clock) every PERIOD\n"
@@ -103,6 +123,14 @@ static void usage(FILE *out)
 "                          \"coprof-host: dump N: following P processes\"),\n"
 "                          new pids in its contexts table are traced and,\n"
 "                          with --host-event, sampled\n"
+"    --sched=command|all   whose scheduler events: the command's threads\n"
+"                          (the default) or also copsim's and its QEMUs'\n"
+"                          (the emulator's machinery: about 100 times as\n"
+"                          many events)\n"
+"    --sched-ring=EVENTS   keep the newest EVENTS scheduler events raw\n"
+"                          (default %d, about 10 MiB; 0: none), stored at\n"
+"                          a dump and at the end; what it lets go is\n"
+"                          counted\n"
 "    --no-sched            no scheduler events\n"
 "    --ready-fd N          write \"ready\" to descriptor N once recording\n"
 "    --end-with-parent     stop (and store) when the process that started\n"
@@ -113,11 +141,12 @@ static void usage(FILE *out)
 "EXIT STATUS\n"
 "    0 the session holds what could be recorded; 1 it could not be\n"
 "    written; 2 bad usage.\n",
-        HOST_EVENT_DEFAULT, HOST_PERIOD_DEFAULT);
+        HOST_EVENT_DEFAULT, HOST_PERIOD_DEFAULT, HOST_RING_DEFAULT);
 }
 
 enum { OPT_DIR = 256, OPT_COMMAND, OPT_COPSIM, OPT_EVENT, OPT_CALLS,
-       OPT_NO_SCHED, OPT_READY, OPT_FOLLOW, OPT_WITH_PARENT };
+       OPT_NO_SCHED, OPT_READY, OPT_FOLLOW, OPT_WITH_PARENT, OPT_SCHED,
+       OPT_RING, OPT_LOG };
 
 static const struct option long_options[] = {
     {"session-dir", required_argument, NULL, OPT_DIR},
@@ -126,6 +155,9 @@ static const struct option long_options[] = {
     {"host-event", required_argument, NULL, OPT_EVENT},
     {"host-call-graph", no_argument, NULL, OPT_CALLS},
     {"no-sched", no_argument, NULL, OPT_NO_SCHED},
+    {"sched", required_argument, NULL, OPT_SCHED},
+    {"sched-ring", required_argument, NULL, OPT_RING},
+    {"event-log", required_argument, NULL, OPT_LOG},
     {"follow-session", no_argument, NULL, OPT_FOLLOW},
     {"end-with-parent", no_argument, NULL, OPT_WITH_PARENT},
     {"ready-fd", required_argument, NULL, OPT_READY},
@@ -174,6 +206,16 @@ static int parse(int argc, char **argv, struct options *o,
             break;
         case OPT_CALLS: hp->call_graph = 1; break;
         case OPT_NO_SCHED: o->sched = 0; break;
+        case OPT_SCHED:
+            if (strcmp(optarg, "all") != 0 && strcmp(optarg, "command") != 0)
+                rc = cli_fail(EXIT_USAGE, "%s: not command or all", word);
+            o->sched_all = strcmp(optarg, "all") == 0;
+            break;
+        case OPT_RING:
+            rc = number("--sched-ring", optarg, &v);
+            o->ring = v;
+            break;
+        case OPT_LOG: o->event_log = optarg; break;
         case OPT_FOLLOW: o->follow = 1; break;
         case OPT_WITH_PARENT: o->with_parent = 1; break;
         case OPT_READY: rc = number("--ready-fd", optarg, &o->ready_fd);
@@ -232,8 +274,9 @@ static void start(struct options *o, struct hostprof *hp,
 {
     char err[HOST_ERR_MAX];
 
-    if (o->copsim)
+    if (o->copsim && o->sched_all)
         hostprof_add_process(hp, o->copsim, "copsim", "qemu");
+    hp->sched_threads = o->sched_all ? "all" : "command";
     if (o->command)
         hostprof_add_process(hp, o->command, "command", "command");
     if (o->sched && host_sched_start(sched, hp, err, sizeof(err)) < 0) {
@@ -311,15 +354,60 @@ static int copsim_gone(const struct options *o)
     return 1;
 }
 
+/* The rows that waited into the session (and the ring, at a dump); a
+ * store that fails is said once and tried again later. */
+static void store(const struct options *o, struct hostprof *hp, int what)
+{
+    static int said;
+    char err[HOST_ERR_MAX];
+
+    if (host_store(o->dir, hp, NULL, what, err, sizeof(err)) < 0 &&
+        !said++)
+        cli_fail(0, "%s/%s (kept for the next store)", o->dir, err);
+}
+
+/* Drains the kernel's buffers and the contexts' records, and aggregates
+ * what can no longer be preceded by an event still to come. */
+static void drain(const struct options *o, struct hostprof *hp,
+                  struct host_sched *sched, struct host_sampler *sampler,
+                  struct host_lives *lives)
+{
+    uint64_t now = monotonic_ns();
+
+    host_samples_read(sampler);
+    host_sched_read(sched);
+    host_lives_read(lives, hp, 0);
+    host_agg_advance(hp, now - SETTLE_NS);
+    if (hp->bucket_rows.n + hp->context_rows.n >= ROWS_TO_STORE)
+        store(o, hp, HOST_STORE_ROWS);
+}
+
+/* SIGHUP with --follow-session (copcontrol --dump): the new host
+ * programs followed, what is aggregated and the ring stored, then said. */
+static void dump(const struct options *o, struct hostprof *hp,
+                 struct host_sched *sched, struct host_sampler *sampler,
+                 struct follower *f, struct host_lives *lives)
+{
+    static unsigned dumps;
+
+    follow(o, hp, sched, sampler, f);
+    drain(o, hp, sched, sampler, lives);
+    if (strcmp(hp->sched_state, "recorded") == 0)
+        store(o, hp, HOST_STORE_DUMP);
+    fprintf(stderr, "coprof-host: dump %u: following %zu processes\n",
+            ++dumps, f->pids.n);
+}
+
 static void record(const struct options *o, struct hostprof *hp,
                    struct host_sched *sched, struct host_sampler *sampler)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
+    struct host_lives lives = {o->event_log, NULL, 0};
     struct follower f;
 
     memset(&f, 0, sizeof(f));
     vec_init(&f.pids, sizeof(pid_t));
-    for (unsigned n = 0, dumps = 0; !stopping; n++) {
+    for (unsigned n = 0; !stopping; n++) {
         if (o->follow && n % FOLLOW_TICKS == 0) {
             if (copsim_gone(o))
                 break;
@@ -327,26 +415,29 @@ static void record(const struct options *o, struct hostprof *hp,
         }
         if (follow_now) {
             follow_now = 0;
-            follow(o, hp, sched, sampler, &f);
-            fprintf(stderr, "coprof-host: dump %u: following %zu "
-                    "processes\n", ++dumps, f.pids.n);
+            dump(o, hp, sched, sampler, &f, &lives);
         }
         nanosleep(&tick, NULL);
-        host_samples_read(sampler);
-        host_sched_read(sched);
+        drain(o, hp, sched, sampler, &lives);
     }
     vec_free(&f.pids);
     hp->stop_ns = monotonic_ns();
     host_sched_stop(sched);
     host_samples_stop(sampler);
+    host_lives_read(&lives, hp, 1);
+    host_lives_close(&lives);
+    host_agg_finish(hp);
 }
 
 static void summary(const struct hostprof *hp)
 {
     if (strcmp(hp->sched_state, "recorded") == 0)
-        fprintf(stderr, "coprof-host: Linux scheduler events: %zu of %zu "
-                "threads, %llu lost\n", hp->sched.n, hp->threads.n,
-                (unsigned long long)hp->lost_sched);
+        fprintf(stderr, "coprof-host: Linux scheduler events: %llu of %zu "
+                "threads (%s), %llu lost; raw: %zu kept, %llu let go by "
+                "the ring\n", (unsigned long long)hp->sched_events,
+                hp->threads.n, hp->sched_threads,
+                (unsigned long long)hp->lost_sched, hp->ring.n,
+                (unsigned long long)hp->ring.dropped);
     if (strcmp(hp->samples_state, "recorded") == 0)
         fprintf(stderr, "coprof-host: host samples: %zu (%s:%llu%s), "
                 "%llu lost, %zu places\n", hp->samples.n, hp->event,
@@ -358,7 +449,8 @@ static void summary(const struct hostprof *hp)
 int main(int argc, char **argv)
 {
     static struct hostprof hp;
-    struct options o = {NULL, 0, 0, 1, -1, 0, 0, 0};
+    struct options o = {NULL, NULL, 0, 0, 1, 0, -1, 0, 0, 0,
+                        HOST_RING_DEFAULT};
     struct host_sched sched;
     struct host_sampler sampler;
     char err[HOST_ERR_MAX];
@@ -369,6 +461,9 @@ int main(int argc, char **argv)
     hostprof_init(&hp);
     if ((rc = parse(argc, argv, &o, &hp)) != 0)
         return rc;
+    if (host_agg_init(&hp, o.sched ? (size_t)o.ring : 0, HOST_BUCKET_NS_DEFAULT) < 0)
+        return cli_fail(EXIT_FAILED, "--sched-ring=%ld: out of memory",
+                        o.ring);
     catch_signals(o.follow);
     /* A coprof killed with SIGKILL cannot stop us: its death does. */
     if (o.with_parent) {
@@ -382,7 +477,8 @@ int main(int argc, char **argv)
     record(&o, &hp, &sched, &sampler);
     if (host_symbolize(&hp, &chain) < 0)
         rc = cli_fail(EXIT_FAILED, "symbols: out of memory");
-    else if (host_store(o.dir, &hp, chain, err, sizeof(err)) < 0)
+    else if (host_store(o.dir, &hp, chain, HOST_STORE_END, err,
+                        sizeof(err)) < 0)
         rc = cli_fail(EXIT_FAILED, "%s/%s", o.dir, err);
     else if (!o.quiet)
         summary(&hp);

@@ -3,7 +3,8 @@
  * growable arrays, and the session's threads, seeded from /proc when the
  * recording starts (the processes given, their threads and child
  * processes) and grown from the scheduler's task_newtask events as it goes
- * (sched.c).
+ * (sched.c), found by tid through an open-addressing index (a thread is
+ * looked up for every event).
  */
 #include "hostprof/hostprof.h"
 
@@ -14,6 +15,10 @@
 
 const char *const host_sched_kind_names[HOST_KINDS] = {
     "switch", "wakeup", "wakeup_new", "migrate", "fork", "exit", "newtask",
+};
+
+const char *const host_state_names[HOST_STATES] = {
+    "running", "runnable", "blocked",
 };
 
 void vec_init(struct vec *v, size_t item_size)
@@ -49,8 +54,12 @@ void vec_free(struct vec *v)
 void hostprof_init(struct hostprof *hp)
 {
     memset(hp, 0, sizeof(*hp));
-    vec_init(&hp->sched, sizeof(struct host_sched_event));
+    vec_init(&hp->pending, sizeof(struct host_sched_event));
     vec_init(&hp->threads, sizeof(struct host_thread));
+    vec_init(&hp->contexts, sizeof(struct host_context));
+    vec_init(&hp->bucket_rows, sizeof(struct host_bucket_row));
+    vec_init(&hp->context_rows, sizeof(struct host_context));
+    hp->sched_threads = "command";
     vec_init(&hp->samples, sizeof(struct host_sample));
     vec_init(&hp->chain, sizeof(uint64_t));
     vec_init(&hp->maps, sizeof(struct host_map));
@@ -74,8 +83,13 @@ void hostprof_free(struct hostprof *hp)
         free(l->inlined);
         free(l->source);
     }
-    vec_free(&hp->sched);
+    vec_free(&hp->pending);
+    free(hp->ring.items);
+    free(hp->index.slots);
     vec_free(&hp->threads);
+    vec_free(&hp->contexts);
+    vec_free(&hp->bucket_rows);
+    vec_free(&hp->context_rows);
     vec_free(&hp->samples);
     vec_free(&hp->chain);
     vec_free(&hp->maps);
@@ -83,10 +97,49 @@ void hostprof_free(struct hostprof *hp)
     vec_free(&hp->locations);
 }
 
+static size_t tid_hash(pid_t tid, size_t cap)
+{
+    return ((uint32_t)tid * 2654435761u) & (cap - 1);
+}
+
+/* Index i + 1 of hp->threads into the index's free slot for its tid. */
+static void index_put(struct host_tid_index *x, pid_t tid, uint32_t i)
+{
+    size_t h = tid_hash(tid, x->cap);
+
+    while (x->slots[h])
+        h = (h + 1) & (x->cap - 1);
+    x->slots[h] = i + 1;
+}
+
+/* Keeps the index at most half full; -1 when out of memory. */
+static int index_grow(struct hostprof *hp)
+{
+    struct host_tid_index x;
+
+    if (hp->index.cap >= 2 * (hp->threads.n + 1))
+        return 0;
+    x.cap = hp->index.cap ? hp->index.cap * 2 : 256;
+    if (!(x.slots = calloc(x.cap, sizeof(*x.slots))))
+        return -1;
+    for (size_t i = 0; i < hp->threads.n; i++)
+        index_put(&x, VEC_AT(&hp->threads, struct host_thread, i)->tid,
+                  (uint32_t)i);
+    free(hp->index.slots);
+    hp->index = x;
+    return 0;
+}
+
 struct host_thread *hostprof_find_thread(struct hostprof *hp, pid_t tid)
 {
-    for (size_t i = 0; i < hp->threads.n; i++) {
-        struct host_thread *t = VEC_AT(&hp->threads, struct host_thread, i);
+    size_t h;
+
+    if (!hp->index.cap)
+        return NULL;
+    for (h = tid_hash(tid, hp->index.cap); hp->index.slots[h];
+         h = (h + 1) & (hp->index.cap - 1)) {
+        struct host_thread *t = VEC_AT(&hp->threads, struct host_thread,
+                                       hp->index.slots[h] - 1);
 
         if (t->tid == tid)
             return t;
@@ -101,11 +154,13 @@ struct host_thread *hostprof_thread(struct hostprof *hp, pid_t tid,
 
     if (t)
         return t;
-    if (!(t = vec_push(&hp->threads)))
+    if (index_grow(hp) < 0 || !(t = vec_push(&hp->threads)))
         return NULL;
     t->tid = tid;
     t->pid = pid;
     t->role = role;
+    t->bucket = HOST_NO_BUCKET;
+    index_put(&hp->index, tid, (uint32_t)(hp->threads.n - 1));
     return t;
 }
 

@@ -12,9 +12,14 @@
  *     perf_event_open (the event encoded by libpfm4), with their mmaps so
  *     that symbols.c can name each address after the processes ended.
  *
- * The arrays here only grow (vec_push); all times are CLOCK_MONOTONIC
- * nanoseconds, the clock of the coprocessor samples and copsim's SCHED
- * records.
+ * The scheduler's events are not kept: aggregate.c turns them, in time
+ * order, into each thread's running / runnable / blocked time per time
+ * bucket and per context (a copsim context's life, from copsim's SCHED
+ * records: lives.c), and keeps the newest of them in a fixed ring.  Rows
+ * of aggregates wait in memory until the next store (store.c), which
+ * coprof-host does when enough of them waited, at a dump and at the end.
+ * All times are CLOCK_MONOTONIC nanoseconds, the clock of the coprocessor
+ * samples and copsim's SCHED records.
  */
 #ifndef COPROF_HOSTPROF_H
 #define COPROF_HOSTPROF_H
@@ -40,8 +45,18 @@ void vec_free(struct vec *v);
 
 enum host_sched_kind {
     HOST_SWITCH, HOST_WAKEUP, HOST_WAKEUP_NEW, HOST_MIGRATE, HOST_FORK,
-    HOST_EXIT, HOST_NEWTASK, HOST_KINDS
+    HOST_EXIT, HOST_NEWTASK, HOST_KINDS,
+    HOST_MARK = HOST_KINDS      /* not the kernel's: a copsim SCHED record
+                                   of a context (aggregate.c) */
 };
+
+/* A thread's state; HOST_GONE after it ended. */
+enum host_state {
+    HOST_GONE = -1, HOST_RUNNING, HOST_RUNNABLE, HOST_BLOCKED, HOST_STATES
+};
+
+/* The names stored and reported, by enum host_state. */
+extern const char *const host_state_names[HOST_STATES];
 
 /* The names stored in host_sched_events.kind, by enum host_sched_kind. */
 extern const char *const host_sched_kind_names[HOST_KINDS];
@@ -51,6 +66,9 @@ extern const char *const host_sched_kind_names[HOST_KINDS];
  * switched out (switch), woken (wakeup, wakeup_new), moved (migrate),
  * created (fork, newtask) or ended (exit).  other_tid/other_comm: the
  * thread switched in (switch), the parent (fork, newtask); 0 otherwise.
+ * A HOST_MARK: tid is the context's host thread (0: not said),
+ * clone_flags its copsim context id, other_tid 1 when the record ends it
+ * (destroy, reap).
  */
 struct host_sched_event {
     uint64_t time_ns;
@@ -63,11 +81,53 @@ struct host_sched_event {
     uint64_t clone_flags;       /* newtask */
 };
 
-/* A thread of the session: its process, name and why it is traced. */
+/* A thread of the session: its process, name and why it is traced, and
+ * where the aggregation is in its events (aggregate.c). */
 struct host_thread {
     pid_t tid, pid;
     char comm[HOST_COMM_MAX];
     const char *role;           /* "command", "copsim", "qemu", ... */
+    int seen;                   /* an event gave it a state */
+    int born;                   /* created while recorded: no state before */
+    int state;                  /* enum host_state, once seen */
+    uint64_t since;             /* when it entered it */
+    uint64_t cum[HOST_STATES];  /* time in each state up to since */
+    uint64_t bucket;            /* the open bucket's start, or NO_BUCKET */
+    uint64_t acc[HOST_STATES];  /* its time in it so far */
+};
+
+#define HOST_NO_BUCKET  UINT64_MAX
+
+/* A thread's time in each state in one bucket (host_thread_times). */
+struct host_bucket_row {
+    pid_t tid;
+    uint64_t start_ns;
+    uint64_t ns[HOST_STATES];
+};
+
+/* A copsim context's life and its host thread's state times in it
+ * (host_context_times): begin/end are the thread's cumulative times at
+ * the context's first and last SCHED record. */
+struct host_context {
+    uint64_t id;
+    pid_t tid;
+    uint64_t start_ns, end_ns;
+    uint64_t begin[HOST_STATES], end[HOST_STATES];
+    int begin_unknown, end_unknown; /* taken before the thread's first
+                                       event: settled by it */
+};
+
+/* The newest scheduler events, oldest first from `next` once full. */
+struct host_sched_ring {
+    struct host_sched_event *items;
+    size_t cap, next, n;
+    uint64_t dropped;           /* let go to make room */
+};
+
+/* hp->threads by tid: an open-addressing table of index + 1 (0: free). */
+struct host_tid_index {
+    uint32_t *slots;
+    size_t cap;
 };
 
 /* One host CPU sample; its callchain is chain_len addresses of
@@ -101,8 +161,20 @@ struct host_location {
 
 /* Everything recorded, and how. */
 struct hostprof {
-    struct vec sched;           /* struct host_sched_event */
+    struct vec pending;         /* struct host_sched_event: read, not yet
+                                   aggregated (aggregate.c) */
+    struct host_sched_ring ring;      /* the newest aggregated events */
     struct vec threads;         /* struct host_thread */
+    struct host_tid_index index;
+    struct vec contexts;        /* struct host_context: live */
+    struct vec bucket_rows;     /* struct host_bucket_row: to store */
+    struct vec context_rows;    /* struct host_context: to store */
+    uint64_t bucket_ns;         /* host_thread_times' bucket width */
+    uint64_t sched_events;      /* the session's events aggregated */
+    uint64_t aggregated_ns;     /* the time aggregated up to */
+    uint64_t sched_late;        /* events read after later ones had been
+                                   aggregated: taken at aggregated_ns */
+    const char *sched_threads;  /* "command" or "all" */
     struct vec samples;         /* struct host_sample */
     struct vec chain;           /* uint64_t */
     struct vec maps;            /* struct host_map */

@@ -5,7 +5,7 @@
 
 HOSTPROF_LIB := $(LIB)/libhostprof.a
 HOSTPROF_OBJS := $(addprefix $(OBJ)/hostprof/, \
-	hostprof.o sched.o samples.o symbols.o store.o)
+	hostprof.o aggregate.o lives.o sched.o samples.o symbols.o store.o)
 HOSTPROF_CFLAGS := $(shell pkg-config --cflags libtracefs libtraceevent \
 	libdw glib-2.0 sqlite3)
 HOSTPROF_LIBS := $(shell pkg-config --libs libtracefs libtraceevent libdw \
@@ -19,7 +19,7 @@ $(HOSTPROF_LIB): $(HOSTPROF_OBJS)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
 $(BIN)/coprof-host: $(OBJ)/hostprof/coprof-host.o $(OBJ)/common/cli.o \
-		$(HOSTPROF_LIB)
+		$(HOSTPROF_LIB) $(LIB)/libcoplog.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(HOSTPROF_LIBS) -o $@
 

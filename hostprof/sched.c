@@ -80,10 +80,13 @@ static void new_task(struct hostprof *hp, pid_t parent, pid_t tid,
                      const char *comm, uint64_t flags)
 {
     struct host_thread *p = hostprof_find_thread(hp, parent), *t;
-    const char *role = p ? p->role : "child";
+    const char *role;
     pid_t pid = tid;
 
-    if (p && (flags & CLONE_THREAD))
+    if (!p)
+        return;         /* not a task of the session's */
+    role = p->role;
+    if (flags & CLONE_THREAD)
         pid = p->pid;
     if ((t = hostprof_thread(hp, tid, pid, role)) != NULL)
         snprintf(t->comm, sizeof(t->comm), "%s", comm);
@@ -143,7 +146,7 @@ static int take_record(struct tep_event *ev, struct tep_record *rec,
     for (int kind = 0; kind < HOST_KINDS; kind++) {
         if (s->events[kind] != ev)
             continue;
-        if (!(e = vec_push(&s->hp->sched)))
+        if (!(e = vec_push(&s->hp->pending)))
             return 1;       /* out of memory: stop this read */
         e->time_ns = rec->ts;
         e->cpu = cpu;
@@ -208,16 +211,21 @@ void host_sched_remove_stale(void)
 }
 
 /* set_event_pid: the threads known from index `from` on, replacing the
- * list (from 0) or added to it. */
+ * list (from 0) or added to it.  An empty list would trace every task:
+ * before the session has a thread (copcontrol's, until its first host
+ * program runs) it holds this process, whose events are not the
+ * session's. */
 static int write_pids(struct host_sched *s, size_t from)
 {
-    size_t len = 0, cap = (s->hp->threads.n - from) * 12 + 2;
+    size_t len = 0, cap = (s->hp->threads.n - from) * 12 + 16;
     char *list = malloc(cap);
     int rc;
 
     if (!list)
         return -1;
     list[0] = '\0';
+    if (!from && !s->hp->threads.n)
+        len = (size_t)snprintf(list, cap, "%ld ", (long)getpid());
     for (size_t i = from; i < s->hp->threads.n; i++)
         len += (size_t)snprintf(list + len, cap - len, "%d ",
                                 VEC_AT(&s->hp->threads, struct host_thread,

@@ -2,13 +2,15 @@
  * store.c — the host tables of a session (store.h).
  *
  * The schema is created if absent (CREATE ... IF NOT EXISTS), so a session
- * without a host side simply lacks the tables, and the rows are inserted
- * through prepared statements in one IMMEDIATE transaction: a reader sees
- * all of the host side or none of it.  Scheduler events are stored when
- * the thread they are about, or the thread switched in, is one of the
- * session's (hp->threads); the kernel's filter already keeps little else.
+ * without a host side simply lacks the tables, and each store is one
+ * IMMEDIATE transaction through prepared statements: the aggregates'
+ * rows that waited are appended (and let go once committed), the threads
+ * and keys replaced; at a dump and at the end the raw events are the
+ * ring's, replacing the last dump's; at the end the host samples and the
+ * places they name.  A reader sees whole stores.
  */
 #include "hostprof/store.h"
+#include "hostprof/aggregate.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -29,6 +31,16 @@ static const char schema[] =
     " orig_cpu INTEGER, target_cpu INTEGER, clone_flags INTEGER);"
     "CREATE INDEX IF NOT EXISTS host_sched_events_tid"
     " ON host_sched_events (tid, time_ns);"
+    "CREATE TABLE IF NOT EXISTS host_thread_times ("
+    " tid INTEGER NOT NULL, bucket_start_ns INTEGER NOT NULL,"
+    " running_ns INTEGER NOT NULL, runnable_ns INTEGER NOT NULL,"
+    " blocked_ns INTEGER NOT NULL, PRIMARY KEY (tid, bucket_start_ns))"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS host_context_times ("
+    " context_id INTEGER PRIMARY KEY, tid INTEGER NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    " running_ns INTEGER NOT NULL, runnable_ns INTEGER NOT NULL,"
+    " blocked_ns INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS host_locations ("
     " id INTEGER PRIMARY KEY, file TEXT NOT NULL, build_id TEXT,"
     " symbol TEXT, symbol_offset INTEGER NOT NULL, inlined TEXT,"
@@ -94,18 +106,10 @@ static int write_threads(struct writer *w, struct hostprof *hp)
     return 0;
 }
 
-/* The newest name each thread had in the events (host_threads.comm). */
+/* copsim's child processes that exec'd QEMU, with their threads (the
+ * names are the newest the events gave: aggregate.c). */
 static void name_threads(struct hostprof *hp)
 {
-    for (size_t i = 0; i < hp->sched.n; i++) {
-        struct host_sched_event *e = VEC_AT(&hp->sched,
-                                            struct host_sched_event, i);
-        struct host_thread *t = hostprof_find_thread(hp, e->tid);
-
-        if (t && e->comm[0])
-            snprintf(t->comm, sizeof(t->comm), "%s", e->comm);
-    }
-    /* copsim's child processes that exec'd QEMU, with their threads */
     for (size_t i = 0; i < hp->threads.n; i++) {
         struct host_thread *t = VEC_AT(&hp->threads, struct host_thread, i);
         struct host_thread *main = hostprof_find_thread(hp, t->pid);
@@ -114,13 +118,6 @@ static void name_threads(struct hostprof *hp)
             main->pid != 0 && strncmp(main->comm, "qemu", 4) == 0)
             t->role = "qemu";
     }
-}
-
-static int ours(struct hostprof *hp, const struct host_sched_event *e)
-{
-    return hostprof_find_thread(hp, e->tid) ||
-           (e->kind == HOST_SWITCH && hostprof_find_thread(hp,
-                                                           e->other_tid));
 }
 
 static void bind_event(sqlite3_stmt *st, const struct host_sched_event *e)
@@ -146,34 +143,59 @@ static void bind_event(sqlite3_stmt *st, const struct host_sched_event *e)
         sqlite3_bind_int64(st, 11, (sqlite3_int64)e->clone_flags);
 }
 
-/* Events in time order (each CPU's buffer is read in order, but one
- * read may end on one CPU before an event of another is committed). */
-static int by_time(const void *a, const void *b)
-{
-    const struct host_sched_event *x = a, *y = b;
-
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? -1 : 1;
-    return x->cpu - y->cpu;
-}
-
+/* The ring's events, oldest first, replacing those of the last store. */
 static int write_sched(struct writer *w, struct hostprof *hp)
 {
-    if (hp->sched.n)
-        qsort(hp->sched.items, hp->sched.n,
-              sizeof(struct host_sched_event), by_time);
+    if (sqlite3_exec(w->db, "DELETE FROM host_sched_events", NULL, NULL,
+                     NULL) != SQLITE_OK)
+        return fail(w, "host_sched_events");
     if (prepare(w, "INSERT INTO host_sched_events (time_ns, cpu, kind, tid,"
                 " comm, prev_state, other_tid, other_comm, orig_cpu,"
                 " target_cpu, clone_flags) VALUES (?,?,?,?,?,?,?,?,?,?,?)"))
         return -1;
-    for (size_t i = 0; i < hp->sched.n; i++) {
-        struct host_sched_event *e = VEC_AT(&hp->sched,
-                                            struct host_sched_event, i);
-
-        if (!ours(hp, e))
-            continue;
-        bind_event(w->stmt, e);
+    for (size_t i = 0; i < hp->ring.n; i++) {
+        bind_event(w->stmt, host_ring_at(hp, i));
         if (step(w, "host_sched_events"))
+            return -1;
+    }
+    return 0;
+}
+
+static int write_bucket_rows(struct writer *w, struct hostprof *hp)
+{
+    if (prepare(w, "INSERT INTO host_thread_times VALUES (?,?,?,?,?)"))
+        return -1;
+    for (size_t i = 0; i < hp->bucket_rows.n; i++) {
+        struct host_bucket_row *r = VEC_AT(&hp->bucket_rows,
+                                           struct host_bucket_row, i);
+
+        sqlite3_bind_int(w->stmt, 1, r->tid);
+        sqlite3_bind_int64(w->stmt, 2, (sqlite3_int64)r->start_ns);
+        for (int s = 0; s < HOST_STATES; s++)
+            sqlite3_bind_int64(w->stmt, 3 + s, (sqlite3_int64)r->ns[s]);
+        if (step(w, "host_thread_times"))
+            return -1;
+    }
+    return 0;
+}
+
+static int write_context_rows(struct writer *w, struct hostprof *hp)
+{
+    if (prepare(w, "INSERT OR REPLACE INTO host_context_times VALUES "
+                "(?,?,?,?,?,?,?)"))
+        return -1;
+    for (size_t i = 0; i < hp->context_rows.n; i++) {
+        struct host_context *c = VEC_AT(&hp->context_rows,
+                                        struct host_context, i);
+
+        sqlite3_bind_int64(w->stmt, 1, (sqlite3_int64)c->id);
+        sqlite3_bind_int(w->stmt, 2, c->tid);
+        sqlite3_bind_int64(w->stmt, 3, (sqlite3_int64)c->start_ns);
+        sqlite3_bind_int64(w->stmt, 4, (sqlite3_int64)c->end_ns);
+        for (int s = 0; s < HOST_STATES; s++)
+            sqlite3_bind_int64(w->stmt, 5 + s,
+                               (sqlite3_int64)(c->end[s] - c->begin[s]));
+        if (step(w, "host_context_times"))
             return -1;
     }
     return 0;
@@ -253,21 +275,44 @@ static int write_key(struct writer *w, const char *key, const char *value)
     return step(w, key);
 }
 
-static int write_keys(struct writer *w, struct hostprof *hp)
+static int write_number(struct writer *w, const char *key, uint64_t value)
+{
+    char n[32];
+
+    snprintf(n, sizeof(n), "%" PRIu64, value);
+    return write_key(w, key, n);
+}
+
+/* How much raw detail the session holds, and from when. */
+static int write_raw_keys(struct writer *w, struct hostprof *hp)
+{
+    uint64_t from = hp->ring.dropped && hp->ring.n ?
+                    host_ring_at(hp, 0)->time_ns : hp->start_ns;
+
+    return write_number(w, "host.sched_events", hp->sched_events) ||
+           write_number(w, "host.raw_events", hp->ring.n) ||
+           write_number(w, "host.raw_dropped", hp->ring.dropped) ||
+           write_number(w, "host.raw_from_ns", from) ||
+           write_number(w, "host.sched_late", hp->sched_late) ||
+           write_number(w, "host.ring", hp->ring.cap);
+}
+
+static int write_keys(struct writer *w, struct hostprof *hp, int what)
 {
     char n[32];
 
     if (write_key(w, "host.sched", hp->sched_state) ||
-        write_key(w, "host.samples", hp->samples_state))
+        write_key(w, "host.sched_threads", hp->sched_threads) ||
+        write_number(w, "host.sched_lost", hp->lost_sched) ||
+        write_number(w, "host.start_ns", hp->start_ns) ||
+        write_number(w, "host.bucket_ns", hp->bucket_ns))
         return -1;
-    snprintf(n, sizeof(n), "%" PRIu64, hp->lost_sched);
-    if (write_key(w, "host.sched_lost", n))
+    if (what != HOST_STORE_ROWS && write_raw_keys(w, hp))
         return -1;
-    snprintf(n, sizeof(n), "%" PRIu64, hp->start_ns);
-    if (write_key(w, "host.start_ns", n))
-        return -1;
-    snprintf(n, sizeof(n), "%" PRIu64, hp->stop_ns);
-    if (write_key(w, "host.stop_ns", n))
+    if (what != HOST_STORE_END)
+        return 0;
+    if (write_key(w, "host.samples", hp->samples_state) ||
+        write_number(w, "host.stop_ns", hp->stop_ns))
         return -1;
     if (strcmp(hp->samples_state, "recorded") != 0)
         return 0;
@@ -280,23 +325,32 @@ static int write_keys(struct writer *w, struct hostprof *hp)
     return write_key(w, "host.samples_lost", n);
 }
 
-static int write_all(struct writer *w, struct hostprof *hp, const int *chain)
+static int write_all(struct writer *w, struct hostprof *hp, const int *chain,
+                     int what)
 {
     if (sqlite3_exec(w->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return fail(w, "begin");
     if (sqlite3_exec(w->db, schema, NULL, NULL, NULL) != SQLITE_OK)
         return fail(w, "schema");
-    name_threads(hp);
-    if (write_locations(w, hp) || write_samples(w, hp, chain) ||
-        write_sched(w, hp) || write_threads(w, hp) || write_keys(w, hp))
+    if (what == HOST_STORE_END) {
+        name_threads(hp);
+        if (write_locations(w, hp) || write_samples(w, hp, chain))
+            return -1;
+    }
+    if (what != HOST_STORE_ROWS && write_sched(w, hp))
+        return -1;
+    if (write_bucket_rows(w, hp) || write_context_rows(w, hp) ||
+        write_threads(w, hp) || write_keys(w, hp, what))
         return -1;
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         return fail(w, "commit");
+    hp->bucket_rows.n = hp->context_rows.n = 0;     /* stored */
     return 0;
 }
 
 int host_store(const char *session_dir, struct hostprof *hp,
-               const int *chain_locations, char *err, size_t errlen)
+               const int *chain_locations, int what, char *err,
+               size_t errlen)
 {
     struct writer w = {NULL, NULL, err, errlen};
     char path[4096];
@@ -311,7 +365,7 @@ int host_store(const char *session_dir, struct hostprof *hp,
         return -1;
     }
     sqlite3_busy_timeout(w.db, BUSY_MS);
-    rc = write_all(&w, hp, chain_locations);
+    rc = write_all(&w, hp, chain_locations, what);
     sqlite3_finalize(w.stmt);
     if (rc < 0)
         sqlite3_exec(w.db, "ROLLBACK", NULL, NULL, NULL);
@@ -347,6 +401,46 @@ static long long count_of(sqlite3 *db, const char *sql)
     return n;
 }
 
+static long long key_number(sqlite3 *db, const char *key, long long dflt)
+{
+    char value[32];
+
+    read_key(db, key, value, sizeof(value));
+    return value[0] ? strtoll(value, NULL, 10) : dflt;
+}
+
+/* "the command's 5 threads (1694 events, 0 lost; raw events: all kept)",
+ * or with the ring wrapped "...; raw events: the last N, from S s into
+ * the recording: the ring let D go)". */
+static size_t describe_sched(sqlite3 *db, char *line, size_t len)
+{
+    char threads[32];
+    long long events, dropped, kept, from;
+    size_t n;
+
+    read_key(db, "host.sched_threads", threads, sizeof(threads));
+    kept = count_of(db, "SELECT COUNT(*) FROM host_sched_events");
+    events = key_number(db, "host.sched_events", kept);
+    dropped = key_number(db, "host.raw_dropped", 0);
+    from = key_number(db, "host.raw_from_ns", 0) -
+           key_number(db, "host.start_ns", 0);
+    n = (size_t)snprintf(line, len, "Linux scheduler events of %s %lld "
+                         "threads (%lld events, %lld lost; raw events: ",
+                         strcmp(threads, "all") == 0 ?
+                         "the command's, copsim's and its QEMUs'" :
+                         "the command's",
+                         count_of(db, "SELECT COUNT(*) FROM host_threads"),
+                         events, key_number(db, "host.sched_lost", 0));
+    if (n >= len)
+        return len;
+    n += (size_t)(dropped ?
+         snprintf(line + n, len - n, "the last %lld, from %.3f s into the "
+                  "recording: the ring let %lld go)", kept,
+                  (double)from / 1e9, dropped) :
+         snprintf(line + n, len - n, "all kept)"));
+    return n < len ? n : len;
+}
+
 /* What was recorded (what was not, coprof-host said when it started). */
 static void describe(sqlite3 *db, char *line, size_t len)
 {
@@ -357,15 +451,8 @@ static void describe(sqlite3 *db, char *line, size_t len)
     read_key(db, "host.sched", sched, sizeof(sched));
     read_key(db, "host.samples", samples, sizeof(samples));
     line[0] = '\0';
-    if (strcmp(sched, "recorded") == 0) {
-        read_key(db, "host.sched_lost", lost, sizeof(lost));
-        n += (size_t)snprintf(line, len, "Linux scheduler events of %lld "
-                              "threads (%lld events, %s lost)",
-                              count_of(db, "SELECT COUNT(*) FROM "
-                                       "host_threads"),
-                              count_of(db, "SELECT COUNT(*) FROM "
-                                       "host_sched_events"), lost);
-    }
+    if (strcmp(sched, "recorded") == 0)
+        n = describe_sched(db, line, len);
     if (n < len && strcmp(samples, "recorded") == 0) {
         read_key(db, "host.event", event, sizeof(event));
         read_key(db, "host.period", period, sizeof(period));

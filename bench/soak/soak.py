@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""bench/soak — coprofd and copsim over thousands of short contexts.
+"""bench/soak — coprofd, copsim and coprof-host over thousands of short
+contexts.
 
 The way a long-running system is profiled with copcontrol (issue 21):
 `copcontrol --start`, host programs that create contexts all the time
@@ -7,13 +8,17 @@ The way a long-running system is profiled with copcontrol (issue 21):
 `copcontrol --dump` every 10 s, `copcontrol --stop`.  Meanwhile the
 resident memory (VmRSS) and open descriptors of coprofd and copsim are
 read from /proc every half second, against the number of contexts that
-have ended so far (host-pipeline prints a line per context as it ends).
+have ended so far (host-pipeline prints a line per context as it ends);
+likewise coprof-host's, which records the host side by default (the
+Linux scheduler's events of the host programs' threads).
 
 It prints, for each daemon, the value at the 1,000th context, the peak,
 and the slope per 1,000 contexts (least squares over the samples from
 the 1,000th context on), the descriptors' range, and the session's size
-per context.  Targets: coprofd's slope under 1 MB per 1,000 contexts,
-its peak under 96 MB, descriptors flat.  Everything runs in a temporary
+per context (its directory's blocks on disk).  Targets: coprofd's and
+coprof-host's slope under 1 MB per 1,000 contexts, coprofd's peak under
+96 MB, descriptors flat; the session at most 5 KB per context (issue
+25).  Everything runs in a temporary
 directory with its own copsim socket; nothing is left behind.
 """
 
@@ -31,6 +36,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
 import benchlib  # noqa: E402
 
 SLOPE_TARGET_MB = 1.0       # per 1,000 contexts
+SESSION_TARGET_BYTES = 5000     # per context
 PEAK_TARGET_MB = 96.0
 DUMP_EVERY_S = 10.0
 SAMPLE_EVERY_S = 0.5
@@ -170,6 +176,9 @@ def main():
         started = True
         pids = {"coprofd": read_pid(os.path.join(state, "coprofd.pid")),
                 "copsim": read_pid(os.path.join(state, "copsim.pid"))}
+        if os.path.exists(os.path.join(state, "coprof-host.pid")):
+            pids["coprof-host"] = read_pid(os.path.join(state,
+                                                        "coprof-host.pid"))
         sampler = Sampler(pids)
         sampler.sample()
         sampler.start()
@@ -181,21 +190,32 @@ def main():
         sampler.join()
         print(copcontrol(args, env, "--stop").strip())
         started = False
-        size = os.path.getsize(os.path.join(session, "session.db"))
+        size = benchlib.disk_bytes(session)
         print("bench/soak: %d contexts in %.0f s (%.0f a second), %s, "
               "a dump every %.0f s"
               % (made, elapsed, made / elapsed, args.event, DUMP_EVERY_S))
         ok = True
-        for name in ("coprofd", "copsim"):
+        for name in pids:
             line, peak, per_1000 = summary(name, sampler.samples[name])
             print(line)
             if name == "coprofd":
                 ok = peak < PEAK_TARGET_MB and per_1000 < SLOPE_TARGET_MB
-        print("session  %.1f MB, %.0f bytes per context"
-              % (size / 1e6, size / max(made, 1)))
+            if name == "coprof-host":
+                host_ok = per_1000 < SLOPE_TARGET_MB
+        per_context = size / max(made, 1)
+        print("session  %.1f MB on disk, %.0f bytes per context"
+              % (size / 1e6, per_context))
         print("targets  coprofd slope under %.0f MB per 1,000 contexts, "
               "peak under %.0f MB: %s"
               % (SLOPE_TARGET_MB, PEAK_TARGET_MB, "met" if ok else "MISSED"))
+        if "coprof-host" in pids:
+            print("targets  coprof-host slope under %.0f MB per 1,000 "
+                  "contexts: %s" % (SLOPE_TARGET_MB,
+                                    "met" if host_ok else "MISSED"))
+        print("targets  session at most %d bytes per context: %s"
+              % (SESSION_TARGET_BYTES,
+                 "met" if per_context <= SESSION_TARGET_BYTES
+                 else "MISSED"))
     finally:
         if started:
             subprocess.run([os.path.join(args.build, "bin", "copcontrol"),

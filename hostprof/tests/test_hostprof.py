@@ -92,9 +92,10 @@ def context_events(db):
 @needs_root
 def test_summary_lines(recorded):
     d, err = recorded
-    m = re.search(r"\ncoprof: host: Linux scheduler events of (\d+) "
-                  r"threads \((\d+) events, 0 lost\); host samples on "
-                  r"cpu-clock every 250000: (\d+), 0 lost\ncoprof: session "
+    m = re.search(r"\ncoprof: host: Linux scheduler events of the "
+                  r"command's (\d+) threads \((\d+) events, 0 lost; raw "
+                  r"events: all kept\); host samples on cpu-clock every "
+                  r"250000: (\d+), 0 lost\ncoprof: session "
                   + re.escape(d) + "\n$", err)
     assert m, err
     con = sqlite3.connect(os.path.join(d, "session.db"))
@@ -170,10 +171,11 @@ def test_sched_events_of_the_session_in_order(db):
     assert times == sorted(times)
     assert int(k["host.start_ns"]) <= times[0]
     assert times[-1] <= int(k["host.stop_ns"])
+    # the command's threads only, by default
     roles = dict(db.execute("SELECT role, COUNT(*) FROM host_threads "
                             "GROUP BY role"))
-    assert roles.get("command", 0) >= 3      # main and two workers
-    assert roles.get("copsim", 0) >= 1 and roles.get("qemu", 0) >= 1
+    assert roles.get("command", 0) >= 3 and set(roles) == {"command"}
+    assert k["host.sched_threads"] == "command"
     kinds = {kind for (kind,) in db.execute(
         "SELECT DISTINCT kind FROM host_sched_events")}
     assert {"switch", "wakeup", "wakeup_new", "fork", "newtask",
@@ -229,6 +231,140 @@ def test_same_clock_as_the_coprocessor(db):
     assert int(k["host.start_ns"]) <= lo <= hi <= int(k["host.stop_ns"])
 
 
+def raw_states(db):
+    """{tid: [Interval]}: the threads' states from the raw events, as
+    copreport derives them (report/coprof_report/host.py)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                    "report"))
+    from coprof_report import host
+    k = keys(db)
+    events = db.execute("SELECT time_ns, cpu, kind, tid, prev_state, "
+                        "other_tid FROM host_sched_events ORDER BY time_ns, "
+                        "id").fetchall()
+    return host._states(events, int(k["host.start_ns"]),
+                        int(k["host.stop_ns"]))
+
+
+def clipped(spans, lo, hi):
+    """{state: ns} of spans between lo and hi."""
+    out = {"running": 0, "runnable": 0, "blocked": 0}
+    for iv in spans:
+        a, b = max(iv.start_ns, lo), min(iv.end_ns, hi)
+        if b > a:
+            out[iv.state] += b - a
+    return out
+
+
+@needs_root
+def test_aggregates_equal_the_raw_events(db):
+    """What coprof-host summed as it went equals, to the nanosecond, what
+    the raw events give: each state's time per thread in every bucket,
+    and per context over its life (copsim's first to last SCHED record)."""
+    k = keys(db)
+    assert int(k["host.raw_dropped"]) == 0
+    assert int(k["host.raw_events"]) == int(k["host.sched_events"]) == \
+        db.execute("SELECT COUNT(*) FROM host_sched_events").fetchone()[0]
+    states = raw_states(db)
+    width = int(k["host.bucket_ns"])
+    rows = db.execute("SELECT tid, bucket_start_ns, running_ns, "
+                      "runnable_ns, blocked_ns FROM host_thread_times").\
+        fetchall()
+    assert len(rows) >= 3
+    expected = {(tid, start): clipped(states.get(tid, ()), start,
+                                      start + width)
+                for tid, start, *_ in rows}
+    assert {(tid, start): dict(zip(("running", "runnable", "blocked"), ns))
+            for tid, start, *ns in rows} == expected
+    # and no bucket with time is missing of a session thread
+    threads = {t for (t,) in db.execute("SELECT tid FROM host_threads")}
+    for tid, spans in states.items():
+        if tid not in threads:
+            continue        # another process's, switched with ours
+        covered = sum(iv.end_ns - iv.start_ns for iv in spans)
+        assert covered == sum(sum(v.values()) for (t, _), v in
+                              expected.items() if t == tid)
+    contexts = db.execute("SELECT context_id, tid FROM contexts").fetchall()
+    times = {r[0]: r for r in db.execute(
+        "SELECT context_id, tid, start_ns, end_ns, running_ns, "
+        "runnable_ns, blocked_ns FROM host_context_times")}
+    assert sorted(times) == sorted(cid for cid, _ in contexts)
+    lives = context_events(db)
+    for cid, tid in contexts:
+        _, t, lo, hi, *ns = times[cid]
+        every = [x for v in lives[cid].values() for x in v]
+        assert (t, lo, hi) == (tid, min(every), max(every))
+        assert dict(zip(("running", "runnable", "blocked"), ns)) == \
+            clipped(states[tid], lo, hi)
+
+
+@needs_root
+def test_host_sched_all_records_the_emulator(coprof_bin, split_host,
+                                             tmp_path):
+    """--host-sched=all: copsim's and the QEMUs' threads too, said in the
+    summary; the aggregates still equal the raw events."""
+    d = tmp_path / "s"
+    p = run([coprof_bin("coprof"), "record", "--host-sched=all", "-o", d,
+             "--", split_host, "2", "4"])
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"\ncoprof: host: Linux scheduler events of the "
+                     r"command's, copsim's and its QEMUs' \d+ threads ",
+                     p.stderr), p.stderr
+    con = sqlite3.connect(os.path.join(d, "session.db"))
+    roles = dict(con.execute("SELECT role, COUNT(*) FROM host_threads "
+                             "GROUP BY role"))
+    assert roles.get("command", 0) >= 3
+    assert roles.get("copsim", 0) >= 1 and roles.get("qemu", 0) >= 1
+    assert keys(con)["host.sched_threads"] == "all"
+    states = raw_states(con)
+    for cid, tid, lo, hi, *ns in con.execute(
+            "SELECT * FROM host_context_times"):
+        assert dict(zip(("running", "runnable", "blocked"), ns)) == \
+            clipped(states[tid], lo, hi)
+    con.close()
+
+
+@needs_root
+def test_ring_keeps_the_newest_and_says_it_wrapped(coprof_bin, split_host,
+                                                   tmp_path):
+    """A ring of 40 events: the session holds the last 40 (the main
+    thread's end among them), counts what it let go, and
+    the summary and copreport say so."""
+    d = tmp_path / "s"
+    p = run([coprof_bin("coprof"), "record", "--host-sched-ring=40", "-o", d,
+             "--", split_host, "2", "4"])
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"\ncoprof: host: Linux scheduler events of the "
+                  r"command's \d+ threads \((\d+) events, 0 lost; raw "
+                  r"events: the last 40, from [0-9.]+ s into the recording: "
+                  r"the ring let (\d+) go\)\n", p.stderr)
+    assert m, p.stderr
+    total, dropped = int(m.group(1)), int(m.group(2))
+    assert dropped == total - 40 > 0
+    con = sqlite3.connect(os.path.join(d, "session.db"))
+    k = keys(con)
+    assert (int(k["host.raw_events"]), int(k["host.raw_dropped"]),
+            int(k["host.sched_events"])) == (40, dropped, total)
+    times = [t for (t,) in con.execute("SELECT time_ns FROM "
+                                       "host_sched_events ORDER BY id")]
+    assert len(times) == 40 and times == sorted(times)
+    assert times[0] == int(k["host.raw_from_ns"]) > int(k["host.start_ns"])
+    # the newest: the program's end (its main thread's exit) is in it
+    exits = {t for (t,) in con.execute(
+        "SELECT tid FROM host_sched_events WHERE kind = 'exit'")}
+    main = con.execute("SELECT pid FROM contexts LIMIT 1").fetchone()[0]
+    assert main in exits
+    # the aggregates cover the whole recording all the same
+    assert con.execute("SELECT MIN(bucket_start_ns) FROM "
+                       "host_thread_times").fetchone()[0] < times[0]
+    assert con.execute("SELECT COUNT(*) FROM host_context_times").\
+        fetchone()[0] == 2
+    con.close()
+    text = copreport(coprof_bin, "-d", d)
+    assert "raw events: the last 40, from " in text and \
+        "the ring let %d go)" % dropped in text
+
+
 @needs_root
 def test_context_header_gives_host_thread_times(recorded, coprof_bin, db):
     d, _ = recorded
@@ -251,7 +387,8 @@ def test_context_header_gives_host_thread_times(recorded, coprof_bin, db):
 def test_timeline_host_tracks(recorded, coprof_bin, db, tmp_path):
     d, _ = recorded
     out, png = tmp_path / "t.json", tmp_path / "t.png"
-    copreport(coprof_bin, "timeline", "-d", d, "-o", out, "--png", png)
+    copreport(coprof_bin, "timeline", "-d", d, "-o", out, "--png", png,
+              "--host-merge-us=0")
     trace = json.loads(out.read_text())
     host = [e for e in trace["traceEvents"] if e["pid"] == 4]
     names = {e["args"]["name"] for e in host if e["ph"] == "M" and
@@ -367,6 +504,11 @@ def test_unprivileged_says_so_and_records_the_rest(coprof_bin, split_host,
      r"cpu-clock:250000\)"),
     (["--host-call-graph"],
      r"coprof: --host-call-graph: needs --host-event"),
+    (["--host-sched=qemu"],
+     r"coprof: --host-sched=qemu: not command or all"),
+    (["--host-sched-ring=-1"],
+     r"coprof: --host-sched-ring=-1: not a number of events from 0 to "
+     r"67108864"),
 ])
 def test_bad_options(coprof_bin, split_host, tmp_path, args, message):
     d = tmp_path / "s"
@@ -433,9 +575,10 @@ def test_copcontrol_follows_the_session(coprof_bin, split_host, tmp_path):
         assert prog.wait() == 0
         p = copcontrol("--stop")
         assert p.returncode == 0, p.stderr
-        m = re.search(r"copcontrol: host: Linux scheduler events of \d+ "
-                      r"threads \(\d+ events, 0 lost\); host samples on "
-                      r"cpu-clock every 250000: (\d+), 0 lost\n", p.stdout)
+        m = re.search(r"copcontrol: host: Linux scheduler events of the "
+                      r"command's \d+ threads \(\d+ events, 0 lost; raw "
+                      r"events: all kept\); host samples on cpu-clock every "
+                      r"250000: (\d+), 0 lost\n", p.stdout)
         assert m and int(m.group(1)) > 0, p.stdout
         assert not running(host_pid)
         assert not (state / "coprof-host.pid").exists()
@@ -448,6 +591,6 @@ def test_copcontrol_follows_the_session(coprof_bin, split_host, tmp_path):
         con = sqlite3.connect(os.path.join(session, "session.db"))
         roles = {r for (r,) in con.execute("SELECT role FROM host_threads")}
         con.close()
-        assert {"command", "copsim"} <= roles
+        assert roles == {"command"}     # copsim's with --host-sched=all
     finally:
         copcontrol("--shutdown")

@@ -15,7 +15,7 @@ import os
 import sys
 
 from . import annotate, archive, callgraph, diff, export, html, output
-from . import profile, timeline
+from . import host as host_mod, profile, timeline
 from . import session as session_mod
 
 PROG = "copreport"
@@ -100,8 +100,13 @@ ran (per time bucket the function with the most samples, consecutive
 buckets merged) -- with more than 100 contexts a track per slot and
 image instead, the context an argument of each slice (--tracks) --
 and the scheduler's events from the event log as instant
-events, all on CLOCK_MONOTONIC (ts in microseconds).  --png also draws
-slot occupancy and the top functions over time."""
+events, all on CLOCK_MONOTONIC (ts in microseconds); with the host side
+(coprof-host) a track per thread of the host program with its states
+(running, runnable, blocked; adjacent short ones merged, --host-merge-us)
+and host samples -- copsim's and its QEMUs' threads with
+--host-threads=all.  --png also draws slot occupancy and the top
+functions over time.  Long work prints a progress line a second on
+standard error."""
 
 TIMELINE_EPILOG = """\
 files:
@@ -191,6 +196,18 @@ def _file_name(text):
     return text
 
 
+def _non_negative(text):
+    """A whole number, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError("%r is not a whole number >= 0"
+                                          % text)
+    return n
+
+
 def _session_arg(p, several=False):
     if several:
         p.add_argument("-d", "--session-dir", metavar="DIR", dest="dirs",
@@ -274,6 +291,18 @@ def timeline_parser():
                         "thousands of contexts), or auto: grouped above "
                         "%d contexts (default: %%(default)s)"
                    % timeline.GROUP_CONTEXTS)
+    p.add_argument("--host-threads", default="command",
+                   choices=("command", "all"),
+                   help="the host threads with a track: the host program's "
+                        "(default), or also copsim's and its QEMUs' (the "
+                        "emulator's machinery; recorded only with coprof "
+                        "record --host-sched=all)")
+    p.add_argument("--host-merge-us", metavar="US", type=_non_negative,
+                   default=host_mod.MERGE_NS // 1000,
+                   help="host thread states shorter than US microseconds "
+                        "merge into the slice before them, named by the "
+                        "state that held most of it, each state's ns in "
+                        "its args (default: %(default)s; 0: every state)")
     return p
 
 
@@ -595,9 +624,12 @@ def run_timeline(args):
         _check_writable(args.png)
     s = _open_session(args.dir)
     try:
-        tl = timeline.build(s)
+        progress = timeline.Progress()
+        tl = timeline.build(s, args.host_threads, args.host_merge_us * 1000,
+                            progress)
         _warn(s)
         trace = timeline.trace_events(tl, args.tracks)
+        progress.step("writing %d trace events" % len(trace["traceEvents"]))
         with _open_output(args.output) as f:
             json.dump(trace, f)
             f.write("\n")

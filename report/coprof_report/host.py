@@ -17,6 +17,13 @@ the recording (a thread first seen switched out was running, one first
 woken was blocked), unless that event is its creation; the last state
 lasts until the recording's end or the thread's exit (prev_state X or Z).
 
+coprof-host applies these rules itself as it records and stores their
+sums (hostprof/aggregate.c): per thread and time bucket
+(host_thread_times) and per context over its life (host_context_times).
+The reports read those; only the timeline reads the raw events, which the
+session holds for the recording's last minutes (a ring: host.raw_from_ns
+on), and shows the time before them from the buckets.
+
 The host profile: one row per (ELF file, symbol), like opreport's rows,
 with the same 95% Wilson interval as the coprocessor's rows
 (profile.interval).
@@ -28,8 +35,13 @@ import os
 from .profile import Share, interval
 
 STATES = ("running", "runnable", "blocked")
+EMULATOR_ROLES = ("copsim", "qemu")
+MERGE_NS = 100000       # the timeline's slices shorter than this merge
 
 Interval = collections.namedtuple("Interval", "start_ns end_ns state cpu")
+# A timeline slice: ns None for one interval, else {state: ns} of the
+# slices (or bucket) it stands for.
+Slice = collections.namedtuple("Slice", "start_ns end_ns state cpu ns")
 
 
 class HostRow(Share):
@@ -68,14 +80,27 @@ class HostSide:
         self.sched_lost = session.int_key("host.sched_lost", 0, 0)
         self.start_ns = session.int_key("host.start_ns", None, 0)
         self.stop_ns = session.int_key("host.stop_ns", None, 0)
+        self.sched_threads = keys.get("host.sched_threads")
+        self.aggregated = self.present and \
+            "host.sched_events" in keys and \
+            session.has_table("host_context_times")
+        self.raw_events = session.int_key("host.raw_events", 0, 0)
+        self.raw_dropped = session.int_key("host.raw_dropped", 0, 0)
+        self.raw_from_ns = session.int_key("host.raw_from_ns",
+                                           self.start_ns, 0)
+        self.bucket_ns = session.int_key("host.bucket_ns", None, 1)
         self.threads = {}
         self.sched_events = 0
         if self.present:
             for r in session.query("SELECT tid, pid, comm, role "
                                    "FROM host_threads ORDER BY tid"):
                 self.threads[r["tid"]] = r
-            self.sched_events = session.query(
-                "SELECT COUNT(*) FROM host_sched_events")[0][0]
+            if self.aggregated:
+                self.sched_events = session.int_key("host.sched_events", 0,
+                                                    0)
+            else:       # an older coprof-host kept every event
+                self.sched_events = self.raw_events = session.query(
+                    "SELECT COUNT(*) FROM host_sched_events")[0][0]
         self._intervals = None
 
     @property
@@ -108,6 +133,67 @@ class HostSide:
             "SELECT time_ns, cpu, kind, tid, prev_state, other_tid "
             "FROM host_sched_events ORDER BY time_ns, id")
 
+    def timeline_tids(self, emulator=False):
+        """The threads the timeline shows: the command's, and with
+        emulator copsim's and its QEMUs' too."""
+        return sorted(tid for tid, t in self.threads.items()
+                      if emulator or t["role"] not in EMULATOR_ROLES)
+
+    def timeline_slices(self, tids, merge_ns=MERGE_NS):
+        """{tid: [Slice]} of threads tids in time order: from the raw
+        events where the session holds them, before that (a ring that
+        wrapped) a slice per bucket named by the state that held most of
+        it; adjacent slices shorter than merge_ns merge into one named
+        likewise, their times in ns."""
+        if not self.sched_recorded or not tids:
+            return {}
+        edge = self.raw_from_ns if self.ring_wrapped else self.start_ns
+        wanted = set(tids)
+        out = collections.defaultdict(list)
+        for tid, spans in _states(self._events_of(wanted), edge,
+                                  self.stop_ns).items():
+            if tid in wanted:
+                out[tid].extend(Slice(max(iv.start_ns, edge), iv.end_ns,
+                                      iv.state, iv.cpu, None)
+                                for iv in spans if iv.end_ns > edge)
+        if self.ring_wrapped and self.bucket_ns:
+            for tid, spans in self._bucket_slices(wanted, edge,
+                                                  out).items():
+                out[tid][:0] = spans
+        return {tid: _merged(spans, merge_ns) for tid, spans in out.items()}
+
+    def _bucket_slices(self, wanted, edge, raw):
+        """{tid: [Slice]}: a slice per bucket before edge; of the bucket
+        edge falls in, what the raw slices after it do not account for."""
+        width = self.bucket_ns
+        out = collections.defaultdict(list)
+        for tid, start, *ns in self.session.iterate(
+                "SELECT tid, bucket_start_ns, running_ns, runnable_ns, "
+                "blocked_ns FROM host_thread_times WHERE bucket_start_ns < ? "
+                "ORDER BY tid, bucket_start_ns", (edge,)):
+            if tid not in wanted:
+                continue
+            times = dict(zip(STATES, ns))
+            end = start + sum(ns)
+            if start + width > edge:        # the rest is raw
+                for sl in raw.get(tid, ()):
+                    lo, hi = max(sl.start_ns, edge), min(sl.end_ns,
+                                                         start + width)
+                    if hi > lo:
+                        times[sl.state] = max(0, times[sl.state] - (hi - lo))
+                start, end = edge - sum(times.values()), edge
+            if end > start:
+                out[tid].append(Slice(start, end,
+                                      max(STATES, key=times.get), None,
+                                      times))
+        return out
+
+    def _events_of(self, tids):
+        """The raw events that move threads tids, in time order."""
+        for row in self._events():
+            if row[3] in tids or (row[2] == "switch" and row[5] in tids):
+                yield row
+
     def state_times(self, tid, start_ns, end_ns):
         """{state: ns} of thread tid between start_ns and end_ns; None when
         the events never name it."""
@@ -124,9 +210,20 @@ class HostSide:
     def context_times(self, contexts):
         """Sets every ContextInfo's host_times: its thread's state times
         during the context's life (its first to its last SCHED event in
-        copsim's log, else its bindings), with life_ns; None when not
-        known."""
+        copsim's log), with life_ns; None when not known.  From
+        coprof-host's sums (host_context_times); a session of an older
+        coprof-host from its raw events."""
         if not self.sched_recorded:
+            return
+        if self.aggregated:
+            rows = {r[0]: r for r in self.session.query(
+                "SELECT context_id, tid, start_ns, end_ns, running_ns, "
+                "runnable_ns, blocked_ns FROM host_context_times")}
+            for c in contexts.values():
+                r = rows.get(c.context_id)
+                if r is not None and c.tid == r[1]:
+                    c.host_times = dict(zip(STATES, r[4:]),
+                                        life_ns=r[3] - r[2])
             return
         lives = context_lives(self.session)
         for c in contexts.values():
@@ -171,15 +268,34 @@ class HostSide:
             "FROM host_samples s JOIN host_locations l "
             "ON l.id = s.location ORDER BY s.time_ns")
 
+    @property
+    def ring_wrapped(self):
+        """Whether the raw events of the recording's start were let go."""
+        return self.raw_dropped > 0
+
+    def raw_detail(self):
+        """"all kept", or "the last N, from S s into the recording: the
+        ring let D go"."""
+        if not self.ring_wrapped:
+            return "all kept"
+        return ("the last %d, from %.3f s into the recording: the ring let "
+                "%d go" % (self.raw_events,
+                           (self.raw_from_ns - (self.start_ns or 0)) / 1e9,
+                           self.raw_dropped))
+
     def describe(self):
         """One line on how the host side was recorded."""
         parts = []
         if self.sched_state is None:
             return "host side: not recorded"
         if self.sched_recorded:
-            parts.append("Linux scheduler events of %d threads (%d events, "
-                         "%d lost)" % (len(self.threads), self.sched_events,
-                                       self.sched_lost))
+            whose = {"command": "the command's ",
+                     "all": "the command's, copsim's and its QEMUs' "}.get(
+                         self.sched_threads, "")
+            parts.append("Linux scheduler events of %s%d threads (%d events, "
+                         "%d lost; raw events: %s)" % (
+                             whose, len(self.threads), self.sched_events,
+                             self.sched_lost, self.raw_detail()))
         elif self.sched_state != "off":
             parts.append("Linux scheduler events %s" % self.sched_state)
         if self.samples_recorded:
@@ -233,6 +349,28 @@ def _states(events, start_ns, stop_ns):
         spans.sort()
     out.pop(0, None)        # the idle task
     return dict(out)
+
+
+def _merged(spans, merge_ns):
+    """Adjacent slices merged: one shorter than merge_ns into the slice
+    before it, and buckets named by one state into one."""
+    out = []
+    for s in spans:
+        prev = out[-1] if out else None
+        if prev is not None and prev.end_ns == s.start_ns and (
+                s.end_ns - s.start_ns < merge_ns or
+                (prev.ns is not None and s.ns is not None and
+                 prev.state == s.state)):
+            times = dict(prev.ns or {prev.state: prev.end_ns -
+                                     prev.start_ns})
+            for k, v in (s.ns or {s.state: s.end_ns - s.start_ns}).items():
+                times[k] = times.get(k, 0) + v
+            out[-1] = Slice(prev.start_ns, s.end_ns,
+                            max(STATES, key=lambda k: times.get(k, 0)),
+                            prev.cpu, times)
+        else:
+            out.append(s)
+    return out
 
 
 def context_lives(session):

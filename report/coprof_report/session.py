@@ -104,6 +104,13 @@ COLUMNS = {
                           ("kind", "text"), ("tid", "int"),
                           ("comm", "text?"), ("prev_state", "text?"),
                           ("other_tid", "int?"), ("target_cpu", "int?")),
+    "host_thread_times": (("tid", "int"), ("bucket_start_ns", "int"),
+                          ("running_ns", "int"), ("runnable_ns", "int"),
+                          ("blocked_ns", "int")),
+    "host_context_times": (("context_id", "int"), ("tid", "int"),
+                           ("start_ns", "int"), ("end_ns", "int"),
+                           ("running_ns", "int"), ("runnable_ns", "int"),
+                           ("blocked_ns", "int")),
     "host_locations": (("id", "id"), ("file", "text"),
                        ("build_id", "text?"), ("symbol", "text?"),
                        ("symbol_offset", "int"), ("inlined", "text?"),
@@ -139,11 +146,15 @@ INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
             "stream.start_time_ns": None, "stream.stop_time_ns": None,
             "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0,
             "host.period": 1, "host.start_ns": 0, "host.stop_ns": 0,
-            "host.samples_lost": 0, "host.sched_lost": 0}
+            "host.samples_lost": 0, "host.sched_lost": 0,
+            "host.sched_events": 0, "host.raw_events": 0,
+            "host.raw_dropped": 0, "host.raw_from_ns": 0, "host.ring": 0,
+            "host.bucket_ns": 1}
 
 # Tables of COLUMNS that a session written before they existed lacks.
 LATER_TABLES = ("stalls", "stacks", "host_threads", "host_sched_events",
-                "host_locations", "host_samples")
+                "host_thread_times", "host_context_times", "host_locations",
+                "host_samples")
 
 END_STATES = ("live", "complete", "incomplete")
 

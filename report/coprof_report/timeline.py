@@ -24,11 +24,20 @@ Three processes, each a group of tracks:
   run, exit of a context not on a slot, ...), instant events on one track.
 - "host threads" (pid 4), when the session holds the host side
   (coprof-host): a track per host thread (tid = the Linux thread id,
-  named "comm tid (role)": the host program's, copsim's, its QEMUs'),
-  with a complete event per state from the Linux scheduler's events,
-  named "running", "runnable" or "blocked" (cat "host-state", args: the
-  CPU), and the host CPU samples as instant events named by their symbol
-  (cat "host-sample", args: the ELF file, the inlined function).
+  named "comm tid (role)": the host program's; copsim's and its QEMUs'
+  only when asked, host_threads="all"), with a complete event per state
+  from the Linux scheduler's events, named "running", "runnable" or
+  "blocked" (cat "host-state", args: the CPU), and the host CPU samples
+  as instant events named by their symbol (cat "host-sample", args: the
+  ELF file, the inlined function).  Adjacent states shorter than
+  host_merge_ns merge into the slice before them, and the time before
+  the raw events the session holds (a ring that wrapped) is a slice per
+  bucket of host_thread_times, buckets of one state merged: such a slice
+  is named by the state that held most of it, its args giving each
+  state's ns (running_ns, runnable_ns, blocked_ns).
+
+Long work says where it is on standard error, a line per step once it
+has taken more than a second (Progress).
 
 Every time is CLOCK_MONOTONIC: "ts" and "dur" are microseconds (floats)
 from CLOCK_MONOTONIC nanoseconds, so the trace lines up with other traces
@@ -38,7 +47,10 @@ on that clock (perf record -k CLOCK_MONOTONIC).  Metadata events
 
 import bisect
 import collections
+import os
 import re
+import sys
+import time
 
 from . import host as host_mod, profile
 
@@ -53,6 +65,24 @@ Slice = collections.namedtuple(
 
 
 _MONO = re.compile(r"\bmono=(\d+)")
+
+
+class Progress:
+    """Lines "copreport: timeline: STEP" on standard error, once the work
+    has taken more than after_s seconds (COPREPORT_PROGRESS_AFTER_S, 1 by
+    default)."""
+
+    def __init__(self, out=None, after_s=None):
+        self.out = out or sys.stderr
+        if after_s is None:
+            after_s = float(os.environ.get("COPREPORT_PROGRESS_AFTER_S", 1))
+        self.after_s = after_s
+        self.started = time.monotonic()
+
+    def step(self, what):
+        if time.monotonic() - self.started >= self.after_s:
+            self.out.write("copreport: timeline: %s\n" % what)
+            self.out.flush()
 
 
 def event_time_ns(row):
@@ -92,8 +122,13 @@ def context_label(c):
     return "context %d %s (pid %s tid %s)" % (c.id, image, c.pid, c.tid)
 
 
-def build(session):
-    """The Timeline of a session."""
+def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
+          progress=None):
+    """The Timeline of a session.  host_threads: "command" (the host
+    program's threads) or "all" (also copsim's and its QEMUs');
+    host_merge_ns: host states shorter than this merge; progress: a
+    Progress."""
+    progress = progress or Progress(after_s=float("inf"))
     tl = Timeline()
     tl.start_ns = session.int_key("stream.start_time_ns", None)
     tl.stop_ns = session.int_key("stream.stop_time_ns", None)
@@ -161,10 +196,19 @@ def build(session):
     tl.slices.extend(open_slice.values())
     tl.slices.sort(key=lambda s: (s.context, s.start_ns))
 
+    progress.step("%d slices of %d contexts read" % (len(tl.slices),
+                                                     len(tl.contexts)))
     tl.sched = [r for r in session.sched_events() if in_session(tl, r)]
     tl.host = host_mod.HostSide(session)
-    tl.host_states = tl.host.intervals()
-    tl.host_samples = [tuple(r) for r in tl.host.samples_in_time()]
+    tids = tl.host.timeline_tids(host_threads == "all")
+    progress.step("%d scheduler events read; the states of %d host "
+                  "threads" % (len(tl.sched), len(tids)))
+    tl.host_states = tl.host.timeline_slices(tids, host_merge_ns)
+    shown = set(tids)
+    tl.host_samples = [tuple(r) for r in tl.host.samples_in_time()
+                       if r[1] in shown]
+    progress.step("%d host state slices" % sum(
+        len(v) for v in tl.host_states.values()))
     return tl
 
 
@@ -187,11 +231,13 @@ def _host_events(tl, meta):
         meta(PID_HOST, tid, "thread_name", host_thread_label(tl, tid), i)
     for tid in tids:
         for iv in tl.host_states.get(tid, ()):
+            args = {"state": iv.state, "cpu": iv.cpu}
+            for state, ns in (iv.ns or {}).items():
+                args[state + "_ns"] = ns
             ev.append({"ph": "X", "name": iv.state, "cat": "host-state",
                        "pid": PID_HOST, "tid": tid,
                        "ts": _us(iv.start_ns),
-                       "dur": _us(iv.end_ns - iv.start_ns),
-                       "args": {"state": iv.state, "cpu": iv.cpu}})
+                       "dur": _us(iv.end_ns - iv.start_ns), "args": args})
     for time_ns, tid, symbol, file, inlined in tl.host_samples:
         args = {"file": file}
         if inlined:

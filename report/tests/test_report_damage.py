@@ -83,12 +83,18 @@ def template(new_session, host_schema, test_image, tmp_path_factory):
     db.executemany("INSERT INTO session VALUES (?, ?)", [
         ("host.sched", "recorded"), ("host.samples", "recorded"),
         ("host.event", "cpu-clock"), ("host.period", 250000),
-        ("host.start_ns", 1000), ("host.stop_ns", 90000000)])
+        ("host.start_ns", 1000), ("host.stop_ns", 90000000),
+        ("host.sched_events", 1), ("host.sched_threads", "command"),
+        ("host.raw_events", 1), ("host.raw_dropped", 0),
+        ("host.raw_from_ns", 1000), ("host.bucket_ns", 1000000000)])
     db.execute("INSERT INTO host_threads VALUES (101, 100, 'host', "
                "'command')")
     db.execute("INSERT INTO host_sched_events (time_ns, cpu, kind, tid,"
                " comm, prev_state, other_tid, other_comm) VALUES (1200000,"
                " 0, 'switch', 101, 'host', 'S', 0, 'swapper/0')")
+    db.execute("INSERT INTO host_thread_times VALUES (101, 0, 1, 2, 3)")
+    db.execute("INSERT INTO host_context_times VALUES (11, 101, 1000, "
+               "2000, 1, 2, 3)")
     db.execute("INSERT INTO host_locations VALUES (1, '/gone/host', NULL,"
                " 'spin', 4, NULL, NULL, NULL)")
     db.execute("INSERT INTO host_samples (time_ns, pid, tid, cpu, ip,"

@@ -102,7 +102,8 @@ def test_context_header(session_dir, capsys):
     assert "  host thread 101 (worker): on CPU 0.01 ms, runnable 0.00 ms, " \
         "blocked 0.00 ms during the context's life (0.01 ms)\n" in text
     assert "host side: Linux scheduler events of 3 threads (10 events, 0 " \
-        "lost); samples on cpu-clock every 250000, 0 lost\n" in text
+        "lost; raw events: all kept); samples on cpu-clock every 250000, " \
+        "0 lost\n" in text
     rep = json.loads(report(capsys, "-d", session_dir, "--separate=context",
                             "--format", "json"))
     assert rep["contexts"][0]["host_thread"] == {
@@ -135,7 +136,8 @@ def test_host_rows(session_dir, capsys):
 
 def test_timeline_host_tracks(session_dir, tmp_path, capsys):
     out = tmp_path / "t.json"
-    report(capsys, "timeline", "-d", session_dir, "-o", out)
+    report(capsys, "timeline", "-d", session_dir, "-o", out,
+           "--host-merge-us=0")
     ev = [e for e in json.loads(out.read_text())["traceEvents"]
           if e["pid"] == timeline.PID_HOST]
     names = {e["tid"]: e["args"]["name"] for e in ev
@@ -175,3 +177,139 @@ def test_not_recorded_said(session_dir, capsys):
     assert "host side: Linux scheduler events not recorded: /sys/kernel/" \
         "tracing: Permission denied; samples on cpu-clock" in text
     assert "host thread" not in text
+
+
+# --- what coprof-host aggregated ---------------------------------------------
+
+def _set(d, keys, sql=()):
+    import sqlite3
+    db = sqlite3.connect(os.path.join(d, "session.db"))
+    db.executemany("INSERT OR REPLACE INTO session VALUES (?, ?)",
+                   list(keys.items()))
+    for statement in sql:
+        db.execute(*statement) if isinstance(statement, tuple) else \
+            db.execute(statement)
+    db.commit()
+    db.close()
+
+
+@pytest.fixture
+def aggregated_dir(session_dir):
+    """session_dir as coprof-host stores it now: the keys of its sums and
+    ring, a context's times (other than the raw events give, to tell them
+    apart) and the buckets (10,000 ns wide) of thread 101."""
+    _set(session_dir, {"host.sched_events": 10, "host.sched_threads":
+                       "command", "host.raw_events": 10,
+                       "host.raw_dropped": 0, "host.raw_from_ns": 1000,
+                       "host.ring": 131072, "host.bucket_ns": 10000}, [
+        "INSERT INTO host_context_times VALUES (11, 101, 3000, 15000, 6000,"
+        " 2500, 3500)",
+        "INSERT INTO host_thread_times VALUES (101, 0, 4000, 2000, 3000)",
+        "INSERT INTO host_thread_times VALUES (101, 10000, 9000, 1000, 0)"])
+    return session_dir
+
+
+def test_reports_read_the_aggregates_not_raw_events(aggregated_dir, capsys,
+                                                    monkeypatch, tmp_path):
+    """The default report, --side, --separate and the exports take the
+    host side from coprof-host's sums: reading a raw event fails here."""
+    def no_raw(self):
+        raise AssertionError("raw host events read")
+    monkeypatch.setattr(host.HostSide, "_events", no_raw)
+    d = aggregated_dir
+    text = report(capsys, "-d", d, "--separate=context")
+    assert "  host thread 101 (worker): on CPU 0.01 ms, runnable 0.00 ms, " \
+        "blocked 0.00 ms during the context's life (0.01 ms)\n" in text
+    assert "host side: Linux scheduler events of the command's 3 threads " \
+        "(10 events, 0 lost; raw events: all kept)" in text
+    for args in ([], ["--side=cop"], ["--side=host"],
+                 ["--separate=context"], ["--separate=slot"]):
+        for fmt in ("text", "csv", "json"):
+            report(capsys, "-d", d, "--format", fmt, *args)
+    rep = json.loads(report(capsys, "-d", d, "--separate=context",
+                            "--format", "json"))
+    assert rep["contexts"][0]["host_thread"] == {
+        "tid": 101, "running_ns": 6000, "runnable_ns": 2500,
+        "blocked_ns": 3500, "life_ns": 12000}
+    for fmt in ("pprof", "callgrind", "folded", "speedscope"):
+        report(capsys, "export", "-d", d, "--format", fmt, "-o",
+               tmp_path / ("x." + fmt))
+
+
+def test_wrapped_ring_said_and_buckets_on_the_timeline(aggregated_dir, capsys,
+                                                       tmp_path):
+    """A ring that let events go: the report says how much raw detail is
+    left and from when; the timeline shows the time before it from the
+    buckets (the bucket the raw events start in: what they leave)."""
+    d = aggregated_dir
+    _set(d, {"host.sched_events": 15, "host.raw_dropped": 5,
+             "host.raw_from_ns": 13000})
+    text = report(capsys, "-d", d)
+    assert "host side: Linux scheduler events of the command's 3 threads " \
+        "(15 events, 0 lost; raw events: the last 10, from 0.000 s into " \
+        "the recording: the ring let 5 go)" in text
+    out = tmp_path / "t.json"
+    report(capsys, "timeline", "-d", d, "-o", out, "--host-merge-us=0")
+    ev = [e for e in json.loads(out.read_text())["traceEvents"]
+          if e.get("cat") == "host-state" and e["tid"] == 101]
+    got = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000),
+            e["name"], e["args"].get("running_ns")) for e in ev]
+    # bucket 0 whole; of bucket 10000 what is before 13000: its 9000
+    # running and 1000 runnable less the raw 13000..20000 running
+    assert got == [(0, 9000, "running", 4000), (10000, 13000, "running",
+                                                2000),
+                   (13000, 20000, "running", None)]
+
+
+@pytest.fixture
+def emulator_dir(session_dir):
+    """session_dir with a QEMU thread (200) and its events."""
+    _set(session_dir, {}, [
+        "INSERT INTO host_threads VALUES (200, 199, 'qemu-system-ris', "
+        "'qemu')",
+        "INSERT INTO host_sched_events (time_ns, cpu, kind, tid, "
+        "prev_state, other_tid) VALUES (3000, 1, 'switch', 0, 'R', 200)"])
+    return session_dir
+
+
+def test_timeline_leaves_the_emulator_out_unless_asked(emulator_dir, capsys,
+                                                      tmp_path):
+    out = tmp_path / "t.json"
+    for args, tids in (([], {100, 101, 102}),
+                       (["--host-threads=all"], {100, 101, 102, 200})):
+        report(capsys, "timeline", "-d", emulator_dir, "-o", out, *args)
+        ev = json.loads(out.read_text())["traceEvents"]
+        assert {e["tid"] for e in ev if e["pid"] == timeline.PID_HOST and
+                e["name"] == "thread_name"} == tids
+
+
+def test_timeline_merges_short_states(session_dir, capsys, tmp_path):
+    """Slices shorter than --host-merge-us merge into the one before: thread
+    101's 1-7 us states are one slice at 100 us (the default), named by the
+    state that held most of it, each state's time in its args; at 2.5 us
+    the 1 us runnable ones merge into their neighbours only."""
+    out = tmp_path / "t.json"
+    report(capsys, "timeline", "-d", session_dir, "-o", out)
+    ev = [e for e in json.loads(out.read_text())["traceEvents"]
+          if e.get("cat") == "host-state" and e["tid"] == 101]
+    assert len(ev) == 1
+    assert ev[0]["name"] == "running" and ev[0]["args"] == {
+        "state": "running", "cpu": 0, "running_ns": 13000,
+        "runnable_ns": 3000, "blocked_ns": 3000}
+    assert round(ev[0]["dur"] * 1000) == 19000
+    report(capsys, "timeline", "-d", session_dir, "-o", out,
+           "--host-merge-us=0")
+    every = [e for e in json.loads(out.read_text())["traceEvents"]
+             if e.get("cat") == "host-state"]
+    assert len(every) == 9
+
+
+def test_timeline_progress_lines(session_dir, capsys, tmp_path, monkeypatch):
+    """Long work says where it is; here every step is 'long'."""
+    monkeypatch.setenv("COPREPORT_PROGRESS_AFTER_S", "0")
+    assert cli.main(["timeline", "-d", session_dir, "-o",
+                     str(tmp_path / "t.json")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "copreport: timeline: 0 slices of 1 contexts read"
+    assert "copreport: timeline: 2 host state slices" in err
+    assert err[-1].startswith("copreport: timeline: writing ")
