@@ -66,6 +66,16 @@
  *
  * Everything here is freestanding C (GCC __atomic builtins, no libc) so the
  * kernel-style driver core can include it.
+ *
+ * Who writes and reads (abi/README.md): copsim creates the file and is the
+ * controller (bind, hold, mailbox); the QEMU plugin (emulator/) is the
+ * producer of every slot it runs; the driver (kernel-driver/, hosted in
+ * copsim or in copdrv.ko) is the consumer; coptrace and cop-run play both
+ * ends for one slot; trace-unit/ is the library the user-space parties
+ * map it with.  Version rule: TRACE_REGS_VERSION rises with every change
+ * a reader of the old layout would misread, and every party refuses a
+ * file of another version; an area appended where an old reader never
+ * looks, announced by a header field (stack_depth), keeps the version.
  */
 #ifndef COPROF_TRACE_REGS_H
 #define COPROF_TRACE_REGS_H

@@ -27,5 +27,5 @@ $(OBJ)/common/test-loader.o: CFLAGS += $(GLIB_CFLAGS)
 ALL_TARGETS += $(COPLOADER_LIB) $(SAFE_FILE_LIB) $(OBJ)/common/cli.o
 GTESTS += $(TESTBIN)/test-loader
 INSTALL_LIBS += $(COPLOADER_LIB) $(SAFE_FILE_LIB)
-INSTALL_HEADERS += common/cop-abi.h common/image.h common/loader.h \
+INSTALL_HEADERS += common/copsim-socket.h common/image.h common/loader.h \
 	common/safe-file.h

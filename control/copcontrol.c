@@ -32,11 +32,11 @@
 #include "control/session.h"
 #include "hostprof/store.h"
 #include "control/state.h"
-#include "emulator/copsim/copsim.h"
+#include "common/copsim-socket.h"
 #include "lfsr/lfsr.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 #include "escape-protocol/copstream.h"
-#include "kernel-driver/copdrv.h"
+#include "abi/copdrv-limits.h"
 #include "common/cli.h"
 
 #include <errno.h>

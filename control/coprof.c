@@ -42,8 +42,8 @@
 #include "control/sampling.h"
 #include "control/session.h"
 #include "hostprof/store.h"
-#include "emulator/copsim/copsim.h"
-#include "emulator/trace-regs.h"
+#include "common/copsim-socket.h"
+#include "abi/trace-regs.h"
 #include "common/cli.h"
 
 #include <elf.h>

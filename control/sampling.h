@@ -2,7 +2,7 @@
  * sampling.h — how the captures are taken, besides their rate (rate.h):
  * the dither and what a full FIFO does, as copcontrol and coprof record
  * take them from the command line and send them in the driver's SET
- * (emulator/copsim/copdrv-control.h).
+ * (abi/copdrv-control.h).
  *
  *   --no-dither, --dither   dither off / on (default on).  With dither, each
  *                           capture interval is N plus a bounded jitter of

@@ -17,7 +17,7 @@
  * the run on stderr and exits with the emulator's status.  Without --regs it
  * uses a private register file that it removes afterwards.
  */
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 

@@ -63,7 +63,7 @@
  */
 #include "kernel-driver/copdrv.h"
 #include "kernel-driver/event-buffer.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 _Static_assert(COPDRV_MAX_SLOTS == TRACE_MAX_SLOTS, "stall counters by slot");
 _Static_assert(COPSTREAM_FIFO_STALL == TRACE_FIFO_STALL &&

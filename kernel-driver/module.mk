@@ -69,7 +69,7 @@ COPDRV_KO_SRCS := kernel-driver/linux/Kbuild \
 COPDRV_KO_HDRS := $(wildcard kernel-driver/linux/*.h \
 	kernel-driver/linux/include/*.h) kernel-driver/copdrv.h \
 	kernel-driver/copdrv-os.h kernel-driver/event-buffer.h \
-	emulator/trace-regs.h escape-protocol/copstream.h \
+	abi/trace-regs.h abi/copdrv-limits.h escape-protocol/copstream.h \
 	escape-protocol/layout.h
 
 $(COPDRV_KO): $(COPDRV_KO_SRCS) $(COPDRV_KO_HDRS)

@@ -34,7 +34,7 @@
  * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
  * entry in long_options, one case in parse_options and one line in usage().
  */
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 #include "common/loader.h"

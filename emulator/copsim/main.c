@@ -19,8 +19,8 @@
  */
 #include "emulator/copsim/copsim.h"
 #include "emulator/copsim/copsim-host.h"
-#include "emulator/trace-regs.h"
-#include "emulator/trace-unit.h"
+#include "abi/trace-regs.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 

@@ -23,7 +23,7 @@
 #include <linux/kthread.h>
 
 #include "kernel-driver/linux/copdrv-linux.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 /* How often the thread looks (the issue measured a 100 us hrtimer at
  * 184 us mean latency to a host write). */

@@ -2,7 +2,7 @@
 /*
  * copdrv-pci.c - copdrv.ko's front end: the trace unit as a PCI device.
  *
- * The trace unit's register file (emulator/trace-regs.h) reaches the
+ * The trace unit's register file (abi/trace-regs.h) reaches the
  * guest as BAR 2 of an ivshmem-plain device (1af4:1110) whose memory
  * backend is the register file copsim shares with its emulators.  Probe
  * maps the BAR write-back (it is RAM on the host, shared with processes
@@ -25,7 +25,7 @@
 #include <linux/string.h>
 
 #include "kernel-driver/linux/copdrv-linux.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 #define COPDRV_BAR		2
 #define COPDRV_IVSHMEM_DEVICE	0x1110	/* ivshmem, vendor Red Hat/Qumranet */
