@@ -30,7 +30,6 @@
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
-#include "hostprof/store.h"
 #include "control/state.h"
 #include "common/copsim-socket.h"
 #include "lfsr/lfsr.h"
@@ -603,8 +602,8 @@ static void print_host(const char *dir)
 {
     char line[1024], err[ERR_MAX];
 
-    if (host_describe(dir, line, sizeof(line), err, sizeof(err)) == 0 &&
-        line[0])
+    if (session_describe_host(dir, line, sizeof(line), err,
+                              sizeof(err)) == 0 && line[0])
         printf("copcontrol: host: %s\n", line);
 }
 

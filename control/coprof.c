@@ -41,7 +41,6 @@
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
-#include "hostprof/store.h"
 #include "common/copsim-socket.h"
 #include "abi/trace-regs.h"
 #include "common/cli.h"
@@ -745,8 +744,8 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
-    if (host_describe(r->dir, line, sizeof(line), r->err,
-                      sizeof(r->err)) == 0 && line[0])
+    if (session_describe_host(r->dir, line, sizeof(line), r->err,
+                              sizeof(r->err)) == 0 && line[0])
         fprintf(stderr, "coprof: host: %s\n", line);
     if (t.callstacks)
         fprintf(stderr, "coprof: call stacks: %lld samples with their stack "

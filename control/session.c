@@ -9,6 +9,10 @@
  * DIR.old in the way is removed whole only if it is provably a session
  * (its session.db has the session table with format_version) holding
  * nothing but those names; anything else there is refused.
+ *
+ * Reading is all here: control/'s commands read a session (coprofd's
+ * totals, coprof-host's host side) through this file, whose queries are
+ * of the tables abi/session-schema.sql defines.
  */
 #include "control/session.h"
 
@@ -362,6 +366,69 @@ static void read_causes(sqlite3 *db, struct session_totals *t)
     }
     sqlite3_finalize(stmt);
 }
+
+/* ---- The host side ------------------------------------------------------ */
+
+#define HOST_TEXT_MAX   512     /* host.sched, host.samples: a state */
+#define HOST_BUSY_MS    30000   /* coprof-host's transaction, at most */
+
+/* What was recorded (what was not, coprof-host said when it started). */
+static void describe_host(sqlite3 *db, char *line, size_t len)
+{
+    char sched[HOST_TEXT_MAX], samples[HOST_TEXT_MAX], event[128];
+    char period[32], lost[32];
+    size_t n = 0;
+
+    key_text(db, "host.sched", sched, sizeof(sched));
+    key_text(db, "host.samples", samples, sizeof(samples));
+    line[0] = '\0';
+    if (strcmp(sched, "recorded") == 0) {
+        key_text(db, "host.sched_lost", lost, sizeof(lost));
+        n += (size_t)snprintf(line, len, "Linux scheduler events of %lld "
+                              "threads (%lld events, %s lost)",
+                              (long long)query_int(db, "SELECT COUNT(*) "
+                                                   "FROM host_threads", NULL),
+                              (long long)query_int(db, "SELECT COUNT(*) "
+                                                   "FROM host_sched_events",
+                                                   NULL), lost);
+    }
+    if (n < len && strcmp(samples, "recorded") == 0) {
+        key_text(db, "host.event", event, sizeof(event));
+        key_text(db, "host.period", period, sizeof(period));
+        key_text(db, "host.samples_lost", lost, sizeof(lost));
+        snprintf(line + n, len - n, "%shost samples on %s every %s: %lld, "
+                 "%s lost", n ? "; " : "", event, period,
+                 (long long)query_int(db, "SELECT COUNT(*) FROM host_samples",
+                                      NULL), lost);
+    }
+}
+
+int session_describe_host(const char *dir, char *line, size_t len,
+                          char *err, size_t errlen)
+{
+    char path[PATH_MAX], sched[HOST_TEXT_MAX];
+    sqlite3 *db = NULL;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY |
+                        SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
+                 "out of memory");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, HOST_BUSY_MS);
+    key_text(db, "host.sched", sched, sizeof(sched));
+    if (!sched[0]) {
+        sqlite3_close(db);
+        return 1;
+    }
+    describe_host(db, line, len);
+    sqlite3_close(db);
+    return 0;
+}
+
+/* ---- Totals --------------------------------------------------------------- */
 
 int session_read(const char *dir, struct session_totals *t, char *err,
                  size_t errlen)
