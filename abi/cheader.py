@@ -117,6 +117,10 @@ class Header:
                 self._fail(path, line, "cannot read #define value %s" % text)
         return eval(" ".join(out), {"__builtins__": {}})
 
+    def struct_names(self):
+        """The structures of the header and of those it includes."""
+        return list(self._bodies)
+
     def struct(self, name):
         """struct NAME as a ctypes.Structure subclass of the same name."""
         if name not in self._structs:

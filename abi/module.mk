@@ -18,3 +18,4 @@ $(SESSION_SCHEMA_H): $(SESSION_SCHEMA) abi/session_schema.py
 		--schema $(SESSION_SCHEMA) $@
 
 ALL_TARGETS += $(SESSION_SCHEMA_H)
+PYTESTS += abi/tests
