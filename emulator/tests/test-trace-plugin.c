@@ -14,7 +14,7 @@
  * expected captures of other settings.
  */
 #include "trace-unit/trace-unit.h"
-#include "emulator/tests/stall-wait.h"
+#include "trace-unit/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
 #include <fcntl.h>

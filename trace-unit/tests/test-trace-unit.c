@@ -6,7 +6,7 @@
  * thread standing in for the plugin.
  */
 #include "trace-unit/trace-unit.h"
-#include "emulator/tests/stall-wait.h"
+#include "trace-unit/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
 #include <glib.h>
