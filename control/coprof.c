@@ -247,19 +247,19 @@ HOST_OPTIONS_HELP
 
 enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER };
 
-static const struct option long_options[] = {
+static const struct cli_option long_options[] = {
     RATE_LONG_OPTIONS,
     SAMPLING_LONG_OPTIONS,
     HOST_LONG_OPTIONS,
-    {"output", required_argument, NULL, 'o'},
-    {"buffer-size", required_argument, NULL, OPT_BUFFER},
-    {"slots", required_argument, NULL, OPT_SLOTS},
-    {"list-events", no_argument, NULL, OPT_LIST_EVENTS},
-    {"driver", required_argument, NULL, OPT_DRIVER},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
+    {'o', "output", required_argument, 0},
+    {0, "buffer-size", required_argument, OPT_BUFFER},
+    {0, "slots", required_argument, OPT_SLOTS},
+    {0, "list-events", no_argument, OPT_LIST_EVENTS},
+    {0, "driver", required_argument, OPT_DRIVER},
+    {'q', "quiet", no_argument, 0},
+    {'v', "verbose", no_argument, 0},
     OPTIONS_LONG_COMMON,
-    {NULL, 0, NULL, 0},
+    CLI_END,
 };
 
 static int set_slots(struct options *o, const char *arg)
@@ -324,12 +324,12 @@ static int take_option(struct options *o, int c, const char *arg,
 static int parse_record(int argc, char **argv, struct options *o)
 {
     char err[ERR_MAX];
+    struct cli_parser parser;
     int c, status;
 
-    opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+:o:qvh", long_options,
-                            NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "+:");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         status = take_option(o, c, optarg, argv[optind - 1]);
         if (status == 1) {
             usage(stdout);
