@@ -1,6 +1,11 @@
 /*
- * cli.c — one-line error messages for coprof's command-line tools, and
- * their private temporary directories.
+ * cli.c — the option parser of coprof's command-line tools, their
+ * one-line error messages and their private temporary directories.
+ *
+ * A tool describes its options once, in a table of struct cli_option;
+ * cli_parser_init() makes getopt_long's long-option table and short-option
+ * string from it, so the two never disagree, and getopt_long parses as it
+ * always did (its own messages, the tool's switch on the keys).
  *
  * The tool's name comes from glibc's program_invocation_short_name (the
  * basename of argv[0]), so messages read "cop-run: FILE: reason" however
@@ -15,6 +20,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void add_short(struct cli_parser *parser, size_t *n,
+                      const struct cli_option *option)
+{
+    parser->shorts[(*n)++] = option->short_name;
+    if (option->has_arg != no_argument)
+        parser->shorts[(*n)++] = ':';
+    if (option->has_arg == optional_argument)
+        parser->shorts[(*n)++] = ':';
+}
+
+void cli_parser_init(struct cli_parser *parser,
+                     const struct cli_option *table, const char *mode)
+{
+    size_t n = 0, count = 0;
+
+    memset(parser, 0, sizeof(*parser));
+    n = strlen(mode);
+    memcpy(parser->shorts, mode, n);
+    for (const struct cli_option *o = table; o->short_name || o->long_name;
+         o++) {
+        if (o - table == CLI_OPTIONS_MAX) {
+            fprintf(stderr, "%s: more than %d options in its table\n",
+                    program_invocation_short_name, CLI_OPTIONS_MAX);
+            abort();
+        }
+        if (o->short_name)
+            add_short(parser, &n, o);
+        if (o->long_name) {
+            struct option *l = &parser->longs[count++];
+
+            l->name = o->long_name;
+            l->has_arg = o->has_arg;
+            l->val = o->key ? o->key : o->short_name;
+        }
+    }
+    opterr = strchr(mode, ':') == NULL;
+}
+
+int cli_next(const struct cli_parser *parser, int argc, char **argv)
+{
+    return getopt_long(argc, argv, parser->shorts, parser->longs, NULL);
+}
 
 int cli_fail(int status, const char *format, ...)
 {

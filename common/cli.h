@@ -1,12 +1,50 @@
 /*
  * cli.h — what coprof's command-line tools share (cop-run, cop-embed,
- * cop-overlays, coplfsr, copstream, coplog, ...): the one-line error and
- * the private temporary directory.
+ * cop-overlays, coplfsr, copstream, coplog, ...): the option parser, the
+ * one-line error and the private temporary directory.
  */
 #ifndef COPROF_SDK_CLI_H
 #define COPROF_SDK_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
+
+/*
+ * One option of a tool's table: -SHORT and/or --LONG, whether it takes a
+ * value (no_argument, required_argument, optional_argument, as getopt's),
+ * and the key cli_next() returns for it: 0 means short_name, the usual
+ * case; a long option without a short one has a key of its own (a letter
+ * the short options do not use, or a number >= 256).  A table ends with
+ * an entry of zeros (CLI_END).
+ */
+struct cli_option {
+    char short_name;            /* -X, or 0: none */
+    const char *long_name;      /* --NAME, or NULL: none */
+    int has_arg;
+    int key;
+};
+
+#define CLI_END                 { 0, NULL, 0, 0 }
+#define CLI_OPTIONS_MAX         64
+
+/* getopt_long's two tables, made from one cli_option table. */
+struct cli_parser {
+    struct option longs[CLI_OPTIONS_MAX + 1];
+    char shorts[3 * CLI_OPTIONS_MAX + 3];
+};
+
+/*
+ * Builds the parser of a table.  mode is getopt's prefix: "" (options
+ * anywhere), "+" (the first operand ends them), ":" or "+:" (getopt prints
+ * nothing: a missing value is ':', an unknown option '?', for the tool to
+ * say).  A table longer than CLI_OPTIONS_MAX is the program's bug: it
+ * aborts naming it.
+ */
+void cli_parser_init(struct cli_parser *parser,
+                     const struct cli_option *table, const char *mode);
+
+/* The next option (getopt_long's return, with optarg and optind). */
+int cli_next(const struct cli_parser *parser, int argc, char **argv);
 
 /*
  * Prints "TOOL: MESSAGE" as one line on stderr, TOOL being the program's

@@ -16,7 +16,7 @@
 #ifndef COPROF_SDK_IMAGE_H
 #define COPROF_SDK_IMAGE_H
 
-#include "cop-abi.h"
+#include "abi/cop-abi.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -24,8 +24,14 @@ $(TESTBIN)/test-loader: $(OBJ)/common/test-loader.o $(COPLOADER_LIB)
 
 $(OBJ)/common/test-loader.o: CFLAGS += $(GLIB_CFLAGS)
 
+$(TESTBIN)/test-cli: $(OBJ)/common/test-cli.o $(OBJ)/common/cli.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
+$(OBJ)/common/test-cli.o: CFLAGS += $(GLIB_CFLAGS)
+
 ALL_TARGETS += $(COPLOADER_LIB) $(SAFE_FILE_LIB) $(OBJ)/common/cli.o
-GTESTS += $(TESTBIN)/test-loader
+GTESTS += $(TESTBIN)/test-loader $(TESTBIN)/test-cli
 INSTALL_LIBS += $(COPLOADER_LIB) $(SAFE_FILE_LIB)
-INSTALL_HEADERS += common/cop-abi.h common/image.h common/loader.h \
+INSTALL_HEADERS += common/copsim-socket.h common/image.h common/loader.h \
 	common/safe-file.h

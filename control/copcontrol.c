@@ -30,13 +30,12 @@
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
-#include "hostprof/store.h"
 #include "control/state.h"
-#include "emulator/copsim/copsim.h"
+#include "common/copsim-socket.h"
 #include "lfsr/lfsr.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 #include "escape-protocol/copstream.h"
-#include "kernel-driver/copdrv.h"
+#include "abi/copdrv-limits.h"
 #include "common/cli.h"
 
 #include <errno.h>
@@ -243,24 +242,24 @@ static int set_session_dir(struct options *o, const char *arg)
 
 enum { OPT_SESSION_DIR = 256, OPT_BUFFER, OPT_VERBOSE, OPT_DRIVER };
 
-static const struct option long_options[] = {
-    {"init", no_argument, NULL, ACT_INIT},
-    {"start", no_argument, NULL, ACT_START},
-    {"stop", no_argument, NULL, ACT_STOP},
-    {"dump", no_argument, NULL, ACT_DUMP},
-    {"reset", no_argument, NULL, ACT_RESET},
-    {"shutdown", no_argument, NULL, ACT_SHUTDOWN},
-    {"status", no_argument, NULL, ACT_STATUS},
-    {"list-events", no_argument, NULL, ACT_LIST_EVENTS},
+static const struct cli_option long_options[] = {
+    {0, "init", no_argument, ACT_INIT},
+    {0, "start", no_argument, ACT_START},
+    {0, "stop", no_argument, ACT_STOP},
+    {0, "dump", no_argument, ACT_DUMP},
+    {0, "reset", no_argument, ACT_RESET},
+    {0, "shutdown", no_argument, ACT_SHUTDOWN},
+    {0, "status", no_argument, ACT_STATUS},
+    {0, "list-events", no_argument, ACT_LIST_EVENTS},
     RATE_LONG_OPTIONS,
     SAMPLING_LONG_OPTIONS,
     HOST_LONG_OPTIONS,
-    {"session-dir", required_argument, NULL, OPT_SESSION_DIR},
-    {"buffer-size", required_argument, NULL, OPT_BUFFER},
-    {"verbose", no_argument, NULL, OPT_VERBOSE},
-    {"driver", required_argument, NULL, OPT_DRIVER},
+    {0, "session-dir", required_argument, OPT_SESSION_DIR},
+    {0, "buffer-size", required_argument, OPT_BUFFER},
+    {0, "verbose", no_argument, OPT_VERBOSE},
+    {0, "driver", required_argument, OPT_DRIVER},
     OPTIONS_LONG_COMMON,
-    {NULL, 0, NULL, 0},
+    CLI_END,
 };
 
 /* One option; 0, 1 for --help, or an exit status (cli_fail's). */
@@ -309,12 +308,13 @@ static int take_option(struct options *o, int c, const char *arg,
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
+    struct cli_parser parser;
     int c, status;
 
     memset(o, 0, sizeof(*o));
     settings_init(&o->given);
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+    cli_parser_init(&parser, long_options, ":");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         status = take_option(o, c, optarg, argv[optind - 1]);
         if (status == 1) {
             usage(stdout);
@@ -611,8 +611,8 @@ static void print_host(const char *dir)
 {
     char line[1024], err[ERR_MAX];
 
-    if (host_describe(dir, line, sizeof(line), err, sizeof(err)) == 0 &&
-        line[0])
+    if (session_describe_host(dir, line, sizeof(line), err,
+                              sizeof(err)) == 0 && line[0])
         printf("copcontrol: host: %s\n", line);
 }
 

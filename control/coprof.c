@@ -41,9 +41,8 @@
 #include "control/rate.h"
 #include "control/sampling.h"
 #include "control/session.h"
-#include "hostprof/store.h"
-#include "emulator/copsim/copsim.h"
-#include "emulator/trace-regs.h"
+#include "common/copsim-socket.h"
+#include "abi/trace-regs.h"
 #include "common/cli.h"
 
 #include <elf.h>
@@ -248,19 +247,19 @@ HOST_OPTIONS_HELP
 
 enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER };
 
-static const struct option long_options[] = {
+static const struct cli_option long_options[] = {
     RATE_LONG_OPTIONS,
     SAMPLING_LONG_OPTIONS,
     HOST_LONG_OPTIONS,
-    {"output", required_argument, NULL, 'o'},
-    {"buffer-size", required_argument, NULL, OPT_BUFFER},
-    {"slots", required_argument, NULL, OPT_SLOTS},
-    {"list-events", no_argument, NULL, OPT_LIST_EVENTS},
-    {"driver", required_argument, NULL, OPT_DRIVER},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
+    {'o', "output", required_argument, 0},
+    {0, "buffer-size", required_argument, OPT_BUFFER},
+    {0, "slots", required_argument, OPT_SLOTS},
+    {0, "list-events", no_argument, OPT_LIST_EVENTS},
+    {0, "driver", required_argument, OPT_DRIVER},
+    {'q', "quiet", no_argument, 0},
+    {'v', "verbose", no_argument, 0},
     OPTIONS_LONG_COMMON,
-    {NULL, 0, NULL, 0},
+    CLI_END,
 };
 
 static int set_slots(struct options *o, const char *arg)
@@ -325,12 +324,12 @@ static int take_option(struct options *o, int c, const char *arg,
 static int parse_record(int argc, char **argv, struct options *o)
 {
     char err[ERR_MAX];
+    struct cli_parser parser;
     int c, status;
 
-    opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+:o:qvh", long_options,
-                            NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "+:");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         status = take_option(o, c, optarg, argv[optind - 1]);
         if (status == 1) {
             usage(stdout);
@@ -747,8 +746,8 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
-    if (host_describe(r->dir, line, sizeof(line), r->err,
-                      sizeof(r->err)) == 0 && line[0])
+    if (session_describe_host(r->dir, line, sizeof(line), r->err,
+                              sizeof(r->err)) == 0 && line[0])
         fprintf(stderr, "coprof: host: %s\n", line);
     if (t.callstacks)
         fprintf(stderr, "coprof: call stacks: %lld samples with their stack "

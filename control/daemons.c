@@ -14,7 +14,7 @@
  * where a zombie counts as ended, since whoever inherited it may not reap.
  */
 #include "control/daemons.h"
-#include "emulator/copsim/protocol.h"
+#include "common/copsim-socket.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,8 +16,9 @@
 
 #include "control/rate.h"
 #include "control/sampling.h"
-#include "emulator/copsim/copdrv-control.h"
-#include "kernel-driver/copdrv.h"
+#include "abi/copdrv-control.h"
+#include "common/copsim-socket.h"
+#include "abi/copdrv-limits.h"
 
 #include <limits.h>
 #include <stddef.h>

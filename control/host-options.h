@@ -36,13 +36,13 @@ struct host_options {
 #define HOST_OPT_RING           0x4006
 #define HOST_IS_OPTION(c)   ((c) >= HOST_OPT_EVENT && (c) <= HOST_OPT_RING)
 #define HOST_LONG_OPTIONS \
-    {"host-event", required_argument, NULL, HOST_OPT_EVENT}, \
-    {"no-host-event", no_argument, NULL, HOST_OPT_NO_EVENT}, \
-    {"host-call-graph", no_argument, NULL, HOST_OPT_CALL_GRAPH}, \
-    {"no-host-call-graph", no_argument, NULL, HOST_OPT_NO_CALL_GRAPH}, \
-    {"host-sched", optional_argument, NULL, HOST_OPT_SCHED}, \
-    {"no-host-sched", no_argument, NULL, HOST_OPT_NO_SCHED}, \
-    {"host-sched-ring", required_argument, NULL, HOST_OPT_RING}
+    {0, "host-event", required_argument, HOST_OPT_EVENT}, \
+    {0, "no-host-event", no_argument, HOST_OPT_NO_EVENT}, \
+    {0, "host-call-graph", no_argument, HOST_OPT_CALL_GRAPH}, \
+    {0, "no-host-call-graph", no_argument, HOST_OPT_NO_CALL_GRAPH}, \
+    {0, "host-sched", optional_argument, HOST_OPT_SCHED}, \
+    {0, "no-host-sched", no_argument, HOST_OPT_NO_SCHED}, \
+    {0, "host-sched-ring", required_argument, HOST_OPT_RING}
 
 /* The options' text for --help. */
 #define HOST_OPTIONS_HELP \

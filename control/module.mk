@@ -14,9 +14,9 @@ CONTROL_LIBS := $(SQLITE_LIBS) -lpfm -lm
 
 # Paths are bounded by PATH_MAX; where a cut path would matter it is checked.
 $(OBJ)/control/%.o: CFLAGS += $(SQLITE_CFLAGS) -Wno-format-truncation
-# protocol.c, linked from its own object (as libcop does); it needs
+# copsim-socket.c, linked from its own object (as libcop does); it needs
 # libcopsafe.a (CONTROL_DEPS).
-CONTROL_PROTOCOL := $(OBJ)/emulator/copsim/protocol.o
+CONTROL_PROTOCOL := $(OBJ)/common/copsim-socket.o
 
 $(CONTROL_LIB): $(CONTROL_OBJS)
 	@mkdir -p $(@D)

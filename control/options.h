@@ -15,14 +15,14 @@
 #define OPTIONS_CALL_GRAPH_DEFAULT 16   /* frames, copsim's default too */
 #define OPTIONS_CALL_GRAPH_MAX  64
 #define OPTIONS_LONG_COMMON \
-    {"copsim-arg", required_argument, NULL, OPTIONS_COPSIM_ARG}, \
-    {"call-graph", optional_argument, NULL, OPTIONS_CALL_GRAPH}, \
-    {"help", no_argument, NULL, 'h'}
+    {0, "copsim-arg", required_argument, OPTIONS_COPSIM_ARG}, \
+    {0, "call-graph", optional_argument, OPTIONS_CALL_GRAPH}, \
+    {'h', "help", no_argument, 0}
 
 /*
  * Takes option c, one of OPTIONS_LONG_COMMON's or anything else the
- * program did not take: getopt_long's ':' (a missing value; opterr 0 and
- * an option string that starts with ':') or an unknown option.  word is
+ * program did not take: ':' (a missing value: the parser's mode starts
+ * with ':', common/cli.h) or an unknown option.  word is
  * the argument that held it, help how to get help.  Returns 0 (taken),
  * 1 (--help) or OPTIONS_EXIT_USAGE after one line on stderr.
  */

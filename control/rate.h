@@ -48,16 +48,16 @@ struct rate {
 };
 
 /*
- * The three options in a getopt_long table (getopt.h): RATE_LONG_OPTIONS
+ * The three options in an option table (common/cli.h): RATE_LONG_OPTIONS
  * expands to their entries, whose values are RATE_OPTION_BASE + kind, and
  * rate_take_option() takes one of them, refusing a second kind.
  */
 #define RATE_OPTION_BASE    0x1000
 #define RATE_LONG_OPTIONS \
-    {"event", required_argument, NULL, RATE_OPTION_BASE + RATE_EVENT}, \
-    {"sample-period", required_argument, NULL, \
+    {0, "event", required_argument, RATE_OPTION_BASE + RATE_EVENT}, \
+    {0, "sample-period", required_argument, \
      RATE_OPTION_BASE + RATE_PERIOD}, \
-    {"frequency", required_argument, NULL, RATE_OPTION_BASE + RATE_FREQUENCY}
+    {0, "frequency", required_argument, RATE_OPTION_BASE + RATE_FREQUENCY}
 #define RATE_IS_OPTION(c) \
     ((c) > RATE_OPTION_BASE + RATE_NONE && \
      (c) <= RATE_OPTION_BASE + RATE_FREQUENCY)

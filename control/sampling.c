@@ -5,7 +5,7 @@
  */
 #include "control/sampling.h"
 
-#include "emulator/copsim/copdrv-control.h"
+#include "abi/copdrv-control.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * sampling.h — how the captures are taken, besides their rate (rate.h):
  * the dither and what a full FIFO does, as copcontrol and coprof record
  * take them from the command line and send them in the driver's SET
- * (emulator/copsim/copdrv-control.h).
+ * (abi/copdrv-control.h).
  *
  *   --no-dither, --dither   dither off / on (default on).  With dither, each
  *                           capture interval is N plus a bounded jitter of
@@ -44,7 +44,8 @@ struct sampling {
     uint64_t seed;              /* 0 when dither is off */
 };
 
-/* The options in a getopt_long table, values SAMPLING_OPTION_BASE + n. */
+/* The options in an option table (common/cli.h), keys SAMPLING_OPTION_BASE
+ * + n. */
 #define SAMPLING_OPTION_BASE    0x3000
 enum {
     SAMPLING_OPT_DITHER = SAMPLING_OPTION_BASE,
@@ -52,10 +53,10 @@ enum {
     SAMPLING_OPT_END
 };
 #define SAMPLING_LONG_OPTIONS \
-    {"dither", no_argument, NULL, SAMPLING_OPT_DITHER}, \
-    {"no-dither", no_argument, NULL, SAMPLING_OPT_NO_DITHER}, \
-    {"dither-seed", required_argument, NULL, SAMPLING_OPT_SEED}, \
-    {"fifo-full", required_argument, NULL, SAMPLING_OPT_FIFO_FULL}
+    {0, "dither", no_argument, SAMPLING_OPT_DITHER}, \
+    {0, "no-dither", no_argument, SAMPLING_OPT_NO_DITHER}, \
+    {0, "dither-seed", required_argument, SAMPLING_OPT_SEED}, \
+    {0, "fifo-full", required_argument, SAMPLING_OPT_FIFO_FULL}
 #define SAMPLING_IS_OPTION(c) \
     ((c) >= SAMPLING_OPTION_BASE && (c) < SAMPLING_OPT_END)
 

@@ -9,6 +9,10 @@
  * DIR.old in the way is removed whole only if it is provably a session
  * (its session.db has the session table with format_version) holding
  * nothing but those names; anything else there is refused.
+ *
+ * Reading is all here: control/'s commands read a session (coprofd's
+ * totals, coprof-host's host side) through this file, whose queries are
+ * of the tables abi/session-schema.sql defines.
  */
 #include "control/session.h"
 
@@ -370,6 +374,103 @@ static void read_causes(sqlite3 *db, struct session_totals *t)
     }
     sqlite3_finalize(stmt);
 }
+
+/* ---- The host side ------------------------------------------------------ */
+
+#define HOST_TEXT_MAX   512     /* host.sched, host.samples: a state */
+#define HOST_BUSY_MS    30000   /* coprof-host's transaction, at most */
+
+static long long host_key_number(sqlite3 *db, const char *key,
+                                 long long dflt)
+{
+    char value[32];
+
+    key_text(db, key, value, sizeof(value));
+    return value[0] ? strtoll(value, NULL, 10) : dflt;
+}
+
+/* "the command's 5 threads (1694 events, 0 lost; raw events: all kept)",
+ * or with the ring wrapped "...; raw events: the last N, from S s into
+ * the recording: the ring let D go)". */
+static size_t describe_host_sched(sqlite3 *db, char *line, size_t len)
+{
+    char threads[32];
+    long long events, dropped, kept, from;
+    size_t n;
+
+    key_text(db, "host.sched_threads", threads, sizeof(threads));
+    kept = query_int(db, "SELECT COUNT(*) FROM host_sched_events", NULL);
+    events = host_key_number(db, "host.sched_events", kept);
+    dropped = host_key_number(db, "host.raw_dropped", 0);
+    from = host_key_number(db, "host.raw_from_ns", 0) -
+           host_key_number(db, "host.start_ns", 0);
+    n = (size_t)snprintf(line, len, "Linux scheduler events of %s %lld "
+                         "threads (%lld events, %lld lost; raw events: ",
+                         strcmp(threads, "all") == 0 ?
+                         "the command's, copsim's and its QEMUs'" :
+                         "the command's",
+                         (long long)query_int(db, "SELECT COUNT(*) FROM "
+                                              "host_threads", NULL),
+                         events, host_key_number(db, "host.sched_lost", 0));
+    if (n >= len)
+        return len;
+    n += (size_t)(dropped ?
+         snprintf(line + n, len - n, "the last %lld, from %.3f s into the "
+                  "recording: the ring let %lld go)", kept,
+                  (double)from / 1e9, dropped) :
+         snprintf(line + n, len - n, "all kept)"));
+    return n < len ? n : len;
+}
+
+/* What was recorded (what was not, coprof-host said when it started). */
+static void describe_host(sqlite3 *db, char *line, size_t len)
+{
+    char sched[HOST_TEXT_MAX], samples[HOST_TEXT_MAX], event[128];
+    char period[32], lost[32];
+    size_t n = 0;
+
+    key_text(db, "host.sched", sched, sizeof(sched));
+    key_text(db, "host.samples", samples, sizeof(samples));
+    line[0] = '\0';
+    if (strcmp(sched, "recorded") == 0)
+        n = describe_host_sched(db, line, len);
+    if (n < len && strcmp(samples, "recorded") == 0) {
+        key_text(db, "host.event", event, sizeof(event));
+        key_text(db, "host.period", period, sizeof(period));
+        key_text(db, "host.samples_lost", lost, sizeof(lost));
+        snprintf(line + n, len - n, "%shost samples on %s every %s: %lld, "
+                 "%s lost", n ? "; " : "", event, period,
+                 (long long)query_int(db, "SELECT COUNT(*) FROM host_samples",
+                                      NULL), lost);
+    }
+}
+
+int session_describe_host(const char *dir, char *line, size_t len,
+                          char *err, size_t errlen)
+{
+    char path[PATH_MAX], sched[HOST_TEXT_MAX];
+    sqlite3 *db = NULL;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY |
+                        SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
+                 "out of memory");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, HOST_BUSY_MS);
+    key_text(db, "host.sched", sched, sizeof(sched));
+    if (!sched[0]) {
+        sqlite3_close(db);
+        return 1;
+    }
+    describe_host(db, line, len);
+    sqlite3_close(db);
+    return 0;
+}
+
+/* ---- Totals --------------------------------------------------------------- */
 
 int session_read(const char *dir, struct session_totals *t, char *err,
                  size_t errlen)

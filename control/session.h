@@ -109,6 +109,17 @@ int session_remove(const char *dir, char *err, size_t errlen);
 int session_read(const char *dir, struct session_totals *totals, char *err,
                  size_t errlen);
 
+/*
+ * What the session holds of the host side (coprof-host's tables), one line
+ * for a summary: "Linux scheduler events of 16 threads (1694 events, 0
+ * lost); host samples on cpu-clock every 250000: 1417, 0 lost" (what was
+ * not recorded is left out: coprof-host said why when it started; "" when
+ * nothing was).  1 when the session has no host side; 0 with the line;
+ * -1 with one line in err.
+ */
+int session_describe_host(const char *dir, char *line, size_t len,
+                          char *err, size_t errlen);
+
 /* One line: "samples=N lost=N (fifo-overflow=N ...) outside-ls=N
  * contexts=N": every cause of loss the stream format names, and any other
  * the session holds; outside-ls, captures outside the local store (no

@@ -27,7 +27,8 @@
 #define COPROF_CONTROL_STATE_H
 
 #include "control/rate.h"
-#include "emulator/copsim/protocol.h"
+#include "abi/copsim-protocol.h"
+#include "abi/state-dir.h"
 #include "control/sampling.h"
 #include "control/host-options.h"
 
@@ -39,7 +40,7 @@
 #define STATE_CONF          "copcontrol.conf"
 #define STATE_COPSIM_PID    "copsim.pid"
 #define STATE_COPSIM_LOG    "copsim.log"
-#define STATE_COPROFD_PID   COPSIM_SESSION_MARK     /* libcop looks */
+#define STATE_COPROFD_PID   COPROF_SESSION_MARK     /* libcop looks */
 #define STATE_COPROFD_LOG   "coprofd.log"
 #define STATE_GUEST_SOCKET  "guest.sock"    /* --driver=linux's guest */
 #define STATE_GUEST_LOG     "guest.log"     /* its console */

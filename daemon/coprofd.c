@@ -167,27 +167,28 @@ enum { OPT_OVERWRITE = 256, OPT_INPUT_FD };
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-    static const struct option long_options[] = {
-        { "replay", required_argument, NULL, 'r' },
-        { "socket", required_argument, NULL, 's' },
-        { "input", required_argument, NULL, 'i' },
-        { "input-fd", required_argument, NULL, OPT_INPUT_FD },
-        { "session-dir", required_argument, NULL, 'd' },
-        { "event-log", required_argument, NULL, 'e' },
-        { "flush-interval", required_argument, NULL, 'f' },
-        { "timeline-ms", required_argument, NULL, 't' },
-        { "overwrite", no_argument, NULL, OPT_OVERWRITE },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    static const struct cli_option long_options[] = {
+        { 'r', "replay", required_argument, 0 },
+        { 's', "socket", required_argument, 0 },
+        { 'i', "input", required_argument, 0 },
+        { 0, "input-fd", required_argument, OPT_INPUT_FD },
+        { 'd', "session-dir", required_argument, 0 },
+        { 'e', "event-log", required_argument, 0 },
+        { 'f', "flush-interval", required_argument, 0 },
+        { 't', "timeline-ms", required_argument, 0 },
+        { 0, "overwrite", no_argument, OPT_OVERWRITE },
+        { 'q', "quiet", no_argument, 0 },
+        { 'h', "help", no_argument, 0 },
+        CLI_END,
     };
     unsigned fd;
+    struct cli_parser parser;
     int c;
 
     o->flush_ms = FLUSH_INTERVAL_MS;
     o->timeline_ms = TIMELINE_MS;
-    while ((c = getopt_long(argc, argv, "r:s:i:d:e:f:t:qh", long_options,
-                            NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         switch (c) {
         case 'r':
         case 's':

@@ -10,6 +10,9 @@ DAEMON_DEPS := $(LIB)/liboverlay.a $(LIB)/libcopstream.a $(LIB)/libcoplog.a
 DAEMON_LIBS := $(GLIB_LIBS) $(ELF_LIBS) $(SQLITE_LIBS)
 
 $(OBJ)/daemon/%.o: CFLAGS += $(GLIB_CFLAGS) $(ELF_CFLAGS) $(SQLITE_CFLAGS)
+# store.c creates the tables of abi/session-schema.sql.
+$(OBJ)/daemon/store.o: CPPFLAGS += $(ABI_GEN_CPPFLAGS)
+$(OBJ)/daemon/store.o: $(SESSION_SCHEMA_H)
 
 $(DAEMON_LIB): $(DAEMON_OBJS)
 	@mkdir -p $(@D)
@@ -45,9 +48,9 @@ DAEMON_FUZZ_SOURCES := daemon/fuzz-session.c \
 DAEMON_FUZZ_SECONDS ?= 300
 
 $(DAEMON_FUZZER): $(DAEMON_FUZZ_SOURCES) $(wildcard daemon/*.h) \
-		| $(TESTBIN)/overlay/overlays.elf
+		$(SESSION_SCHEMA_H) | $(TESTBIN)/overlay/overlays.elf
 	@mkdir -p $(@D)
-	$(call say,CLANG,$@)clang $(CPPFLAGS) -std=gnu11 -g -O1 \
+	$(call say,CLANG,$@)clang $(CPPFLAGS) $(ABI_GEN_CPPFLAGS) -std=gnu11 -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-DFUZZ_IMAGE='"$(abspath $(TESTBIN))/overlay/overlays.elf"' \
 		$(GLIB_CFLAGS) $(ELF_CFLAGS) $(SQLITE_CFLAGS) \

@@ -35,7 +35,7 @@ static int write_header(struct recorder *r, GError **error)
     if (store_begin(r->store, error) != 0)
         return -1;
     if (store_put_meta_int(r->store, "format_version",
-                           STORE_FORMAT_VERSION) != 0 ||
+                           store_format_version()) != 0 ||
         store_put_meta_text(r->store, "coprofd_version",
                             COPROFD_VERSION) != 0 ||
         store_put_meta_text(r->store, "source", r->options.source) != 0 ||

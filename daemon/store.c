@@ -15,6 +15,7 @@
  */
 #include "daemon/store.h"
 
+#include "abi/session-schema.h"
 #include "common/safe-file.h"
 
 #include <errno.h>
@@ -27,85 +28,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define APPLICATION_ID  0x436f7072      /* "Copr" */
 #define CANDIDATES_MAX  64
 #define BUSY_TIMEOUT_MS 5000
 
-static const char schema[] =
-    "CREATE TABLE session (key TEXT PRIMARY KEY, value);\n"
-    "CREATE TABLE images (id INTEGER PRIMARY KEY, path TEXT,"
-    " image_offset INTEGER NOT NULL, device INTEGER, inode INTEGER,"
-    " size INTEGER, hash TEXT, status TEXT NOT NULL, message TEXT,"
-    " short_name TEXT, image_size INTEGER, cache_file TEXT);\n"
-    "CREATE TABLE regions (image INTEGER, region INTEGER, ls_start INTEGER,"
-    " ls_end INTEGER, guard_ls_addr INTEGER, overlays INTEGER,"
-    " PRIMARY KEY (image, region));\n"
-    "CREATE TABLE overlays (image INTEGER, overlay INTEGER, region INTEGER,"
-    " vaddr INTEGER, size INTEGER, file_offset INTEGER, section TEXT,"
-    " PRIMARY KEY (image, overlay));\n"
-    "CREATE TABLE contexts (id INTEGER PRIMARY KEY, context_id INTEGER,"
-    " pid INTEGER, tid INTEGER, object_id TEXT, image INTEGER,"
-    " first_slot INTEGER, first_cycle INTEGER, creation_stack TEXT);\n"
-    "CREATE TABLE bindings (id INTEGER PRIMARY KEY, slot INTEGER,"
-    " context INTEGER, start_cycle INTEGER, end_cycle INTEGER,"
-    " start_time_ns INTEGER, end_time_ns INTEGER, end_reason TEXT);\n"
-    "CREATE TABLE samples (context INTEGER, image INTEGER,"
-    " file_offset INTEGER, overlay INTEGER, count INTEGER NOT NULL,"
-    " PRIMARY KEY (context, image, file_offset)) WITHOUT ROWID;\n"
-    "CREATE TABLE unmapped_samples (context INTEGER, image INTEGER,"
-    " ls_addr INTEGER, reason TEXT, guard INTEGER, count INTEGER NOT NULL,"
-    " PRIMARY KEY (context, image, ls_addr, reason, guard)) WITHOUT ROWID;\n"
-    "CREATE TABLE ambiguous_samples (context INTEGER, image INTEGER,"
-    " ls_addr INTEGER, region INTEGER, guard_from INTEGER,"
-    " guard_to INTEGER, count INTEGER NOT NULL, PRIMARY KEY (context, image,"
-    " ls_addr, region, guard_from, guard_to)) WITHOUT ROWID;\n"
-    "CREATE TABLE ambiguous_candidates (image INTEGER, ls_addr INTEGER,"
-    " overlay INTEGER, file_offset INTEGER,"
-    " PRIMARY KEY (image, ls_addr, overlay)) WITHOUT ROWID;\n"
-    "CREATE TABLE sample_timeline (context INTEGER, image INTEGER,"
-    " bucket_start_ns INTEGER, function_offset INTEGER,"
-    " count INTEGER NOT NULL, PRIMARY KEY (context, image, bucket_start_ns,"
-    " function_offset)) WITHOUT ROWID;\n"
-    "CREATE TABLE orphan_samples (slot INTEGER, ls_addr INTEGER,"
-    " count INTEGER NOT NULL, PRIMARY KEY (slot, ls_addr)) WITHOUT ROWID;\n"
-    "CREATE TABLE pending_samples (context INTEGER, image INTEGER,"
-    " ls_addr INTEGER, region INTEGER, guard INTEGER, count INTEGER);\n"
-    "CREATE TABLE overlay_events (id INTEGER PRIMARY KEY, context INTEGER,"
-    " slot INTEGER, region INTEGER, guard INTEGER, cycle INTEGER,"
-    " initial INTEGER, placed INTEGER);\n"
-    "CREATE TABLE lost_events (id INTEGER PRIMARY KEY, slot INTEGER,"
-    " context INTEGER, cause INTEGER, cause_name TEXT, count INTEGER,"
-    " cycle INTEGER);\n"
-    "CREATE TABLE stalls (id INTEGER PRIMARY KEY, slot INTEGER,"
-    " context INTEGER, count INTEGER, ns INTEGER, cycle INTEGER);\n"
-    "CREATE TABLE stacks (context INTEGER, image INTEGER, frames TEXT,"
-    " count INTEGER NOT NULL, PRIMARY KEY (context, frames)) WITHOUT ROWID;\n"
-    "CREATE TABLE time_sync (slot INTEGER, cycle INTEGER, time_ns INTEGER);\n"
-    "CREATE INDEX time_sync_slot ON time_sync (slot, cycle);\n"
-    "CREATE TABLE decode_errors (kind TEXT PRIMARY KEY, count INTEGER);\n"
-    "CREATE TABLE error_log (id INTEGER PRIMARY KEY, stream_offset INTEGER,"
-    " kind TEXT, code INTEGER);\n"
-    "CREATE TABLE sched_events (order_num INTEGER, ring INTEGER,"
-    " seq INTEGER, time_ns INTEGER, level INTEGER, pid INTEGER, tid INTEGER,"
-    " cpu INTEGER, kind TEXT, slot INTEGER, context_id INTEGER,"
-    " cycle INTEGER, host_pid INTEGER, host_tid INTEGER, stack TEXT,"
-    " message TEXT, PRIMARY KEY (order_num, ring, seq));\n"
-    "CREATE INDEX sched_events_context ON sched_events (context_id, kind);\n"
-    "CREATE VIEW stall_by_context AS SELECT context, SUM(count) AS count,"
-    " SUM(ns) AS ns FROM stalls GROUP BY context;\n"
-    "CREATE VIEW lost_by_cause AS SELECT cause, cause_name,"
-    " SUM(count) AS count FROM lost_events GROUP BY cause;\n"
-    "CREATE VIEW context_totals AS SELECT c.id AS context,"
-    " (SELECT IFNULL(SUM(count), 0) FROM samples s WHERE s.context = c.id)"
-    " AS exact,"
-    " (SELECT IFNULL(SUM(count), 0) FROM unmapped_samples s"
-    " WHERE s.context = c.id) AS unmapped,"
-    " (SELECT IFNULL(SUM(count), 0) FROM ambiguous_samples s"
-    " WHERE s.context = c.id) AS ambiguous,"
-    " (SELECT IFNULL(SUM(count), 0) FROM pending_samples s"
-    " WHERE s.context = c.id) AS pending,"
-    " (SELECT IFNULL(SUM(count), 0) FROM lost_events l"
-    " WHERE l.context = c.id) AS lost FROM contexts c;\n";
+/* The tables, from abi/session-schema.sql (generated at build time). */
+static const char schema[] = SESSION_SCHEMA_COPROFD;
 
 enum statement {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
@@ -218,6 +145,11 @@ const char *store_last_error(const struct store *store)
     return store->last_error ? store->last_error : "no error";
 }
 
+int store_format_version(void)
+{
+    return SESSION_FORMAT_VERSION;
+}
+
 int store_last_errno(const struct store *store)
 {
     return store->last_error ? store->last_errno : 0;
@@ -324,7 +256,7 @@ static int create_schema(struct store *store, GError **error)
 {
     g_autofree char *pragmas = g_strdup_printf(
         "PRAGMA application_id = %d; PRAGMA user_version = %d;",
-        APPLICATION_ID, STORE_FORMAT_VERSION);
+        SESSION_APPLICATION_ID, SESSION_FORMAT_VERSION);
 
     if (exec_sql(store, "BEGIN", error) != 0 ||
         exec_sql(store, schema, error) != 0 ||

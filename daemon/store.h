@@ -25,7 +25,6 @@
 
 #define STORE_DB_NAME        "session.db"
 #define STORE_CACHE_DIR      "images"
-#define STORE_FORMAT_VERSION 1
 
 struct store;
 
@@ -177,6 +176,10 @@ int store_link_creation_stacks(struct store *store);
  * has none yet (one created before the session's START). */
 int store_set_creation_stack(struct store *store, int64_t context_id,
                              const char *stack);
+
+/* The format version of the sessions written (abi/session-schema.sql's
+ * @format_version): the session key format_version and user_version. */
+int store_format_version(void);
 
 /* The message of the last SQLite failure, for warnings. */
 const char *store_last_error(const struct store *store);

@@ -17,7 +17,7 @@
  * the run on stderr and exits with the emulator's status.  Without --regs it
  * uses a private register file that it removes afterwards.
  */
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 
@@ -94,21 +94,23 @@ static int parse_u32(const char *text, uint32_t *value)
 
 static int cmd_create(int argc, char **argv)
 {
-    static const struct option options[] = {
-        { "slots", required_argument, NULL, 's' },
-        { "contexts", required_argument, NULL, 'c' },
-        { "fifo-depth", required_argument, NULL, 'd' },
-        { "ls-base", required_argument, NULL, 'b' },
-        { "ls-size", required_argument, NULL, 'z' },
-        { NULL, 0, NULL, 0 },
+    static const struct cli_option options[] = {
+        { 0, "slots", required_argument, 's' },
+        { 0, "contexts", required_argument, 'c' },
+        { 0, "fifo-depth", required_argument, 'd' },
+        { 0, "ls-base", required_argument, 'b' },
+        { 0, "ls-size", required_argument, 'z' },
+        CLI_END,
     };
     struct trace_geometry geo;
     struct trace_unit *unit;
     char err[512];
+    struct cli_parser parser;
     int c;
 
     trace_geometry_default(&geo);
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    cli_parser_init(&parser, options, "");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         uint32_t *field = c == 's' ? &geo.n_slots
                         : c == 'c' ? &geo.n_contexts
                         : c == 'd' ? &geo.fifo_depth
@@ -223,25 +225,27 @@ struct run_options {
 
 static int parse_run(int argc, char **argv, struct run_options *opt)
 {
-    static const struct option options[] = {
-        { "regs", required_argument, NULL, 'r' },
-        { "context", required_argument, NULL, 'c' },
-        { "slot", required_argument, NULL, 's' },
-        { "sample-every", required_argument, NULL, 'n' },
-        { "reference", no_argument, NULL, 'R' },
-        { "samples-out", required_argument, NULL, 'o' },
-        { "fifo-depth", required_argument, NULL, 'd' },
-        { "no-drain", no_argument, NULL, 'D' },
-        { "exact-counts", required_argument, NULL, 'x' },
-        { "ram", required_argument, NULL, 'm' },
-        { NULL, 0, NULL, 0 },
+    static const struct cli_option options[] = {
+        { 0, "regs", required_argument, 'r' },
+        { 0, "context", required_argument, 'c' },
+        { 0, "slot", required_argument, 's' },
+        { 0, "sample-every", required_argument, 'n' },
+        { 0, "reference", no_argument, 'R' },
+        { 0, "samples-out", required_argument, 'o' },
+        { 0, "fifo-depth", required_argument, 'd' },
+        { 0, "no-drain", no_argument, 'D' },
+        { 0, "exact-counts", required_argument, 'x' },
+        { 0, "ram", required_argument, 'm' },
+        CLI_END,
     };
+    struct cli_parser parser;
     int c;
 
     memset(opt, 0, sizeof(*opt));
     opt->drain = 1;
     opt->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
-    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+    cli_parser_init(&parser, options, "+");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         switch (c) {
         case 'r': opt->regs = optarg; break;
         case 'o': opt->samples_out = optarg; break;

@@ -1,19 +1,15 @@
-# emulator/: the trace unit (register file library, QEMU plugin, coptrace)
-# and its tests.  copsim joins this folder later.
+# emulator/: the trace unit's hardware (the QEMU plugin), coptrace and
+# their tests; the register file's library is trace-unit/, copsim is
+# emulator/copsim/.
 
-TRACE_LIB    := $(LIB)/libtraceunit.a
 TRACE_PLUGIN := $(LIB)/libcoptrace.so
-
-$(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
-	@mkdir -p $(@D)
-	$(call say,AR,$@)$(AR) rcs $@ $^
 
 # The plugin exports only qemu_plugin_install and qemu_plugin_version; the
 # trace unit and LFSR code inside it come from an archive and become local,
 # so its calls stay direct.  Its objects are PLUGIN_OBJ's: built without
 # ASan under make check-sanitize, as QEMU has no ASan runtime (mk/build.mk).
 PLUGIN_PARTS := $(PLUGIN_OBJ)/emulator/libcoptrace-parts.a
-$(PLUGIN_PARTS): $(PLUGIN_OBJ)/emulator/trace-unit.o \
+$(PLUGIN_PARTS): $(PLUGIN_OBJ)/trace-unit/trace-unit.o \
                  $(PLUGIN_OBJ)/emulator/shadow-stack.o $(PLUGIN_OBJ)/lfsr/lfsr.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
@@ -25,7 +21,7 @@ $(TRACE_PLUGIN): $(PLUGIN_OBJ)/emulator/trace-plugin.o $(PLUGIN_PARTS)
 	$(call say,LD,$@)$(CC) $(PLUGIN_LDFLAGS) -shared \
 		-Wl,--exclude-libs,ALL $^ $(GLIB_LIBS) -o $@
 
-$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/common/cli.o $(TRACE_LIB) \
+$(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/common/cli.o $(LIB)/libtraceunit.a \
                  $(LIB)/liblfsr.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
@@ -44,25 +40,18 @@ $(TESTBIN)/guest/%.elf: $(GUEST_DIR)/%.c $(GUEST_DIR)/crt0.S $(GUEST_DIR)/guest.
 	$(call say,GUEST,$@)$(GUEST_CC) $(GUEST_CFLAGS) -T $(GUEST_DIR)/guest.ld \
 		$(GUEST_DIR)/crt0.S $< -o $@
 
-$(OBJ)/emulator/tests/test-trace-unit.o: CFLAGS += $(GLIB_CFLAGS)
-$(TESTBIN)/test-trace-unit: $(OBJ)/emulator/tests/test-trace-unit.o \
-		$(TRACE_LIB) $(LIB)/liblfsr.a
-	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -lm -o $@
-
 $(OBJ)/emulator/tests/test-trace-plugin.o: CFLAGS += $(GLIB_CFLAGS)
 $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
-		$(TRACE_LIB) $(LIB)/liblfsr.a | $(TRACE_PLUGIN) $(GUEST_ELVES)
+		$(LIB)/libtraceunit.a $(LIB)/liblfsr.a | $(TRACE_PLUGIN) $(GUEST_ELVES)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@
 
-ALL_TARGETS += $(TRACE_LIB) $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
-GTESTS += $(TESTBIN)/test-trace-unit $(TESTBIN)/test-trace-plugin
+ALL_TARGETS += $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
+GTESTS += $(TESTBIN)/test-trace-plugin
 PYTESTS += emulator/tests
 FAULT_PYTESTS += emulator/tests/fault_full_filesystem.py
 INSTALL_BINS += $(BIN)/coptrace
-INSTALL_LIBS += $(TRACE_LIB) $(TRACE_PLUGIN)
-INSTALL_HEADERS += emulator/trace-regs.h emulator/trace-unit.h
+INSTALL_LIBS += $(TRACE_PLUGIN)
 
 # calltree: a coprocessor program with a known call tree (recursion, a tail
 # call, overlays calling each other, a longjmp) for the call stacks' tests.

@@ -49,7 +49,7 @@
  * the local store, buf a watched region).
  */
 #include "emulator/shadow-stack.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 #include <endian.h>
 #include <stdlib.h>

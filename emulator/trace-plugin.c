@@ -84,10 +84,10 @@
  * innermost frames (trace_slot_capture_stack).  Without the area none of
  * this is registered: the callbacks are the ones above.
  */
-#include "emulator/copsim/stub/slot-stub.h"
+#include "abi/slot-stub.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 
 #include <dlfcn.h>

@@ -264,13 +264,14 @@ static int run_encode(const char *in_path, const char *out_path)
 
 int main(int argc, char **argv)
 {
-    static const struct option options[] = {
-        { "no-samples", no_argument, NULL, 'n' },
-        { "verbose", no_argument, NULL, 'v' },
-        { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    static const struct cli_option options[] = {
+        { 'n', "no-samples", no_argument, 0 },
+        { 'v', "verbose", no_argument, 0 },
+        { 'o', "output", required_argument, 0 },
+        { 'h', "help", no_argument, 0 },
+        CLI_END,
     };
+    struct cli_parser parser;
     int no_samples = 0, verbose = 0, opt;
     const char *output = NULL;
 
@@ -284,7 +285,8 @@ int main(int argc, char **argv)
         return 0;
     }
     optind = 2;
-    while ((opt = getopt_long(argc, argv, "nvo:h", options, NULL)) != -1) {
+    cli_parser_init(&parser, options, "");
+    while ((opt = cli_next(&parser, argc, argv)) != -1) {
         switch (opt) {
         case 'n': no_samples = 1; break;
         case 'v': verbose = 1; break;

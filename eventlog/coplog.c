@@ -227,20 +227,20 @@ enum {
     OPT_INTERVAL, OPT_CLOCK, OPT_FORMATS, OPT_FORMAT_BYTES, OPT_LEVEL
 };
 
-static const struct option long_options[] = {
-    { "subsys", required_argument, NULL, OPT_SUBSYS },
-    { "since", required_argument, NULL, OPT_SINCE },
-    { "since-order", required_argument, NULL, OPT_SINCE_ORDER },
-    { "format", required_argument, NULL, OPT_FORMAT },
-    { "long", no_argument, NULL, OPT_LONG },
-    { "lines", required_argument, NULL, 'n' },
-    { "interval", required_argument, NULL, OPT_INTERVAL },
-    { "clock", required_argument, NULL, OPT_CLOCK },
-    { "formats", required_argument, NULL, OPT_FORMATS },
-    { "format-bytes", required_argument, NULL, OPT_FORMAT_BYTES },
-    { "level", required_argument, NULL, OPT_LEVEL },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+static const struct cli_option long_options[] = {
+    { 0, "subsys", required_argument, OPT_SUBSYS },
+    { 0, "since", required_argument, OPT_SINCE },
+    { 0, "since-order", required_argument, OPT_SINCE_ORDER },
+    { 0, "format", required_argument, OPT_FORMAT },
+    { 0, "long", no_argument, OPT_LONG },
+    { 'n', "lines", required_argument, 0 },
+    { 0, "interval", required_argument, OPT_INTERVAL },
+    { 0, "clock", required_argument, OPT_CLOCK },
+    { 0, "formats", required_argument, OPT_FORMATS },
+    { 0, "format-bytes", required_argument, OPT_FORMAT_BYTES },
+    { 0, "level", required_argument, OPT_LEVEL },
+    { 'h', "help", no_argument, 0 },
+    CLI_END,
 };
 
 static int parse_number(const char *text, const char *what, double low,
@@ -263,13 +263,14 @@ static int parse_options(int argc, char **argv, const char *command,
                          struct options *o)
 {
     double lines;
+    struct cli_parser parser;
     int opt;
 
     memset(o, 0, sizeof *o);
     o->lines = TAIL_DEFAULT_LINES;
     o->interval = 0.1;
-    while ((opt = getopt_long(argc, argv, "n:h", long_options,
-                              NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "");
+    while ((opt = cli_next(&parser, argc, argv)) != -1) {
         switch (opt) {
         case OPT_SUBSYS:
             if (o->subsys_count == SPEC_MAX_SUBSYS)

@@ -148,22 +148,22 @@ enum { OPT_DIR = 256, OPT_COMMAND, OPT_COPSIM, OPT_EVENT, OPT_CALLS,
        OPT_NO_SCHED, OPT_READY, OPT_FOLLOW, OPT_WITH_PARENT, OPT_SCHED,
        OPT_RING, OPT_LOG };
 
-static const struct option long_options[] = {
-    {"session-dir", required_argument, NULL, OPT_DIR},
-    {"command", required_argument, NULL, OPT_COMMAND},
-    {"copsim", required_argument, NULL, OPT_COPSIM},
-    {"host-event", required_argument, NULL, OPT_EVENT},
-    {"host-call-graph", no_argument, NULL, OPT_CALLS},
-    {"no-sched", no_argument, NULL, OPT_NO_SCHED},
-    {"sched", required_argument, NULL, OPT_SCHED},
-    {"sched-ring", required_argument, NULL, OPT_RING},
-    {"event-log", required_argument, NULL, OPT_LOG},
-    {"follow-session", no_argument, NULL, OPT_FOLLOW},
-    {"end-with-parent", no_argument, NULL, OPT_WITH_PARENT},
-    {"ready-fd", required_argument, NULL, OPT_READY},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const struct cli_option long_options[] = {
+    {0, "session-dir", required_argument, OPT_DIR},
+    {0, "command", required_argument, OPT_COMMAND},
+    {0, "copsim", required_argument, OPT_COPSIM},
+    {0, "host-event", required_argument, OPT_EVENT},
+    {0, "host-call-graph", no_argument, OPT_CALLS},
+    {0, "no-sched", no_argument, OPT_NO_SCHED},
+    {0, "sched", required_argument, OPT_SCHED},
+    {0, "sched-ring", required_argument, OPT_RING},
+    {0, "event-log", required_argument, OPT_LOG},
+    {0, "follow-session", no_argument, OPT_FOLLOW},
+    {0, "end-with-parent", no_argument, OPT_WITH_PARENT},
+    {0, "ready-fd", required_argument, OPT_READY},
+    {'q', "quiet", no_argument, 0},
+    {'h', "help", no_argument, 0},
+    CLI_END,
 };
 
 static int number(const char *word, const char *arg, int *out)
@@ -183,11 +183,11 @@ static int parse(int argc, char **argv, struct options *o,
                  struct hostprof *hp)
 {
     char err[HOST_ERR_MAX];
+    struct cli_parser parser;
     int c, v, rc = 0;
 
-    opterr = 0;
-    while (rc == 0 && (c = getopt_long(argc, argv, ":qh", long_options,
-                                       NULL)) != -1) {
+    cli_parser_init(&parser, long_options, ":");
+    while (rc == 0 && (c = cli_next(&parser, argc, argv)) != -1) {
         const char *word = argv[optind - 1];
 
         switch (c) {

@@ -13,6 +13,9 @@ HOSTPROF_LIBS := $(shell pkg-config --libs libtracefs libtraceevent libdw \
 
 # Messages are bounded (HOST_ERR_MAX); a cut one is still one line.
 $(OBJ)/hostprof/%.o: CFLAGS += $(HOSTPROF_CFLAGS) -Wno-format-truncation
+# store.c creates the host tables of abi/session-schema.sql.
+$(OBJ)/hostprof/store.o: CPPFLAGS += $(ABI_GEN_CPPFLAGS)
+$(OBJ)/hostprof/store.o: $(SESSION_SCHEMA_H)
 
 $(HOSTPROF_LIB): $(HOSTPROF_OBJS)
 	@mkdir -p $(@D)

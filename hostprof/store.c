@@ -12,6 +12,8 @@
 #include "hostprof/store.h"
 #include "hostprof/aggregate.h"
 
+#include "abi/session-schema.h"
+
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -20,35 +22,9 @@
 
 #define BUSY_MS     30000
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS host_threads ("
-    " tid INTEGER PRIMARY KEY, pid INTEGER NOT NULL, comm TEXT,"
-    " role TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS host_sched_events ("
-    " id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL,"
-    " cpu INTEGER NOT NULL, kind TEXT NOT NULL, tid INTEGER NOT NULL,"
-    " comm TEXT, prev_state TEXT, other_tid INTEGER, other_comm TEXT,"
-    " orig_cpu INTEGER, target_cpu INTEGER, clone_flags INTEGER);"
-    "CREATE INDEX IF NOT EXISTS host_sched_events_tid"
-    " ON host_sched_events (tid, time_ns);"
-    "CREATE TABLE IF NOT EXISTS host_thread_times ("
-    " tid INTEGER NOT NULL, bucket_start_ns INTEGER NOT NULL,"
-    " running_ns INTEGER NOT NULL, runnable_ns INTEGER NOT NULL,"
-    " blocked_ns INTEGER NOT NULL, PRIMARY KEY (tid, bucket_start_ns))"
-    " WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS host_context_times ("
-    " context_id INTEGER PRIMARY KEY, tid INTEGER NOT NULL,"
-    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
-    " running_ns INTEGER NOT NULL, runnable_ns INTEGER NOT NULL,"
-    " blocked_ns INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS host_locations ("
-    " id INTEGER PRIMARY KEY, file TEXT NOT NULL, build_id TEXT,"
-    " symbol TEXT, symbol_offset INTEGER NOT NULL, inlined TEXT,"
-    " source TEXT, line INTEGER);"
-    "CREATE TABLE IF NOT EXISTS host_samples ("
-    " id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL,"
-    " pid INTEGER NOT NULL, tid INTEGER NOT NULL, cpu INTEGER NOT NULL,"
-    " ip INTEGER NOT NULL, location INTEGER NOT NULL, callchain TEXT);";
+/* The host tables, from abi/session-schema.sql (generated at build
+ * time): CREATE ... IF NOT EXISTS. */
+static const char schema[] = SESSION_SCHEMA_COPROF_HOST;
 
 struct writer {
     sqlite3 *db;
@@ -371,121 +347,6 @@ int host_store(const char *session_dir, struct hostprof *hp,
         sqlite3_exec(w.db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(w.db);
     return rc;
-}
-
-/* ---- Reading the summary back --------------------------------------------- */
-
-static void read_key(sqlite3 *db, const char *key, char *buf, size_t len)
-{
-    sqlite3_stmt *st = NULL;
-
-    buf[0] = '\0';
-    if (sqlite3_prepare_v2(db, "SELECT value FROM session WHERE key = ?", -1,
-                           &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-}
-
-static long long count_of(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    long long n = 0;
-
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
-static long long key_number(sqlite3 *db, const char *key, long long dflt)
-{
-    char value[32];
-
-    read_key(db, key, value, sizeof(value));
-    return value[0] ? strtoll(value, NULL, 10) : dflt;
-}
-
-/* "the command's 5 threads (1694 events, 0 lost; raw events: all kept)",
- * or with the ring wrapped "...; raw events: the last N, from S s into
- * the recording: the ring let D go)". */
-static size_t describe_sched(sqlite3 *db, char *line, size_t len)
-{
-    char threads[32];
-    long long events, dropped, kept, from;
-    size_t n;
-
-    read_key(db, "host.sched_threads", threads, sizeof(threads));
-    kept = count_of(db, "SELECT COUNT(*) FROM host_sched_events");
-    events = key_number(db, "host.sched_events", kept);
-    dropped = key_number(db, "host.raw_dropped", 0);
-    from = key_number(db, "host.raw_from_ns", 0) -
-           key_number(db, "host.start_ns", 0);
-    n = (size_t)snprintf(line, len, "Linux scheduler events of %s %lld "
-                         "threads (%lld events, %lld lost; raw events: ",
-                         strcmp(threads, "all") == 0 ?
-                         "the command's, copsim's and its QEMUs'" :
-                         "the command's",
-                         count_of(db, "SELECT COUNT(*) FROM host_threads"),
-                         events, key_number(db, "host.sched_lost", 0));
-    if (n >= len)
-        return len;
-    n += (size_t)(dropped ?
-         snprintf(line + n, len - n, "the last %lld, from %.3f s into the "
-                  "recording: the ring let %lld go)", kept,
-                  (double)from / 1e9, dropped) :
-         snprintf(line + n, len - n, "all kept)"));
-    return n < len ? n : len;
-}
-
-/* What was recorded (what was not, coprof-host said when it started). */
-static void describe(sqlite3 *db, char *line, size_t len)
-{
-    char sched[HOST_ERR_MAX], samples[HOST_ERR_MAX], event[128];
-    char period[32], lost[32];
-    size_t n = 0;
-
-    read_key(db, "host.sched", sched, sizeof(sched));
-    read_key(db, "host.samples", samples, sizeof(samples));
-    line[0] = '\0';
-    if (strcmp(sched, "recorded") == 0)
-        n = describe_sched(db, line, len);
-    if (n < len && strcmp(samples, "recorded") == 0) {
-        read_key(db, "host.event", event, sizeof(event));
-        read_key(db, "host.period", period, sizeof(period));
-        read_key(db, "host.samples_lost", lost, sizeof(lost));
-        snprintf(line + n, len - n, "%shost samples on %s every %s: %lld, "
-                 "%s lost", n ? "; " : "", event, period,
-                 count_of(db, "SELECT COUNT(*) FROM host_samples"), lost);
-    }
-}
-
-int host_describe(const char *session_dir, char *line, size_t len,
-                  char *err, size_t errlen)
-{
-    char path[4096], sched[16];
-    sqlite3 *db = NULL;
-
-    snprintf(path, sizeof(path), "%s/session.db", session_dir);
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY |
-                        SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
-                 "out of memory");
-        sqlite3_close(db);
-        return -1;
-    }
-    sqlite3_busy_timeout(db, BUSY_MS);
-    read_key(db, "host.sched", sched, sizeof(sched));
-    if (!sched[0]) {
-        sqlite3_close(db);
-        return 1;
-    }
-    describe(db, line, len);
-    sqlite3_close(db);
-    return 0;
 }
 
 /* ---- The session's host processes ------------------------------------------ */

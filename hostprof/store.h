@@ -24,17 +24,6 @@ int host_store(const char *session_dir, struct hostprof *hp,
                const int *chain_locations, int what, char *err,
                size_t errlen);
 
-/*
- * What the session holds of the host side, one line for a summary:
- * "Linux scheduler events of 16 threads (1694 events, 0 lost); host
- * samples on cpu-clock every 250000: 1417, 0 lost" (what was not recorded
- * is left out: coprof-host said why when it started; "" when nothing
- * was).  1 when the session has no host side; 0 with the line; -1 with
- * one line in err.
- */
-int host_describe(const char *session_dir, char *line, size_t len,
-                  char *err, size_t errlen);
-
 /* The host processes that run contexts in the session (coprofd's
  * contexts table, as of its last flush), added to *pids (pid_t) when new.
  * 0, or -1 when the session cannot be read now. */

@@ -4,7 +4,7 @@
  *
  * The core (core.c, event-buffer.c) calls nothing but the functions
  * declared here, the freestanding stream encoder (escape-protocol/) and the
- * freestanding trace-unit register primitives (emulator/trace-regs.h).  It
+ * freestanding trace-unit register primitives (abi/trace-regs.h).  It
  * uses no libc and no GLib, so that a Linux module port implements this
  * header with kernel services and builds the core unchanged:
  *

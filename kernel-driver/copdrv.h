@@ -36,19 +36,8 @@
 #define COPROF_COPDRV_H
 
 #include "kernel-driver/copdrv-os.h"
+#include "abi/copdrv-limits.h"
 #include "escape-protocol/copstream.h"
-
-/* The event buffer's size: bounds and default, in bytes. */
-#define COPDRV_BUFFER_MIN	(64u << 10)
-#define COPDRV_BUFFER_MAX	(1024u << 20)
-#define COPDRV_BUFFER_DEFAULT	(4u << 20)
-
-/* Poll interval bounds, in nanoseconds. */
-#define COPDRV_POLL_MIN_NS	10000ull		/* 10 us */
-#define COPDRV_POLL_MAX_NS	10000000000ull		/* 10 s */
-
-/* The reader is woken at least this often while data waits (ns). */
-#define COPDRV_WAKE_LATENCY_NS	50000000ull		/* 50 ms */
 
 /*
  * Image identities the driver keeps, at most: each holds its path until

@@ -66,7 +66,7 @@
  */
 #include "kernel-driver/copdrv.h"
 #include "kernel-driver/event-buffer.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 static_assert(TRACE_MAX_SLOTS == COPDRV_MAX_SLOTS, "stall counters by slot");
 static_assert(TRACE_FIFO_STALL == COPSTREAM_FIFO_STALL, "FIFO-full policies");

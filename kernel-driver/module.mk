@@ -69,7 +69,7 @@ COPDRV_KO_SRCS := kernel-driver/linux/Kbuild \
 COPDRV_KO_HDRS := $(wildcard kernel-driver/linux/*.h \
 	kernel-driver/linux/include/*.h) kernel-driver/copdrv.h \
 	kernel-driver/copdrv-os.h kernel-driver/event-buffer.h \
-	emulator/trace-regs.h escape-protocol/copstream.h \
+	abi/trace-regs.h abi/copdrv-limits.h escape-protocol/copstream.h \
 	escape-protocol/layout.h
 
 $(COPDRV_KO): $(COPDRV_KO_SRCS) $(COPDRV_KO_HDRS)
@@ -102,7 +102,7 @@ CHECKPATCH_KERNEL := $(wildcard kernel-driver/linux/*.c kernel-driver/linux/*.h 
 # copdrv-os.h that defines u8 ... s32 from <stdint.h>.
 CHECKPATCH_KNOWN := MACRO_ARG_REUSE,PREFER_KERNEL_TYPES
 CHECKPATCH_SHARED := escape-protocol/encode.c escape-protocol/copstream.h \
-	escape-protocol/layout.h emulator/trace-regs.h
+	escape-protocol/layout.h abi/trace-regs.h
 comma := ,
 space := $(subst ,, )
 CHECKPATCH_SHARED_IGNORE := $(subst $(space),$(comma),$(strip \

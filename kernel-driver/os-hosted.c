@@ -24,7 +24,7 @@
  * handle is the host address of local-store byte 0.
  */
 #include "kernel-driver/copdrv-hosted.h"
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 
 #include <endian.h>
 #include <pthread.h>

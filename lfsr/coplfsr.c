@@ -128,24 +128,26 @@ static int print_rate(const char *period, const char *frequency,
 
 int main(int argc, char **argv)
 {
-    static const struct option options[] = {
-        { "inverse", required_argument, NULL, 'i' },
-        { "period", required_argument, NULL, 'p' },
-        { "frequency", required_argument, NULL, 'f' },
-        { "clock-hz", required_argument, NULL, 'c' },
-        { "fifo-depth", required_argument, NULL, 'd' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    static const struct cli_option options[] = {
+        { 'i', "inverse", required_argument, 0 },
+        { 'p', "period", required_argument, 0 },
+        { 'f', "frequency", required_argument, 0 },
+        { 'c', "clock-hz", required_argument, 0 },
+        { 'd', "fifo-depth", required_argument, 0 },
+        { 'h', "help", no_argument, 0 },
+        CLI_END,
     };
     const char *inverse = NULL, *period = NULL, *frequency = NULL;
     const char *clock = NULL, *depth = NULL;
+    struct cli_parser parser;
     int opt;
 
     /* A negative count is an operand to reject, not an option. */
     if (argc == 2 && argv[1][0] == '-' && isdigit((unsigned char)argv[1][1]))
         return print_value(argv[1]);
 
-    while ((opt = getopt_long(argc, argv, "+i:p:f:c:d:h", options, NULL)) != -1) {
+    cli_parser_init(&parser, options, "+");
+    while ((opt = cli_next(&parser, argc, argv)) != -1) {
         switch (opt) {
         case 'i': inverse = optarg; break;
         case 'p': period = optarg; break;

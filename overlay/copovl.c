@@ -111,17 +111,18 @@ static int parse_guards(const char *text, struct options *options)
 
 static int parse_options(int argc, char **argv, struct options *options)
 {
-    static const struct option long_options[] = {
-        { "offset", required_argument, NULL, 'o' },
-        { "size", required_argument, NULL, 's' },
-        { "guards", required_argument, NULL, 'g' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    static const struct cli_option long_options[] = {
+        { 'o', "offset", required_argument, 0 },
+        { 's', "size", required_argument, 0 },
+        { 'g', "guards", required_argument, 0 },
+        { 'h', "help", no_argument, 0 },
+        CLI_END,
     };
+    struct cli_parser parser;
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "+o:s:g:h", long_options,
-                              NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "+");
+    while ((opt = cli_next(&parser, argc, argv)) != -1) {
         switch (opt) {
         case 'o':
             if (parse_number(optarg, &options->offset) != 0)

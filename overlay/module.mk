@@ -59,7 +59,7 @@ OVERLAY_FUZZER    := $(TESTBIN)/fuzz-overlay
 OVERLAY_FUZZ_CC   := clang
 OVERLAY_FUZZ_SECONDS ?= 600
 
-$(OVERLAY_FUZZER): overlay/fuzz-overlay.c $(OVERLAY_SRCS) overlay/overlay.h common/cop-abi.h \
+$(OVERLAY_FUZZER): overlay/fuzz-overlay.c $(OVERLAY_SRCS) overlay/overlay.h abi/cop-abi.h \
 		overlay/overlay-internal.h
 	@mkdir -p $(@D)
 	$(call say,FUZZ,$@)$(OVERLAY_FUZZ_CC) -std=gnu11 -g -O1 \

@@ -26,7 +26,7 @@
 #ifndef COPROF_OVERLAY_H
 #define COPROF_OVERLAY_H
 
-#include "common/cop-abi.h"
+#include "abi/cop-abi.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,7 +34,7 @@
 /* The local store (COP_LS_BASE, COP_LS_SIZE), PF_OVERLAY (COP_PF_OVERLAY),
  * the overlay table entry (struct cop_ovly_entry) and the name note
  * (COP_NOTE_OWNER, NT_COP_NAME, COP_NAME_MAX) are the ABI's, in
- * common/cop-abi.h. */
+ * abi/cop-abi.h. */
 #define OVL_ENTRY_SIZE     ((uint32_t)sizeof(struct cop_ovly_entry))
 #define OVL_GUARD_SIZE     4u           /* bytes per _ovly_buf_table word */
 #define OVL_SIZE_UNKNOWN   0u           /* image size to derive from headers */

@@ -8,11 +8,15 @@
 # INSTALL_LIBS installs flat into lib/coprof, so the package is installed by
 # this fragment's own rule, made a prerequisite of `install`.
 
-REPORT_PY := $(wildcard report/coprof_report/*.py)
+# session_schema.py and session-schema.sql in the package are links to
+# abi/'s (the session schema, read at run time); the copies made here are
+# their contents.
+REPORT_PY := $(wildcard report/coprof_report/*.py) \
+	report/coprof_report/session-schema.sql
 REPORT_PKG := $(LIB)/coprof/python/coprof_report
 REPORT_PKG_FILES := $(patsubst report/coprof_report/%,$(REPORT_PKG)/%,$(REPORT_PY))
 
-$(REPORT_PKG)/%.py: report/coprof_report/%.py
+$(REPORT_PKG)/%: report/coprof_report/%
 	@mkdir -p $(@D)
 	$(call say,CP,$@)cp $< $@
 

@@ -36,7 +36,7 @@
  * Options stop at IMAGE, so ARGS may start with '-'.  Each option is one
  * entry in long_options, one case in parse_options and one line in usage().
  */
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 #include "common/loader.h"
@@ -153,32 +153,33 @@ static void usage(FILE *out)
 /* Returns -1 to go on, or an exit status. */
 static int parse_options(int argc, char **argv, struct run_options *opts)
 {
-    static const struct option long_options[] = {
-        {"ram-file", required_argument, NULL, 'r'},
-        {"data-file", required_argument, NULL, 'd'},
-        {"qemu", required_argument, NULL, 'q'},
-        {"qemu-arg", required_argument, NULL, 'a'},
-        {"sample-every", required_argument, NULL, 'n'},
-        {"reference", no_argument, NULL, 'R'},
-        {"samples-out", required_argument, NULL, 'o'},
-        {"events-out", required_argument, NULL, 'e'},
-        {"no-watch", no_argument, NULL, 'W'},
-        {"fifo-depth", required_argument, NULL, 'D'},
-        {"fifo-full", required_argument, NULL, 'F'},
-        {"dither", required_argument, NULL, 'S'},
-        {"slot", required_argument, NULL, 's'},
-        {"exact-counts", required_argument, NULL, 'c'},
-        {"call-graph", required_argument, NULL, 'G'},
-        {"no-trace", no_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const struct cli_option long_options[] = {
+        {'r', "ram-file", required_argument, 0},
+        {'d', "data-file", required_argument, 0},
+        {'q', "qemu", required_argument, 0},
+        {'a', "qemu-arg", required_argument, 0},
+        {'n', "sample-every", required_argument, 0},
+        {0, "reference", no_argument, 'R'},
+        {'o', "samples-out", required_argument, 0},
+        {'e', "events-out", required_argument, 0},
+        {0, "no-watch", no_argument, 'W'},
+        {0, "fifo-depth", required_argument, 'D'},
+        {0, "fifo-full", required_argument, 'F'},
+        {0, "dither", required_argument, 'S'},
+        {0, "slot", required_argument, 's'},
+        {'c', "exact-counts", required_argument, 0},
+        {0, "call-graph", required_argument, 'G'},
+        {0, "no-trace", no_argument, 'T'},
+        {'h', "help", no_argument, 0},
+        CLI_END,
     };
     uint64_t number;
+    struct cli_parser parser;
     int c;
 
     opts->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
-    while ((c = getopt_long(argc, argv, "+r:d:q:a:n:o:e:c:h", long_options,
-                            NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "+");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         switch (c) {
         case 'r':
             opts->ram_file = optarg;

@@ -14,7 +14,7 @@
 #ifndef COPROF_SDK_COP_H
 #define COPROF_SDK_COP_H
 
-#include "common/cop-abi.h"
+#include "abi/cop-abi.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -26,7 +26,7 @@
  * shared).
  */
 #include "kernel-driver/copdrv-hosted.h"
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 
 #include <inttypes.h>

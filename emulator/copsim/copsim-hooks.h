@@ -87,7 +87,7 @@ struct copsim_context {
 
     /*
      * The guest RAM file, mapped: byte 0 is guest address 0x80000000 and
-     * the first 256 KiB are the local store (common/cop-abi.h,
+     * the first 256 KiB are the local store (abi/cop-abi.h,
      * docs/coprocessor-abi.md).  Read it with atomic loads: the emulator
      * writes it while the context runs.
      */
@@ -131,7 +131,7 @@ struct copsim_switch {
 
 /* What the driver learns about copsim when it starts. */
 struct copsim_info {
-    struct trace_unit *unit;    /* the register file (emulator/trace-unit.h) */
+    struct trace_unit *unit;    /* the register file (trace-unit/trace-unit.h) */
     const char *regs_path;      /* its path, for other processes */
     uint32_t n_slots;
     uint64_t slice_cycles;      /* time slice of the scheduler */

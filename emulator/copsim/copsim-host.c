@@ -23,7 +23,7 @@
  */
 #include "emulator/copsim/copsim-host.h"
 #include "kernel-driver/copdrv-hosted.h"
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 
 #include <errno.h>

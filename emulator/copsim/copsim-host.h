@@ -22,7 +22,7 @@
 
 #include "emulator/copsim/copsim.h"
 #include "kernel-driver/copdrv.h"
-#include "emulator/copsim/copdrv-control.h"
+#include "abi/copdrv-control.h"
 #include "lfsr/lfsr.h"
 
 #include <stddef.h>

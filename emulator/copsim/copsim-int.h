@@ -22,8 +22,8 @@
 #define COPROF_COPSIM_INT_H
 
 #include "emulator/copsim/copsim.h"
-#include "emulator/copsim/protocol.h"
-#include "emulator/copsim/stub/slot-stub.h"
+#include "abi/copsim-protocol.h"
+#include "abi/slot-stub.h"
 #include "emulator/copsim/resolve.h"
 #include "emulator/copsim/schedlog.h"
 #include "common/image.h"

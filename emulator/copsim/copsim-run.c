@@ -15,7 +15,7 @@
  * and the driver's totals go to stderr.  A private copsim removes its state
  * directory.
  */
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 #include "emulator/copsim/copsim-host.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"

@@ -16,7 +16,7 @@
  */
 #include "emulator/copsim/copsim-int.h"
 
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "common/safe-file.h"
 
 #include <errno.h>

@@ -16,16 +16,14 @@
 #define COPROF_COPSIM_H
 
 #include "emulator/copsim/copsim-hooks.h"
-#include "emulator/copsim/protocol.h"
+#include "common/copsim-socket.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define COPSIM_DEFAULT_SLOTS        8
 #define COPSIM_DEFAULT_CONTEXTS     256         /* register file blocks */
 #define COPSIM_DEFAULT_SLICE        2000000     /* cycles */
-#define COPSIM_DEFAULT_NOMINAL_HZ   3200000000u /* the Cell SPU's 3.2 GHz */
 #define COPSIM_DEFAULT_TICK_US      1000        /* scheduler poll period */
 #define COPSIM_DEFAULT_CALL_GRAPH   16          /* --call-graph's depth */
 

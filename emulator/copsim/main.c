@@ -19,8 +19,8 @@
  */
 #include "emulator/copsim/copsim.h"
 #include "emulator/copsim/copsim-host.h"
-#include "emulator/trace-regs.h"
-#include "emulator/trace-unit.h"
+#include "abi/trace-regs.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 
@@ -355,35 +355,36 @@ static int default_dither(struct options *opts)
 /* Returns -1 to go on, or an exit status. */
 static int parse_options(int argc, char **argv, struct options *opts)
 {
-    static const struct option long_options[] = {
-        {"socket", required_argument, NULL, 's'},
-        {"slots", required_argument, NULL, 'n'},
-        {"slice", required_argument, NULL, 't'},
-        {"max-cycles", required_argument, NULL, 'm'},
-        {"event-log", required_argument, NULL, 'l'},
-        {"state-dir", required_argument, NULL, 'd'},
-        {"ram-dir", required_argument, NULL, 'r'},
-        {"contexts", required_argument, NULL, 'C'},
-        {"fifo-depth", required_argument, NULL, 'F'},
-        {"call-graph", optional_argument, NULL, 'G'},
-        {"clock", required_argument, NULL, 'H'},
-        {"tick-us", required_argument, NULL, 'T'},
-        {"qemu", required_argument, NULL, 'Q'},
-        {"plugin", required_argument, NULL, 'P'},
-        {"reference", no_argument, NULL, 'R'},
-        {"context-model", required_argument, NULL, 'M'},
-        {"exact-counts", required_argument, NULL, 'x'},
-        {"private", required_argument, NULL, 'p'},
-        {"ready-fd", required_argument, NULL, 'f'},
-        {"no-driver", no_argument, NULL, 'E'},
-        {"event", required_argument, NULL, 'e'},
-        {"stream-out", required_argument, NULL, 'o'},
-        {"fifo-full", required_argument, NULL, 'X'},
-        {"dither", required_argument, NULL, 'D'},
-        {"no-dither", no_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const struct cli_option long_options[] = {
+        {'s', "socket", required_argument, 0},
+        {'n', "slots", required_argument, 0},
+        {'t', "slice", required_argument, 0},
+        {'m', "max-cycles", required_argument, 0},
+        {'l', "event-log", required_argument, 0},
+        {'d', "state-dir", required_argument, 0},
+        {'r', "ram-dir", required_argument, 0},
+        {0, "contexts", required_argument, 'C'},
+        {0, "fifo-depth", required_argument, 'F'},
+        {0, "call-graph", optional_argument, 'G'},
+        {0, "clock", required_argument, 'H'},
+        {0, "tick-us", required_argument, 'T'},
+        {0, "qemu", required_argument, 'Q'},
+        {0, "plugin", required_argument, 'P'},
+        {0, "reference", no_argument, 'R'},
+        {0, "context-model", required_argument, 'M'},
+        {0, "exact-counts", required_argument, 'x'},
+        {0, "private", required_argument, 'p'},
+        {0, "ready-fd", required_argument, 'f'},
+        {0, "no-driver", no_argument, 'E'},
+        {0, "event", required_argument, 'e'},
+        {0, "stream-out", required_argument, 'o'},
+        {0, "fifo-full", required_argument, 'X'},
+        {0, "dither", required_argument, 'D'},
+        {0, "no-dither", no_argument, 'N'},
+        {'h', "help", no_argument, 0},
+        CLI_END,
     };
+    struct cli_parser parser;
     int c;
 
     memset(opts, 0, sizeof(*opts));
@@ -398,8 +399,8 @@ static int parse_options(int argc, char **argv, struct options *opts)
                                getenv("COPSIM_CONTEXT_MODEL"),
                                &opts->config) < 0)
         return EXIT_USAGE;
-    while ((c = getopt_long(argc, argv, "+s:n:t:m:l:d:r:h", long_options,
-                            NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "+");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         if (c == 'h') {
             usage(stdout);
             return 0;

@@ -4,8 +4,8 @@
 
 COPSIM_LIB := $(LIB)/libcopsim.a
 COPSIM_OBJS := $(addprefix $(OBJ)/emulator/copsim/, \
-	console.o copsim.o emulator.o protocol.o resolve.o schedlog.o scheduler.o \
-	server.o slots.o slot-stub-blob.o)
+	console.o copsim.o emulator.o resolve.o schedlog.o scheduler.o \
+	server.o slots.o slot-stub-blob.o) $(OBJ)/common/copsim-socket.o
 
 # What a program that hosts a copsim links after libcopsim.a.
 COPSIM_DEPS := $(LIB)/libtraceunit.a $(LIB)/libcoploader.a $(LIB)/libcoplog.a \
@@ -29,7 +29,7 @@ $(COPSIM_DRIVER_LIB): $(OBJ)/emulator/copsim/copsim-host.o \
 
 ALL_TARGETS += $(COPSIM_DRIVER_LIB)
 INSTALL_LIBS += $(COPSIM_DRIVER_LIB)
-INSTALL_HEADERS += emulator/copsim/copdrv-control.h emulator/copsim/copsim-host.h
+INSTALL_HEADERS += emulator/copsim/copsim-host.h
 
 # copsim hosts the kernel driver (emulator/copsim/copsim-host.h).
 $(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/common/cli.o \
@@ -41,8 +41,7 @@ $(BIN)/copsim: $(OBJ)/emulator/copsim/main.o $(OBJ)/common/cli.o \
 ALL_TARGETS += $(COPSIM_LIB) $(BIN)/copsim
 INSTALL_BINS += $(BIN)/copsim
 INSTALL_LIBS += $(COPSIM_LIB)
-INSTALL_HEADERS += emulator/copsim/copsim.h emulator/copsim/copsim-hooks.h \
-	emulator/copsim/protocol.h
+INSTALL_HEADERS += emulator/copsim/copsim.h emulator/copsim/copsim-hooks.h
 
 # ---- Tests ---------------------------------------------------------------
 # copsim-probe, a coprocessor program with one behaviour per command, run by
@@ -120,11 +119,11 @@ SLOT_STUB   := $(SLOT_OUT)/slot-stub.elf
 SLOT_GUESTS := $(patsubst $(GUEST_DIR)/%.c,$(SLOT_OUT)/%.elf,\
                  $(wildcard $(GUEST_DIR)/*.c)) $(SLOT_OUT)/trap.elf
 
-$(SLOT_STUB): $(SLOT_DIR)/slot-stub.S $(SLOT_DIR)/slot-stub.h $(SLOT_DIR)/slot-stub.ld
+$(SLOT_STUB): $(SLOT_DIR)/slot-stub.S abi/slot-stub.h $(SLOT_DIR)/slot-stub.ld
 	@mkdir -p $(@D)
 	$(call say,GUEST,$@)$(GUEST_CC) -march=rv32im_zicsr_zifencei \
 		-mabi=ilp32 -nostdlib -ffreestanding -Wl,--no-warn-rwx-segments \
-		-I$(SLOT_DIR) -T $(SLOT_DIR)/slot-stub.ld $< -o $@
+		-I. -T $(SLOT_DIR)/slot-stub.ld $< -o $@
 
 $(SLOT_OUT)/%.elf: $(GUEST_DIR)/%.c $(SLOT_DIR)/slot-crt0.S $(GUEST_DIR)/guest.ld
 	@mkdir -p $(@D)

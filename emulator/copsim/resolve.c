@@ -17,7 +17,7 @@
  */
 #include "emulator/copsim/resolve.h"
 
-#include "common/cop-abi.h"
+#include "abi/cop-abi.h"
 
 #include <errno.h>
 #include <fcntl.h>

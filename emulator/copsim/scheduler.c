@@ -37,7 +37,7 @@
  */
 #include "emulator/copsim/copsim-int.h"
 
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -39,7 +39,7 @@
  */
 #include "emulator/copsim/copsim-int.h"
 
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,8 +13,8 @@
  * at N = 1 lists the PC field of every instruction: the oracle for the
  * expected captures of other settings.
  */
-#include "emulator/trace-unit.h"
-#include "emulator/tests/stall-wait.h"
+#include "trace-unit/trace-unit.h"
+#include "trace-unit/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
 #include <fcntl.h>

@@ -349,21 +349,22 @@ static int positive(const char *text, int *value)
 
 static int parse_options(int argc, char **argv, struct options *opts)
 {
-    static const struct option long_options[] = {
-        {"threads", required_argument, NULL, 't'},
-        {"contexts", required_argument, NULL, 'n'},
-        {"frames", required_argument, NULL, 'f'},
-        {"rounds", required_argument, NULL, 'r'},
-        {"console-dir", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const struct cli_option long_options[] = {
+        {'t', "threads", required_argument, 0},
+        {'n', "contexts", required_argument, 0},
+        {'f', "frames", required_argument, 0},
+        {'r', "rounds", required_argument, 0},
+        {'d', "console-dir", required_argument, 0},
+        {'h', "help", no_argument, 0},
+        CLI_END,
     };
+    struct cli_parser parser;
     int c, n, bad = 0;
 
     *opts = (struct options){.threads = 4, .contexts = 16, .frames = 3,
                              .rounds = 1};
-    while ((c = getopt_long(argc, argv, "t:n:f:r:d:h", long_options,
-                            NULL)) != -1) {
+    cli_parser_init(&parser, long_options, "");
+    while ((c = cli_next(&parser, argc, argv)) != -1) {
         switch (c) {
         case 't':
             bad |= positive(optarg, &opts->threads);

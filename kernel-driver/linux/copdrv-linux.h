@@ -24,7 +24,7 @@
 #include <linux/pci.h>
 
 #include "kernel-driver/linux/os-linux.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 #if !defined(CONFIG_X86_64) || !defined(__LITTLE_ENDIAN)
 #error "copdrv.ko builds for x86-64 (little-endian) only"

@@ -2,7 +2,7 @@
 /*
  * copdrv-pci.c - copdrv.ko's front end: the trace unit as a PCI device.
  *
- * The trace unit's register file (emulator/trace-regs.h) reaches the
+ * The trace unit's register file (abi/trace-regs.h) reaches the
  * guest as BAR 2 of an ivshmem-plain device (1af4:1110) whose memory
  * backend is the register file copsim shares with its emulators.  That
  * memory is written by host processes while the module runs, so it is

@@ -37,7 +37,7 @@
 #include <linux/slab.h>
 
 #include "kernel-driver/linux/os-linux.h"
-#include "emulator/trace-regs.h"
+#include "abi/trace-regs.h"
 
 /* How late a poll may come, so the timer can coalesce wakeups. */
 #define POLL_SLACK_NS	(20 * NSEC_PER_USEC)

@@ -22,7 +22,7 @@
  */
 #include "kernel-driver/copdrv-hosted.h"
 #include "kernel-driver/tests/stream-rules.h"
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/loader.h"
 

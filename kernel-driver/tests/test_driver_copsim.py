@@ -1,7 +1,7 @@
 """The driver hosted in copsim: `copsim --event=SPU_CYCLES:N --stream-out
 FILE -- COMMAND` on libcop host programs (cop-host, from copsim's tests),
-and the control interface on copsim's socket (copdrv-control.h, mirrored
-with ctypes).  Every stream is checked against the writer rules
+and the control interface on copsim's socket (abi/copdrv-control.h, read as
+ctypes structures by abi/cheader.py).  Every stream is checked against the writer rules
 (copdrv-rules), for conservation against the trace unit's counters, and
 against the reference mode's capture sequence.
 """
@@ -15,12 +15,17 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 
 import pytest
 
 from driver_fixtures import example, test_bin  # noqa: F401 (fixtures)
-from stream_check import Stream, expected_samples, reference_trace
+from stream_check import SOURCE, Stream, expected_samples, reference_trace
+
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
+
+import cheader  # noqa: E402
 
 FIFO_DEPTH = 65536      # deep enough that a loaded machine drops nothing
 
@@ -237,75 +242,21 @@ def test_one_command_follows_tmpdir(coprof_bin, tmp_path):
 
 # ---- The control interface ---------------------------------------------------
 
-VERSION = 1
-SET, GET, START, STOP, STATS = 0x100, 0x101, 0x102, 0x103, 0x104
-REPLY = 0x8000
-
-
-class Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint16), ("type", ctypes.c_uint16),
-                ("size", ctypes.c_uint32)]
-
-
-class Status(ctypes.Structure):
-    _fields_ = [("error", ctypes.c_int32), ("message", ctypes.c_char * 512)]
-
-
-class Params(ctypes.Structure):
-    _fields_ = [("lfsr_value", ctypes.c_uint32),
-                ("lfsr_count", ctypes.c_uint32),
-                ("poll_interval_ns", ctypes.c_uint64),
-                ("buffer_bytes", ctypes.c_uint32),
-                ("fifo_full", ctypes.c_uint32),
-                ("dither", ctypes.c_uint32),
-                ("watermark", ctypes.c_uint32),
-                ("dither_seed", ctypes.c_uint64)]
-
-
-class ParamsV1(ctypes.Structure):
-    """The parameters' first form (24 bytes), which SET still takes."""
-    _fields_ = [("lfsr_value", ctypes.c_uint32),
-                ("lfsr_count", ctypes.c_uint32),
-                ("poll_interval_ns", ctypes.c_uint64),
-                ("buffer_bytes", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32)]
-
-
-class SetRequestV1(ctypes.Structure):
-    _fields_ = [("header", Header), ("params", ParamsV1)]
-
-
-class SetRequest(ctypes.Structure):
-    _fields_ = [("header", Header), ("params", Params)]
-
-
-class BareRequest(ctypes.Structure):
-    _fields_ = [("header", Header)]
-
-
-class Reply(ctypes.Structure):
-    _fields_ = [("header", Header), ("status", Status), ("params", Params),
-                ("running", ctypes.c_uint32), ("slots", ctypes.c_uint32),
-                ("fifo_depth", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32), ("clock_hz", ctypes.c_uint64)]
-
-
-class StatsReply(ctypes.Structure):
-    _fields_ = [("header", Header), ("status", Status),
-                ("running", ctypes.c_uint32), ("ended", ctypes.c_uint32),
-                ("polls", ctypes.c_uint64), ("samples", ctypes.c_uint64),
-                ("lost_by_cause", ctypes.c_uint64 * 8),
-                ("lost_pending", ctypes.c_uint64),
-                ("records", ctypes.c_uint64 * 16)] + [
-                    (name, ctypes.c_uint64) for name in (
-                        "records_waiting", "bytes_written", "bytes_read",
-                        "buffer_bytes", "buffer_used", "buffer_high_water",
-                        "fifo_errors", "guard_errors", "poll_ns",
-                        "poll_cpu_ns", "overlays_placed",
-                        "overlay_events_lost", "doorbell_polls", "stalls",
-                        "stall_ns")] + [
-                    ("slot_stalls", ctypes.c_uint64 * 64),
-                    ("slot_stall_ns", ctypes.c_uint64 * 64)]
+# The messages, read from the header copsim compiles (abi/cheader.py).
+CONTROL = cheader.load("copdrv-control.h")
+VERSION = CONTROL.defines["COPSIM_PROTOCOL_VERSION"]
+SET, GET, START, STOP, STATS = (
+    CONTROL.defines["COPDRV_CONTROL_" + name]
+    for name in ("SET", "GET", "START", "STOP", "STATS"))
+REPLY = CONTROL.defines["COPSIM_REPLY"]
+Header = CONTROL.struct("copsim_header")
+Params = CONTROL.struct("copdrv_control_params")
+ParamsV1 = CONTROL.struct("copdrv_control_params_v1")
+SetRequestV1 = CONTROL.struct("copdrv_control_set_v1")
+SetRequest = CONTROL.struct("copdrv_control_set")
+BareRequest = CONTROL.struct("copdrv_control_request")
+Reply = CONTROL.struct("copdrv_control_reply")
+StatsReply = CONTROL.struct("copdrv_control_stats")
 
 
 class Control:

@@ -12,9 +12,10 @@ one flush, whole, however many flushes come while it is made.
 
 A damaged session is refused before any report is built: check() scans
 every column a report reads for values of the wrong kind (text where a
-count belongs, a negative count, a NULL image offset: COLUMNS), in one
-query per table, the references between tables (REFERENCES: a sample's
-image is a row of images) and the integer session keys (INT_KEYS).  A cached image
+count belongs, a negative count, a NULL image offset: COLUMNS, from the
+schema abi/session-schema.sql), in one query per table, the references
+between tables (REFERENCES: a sample's image is a row of images) and the
+integer session keys (INT_KEYS).  A cached image
 is used only when its bytes are the image's (image_file(): its size, and
 its bytes against the file it was found in when that file still has the
 recorded content hash); a per-image problem is a warning (Session.warnings)
@@ -31,115 +32,38 @@ import sqlite3
 import time
 import urllib.parse
 
-APPLICATION_ID = 0x436F7072     # "Copr"
-FORMAT_VERSION = 1
+from coprof_report import session_schema
+
+# The schema (abi/session-schema.sql, beside this file): every column a
+# report checks with its kind (COLUMNS), the columns naming a row of
+# another table by id, NULL naming none (REFERENCES), and the tables a
+# session may lack, written before they existed or without coprof-host
+# (LATER_TABLES).
+SCHEMA = session_schema.load()
+COLUMNS = SCHEMA.columns()
+REFERENCES = SCHEMA.references()
+LATER_TABLES = SCHEMA.optional_tables()
+
+APPLICATION_ID = SCHEMA.application_id      # "Copr"
+FORMAT_VERSION = SCHEMA.format_version
 DB_NAME = "session.db"
 LOCK_NAME = ".lock"             # flock()ed by the coprofd writing a session
 
-# What a column may hold: (SQL condition true for a bad value, what it must
-# be).  "{c}" is the column.
-KINDS = {
-    "count": ("typeof({c}) != 'integer' OR {c} < 0", "a count (>= 0)"),
-    "id": ("typeof({c}) != 'integer' OR {c} < 1", "a row id (>= 1)"),
-    "id?": ("{c} IS NOT NULL AND (typeof({c}) != 'integer' OR {c} < 1)",
-            "a row id (>= 1) or NULL"),
-    "uint": ("typeof({c}) != 'integer' OR {c} < 0", "an integer >= 0"),
-    "uint?": ("{c} IS NOT NULL AND (typeof({c}) != 'integer' OR {c} < 0)",
-              "an integer >= 0 or NULL"),
-    "int": ("typeof({c}) != 'integer'", "an integer"),
-    "int?": ("{c} IS NOT NULL AND typeof({c}) != 'integer'",
-             "an integer or NULL"),
-    "text": ("typeof({c}) != 'text'", "text"),
-    "text?": ("{c} IS NOT NULL AND typeof({c}) != 'text'", "text or NULL"),
+# What a column of each kind of the schema may hold: (SQL condition true
+# for a bad value, what it must be).  "{c}" is the column.
+_BAD = {
+    "count": "typeof({c}) != 'integer' OR {c} < 0",
+    "id": "typeof({c}) != 'integer' OR {c} < 1",
+    "id?": "{c} IS NOT NULL AND (typeof({c}) != 'integer' OR {c} < 1)",
+    "uint": "typeof({c}) != 'integer' OR {c} < 0",
+    "uint?": "{c} IS NOT NULL AND (typeof({c}) != 'integer' OR {c} < 0)",
+    "int": "typeof({c}) != 'integer'",
+    "int?": "{c} IS NOT NULL AND typeof({c}) != 'integer'",
+    "text": "typeof({c}) != 'text'",
+    "text?": "{c} IS NOT NULL AND typeof({c}) != 'text'",
 }
-
-# Every column a report reads (docs/session-format.md), with its kind.
-COLUMNS = {
-    "images": (("id", "id"), ("path", "text?"), ("image_offset", "uint"),
-               ("size", "uint?"), ("hash", "text?"), ("status", "text"),
-               ("message", "text?"), ("short_name", "text?"),
-               ("image_size", "uint?"), ("cache_file", "text?")),
-    "contexts": (("id", "id"), ("context_id", "int?"), ("pid", "int?"),
-                 ("tid", "int?"), ("image", "id?"), ("first_slot", "uint?"),
-                 ("creation_stack", "text?")),
-    "samples": (("context", "id?"), ("image", "id?"),
-                ("file_offset", "uint"), ("overlay", "uint?"),
-                ("count", "count")),
-    "ambiguous_samples": (("context", "id?"), ("image", "id?"),
-                          ("ls_addr", "uint"), ("region", "uint?"),
-                          ("guard_from", "int?"), ("guard_to", "int?"),
-                          ("count", "count")),
-    "pending_samples": (("context", "id?"), ("image", "id?"),
-                        ("ls_addr", "uint"), ("region", "uint?"),
-                        ("guard", "int?"), ("count", "count")),
-    "ambiguous_candidates": (("image", "id?"), ("ls_addr", "uint"),
-                             ("overlay", "uint?"), ("file_offset", "uint")),
-    "unmapped_samples": (("context", "id?"), ("image", "id?"),
-                         ("ls_addr", "uint?"), ("reason", "text?"),
-                         ("guard", "int?"), ("count", "count")),
-    "orphan_samples": (("slot", "uint"), ("ls_addr", "uint?"),
-                       ("count", "count")),
-    "lost_events": (("slot", "int?"), ("context", "id?"), ("cause", "int?"),
-                    ("cause_name", "text?"), ("count", "count")),
-    "decode_errors": (("kind", "text"), ("count", "count")),
-    "bindings": (("id", "id"), ("slot", "uint"), ("context", "id?"),
-                 ("start_time_ns", "int?"), ("end_time_ns", "int?"),
-                 ("end_reason", "text?")),
-    "sample_timeline": (("context", "id?"), ("image", "id?"),
-                        ("bucket_start_ns", "int"),
-                        ("function_offset", "uint"), ("count", "count")),
-    "stalls": (("slot", "uint?"), ("context", "id?"), ("count", "count"),
-               ("ns", "count")),
-    "stacks": (("context", "id?"), ("image", "id?"), ("frames", "text"),
-               ("count", "count")),
-    "sched_events": (("order_num", "int"), ("time_ns", "int"),
-                     ("kind", "text?"), ("slot", "int?"),
-                     ("context_id", "int?"), ("cycle", "int?"),
-                     ("host_pid", "int?"), ("host_tid", "int?"),
-                     ("message", "text?")),
-    # the host side (coprof-host): sessions without it lack the tables
-    "host_threads": (("tid", "int"), ("pid", "int"), ("comm", "text?"),
-                     ("role", "text")),
-    "host_sched_events": (("id", "id"), ("time_ns", "int"), ("cpu", "int"),
-                          ("kind", "text"), ("tid", "int"),
-                          ("comm", "text?"), ("prev_state", "text?"),
-                          ("other_tid", "int?"), ("target_cpu", "int?")),
-    "host_thread_times": (("tid", "int"), ("bucket_start_ns", "int"),
-                          ("running_ns", "int"), ("runnable_ns", "int"),
-                          ("blocked_ns", "int")),
-    "host_context_times": (("context_id", "int"), ("tid", "int"),
-                           ("start_ns", "int"), ("end_ns", "int"),
-                           ("running_ns", "int"), ("runnable_ns", "int"),
-                           ("blocked_ns", "int")),
-    "host_locations": (("id", "id"), ("file", "text"),
-                       ("build_id", "text?"), ("symbol", "text?"),
-                       ("symbol_offset", "int"), ("inlined", "text?"),
-                       ("source", "text?"), ("line", "int?")),
-    "host_samples": (("id", "id"), ("time_ns", "int"), ("pid", "int"),
-                     ("tid", "int"), ("cpu", "int"), ("location", "id"),
-                     ("callchain", "text?")),
-}
-
-# Columns naming a row of another table (table, column, the table it names
-# by id); NULL names none.
-REFERENCES = (
-    ("contexts", "image", "images"),
-    ("samples", "context", "contexts"), ("samples", "image", "images"),
-    ("ambiguous_samples", "context", "contexts"),
-    ("ambiguous_samples", "image", "images"),
-    ("pending_samples", "context", "contexts"),
-    ("pending_samples", "image", "images"),
-    ("ambiguous_candidates", "image", "images"),
-    ("unmapped_samples", "context", "contexts"),
-    ("unmapped_samples", "image", "images"),
-    ("lost_events", "context", "contexts"),
-    ("stalls", "context", "contexts"),
-    ("stacks", "context", "contexts"), ("stacks", "image", "images"),
-    ("bindings", "context", "contexts"),
-    ("sample_timeline", "context", "contexts"),
-    ("sample_timeline", "image", "images"),
-    ("host_samples", "location", "host_locations"),
-)
+KINDS = {kind: (_BAD[kind], meaning)
+         for kind, meaning in session_schema.KINDS.items()}
 
 # Session keys a report reads as integers, with their least valid value.
 INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
@@ -150,11 +74,6 @@ INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
             "host.sched_events": 0, "host.raw_events": 0,
             "host.raw_dropped": 0, "host.raw_from_ns": 0, "host.ring": 0,
             "host.bucket_ns": 1}
-
-# Tables of COLUMNS that a session written before they existed lacks.
-LATER_TABLES = ("stalls", "stacks", "host_threads", "host_sched_events",
-                "host_thread_times", "host_context_times", "host_locations",
-                "host_samples")
 
 END_STATES = ("live", "complete", "incomplete")
 

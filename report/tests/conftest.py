@@ -6,10 +6,10 @@ hot overlay function has exact samples although many are ambiguous) under copsim
 command mode sampling every 997 cycles with the SCHED event log, replayed
 by coprofd into a session.
 
-new_session(dir): an empty session.db made with the schema of
-daemon/store.c (read from the C source at test time, never copied), for
-hand-built sessions; host_schema is hostprof/store.c's, for the host
-side's tables.
+new_session(dir): an empty session.db made with coprofd's tables of the
+session schema (abi/session-schema.sql, which the C writers are built
+from), for hand-built sessions; host_schema is coprof-host's, for the
+host side's tables.
 
 test_image: overlay/'s test image (build/tests/overlay/overlays.elf),
 whose overlays share local-store addresses, for hand-built sessions.
@@ -17,7 +17,6 @@ whose overlays share local-store addresses, for hand-built sessions.
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -31,30 +30,20 @@ SOURCE = os.path.dirname(REPORT)
 if REPORT not in sys.path:
     sys.path.insert(0, REPORT)
 
+from coprof_report import session_schema  # noqa: E402
+
 PYTHON = "/usr/bin/python3"
 
 
-def c_schema(path):
-    """The CREATE script of a C file's `static const char schema[]`: its
-    string literals joined."""
-    with open(os.path.join(SOURCE, path)) as f:
-        text = f.read()
-    m = re.search(r"static const char schema\[\] =(.*?);\s*\n\s*\n", text,
-                  re.S)
-    assert m, "no schema in %s" % path
-    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
-    return "".join(parts).replace("\\n", "\n")
-
-
 def store_schema():
-    """The CREATE script of daemon/store.c."""
-    return c_schema(os.path.join("daemon", "store.c"))
+    """The CREATE script of coprofd's tables (abi/session-schema.sql)."""
+    return session_schema.load().script("coprofd")
 
 
 @pytest.fixture(scope="session")
 def host_schema():
-    """The CREATE script of hostprof/store.c (the host side's tables)."""
-    return c_schema(os.path.join("hostprof", "store.c"))
+    """The CREATE script of coprof-host's tables (the host side)."""
+    return session_schema.load().script("coprof-host")
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 /*
  * libcop.c — coprocessor contexts for host programs (sdk/libcop.h).
  *
- * A context is one connection to copsim (emulator/copsim/protocol.h): its
+ * A context is one connection to copsim (abi/copsim-protocol.h): its
  * requests go out one at a time and each waits for its reply, so a context
  * needs no lock of its own and contexts of different threads never share
  * anything but the private-copsim bookkeeping in private.c.
@@ -18,7 +18,7 @@
  */
 #include "sdk/libcop.h"
 
-#include "emulator/copsim/protocol.h"
+#include "common/copsim-socket.h"
 #include "sdk/libcop/libcop-int.h"
 
 #include <errno.h>

@@ -25,7 +25,7 @@
  * session is $COPROF_SESSION (coprof record and copsim's one-command mode
  * set it for their command) or
  * copcontrol's session mark in the socket's directory
- * (COPSIM_SESSION_MARK, copcontrol's coprofd.pid, there from --start to
+ * (COPROF_SESSION_MARK of abi/state-dir.h, copcontrol's coprofd.pid, there from --start to
  * --stop).  Then a copsim that does not answer, or hangs up, is an error
  * the host program sees (errno set, cop_last_error) and that libcop also
  * prints, as one line on standard error.
@@ -37,7 +37,8 @@
 #include "sdk/libcop/libcop-int.h"
 #include "sdk/libcop.h"
 
-#include "emulator/copsim/protocol.h"
+#include "abi/state-dir.h"
+#include "common/copsim-socket.h"
 #include "common/safe-file.h"
 
 #include <dlfcn.h>
@@ -196,14 +197,14 @@ static int profiling_session(const char *socket_path, char *why, size_t len)
     dirfd = safe_dir_of(socket_path, 0, &name, err, sizeof(err));
     if (dirfd < 0)
         return 0;
-    marked = faccessat(dirfd, COPSIM_SESSION_MARK, F_OK,
+    marked = faccessat(dirfd, COPROF_SESSION_MARK, F_OK,
                        AT_SYMLINK_NOFOLLOW) == 0;
     close(dirfd);
     dir_len = (int)(name - socket_path) - 1;     /* -1: no slash */
     if (marked)
         snprintf(why, len, "copcontrol's session: %.*s/%s exists",
                  dir_len < 0 ? 1 : dir_len, dir_len < 0 ? "." : socket_path,
-                 COPSIM_SESSION_MARK);
+                 COPROF_SESSION_MARK);
     return marked;
 }
 

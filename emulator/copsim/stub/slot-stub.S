@@ -45,7 +45,7 @@
  * area, s2 its index, s3 a start time, s5 a saved return address;
  * everything is free once the context is saved.
  */
-#include "slot-stub.h"
+#include "abi/slot-stub.h"
 
 #define CLINT_MTIMECMP  0x02004000
 #define CLINT_MTIME     0x0200bff8

@@ -13,7 +13,7 @@ fence.i, so that QEMU drops stale translations.  The trace-unit plugin
 does not count the stub's instructions, so each context's instructions
 (and --exact-counts, kept per context) are its own.
 
-slotrun lays the stub, its control block (slot-stub.h) and every context
+slotrun lays the stub, its control block (abi/slot-stub.h) and every context
 into a new guest RAM file and main-memory file, runs QEMU under `coptrace
 run` (the trace unit attached, the hart started at the stub), passes the
 consoles (one UART for all contexts) to its stdout, and prints one line
@@ -26,7 +26,6 @@ import argparse
 import collections
 import mmap
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -37,18 +36,16 @@ import time
 from elftools.elf.elffile import ELFFile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ABI = os.path.join(HERE, "..", "..", "..", "abi")
+sys.path.insert(0, ABI)
+
+import cheader  # noqa: E402
 TIMER_HZ = 10_000_000           # the virt machine's CLINT timebase
 
 
-def read_layout(path=os.path.join(HERE, "slot-stub.h")):
-    """The #define NAME VALUE lines of slot-stub.h, as a dict."""
-    layout = {}
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"#define\s+(SLOT_\w+)\s+(0x[0-9a-fA-F]+|\d+)", line)
-            if m:
-                layout[m.group(1)] = int(m.group(2), 0)
-    return layout
+def read_layout(path=os.path.join(ABI, "slot-stub.h")):
+    """The #defines of abi/slot-stub.h, as a dict."""
+    return cheader.Header(path).defines
 
 
 L = read_layout()
@@ -62,7 +59,7 @@ def ram_offset(address):
     return address - L["SLOT_LS_BASE"]
 
 
-# From the coprocessor ABI (common/cop-abi.h, docs/coprocessor-abi.md).
+# From the coprocessor ABI (abi/cop-abi.h, docs/coprocessor-abi.md).
 COP_BOOT_BASE = 0x80040000
 COP_BOOT_MAGIC = 0x42504f43             # "COPB"
 COP_IMAGE_BASE = 0x80100000

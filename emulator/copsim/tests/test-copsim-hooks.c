@@ -11,8 +11,8 @@
  * the context's own, and the trace unit watches those guard words.
  */
 #include "emulator/copsim/copsim.h"
-#include "emulator/trace-unit.h"
-#include "common/cop-abi.h"
+#include "trace-unit/trace-unit.h"
+#include "abi/cop-abi.h"
 #include "sdk/libcop.h"
 
 #include <glib.h>

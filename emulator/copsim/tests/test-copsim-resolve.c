@@ -6,7 +6,7 @@
  * The image bytes used here need not be a valid ELF file: resolution only
  * finds where bytes come from; copsim validates the image afterwards.
  */
-#include "emulator/copsim/protocol.h"
+#include "common/copsim-socket.h"
 #include "emulator/copsim/resolve.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
-"""copsim's socket protocol spoken directly (protocol.h mirrored with
-ctypes): each request's checks, and malformed or out-of-order messages
+"""copsim's socket protocol spoken directly (abi/copsim-protocol.h read
+as ctypes structures by abi/cheader.py): each request's checks, and malformed or out-of-order messages
 answered with one clear error while copsim goes on serving."""
 
 import array
@@ -8,78 +8,33 @@ import errno
 import os
 import re
 import socket
+import sys
 import threading
 
 from copsim_harness import sched_events, wait_for
 
-VERSION = 1
-INFO, CREATE, LOAD, RUN, DESTROY = 1, 2, 3, 4, 5
-REPLY = 0x8000
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
 
+import cheader  # noqa: E402
 
-class Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint16), ("type", ctypes.c_uint16),
-                ("size", ctypes.c_uint32)]
-
-
-class Status(ctypes.Structure):
-    _fields_ = [("error", ctypes.c_int32), ("message", ctypes.c_char * 512)]
-
-
-class InfoReply(ctypes.Structure):
-    _fields_ = [("header", Header), ("status", Status),
-                ("pid", ctypes.c_int32), ("n_slots", ctypes.c_uint32),
-                ("n_contexts", ctypes.c_uint32),
-                ("fifo_depth", ctypes.c_uint32),
-                ("slice_cycles", ctypes.c_uint64),
-                ("max_cycles", ctypes.c_uint64),
-                ("nominal_hz", ctypes.c_uint64),
-                ("regs_path", ctypes.c_char * 4096),
-                ("event_log_path", ctypes.c_char * 4096)]
-
-
-class CreateRequest(ctypes.Structure):
-    _fields_ = [("header", Header), ("tid", ctypes.c_int32),
-                ("n_frames", ctypes.c_uint32),
-                ("frames", ctypes.c_uint64 * 32)]
-
-
-class CreateReply(ctypes.Structure):
-    _fields_ = [("header", Header), ("status", Status),
-                ("context_id", ctypes.c_uint64),
-                ("data_offset", ctypes.c_uint64),
-                ("data_size", ctypes.c_uint64)]
-
-
-class LoadRequest(ctypes.Structure):
-    _fields_ = [("header", Header), ("tid", ctypes.c_int32),
-                ("reserved", ctypes.c_uint32), ("object_id", ctypes.c_uint64),
-                ("image_size", ctypes.c_uint64)]
-
-
-class LoadReply(ctypes.Structure):
-    _fields_ = [("header", Header), ("status", Status),
-                ("offset", ctypes.c_uint64), ("device", ctypes.c_uint64),
-                ("inode", ctypes.c_uint64), ("file_size", ctypes.c_uint64),
-                ("hash", ctypes.c_uint64), ("anonymous", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32), ("name", ctypes.c_char * 64),
-                ("path", ctypes.c_char * 4096)]
-
-
-class RunRequest(ctypes.Structure):
-    _fields_ = [("header", Header), ("tid", ctypes.c_int32),
-                ("argc", ctypes.c_uint32), ("max_cycles", ctypes.c_uint64),
-                ("args_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
-                ("args", ctypes.c_char * 3968)]
-
-
-class RunReply(ctypes.Structure):
-    _fields_ = [("header", Header), ("status", Status),
-                ("stop_reason", ctypes.c_uint32),
-                ("exit_status", ctypes.c_int32),
-                ("instructions", ctypes.c_uint64),
-                ("binds", ctypes.c_uint32), ("preemptions", ctypes.c_uint32),
-                ("detail", ctypes.c_char * 512)]
+# The messages, read from the header copsim compiles (abi/cheader.py).
+PROTOCOL = cheader.load("copsim-protocol.h")
+VERSION = PROTOCOL.defines["COPSIM_PROTOCOL_VERSION"]
+INFO, CREATE, LOAD, RUN, DESTROY = (
+    PROTOCOL.defines["COPSIM_" + name]
+    for name in ("INFO", "CREATE", "LOAD", "RUN", "DESTROY"))
+REPLY = PROTOCOL.defines["COPSIM_REPLY"]
+Header = PROTOCOL.struct("copsim_header")
+Status = PROTOCOL.struct("copsim_status")
+InfoReply = PROTOCOL.struct("copsim_info_reply")
+CreateRequest = PROTOCOL.struct("copsim_create_request")
+CreateReply = PROTOCOL.struct("copsim_create_reply")
+LoadRequest = PROTOCOL.struct("copsim_load_request")
+LoadReply = PROTOCOL.struct("copsim_load_reply")
+RunRequest = PROTOCOL.struct("copsim_run_request")
+RunReply = PROTOCOL.struct("copsim_run_reply")
 
 
 def run_request(*argv):

@@ -2,7 +2,7 @@
 /*
  * stdint.h - the fixed-width names for the module build.
  *
- * The trace unit's register primitives (emulator/trace-regs.h) are
+ * The trace unit's register primitives (abi/trace-regs.h) are
  * freestanding C that includes <stdint.h>.  Kbuild compiles with
  * -nostdinc, so this directory, first on the module's include path, maps
  * the header to the kernel's own definitions of uint32_t and friends.

@@ -38,7 +38,7 @@ SEED = 27
 MUTATIONS = 3000
 HOLD_S = 0.05
 
-# Header fields (emulator/trace-regs.h): offset, width.
+# Header fields (abi/trace-regs.h): offset, width.
 HEADER = {"version": (8, 4), "header_size": (12, 4), "file_size": (16, 8),
           "n_slots": (24, 4), "n_contexts": (28, 4), "fifo_depth": (32, 4),
           "slot_stride": (36, 4), "slots_offset": (40, 4),

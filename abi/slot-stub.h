@@ -54,8 +54,16 @@
  * stores still drop QEMU's translations) and copies nothing out.  That is
  * how copsim runs slots (--context-model=slot).
  *
- * Plain #defines only: the assembler, C and Python (which reads the
- * "#define NAME VALUE" lines) share this file.
+ * Who writes and reads (abi/README.md): copsim (slots.c) and slotrun.py
+ * are the controller, the stub (emulator/copsim/stub/slot-stub.S) runs
+ * the contexts, and the trace-unit plugin (emulator/trace-plugin.c) reads
+ * the control block to leave the stub's instructions uncounted.  Version
+ * rule: the stub is built with copsim and laid into every slot by it, so
+ * the three always come from one build; SLOT_MAGIC changes if the control
+ * block's meaning does, so a plugin of another build finds no stub.
+ *
+ * Plain #defines only: the assembler, C and Python (abi/cheader.py reads
+ * the "#define NAME VALUE" lines) share this file.
  */
 #ifndef SLOT_STUB_H
 #define SLOT_STUB_H

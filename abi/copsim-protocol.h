@@ -1,6 +1,14 @@
 /*
- * protocol.h — the messages between libcop (a host program) and copsim, on
+ * copsim-protocol.h — the messages between copsim and its clients, on
  * copsim's UNIX socket.
+ *
+ * Who writes and reads: copsim serves them (emulator/copsim/server.c);
+ * libcop (sdk/libcop/, a host program's contexts), copcontrol and coprof
+ * (control/driver.c: INFO and the driver's control messages,
+ * abi/copdrv-control.h) send requests and read replies.  The transport
+ * (connecting to the checked socket, one message with its descriptors per
+ * send) is common/copsim-socket.h; Python tests read these structures
+ * through abi/cheader.py, never through a copy.
  *
  * The socket is SOCK_SEQPACKET, so every send is one message and message
  * boundaries survive.  A message is one of the structures below, starting
@@ -15,11 +23,11 @@
  * tids in requests only name threads of that pid, and copsim checks that
  * they do.
  *
- * Extending: types 0x100-0x1ff are reserved for the kernel driver's control
- * interface (LFSR value, poll interval, buffer, start, stop, statistics,
- * the stream), which registers its handlers with the server.  Every field
- * has a fixed width; a new field goes at the end of its structure and
- * raises COPSIM_PROTOCOL_VERSION.  README.md describes each message.
+ * Version rule: types 0x100-0x1ff are reserved for the kernel driver's
+ * control interface (abi/copdrv-control.h).  Every field has a fixed
+ * width; a new field goes at the end of its structure and raises
+ * COPSIM_PROTOCOL_VERSION, which copsim checks in every header.
+ * emulator/copsim/README.md describes each message.
  */
 #ifndef COPROF_COPSIM_PROTOCOL_H
 #define COPROF_COPSIM_PROTOCOL_H
@@ -35,6 +43,11 @@
 #define COPSIM_STACK_MAX        32      /* return addresses of a call stack */
 #define COPSIM_ARGS_MAX         3968    /* argv strings (the boot block) */
 #define COPSIM_FDS_MAX          2
+
+/* What copsim runs with unless told otherwise, which its clients print
+ * in their help. */
+#define COPSIM_DEFAULT_SLOTS        8
+#define COPSIM_DEFAULT_NOMINAL_HZ   3200000000u /* the Cell SPU's 3.2 GHz */
 
 /* Message types. */
 #define COPSIM_INFO             1u
@@ -146,77 +159,5 @@ struct copsim_destroy_reply {
     struct copsim_header header;
     struct copsim_status status;
 };
-
-/* A message as received: its bytes and the descriptors that came with it. */
-struct copsim_message {
-    union {
-        struct copsim_header header;
-        unsigned char bytes[COPSIM_MESSAGE_MAX];
-    } u;
-    size_t size;
-    int fds[COPSIM_FDS_MAX];
-    unsigned n_fds;
-};
-
-/* In the socket's directory while copcontrol records a session on that
- * copsim (its coprofd's pid file, from --start to --stop): libcop then
- * never falls back to a private copsim. */
-#define COPSIM_SESSION_MARK     "coprofd.pid"
-
-/*
- * The socket of the shared copsim: $COPSIM_SOCKET if set, else
- * $XDG_RUNTIME_DIR/coprof/copsim.sock, else /tmp/coprof-UID/copsim.sock.
- * Returns 0, or -1 when the path does not fit in len.
- */
-int copsim_socket_path(char *buf, size_t len);
-
-/*
- * Connects a SOCK_SEQPACKET socket (close-on-exec) to copsim's socket at
- * path, and makes sure it reached this user's copsim before anything is
- * sent: the socket's directory must be this user's (or root's), a real
- * directory writable by nobody else (safe_dir_open), and the server's
- * SO_PEERCRED uid this user's or root's.  Returns the socket, or -1 with
- * errno (ENOENT or ECONNREFUSED: no copsim there; EACCES: the directory or
- * the server is another user's; ENAMETOOLONG: path does not fit a socket
- * address) and one line in err naming the thing and the reason.
- */
-int copsim_connect_checked(const char *path, char *err, size_t errlen);
-
-/* copsim_connect_checked() without the line. */
-int copsim_connect(const char *path);
-
-/*
- * Waits until a copsim started with --ready-fd writes "ready\n" on the pipe
- * whose reading end is fd, for at most timeout_ms (-1: no limit).  Returns
- * 0, or -1 when copsim wrote anything else, closed the pipe (it ended) or
- * the time ran out.
- */
-int copsim_wait_ready(int fd, int timeout_ms);
-
-/* Fills a header for a message of `size` bytes. */
-void copsim_header_init(struct copsim_header *header, unsigned type,
-                        size_t size);
-
-/* Sets a status: error 0 for success, else errno and a formatted line. */
-void copsim_status_set(struct copsim_status *status, int error,
-                       const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/*
- * Sends one message of header->size bytes with n_fds descriptors (never
- * raising SIGPIPE).  Returns 0, or -1 with errno.
- */
-int copsim_send(int sock, const struct copsim_header *header,
-                const int *fds, unsigned n_fds);
-
-/*
- * Receives one message.  Returns 1 with *message filled, 0 at end of file
- * (the peer closed), -1 with errno (EPROTO: a malformed message, whose
- * descriptors are closed).
- */
-int copsim_receive(int sock, struct copsim_message *message);
-
-/* Closes the descriptors of a received message that nobody took. */
-void copsim_message_close_fds(struct copsim_message *message);
 
 #endif /* COPROF_COPSIM_PROTOCOL_H */

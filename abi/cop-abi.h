@@ -8,6 +8,14 @@
  * of fixed-width little-endian 32-bit fields, so it means the same thing on
  * x86-64 and on RV32.  docs/coprocessor-abi.md explains every item.
  *
+ * Who writes and reads (abi/README.md): the SDK (sdk/: crt0, runtime,
+ * cop.ld, cop-embed, cop-overlays) writes images and their tables and
+ * notes; the loader (common/loader.c, in copsim and cop-run) writes the
+ * boot block; overlay/ and coprofd read the overlay tables; the plugin
+ * and the driver read guard words.  Version rule: COP_BOOT_VERSION rises
+ * when the boot block changes; a table or note gets a new type rather
+ * than a new meaning, so old images stay readable.
+ *
  * Guest physical memory of qemu-system-riscv32 -M virt (one file of
  * COP_RAM_SIZE bytes mapped at COP_RAM_BASE, shared with other processes):
  *

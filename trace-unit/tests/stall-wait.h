@@ -8,7 +8,7 @@
 #ifndef COPROF_STALL_WAIT_H
 #define COPROF_STALL_WAIT_H
 
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 
 static inline void wait_until_stalled(const struct trace_unit *unit,
                                       const struct trace_regs_slot *slot)

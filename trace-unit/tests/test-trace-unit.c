@@ -5,8 +5,8 @@
  * consumer, the LFSR seqlock, binding rules and the hold handshake, with a
  * thread standing in for the plugin.
  */
-#include "emulator/trace-unit.h"
-#include "emulator/tests/stall-wait.h"
+#include "trace-unit/trace-unit.h"
+#include "trace-unit/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
 #include <glib.h>

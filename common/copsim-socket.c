@@ -1,5 +1,6 @@
 /*
- * protocol.c — sending and receiving copsim's messages (protocol.h).
+ * copsim-socket.c — sending and receiving copsim's messages
+ * (abi/copsim-protocol.h, common/copsim-socket.h).
  *
  * A client checks whom it reached before it sends anything
  * (copsim_connect_checked): a socket in a directory another user can write,
@@ -12,7 +13,7 @@
  * truncated, before anyone looks at the payload.  Descriptors received are
  * close-on-exec, so a QEMU spawned meanwhile does not inherit them.
  */
-#include "emulator/copsim/protocol.h"
+#include "common/copsim-socket.h"
 
 #include "common/safe-file.h"
 

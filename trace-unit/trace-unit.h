@@ -1,6 +1,6 @@
 /*
  * trace-unit.h — host-side access to the trace unit's register file
- * (emulator/trace-regs.h, specified in docs/trace-unit.md).
+ * (abi/trace-regs.h, specified in docs/trace-unit.md).
  *
  * One library for every party: the QEMU plugin opens and validates the file
  * and waits at its run gate; copsim creates it, binds contexts to slots and
@@ -11,7 +11,7 @@
 #ifndef COPROF_TRACE_UNIT_H
 #define COPROF_TRACE_UNIT_H
 
-#include "trace-regs.h"   /* same folder, in the tree and installed */
+#include "abi/trace-regs.h"
 
 #include <stddef.h>
 #include <stdint.h>

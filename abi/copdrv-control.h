@@ -1,8 +1,16 @@
 /*
  * copdrv-control.h - the driver's control interface on copsim's socket.
  *
+ * Who writes and reads: the driver hosted in copsim answers these
+ * messages (emulator/copsim/copsim-host.c); copcontrol and coprof
+ * (control/driver.c) send them, and with --driver=linux fill the same
+ * replies from copdrv.ko's answers (control/driver-linux.c).  Version rule: as copsim's protocol
+ * (abi/copsim-protocol.h): fixed-width fields, a new one at the end of
+ * its structure (SET still takes the first form, below), and a raised
+ * COPSIM_PROTOCOL_VERSION; the driver's bounds are abi/copdrv-limits.h.
+ *
  * Like oprofilefs (/dev/oprofile/cpu_buffer_size, .../enable, .../buffer),
- * but as messages of copsim's socket protocol (emulator/copsim/protocol.h)
+ * but as messages of copsim's socket protocol (abi/copsim-protocol.h)
  * in the range copsim reserves for the driver.  Each request gets one
  * reply of its type with COPSIM_REPLY set, beginning with a struct
  * copsim_status:
@@ -30,7 +38,8 @@
 #ifndef COPROF_COPDRV_CONTROL_H
 #define COPROF_COPDRV_CONTROL_H
 
-#include "emulator/copsim/protocol.h"
+#include "abi/copsim-protocol.h"
+#include "abi/copdrv-limits.h"
 
 #include <stdint.h>
 
@@ -59,10 +68,28 @@ struct copdrv_control_params {
 /* The parameters' first form, which SET still takes. */
 #define COPDRV_CONTROL_PARAMS_V1_SIZE	24u
 
-/* SET: the parameters.  GET, START, STOP, STATS: a bare header. */
+struct copdrv_control_params_v1 {
+	uint32_t lfsr_value;
+	uint32_t lfsr_count;
+	uint64_t poll_interval_ns;
+	uint32_t buffer_bytes;
+	uint32_t reserved;		/* zero */
+};
+
+/* SET: the parameters, of either form. */
 struct copdrv_control_set {
 	struct copsim_header header;
 	struct copdrv_control_params params;
+};
+
+struct copdrv_control_set_v1 {
+	struct copsim_header header;
+	struct copdrv_control_params_v1 params;
+};
+
+/* GET, START, STOP, STATS: a bare header. */
+struct copdrv_control_request {
+	struct copsim_header header;
 };
 
 /* The reply to SET, GET, START and STOP. */

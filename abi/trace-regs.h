@@ -76,6 +76,16 @@
  * copy (trace_regs_check(), the one validator of the hosted tools and the
  * module) and never reads a geometry field from the file again; sizes are
  * computed in 64 bits, so no field value wraps a check.
+ *
+ * Who writes and reads (abi/README.md): copsim creates the file and is the
+ * controller (bind, hold, mailbox); the QEMU plugin (emulator/) is the
+ * producer of every slot it runs; the driver (kernel-driver/, hosted in
+ * copsim or in copdrv.ko) is the consumer; coptrace and cop-run play both
+ * ends for one slot; trace-unit/ is the library the user-space parties
+ * map it with.  Version rule: TRACE_REGS_VERSION rises with every change
+ * a reader of the old layout would misread, and every party refuses a
+ * file of another version; an area appended where an old reader never
+ * looks, announced by a header field (stack_depth), keeps the version.
  */
 #ifndef COPROF_TRACE_REGS_H
 #define COPROF_TRACE_REGS_H

@@ -15,7 +15,7 @@
  * in the header that producers increment and wake: the driver sleeps on
  * it with its poll interval as timeout.
  */
-#include "emulator/trace-unit.h"
+#include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 
 #include <errno.h>

@@ -1,0 +1,1 @@
+../../abi/session_schema.py
