@@ -398,7 +398,9 @@ static int connect_copsim(struct control *c, struct driver *d)
     return -1;
 }
 
-static int init_copsim(struct control *c, int announce)
+/* Starts copsim unless one serves; *started (if given) says whether this
+ * call started it, for action_start() to stop it again on a failure. */
+static int init_copsim(struct control *c, int announce, int *started)
 {
     struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
     const char *args[DAEMON_EXTRA_MAX + 4];
@@ -407,6 +409,8 @@ static int init_copsim(struct control *c, int announce)
     int n = 0;
     pid_t pid;
 
+    if (started)
+        *started = 0;
     if (connect_copsim(c, &d) == 0) {
         driver_close(&d);
         if (announce)
@@ -431,8 +435,12 @@ static int init_copsim(struct control *c, int announce)
     if (pid < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
-    if (pidfile_write(pidfile, pid, c->socket, c->err, sizeof(c->err)) < 0)
+    if (pidfile_write(pidfile, pid, c->socket, c->err, sizeof(c->err)) < 0) {
+        daemons_terminate(pid, COPSIM_STOP_MS);     /* nobody could find it */
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    }
+    if (started)
+        *started = 1;
     say(c, "copsim started (pid %ld), its output in %s", (long)pid, log);
     if (announce)
         printf("copcontrol: copsim (pid %ld) serves on %s\n", (long)pid,
@@ -626,29 +634,17 @@ static int check_call_graph(struct control *c, struct driver *d)
     return EXIT_OK;
 }
 
-static int action_start(struct control *c)
+/* The session on a copsim that serves: SET, START, coprofd, coprof-host. */
+static int start_on_copsim(struct control *c, const struct rate_spec *spec,
+                           const struct sampling *sampling, char *dir)
 {
     struct copsim_info_reply info;
-    struct rate_spec spec;
     struct rate rate;
-    struct sampling sampling;
     struct driver d;
-    char dir[PATH_MAX], line[512], how[256], err[ERR_MAX];
+    char line[512], how[256], err[ERR_MAX];
     int status, fd = -1, moved;
     pid_t pid;
 
-    if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
-        return status;
-    if (host_options_check(&c->settings.host, c->err, sizeof(c->err)) < 0)
-        return cli_fail(EXIT_USAGE, "%s", c->err);
-    if (running_coprofd(c, NULL, 0))
-        return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
-                        "first)");
-    if (sampling_resolve(&c->settings.sampling, &sampling, c->err,
-                         sizeof(c->err)) < 0)
-        return cli_fail(EXIT_FAILED, "%s", c->err);
-    if ((status = init_copsim(c, 0)) != EXIT_OK)
-        return status;
     if (connect_copsim(c, &d) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     if ((status = check_call_graph(c, &d)) != EXIT_OK) {
@@ -656,7 +652,7 @@ static int action_start(struct control *c)
         return status;
     }
     if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
-        driver_program(&d, &spec, c->settings.buffer_words * 8u, &sampling,
+        driver_program(&d, spec, c->settings.buffer_words * 8u, sampling,
                        &rate, c->err, sizeof(c->err)) < 0) {
         status = errno == EINVAL ? EXIT_USAGE : EXIT_FAILED;
         driver_close(&d);
@@ -694,12 +690,54 @@ static int action_start(struct control *c)
         return status;
     }
     rate_describe(&rate, line, sizeof(line));
-    sampling_describe(sampling.dither, sampling.seed,
-                      sampling_fifo_name(sampling.fifo_full), how,
+    sampling_describe(sampling->dither, sampling->seed,
+                      sampling_fifo_name(sampling->fifo_full), how,
                       sizeof(how));
     printf("copcontrol: started %s, %s; coprofd pid %ld, session %s\n",
            line, how, (long)pid, dir);
     return EXIT_OK;
+}
+
+/* A copsim this --start started, stopped again after its failure: a start
+ * that says it failed leaves nothing of its own running. */
+static void stop_started_copsim(struct control *c)
+{
+    char pidfile[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
+    pid = pidfile_read(pidfile, NULL, 0);
+    if (pid <= 0)
+        return;
+    say(c, "stopping copsim (pid %ld), started for this --start",
+        (long)pid);
+    daemons_terminate(pid, COPSIM_STOP_MS);
+    unlink(pidfile);
+}
+
+static int action_start(struct control *c)
+{
+    struct rate_spec spec;
+    struct sampling sampling;
+    char dir[PATH_MAX];
+    int status, started;
+
+    if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
+        return status;
+    if (host_options_check(&c->settings.host, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", c->err);
+    if (running_coprofd(c, NULL, 0))
+        return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
+                        "first)");
+    if (sampling_resolve(&c->settings.sampling, &sampling, c->err,
+                         sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    if ((status = init_copsim(c, 0, &started)) != EXIT_OK)
+        return status;
+    status = start_on_copsim(c, &spec, &sampling, dir);
+    if (status != EXIT_OK && started)
+        stop_started_copsim(c);
+    return status;
 }
 
 /* The session's dither, FIFO-full policy and stall time, one line. */
@@ -1202,7 +1240,7 @@ static int run_action(struct control *c)
 {
     switch (c->opt.action) {
     case ACT_INIT:
-        return init_copsim(c, 1);
+        return init_copsim(c, 1, NULL);
     case ACT_START:
         return action_start(c);
     case ACT_STOP:

@@ -6,6 +6,7 @@ XDG_DATA_HOME in its tmp_path, so it never touches the user's copsim or
 sessions; at the end whatever copcontrol started there is stopped.
 """
 
+import glob
 import os
 import shutil
 import signal
@@ -139,6 +140,19 @@ def process_table():
         table[int(name)] = (int(stat[stat.rindex(")") + 2:].split()[1]),
                             comm)
     return table
+
+
+def running_with(text):
+    """The live processes whose command line holds text."""
+    found = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(path.split("/")[2]))
+        except OSError:
+            continue
+    return [pid for pid in found if alive(pid)]
 
 
 def children(pid):

@@ -13,7 +13,6 @@ equal to the driver's count in its STOP), and that nothing is left
 running.  test_faults.py is part one (kill -9 and SIGINT, no root).
 """
 
-import glob
 import os
 import re
 import sqlite3
@@ -22,8 +21,8 @@ import tempfile
 
 import pytest
 
-from control_support import (Recording, alive, end, key, one_error_line,
-                             session, table_samples, wait_for)
+from control_support import (Recording, end, key, one_error_line,
+                             running_with, session, table_samples, wait_for)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="mounts a tmpfs: needs root")
@@ -74,19 +73,6 @@ def tmpfs():
     yield mount
     for m in mounts:
         m.unmount()
-
-
-def running_with(text):
-    """The live processes whose command line holds text."""
-    found = []
-    for path in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            with open(path, "rb") as f:
-                if text.encode() in f.read():
-                    found.append(int(path.split("/")[2]))
-        except OSError:
-            continue
-    return [pid for pid in found if alive(pid)]
 
 
 def replay(cenv, stream, tmp_path):
