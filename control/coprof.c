@@ -126,6 +126,8 @@ struct record {
     char err[ERR_MAX];
     char driver_err[ERR_MAX];   /* why the driver did not stop, or "" */
     char end_reason[ERR_MAX];   /* why the session is incomplete, or "" */
+    char end_note[ERR_MAX];     /* a fault after the STOP that lost
+                                   nothing, or "" */
 };
 
 static volatile sig_atomic_t command_pid;
@@ -641,6 +643,7 @@ static void finish(struct record *r)
     if (r->coprofd > 0)
         wait_coprofd(r);
     relay_close(&r->relay);
+    cli_test_point("coprof-after-coprofd");
     check_copsim(r);
     if (r->copsim > 0 && !r->copsim_died)
         daemons_terminate(r->copsim, COPSIM_STOP_MS);
@@ -768,8 +771,15 @@ static void find_end_reason(struct record *r, const struct session_totals *t,
                        r->relay.reason;
     char how[128];
 
-    r->end_reason[0] = '\0';
-    if (r->copsim_died) {
+    r->end_reason[0] = r->end_note[0] = '\0';
+    if (r->copsim_died && readable && strcmp(t->end_state, "complete") == 0) {
+        /* coprofd decoded the STOP and its totals matched: whatever
+         * happened to copsim after it cost no sample. */
+        daemons_describe_status(r->copsim_status, how, sizeof(how));
+        snprintf(r->end_note, sizeof(r->end_note), "copsim (pid %ld) %s "
+                 "after the driver's STOP: no sample was lost (the STOP's "
+                 "totals are the session's)", (long)r->copsim, how);
+    } else if (r->copsim_died) {
         daemons_describe_status(r->copsim_status, how, sizeof(how));
         snprintf(r->end_reason, sizeof(r->end_reason), "%s: copsim (pid "
                  "%ld) %s", said[0] ? said : "the driver's stream ended "
@@ -943,6 +953,8 @@ static int record(struct record *r)
     settle_end(r);
     if (!r->opt.quiet)
         summary(r);
+    if (r->end_note[0])
+        fprintf(stderr, "coprof: %s\n", r->end_note);
     if (r->end_reason[0]) {
         cli_fail(EXIT_FAILED, "session %s is incomplete: %s", r->dir,
                  r->end_reason);

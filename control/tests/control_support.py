@@ -75,6 +75,15 @@ def alive(pid):
     return state not in ("Z", "X")
 
 
+def stopped(pid):
+    """Whether pid is stopped (SIGSTOP: state T)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
 def wait_gone(pid, seconds=30):
     deadline = time.monotonic() + seconds
     while alive(pid) and time.monotonic() < deadline:
@@ -181,11 +190,13 @@ class Recording:
 
     ROUNDS = "100000"
 
-    def __init__(self, cenv, out, command=None, args=()):
+    def __init__(self, cenv, out, command=None, args=(), pause=None):
         self.out = str(out)
         self.tmpdir = os.path.join(cenv.state, "tmp")
         os.makedirs(self.tmpdir, exist_ok=True)
         env = dict(cenv.env, TMPDIR=self.tmpdir)
+        if pause:       # cli_test_point(): stop there (wait_paused())
+            env["COPROF_TEST_PAUSE"] = pause
         host = os.path.join(cenv.build, "examples", "host-pipeline")
         # The host program's consoles go to a folder of the test's own: a
         # host killed by a fault cannot remove a temporary one of its own,
@@ -225,6 +236,12 @@ class Recording:
         self.seen.update(found.values())
         self.seen.update(qemus)
         return found
+
+    def wait_paused(self, pid=None):
+        """Waits until pid (coprof itself by default) stopped itself at
+        the test point named by pause."""
+        pid = pid or self.process.pid
+        wait_for(lambda: stopped(pid), "pid %d at its test point" % pid)
 
     def finish(self):
         """coprof's (status, stdout, stderr), also kept as out, err."""

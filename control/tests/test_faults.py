@@ -78,6 +78,32 @@ def test_kill_copsim(cenv, tmp_path):
     recording.assert_nothing_left()
 
 
+def test_kill_copsim_after_the_stop(cenv, tmp_path):
+    """copsim killed once the driver's STOP is in the session (coprof held
+    at its test point after coprofd's end): nothing was lost, so the
+    session stays complete, coprof says what happened to copsim, and its
+    exit status is the command's."""
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    recording = Recording(cenv, tmp_path / "rec", command=[
+        host, "--contexts", "4", "--threads", "2", "--frames", "1"],
+        pause="coprof-after-coprofd")
+    recording.wait_paused()
+    pids = recording.processes()
+    os.kill(pids["copsim"], signal.SIGKILL)
+    wait_for(lambda: not alive(pids["copsim"]), "copsim's death")
+    recording.process.send_signal(signal.SIGCONT)
+    status, _, err = recording.finish()
+    assert status == 0, err
+    assert last_line(err) == (
+        "coprof: copsim (pid %d) was killed by signal 9 (Killed) after the "
+        "driver's STOP: no sample was lost (the STOP's totals are the "
+        "session's)" % pids["copsim"])
+    assert "incomplete" not in err
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+    recording.assert_nothing_left()
+
+
 def test_kill_coprofd(cenv, tmp_path):
     recording, pids = start(cenv, tmp_path)
     os.kill(pids["coprofd"], signal.SIGKILL)
