@@ -64,6 +64,8 @@
 #include "overlay/overlay.h"
 
 #include <glib.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SLOTS           COPSTREAM_MAX_SLOTS
@@ -1264,6 +1266,24 @@ void session_finish(struct session *s)
 bool session_stopped(const struct session *s)
 {
     return s->stopped;
+}
+
+bool session_stop_mismatch(const struct session *s, char *buf, size_t len)
+{
+    const struct copstream_stats *st = &s->decoder.stats;
+    uint64_t held = st->samples + st->lost;
+    uint64_t counted = s->stop.samples + s->stop.lost;
+
+    if (!s->stopped ||
+        st->errors_by_kind[COPSTREAM_ERR_COUNT_MISMATCH] == 0)
+        return false;
+    snprintf(buf, len, "the driver's STOP counted %" PRIu64 " samples and "
+             "%" PRIu64 " lost, the stream held %" PRIu64 " samples and %"
+             PRIu64 " lost: %" PRIu64 " %s", s->stop.samples, s->stop.lost,
+             st->samples, st->lost, counted > held ? counted - held :
+             held - counted, counted > held ? "missing" : "more than "
+             "counted");
+    return true;
 }
 
 bool session_start_time(const struct session *s, uint64_t *ns)
