@@ -582,21 +582,53 @@ static void start_host(struct control *c, const char *dir, pid_t copsim)
     }
     if (daemons_log_line(log, "coprof-host: ", line, sizeof(line)) == 0)
         fprintf(stderr, "copcontrol: %s\n", line + strlen("coprof-host: "));
+    if (session_host_begin(dir, c->err, sizeof(c->err)) < 0)
+        fprintf(stderr, "copcontrol: %s\n", c->err);
     say(c, "coprof-host started (pid %ld), its output in %s", (long)pid,
         log);
 }
 
-/* The session's coprof-host stores the host side. */
-static void stop_host(struct control *c)
+/*
+ * Why the host side is lost, into buf ("" when coprof-host stored it, or
+ * none ran): coprof-host (pid) died before --stop, or ended without
+ * storing it, with its last line in coprof-host.log (a full disk); also
+ * written into the session where it can be.
+ */
+static void host_end_reason(struct control *c, const char *dir, pid_t pid,
+                            int died, char *buf, size_t len)
+{
+    char log[PATH_MAX], line[512], err[ERR_MAX];
+    struct session_totals t;
+    int said;
+
+    buf[0] = '\0';
+    if (pid <= 0 || session_read(dir, &t, err, sizeof(err)) < 0 ||
+        strcmp(t.host_end_state, "live") != 0)
+        return;
+    state_file(c, STATE_HOST_LOG, log, sizeof(log));
+    said = daemons_log_line(log, "coprof-host: ", line, sizeof(line)) == 0;
+    snprintf(buf, len, "coprof-host (pid %ld) %s%s%s", (long)pid, died ?
+             "died during the session" : "ended without storing it",
+             said ? ": " : "", said ? line + strlen("coprof-host: ") : "");
+    session_mark_host_incomplete(dir, buf, err, sizeof(err));
+}
+
+/* The session's coprof-host stores the host side; "" in reason, or why it
+ * is lost. */
+static void stop_host(struct control *c, const char *dir, char *reason,
+                      size_t len)
 {
     char pidfile[PATH_MAX];
     pid_t pid;
+    int died;
 
+    reason[0] = '\0';
     state_file(c, STATE_HOST_PID, pidfile, sizeof(pidfile));
     pid = pidfile_read(pidfile, NULL, 0);
     if (pid <= 0)
         return;
-    if (daemons_alive(pid)) {
+    died = !daemons_alive(pid);
+    if (!died) {
         say(c, "waiting for coprof-host (pid %ld) to store the host side",
             (long)pid);
         kill(pid, SIGTERM);
@@ -604,15 +636,19 @@ static void stop_host(struct control *c)
             daemons_terminate(pid, COPSIM_STOP_MS);
     }
     unlink(pidfile);
+    host_end_reason(c, dir, pid, died, reason, len);
 }
 
-/* What the session holds of the host side, one line (none without). */
-static void print_host(const char *dir)
+/* What the session holds of the host side, one line (none without);
+ * lost: why it holds none. */
+static void print_host(const char *dir, const char *lost)
 {
     char line[1024], err[ERR_MAX];
 
-    if (host_describe(dir, line, sizeof(line), err, sizeof(err)) == 0 &&
-        line[0])
+    if (lost[0])
+        printf("copcontrol: host: the host side is lost: %s\n", lost);
+    else if (host_describe(dir, line, sizeof(line), err, sizeof(err)) == 0 &&
+             line[0])
         printf("copcontrol: host: %s\n", line);
 }
 
@@ -808,6 +844,7 @@ static void session_end_reason(struct control *c, const char *dir, pid_t pid,
 static int stop_session(struct control *c, int quiet)
 {
     char dir[PATH_MAX], pidfile[PATH_MAX], line[1024], reason[ERR_MAX];
+    char host[ERR_MAX];
     struct session_totals t;
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
     pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
@@ -834,7 +871,7 @@ static int stop_session(struct control *c, int quiet)
                         (long)pid, COPROFD_STOP_MS / 1000, dir);
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     unlink(pidfile);
-    stop_host(c);
+    stop_host(c, dir, host, sizeof(host));
     session_end_reason(c, dir, pid ? pid : dead, dead != 0, reason,
                        sizeof(reason));
     if (reason[0] && guest_err[0] && !strstr(reason, guest_err)) {
@@ -850,18 +887,21 @@ static int stop_session(struct control *c, int quiet)
         else if (!quiet)
             printf("copcontrol: stopped\n");
         if (!quiet)
-            print_host(dir);
+            print_host(dir, host);
         if (!quiet && pid)
             print_sampling(dir);
-        return EXIT_OK;
+        if (!host[0])
+            return EXIT_OK;
+        return cli_fail(EXIT_FAILED, "session %s is incomplete: the host "
+                        "side is lost: %s", dir, host);
     }
     if (session_read(dir, &t, c->err, sizeof(c->err)) == 0) {
         session_describe(&t, line, sizeof(line));
         printf("copcontrol: %s holds %s\n", dir, line);
     }
-    print_host(dir);
-    return cli_fail(EXIT_FAILED, "session %s is incomplete: %s", dir,
-                    reason);
+    print_host(dir, host);
+    return cli_fail(EXIT_FAILED, "session %s is incomplete: %s%s%s", dir,
+                    reason, host[0] ? "; the host side is lost: " : "", host);
 }
 
 /*

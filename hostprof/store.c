@@ -258,7 +258,9 @@ static int write_keys(struct writer *w, struct hostprof *hp)
     char n[32];
 
     if (write_key(w, "host.sched", hp->sched_state) ||
-        write_key(w, "host.samples", hp->samples_state))
+        write_key(w, "host.samples", hp->samples_state) ||
+        write_key(w, "host.end_state", "complete") ||
+        write_key(w, "host.end_reason", ""))
         return -1;
     snprintf(n, sizeof(n), "%" PRIu64, hp->lost_sched);
     if (write_key(w, "host.sched_lost", n))

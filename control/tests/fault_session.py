@@ -21,8 +21,9 @@ import tempfile
 
 import pytest
 
-from control_support import (Recording, end, key, one_error_line,
-                             running_with, session, table_samples, wait_for)
+from control_support import (Recording, children, end, key,
+                             one_error_line, running_with, session,
+                             table_samples, wait_for)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="mounts a tmpfs: needs root")
@@ -166,6 +167,39 @@ def test_coprof_record_on_a_full_disk(cenv, tmpfs, tmp_path):
     assert replay(cenv, kept, tmp_path)[0] == samples
     assert_truthful(recording.out, last.split(" is incomplete: ")[1])
     os.unlink(kept)
+    recording.assert_nothing_left()
+
+
+def test_host_side_on_a_full_disk(cenv, tmpfs, tmp_path):
+    """The session directory fills while a command (held at a gate) runs:
+    coprof-host cannot store the host side, and coprof says so (not only
+    coprof-host's own line), with exit 1."""
+    probe = tmp_path / "probe"
+    result = cenv.coprof("record", "-o", str(probe), "--", "true")
+    assert result.returncode == 0, result.stderr
+    disk = tmpfs(os.path.getsize(probe / "events.coplog") // 1024 + 1024)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    recording = Recording(cenv, os.path.join(disk.path, "rec"), command=[
+        "sh", "-c", "read line < %s" % gate])
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command's exec (coprof-host is ready)")
+    host = recording.processes()["coprof-host"]
+    disk.fill()
+    with open(gate, "w") as f:
+        f.write("go\n")
+    status, _, err = recording.finish()
+    assert status == 1, err
+    line = [x for x in err.splitlines() if x.startswith("coprof: host: ")]
+    assert len(line) == 1, err
+    assert line[0].startswith(
+        "coprof: host: the host side is lost: coprof-host (pid %d) exited "
+        "with status 1 without storing it: %s/session.db: " %
+        (host, recording.out)), err
+    assert "database or disk is full" in line[0]
+    assert "the host side is lost" in err.splitlines()[-1]
+    for kept in os.listdir(recording.tmpdir):
+        os.unlink(os.path.join(recording.tmpdir, kept))
     recording.assert_nothing_left()
 
 

@@ -16,8 +16,8 @@ is what these tests check.
 import os
 import signal
 
-from control_support import (Recording, alive, end, key, one_error_line,
-                             session, table_samples, wait_for)
+from control_support import (Recording, alive, children, end, key,
+                             one_error_line, session, table_samples, wait_for)
 
 KNOWN_POINT = 2000
 
@@ -102,6 +102,86 @@ def test_kill_copsim_after_the_stop(cenv, tmp_path):
     assert assert_opens(recording) == ("complete", "")
     assert_driver_count(recording)
     recording.assert_nothing_left()
+
+
+def gated_command(tmp_path):
+    """A command that waits until the test opens its gate (a FIFO)."""
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    return gate, ["sh", "-c", "read line < %s" % gate]
+
+
+def open_gate(gate):
+    with open(gate, "w") as f:
+        f.write("go\n")
+
+
+def host_keys(path):
+    with session(path) as db:
+        return dict(db.execute("SELECT key, value FROM session WHERE key IN "
+                               "('host.end_state', 'host.end_reason')"))
+
+
+def test_kill_coprof_host(cenv, tmp_path):
+    """coprof-host dies while the command runs: the host side is lost and
+    everybody says so (the summary's host line, the last line, exit 1, the
+    session's host.end_state); the coprocessor side stays complete."""
+    gate, command = gated_command(tmp_path)
+    recording = Recording(cenv, tmp_path / "rec", command=command)
+    # The command runs once coprof-host is ready (coprof holds it before).
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command's exec")
+    pids = recording.processes()
+    os.kill(pids["coprof-host"], signal.SIGKILL)
+    open_gate(gate)
+    status, _, err = recording.finish()
+    reason = ("coprof-host (pid %d) was killed by signal 9 (Killed)"
+              % pids["coprof-host"])
+    assert status == 1, err
+    assert "coprof: host: the host side is lost: %s\n" % reason in err
+    assert last_line(err) == ("coprof: session %s is incomplete: the host "
+                              "side is lost" % recording.out)
+    with session(recording.out) as db:
+        assert end(db) == ("complete", "")
+    assert host_keys(recording.out) == {"host.end_state": "incomplete",
+                                        "host.end_reason": reason}
+    recording.assert_nothing_left()
+
+
+def test_a_stored_host_side_is_complete(cenv, tmp_path):
+    gate, command = gated_command(tmp_path)
+    recording = Recording(cenv, tmp_path / "rec", command=command,
+                          args=["-q"])
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command's exec")
+    open_gate(gate)
+    status, _, err = recording.finish()
+    assert status == 0, err
+    assert host_keys(recording.out) == {"host.end_state": "complete",
+                                        "host.end_reason": ""}
+
+
+def test_copcontrol_kill_coprof_host(cenv, tmp_path):
+    """Under copcontrol: coprof-host dies before --stop; --stop says the
+    host side is lost and exits 1, the session says so."""
+    sdir = tmp_path / "s"
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    host = cenv.pid("coprof-host.pid")
+    assert alive(host)
+    os.kill(host, signal.SIGKILL)
+    wait_for(lambda: not alive(host), "coprof-host's death")
+    result = cenv.copcontrol("--stop")
+    reason = "coprof-host (pid %d) died during the session" % host
+    assert one_error_line(result, "copcontrol", 1) == (
+        "copcontrol: session %s is incomplete: the host side is lost: %s"
+        % (sdir, reason))
+    assert "copcontrol: host: the host side is lost: %s\n" % reason in \
+        result.stdout
+    with session(sdir) as db:
+        assert end(db) == ("complete", "")
+    assert host_keys(sdir) == {"host.end_state": "incomplete",
+                               "host.end_reason": reason}
 
 
 def test_kill_coprofd(cenv, tmp_path):
