@@ -30,6 +30,7 @@ class Env:
         self.env.pop("COPSIM_EVENT_LOG", None)
         self.copcontrol_path = coprof_bin("copcontrol")
         self.coprof_path = coprof_bin("coprof")
+        self.recordings = []        # Recording: ended by cleanup()
 
     def run(self, program, args, timeout=180, **kw):
         return subprocess.run([program] + list(args), env=self.env,
@@ -58,12 +59,24 @@ class Env:
             return 0
 
     def cleanup(self):
-        self.copcontrol("--shutdown", timeout=60)
-        for name in ("coprofd.pid", "copsim.pid"):
-            pid = self.pid(name)
-            if pid and alive(pid):
+        """Ends what the test started, also when it failed half-way: its
+        recordings (coprof, held at a test point or not), copcontrol's
+        daemons, and then anything still naming the state directory
+        (copsim, its QEMUs, coprofd, a host program of a recording)."""
+        for recording in self.recordings:
+            if recording.process.poll() is None:
+                recording.process.kill()
+                recording.process.communicate(timeout=60)
+        try:
+            self.copcontrol("--shutdown", timeout=60)
+        finally:
+            for name in ("coprofd.pid", "copsim.pid", "coprof-host.pid"):
+                pid = self.pid(name)
+                if pid and alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in running_with(self.state):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(self.state, ignore_errors=True)
+            shutil.rmtree(self.state, ignore_errors=True)
 
 
 def alive(pid):
@@ -211,6 +224,7 @@ class Recording:
              self.out] + list(args) + ["--"] + command, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.seen = set()
+        cenv.recordings.append(self)
 
     def samples(self):
         """stream.samples of the last flush (0 before the first)."""

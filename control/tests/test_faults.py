@@ -16,6 +16,8 @@ is what these tests check.
 import os
 import signal
 
+import pytest
+
 from control_support import (Recording, alive, children, end, key,
                              one_error_line, session, table_samples, wait_for)
 
@@ -248,6 +250,25 @@ def test_sigint(cenv, tmp_path):
     recording.process.send_signal(signal.SIGINT)
     status, _, _ = recording.finish()
     assert_complete_run(recording, status, 128 + signal.SIGINT)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM,
+                                 signal.SIGHUP, signal.SIGQUIT])
+def test_a_signal_leaves_no_console_directory(cenv, tmp_path, sig):
+    """A signal to coprof reaches host-pipeline, whose temporary console
+    directory ($TMPDIR/host-pipeline-XXXXXX) goes with it: the recording's
+    TMPDIR is empty at the end."""
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    recording = Recording(cenv, tmp_path / "rec", command=[
+        host, "--contexts", "4", "--threads", "2", "--frames", "1",
+        "--rounds", Recording.ROUNDS])
+    recording.wait_samples(KNOWN_POINT)     # contexts run: consoles exist
+    assert [n for n in os.listdir(recording.tmpdir)
+            if n.startswith("host-pipeline-")]
+    recording.process.send_signal(sig)
+    status, _, err = recording.finish()
+    assert status == 128 + sig, err
+    recording.assert_nothing_left()
 
 
 def test_copcontrol_kill_copsim(cenv, tmp_path):
