@@ -513,18 +513,21 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
-    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
-        daemons_terminate(pid, COPROFD_STOP_MS);
-        if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
-            snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
-        cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
-        return -1;
-    }
+    /* At once: a --start killed from here on leaves a coprofd that
+     * --status and --stop find. */
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     if (pidfile_write(pidfile, pid, dir, c->err, sizeof(c->err)) < 0) {
         /* Nobody could find it again: it does not outlive this start. */
         daemons_terminate(pid, COPROFD_STOP_MS);
         cli_fail(EXIT_FAILED, "%s", c->err);
+        return -1;
+    }
+    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
+        daemons_terminate(pid, COPROFD_STOP_MS);
+        unlink(pidfile);
+        if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
+            snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
+        cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
         return -1;
     }
     say(c, "coprofd started (pid %ld) on the stream, event log %s, its "
@@ -670,6 +673,41 @@ static int check_call_graph(struct control *c, struct driver *d)
     return EXIT_OK;
 }
 
+/*
+ * The start in progress, from before the driver's START until coprofd.pid
+ * names its coprofd: a --start killed in between (nothing can read the
+ * stream then) is found by --status and --stop from this file.
+ */
+static int starting_write(struct control *c, const char *dir)
+{
+    char path[PATH_MAX];
+
+    state_file(c, STATE_STARTING, path, sizeof(path));
+    return pidfile_write(path, getpid(), dir, c->err, sizeof(c->err));
+}
+
+static void starting_remove(const struct control *c)
+{
+    char path[PATH_MAX];
+
+    state_file(c, STATE_STARTING, path, sizeof(path));
+    unlink(path);
+}
+
+/* A --start that died between the START and coprofd.pid: its pid, its
+ * session directory in dir; 0 when none (or it still runs: alive). */
+static pid_t starting_died(const struct control *c, char *dir, size_t len,
+                           int *alive)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_STARTING, path, sizeof(path));
+    pid = pidfile_read(path, dir, len);
+    *alive = pid > 0 && daemons_alive(pid);
+    return pid > 0 && !*alive ? pid : 0;
+}
+
 /* The session on a copsim that serves: SET, START, coprofd, coprof-host. */
 static int start_on_copsim(struct control *c, const struct rate_spec *spec,
                            const struct sampling *sampling, char *dir)
@@ -704,13 +742,17 @@ static int start_on_copsim(struct control *c, const struct rate_spec *spec,
     if ((d.kind == DRIVER_LINUX &&
          state_log_create(c->state, STATE_GUEST_LOG, c->err,
                           sizeof(c->err)) < 0) ||
+        starting_write(c, dir) < 0 ||
         driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
         driver_close(&d);
+        starting_remove(c);
         session_restore(dir, moved);
         return cli_fail(EXIT_FAILED, "%s", c->err);
     }
+    cli_test_point("copcontrol-after-start");
     pid = start_coprofd(c, fd, dir, info.event_log_path);
     close(fd);
+    starting_remove(c);     /* coprofd.pid says it now, or it failed */
     if (pid < 0) {
         driver_stop(&d, err, sizeof(err));
         driver_close(&d);
@@ -850,13 +892,22 @@ static int stop_session(struct control *c, int quiet)
     pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
     char guest_err[ERR_MAX] = "";
     struct driver d;
-    int stopped = 0;
+    int stopped = 0, alive;
+    pid_t starter;
 
     if (connect_copsim(c, &d) == 0) {
         stopped = driver_stop(&d, c->err, sizeof(c->err)) == 0;
         if (!stopped && d.kind == DRIVER_LINUX)   /* why, for the reason */
             snprintf(guest_err, sizeof(guest_err), "%s", c->err);
         driver_close(&d);
+    }
+    if (!pid && (starter = starting_died(c, dir, sizeof(dir), &alive))) {
+        starting_remove(c);
+        return cli_fail(EXIT_FAILED, "session %s was not recorded: "
+                        "copcontrol --start (pid %ld) ended after the "
+                        "driver's START, before a coprofd read the stream; "
+                        "the driver's session is %s", dir, (long)starter,
+                        stopped ? "stopped" : "gone with its copsim");
     }
     if (!stopped && !pid && !dead)
         return cli_fail(EXIT_FAILED, "no session runs");
@@ -1112,8 +1163,21 @@ static void status_session(struct control *c, pid_t coprofd, const char *dir)
     struct session_totals t;
     char summary[512], end[768];
     pid_t dead = coprofd ? 0 : recorded_coprofd(c, NULL, 0);
+    char started_dir[PATH_MAX];
+    int alive;
+    pid_t starter = coprofd ? 0 : starting_died(c, started_dir,
+                                                sizeof(started_dir), &alive);
 
-    if (coprofd)
+    if (starter) {
+        printf("coprofd:        not running: copcontrol --start (pid %ld) "
+               "ended after the driver's START, before a coprofd read the "
+               "stream (--stop ends that session)\n", (long)starter);
+        printf("session:        %s (not recorded)\n", started_dir);
+        return;
+    }
+    if (!coprofd && alive)
+        printf("coprofd:        starting (copcontrol --start runs)\n");
+    else if (coprofd)
         printf("coprofd:        pid %ld\n", (long)coprofd);
     else if (dead)
         printf("coprofd:        pid %ld ended without --stop\n",

@@ -15,11 +15,13 @@ is what these tests check.
 
 import os
 import signal
+import subprocess
 
 import pytest
 
 from control_support import (Recording, alive, children, end, key,
-                             one_error_line, session, table_samples, wait_for)
+                             one_error_line, session, stopped, table_samples,
+                             wait_for)
 
 KNOWN_POINT = 2000
 
@@ -269,6 +271,42 @@ def test_a_signal_leaves_no_console_directory(cenv, tmp_path, sig):
     status, _, err = recording.finish()
     assert status == 128 + sig, err
     recording.assert_nothing_left()
+
+
+def test_copcontrol_start_killed_after_the_drivers_start(cenv, tmp_path):
+    """copcontrol --start killed between the driver's START and its
+    coprofd (held at its test point): --status says what happened instead
+    of an earlier session; --stop ends the driver's session and says it
+    was not recorded; a new --start works."""
+    old = tmp_path / "old"
+    assert cenv.copcontrol("--start", "--session-dir=%s" % old
+                           ).returncode == 0
+    assert cenv.copcontrol("--stop").returncode == 0
+    sdir = tmp_path / "s"
+    start = subprocess.Popen(
+        [cenv.copcontrol_path, "--start", "--session-dir=%s" % sdir],
+        env=dict(cenv.env, COPROF_TEST_PAUSE="copcontrol-after-start"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: stopped(start.pid), "--start at its test point")
+    finally:
+        start.kill()
+        start.communicate(timeout=60)
+    status = cenv.copcontrol("--status").stdout
+    assert "running:        yes" in status, status
+    assert ("coprofd:        not running: copcontrol --start (pid %d) ended "
+            "after the driver's START" % start.pid) in status, status
+    assert "session:        %s (not recorded)" % sdir in status, status
+    result = cenv.copcontrol("--stop")
+    assert one_error_line(result, "copcontrol", 1) == (
+        "copcontrol: session %s was not recorded: copcontrol --start (pid "
+        "%d) ended after the driver's START, before a coprofd read the "
+        "stream; the driver's session is stopped" % (sdir, start.pid))
+    status = cenv.copcontrol("--status").stdout
+    assert "running:        no" in status, status
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    assert cenv.copcontrol("--stop").returncode == 0
 
 
 def test_copcontrol_kill_copsim(cenv, tmp_path):
