@@ -136,6 +136,7 @@ struct record {
     char end_note[ERR_MAX];     /* a fault after the STOP that lost
                                    nothing, or "" */
     char host_reason[ERR_MAX];  /* why the host side is lost, or "" */
+    uint64_t driver_samples;    /* the driver's count before its STOP */
 };
 
 static volatile sig_atomic_t command_pid;
@@ -562,8 +563,15 @@ static int start_session(struct record *r)
         session_wait_created(r->coprofd, r->dir, COPROFD_START_MS) < 0) {
         daemons_terminate(r->coprofd, COPROFD_STOP_MS);
         r->coprofd = -1;
-        snprintf(r->err, sizeof(r->err), "coprofd did not start (see %s)",
-                 r->opt.verbose ? "its message above" : r->coprofd_log);
+        /* Its log goes with the session directory, which is undone: its
+         * last line is said here. */
+        relay_drain(&r->relay);
+        if (r->relay.last[0])
+            snprintf(r->err, sizeof(r->err), "coprofd did not start: %s",
+                     r->relay.last);
+        else
+            snprintf(r->err, sizeof(r->err), "coprofd did not start%s",
+                     r->opt.verbose ? " (its message is above)" : "");
     }
     if (r->coprofd > 0)
         note_driver(r);
@@ -674,6 +682,10 @@ static void finish(struct record *r)
 
     check_copsim(r);
     if (r->driver.sock >= 0) {
+        struct copdrv_control_stats stats;
+
+        if (driver_stats(&r->driver, &stats, err, sizeof(err)) == 0)
+            r->driver_samples = stats.samples;
         if (driver_stop(&r->driver, err, sizeof(err)) < 0 &&
             r->opt.driver == DRIVER_LINUX)
             snprintf(r->driver_err, sizeof(r->driver_err), "%s", err);
@@ -772,6 +784,40 @@ static int wait_command(struct record *r)
     return daemons_exit_status(wstatus);
 }
 
+/*
+ * What the session's totals do not show: where the samples of a session
+ * that could not be written are (the kept stream), what the driver
+ * counted that an incomplete session lacks; and, for a complete session
+ * only, a command that ran no context at all.
+ */
+static void summary_missing(const struct record *r,
+                            const struct session_totals *t)
+{
+    const char *kept = strstr(r->end_reason, " samples kept in /");
+    const char *from = kept;
+
+    while (from && from > r->end_reason && from[-1] >= '0' &&
+           from[-1] <= '9')
+        from--;
+    if (kept)
+        fprintf(stderr, "coprof: the session holds only what was flushed "
+                "before the failure; all %.*s samples are in the kept "
+                "stream %s: coprofd --replay %s --session-dir NEWDIR "
+                "stores them\n", (int)(kept - from), from,
+                kept + strlen(" samples kept in "),
+                kept + strlen(" samples kept in "));
+    else if (r->end_reason[0] && r->driver_samples > (uint64_t)t->samples)
+        fprintf(stderr, "coprof: the driver counted %llu samples; the "
+                "session holds %lld (it is incomplete: below)\n",
+                (unsigned long long)r->driver_samples,
+                (long long)t->samples);
+    if (t->contexts == 0 && !r->end_reason[0] && r->driver_samples == 0)
+        fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
+                "profiles the contexts a host program runs through libcop "
+                "(pkg-config libcop; cop-run for a coprocessor image)\n",
+                r->opt.command[0]);
+}
+
 static void summary(struct record *r)
 {
     struct session_totals t;
@@ -798,11 +844,7 @@ static void summary(struct record *r)
         fprintf(stderr, "coprof: call stacks: %lld samples with their stack "
                 "(copreport callgraph)\n", (long long)t.callstacks);
     fprintf(stderr, "coprof: session %s\n", r->dir);
-    if (t.contexts == 0)
-        fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
-                "profiles the contexts a host program runs through libcop "
-                "(pkg-config libcop; cop-run for a coprocessor image)\n",
-                r->opt.command[0]);
+    summary_missing(r, &t);
 }
 
 /* Why the session is not complete, with what coprof knows that coprofd

@@ -37,11 +37,14 @@ class Tmpfs:
     end (after the callables in before_unmount); fill() takes every free
     block of it."""
 
-    def __init__(self, size_kib):
+    def __init__(self, size_kib, inodes=None):
         self.before_unmount = []
         self.path = tempfile.mkdtemp(prefix="coprof-fault-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dk,mode=0700" %
-                        size_kib, "tmpfs", self.path], check=True)
+        options = "size=%dk,mode=0700" % size_kib
+        if inodes:
+            options += ",nr_inodes=%d" % inodes
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs",
+                        self.path], check=True)
 
     def fill(self):
         fd = os.open(os.path.join(self.path, "filler"),
@@ -68,8 +71,8 @@ class Tmpfs:
 def tmpfs():
     mounts = []
 
-    def mount(size_kib):
-        mounts.append(Tmpfs(size_kib))
+    def mount(size_kib, inodes=None):
+        mounts.append(Tmpfs(size_kib, inodes))
         return mounts[-1]
     yield mount
     for m in mounts:
@@ -159,11 +162,22 @@ def test_coprof_record_on_a_full_disk(cenv, tmpfs, tmp_path):
     assert "0 failed" in out
     assert status == 1, err
     last = err.splitlines()[-1]
+    # The host side, stored at the end, did not fit either: said too.
+    host_lost = "; the host side is lost"
+    assert last.endswith(host_lost), err
+    last = last[:-len(host_lost)]
     found = KEPT.search(last)
     assert found and last.startswith("coprof: session %s is incomplete: " %
                                      recording.out), err
     samples, kept = int(found.group(1)), found.group(2)
     assert os.listdir(recording.tmpdir) == [os.path.basename(kept)]
+    # The summary says where the samples are, and never that the command
+    # ran no context (the session's own totals stop at the failure).
+    assert ("coprof: the session holds only what was flushed before the "
+            "failure; all %d samples are in the kept stream %s: coprofd "
+            "--replay %s --session-dir NEWDIR stores them\n"
+            % (samples, kept, kept)) in err
+    assert "ran no coprocessor context" not in err
     assert replay(cenv, kept, tmp_path)[0] == samples
     assert_truthful(recording.out, last.split(" is incomplete: ")[1])
     os.unlink(kept)
@@ -203,6 +217,21 @@ def test_host_side_on_a_full_disk(cenv, tmpfs, tmp_path):
     recording.assert_nothing_left()
 
 
+def test_coprofd_that_cannot_start(cenv, tmpfs, tmp_path):
+    """coprofd fails at its start (the session directory's filesystem has
+    no inode left for its files): coprof's line says why, from coprofd's
+    own last line, instead of naming a log in a directory it removed."""
+    disk = tmpfs(64 * 1024, inodes=4)   # its root, rec, the event log and
+    out = os.path.join(disk.path, "rec")    # coprofd.log: nothing more
+    result = cenv.coprof("record", "-o", out, "--", "true")
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("coprof: coprofd did not start: %s/" % out), last
+    assert last.endswith("No space left on device"), last
+    assert "coprofd.log" not in result.stderr
+    assert not os.path.exists(out)
+
+
 def test_copcontrol_dump_and_stop_on_a_full_disk(cenv, tmpfs, tmp_path):
     """--dump fails at once with the reason; --stop fails saying the flush
     failed and where the stream is; the stream replays whole."""
@@ -222,6 +251,10 @@ def test_copcontrol_dump_and_stop_on_a_full_disk(cenv, tmpfs, tmp_path):
                     "flush" % (cenv.pid("coprofd.pid"), sdir))
     result = cenv.copcontrol("--stop")
     line = one_error_line(result, "copcontrol", 1)
+    # coprof-host's store did not fit either: the host side is lost too.
+    line, host = line.split("; the host side is lost: ")
+    assert host.startswith("coprof-host (pid ") and \
+        host.endswith("database or disk is full"), host
     found = KEPT.search(line)
     assert found and line.startswith("copcontrol: session %s is "
                                      "incomplete: " % sdir), line

@@ -14,6 +14,7 @@ is what these tests check.
 """
 
 import os
+import re
 import signal
 import subprocess
 
@@ -149,6 +150,34 @@ def test_kill_coprof_host(cenv, tmp_path):
         assert end(db) == ("complete", "")
     assert host_keys(recording.out) == {"host.end_state": "incomplete",
                                         "host.end_reason": reason}
+    recording.assert_nothing_left()
+
+
+def test_kill_coprofd_before_any_context(cenv, tmp_path):
+    """coprofd killed before the command runs its contexts (held at a
+    gate): the session has no context, but the summary never says the
+    command ran none; it says what the driver counted."""
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    recording = Recording(cenv, tmp_path / "rec", command=[
+        "sh", "-c", "read line < %s && exec %s --contexts 4 --threads 2 "
+        "--frames 1" % (gate, host)])
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command at its gate")
+    pids = recording.processes()
+    os.kill(pids["coprofd"], signal.SIGKILL)
+    wait_for(lambda: not alive(pids["coprofd"]), "coprofd's death")
+    open_gate(gate)
+    status, _, err = recording.finish()
+    assert status == 1, err
+    assert "ran no coprocessor context" not in err
+    found = re.search(r"^coprof: the driver counted (\d+) samples; the "
+                      r"session holds 0 \(it is incomplete: below\)$",
+                      err, re.M)
+    assert found and int(found.group(1)) > 0, err
+    assert "is incomplete: coprofd (pid %d) was killed by signal 9" % \
+        pids["coprofd"] in last_line(err)
     recording.assert_nothing_left()
 
 
