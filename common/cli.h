@@ -32,7 +32,10 @@ int cli_make_temp_dir(char *buf, size_t size, const char *name,
  * holding it), the process stops itself with SIGSTOP here, so that a test
  * can make a fault happen at exactly this place (kill another process,
  * fill a disk) and let it go on with SIGCONT, instead of racing for the
- * moment with sleeps.  Without the variable it does nothing.
+ * moment with sleeps.  Without the variable it does nothing.  (The test
+ * keeps the stopped process in a process group that is not orphaned: the
+ * kernel sends SIGCONT to an orphaned group's stopped members when one of
+ * its processes exits.)
  */
 void cli_test_point(const char *point);
 

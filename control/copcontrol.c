@@ -886,7 +886,7 @@ static void session_end_reason(struct control *c, const char *dir, pid_t pid,
 static int stop_session(struct control *c, int quiet)
 {
     char dir[PATH_MAX], pidfile[PATH_MAX], line[1024], reason[ERR_MAX];
-    char host[ERR_MAX];
+    char host[ERR_MAX], started[PATH_MAX];
     struct session_totals t;
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
     pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
@@ -901,12 +901,13 @@ static int stop_session(struct control *c, int quiet)
             snprintf(guest_err, sizeof(guest_err), "%s", c->err);
         driver_close(&d);
     }
-    if (!pid && (starter = starting_died(c, dir, sizeof(dir), &alive))) {
+    if (!pid && (starter = starting_died(c, started, sizeof(started),
+                                         &alive))) {
         starting_remove(c);
         return cli_fail(EXIT_FAILED, "session %s was not recorded: "
                         "copcontrol --start (pid %ld) ended after the "
                         "driver's START, before a coprofd read the stream; "
-                        "the driver's session is %s", dir, (long)starter,
+                        "the driver's session is %s", started, (long)starter,
                         stopped ? "stopped" : "gone with its copsim");
     }
     if (!stopped && !pid && !dead)

@@ -675,6 +675,26 @@ static void stop_host(struct record *r)
     r->host = 0;
 }
 
+/*
+ * Stops copsim (SIGTERM); one that ends by another signal (a kill -9 that
+ * came as it was being stopped, a crash in its shutdown) died by itself,
+ * as check_copsim() would have seen a moment later.
+ */
+static void stop_copsim(struct record *r)
+{
+    int status;
+
+    kill(r->copsim, SIGTERM);
+    if (daemons_wait(r->copsim, COPSIM_STOP_MS, &status) < 0) {
+        daemons_terminate(r->copsim, COPSIM_STOP_MS);
+        return;
+    }
+    if (status > 128 && status != 128 + SIGTERM) {
+        r->copsim_died = 1;
+        r->copsim_status = status;
+    }
+}
+
 /* Stops whatever runs, removes the private directory. */
 static void finish(struct record *r)
 {
@@ -697,7 +717,7 @@ static void finish(struct record *r)
     cli_test_point("coprof-after-coprofd");
     check_copsim(r);
     if (r->copsim > 0 && !r->copsim_died)
-        daemons_terminate(r->copsim, COPSIM_STOP_MS);
+        stop_copsim(r);
     stop_host(r);
     if (r->tmp[0])      /* what a copsim that died left: socket, regs */
         session_remove_tree(r->tmp, err, sizeof(err));

@@ -88,6 +88,16 @@ def alive(pid):
     return state not in ("Z", "X")
 
 
+def stopped_group():
+    """Popen's arguments for a process that will stop itself at a test
+    point: a process group of its own, whose parent (this test) is in
+    another group of the same session, so the group is never orphaned.
+    The kernel sends SIGHUP and SIGCONT to an orphaned group with a
+    stopped member when one of its processes exits (the command of a
+    coprof record ending), which would let it go on by itself."""
+    return dict(process_group=0)
+
+
 def stopped(pid):
     """Whether pid is stopped (SIGSTOP: state T)."""
     try:
@@ -208,8 +218,10 @@ class Recording:
         self.tmpdir = os.path.join(cenv.state, "tmp")
         os.makedirs(self.tmpdir, exist_ok=True)
         env = dict(cenv.env, TMPDIR=self.tmpdir)
+        group = {}
         if pause:       # cli_test_point(): stop there (wait_paused())
             env["COPROF_TEST_PAUSE"] = pause
+            group = stopped_group()
         host = os.path.join(cenv.build, "examples", "host-pipeline")
         # The host program's consoles go to a folder of the test's own: a
         # host killed by a fault cannot remove a temporary one of its own,
@@ -222,7 +234,8 @@ class Recording:
         self.process = subprocess.Popen(
             [cenv.coprof_path, "record", "--event=SPU_CYCLES:997", "-o",
              self.out] + list(args) + ["--"] + command, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            **group)
         self.seen = set()
         cenv.recordings.append(self)
 

@@ -21,8 +21,8 @@ import subprocess
 import pytest
 
 from control_support import (Recording, alive, children, end, key,
-                             one_error_line, session, stopped, table_samples,
-                             wait_for)
+                             one_error_line, session, stopped, stopped_group,
+                             table_samples, wait_for)
 
 KNOWN_POINT = 2000
 
@@ -102,7 +102,7 @@ def test_kill_copsim_after_the_stop(cenv, tmp_path):
     assert last_line(err) == (
         "coprof: copsim (pid %d) was killed by signal 9 (Killed) after the "
         "driver's STOP: no sample was lost (the STOP's totals are the "
-        "session's)" % pids["copsim"])
+        "session's)" % pids["copsim"]), err
     assert "incomplete" not in err
     assert assert_opens(recording) == ("complete", "")
     assert_driver_count(recording)
@@ -315,7 +315,7 @@ def test_copcontrol_start_killed_after_the_drivers_start(cenv, tmp_path):
     start = subprocess.Popen(
         [cenv.copcontrol_path, "--start", "--session-dir=%s" % sdir],
         env=dict(cenv.env, COPROF_TEST_PAUSE="copcontrol-after-start"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, **stopped_group())
     try:
         wait_for(lambda: stopped(start.pid), "--start at its test point")
     finally:
