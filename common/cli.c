@@ -11,11 +11,13 @@
  * basename of argv[0]), so messages read "cop-run: FILE: reason" however
  * the tool was invoked.  Temporary directories follow TMPDIR, as every
  * Unix tool's should, and are made by mkdtemp, so no other user can have
- * made them first.
+ * made them first.  cli_test_point() stops the process at a place a test
+ * named in $COPROF_TEST_PAUSE.
  */
 #include "common/cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,4 +97,20 @@ int cli_make_temp_dir(char *buf, size_t size, const char *name,
     snprintf(buf, size, "%s/%s-XXXXXX", tmp, name);   /* what was tried */
     errno = error;
     return -1;
+}
+
+void cli_test_point(const char *point)
+{
+    const char *list = getenv("COPROF_TEST_PAUSE");
+    size_t len = strlen(point);
+
+    while (list && *list) {
+        size_t n = strcspn(list, ",");
+
+        if (n == len && strncmp(list, point, n) == 0) {
+            raise(SIGSTOP);
+            return;
+        }
+        list += n + (list[n] == ',');
+    }
 }

@@ -400,7 +400,9 @@ static int connect_copsim(struct control *c, struct driver *d)
     return -1;
 }
 
-static int init_copsim(struct control *c, int announce)
+/* Starts copsim unless one serves; *started (if given) says whether this
+ * call started it, for action_start() to stop it again on a failure. */
+static int init_copsim(struct control *c, int announce, int *started)
 {
     struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
     const char *args[DAEMON_EXTRA_MAX + 4];
@@ -409,6 +411,8 @@ static int init_copsim(struct control *c, int announce)
     int n = 0;
     pid_t pid;
 
+    if (started)
+        *started = 0;
     if (connect_copsim(c, &d) == 0) {
         driver_close(&d);
         if (announce)
@@ -433,8 +437,12 @@ static int init_copsim(struct control *c, int announce)
     if (pid < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
-    if (pidfile_write(pidfile, pid, c->socket, c->err, sizeof(c->err)) < 0)
+    if (pidfile_write(pidfile, pid, c->socket, c->err, sizeof(c->err)) < 0) {
+        daemons_terminate(pid, COPSIM_STOP_MS);     /* nobody could find it */
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    }
+    if (started)
+        *started = 1;
     say(c, "copsim started (pid %ld), its output in %s", (long)pid, log);
     if (announce)
         printf("copcontrol: copsim (pid %ld) serves on %s\n", (long)pid,
@@ -507,18 +515,21 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
-    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
-        daemons_terminate(pid, COPROFD_STOP_MS);
-        if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
-            snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
-        cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
-        return -1;
-    }
+    /* At once: a --start killed from here on leaves a coprofd that
+     * --status and --stop find. */
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     if (pidfile_write(pidfile, pid, dir, c->err, sizeof(c->err)) < 0) {
         /* Nobody could find it again: it does not outlive this start. */
         daemons_terminate(pid, COPROFD_STOP_MS);
         cli_fail(EXIT_FAILED, "%s", c->err);
+        return -1;
+    }
+    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
+        daemons_terminate(pid, COPROFD_STOP_MS);
+        unlink(pidfile);
+        if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
+            snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
+        cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
         return -1;
     }
     say(c, "coprofd started (pid %ld) on the stream, event log %s, its "
@@ -582,21 +593,53 @@ static void start_host(struct control *c, const char *dir, pid_t copsim,
     }
     if (daemons_log_line(log, "coprof-host: ", line, sizeof(line)) == 0)
         fprintf(stderr, "copcontrol: %s\n", line + strlen("coprof-host: "));
+    if (session_host_begin(dir, c->err, sizeof(c->err)) < 0)
+        fprintf(stderr, "copcontrol: %s\n", c->err);
     say(c, "coprof-host started (pid %ld), its output in %s", (long)pid,
         log);
 }
 
-/* The session's coprof-host stores the host side. */
-static void stop_host(struct control *c)
+/*
+ * Why the host side is lost, into buf ("" when coprof-host stored it, or
+ * none ran): coprof-host (pid) died before --stop, or ended without
+ * storing it, with its last line in coprof-host.log (a full disk); also
+ * written into the session where it can be.
+ */
+static void host_end_reason(struct control *c, const char *dir, pid_t pid,
+                            int died, char *buf, size_t len)
+{
+    char log[PATH_MAX], line[512], err[ERR_MAX];
+    struct session_totals t;
+    int said;
+
+    buf[0] = '\0';
+    if (pid <= 0 || session_read(dir, &t, err, sizeof(err)) < 0 ||
+        strcmp(t.host_end_state, "live") != 0)
+        return;
+    state_file(c, STATE_HOST_LOG, log, sizeof(log));
+    said = daemons_log_line(log, "coprof-host: ", line, sizeof(line)) == 0;
+    snprintf(buf, len, "coprof-host (pid %ld) %s%s%s", (long)pid, died ?
+             "died during the session" : "ended without storing it",
+             said ? ": " : "", said ? line + strlen("coprof-host: ") : "");
+    session_mark_host_incomplete(dir, buf, err, sizeof(err));
+}
+
+/* The session's coprof-host stores the host side; "" in reason, or why it
+ * is lost. */
+static void stop_host(struct control *c, const char *dir, char *reason,
+                      size_t len)
 {
     char pidfile[PATH_MAX];
     pid_t pid;
+    int died;
 
+    reason[0] = '\0';
     state_file(c, STATE_HOST_PID, pidfile, sizeof(pidfile));
     pid = pidfile_read(pidfile, NULL, 0);
     if (pid <= 0)
         return;
-    if (daemons_alive(pid)) {
+    died = !daemons_alive(pid);
+    if (!died) {
         say(c, "waiting for coprof-host (pid %ld) to store the host side",
             (long)pid);
         kill(pid, SIGTERM);
@@ -604,15 +647,19 @@ static void stop_host(struct control *c)
             daemons_terminate(pid, COPSIM_STOP_MS);
     }
     unlink(pidfile);
+    host_end_reason(c, dir, pid, died, reason, len);
 }
 
-/* What the session holds of the host side, one line (none without). */
-static void print_host(const char *dir)
+/* What the session holds of the host side, one line (none without);
+ * lost: why it holds none. */
+static void print_host(const char *dir, const char *lost)
 {
     char line[1024], err[ERR_MAX];
 
-    if (session_describe_host(dir, line, sizeof(line), err,
-                              sizeof(err)) == 0 && line[0])
+    if (lost[0])
+        printf("copcontrol: host: the host side is lost: %s\n", lost);
+    else if (session_describe_host(dir, line, sizeof(line), err,
+                                   sizeof(err)) == 0 && line[0])
         printf("copcontrol: host: %s\n", line);
 }
 
@@ -634,29 +681,52 @@ static int check_call_graph(struct control *c, struct driver *d)
     return EXIT_OK;
 }
 
-static int action_start(struct control *c)
+/*
+ * The start in progress, from before the driver's START until coprofd.pid
+ * names its coprofd: a --start killed in between (nothing can read the
+ * stream then) is found by --status and --stop from this file.
+ */
+static int starting_write(struct control *c, const char *dir)
+{
+    char path[PATH_MAX];
+
+    state_file(c, STATE_STARTING, path, sizeof(path));
+    return pidfile_write(path, getpid(), dir, c->err, sizeof(c->err));
+}
+
+static void starting_remove(const struct control *c)
+{
+    char path[PATH_MAX];
+
+    state_file(c, STATE_STARTING, path, sizeof(path));
+    unlink(path);
+}
+
+/* A --start that died between the START and coprofd.pid: its pid, its
+ * session directory in dir; 0 when none (or it still runs: alive). */
+static pid_t starting_died(const struct control *c, char *dir, size_t len,
+                           int *alive)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_STARTING, path, sizeof(path));
+    pid = pidfile_read(path, dir, len);
+    *alive = pid > 0 && daemons_alive(pid);
+    return pid > 0 && !*alive ? pid : 0;
+}
+
+/* The session on a copsim that serves: SET, START, coprofd, coprof-host. */
+static int start_on_copsim(struct control *c, const struct rate_spec *spec,
+                           const struct sampling *sampling, char *dir)
 {
     struct copsim_info_reply info;
-    struct rate_spec spec;
     struct rate rate;
-    struct sampling sampling;
     struct driver d;
-    char dir[PATH_MAX], line[512], how[256], err[ERR_MAX];
+    char line[512], how[256], err[ERR_MAX];
     int status, fd = -1, moved;
     pid_t pid;
 
-    if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
-        return status;
-    if (host_options_check(&c->settings.host, c->err, sizeof(c->err)) < 0)
-        return cli_fail(EXIT_USAGE, "%s", c->err);
-    if (running_coprofd(c, NULL, 0))
-        return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
-                        "first)");
-    if (sampling_resolve(&c->settings.sampling, &sampling, c->err,
-                         sizeof(c->err)) < 0)
-        return cli_fail(EXIT_FAILED, "%s", c->err);
-    if ((status = init_copsim(c, 0)) != EXIT_OK)
-        return status;
     if (connect_copsim(c, &d) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
     if ((status = check_call_graph(c, &d)) != EXIT_OK) {
@@ -664,7 +734,7 @@ static int action_start(struct control *c)
         return status;
     }
     if (driver_info(&d, &info, c->err, sizeof(c->err)) < 0 ||
-        driver_program(&d, &spec, c->settings.buffer_words * 8u, &sampling,
+        driver_program(&d, spec, c->settings.buffer_words * 8u, sampling,
                        &rate, c->err, sizeof(c->err)) < 0) {
         status = errno == EINVAL ? EXIT_USAGE : EXIT_FAILED;
         driver_close(&d);
@@ -680,13 +750,17 @@ static int action_start(struct control *c)
     if ((d.kind == DRIVER_LINUX &&
          state_log_create(c->state, STATE_GUEST_LOG, c->err,
                           sizeof(c->err)) < 0) ||
+        starting_write(c, dir) < 0 ||
         driver_start(&d, &fd, c->err, sizeof(c->err)) < 0) {
         driver_close(&d);
+        starting_remove(c);
         session_restore(dir, moved);
         return cli_fail(EXIT_FAILED, "%s", c->err);
     }
+    cli_test_point("copcontrol-after-start");
     pid = start_coprofd(c, fd, dir, info.event_log_path);
     close(fd);
+    starting_remove(c);     /* coprofd.pid says it now, or it failed */
     if (pid < 0) {
         driver_stop(&d, err, sizeof(err));
         driver_close(&d);
@@ -702,12 +776,54 @@ static int action_start(struct control *c)
         return status;
     }
     rate_describe(&rate, line, sizeof(line));
-    sampling_describe(sampling.dither, sampling.seed,
-                      sampling_fifo_name(sampling.fifo_full), how,
+    sampling_describe(sampling->dither, sampling->seed,
+                      sampling_fifo_name(sampling->fifo_full), how,
                       sizeof(how));
     printf("copcontrol: started %s, %s; coprofd pid %ld, session %s\n",
            line, how, (long)pid, dir);
     return EXIT_OK;
+}
+
+/* A copsim this --start started, stopped again after its failure: a start
+ * that says it failed leaves nothing of its own running. */
+static void stop_started_copsim(struct control *c)
+{
+    char pidfile[PATH_MAX];
+    pid_t pid;
+
+    state_file(c, STATE_COPSIM_PID, pidfile, sizeof(pidfile));
+    pid = pidfile_read(pidfile, NULL, 0);
+    if (pid <= 0)
+        return;
+    say(c, "stopping copsim (pid %ld), started for this --start",
+        (long)pid);
+    daemons_terminate(pid, COPSIM_STOP_MS);
+    unlink(pidfile);
+}
+
+static int action_start(struct control *c)
+{
+    struct rate_spec spec;
+    struct sampling sampling;
+    char dir[PATH_MAX];
+    int status, started;
+
+    if ((status = effective(c, &spec, dir, sizeof(dir))) != EXIT_OK)
+        return status;
+    if (host_options_check(&c->settings.host, c->err, sizeof(c->err)) < 0)
+        return cli_fail(EXIT_USAGE, "%s", c->err);
+    if (running_coprofd(c, NULL, 0))
+        return cli_fail(EXIT_FAILED, "a session runs already (--stop it "
+                        "first)");
+    if (sampling_resolve(&c->settings.sampling, &sampling, c->err,
+                         sizeof(c->err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", c->err);
+    if ((status = init_copsim(c, 0, &started)) != EXIT_OK)
+        return status;
+    status = start_on_copsim(c, &spec, &sampling, dir);
+    if (status != EXIT_OK && started)
+        stop_started_copsim(c);
+    return status;
 }
 
 /* The session's dither, FIFO-full policy and stall time, one line. */
@@ -778,18 +894,29 @@ static void session_end_reason(struct control *c, const char *dir, pid_t pid,
 static int stop_session(struct control *c, int quiet)
 {
     char dir[PATH_MAX], pidfile[PATH_MAX], line[1024], reason[ERR_MAX];
+    char host[ERR_MAX], started[PATH_MAX];
     struct session_totals t;
     pid_t pid = running_coprofd(c, dir, sizeof(dir));
     pid_t dead = pid ? 0 : recorded_coprofd(c, dir, sizeof(dir));
     char guest_err[ERR_MAX] = "";
     struct driver d;
-    int stopped = 0;
+    int stopped = 0, alive;
+    pid_t starter;
 
     if (connect_copsim(c, &d) == 0) {
         stopped = driver_stop(&d, c->err, sizeof(c->err)) == 0;
         if (!stopped && d.kind == DRIVER_LINUX)   /* why, for the reason */
             snprintf(guest_err, sizeof(guest_err), "%s", c->err);
         driver_close(&d);
+    }
+    if (!pid && (starter = starting_died(c, started, sizeof(started),
+                                         &alive))) {
+        starting_remove(c);
+        return cli_fail(EXIT_FAILED, "session %s was not recorded: "
+                        "copcontrol --start (pid %ld) ended after the "
+                        "driver's START, before a coprofd read the stream; "
+                        "the driver's session is %s", started, (long)starter,
+                        stopped ? "stopped" : "gone with its copsim");
     }
     if (!stopped && !pid && !dead)
         return cli_fail(EXIT_FAILED, "no session runs");
@@ -804,7 +931,7 @@ static int stop_session(struct control *c, int quiet)
                         (long)pid, COPROFD_STOP_MS / 1000, dir);
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     unlink(pidfile);
-    stop_host(c);
+    stop_host(c, dir, host, sizeof(host));
     session_end_reason(c, dir, pid ? pid : dead, dead != 0, reason,
                        sizeof(reason));
     if (reason[0] && guest_err[0] && !strstr(reason, guest_err)) {
@@ -820,18 +947,21 @@ static int stop_session(struct control *c, int quiet)
         else if (!quiet)
             printf("copcontrol: stopped\n");
         if (!quiet)
-            print_host(dir);
+            print_host(dir, host);
         if (!quiet && pid)
             print_sampling(dir);
-        return EXIT_OK;
+        if (!host[0])
+            return EXIT_OK;
+        return cli_fail(EXIT_FAILED, "session %s is incomplete: the host "
+                        "side is lost: %s", dir, host);
     }
     if (session_read(dir, &t, c->err, sizeof(c->err)) == 0) {
         session_describe(&t, line, sizeof(line));
         printf("copcontrol: %s holds %s\n", dir, line);
     }
-    print_host(dir);
-    return cli_fail(EXIT_FAILED, "session %s is incomplete: %s", dir,
-                    reason);
+    print_host(dir, host);
+    return cli_fail(EXIT_FAILED, "session %s is incomplete: %s%s%s", dir,
+                    reason, host[0] ? "; the host side is lost: " : "", host);
 }
 
 /*
@@ -1042,8 +1172,21 @@ static void status_session(struct control *c, pid_t coprofd, const char *dir)
     struct session_totals t;
     char summary[512], end[768];
     pid_t dead = coprofd ? 0 : recorded_coprofd(c, NULL, 0);
+    char started_dir[PATH_MAX];
+    int alive;
+    pid_t starter = coprofd ? 0 : starting_died(c, started_dir,
+                                                sizeof(started_dir), &alive);
 
-    if (coprofd)
+    if (starter) {
+        printf("coprofd:        not running: copcontrol --start (pid %ld) "
+               "ended after the driver's START, before a coprofd read the "
+               "stream (--stop ends that session)\n", (long)starter);
+        printf("session:        %s (not recorded)\n", started_dir);
+        return;
+    }
+    if (!coprofd && alive)
+        printf("coprofd:        starting (copcontrol --start runs)\n");
+    else if (coprofd)
         printf("coprofd:        pid %ld\n", (long)coprofd);
     else if (dead)
         printf("coprofd:        pid %ld ended without --stop\n",
@@ -1212,7 +1355,7 @@ static int run_action(struct control *c)
 {
     switch (c->opt.action) {
     case ACT_INIT:
-        return init_copsim(c, 1);
+        return init_copsim(c, 1, NULL);
     case ACT_START:
         return action_start(c);
     case ACT_STOP:

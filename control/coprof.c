@@ -90,16 +90,20 @@ struct options {
 };
 
 /*
- * coprofd's output (without --verbose), read from a pipe and written to
- * DIR/coprofd.log by coprof, so that the reason coprofd gives for an
- * incomplete session reaches the terminal also when that log cannot be
- * written (a full disk).
+ * A daemon's output read from a pipe and copied on: coprofd's (without
+ * --verbose) into DIR/coprofd.log, so that the reason coprofd gives for
+ * an incomplete session reaches the terminal also when that log cannot be
+ * written (a full disk); coprof-host's onto our standard error, so that
+ * why it could not store the host side is known here too.
  */
 struct relay {
     int fd;                     /* the pipe's read end, or -1 */
-    int log;                    /* DIR/coprofd.log, or -1 */
+    int log;                    /* where it is copied, or -1 */
+    const char *prefix;         /* the daemon's lines: "coprofd: " */
+    const char *mark;           /* reason follows it in such a line */
     size_t used;
     char line[RELAY_LINE_MAX];  /* the line being read */
+    char last[RELAY_LINE_MAX];  /* the last line with prefix, without it */
     char reason[RELAY_LINE_MAX];  /* from "coprofd: DIR: session
                                      incomplete: REASON", or "" */
 };
@@ -114,7 +118,10 @@ struct record {
     char event_log[PATH_MAX];
     char coprofd_log[PATH_MAX];
     pid_t copsim, coprofd, command;
-    pid_t host;                 /* coprof-host, or 0 */
+    pid_t host;                 /* coprof-host while it runs, or 0 */
+    pid_t host_pid;             /* the coprof-host that was started, or 0 */
+    int host_status;            /* how it ended; -1: it had to be killed */
+    struct relay host_relay;
     int hold_fd;                /* CMD waits for a byte here before exec */
     int copsim_died;            /* copsim ended by itself: status below */
     int copsim_status, coprofd_status;  /* -1: it had to be stopped */
@@ -125,6 +132,10 @@ struct record {
     char err[ERR_MAX];
     char driver_err[ERR_MAX];   /* why the driver did not stop, or "" */
     char end_reason[ERR_MAX];   /* why the session is incomplete, or "" */
+    char end_note[ERR_MAX];     /* a fault after the STOP that lost
+                                   nothing, or "" */
+    char host_reason[ERR_MAX];  /* why the host side is lost, or "" */
+    uint64_t driver_samples;    /* the driver's count before its STOP */
 };
 
 static volatile sig_atomic_t command_pid;
@@ -381,30 +392,40 @@ static void catch_signals(void)
 
 /* ---- coprofd's output ----------------------------------------------------- */
 
-/* A pipe for coprofd's output; *write_end is for coprofd.  -1 with err. */
-static int relay_open(struct record *r, int *write_end)
+/* A pipe for a daemon's output, copied to log (which the relay then
+ * owns); *write_end is for the daemon.  -1 with err. */
+static int relay_open(struct relay *relay, int log, const char *prefix,
+                      const char *mark, int *write_end, char *err,
+                      size_t errlen)
 {
     int fds[2];
 
     if (pipe2(fds, O_CLOEXEC) < 0) {
-        snprintf(r->err, sizeof(r->err), "pipe: %s", strerror(errno));
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        if (log >= 0)
+            close(log);
         return -1;
     }
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    r->relay.fd = fds[0];
-    r->relay.log = open(r->coprofd_log, O_WRONLY | O_CREAT | O_TRUNC |
-                        O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    relay->fd = fds[0];
+    relay->log = log;
+    relay->prefix = prefix;
+    relay->mark = mark;
     *write_end = fds[1];
     return 0;
 }
 
 static void relay_line(struct relay *relay)
 {
-    const char *mark = strstr(relay->line, INCOMPLETE_MARK);
+    size_t len = strlen(relay->prefix);
+    const char *mark;
 
-    if (strncmp(relay->line, "coprofd: ", 9) == 0 && mark)
+    if (strncmp(relay->line, relay->prefix, len) != 0)
+        return;
+    snprintf(relay->last, sizeof(relay->last), "%s", relay->line + len);
+    if (relay->mark && (mark = strstr(relay->line, relay->mark)))
         snprintf(relay->reason, sizeof(relay->reason), "%s",
-                 mark + strlen(INCOMPLETE_MARK));
+                 mark + strlen(relay->mark));
 }
 
 /* Takes what coprofd wrote so far: into the log, and its lines read. */
@@ -522,7 +543,12 @@ static int start_session(struct record *r)
         return errno == EINVAL ? -2 : -1;
     if (driver_start(&r->driver, &fd, r->err, sizeof(r->err)) < 0)
         return -1;
-    if (!r->opt.verbose && relay_open(r, &spec.output_fd) < 0) {
+    if (!r->opt.verbose &&
+        relay_open(&r->relay, open(r->coprofd_log, O_WRONLY | O_CREAT |
+                                   O_TRUNC | O_APPEND | O_NOFOLLOW |
+                                   O_CLOEXEC, 0600), "coprofd: ",
+                   INCOMPLETE_MARK, &spec.output_fd, r->err,
+                   sizeof(r->err)) < 0) {
         close(fd);
         return -1;
     }
@@ -536,8 +562,15 @@ static int start_session(struct record *r)
         session_wait_created(r->coprofd, r->dir, COPROFD_START_MS) < 0) {
         daemons_terminate(r->coprofd, COPROFD_STOP_MS);
         r->coprofd = -1;
-        snprintf(r->err, sizeof(r->err), "coprofd did not start (see %s)",
-                 r->opt.verbose ? "its message above" : r->coprofd_log);
+        /* Its log goes with the session directory, which is undone: its
+         * last line is said here. */
+        relay_drain(&r->relay);
+        if (r->relay.last[0])
+            snprintf(r->err, sizeof(r->err), "coprofd did not start: %s",
+                     r->relay.last);
+        else
+            snprintf(r->err, sizeof(r->err), "coprofd did not start%s",
+                     r->opt.verbose ? " (its message is above)" : "");
     }
     if (r->coprofd > 0)
         note_driver(r);
@@ -557,6 +590,7 @@ static void wait_coprofd(struct record *r)
 {
     for (int waited = 0;; waited += TICK_MS) {
         relay_drain(&r->relay);
+        relay_drain(&r->host_relay);
         if (daemons_wait(r->coprofd, TICK_MS, &r->coprofd_status) == 0)
             return;
         if (waited >= COPROFD_STOP_MS) {
@@ -581,6 +615,12 @@ static void start_host(struct record *r)
 
     if (!host_wanted(&r->opt.host) || r->command <= 0)
         return;
+    if (relay_open(&r->host_relay, fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3),
+                   "coprof-host: ", NULL, &spec.output_fd, err,
+                   sizeof(err)) < 0) {
+        fprintf(stderr, "coprof: %s; the host side is not recorded\n", err);
+        return;
+    }
     snprintf(command, sizeof(command), "%ld", (long)r->command);
     snprintf(copsim, sizeof(copsim), "%ld", (long)r->copsim);
     args[n++] = "--session-dir";
@@ -596,10 +636,17 @@ static void start_host(struct record *r)
     host_args(&r->opt.host, args, &n);
     args[n] = NULL;
     r->host = daemons_start_host(&spec, args, err, sizeof(err));
+    close(spec.output_fd);
+    relay_drain(&r->host_relay);
     if (r->host < 0) {
+        relay_close(&r->host_relay);
         fprintf(stderr, "coprof: %s; the host side is not recorded\n", err);
         r->host = 0;
+        return;
     }
+    r->host_pid = r->host;
+    if (session_host_begin(r->dir, err, sizeof(err)) < 0)
+        fprintf(stderr, "coprof: %s\n", err);
 }
 
 /* CMD goes on to its exec. */
@@ -614,17 +661,39 @@ static void release_command(struct record *r)
     r->hold_fd = -1;
 }
 
-/* coprof-host stores the host side once the session's daemons ended. */
+/* coprof-host stores the host side once the session's daemons ended;
+ * how it ended is kept for settle_host(). */
 static void stop_host(struct record *r)
 {
-    int status;
-
     if (r->host <= 0)
         return;
     kill(r->host, SIGTERM);
-    if (daemons_wait(r->host, HOST_STOP_MS, &status) < 0)
+    if (daemons_wait(r->host, HOST_STOP_MS, &r->host_status) < 0) {
         daemons_terminate(r->host, COPSIM_STOP_MS);
+        r->host_status = -1;
+    }
+    relay_close(&r->host_relay);
     r->host = 0;
+}
+
+/*
+ * Stops copsim (SIGTERM); one that ends by another signal (a kill -9 that
+ * came as it was being stopped, a crash in its shutdown) died by itself,
+ * as check_copsim() would have seen a moment later.
+ */
+static void stop_copsim(struct record *r)
+{
+    int status;
+
+    kill(r->copsim, SIGTERM);
+    if (daemons_wait(r->copsim, COPSIM_STOP_MS, &status) < 0) {
+        daemons_terminate(r->copsim, COPSIM_STOP_MS);
+        return;
+    }
+    if (status > 128 && status != 128 + SIGTERM) {
+        r->copsim_died = 1;
+        r->copsim_status = status;
+    }
 }
 
 /* Stops whatever runs, removes the private directory. */
@@ -634,6 +703,10 @@ static void finish(struct record *r)
 
     check_copsim(r);
     if (r->driver.sock >= 0) {
+        struct copdrv_control_stats stats;
+
+        if (driver_stats(&r->driver, &stats, err, sizeof(err)) == 0)
+            r->driver_samples = stats.samples;
         if (driver_stop(&r->driver, err, sizeof(err)) < 0 &&
             r->opt.driver == DRIVER_LINUX)
             snprintf(r->driver_err, sizeof(r->driver_err), "%s", err);
@@ -642,9 +715,10 @@ static void finish(struct record *r)
     if (r->coprofd > 0)
         wait_coprofd(r);
     relay_close(&r->relay);
+    cli_test_point("coprof-after-coprofd");
     check_copsim(r);
     if (r->copsim > 0 && !r->copsim_died)
-        daemons_terminate(r->copsim, COPSIM_STOP_MS);
+        stop_copsim(r);
     stop_host(r);
     if (r->tmp[0])      /* what a copsim that died left: socket, regs */
         session_remove_tree(r->tmp, err, sizeof(err));
@@ -717,6 +791,7 @@ static int wait_command(struct record *r)
         if (got < 0 && errno != EINTR)
             return EXIT_FAILED;
         relay_drain(&r->relay);
+        relay_drain(&r->host_relay);
         nanosleep(&tick, NULL);
         since += TICK_MS;
         if (!r->opt.quiet && since >= every) {
@@ -728,6 +803,40 @@ static int wait_command(struct record *r)
     if (tty && shown)
         fprintf(stderr, "\r\033[K");
     return daemons_exit_status(wstatus);
+}
+
+/*
+ * What the session's totals do not show: where the samples of a session
+ * that could not be written are (the kept stream), what the driver
+ * counted that an incomplete session lacks; and, for a complete session
+ * only, a command that ran no context at all.
+ */
+static void summary_missing(const struct record *r,
+                            const struct session_totals *t)
+{
+    const char *kept = strstr(r->end_reason, " samples kept in /");
+    const char *from = kept;
+
+    while (from && from > r->end_reason && from[-1] >= '0' &&
+           from[-1] <= '9')
+        from--;
+    if (kept)
+        fprintf(stderr, "coprof: the session holds only what was flushed "
+                "before the failure; all %.*s samples are in the kept "
+                "stream %s: coprofd --replay %s --session-dir NEWDIR "
+                "stores them\n", (int)(kept - from), from,
+                kept + strlen(" samples kept in "),
+                kept + strlen(" samples kept in "));
+    else if (r->end_reason[0] && r->driver_samples > (uint64_t)t->samples)
+        fprintf(stderr, "coprof: the driver counted %llu samples; the "
+                "session holds %lld (it is incomplete: below)\n",
+                (unsigned long long)r->driver_samples,
+                (long long)t->samples);
+    if (t->contexts == 0 && !r->end_reason[0] && r->driver_samples == 0)
+        fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
+                "profiles the contexts a host program runs through libcop "
+                "(pkg-config libcop; cop-run for a coprocessor image)\n",
+                r->opt.command[0]);
 }
 
 static void summary(struct record *r)
@@ -746,18 +855,17 @@ static void summary(struct record *r)
     fprintf(stderr, "coprof: sampling: %s\n", sampling);
     fprintf(stderr, "coprof: %s images=%lld sched_events=%lld\n", line,
             (long long)t.images, (long long)t.sched_events);
-    if (session_describe_host(r->dir, line, sizeof(line), r->err,
-                              sizeof(r->err)) == 0 && line[0])
+    if (r->host_reason[0])
+        fprintf(stderr, "coprof: host: the host side is lost: %s\n",
+                r->host_reason);
+    else if (session_describe_host(r->dir, line, sizeof(line), r->err,
+                                   sizeof(r->err)) == 0 && line[0])
         fprintf(stderr, "coprof: host: %s\n", line);
     if (t.callstacks)
         fprintf(stderr, "coprof: call stacks: %lld samples with their stack "
                 "(copreport callgraph)\n", (long long)t.callstacks);
     fprintf(stderr, "coprof: session %s\n", r->dir);
-    if (t.contexts == 0)
-        fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
-                "profiles the contexts a host program runs through libcop "
-                "(pkg-config libcop; cop-run for a coprocessor image)\n",
-                r->opt.command[0]);
+    summary_missing(r, &t);
 }
 
 /* Why the session is not complete, with what coprof knows that coprofd
@@ -769,8 +877,15 @@ static void find_end_reason(struct record *r, const struct session_totals *t,
                        r->relay.reason;
     char how[128];
 
-    r->end_reason[0] = '\0';
-    if (r->copsim_died) {
+    r->end_reason[0] = r->end_note[0] = '\0';
+    if (r->copsim_died && readable && strcmp(t->end_state, "complete") == 0) {
+        /* coprofd decoded the STOP and its totals matched: whatever
+         * happened to copsim after it cost no sample. */
+        daemons_describe_status(r->copsim_status, how, sizeof(how));
+        snprintf(r->end_note, sizeof(r->end_note), "copsim (pid %ld) %s "
+                 "after the driver's STOP: no sample was lost (the STOP's "
+                 "totals are the session's)", (long)r->copsim, how);
+    } else if (r->copsim_died) {
         daemons_describe_status(r->copsim_status, how, sizeof(how));
         snprintf(r->end_reason, sizeof(r->end_reason), "%s: copsim (pid "
                  "%ld) %s", said[0] ? said : "the driver's stream ended "
@@ -811,6 +926,38 @@ static void settle_end(struct record *r)
     if (r->end_reason[0] && readable &&
         strcmp(t.end_reason, r->end_reason) != 0)
         session_mark_incomplete(r->dir, r->end_reason, err, sizeof(err));
+}
+
+/*
+ * The host side's end: coprof-host stored it (host.end_state complete),
+ * or r->host_reason says how coprof-host ended without it, also written
+ * into the session where it can be.
+ */
+static void settle_host(struct record *r)
+{
+    struct session_totals t;
+    char how[128], err[ERR_MAX];
+    const char *said = r->host_relay.last;
+
+    r->host_reason[0] = '\0';
+    if (r->host_pid <= 0)
+        return;
+    if (session_read(r->dir, &t, err, sizeof(err)) == 0 &&
+        strcmp(t.host_end_state, "complete") == 0)
+        return;
+    if (r->host_status < 0)
+        snprintf(how, sizeof(how), "did not store it within %d s",
+                 HOST_STOP_MS / 1000);
+    else if (r->host_status > 128)
+        daemons_describe_status(r->host_status, how, sizeof(how));
+    else
+        snprintf(how, sizeof(how), "exited with status %d without storing "
+                 "it", r->host_status);
+    snprintf(r->host_reason, sizeof(r->host_reason), "coprof-host (pid %ld) "
+             "%s%s%s", (long)r->host_pid, how, said[0] ? ": " : "", said);
+    if (session_mark_host_incomplete(r->dir, r->host_reason, err,
+                                     sizeof(err)) < 0 && !r->opt.quiet)
+        fprintf(stderr, "coprof: %s\n", err);
 }
 
 /* ---- record --------------------------------------------------------------- */
@@ -942,11 +1089,19 @@ static int record(struct record *r)
     }
     finish(r);
     settle_end(r);
+    settle_host(r);
     if (!r->opt.quiet)
         summary(r);
-    if (r->end_reason[0]) {
-        cli_fail(EXIT_FAILED, "session %s is incomplete: %s", r->dir,
-                 r->end_reason);
+    if (r->end_note[0])
+        fprintf(stderr, "coprof: %s\n", r->end_note);
+    if (r->end_reason[0] || r->host_reason[0]) {
+        /* (the summary's host line said why; -q: this line says it) */
+        cli_fail(EXIT_FAILED, "session %s is incomplete: %s%s%s%s%s",
+                 r->dir, r->end_reason, r->end_reason[0] &&
+                 r->host_reason[0] ? "; " : "", r->host_reason[0] ?
+                 "the host side is lost" : "", r->host_reason[0] &&
+                 r->opt.quiet ? ": " : "", r->opt.quiet ? r->host_reason :
+                 "");
         return cmd_status ? cmd_status : EXIT_FAILED;
     }
     return cmd_status;
@@ -984,6 +1139,7 @@ int main(int argc, char **argv)
     sampling_spec_init(&r.opt.sampling);
     host_options_init(&r.opt.host);
     r.relay.fd = r.relay.log = -1;
+    r.host_relay.fd = r.host_relay.log = -1;
     r.hold_fd = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "

@@ -497,6 +497,10 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     t->dumps = key(db, "flushes.dump");
     key_text(db, "end_state", t->end_state, sizeof(t->end_state));
     key_text(db, "end_reason", t->end_reason, sizeof(t->end_reason));
+    key_text(db, "host.end_state", t->host_end_state,
+             sizeof(t->host_end_state));
+    key_text(db, "host.end_reason", t->host_end_reason,
+             sizeof(t->host_end_reason));
     t->contexts = query_int(db, "SELECT COUNT(*) FROM contexts", NULL);
     t->images = query_int(db, "SELECT COUNT(*) FROM images", NULL);
     t->sched_events = query_int(db, "SELECT COUNT(*) FROM sched_events",
@@ -545,6 +549,23 @@ int session_mark_incomplete(const char *dir, const char *reason, char *err,
                             size_t errlen)
 {
     static const char *const keys[] = {"end_state", "end_reason"};
+    const char *values[] = {"incomplete", reason};
+
+    return session_write_keys(dir, keys, values, 2, err, errlen);
+}
+
+int session_host_begin(const char *dir, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"host.end_state", "host.end_reason"};
+    static const char *const values[] = {"live", ""};
+
+    return session_write_keys(dir, keys, values, 2, err, errlen);
+}
+
+int session_mark_host_incomplete(const char *dir, const char *reason,
+                                 char *err, size_t errlen)
+{
+    static const char *const keys[] = {"host.end_state", "host.end_reason"};
     const char *values[] = {"incomplete", reason};
 
     return session_write_keys(dir, keys, values, 2, err, errlen);

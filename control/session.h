@@ -42,6 +42,9 @@ struct session_totals {
     int64_t slots;              /* stream.slots */
     char end_state[16];         /* live, complete, incomplete; "" if none */
     char end_reason[512];       /* why it is incomplete */
+    char host_end_state[16];    /* host.end_state: live, complete,
+                                   incomplete; "" without a host side */
+    char host_end_reason[512];  /* host.end_reason */
     unsigned n_causes;
     struct {
         char name[32];
@@ -101,6 +104,17 @@ int session_write_keys(const char *dir, const char *const *keys,
  */
 int session_mark_incomplete(const char *dir, const char *reason, char *err,
                             size_t errlen);
+
+/*
+ * The host side's end (session keys host.end_state, host.end_reason):
+ * session_host_begin() says "live" when coprof-host starts (coprof-host
+ * writes "complete" with its tables, in one transaction); a controller
+ * that finds it still live once coprof-host ended marks it "incomplete"
+ * with why (one line).  -1 with err when the database cannot be written.
+ */
+int session_host_begin(const char *dir, char *err, size_t errlen);
+int session_mark_host_incomplete(const char *dir, const char *reason,
+                                 char *err, size_t errlen);
 
 /* Removes what coprofd writes in DIR (and DIR itself if then empty). */
 int session_remove(const char *dir, char *err, size_t errlen);

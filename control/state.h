@@ -17,6 +17,10 @@
  *   coprofd.pid       the running session's coprofd: its pid, then the
  *                     session directory, one a line
  *   coprofd.log       its standard output and error (its summary line)
+ *   copcontrol.starting  a --start between the driver's START and its
+ *                     coprofd.pid: copcontrol's pid, then the session
+ *                     directory (one left by a --start that died says
+ *                     the driver has a session nobody records)
  *
  * The directory is predictable (/tmp/coprof-UID), so another user may have
  * made it first or planted symlinks in it: it is used only once it is
@@ -46,6 +50,7 @@
 #define STATE_GUEST_LOG     "guest.log"     /* its console */
 #define STATE_HOST_PID      "coprof-host.pid"
 #define STATE_HOST_LOG      "coprof-host.log"
+#define STATE_STARTING      "copcontrol.starting"
 
 struct settings {
     struct rate_spec rate;          /* kind RATE_NONE: not set */

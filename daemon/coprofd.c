@@ -17,7 +17,8 @@
  * file given to --input is followed like `tail -f` until its STOP record.
  *
  * The end is written into the session keys: end_state "complete" when the
- * stream ended with its STOP and everything was flushed, else
+ * stream ended with its STOP, whose totals are what was decoded, and
+ * everything was flushed, else
  * "incomplete" with end_reason saying why.  A stream that is read only
  * once (a pipe, socket or descriptor) is also copied, as it comes, into an
  * anonymous memory file (memfd) of at most STREAM_COPY_MAX bytes: when
@@ -477,6 +478,9 @@ static const char *flush_failure(struct coprofd *d)
 static const char *early_end(struct coprofd *d)
 {
     if (d->end_reason[0])
+        return d->end_reason;
+    if (session_stop_mismatch(recorder_session(d->recorder), d->end_reason,
+                              sizeof d->end_reason))
         return d->end_reason;
     if (session_stopped(recorder_session(d->recorder)))
         return NULL;

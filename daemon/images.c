@@ -263,11 +263,38 @@ static int open_regular(const char *path, const char **reason)
 }
 
 /* Tries to open the record's image: status and message say how it went. */
+/*
+ * The image's offset or size from the stream, when either is 2^63 or more:
+ * no file has such an offset (off_t is signed), and the session's columns
+ * hold signed 64-bit integers.  NULL when both are in range.
+ */
+static const char *out_of_range(const struct image_record *record,
+                                uint64_t *value)
+{
+    *value = record->offset;
+    if (record->offset > INT64_MAX)
+        return "image offset";
+    *value = record->identity.size;
+    if (record->identity.size > INT64_MAX)
+        return "image file size";
+    return NULL;
+}
+
 static void try_open(struct image_registry *registry,
                      struct image_record *record)
 {
     const char *path = g_hash_table_lookup(registry->paths,
                                            &record->identity);
+    uint64_t value;
+    const char *field = out_of_range(record, &value);
+
+    if (field != NULL) {
+        set_unusable(record, IMAGE_UNREADABLE,
+                     g_strdup_printf("the stream's %s %" PRIu64 " is out of "
+                                     "range (2^63 or more)", field, value));
+        warn_once(registry, record);
+        return;
+    }
     if (path == NULL) {
         set_unusable(record, IMAGE_NO_PATH,
                      g_strdup_printf("image inode %" PRIu64 " (hash %016"

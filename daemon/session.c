@@ -64,6 +64,8 @@
 #include "overlay/overlay.h"
 
 #include <glib.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SLOTS           COPSTREAM_MAX_SLOTS
@@ -171,6 +173,7 @@ struct session {
     GHashTable *ended_ids;          /* ... as a set (uint64 keys) */
     uint32_t ended_next;            /* next slot of ended_ring */
     uint64_t end_unknown, end_twice, bind_after_end;    /* their errors */
+    uint64_t out_of_range;      /* fields of 2^63 or more, stored clamped */
     uint64_t retired[COUNT_ORPHAN + 1]; /* totals by kind of freed entries */
     uint32_t bindings;              /* bindings.id given so far */
     struct copstream_start start;
@@ -282,6 +285,9 @@ static struct context_state *find_context(struct session *s,
     context->bound_slot = NO_SLOT;
     context->image = image_registry_lookup(s->images, &rec->image,
                                            rec->image_offset);
+    /* (the image is unusable then, and stored clamped: images.c) */
+    s->out_of_range += rec->image_offset > INT64_MAX ||
+                       rec->image.size > INT64_MAX;
     if (context->image->ovl != NULL)
         ensure_regions(context, ovl_image_region_count(context->image->ovl));
     addr_tally_init(&context->tail);
@@ -678,7 +684,8 @@ static uint64_t clock_hz(const struct session *s)
     return s->started && s->start.clock_hz ? s->start.clock_hz : DEFAULT_CLOCK;
 }
 
-/* The time at cycle, from a (cycle, time) pair of the same binding. */
+/* The time at cycle, from a (cycle, time) pair of the same binding; in
+ * 0..INT64_MAX whatever 64-bit values the stream gave. */
 static int64_t time_at(const struct session *s, uint64_t cycle,
                        uint64_t known_cycle, uint64_t known_ns)
 {
@@ -686,7 +693,9 @@ static int64_t time_at(const struct session *s, uint64_t cycle,
                    (double)clock_hz(s);
     double ns = (double)known_ns + delta;
 
-    return ns < 0 ? 0 : (int64_t)ns;
+    if (!(ns > 0))
+        return 0;
+    return ns >= 0x1p63 ? INT64_MAX : (int64_t)ns;
 }
 
 static void queue_binding(struct session *s, const struct slot_state *slot)
@@ -889,10 +898,11 @@ static void on_stall(struct session *s, const struct copstream_record *rec)
         .slot = t->slot,
         .context = slot->context ? slot->context->id : 0,
         .count = t->count,
-        .ns = t->ns,
+        .ns = t->ns > INT64_MAX ? INT64_MAX : t->ns,
         .cycle = t->cycle,
     };
 
+    s->out_of_range += t->ns > INT64_MAX;
     g_array_append_val(s->stall_rows, row);
 }
 
@@ -1266,6 +1276,24 @@ bool session_stopped(const struct session *s)
     return s->stopped;
 }
 
+bool session_stop_mismatch(const struct session *s, char *buf, size_t len)
+{
+    const struct copstream_stats *st = &s->decoder.stats;
+    uint64_t held = st->samples + st->lost;
+    uint64_t counted = s->stop.samples + s->stop.lost;
+
+    if (!s->stopped ||
+        st->errors_by_kind[COPSTREAM_ERR_COUNT_MISMATCH] == 0)
+        return false;
+    snprintf(buf, len, "the driver's STOP counted %" PRIu64 " samples and "
+             "%" PRIu64 " lost, the stream held %" PRIu64 " samples and %"
+             PRIu64 " lost: %" PRIu64 " %s", s->stop.samples, s->stop.lost,
+             st->samples, st->lost, counted > held ? counted - held :
+             held - counted, counted > held ? "missing" : "more than "
+             "counted");
+    return true;
+}
+
 bool session_start_time(const struct session *s, uint64_t *ns)
 {
     if (!s->started)
@@ -1312,7 +1340,7 @@ void session_get_totals(struct session *s, struct session_totals *t)
     t->samples = s->decoder.stats.samples;
     t->lost = s->decoder.stats.lost;
     t->errors = s->decoder.stats.errors + s->end_unknown + s->end_twice +
-                s->bind_after_end;
+                s->bind_after_end + s->out_of_range;
     t->contexts = s->context_ids;
     t->exact = s->retired[COUNT_EXACT];
     t->ambiguous = s->retired[COUNT_AMBIGUOUS];
@@ -1420,7 +1448,10 @@ static int write_end_errors(struct session *s, struct store *store)
          store_put_error_count(store, "end-twice", s->end_twice) != 0) ||
         (s->bind_after_end != 0 &&
          store_put_error_count(store, "bind-after-end",
-                               s->bind_after_end) != 0))
+                               s->bind_after_end) != 0) ||
+        (s->out_of_range != 0 &&
+         store_put_error_count(store, "out-of-range",
+                               s->out_of_range) != 0))
         return -1;
     return 0;
 }

@@ -83,6 +83,13 @@ void session_get_totals(struct session *session,
 const struct copstream_stats *session_stream_stats(
     const struct session *session);
 bool session_stopped(const struct session *session);
+/*
+ * Whether the STOP's totals (the writer's count of samples and losses)
+ * differ from what was decoded up to it; then one line saying both into
+ * buf.  False before a STOP.
+ */
+bool session_stop_mismatch(const struct session *session, char *buf,
+                           size_t len);
 /* The START's start_time_ns (CLOCK_MONOTONIC when the driver started) in
  * *ns; false before a START was read. */
 bool session_start_time(const struct session *session, uint64_t *ns);

@@ -491,6 +491,13 @@ static int put_overlays(struct store *store, uint32_t image,
     return 0;
 }
 
+/* A count, size or offset of the stream as a column value: at most
+ * INT64_MAX, never a negative number. */
+static int64_t clamp_int64(uint64_t value)
+{
+    return value > INT64_MAX ? INT64_MAX : (int64_t)value;
+}
+
 int store_put_image(struct store *store, const struct store_image *image)
 {
     sqlite3_stmt *st = statement(store, ST_IMAGE);
@@ -499,10 +506,13 @@ int store_put_image(struct store *store, const struct store_image *image)
     g_snprintf(hash, sizeof hash, "%016" PRIx64, image->identity.hash);
     sqlite3_bind_int64(st, 1, image->id);
     bind_text_or_null(st, 2, image->path);
-    sqlite3_bind_int64(st, 3, (int64_t)image->offset);
+    /* An offset or size of 2^63 or more is stored as INT64_MAX (the image
+     * is unusable then, images.c says why): never negative.  Device and
+     * inode are identities, stored as their 64-bit pattern. */
+    sqlite3_bind_int64(st, 3, clamp_int64(image->offset));
     sqlite3_bind_int64(st, 4, (int64_t)image->identity.device);
     sqlite3_bind_int64(st, 5, (int64_t)image->identity.inode);
-    sqlite3_bind_int64(st, 6, (int64_t)image->identity.size);
+    sqlite3_bind_int64(st, 6, clamp_int64(image->identity.size));
     sqlite3_bind_text(st, 7, hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 8, image->status, -1, SQLITE_STATIC);
     bind_text_or_null(st, 9, image->message);

@@ -288,7 +288,9 @@ static int write_keys(struct writer *w, struct hostprof *hp, int what)
     if (what != HOST_STORE_END)
         return 0;
     if (write_key(w, "host.samples", hp->samples_state) ||
-        write_number(w, "host.stop_ns", hp->stop_ns))
+        write_number(w, "host.stop_ns", hp->stop_ns) ||
+        write_key(w, "host.end_state", "complete") ||
+        write_key(w, "host.end_reason", ""))
         return -1;
     if (strcmp(hp->samples_state, "recorded") != 0)
         return 0;

@@ -6,6 +6,7 @@ XDG_DATA_HOME in its tmp_path, so it never touches the user's copsim or
 sessions; at the end whatever copcontrol started there is stopped.
 """
 
+import glob
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ class Env:
         self.env.pop("COPSIM_EVENT_LOG", None)
         self.copcontrol_path = coprof_bin("copcontrol")
         self.coprof_path = coprof_bin("coprof")
+        self.recordings = []        # Recording: ended by cleanup()
 
     def run(self, program, args, timeout=180, **kw):
         return subprocess.run([program] + list(args), env=self.env,
@@ -57,12 +59,24 @@ class Env:
             return 0
 
     def cleanup(self):
-        self.copcontrol("--shutdown", timeout=60)
-        for name in ("coprofd.pid", "copsim.pid"):
-            pid = self.pid(name)
-            if pid and alive(pid):
+        """Ends what the test started, also when it failed half-way: its
+        recordings (coprof, held at a test point or not), copcontrol's
+        daemons, and then anything still naming the state directory
+        (copsim, its QEMUs, coprofd, a host program of a recording)."""
+        for recording in self.recordings:
+            if recording.process.poll() is None:
+                recording.process.kill()
+                recording.process.communicate(timeout=60)
+        try:
+            self.copcontrol("--shutdown", timeout=60)
+        finally:
+            for name in ("coprofd.pid", "copsim.pid", "coprof-host.pid"):
+                pid = self.pid(name)
+                if pid and alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in running_with(self.state):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(self.state, ignore_errors=True)
+            shutil.rmtree(self.state, ignore_errors=True)
 
 
 def alive(pid):
@@ -72,6 +86,25 @@ def alive(pid):
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+def stopped_group():
+    """Popen's arguments for a process that will stop itself at a test
+    point: a process group of its own, whose parent (this test) is in
+    another group of the same session, so the group is never orphaned.
+    The kernel sends SIGHUP and SIGCONT to an orphaned group with a
+    stopped member when one of its processes exits (the command of a
+    coprof record ending), which would let it go on by itself."""
+    return dict(process_group=0)
+
+
+def stopped(pid):
+    """Whether pid is stopped (SIGSTOP: state T)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
 
 
 def wait_gone(pid, seconds=30):
@@ -141,6 +174,19 @@ def process_table():
     return table
 
 
+def running_with(text):
+    """The live processes whose command line holds text."""
+    found = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(path.split("/")[2]))
+        except OSError:
+            continue
+    return [pid for pid in found if alive(pid)]
+
+
 def children(pid):
     """{comm: [pid, ...]} of the processes whose parent is pid."""
     found = {}
@@ -167,11 +213,15 @@ class Recording:
 
     ROUNDS = "100000"
 
-    def __init__(self, cenv, out, command=None, args=()):
+    def __init__(self, cenv, out, command=None, args=(), pause=None):
         self.out = str(out)
         self.tmpdir = os.path.join(cenv.state, "tmp")
         os.makedirs(self.tmpdir, exist_ok=True)
         env = dict(cenv.env, TMPDIR=self.tmpdir)
+        group = {}
+        if pause:       # cli_test_point(): stop there (wait_paused())
+            env["COPROF_TEST_PAUSE"] = pause
+            group = stopped_group()
         host = os.path.join(cenv.build, "examples", "host-pipeline")
         # The host program's consoles go to a folder of the test's own: a
         # host killed by a fault cannot remove a temporary one of its own,
@@ -184,8 +234,10 @@ class Recording:
         self.process = subprocess.Popen(
             [cenv.coprof_path, "record", "--event=SPU_CYCLES:997", "-o",
              self.out] + list(args) + ["--"] + command, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            **group)
         self.seen = set()
+        cenv.recordings.append(self)
 
     def samples(self):
         """stream.samples of the last flush (0 before the first)."""
@@ -211,6 +263,12 @@ class Recording:
         self.seen.update(found.values())
         self.seen.update(qemus)
         return found
+
+    def wait_paused(self, pid=None):
+        """Waits until pid (coprof itself by default) stopped itself at
+        the test point named by pause."""
+        pid = pid or self.process.pid
+        wait_for(lambda: stopped(pid), "pid %d at its test point" % pid)
 
     def finish(self):
         """coprof's (status, stdout, stderr), also kept as out, err."""

@@ -13,7 +13,6 @@ equal to the driver's count in its STOP), and that nothing is left
 running.  test_faults.py is part one (kill -9 and SIGINT, no root).
 """
 
-import glob
 import os
 import re
 import sqlite3
@@ -22,8 +21,9 @@ import tempfile
 
 import pytest
 
-from control_support import (Recording, alive, end, key, one_error_line,
-                             session, table_samples, wait_for)
+from control_support import (Recording, children, end, key,
+                             one_error_line, running_with, session,
+                             table_samples, wait_for)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="mounts a tmpfs: needs root")
@@ -37,11 +37,14 @@ class Tmpfs:
     end (after the callables in before_unmount); fill() takes every free
     block of it."""
 
-    def __init__(self, size_kib):
+    def __init__(self, size_kib, inodes=None):
         self.before_unmount = []
         self.path = tempfile.mkdtemp(prefix="coprof-fault-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dk,mode=0700" %
-                        size_kib, "tmpfs", self.path], check=True)
+        options = "size=%dk,mode=0700" % size_kib
+        if inodes:
+            options += ",nr_inodes=%d" % inodes
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs",
+                        self.path], check=True)
 
     def fill(self):
         fd = os.open(os.path.join(self.path, "filler"),
@@ -68,25 +71,12 @@ class Tmpfs:
 def tmpfs():
     mounts = []
 
-    def mount(size_kib):
-        mounts.append(Tmpfs(size_kib))
+    def mount(size_kib, inodes=None):
+        mounts.append(Tmpfs(size_kib, inodes))
         return mounts[-1]
     yield mount
     for m in mounts:
         m.unmount()
-
-
-def running_with(text):
-    """The live processes whose command line holds text."""
-    found = []
-    for path in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            with open(path, "rb") as f:
-                if text.encode() in f.read():
-                    found.append(int(path.split("/")[2]))
-        except OSError:
-            continue
-    return [pid for pid in found if alive(pid)]
 
 
 def replay(cenv, stream, tmp_path):
@@ -172,15 +162,74 @@ def test_coprof_record_on_a_full_disk(cenv, tmpfs, tmp_path):
     assert "0 failed" in out
     assert status == 1, err
     last = err.splitlines()[-1]
+    # The host side, stored at the end, did not fit either: said too.
+    host_lost = "; the host side is lost"
+    assert last.endswith(host_lost), err
+    last = last[:-len(host_lost)]
     found = KEPT.search(last)
     assert found and last.startswith("coprof: session %s is incomplete: " %
                                      recording.out), err
     samples, kept = int(found.group(1)), found.group(2)
     assert os.listdir(recording.tmpdir) == [os.path.basename(kept)]
+    # The summary says where the samples are, and never that the command
+    # ran no context (the session's own totals stop at the failure).
+    assert ("coprof: the session holds only what was flushed before the "
+            "failure; all %d samples are in the kept stream %s: coprofd "
+            "--replay %s --session-dir NEWDIR stores them\n"
+            % (samples, kept, kept)) in err
+    assert "ran no coprocessor context" not in err
     assert replay(cenv, kept, tmp_path)[0] == samples
     assert_truthful(recording.out, last.split(" is incomplete: ")[1])
     os.unlink(kept)
     recording.assert_nothing_left()
+
+
+def test_host_side_on_a_full_disk(cenv, tmpfs, tmp_path):
+    """The session directory fills while a command (held at a gate) runs:
+    coprof-host cannot store the host side, and coprof says so (not only
+    coprof-host's own line), with exit 1."""
+    probe = tmp_path / "probe"
+    result = cenv.coprof("record", "-o", str(probe), "--", "true")
+    assert result.returncode == 0, result.stderr
+    disk = tmpfs(os.path.getsize(probe / "events.coplog") // 1024 + 1024)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    recording = Recording(cenv, os.path.join(disk.path, "rec"), command=[
+        "sh", "-c", "read line < %s" % gate])
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command's exec (coprof-host is ready)")
+    host = recording.processes()["coprof-host"]
+    disk.fill()
+    with open(gate, "w") as f:
+        f.write("go\n")
+    status, _, err = recording.finish()
+    assert status == 1, err
+    line = [x for x in err.splitlines() if x.startswith("coprof: host: ")]
+    assert len(line) == 1, err
+    assert line[0].startswith(
+        "coprof: host: the host side is lost: coprof-host (pid %d) exited "
+        "with status 1 without storing it: %s/session.db: " %
+        (host, recording.out)), err
+    assert "database or disk is full" in line[0]
+    assert "the host side is lost" in err.splitlines()[-1]
+    for kept in os.listdir(recording.tmpdir):
+        os.unlink(os.path.join(recording.tmpdir, kept))
+    recording.assert_nothing_left()
+
+
+def test_coprofd_that_cannot_start(cenv, tmpfs, tmp_path):
+    """coprofd fails at its start (the session directory's filesystem has
+    no inode left for its files): coprof's line says why, from coprofd's
+    own last line, instead of naming a log in a directory it removed."""
+    disk = tmpfs(64 * 1024, inodes=4)   # its root, rec, the event log and
+    out = os.path.join(disk.path, "rec")    # coprofd.log: nothing more
+    result = cenv.coprof("record", "-o", out, "--", "true")
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("coprof: coprofd did not start: %s/" % out), last
+    assert last.endswith("No space left on device"), last
+    assert "coprofd.log" not in result.stderr
+    assert not os.path.exists(out)
 
 
 def test_copcontrol_dump_and_stop_on_a_full_disk(cenv, tmpfs, tmp_path):
@@ -202,6 +251,10 @@ def test_copcontrol_dump_and_stop_on_a_full_disk(cenv, tmpfs, tmp_path):
                     "flush" % (cenv.pid("coprofd.pid"), sdir))
     result = cenv.copcontrol("--stop")
     line = one_error_line(result, "copcontrol", 1)
+    # coprof-host's store did not fit either: the host side is lost too.
+    line, host = line.split("; the host side is lost: ")
+    assert host.startswith("coprof-host (pid ") and \
+        host.endswith("database or disk is full"), host
     found = KEPT.search(line)
     assert found and line.startswith("copcontrol: session %s is "
                                      "incomplete: " % sdir), line

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from control_support import (alive, context_totals, count, end, key,
-                             one_error_line, session, table_samples,
-                             wait_gone)
+                             one_error_line, running_with, session,
+                             table_samples, wait_gone)
 
 COUNT = 10000
 
@@ -278,6 +278,30 @@ def test_bad_input_with_copsim(cenv, tmp_path):
                              "--session-dir=%s" % (tmp_path / "deep"))
     assert result.returncode == 0, result.stderr
     assert cenv.copcontrol("--stop").returncode == 0
+
+
+@pytest.mark.parametrize("rate", ["--event=SPU_CYCLES:10",
+                                  "--frequency=1GHz"])
+def test_a_rejected_start_leaves_nothing_running(cenv, tmp_path, rate):
+    """A --start refused for its rate (checked against the clock of the
+    copsim it started) stops that copsim and its QEMUs again: exit 2, one
+    line, nothing of the state directory's left running."""
+    line = one_error_line(cenv.copcontrol("--start", rate,
+                                          "--session-dir=%s" %
+                                          (tmp_path / "s")), "copcontrol", 2)
+    assert "outside" in line
+    assert running_with(cenv.state) == []
+    assert not os.path.exists(cenv.state_file("copsim.pid"))
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_rejected_start_keeps_a_running_copsim(cenv, tmp_path):
+    """A copsim that served before the refused --start stays."""
+    assert cenv.copcontrol("--init").returncode == 0
+    copsim = cenv.pid("copsim.pid")
+    one_error_line(cenv.copcontrol("--start", "--event=SPU_CYCLES:10"),
+                   "copcontrol", 2)
+    assert alive(copsim) and cenv.pid("copsim.pid") == copsim
 
 
 def test_call_graph(cenv, coprof_bin, tmp_path):

@@ -14,10 +14,15 @@ is what these tests check.
 """
 
 import os
+import re
 import signal
+import subprocess
 
-from control_support import (Recording, alive, end, key, one_error_line,
-                             session, table_samples, wait_for)
+import pytest
+
+from control_support import (Recording, alive, children, end, key,
+                             one_error_line, session, stopped, stopped_group,
+                             table_samples, wait_for)
 
 KNOWN_POINT = 2000
 
@@ -76,6 +81,140 @@ def test_kill_copsim(cenv, tmp_path):
         recording.out, reason)
     assert assert_opens(recording) == ("incomplete", reason)
     recording.assert_nothing_left()
+
+
+def test_kill_copsim_after_the_stop(cenv, tmp_path):
+    """copsim killed once the driver's STOP is in the session (coprof held
+    at its test point after coprofd's end): nothing was lost, so the
+    session stays complete, coprof says what happened to copsim, and its
+    exit status is the command's."""
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    recording = Recording(cenv, tmp_path / "rec", command=[
+        host, "--contexts", "4", "--threads", "2", "--frames", "1"],
+        pause="coprof-after-coprofd")
+    recording.wait_paused()
+    pids = recording.processes()
+    os.kill(pids["copsim"], signal.SIGKILL)
+    wait_for(lambda: not alive(pids["copsim"]), "copsim's death")
+    recording.process.send_signal(signal.SIGCONT)
+    status, _, err = recording.finish()
+    assert status == 0, err
+    assert last_line(err) == (
+        "coprof: copsim (pid %d) was killed by signal 9 (Killed) after the "
+        "driver's STOP: no sample was lost (the STOP's totals are the "
+        "session's)" % pids["copsim"]), err
+    assert "incomplete" not in err
+    assert assert_opens(recording) == ("complete", "")
+    assert_driver_count(recording)
+    recording.assert_nothing_left()
+
+
+def gated_command(tmp_path):
+    """A command that waits until the test opens its gate (a FIFO)."""
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    return gate, ["sh", "-c", "read line < %s" % gate]
+
+
+def open_gate(gate):
+    with open(gate, "w") as f:
+        f.write("go\n")
+
+
+def host_keys(path):
+    with session(path) as db:
+        return dict(db.execute("SELECT key, value FROM session WHERE key IN "
+                               "('host.end_state', 'host.end_reason')"))
+
+
+def test_kill_coprof_host(cenv, tmp_path):
+    """coprof-host dies while the command runs: the host side is lost and
+    everybody says so (the summary's host line, the last line, exit 1, the
+    session's host.end_state); the coprocessor side stays complete."""
+    gate, command = gated_command(tmp_path)
+    recording = Recording(cenv, tmp_path / "rec", command=command)
+    # The command runs once coprof-host is ready (coprof holds it before).
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command's exec")
+    pids = recording.processes()
+    os.kill(pids["coprof-host"], signal.SIGKILL)
+    open_gate(gate)
+    status, _, err = recording.finish()
+    reason = ("coprof-host (pid %d) was killed by signal 9 (Killed)"
+              % pids["coprof-host"])
+    assert status == 1, err
+    assert "coprof: host: the host side is lost: %s\n" % reason in err
+    assert last_line(err) == ("coprof: session %s is incomplete: the host "
+                              "side is lost" % recording.out)
+    with session(recording.out) as db:
+        assert end(db) == ("complete", "")
+    assert host_keys(recording.out) == {"host.end_state": "incomplete",
+                                        "host.end_reason": reason}
+    recording.assert_nothing_left()
+
+
+def test_kill_coprofd_before_any_context(cenv, tmp_path):
+    """coprofd killed before the command runs its contexts (held at a
+    gate): the session has no context, but the summary never says the
+    command ran none; it says what the driver counted."""
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    recording = Recording(cenv, tmp_path / "rec", command=[
+        "sh", "-c", "read line < %s && exec %s --contexts 4 --threads 2 "
+        "--frames 1" % (gate, host)])
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command at its gate")
+    pids = recording.processes()
+    os.kill(pids["coprofd"], signal.SIGKILL)
+    wait_for(lambda: not alive(pids["coprofd"]), "coprofd's death")
+    open_gate(gate)
+    status, _, err = recording.finish()
+    assert status == 1, err
+    assert "ran no coprocessor context" not in err
+    found = re.search(r"^coprof: the driver counted (\d+) samples; the "
+                      r"session holds 0 \(it is incomplete: below\)$",
+                      err, re.M)
+    assert found and int(found.group(1)) > 0, err
+    assert "is incomplete: coprofd (pid %d) was killed by signal 9" % \
+        pids["coprofd"] in last_line(err)
+    recording.assert_nothing_left()
+
+
+def test_a_stored_host_side_is_complete(cenv, tmp_path):
+    gate, command = gated_command(tmp_path)
+    recording = Recording(cenv, tmp_path / "rec", command=command,
+                          args=["-q"])
+    wait_for(lambda: "sh" in children(recording.process.pid),
+             "the command's exec")
+    open_gate(gate)
+    status, _, err = recording.finish()
+    assert status == 0, err
+    assert host_keys(recording.out) == {"host.end_state": "complete",
+                                        "host.end_reason": ""}
+
+
+def test_copcontrol_kill_coprof_host(cenv, tmp_path):
+    """Under copcontrol: coprof-host dies before --stop; --stop says the
+    host side is lost and exits 1, the session says so."""
+    sdir = tmp_path / "s"
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    host = cenv.pid("coprof-host.pid")
+    assert alive(host)
+    os.kill(host, signal.SIGKILL)
+    wait_for(lambda: not alive(host), "coprof-host's death")
+    result = cenv.copcontrol("--stop")
+    reason = "coprof-host (pid %d) died during the session" % host
+    assert one_error_line(result, "copcontrol", 1) == (
+        "copcontrol: session %s is incomplete: the host side is lost: %s"
+        % (sdir, reason))
+    assert "copcontrol: host: the host side is lost: %s\n" % reason in \
+        result.stdout
+    with session(sdir) as db:
+        assert end(db) == ("complete", "")
+    assert host_keys(sdir) == {"host.end_state": "incomplete",
+                               "host.end_reason": reason}
 
 
 def test_kill_coprofd(cenv, tmp_path):
@@ -142,6 +281,61 @@ def test_sigint(cenv, tmp_path):
     recording.process.send_signal(signal.SIGINT)
     status, _, _ = recording.finish()
     assert_complete_run(recording, status, 128 + signal.SIGINT)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM,
+                                 signal.SIGHUP, signal.SIGQUIT])
+def test_a_signal_leaves_no_console_directory(cenv, tmp_path, sig):
+    """A signal to coprof reaches host-pipeline, whose temporary console
+    directory ($TMPDIR/host-pipeline-XXXXXX) goes with it: the recording's
+    TMPDIR is empty at the end."""
+    host = os.path.join(cenv.build, "examples", "host-pipeline")
+    recording = Recording(cenv, tmp_path / "rec", command=[
+        host, "--contexts", "4", "--threads", "2", "--frames", "1",
+        "--rounds", Recording.ROUNDS])
+    recording.wait_samples(KNOWN_POINT)     # contexts run: consoles exist
+    assert [n for n in os.listdir(recording.tmpdir)
+            if n.startswith("host-pipeline-")]
+    recording.process.send_signal(sig)
+    status, _, err = recording.finish()
+    assert status == 128 + sig, err
+    recording.assert_nothing_left()
+
+
+def test_copcontrol_start_killed_after_the_drivers_start(cenv, tmp_path):
+    """copcontrol --start killed between the driver's START and its
+    coprofd (held at its test point): --status says what happened instead
+    of an earlier session; --stop ends the driver's session and says it
+    was not recorded; a new --start works."""
+    old = tmp_path / "old"
+    assert cenv.copcontrol("--start", "--session-dir=%s" % old
+                           ).returncode == 0
+    assert cenv.copcontrol("--stop").returncode == 0
+    sdir = tmp_path / "s"
+    start = subprocess.Popen(
+        [cenv.copcontrol_path, "--start", "--session-dir=%s" % sdir],
+        env=dict(cenv.env, COPROF_TEST_PAUSE="copcontrol-after-start"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, **stopped_group())
+    try:
+        wait_for(lambda: stopped(start.pid), "--start at its test point")
+    finally:
+        start.kill()
+        start.communicate(timeout=60)
+    status = cenv.copcontrol("--status").stdout
+    assert "running:        yes" in status, status
+    assert ("coprofd:        not running: copcontrol --start (pid %d) ended "
+            "after the driver's START" % start.pid) in status, status
+    assert "session:        %s (not recorded)" % sdir in status, status
+    result = cenv.copcontrol("--stop")
+    assert one_error_line(result, "copcontrol", 1) == (
+        "copcontrol: session %s was not recorded: copcontrol --start (pid "
+        "%d) ended after the driver's START, before a coprofd read the "
+        "stream; the driver's session is stopped" % (sdir, start.pid))
+    status = cenv.copcontrol("--status").stdout
+    assert "running:        no" in status, status
+    result = cenv.copcontrol("--start", "--session-dir=%s" % sdir)
+    assert result.returncode == 0, result.stderr
+    assert cenv.copcontrol("--stop").returncode == 0
 
 
 def test_copcontrol_kill_copsim(cenv, tmp_path):

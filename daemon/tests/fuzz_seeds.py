@@ -9,7 +9,8 @@ the overlay watch on) and poll groups for the prefix's two slots with
 overlay swaps (some placed among the samples), releases, lost samples,
 END records (of a context, twice or of none, with samples after) and
 the samples' call stacks (1.4 CALLSTACK records, some with frames in an
-overlay, some deeper than their frames, some stray).
+overlay, some deeper than their frames, some stray), and one stream of
+64-bit extremes (offsets, sizes, cycles, times of 2^63 and more).
 """
 
 import argparse
@@ -59,6 +60,26 @@ def prefixed_seed(rng, image):
     return w.bytes()
 
 
+def extremes_seed(ident_path):
+    """A whole stream whose 64-bit fields are at their extremes: a CONTEXT
+    with image offset and size of 2^63 and more, cycles, object id and a
+    stall's ns of 2^64 - 1 (coprofd stores them clamped, never
+    negative)."""
+    w = support.Writer()
+    w.start(slots=2)
+    ident = dict(support.identity(ident_path), size=2**63)
+    w.image(ident_path, ident)
+    w.record("context", slot=0, pid=2**32 - 1, tid=2**32 - 1,
+             context_id=2**64 - 1, object_id=2**64 - 1,
+             image_offset=2**64 - 1, cycle=2**64 - 1, **ident)
+    w.sample(0, 0x10, 3)
+    w.stall(0, 2**32 - 1, 2**64 - 1)
+    w.time(0, 2**64 - 1, 2**64 - 1)
+    w.lost_samples(0, 1, 2**32 - 1, 2**64 - 1)
+    w.stop(time_ns=2**64 - 1)
+    return w.bytes()
+
+
 def main():
     parser = argparse.ArgumentParser(
         description="Write seed inputs for coprofd's fuzz target into "
@@ -81,6 +102,7 @@ def main():
     for _ in range(6):
         seeds.append(bytes([1, rng.randrange(256)]) +
                      prefixed_seed(rng, image))
+    seeds.append(bytes([0, 0]) + extremes_seed(args.image))
     for number, data in enumerate(seeds):
         with open(os.path.join(args.corpus, "seed-%02d" % number), "wb") as f:
             f.write(data)

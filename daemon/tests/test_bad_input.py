@@ -6,6 +6,7 @@ lost."""
 import os
 import random
 import shutil
+import subprocess
 
 import pytest
 
@@ -292,3 +293,56 @@ def test_session_dir_not_writable(coprofd, test_image, tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith("coprofd: %s" % (blocker / "s"))
     assert result.stderr.count("\n") == 1
+
+
+def extremes_stream(image, ident, offset, size):
+    """One context whose CONTEXT record names image_offset offset and an
+    image of size bytes, with samples and a stall of 2^64 - 1 ns."""
+    w = Writer()
+    w.start()
+    forged = dict(ident, size=size)
+    w.image(image, forged)
+    w.record("context", slot=0, pid=10, tid=100, context_id=1,
+             object_id=2**64 - 1, image_offset=offset, cycle=2**64 - 1,
+             **forged)
+    w.sample(0, 0x10, 5)
+    w.stall(0, 1, 2**64 - 1)
+    w.time(0, 100, 1000)
+    w.stop()
+    return w
+
+
+@pytest.mark.parametrize("offset, size, field, value", [
+    (2**63, None, "image offset", 2**63),
+    (2**64 - 2, None, "image offset", 2**64 - 2),
+    (0, 2**63 + 5, "image file size", 2**63 + 5),
+])
+def test_64_bit_extremes_are_never_stored_negative(coprofd, coprof_bin,
+                                                   test_image, tmp_path,
+                                                   offset, size, field,
+                                                   value):
+    """A CONTEXT whose image offset or size is 2^63 or more: the image is
+    unusable (its samples kept raw), the values are stored clamped to
+    2^63 - 1 with an out-of-range error counted, and copreport reads the
+    session instead of refusing it whole."""
+    image = test_image("overlays.elf")
+    ident = identity(image)
+    w = extremes_stream(image, ident, offset, size or ident["size"])
+    result, session = replay(coprofd, w, tmp_path)
+    assert result.returncode == 0, result.stderr
+    db = open_session(session)
+    row = db.execute("SELECT image_offset, size, status, message FROM "
+                     "images").fetchone()
+    assert row[0] >= 0 and row[1] >= 0
+    assert row[2] == "unreadable"
+    assert row[3] == "the stream's %s %d is out of range (2^63 or more)" % (
+        field, value)
+    assert db.execute("SELECT count FROM decode_errors WHERE kind = "
+                      "'out-of-range'").fetchone() == (2,)
+    assert db.execute("SELECT MIN(ns) FROM stalls").fetchone()[0] >= 0
+    assert db.execute("SELECT SUM(count) FROM unmapped_samples WHERE "
+                      "reason = 'no-image'").fetchone() == (5,)
+    db.close()
+    report = subprocess.run([coprof_bin("copreport"), "-d", session],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr

@@ -110,3 +110,23 @@ def test_a_live_stream_ended_by_its_stop_is_complete(coprofd, test_image,
     status, _, err = feeder.wait()
     assert status == 0, err
     assert meta(session, "end_state") == "complete"
+
+
+def test_a_stop_whose_totals_disagree_is_incomplete(coprofd, test_image,
+                                                    tmp_path):
+    """A STOP that counts more samples than the stream held (the driver
+    lost some on the way) is not a complete session with lost 0: the
+    session says both counts and how many are missing."""
+    session = str(tmp_path / "s")
+    data = stream(test_image("overlays.elf"), 4, False)
+    data += stop_record(4 * POLL_SAMPLES + 334)
+    result = run_on_pipe(coprofd, data, session)
+    assert result.returncode == 0, result.stderr
+    reason = ("the driver's STOP counted %d samples and 0 lost, the stream "
+              "held %d samples and 0 lost: 334 missing"
+              % (4 * POLL_SAMPLES + 334, 4 * POLL_SAMPLES))
+    assert meta(session, "end_state") == "incomplete"
+    assert meta(session, "end_reason") == reason
+    assert meta(session, "stream.stop_samples") == 4 * POLL_SAMPLES + 334
+    assert result.stderr.decode().splitlines()[-1] == (
+        "coprofd: %s: session incomplete: %s" % (session, reason))

@@ -21,7 +21,11 @@
  *
  * Each context's console goes to DIR/context-I.txt (DIR: a temporary
  * directory $TMPDIR/host-pipeline-XXXXXX, removed at the end, unless
- * given), where the checks read it.
+ * given), where the checks read it.  A temporary one is removed also when
+ * SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the program (a ^C, or coprof
+ * passing on a signal it got): every thread blocks them, and one thread
+ * waits for them (sigwait), removes the directory, and lets the signal
+ * end the program as it would have.
  * One line per context on standard output says what it ran and what was
  * checked, then a summary; the exit status is 0 when every result is
  * right, 1 otherwise, 2 for bad options.
@@ -35,6 +39,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,6 +415,41 @@ static void remove_console_dir(const struct options *opts)
     rmdir(opts->console_dir);
 }
 
+static sigset_t ending_signals;     /* SIGINT, SIGTERM, SIGHUP, SIGQUIT */
+
+/* Waits for an ending signal, removes the temporary console directory,
+ * then ends the program by that signal. */
+static void *remove_on_signal(void *arg)
+{
+    int sig;
+
+    if (sigwait(&ending_signals, &sig) != 0)
+        return NULL;
+    remove_console_dir(arg);
+    signal(sig, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, &ending_signals, NULL);
+    raise(sig);
+    return NULL;
+}
+
+/* The temporary console directory goes when a signal ends the program:
+ * the signals are blocked here (the workers inherit it) for one thread. */
+static void remove_on_signals(const struct options *opts)
+{
+    pthread_t thread;
+
+    sigemptyset(&ending_signals);
+    sigaddset(&ending_signals, SIGINT);
+    sigaddset(&ending_signals, SIGTERM);
+    sigaddset(&ending_signals, SIGHUP);
+    sigaddset(&ending_signals, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &ending_signals, NULL);
+    if (pthread_create(&thread, NULL, remove_on_signal, (void *)opts) == 0)
+        pthread_detach(thread);
+    else
+        pthread_sigmask(SIG_UNBLOCK, &ending_signals, NULL);
+}
+
 int main(int argc, char **argv)
 {
     char temp_dir[PATH_MAX];
@@ -428,6 +468,7 @@ int main(int argc, char **argv)
         }
         opts.console_dir = temp_dir;
         temporary = 1;
+        remove_on_signals(&opts);
     }
     workers = calloc((size_t)opts.threads, sizeof(*workers));
     if (!workers)

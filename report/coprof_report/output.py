@@ -11,7 +11,8 @@ csv   one line per row, with a header line; the group in the first column,
 json  one object: the session, the separation, sampling, groups (with
       their losses), rows (flat, each naming its group), totals,
       lost_by_cause, warnings, decode_errors, complete, end_state and
-      end_reason, image_warnings.
+      end_reason (the whole session), sides (each side's end_state and
+      end_reason: coprocessor, and host or null), image_warnings.
 
 The host side (--side, host.py) is apart in each: text, a section of its
 own after the coprocessor's groups, before the footer ("host samples
@@ -444,6 +445,7 @@ def to_json(prof, session_dir):
         "complete": prof.complete,
         "end_state": prof.end_state,
         "end_reason": prof.end_reason,
+        "sides": prof.sides,
         "image_warnings": list(prof.warnings),
         "contexts": [_context_json(c) for c in prof.contexts.values()],
         "images": [_image_json(i) for i in prof.images.values()],

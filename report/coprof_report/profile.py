@@ -375,6 +375,7 @@ class Profile:
         self.lost = []
         self.decode_errors = []
         self.complete = False
+        self.sides = {"coprocessor": None, "host": None}    # Session.sides()
         self.images = {}
         self.contexts = {}
         self.threshold = 0.0
@@ -941,10 +942,32 @@ def session_state(prof, session):
     of its images, on the profile."""
     prof.end_state, prof.end_reason = session.end()
     prof.complete = prof.end_state == "complete"
+    prof.sides = session.sides()
     prof.warnings = list(session.warnings)
 
 
 # --- several sessions in one report (-d A -d B) ----------------------------
+
+
+def merged_sides(profs):
+    """The sides of several sessions as one: per side, complete when each
+    session's is, else the first one that is not, its reason naming the
+    session; the host side None when no session has one."""
+    out = {}
+    for side in ("coprocessor", "host"):
+        ends = [(p.session_name, p.sides[side]) for p in profs
+                if p.sides[side] is not None]
+        bad = [(name, e) for name, e in ends if e["end_state"] != "complete"]
+        if not ends:
+            out[side] = None
+        elif not bad:
+            out[side] = {"end_state": "complete", "end_reason": ""}
+        else:
+            out[side] = {"end_state": bad[0][1]["end_state"],
+                         "end_reason": "; ".join(
+                             "%s: %s" % (name, e["end_reason"])
+                             for name, e in bad)}
+    return out
 
 
 class MergeError(Exception):
@@ -1068,6 +1091,7 @@ def _merge_totals(out, profs):
     out.end_reason = "; ".join("%s: %s" % (p.session_name, p.end_reason)
                                for p in bad)
     out.complete = not bad
+    out.sides = merged_sides(profs)
     smp = out.sampling = profs[0].sampling
     for p in profs[1:]:
         o = p.sampling

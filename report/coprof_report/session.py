@@ -198,15 +198,16 @@ class Session:
                 self._check_reference(table, column, target)
         for key, least in INT_KEYS.items():
             self.int_key(key, None, least)
-        state = self.keys.get("end_state")
-        if state is not None and state not in END_STATES:
-            raise SessionError("%s: end_state %s is not one of %s"
-                               % (self.db_path, _shown(state),
-                                  ", ".join(END_STATES)))
-        reason = self.keys.get("end_reason")
-        if reason is not None and not isinstance(reason, str):
-            raise SessionError("%s: end_reason %s is not text"
-                               % (self.db_path, _shown(reason)))
+        for prefix in ("", "host."):
+            state = self.keys.get(prefix + "end_state")
+            if state is not None and state not in END_STATES:
+                raise SessionError("%s: %send_state %s is not one of %s"
+                                   % (self.db_path, prefix, _shown(state),
+                                      ", ".join(END_STATES)))
+            reason = self.keys.get(prefix + "end_reason")
+            if reason is not None and not isinstance(reason, str):
+                raise SessionError("%s: %send_reason %s is not text"
+                                   % (self.db_path, prefix, _shown(reason)))
 
     def _present(self, table):
         """Whether a table of COLUMNS is there to check: every table but
@@ -281,12 +282,60 @@ class Session:
         return n
 
     def end(self):
-        """(state, reason): whether the session is "complete", "live"
-        (its coprofd still records it: the report is as of the last flush)
-        or "incomplete", and why (one line, "" when complete).  The keys
-        end_state and end_reason say it; a session without them (older
-        coprofd) is complete when stream.complete is 1, else live or
-        incomplete.  A session that says live but whose lock no coprofd
+        """(state, reason) of the whole session: "complete" when each side
+        recorded is (sides()), else the coprocessor side's state when it
+        is not complete, else the host side's; the reason names what of
+        each side is missing (one line, "" when complete)."""
+        sides = self.sides()
+        cop, host = sides["coprocessor"], sides["host"]
+        reasons = []
+        if cop["end_state"] != "complete":
+            reasons.append(cop["end_reason"])
+        if host is not None and host["end_state"] != "complete":
+            reasons.append("the host side is %s: %s" % (
+                "lost" if host["end_state"] == "incomplete" else
+                "not stored yet", host["end_reason"]))
+        if not reasons:
+            return "complete", ""
+        state = cop["end_state"] if cop["end_state"] != "complete" else \
+            host["end_state"]
+        return state, "; ".join(reasons)
+
+    def sides(self):
+        """{"coprocessor": {"end_state", "end_reason"}, "host": the same,
+        or None for a session without a host side (host.end_state: none
+        was recorded, or by a coprof older than that key)}."""
+        state, reason = self.coprocessor_end()
+        return {"coprocessor": {"end_state": state, "end_reason": reason},
+                "host": self.host_end()}
+
+    def host_end(self):
+        """The host side's end (host.end_state, host.end_reason, which
+        coprof and copcontrol set "live" when coprof-host starts and
+        coprof-host "complete" with its tables), as a sides() entry, or
+        None.  One still live once no coprofd records the session was not
+        stored by its coprof-host (yet, or ever)."""
+        state = self.keys.get("host.end_state")
+        if state is None:
+            return None
+        reason = self.keys.get("host.end_reason") or ""
+        if state == "live" and not self.recording:
+            reason = reason or ("its coprof-host has not stored it (still "
+                                "storing, or ended without: killed?)")
+        elif state == "live":
+            reason = reason or "still being recorded"
+        elif state == "incomplete" and not reason:
+            reason = "no reason recorded"
+        return {"end_state": state,
+                "end_reason": reason if state != "complete" else ""}
+
+    def coprocessor_end(self):
+        """(state, reason): whether the coprocessor side is "complete",
+        "live" (its coprofd still records it: the report is as of the last
+        flush) or "incomplete", and why (one line, "" when complete).  The
+        keys end_state and end_reason say it; a session without them
+        (older coprofd) is complete when stream.complete is 1, else live
+        or incomplete.  A session that says live but whose lock no coprofd
         held when it was opened (before its snapshot) is incomplete: its
         coprofd died."""
         state = self.keys.get("end_state")

@@ -379,6 +379,50 @@ def test_incomplete_session_says_why(template, capsys, tmp_path):
     assert state_of(capsys, d) == (line, line, "incomplete", why, False)
 
 
+def sides_of(capsys, d):
+    status, js, err = run(capsys, "-d", d, "--format", "json")
+    assert status == 0, err
+    return json.loads(js)["sides"]
+
+
+def test_a_lost_host_side_makes_the_session_incomplete(template, capsys,
+                                                       tmp_path):
+    """The coprocessor side complete, the host side lost (coprof-host
+    killed): the session is not complete, the header and JSON say which
+    side and why."""
+    d = damaged(template, tmp_path, "SELECT 1")
+    why = "coprof-host (pid 77) was killed by signal 9 (Killed)"
+    set_keys(d, host__end_state="incomplete", host__end_reason=why)
+    line = "session INCOMPLETE: the host side is lost: " + why
+    assert state_of(capsys, d) == (line, line, "incomplete",
+                                   "the host side is lost: " + why, False)
+    assert sides_of(capsys, d) == {
+        "coprocessor": {"end_state": "complete", "end_reason": ""},
+        "host": {"end_state": "incomplete", "end_reason": why}}
+
+
+def test_a_host_side_never_stored_is_not_complete(template, capsys,
+                                                  tmp_path):
+    """host.end_state still live and no coprofd records the session: its
+    coprof-host never stored the host side."""
+    d = damaged(template, tmp_path, "SELECT 1")
+    set_keys(d, host__end_state="live", host__end_reason="")
+    head, _, state, reason, complete = state_of(capsys, d)
+    assert state == "live" and not complete
+    assert reason.startswith("the host side is not stored yet: its "
+                             "coprof-host has not stored it")
+    set_keys(d, host__end_state="complete")
+    assert state_of(capsys, d)[2:] == ("complete", "", True)
+    assert sides_of(capsys, d)["host"] == {"end_state": "complete",
+                                           "end_reason": ""}
+
+
+def test_a_session_without_a_host_side(template, capsys):
+    assert sides_of(capsys, template) == {
+        "coprocessor": {"end_state": "complete", "end_reason": ""},
+        "host": None}
+
+
 def test_live_session_is_as_of_its_last_flush(template, capsys, tmp_path):
     d = damaged(template, tmp_path, "SELECT 1")
     set_keys(d, end_state="live", end_reason="", stream__complete=0,

@@ -19,6 +19,7 @@ the guest's dmesg after rmmod (in DIR/guest.log) has no warning.
 
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import time
@@ -59,10 +60,26 @@ def session(path):
     return keys, per_context, per_offset
 
 
+def processes_with(text):
+    """The pids of the processes whose command line holds text."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if name.isdigit() and text.encode() in f.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
 @pytest.fixture
 def copcontrol(build_dir, tmp_path):
     """(its state directory, the environment, run(*ARGS)) of a copcontrol
-    with a socket and session directory of this test's own."""
+    with a socket and session directory of this test's own.  Whatever it
+    started is ended after the test, also one that failed half-way:
+    --shutdown, then SIGKILL for anything still naming the state directory
+    (copsim, its QEMUs, coprofd, the guest and guest.py)."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     env = dict(os.environ, COPSIM_SOCKET=str(state / "copsim.sock"),
@@ -72,7 +89,17 @@ def copcontrol(build_dir, tmp_path):
     def run(*args):
         return subprocess.run([program, *args], capture_output=True,
                               text=True, env=env, timeout=300)
-    return state, env, run
+    try:
+        yield state, env, run
+    finally:
+        try:
+            run("--shutdown")
+        finally:
+            for pid in processes_with(str(state)):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 def kernel_trouble(text):
