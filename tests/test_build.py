@@ -118,8 +118,8 @@ def stable(line):
                   "stalled T ms in N stalls (P%", line)
     line = re.sub(r"\b(samples=|sched_events=|total |exact )\d+", r"\1N",
                   line)
-    line = re.sub(r"events of \d+ threads \(\d+ events",
-                  "events of N threads (E events", line)
+    line = re.sub(r"events of (the command's )?\d+ threads \(\d+ events",
+                  r"events of \1N threads (E events", line)
     # a capture can land in QEMU's six reset instructions before a
     # context's first (outside the local store, counted apart): a run
     # does or does not, at random with the dither
