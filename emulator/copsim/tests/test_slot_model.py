@@ -40,7 +40,8 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                                                    probe_image, build_dir,
                                                    tmp_path):
     # Four contexts on two slots, gathered so that they certainly wait and
-    # are preempted (at 100,000-cycle slices), each moved through the slot
+    # are preempted (at 100,000-cycle slices; 24 M instructions each, many
+    # of copsim's 1 ms ticks), each moved through the slot
     # emulators as saved state: each executes exactly what cop-run counts
     # for it alone, instruction by instruction, and the slots' cycles
     # between its binds and unbinds add up to its instructions.
@@ -54,12 +55,12 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         del os.environ["COPSIM_TEST_GATHER"]
     result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
                             "4", "--console-file", "/dev/null", "embedded",
-                            "spin", "300000")
+                            "spin", "3000000")
     assert result.returncode == 0, result.stderr + result.stdout
     alone = tmp_path / "alone.counts"
     done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
                            "--sample-every", "1000003", "--exact-counts",
-                           str(alone), probe_image, "spin", "300000"],
+                           str(alone), probe_image, "spin", "3000000"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     want = counts_by_pc(str(alone))
