@@ -440,13 +440,21 @@ static int init_copsim(struct control *c, int announce)
     return EXIT_OK;
 }
 
+/* Settings given on the command line are saved for later actions; one
+ * line says so, with the session directory made absolute. */
 static int save_settings(struct control *c)
 {
+    char conf[PATH_MAX];
+
     if (!c->opt.given_any)
         return EXIT_OK;
     if (state_dir_prepare(c->state, c->err, sizeof(c->err)) < 0 ||
         settings_save(c->state, &c->settings, c->err, sizeof(c->err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    state_path(c->state, STATE_CONF, conf, sizeof(conf));
+    printf("copcontrol: settings saved in %s for later actions%s%s\n", conf,
+           c->opt.given.session_dir[0] ? "; session directory " : "",
+           c->opt.given.session_dir);
     return EXIT_OK;
 }
 

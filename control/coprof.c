@@ -129,6 +129,7 @@ struct record {
 };
 
 static volatile sig_atomic_t command_pid;
+static volatile sig_atomic_t early_signal;  /* one that came before CMD */
 
 static void usage(FILE *out)
 {
@@ -359,11 +360,19 @@ static int parse_record(int argc, char **argv, struct options *o)
 
 /* ---- Signals -------------------------------------------------------------- */
 
-/* A signal sent to coprof goes on to CMD; a terminal's reached it already. */
+/*
+ * A signal sent to coprof goes on to CMD; a terminal's reached it already.
+ * One that comes before CMD runs (a ^C while copsim boots) is kept:
+ * record() then runs no CMD, or stops the one it just started.
+ */
 static void forward_signal(int sig, siginfo_t *info, void *context)
 {
-    if (command_pid > 0 && info->si_code != SI_KERNEL)
-        kill(command_pid, sig);
+    if (command_pid > 0) {
+        if (info->si_code != SI_KERNEL)
+            kill(command_pid, sig);
+    } else {
+        early_signal = sig;
+    }
 }
 
 static void catch_signals(void)
@@ -695,16 +704,16 @@ static void progress(struct record *r, int tty, uint64_t *last,
             elapsed_ms : 0;
     *last = s.samples;
     fprintf(stderr, "%scoprof: recording: %.0f samples/s, %llu samples, "
-            "%llu lost%s", tty ? "\r\033[K" : "", per_s,
+            "%llu lost\n", tty ? "\r\033[K" : "", per_s,
             (unsigned long long)s.samples,
-            (unsigned long long)driver_lost(&s), tty ? "" : "\n");
+            (unsigned long long)driver_lost(&s));
 }
 
 /* Waits for CMD with progress lines; its exit status. */
 static int wait_command(struct record *r)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
-    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus, shown = 0;
+    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus;
     uint64_t last = 0;
 
     every = tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
@@ -720,12 +729,9 @@ static int wait_command(struct record *r)
         since += TICK_MS;
         if (!r->opt.quiet && since >= every) {
             progress(r, tty, &last, since);
-            shown = 1;
             since = 0;
         }
     }
-    if (tty && shown)
-        fprintf(stderr, "\r\033[K");
     return daemons_exit_status(wstatus);
 }
 
@@ -814,12 +820,37 @@ static void settle_end(struct record *r)
 
 /* ---- record --------------------------------------------------------------- */
 
+/*
+ * Only DIR itself is made: a missing parent is an error naming it (a typo
+ * in -o must not make a tree of directories, as root least of all).
+ */
+static int check_parent(struct record *r)
+{
+    char parent[PATH_MAX], *slash;
+    struct stat st;
+
+    snprintf(parent, sizeof(parent), "%s", r->dir);
+    for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+        parent[n - 1] = '\0';
+    slash = strrchr(parent, '/');
+    if (!slash)
+        return 0;
+    *(slash == parent ? slash + 1 : slash) = '\0';
+    if (stat(parent, &st) == 0 || errno != ENOENT)
+        return 0;           /* not a directory: session_prepare() says */
+    snprintf(r->err, sizeof(r->err), "%s: parent directory %s does not "
+             "exist", r->opt.output ? r->opt.output : DEFAULT_OUTPUT, parent);
+    return -1;
+}
+
 static int prepare(struct record *r)
 {
     if (session_absolute("--output", r->opt.output ? r->opt.output :
                          DEFAULT_OUTPUT, r->dir, sizeof(r->dir), r->err,
                          sizeof(r->err)) < 0)
         return EXIT_USAGE;
+    if (check_parent(r) < 0)
+        return EXIT_FAILED;
     if (session_prepare(r->dir, &r->moved, r->err, sizeof(r->err)) < 0)
         return EXIT_FAILED;
     snprintf(r->event_log, sizeof(r->event_log), "%s/events.coplog", r->dir);
@@ -928,12 +959,18 @@ static int record(struct record *r)
         return status;
     if ((status = begin(r)) != 0)
         return status;
-    r->command = start_command(r);
-    if (r->command < 0) {
+    r->command = early_signal ? -2 : start_command(r);
+    if (r->command == -2) {
+        fprintf(stderr, "coprof: %s before %s ran: not running it\n",
+                strsignal(early_signal), r->opt.command[0]);
+        cmd_status = 128 + early_signal;
+    } else if (r->command < 0) {
         cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
         cmd_status = EXIT_FAILED;
     } else {
         command_pid = r->command;
+        if (early_signal)   /* came between the check and command_pid */
+            kill(r->command, early_signal);
         start_host(r);
         release_command(r);
         cmd_status = wait_command(r);

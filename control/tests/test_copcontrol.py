@@ -116,7 +116,9 @@ def test_saved_settings(cenv, tmp_path):
     sdir = tmp_path / "saved"
     result = cenv.copcontrol("--frequency=20kHz", "--session-dir=%s" % sdir,
                              "--buffer-size=16384")
-    assert result.returncode == 0 and result.stdout == "", result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("copcontrol: settings saved in "), \
+        result.stdout
     with open(cenv.state_file("copcontrol.conf")) as f:
         conf = f.read()
     assert "frequency=20kHz" in conf and "buffer-size=16384" in conf
