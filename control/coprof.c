@@ -77,6 +77,7 @@
 #define INCOMPLETE_MARK     ": session incomplete: "
 
 struct options {
+    const char *timeline_ms;    /* coprofd --timeline-ms; NULL: default */
     struct rate_spec rate;
     struct sampling_spec sampling;
     struct host_options host;
@@ -204,6 +205,10 @@ HOST_OPTIONS_HELP
 "                      e.g. --copsim-arg=--fifo-depth=65536\n"
 "    --list-events     list the events: SPU_CYCLES with its valid range at\n"
 "                      copsim's defaults, and the host CPU's (libpfm4)\n"
+"    --timeline-ms=MS  the width of the session's sample buckets, what\n"
+"                      the timeline's function slices are cut from\n"
+"                      (1..60000, default 10; copreport timeline\n"
+"                      --bucket-ms sums them wider)\n"
 "    -q, --quiet       no progress line and no summary\n"
 "    -v, --verbose     coprofd's output on standard error instead of\n"
 "                      DIR/coprofd.log (copsim's goes there always)\n"
@@ -247,7 +252,8 @@ HOST_OPTIONS_HELP
 
 /* ---- Options -------------------------------------------------------------- */
 
-enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER };
+enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER,
+       OPT_TIMELINE };
 
 static const struct option long_options[] = {
     RATE_LONG_OPTIONS,
@@ -256,6 +262,7 @@ static const struct option long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"buffer-size", required_argument, NULL, OPT_BUFFER},
     {"slots", required_argument, NULL, OPT_SLOTS},
+    {"timeline-ms", required_argument, NULL, OPT_TIMELINE},
     {"list-events", no_argument, NULL, OPT_LIST_EVENTS},
     {"driver", required_argument, NULL, OPT_DRIVER},
     {"quiet", no_argument, NULL, 'q'},
@@ -275,6 +282,22 @@ static int set_slots(struct options *o, const char *arg)
         return cli_fail(EXIT_USAGE, "--slots=%s: not a number of slots in "
                         "1..%d", arg, TRACE_MAX_SLOTS);
     o->slots = arg;
+    return 0;
+}
+
+/* --timeline-ms=MS: coprofd's sample buckets, 1..60000 ms. */
+static int set_timeline(struct options *o, const char *arg)
+{
+    char *end;
+    unsigned long ms;
+
+    errno = 0;
+    ms = strtoul(arg, &end, 10);
+    if (errno || end == arg || *end || ms < 1 || ms > 60000 ||
+        arg[0] == '-')
+        return cli_fail(EXIT_USAGE, "--timeline-ms=%s: not a width from 1 "
+                        "to 60000 ms", arg);
+    o->timeline_ms = arg;
     return 0;
 }
 
@@ -304,6 +327,8 @@ static int take_option(struct options *o, int c, const char *arg,
         return 0;
     case OPT_SLOTS:
         return set_slots(o, arg);
+    case OPT_TIMELINE:
+        return set_timeline(o, arg);
     case OPT_LIST_EVENTS:
         o->list_events = 1;
         return 0;
@@ -513,7 +538,11 @@ static void note_driver(struct record *r)
 static int start_session(struct record *r)
 {
     struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
+    const char *timeline[] = {"--timeline-ms", r->opt.timeline_ms, NULL};
     int fd;
+
+    if (!r->opt.timeline_ms)
+        timeline[0] = NULL;
 
     if (sampling_resolve(&r->opt.sampling, &r->sampling, r->err,
                          sizeof(r->err)) < 0 ||
@@ -537,8 +566,9 @@ static int start_session(struct record *r)
         return -1;
     }
     spec.pass_fd = fd;
-    r->coprofd = daemons_start_coprofd(&spec, r->dir, r->event_log,
-                                       r->err, sizeof(r->err));
+    r->coprofd = daemons_start_coprofd_with(&spec, r->dir, r->event_log,
+                                            timeline, r->err,
+                                            sizeof(r->err));
     close(fd);
     if (spec.output_fd > 0)
         close(spec.output_fd);

@@ -88,3 +88,16 @@ def test_settings_saved_are_said(cenv, tmp_path):
         "copcontrol: settings saved in %s for later actions; session "
         "directory %s\n" % (cenv.state_file("copcontrol.conf"),
                             tmp_path / "here" / "relative" / "dir"))
+
+
+def test_timeline_bucket_chosen(cenv, tmp_path):
+    """coprof record --timeline-ms: the session's sample buckets."""
+    out = tmp_path / "t"
+    result = cenv.coprof("record", "--timeline-ms=2", "-o", str(out), "--",
+                         "true")
+    assert result.returncode == 0, result.stderr
+    with session(out) as db:
+        assert key(db, "timeline.bucket_ns") == 2000000
+    result = cenv.coprof("record", "--timeline-ms=0", "-o", str(out), "--",
+                         "true")
+    assert "--timeline-ms=0" in one_error_line(result, "coprof", 2)

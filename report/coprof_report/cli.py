@@ -191,6 +191,16 @@ def _file_name(text):
     return text
 
 
+def _bucket_ms(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1
+    if not (v > 0) or v > 3.6e6:
+        raise argparse.ArgumentTypeError("%r is not a width in ms" % text)
+    return int(round(v * 1e6))
+
+
 def _session_arg(p, several=False):
     if several:
         p.add_argument("-d", "--session-dir", metavar="DIR", dest="dirs",
@@ -225,8 +235,8 @@ def report_parser():
     p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
                epilog=REPORT_EPILOG,
                usage="%(prog)s [-d DIR]... [OPTIONS]\n"
-                     "       %(prog)s timeline [-d DIR] -o FILE.json "
-                     "[--png FILE]\n"
+                     "       %(prog)s timeline [-d DIR] [-o FILE.json] "
+                     "[--png FILE] [--bucket-ms MS]\n"
                      "       %(prog)s callgraph [-d DIR] [OPTIONS]\n"
                      "       %(prog)s annotate [-d DIR] [SYMBOL...]\n"
                      "       %(prog)s export [-d DIR]... --format FMT "
@@ -261,12 +271,17 @@ def _subparser(name, description, epilog):
 def timeline_parser():
     p = _subparser("timeline", TIMELINE_DESCRIPTION, TIMELINE_EPILOG)
     _session_arg(p)
-    p.add_argument("-o", "--output", metavar="FILE.json", required=True,
-                   type=_file_name,
-                   help="the Chrome trace event JSON to write")
+    p.add_argument("-o", "--output", metavar="FILE.json", type=_file_name,
+                   help="the Chrome trace event JSON to write (needed "
+                        "unless --png is given)")
     p.add_argument("--png", metavar="FILE", type=_file_name,
-                   help="also draw slot occupancy and the top functions "
-                        "over time to FILE (PNG)")
+                   help="draw slot occupancy and the top functions over "
+                        "time to FILE (PNG)")
+    p.add_argument("--bucket-ms", type=_bucket_ms, default=0, metavar="MS",
+                   help="sum the session's sample buckets (its "
+                        "timeline.bucket_ns, coprof record --timeline-ms) "
+                        "into MS-wide ones, a multiple of them (default: "
+                        "the session's)")
     p.add_argument("--tracks", default="auto", choices=timeline.TRACKS,
                    help="the contexts' function slices: a track per "
                         "context, a track per slot and image with the "
@@ -590,17 +605,26 @@ def run_report(args):
 
 def run_timeline(args):
     import json
-    _check_writable(args.output)
+    if args.output is None and args.png is None:
+        raise UsageError("-o/--output or --png: required (what to write)")
+    if args.output is not None:
+        _check_writable(args.output)
     if args.png is not None:
         _check_writable(args.png)
     s = _open_session(args.dir)
     try:
-        tl = timeline.build(s)
+        width = s.int_key("timeline.bucket_ns", 0)
+        if args.bucket_ms and (not width or args.bucket_ms % width):
+            raise UsageError("--bucket-ms: %g ms is not a multiple of the "
+                             "session's %g ms buckets"
+                             % (args.bucket_ms / 1e6, width / 1e6))
+        tl = timeline.build(s, args.bucket_ms)
         _warn(s)
-        trace = timeline.trace_events(tl, args.tracks)
-        with _open_output(args.output) as f:
-            json.dump(trace, f)
-            f.write("\n")
+        if args.output is not None:
+            trace = timeline.trace_events(tl, args.tracks)
+            with _open_output(args.output) as f:
+                json.dump(trace, f)
+                f.write("\n")
         if args.png is not None:
             try:
                 from . import plot
@@ -705,8 +729,27 @@ SUBCOMMANDS = {
 }
 
 
+def _subcommand_first(argv):
+    """`copreport -d DIR SUBCOMMAND ...` as `copreport SUBCOMMAND ... -d
+    DIR`: the session options given before a subcommand are its own."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-d", "--session-dir") and i + 1 < len(argv):
+            i += 2
+        elif a.startswith("--session-dir=") or \
+                (a.startswith("-d") and len(a) > 2 and a[2] != "-"):
+            i += 1
+        else:
+            break
+    if 0 < i < len(argv) and argv[i] in SUBCOMMANDS:
+        return [argv[i]] + argv[i + 1:] + argv[:i]
+    return argv
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    argv = _subcommand_first(argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:
             make_parser, run = SUBCOMMANDS[argv[0]]
