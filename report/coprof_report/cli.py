@@ -328,8 +328,9 @@ gzipped: go tool pprof, Parca, Pyroscope), callgrind (callgrind_annotate,
 KCachegrind), folded stacks (flamegraph.pl, speedscope) or speedscope's
 JSON (speedscope.app).  Each keeps the image, the overlay and the context
 of every sample: pprof as sample labels (context, pid, tid, image,
-overlay) and files IMAGE:SECTION; callgrind with the context as the
-outermost caller, ob= the image and fl= IMAGE:SECTION; folded and
+overlay), a Mapping per image, a Location per instruction with its
+source line; callgrind with the context as the outermost caller, ob= the
+image, fl= the source file and costs on their lines; folded and
 speedscope with the context as the first frame (speedscope: a profile per
 context).  A session recorded with --call-graph exports its call stacks;
 any other exports each sample's function alone, every sample once."""
