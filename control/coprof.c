@@ -141,6 +141,8 @@ static void usage(FILE *out)
 "SYNOPSIS\n"
 "    coprof record [OPTIONS] [--] CMD [ARGS...]\n"
 "    coprof archive [-d SESSION] [-o FILE]    (coprof archive --help)\n"
+"    coprof top [-d SESSION] [--interval S]   (coprof top --help: a live\n"
+"                                             view of a session recorded)\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs CMD, a host program using libcop, against a private copsim whose\n"
@@ -1020,11 +1022,13 @@ static int record(struct record *r)
 
 /*
  * `coprof archive [-d SESSION] [-o FILE]`: the session and the images it
- * needs in one file, like oparchive.  copreport, beside this program, does
- * it (`copreport archive`, report/coprof_report/archive.py), so that the
- * archive is written by the code that reads it.
+ * needs in one file, like oparchive; `coprof top [-d SESSION]`: a live
+ * view of a session being recorded (copcontrol's, or another terminal's
+ * coprof record), like perf top.  copreport, beside this program, does
+ * both (`copreport archive`, report/coprof_report/archive.py; `copreport
+ * top`, live.py), so that each is made by the code that reads sessions.
  */
-static int archive(int argc, char **argv)
+static int run_copreport(int argc, char **argv)
 {
     char path[PATH_MAX];
     char **args = calloc((size_t)argc + 1, sizeof(*args));
@@ -1037,8 +1041,8 @@ static int archive(int argc, char **argv)
         args[i] = argv[i];
     execvp(path, args);
     free(args);
-    return cli_fail(EXIT_FAILED, "%s: %s (copreport archive makes the "
-                    "archive)", path, strerror(errno));
+    return cli_fail(EXIT_FAILED, "%s: %s (copreport %s does it)", path,
+                    strerror(errno), argv[1]);
 }
 
 int main(int argc, char **argv)
@@ -1058,12 +1062,12 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "archive") == 0)
-        return archive(argc, argv);
+    if (strcmp(argv[1], "archive") == 0 || strcmp(argv[1], "top") == 0)
+        return run_copreport(argc, argv);
     if (strcmp(argv[1], "record") != 0)
         return cli_fail(EXIT_USAGE, "%s: unknown subcommand (coprof record "
-                        "[OPTIONS] -- CMD [ARGS...], coprof archive)",
-                        argv[1]);
+                        "[OPTIONS] -- CMD [ARGS...], coprof archive, "
+                        "coprof top)", argv[1]);
     if ((status = parse_record(argc - 1, argv + 1, &r.opt)) != 0)
         return status;
     return record(&r);

@@ -719,7 +719,85 @@ def run_archive(args):
                             args.output))
 
 
+SERVE_DESCRIPTION = """\
+Serve the profiles of a session being recorded the way Go's net/http/pprof
+does: GET /debug/pprof/profile?seconds=N (default 30) answers, after N
+seconds, the coprocessors' samples taken during them as a gzipped
+profile.proto (the pprof export's: a Mapping per image, lines from
+DWARF).  go tool pprof, Parca and Pyroscope scrape it.  copcontrol
+--serve-pprof=HOST:PORT runs this on its session."""
+
+SERVE_EPILOG = """\
+examples:
+  copreport serve-pprof --listen 127.0.0.1:6060
+  go tool pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=5
+
+exit status:
+  1  the address cannot be bound; 2  bad usage"""
+
+TOP_DESCRIPTION = """\
+A live view of a session being recorded (coprof top): once a second, the
+samples a second, losses and stall time, and the top functions (or
+contexts, slots, images: keys f, c, s, i) over the last interval and
+since the start; it says BEHIND when a look came late.  q quits.  Works
+in any terminal (curses); without one, or with --once, one interval is
+printed."""
+
+
+def serve_parser():
+    p = _subparser("serve-pprof", SERVE_DESCRIPTION, SERVE_EPILOG)
+    _session_arg(p)
+    p.add_argument("--listen", metavar="HOST:PORT", required=True,
+                   help="the address to serve on (give a loopback one, "
+                        "127.0.0.1:PORT, unless others may read it)")
+    return p
+
+
+def top_parser():
+    p = _subparser("top", TOP_DESCRIPTION, None)
+    _session_arg(p)
+    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="seconds between looks (default 1)")
+    p.add_argument("--once", action="store_true",
+                   help="print one interval and exit")
+    return p
+
+
+def _live_dir(d):
+    if d is None:
+        d = session_mod.default_dir()
+    if d is None:
+        raise RuntimeFailure("coprof_data: no session here, and none in "
+                             "$XDG_DATA_HOME/coprof/current (give -d DIR)")
+    return d
+
+
+def run_serve(args):
+    from . import live
+    try:
+        address = live.parse_listen(args.listen)
+    except ValueError as e:
+        raise UsageError("--listen: %s" % e)
+    d = _live_dir(args.dir)
+    live.snapshot(d)        # a session, or one line now
+    try:
+        live.serve_pprof(d, address, lambda a: sys.stderr.write(
+            "%s: serving %s on http://%s:%d/debug/pprof/profile\n"
+            % (PROG, d, args.listen.rpartition(":")[0], a[1])))
+    except OSError as e:
+        raise RuntimeFailure("%s: %s" % (args.listen, e.strerror or e))
+
+
+def run_top(args):
+    from . import live
+    if not args.interval > 0:
+        raise UsageError("--interval: not a number of seconds")
+    live.run_top(_live_dir(args.dir), args.interval, args.once)
+
+
 SUBCOMMANDS = {
+    "serve-pprof": (serve_parser, run_serve),
+    "top": (top_parser, run_top),
     "html": (html_parser, run_html),
     "archive": (archive_parser, run_archive),
     "diff": (diff_parser, run_diff),
