@@ -227,7 +227,10 @@ def _function_slices(tl, per_bucket, order, width):
     for (ctx, bucket) in sorted(per_bucket):
         d = per_bucket[(ctx, bucket)]
         total = sum(d.values())
-        shares = sorted(d.items(), key=lambda kv: order[kv[0]])
+        shares = sorted(((fn, n) for fn, n in d.items() if n > 0),
+                        key=lambda kv: order[kv[0]])
+        if not shares:
+            continue            # a bucket of no sample (count 0)
         pieces = _pieces(spans.get(ctx, ()), bucket, bucket + width)
         for fn, start, end in _cut(pieces, shares):
             s = last.get(ctx)

@@ -78,7 +78,7 @@ def test_usage_errors(copreport, real_session, args, words):
 
 def test_timeline_usage(copreport, real_session):
     one_line(copreport("timeline", "-d", real_session.dir), 2,
-             "--output: required")
+             "--output or --png: required")
     one_line(copreport("timeline", "-d", real_session.dir, "-o", "x",
                        "--separate=none"), 2, "unrecognized")
 
