@@ -242,7 +242,7 @@ def report_parser():
                      "       %(prog)s export [-d DIR]... --format FMT "
                      "-o FILE\n"
                      "       %(prog)s diff OLD NEW\n"
-                     "       %(prog)s html [-d DIR] -o DIR\n"
+                     "       %(prog)s html [-d DIR] -o FILE.html\n"
                      "       %(prog)s archive [-d DIR] [-o FILE]",
                formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_arg(p, several=True)
@@ -425,22 +425,28 @@ def diff_parser():
 
 
 HTML_DESCRIPTION = """\
-Write the report as one HTML page that a browser opens from the file
-system, without a server: DIR/index.html with the profile (every row
-with its share, its 95% interval and a bar), the hottest functions
-annotated instruction by instruction with their source lines (as
-copreport annotate --order=address), and the timeline picture (as
-copreport timeline --png, embedded in the page; also DIR/timeline.png).
-DIR is created (0700) when missing."""
+Write the report as one HTML page to explore in a browser opened from the
+file system, without a server and without fetching anything (its style,
+its script and the d3 and d3-flame-graph libraries are inside it).  Its
+views, switched by the links at the top: the profile (every row with its
+share, its 95% interval and a bar, each function linked to its
+annotation); a table per context and per slot; a flame graph of the call
+stacks (a session recorded with --call-graph; otherwise a line says there
+are none); the timeline of copreport timeline, zoomable and pannable; and
+each function's annotation, its source lines and instructions hottest
+first (or in address order).  FILE is written 0600; when it is an existing
+directory, the page is FILE/index.html.  Opened with the fragment
+#selftest, the page checks its own views and says "pass" or "fail: WHY"
+in its body's data-selftest attribute."""
 
 HTML_EPILOG = """\
 examples:
-  copreport html -o report && chromium report/index.html
-  copreport html -d DIR -o report --top 10
+  copreport html -o report.html && chromium report.html
+  copreport html -d DIR -o report.html --top 20
 
 exit status:
-  0  written; 1  no, unreadable or damaged session, DIR not writable;
-  2  bad usage"""
+  0  written; 1  no, unreadable or damaged session, FILE not writable,
+  the JavaScript libraries missing (make deps); 2  bad usage"""
 
 ARCHIVE_DESCRIPTION = """\
 Write the session and the coprocessor images its report needs into one
@@ -467,11 +473,11 @@ DEFAULT_ARCHIVE = "coprof_archive.tar.gz"
 def html_parser():
     p = _subparser("html", HTML_DESCRIPTION, HTML_EPILOG)
     _session_arg(p)
-    p.add_argument("-o", "--output", metavar="DIR", required=True,
-                   type=_file_name, help="the directory of the page")
-    p.add_argument("--top", type=int, default=html.TOP_FUNCTIONS,
-                   metavar="N", help="annotate the N hottest functions "
-                   "(default %(default)s)")
+    p.add_argument("-o", "--output", metavar="FILE.html", required=True,
+                   type=_file_name, help="the page to write")
+    p.add_argument("--top", type=int, default=None, metavar="N",
+                   help="annotate only the N hottest functions (default: "
+                   "every function with samples)")
     return p
 
 
@@ -695,15 +701,15 @@ def run_diff(args):
 
 
 def run_html(args):
-    if args.top < 0:
+    if args.top is not None and args.top < 0:
         raise UsageError("--top: %d is not a number of functions" % args.top)
-    if os.path.exists(args.output) and not os.path.isdir(args.output):
-        raise RuntimeFailure("%s: not a directory" % args.output)
     if not os.path.isdir(args.output):
         _check_writable(args.output)
     with _opened([args.dir]) as (s,):
         try:
             page = html.write(s, args.output, args.top)
+        except html.HtmlError as e:
+            raise RuntimeFailure(str(e))
         except OSError as e:
             raise RuntimeFailure("%s: %s" % (e.filename or args.output,
                                              e.strerror or e))
