@@ -45,6 +45,7 @@
 #include "emulator/copsim/copsim.h"
 #include "emulator/trace-regs.h"
 #include "common/cli.h"
+#include "common/safe-file.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -73,6 +74,8 @@
 #define COPROFD_STOP_MS     60000
 #define COPSIM_STOP_MS      30000
 #define HOST_STOP_MS        120000
+#define TOP_STOP_MS         5000
+#define COMMAND_LOG         "command.log"
 #define RELAY_LINE_MAX      1024
 #define INCOMPLETE_MARK     ": session incomplete: "
 
@@ -88,6 +91,7 @@ struct options {
     struct daemon_args copsim_args;
     int quiet, verbose;
     int list_events;            /* --list-events: list, record nothing */
+    int top;                    /* --top: coprof top while CMD runs */
     char **command;
 };
 
@@ -117,6 +121,8 @@ struct record {
     char coprofd_log[PATH_MAX];
     pid_t copsim, coprofd, command;
     pid_t host;                 /* coprof-host, or 0 */
+    pid_t top;                  /* --top's copreport top, or 0 */
+    int command_out;            /* --top: DIR/command.log, or -1 */
     int hold_fd;                /* CMD waits for a byte here before exec */
     int copsim_died;            /* copsim ended by itself: status below */
     int copsim_status, coprofd_status;  /* -1: it had to be stopped */
@@ -211,6 +217,14 @@ HOST_OPTIONS_HELP
 "                      the timeline's function slices are cut from\n"
 "                      (1..60000, default 10; copreport timeline\n"
 "                      --bucket-ms sums them wider)\n"
+"    --top             show coprof top (a live view of the session, like\n"
+"                      perf top: samples/s, losses, stalls, the top\n"
+"                      functions; keys f c s i, q quits it) on the\n"
+"                      terminal while CMD runs.  CMD's standard output and\n"
+"                      error then go to DIR/" COMMAND_LOG " and its standard\n"
+"                      input is /dev/null; the summary names the file.\n"
+"                      ^C still stops CMD.  Standard output must be a\n"
+"                      terminal\n"
 "    -q, --quiet       no progress line and no summary\n"
 "    -v, --verbose     coprofd's output on standard error instead of\n"
 "                      DIR/coprofd.log (copsim's goes there always)\n"
@@ -220,6 +234,7 @@ HOST_OPTIONS_HELP
 "    DIR/session.db, DIR/images/    the session (docs/session-format.md)\n"
 "    DIR/events.coplog              copsim's kernel event log (SCHED)\n"
 "    DIR/coprofd.log                coprofd's output (without --verbose)\n"
+"    DIR/" COMMAND_LOG "                CMD's output (with --top)\n"
 "    DIR/guest.log                  the guest's console (--driver=linux)\n"
 "    $TMPDIR/coprofd-stream-XXXXXX  the stream, kept when the session\n"
 "                                   could not be written (a full disk):\n"
@@ -255,7 +270,7 @@ HOST_OPTIONS_HELP
 /* ---- Options -------------------------------------------------------------- */
 
 enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER,
-       OPT_TIMELINE };
+       OPT_TIMELINE, OPT_TOP };
 
 static const struct option long_options[] = {
     RATE_LONG_OPTIONS,
@@ -267,6 +282,7 @@ static const struct option long_options[] = {
     {"timeline-ms", required_argument, NULL, OPT_TIMELINE},
     {"list-events", no_argument, NULL, OPT_LIST_EVENTS},
     {"driver", required_argument, NULL, OPT_DRIVER},
+    {"top", no_argument, NULL, OPT_TOP},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     OPTIONS_LONG_COMMON,
@@ -334,6 +350,9 @@ static int take_option(struct options *o, int c, const char *arg,
     case OPT_LIST_EVENTS:
         o->list_events = 1;
         return 0;
+    case OPT_TOP:
+        o->top = 1;
+        return 0;
     case OPT_DRIVER:
         return driver_parse_kind(arg, &o->driver, err, sizeof(err)) < 0 ?
                cli_fail(EXIT_USAGE, "%s", err) : 0;
@@ -376,6 +395,9 @@ static int parse_record(int argc, char **argv, struct options *o)
         return cli_fail(EXIT_USAGE, "record: no command given (coprof "
                         "record [OPTIONS] -- CMD [ARGS...])");
     o->command = argv + optind;
+    if (o->top && !isatty(STDOUT_FILENO))
+        return cli_fail(EXIT_USAGE, "--top: standard output is not a "
+                        "terminal (coprof top draws on one)");
     if (host_options_check(&o->host, err, sizeof(err)) < 0)
         return cli_fail(EXIT_USAGE, "%s", err);
     if (o->rate.kind == RATE_NONE &&
@@ -692,6 +714,90 @@ static void finish(struct record *r)
 
 /* ---- The command ---------------------------------------------------------- */
 
+/* ---- --top ---------------------------------------------------------------- */
+
+/*
+ * --top: `copreport top -d DIR` (what coprof top runs) owns the terminal
+ * while CMD runs.  CMD's standard output and error go to DIR/command.log
+ * and its standard input is /dev/null, so that it neither writes over the
+ * screen nor reads its keys.  top starts with SIGINT ignored (Python then
+ * keeps it ignored): a ^C is CMD's, as without --top, and top goes on
+ * until CMD has ended; then a SIGTERM ends it and it restores the
+ * terminal (live.py) before the summary is written.  A top that quits
+ * (q) leaves CMD running, and coprof says so.
+ */
+static int open_command_log(struct record *r)
+{
+    int dirfd = safe_dir_open(r->dir, 0, r->err, sizeof(r->err));
+
+    if (dirfd < 0)
+        return -1;
+    r->command_out = safe_file_create(dirfd, r->dir, COMMAND_LOG, O_TRUNC,
+                                      r->err, sizeof(r->err));
+    close(dirfd);
+    return r->command_out < 0 ? -1 : 0;
+}
+
+/* In CMD's child: stdin from /dev/null, stdout and stderr to the log. */
+static void command_to_log(struct record *r)
+{
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        close(null);
+    }
+    dup2(r->command_out, STDOUT_FILENO);
+    dup2(r->command_out, STDERR_FILENO);
+}
+
+static void start_top(struct record *r)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    daemons_find("copreport", path, sizeof(path));
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "coprof: --top: fork: %s\n", strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
+        execl(path, path, "top", "-d", r->dir, (char *)NULL);
+        fprintf(stderr, "coprof: %s: %s (copreport top draws --top)\n",
+                path, strerror(errno));
+        _exit(EXIT_FAILED);
+    }
+    r->top = pid;
+}
+
+/* Whether top quit by itself (q): said once, CMD goes on. */
+static void check_top(struct record *r)
+{
+    int status;
+
+    if (r->top <= 0 || waitpid(r->top, &status, WNOHANG) != r->top)
+        return;
+    r->top = 0;
+    fprintf(stderr, "coprof: top ended; %s still runs (its output in "
+            "%s/" COMMAND_LOG ", ^C stops it)\n", r->opt.command[0], r->dir);
+}
+
+static void stop_top(struct record *r)
+{
+    int status;
+
+    if (r->top <= 0)
+        return;
+    kill(r->top, SIGTERM);
+    if (daemons_wait(r->top, TOP_STOP_MS, &status) < 0)
+        daemons_terminate(r->top, TOP_STOP_MS);
+    r->top = 0;
+}
+
 /* CMD, forked; with a host side it waits on a pipe before its exec. */
 static pid_t start_command(struct record *r)
 {
@@ -714,6 +820,8 @@ static pid_t start_command(struct record *r)
         if (read(hold[0], &go, 1) != 1)
             _exit(EXIT_FAILED);     /* coprof died before CMD ran */
     }
+    if (r->command_out >= 0)
+        command_to_log(r);
     setenv("COPSIM_SOCKET", r->socket, 1);
     setenv("COPROF_SESSION", r->dir, 1);    /* libcop: no private copsim */
     signal(SIGPIPE, SIG_DFL);
@@ -757,9 +865,10 @@ static int wait_command(struct record *r)
         if (got < 0 && errno != EINTR)
             return EXIT_FAILED;
         relay_drain(&r->relay);
+        check_top(r);
         nanosleep(&tick, NULL);
         since += TICK_MS;
-        if (!r->opt.quiet && since >= every) {
+        if (!r->opt.quiet && !r->opt.top && since >= every) {
             progress(r, tty, &last, since);
             since = 0;
         }
@@ -790,6 +899,9 @@ static void summary(struct record *r)
         fprintf(stderr, "coprof: call stacks: %lld samples with their stack "
                 "(copreport callgraph)\n", (long long)t.callstacks);
     fprintf(stderr, "coprof: session %s\n", r->dir);
+    if (r->opt.top)
+        fprintf(stderr, "coprof: %s's output: %s/" COMMAND_LOG "\n",
+                r->opt.command[0], r->dir);
     if (t.contexts == 0)
         fprintf(stderr, "coprof: %s ran no coprocessor context: coprof "
                 "profiles the contexts a host program runs through libcop "
@@ -982,6 +1094,33 @@ static int check_command(const char *name)
     return cli_fail(EXIT_NOT_FOUND, "%s: not found in PATH", name);
 }
 
+/* CMD run and waited for (unless a signal came first); its status. */
+static int run_command(struct record *r)
+{
+    int status;
+
+    r->command = early_signal ? -2 : start_command(r);
+    if (r->command == -2) {
+        fprintf(stderr, "coprof: %s before %s ran: not running it\n",
+                strsignal(early_signal), r->opt.command[0]);
+        return 128 + early_signal;
+    }
+    if (r->command < 0) {
+        cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
+        return EXIT_FAILED;
+    }
+    command_pid = r->command;
+    if (early_signal)   /* came between the check and command_pid */
+        kill(r->command, early_signal);
+    start_host(r);
+    if (r->opt.top)
+        start_top(r);
+    release_command(r);
+    status = wait_command(r);
+    command_pid = 0;
+    return status;
+}
+
 static int record(struct record *r)
 {
     int status, cmd_status;
@@ -991,23 +1130,13 @@ static int record(struct record *r)
         return status;
     if ((status = begin(r)) != 0)
         return status;
-    r->command = early_signal ? -2 : start_command(r);
-    if (r->command == -2) {
-        fprintf(stderr, "coprof: %s before %s ran: not running it\n",
-                strsignal(early_signal), r->opt.command[0]);
-        cmd_status = 128 + early_signal;
-    } else if (r->command < 0) {
-        cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
-        cmd_status = EXIT_FAILED;
-    } else {
-        command_pid = r->command;
-        if (early_signal)   /* came between the check and command_pid */
-            kill(r->command, early_signal);
-        start_host(r);
-        release_command(r);
-        cmd_status = wait_command(r);
-        command_pid = 0;
-    }
+    if (r->opt.top && open_command_log(r) < 0)
+        cmd_status = cli_fail(EXIT_FAILED, "%s", r->err);
+    else
+        cmd_status = run_command(r);
+    stop_top(r);
+    if (r->command_out >= 0)
+        close(r->command_out);
     finish(r);
     settle_end(r);
     if (!r->opt.quiet)
@@ -1055,6 +1184,7 @@ int main(int argc, char **argv)
     host_options_init(&r.opt.host);
     r.relay.fd = r.relay.log = -1;
     r.hold_fd = -1;
+    r.command_out = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "
                         "-- CMD [ARGS...] (see coprof --help)");

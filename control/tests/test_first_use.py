@@ -101,3 +101,93 @@ def test_timeline_bucket_chosen(cenv, tmp_path):
     result = cenv.coprof("record", "--timeline-ms=0", "-o", str(out), "--",
                          "true")
     assert "--timeline-ms=0" in one_error_line(result, "coprof", 2)
+
+
+def _on_a_terminal(cenv, args, on_output):
+    """coprof ARGS run on a pty (stdin, stdout and stderr, 120x30, TERM
+    xterm) in a session of its own: (exit status, all it wrote).
+    on_output(text so far, process) is called after each read."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0,
+                                                       0))
+    env = dict(cenv.env, TERM="xterm")
+    process = subprocess.Popen([cenv.coprof_path] + args, stdin=slave,
+                               stdout=slave, stderr=slave, env=env,
+                               start_new_session=True)
+    os.close(slave)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+        on_output(output.decode(errors="replace"), process)
+    process.wait(timeout=120)
+    os.close(master)
+    return process.returncode, output.decode(errors="replace")
+
+
+def test_record_top_draws_on_the_terminal(cenv, tmp_path, build_dir):
+    """coprof record --top: coprof top's screen on the terminal while the
+    command runs (the command waits on a gate the test opens once the
+    screen is drawn), the command's output in DIR/command.log and not on
+    the screen, the terminal given back (curses leaves its alternate
+    screen) before the summary, which names the log."""
+    out, gate = tmp_path / "top", tmp_path / "gate"
+    knob = [os.path.join(build_dir, "tests", "cop-host"),
+            os.path.join(build_dir, "tests", "report", "knob.elf")]
+
+    def open_gate(text, process):
+        if "coprof top: %s" % out in text and not gate.exists():
+            gate.write_text("")
+    status, text = _on_a_terminal(cenv, [
+        "record", "--top", "-o", str(out), "--", "sh", "-c",
+        "echo CMD-OUT; echo CMD-ERR >&2; while [ ! -e %s ]; do sleep "
+        "0.05; done; exec %s %s" % (gate, knob[0], knob[1])], open_gate)
+    assert status == 0, text
+    screen = text.index("coprof top: %s" % out)
+    assert "samples/s" in text[screen:]
+    assert "CMD-OUT" not in text and "CMD-ERR" not in text, text
+    log = (out / "command.log").read_text()
+    assert log.startswith("CMD-OUT\nCMD-ERR\n") and "knob rounds=" in log
+    assert os.stat(str(out / "command.log")).st_mode & 0o777 == 0o600
+    left = text.index("\x1b[?1049l", screen)    # rmcup: the screen back
+    summary = text.index("coprof: session %s\r\n" % out)
+    assert left < summary, text
+    assert "coprof: sh's output: %s/command.log\r\n" % out in text
+    assert "Traceback" not in text, text
+
+
+def test_record_top_interrupted(cenv, tmp_path):
+    """A ^C (SIGINT to the terminal's process group) while --top draws
+    stops the command, not top's clean exit: coprof exits 130 with a
+    complete session and the terminal given back."""
+    out = tmp_path / "int"
+    sent = []
+
+    def interrupt(text, process):
+        if "coprof top: %s" % out in text and not sent:
+            sent.append(True)
+            os.killpg(process.pid, signal.SIGINT)
+    status, text = _on_a_terminal(cenv, [
+        "record", "--top", "-o", str(out), "--", "sleep", "300"], interrupt)
+    assert sent and status == 130, text
+    assert "\x1b[?1049l" in text[text.index("coprof top:"):], text
+    assert "Traceback" not in text, text
+    with session(out) as db:
+        assert key(db, "stream.complete") == 1
+
+
+def test_record_top_needs_a_terminal(cenv, tmp_path):
+    result = cenv.coprof("record", "--top", "-o", str(tmp_path / "t"), "--",
+                         "true")
+    line = one_error_line(result, "coprof", 2)
+    assert "--top" in line and "not a terminal" in line, line
+    assert not (tmp_path / "t").exists()

@@ -25,7 +25,9 @@ and the top functions over the last interval and since the start, by
 function, context, slot or image (keys f, c, s, i; q quits).  When a
 look comes later than two intervals after the one before (the machine
 or the session's flushes fell behind), the screen says "behind" and by
-how much instead of silently showing a longer interval as one.
+how much instead of silently showing a longer interval as one.  A
+SIGTERM ends it as q does, the terminal restored (coprof record --top
+sends one when its command has ended).
 """
 
 import collections
@@ -309,6 +311,11 @@ def run_top(directory, interval=1.0, once=False, out=None):
         (out or sys.stdout).write("\n".join(top.lines()) + "\n")
         return 0
     import curses
+    import signal
+
+    def leave(signum, frame):       # coprof record --top: CMD has ended
+        raise SystemExit(0)
+    signal.signal(signal.SIGTERM, leave)
 
     def loop(screen):
         curses.curs_set(0)
