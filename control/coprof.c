@@ -17,7 +17,9 @@
  * it says reaches coprof even when that log cannot be written.  CMD is
  * forked with
  * COPSIM_SOCKET naming the private socket.  While it runs, STATS gives a
- * progress line once a second on a terminal.  When it ends: STOP, coprofd
+ * progress line (progress_mode(): redrawn in place on a terminal that
+ * CMD's output is not, none when it is, a line every 10 s in a log), or
+ * --top runs coprof top on the terminal.  When it ends: STOP, coprofd
  * reads to the stream's end and exits after its last flush, copsim is
  * stopped, its temporary directory removed, and the summary is read from
  * DIR/session.db.  A session that is not complete (its end_state) gets a
@@ -158,9 +160,12 @@ static void usage(FILE *out)
 "    when a fault cut it short (copsim or coprofd died, a full disk), a\n"
 "    last line says why: coprof: session DIR is incomplete: REASON.\n"
 "    While CMD runs, a progress line on standard error (samples a second,\n"
-"    samples, lost) is rewritten once a second when standard error is a\n"
-"    terminal; otherwise a line is written every 10 s.  At the end, a\n"
-"    summary: samples, lost by cause, contexts, the session's path.\n"
+"    samples, lost) is redrawn in place once a second when standard error\n"
+"    is a terminal that CMD's standard output is not (CMD writes there,\n"
+"    it would run into the line: then there is none, as with perf record;\n"
+"    --top shows the session live); not on a terminal, a line is written\n"
+"    every 10 s.  At the end, a summary: samples, lost by cause,\n"
+"    contexts, the session's path.\n"
 "\n"
 "OPTIONS\n"
 "    --event=SPU_CYCLES:N\n"
@@ -830,9 +835,40 @@ static pid_t start_command(struct record *r)
     _exit(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
 }
 
+/*
+ * The progress line.  On a terminal that CMD's standard output is not
+ * (its output redirected, or --top's log) it is redrawn in place once a
+ * second ("\r", clear to the end of the line, no newline, so the terminal
+ * does not scroll) and erased when CMD ends, before the summary.  When
+ * CMD's output goes to the same terminal there is none while it runs (as
+ * perf record and operf): CMD's text would run into a line redrawn under
+ * it; the summary follows, and coprof top shows the session live.  Not on
+ * a terminal (a log): a line of its own every 10 s.
+ */
+enum progress_mode { PROGRESS_NONE, PROGRESS_REDRAW, PROGRESS_LINES };
+
+/* Whether descriptors a and b are the same terminal. */
+static int same_terminal(int a, int b)
+{
+    struct stat sa, sb;
+
+    return isatty(a) && isatty(b) && fstat(a, &sa) == 0 &&
+           fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+static enum progress_mode progress_mode(const struct record *r)
+{
+    if (r->opt.quiet || r->opt.top)
+        return PROGRESS_NONE;
+    if (!isatty(STDERR_FILENO))
+        return PROGRESS_LINES;
+    return same_terminal(STDOUT_FILENO, STDERR_FILENO) ? PROGRESS_NONE :
+           PROGRESS_REDRAW;
+}
+
 /* One progress line from STATS. */
-static void progress(struct record *r, int tty, uint64_t *last,
-                     int elapsed_ms)
+static void progress(struct record *r, enum progress_mode mode,
+                     uint64_t *last, int elapsed_ms)
 {
     struct copdrv_control_stats s;
     char err[ERR_MAX];
@@ -844,36 +880,43 @@ static void progress(struct record *r, int tty, uint64_t *last,
             elapsed_ms : 0;
     *last = s.samples;
     fprintf(stderr, "%scoprof: recording: %.0f samples/s, %llu samples, "
-            "%llu lost\n", tty ? "\r\033[K" : "", per_s,
-            (unsigned long long)s.samples,
-            (unsigned long long)driver_lost(&s));
+            "%llu lost%s", mode == PROGRESS_REDRAW ? "\r\033[K" : "",
+            per_s, (unsigned long long)s.samples,
+            (unsigned long long)driver_lost(&s),
+            mode == PROGRESS_REDRAW ? "" : "\n");
 }
 
 /* Waits for CMD with progress lines; its exit status. */
 static int wait_command(struct record *r)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
-    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus;
+    enum progress_mode mode = progress_mode(r);
+    int every, since = 0, drawn = 0, wstatus, status = EXIT_FAILED;
     uint64_t last = 0;
 
-    every = tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
+    every = mode == PROGRESS_REDRAW ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
     for (;;) {
         pid_t got = waitpid(r->command, &wstatus, WNOHANG);
 
-        if (got == r->command)
+        if (got == r->command) {
+            status = daemons_exit_status(wstatus);
             break;
+        }
         if (got < 0 && errno != EINTR)
-            return EXIT_FAILED;
+            break;
         relay_drain(&r->relay);
         check_top(r);
         nanosleep(&tick, NULL);
         since += TICK_MS;
-        if (!r->opt.quiet && !r->opt.top && since >= every) {
-            progress(r, tty, &last, since);
+        if (mode != PROGRESS_NONE && since >= every) {
+            progress(r, mode, &last, since);
+            drawn = 1;
             since = 0;
         }
     }
-    return daemons_exit_status(wstatus);
+    if (drawn && mode == PROGRESS_REDRAW)
+        fputs("\r\033[K", stderr);   /* the summary takes its place */
+    return status;
 }
 
 static void summary(struct record *r)
