@@ -681,17 +681,24 @@ static void release_command(struct record *r)
     r->hold_fd = -1;
 }
 
-/* coprof-host stores the host side once the session's daemons ended. */
-static void stop_host(struct record *r)
+/* A child of ours (coprof-host, --top's copreport) sent SIGTERM and
+ * given wait_ms to end, then stopped; *pid is 0 after. */
+static void stop_child(pid_t *pid, int wait_ms)
 {
     int status;
 
-    if (r->host <= 0)
+    if (*pid <= 0)
         return;
-    kill(r->host, SIGTERM);
-    if (daemons_wait(r->host, HOST_STOP_MS, &status) < 0)
-        daemons_terminate(r->host, COPSIM_STOP_MS);
-    r->host = 0;
+    kill(*pid, SIGTERM);
+    if (daemons_wait(*pid, wait_ms, &status) < 0)
+        daemons_terminate(*pid, COPSIM_STOP_MS);
+    *pid = 0;
+}
+
+/* coprof-host stores the host side once the session's daemons ended. */
+static void stop_host(struct record *r)
+{
+    stop_child(&r->host, HOST_STOP_MS);
 }
 
 /* Stops whatever runs, removes the private directory. */
@@ -793,14 +800,7 @@ static void check_top(struct record *r)
 
 static void stop_top(struct record *r)
 {
-    int status;
-
-    if (r->top <= 0)
-        return;
-    kill(r->top, SIGTERM);
-    if (daemons_wait(r->top, TOP_STOP_MS, &status) < 0)
-        daemons_terminate(r->top, TOP_STOP_MS);
-    r->top = 0;
+    stop_child(&r->top, TOP_STOP_MS);
 }
 
 /* CMD, forked; with a host side it waits on a pipe before its exec. */

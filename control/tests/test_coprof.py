@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from control_support import (context_totals, count, end, key, one_error_line,
-                             session, table_samples)
+from control_support import (context_totals, count, end, key, on_a_terminal,
+                             one_error_line, session, table_samples)
 
 
 def assert_complete(path):
@@ -319,27 +319,9 @@ def test_progress_on_a_terminal(cenv, tmp_path):
     is redrawn in place once a second: no update ends a line (the
     terminal does not scroll), and the last is erased before the
     summary."""
-    import pty
-
-    master, slave = pty.openpty()
-    process = subprocess.Popen(
-        [cenv.coprof_path, "record", "-o", str(tmp_path / "p"), "--",
-         "sleep", "3.5"], env=cenv.env, stdout=subprocess.DEVNULL,
-        stderr=slave)
-    os.close(slave)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    process.wait(timeout=60)
-    os.close(master)
-    text = output.decode()
-    assert process.returncode == 0, text
+    status, text = on_a_terminal(cenv, ["record", "-o", str(tmp_path / "p"),
+                                        "--", "sleep", "3.5"], stdout=False)
+    assert status == 0, text
     updates = re.findall(r"\r\x1b\[Kcoprof: recording: \d+ samples/s, "
                          r"\d+ samples, \d+ lost", text)
     assert len(updates) >= 1, text

@@ -4,12 +4,11 @@ and the command's output, coprof record --top, a rate too slow, settings
 saved and said."""
 
 import os
-import pty
-import re
 import signal
 import subprocess
 
-from control_support import key, one_error_line, session, wait_for
+from control_support import key, on_a_terminal, one_error_line, session, \
+    wait_for
 
 
 def test_missing_parent_is_not_made(cenv, tmp_path):
@@ -45,25 +44,10 @@ def test_no_progress_line_on_the_command_terminal(cenv, tmp_path):
     would be drawn on, there is none while it runs (as perf record): the
     command writes after 2.5 s, when a line a second would have come
     twice, and its output is a line of its own."""
-    master, slave = pty.openpty()
-    process = subprocess.Popen(
-        [cenv.coprof_path, "record", "-o", str(tmp_path / "p"), "--", "sh",
-         "-c", "sleep 2.5; echo PROGRAM-OUTPUT"], env=cenv.env,
-        stdout=slave, stderr=slave)
-    os.close(slave)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    process.wait(timeout=60)
-    os.close(master)
-    text = output.decode()
-    assert process.returncode == 0, text
+    status, text = on_a_terminal(cenv, [
+        "record", "-o", str(tmp_path / "p"), "--", "sh", "-c",
+        "sleep 2.5; echo PROGRAM-OUTPUT"])
+    assert status == 0, text
     assert "coprof: recording:" not in text, text
     assert text.startswith("PROGRAM-OUTPUT\r\ncoprof: SPU_CYCLES:"), text
 
@@ -102,37 +86,6 @@ def test_timeline_bucket_chosen(cenv, tmp_path):
     assert "--timeline-ms=0" in one_error_line(result, "coprof", 2)
 
 
-def _on_a_terminal(cenv, args, on_output):
-    """coprof ARGS run on a pty (stdin, stdout and stderr, 120x30, TERM
-    xterm) in a session of its own: (exit status, all it wrote).
-    on_output(text so far, process) is called after each read."""
-    import fcntl
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0,
-                                                       0))
-    env = dict(cenv.env, TERM="xterm")
-    process = subprocess.Popen([cenv.coprof_path] + args, stdin=slave,
-                               stdout=slave, stderr=slave, env=env,
-                               start_new_session=True)
-    os.close(slave)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-        on_output(output.decode(errors="replace"), process)
-    process.wait(timeout=120)
-    os.close(master)
-    return process.returncode, output.decode(errors="replace")
-
-
 def test_record_top_draws_on_the_terminal(cenv, tmp_path, build_dir):
     """coprof record --top: coprof top's screen on the terminal while the
     command runs (the command waits on a gate the test opens once the
@@ -146,7 +99,7 @@ def test_record_top_draws_on_the_terminal(cenv, tmp_path, build_dir):
     def open_gate(text, process):
         if "coprof top: %s" % out in text and not gate.exists():
             gate.write_text("")
-    status, text = _on_a_terminal(cenv, [
+    status, text = on_a_terminal(cenv, [
         "record", "--top", "-o", str(out), "--", "sh", "-c",
         "echo CMD-OUT; echo CMD-ERR >&2; while [ ! -e %s ]; do sleep "
         "0.05; done; exec %s %s" % (gate, knob[0], knob[1])], open_gate)
@@ -175,7 +128,7 @@ def test_record_top_interrupted(cenv, tmp_path):
         if "coprof top: %s" % out in text and not sent:
             sent.append(True)
             os.killpg(process.pid, signal.SIGINT)
-    status, text = _on_a_terminal(cenv, [
+    status, text = on_a_terminal(cenv, [
         "record", "--top", "-o", str(out), "--", "sleep", "300"], interrupt)
     assert sent and status == 130, text
     assert "\x1b[?1049l" in text[text.index("coprof top:"):], text

@@ -160,15 +160,17 @@ def test_coprof_archive_usage(coprof_bin, tmp_path):
 
 # --- html ---------------------------------------------------------------
 
-def _chromium(page, tmp_path):
-    """(DOM, console lines) of page loaded by headless Chromium."""
+def _chromium(page, tmp_path, fragment="", extra=()):
+    """(DOM, console lines) of page loaded by headless Chromium (at the
+    URL fragment given)."""
     exe = shutil.which("chromium")
     assert exe, "chromium is missing: make deps installs it"
     p = subprocess.run(
         [exe, "--headless", "--no-sandbox", "--disable-gpu",
          "--user-data-dir=%s" % (tmp_path / "chromium"),
-         "--enable-logging=stderr", "--v=0", "--dump-dom",
-         "file://%s" % os.path.abspath(str(page))],
+         "--enable-logging=stderr", "--v=0"] + list(extra) +
+        ["--dump-dom", "file://%s%s" % (os.path.abspath(str(page)),
+                                        fragment)],
         capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     console = [l for l in p.stderr.splitlines() if ":CONSOLE" in l]
@@ -186,21 +188,12 @@ def test_console_errors_are_caught(tmp_path):
 def _selftest(page, tmp_path, quiet=True):
     """(result, DOM) of the page's own #selftest run in Chromium, which
     clicks through its views; a console message fails when quiet."""
-    exe = shutil.which("chromium")
-    assert exe, "chromium is missing: make deps installs it"
-    p = subprocess.run(
-        [exe, "--headless", "--no-sandbox", "--disable-gpu",
-         "--user-data-dir=%s" % (tmp_path / "chromium"),
-         "--enable-logging=stderr", "--v=0", "--window-size=1200,900",
-         "--virtual-time-budget=20000", "--dump-dom",
-         "file://%s#selftest" % os.path.abspath(str(page))],
-        capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    console = [l for l in p.stderr.splitlines() if ":CONSOLE" in l]
+    dom, console = _chromium(page, tmp_path, "#selftest", [
+        "--window-size=1200,900", "--virtual-time-budget=20000"])
     assert console == [] or not quiet, console
-    m = re.search(r"<body[^>]*data-selftest=\"([^\"]*)\"", p.stdout)
+    m = re.search(r"<body[^>]*data-selftest=\"([^\"]*)\"", dom)
     assert m, "the self-test did not finish"
-    return html.unescape(m.group(1)), p.stdout
+    return html.unescape(m.group(1)), dom
 
 
 def _no_outside_reference(dom):
