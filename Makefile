@@ -16,7 +16,8 @@
 #   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local)
 #   make check-kernel-style  checkpatch.pl --strict and sparse over copdrv.ko
 #                   (kernel-driver/linux/README.md, "Style checks")
-#   make deps       install the Debian packages (as root) or print the command
+#   make deps       install the Debian packages (as root) or print the command,
+#                   and the HTML report's JavaScript libraries (npm ci)
 #   make clean      remove build/
 
 GOALS := all check check-faults bench install fuzz demo clean-build \
@@ -27,6 +28,7 @@ GOALS := all check check-faults bench install fuzz demo clean-build \
 
 deps:
 	@sh mk/deps.sh
+	@sh mk/js-deps.sh
 
 $(GOALS): deps
 	@$(MAKE) --no-print-directory -f mk/build.mk $@

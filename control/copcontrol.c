@@ -91,6 +91,8 @@ static void usage(FILE *out)
 "SYNOPSIS\n"
 "    copcontrol [SETTINGS] ACTION\n"
 "    copcontrol SETTINGS                  (save settings for later actions)\n"
+"    copcontrol --serve-pprof=HOST:PORT   (the session's profiles at\n"
+"                                          /debug/pprof/profile?seconds=N)\n"
 "\n"
 "DESCRIPTION\n"
 "    copcontrol runs a system-wide profiling session: a shared copsim (the\n"
@@ -450,13 +452,21 @@ static int init_copsim(struct control *c, int announce, int *started)
     return EXIT_OK;
 }
 
+/* Settings given on the command line are saved for later actions; one
+ * line says so, with the session directory made absolute. */
 static int save_settings(struct control *c)
 {
+    char conf[PATH_MAX];
+
     if (!c->opt.given_any)
         return EXIT_OK;
     if (state_dir_prepare(c->state, c->err, sizeof(c->err)) < 0 ||
         settings_save(c->state, &c->settings, c->err, sizeof(c->err)) < 0)
         return cli_fail(EXIT_FAILED, "%s", c->err);
+    state_path(c->state, STATE_CONF, conf, sizeof(conf));
+    printf("copcontrol: settings saved in %s for later actions%s%s\n", conf,
+           c->opt.given.session_dir[0] ? "; session directory " : "",
+           c->opt.given.session_dir);
     return EXIT_OK;
 }
 
@@ -1375,11 +1385,39 @@ static int run_action(struct control *c)
     }
 }
 
+/*
+ * `copcontrol --serve-pprof=HOST:PORT`: the running session's profiles
+ * served as Go's net/http/pprof does, by `copreport serve-pprof`
+ * (report/coprof_report/live.py) on the session directory in force.
+ */
+static int serve_pprof(struct control *c, const char *listen)
+{
+    char program[PATH_MAX], dir[PATH_MAX], opt[PATH_MAX + 16];
+    struct rate_spec rate;
+
+    if (effective(c, &rate, dir, sizeof(dir)) != EXIT_OK)
+        return EXIT_USAGE;
+    daemons_find("copreport", program, sizeof(program));
+    snprintf(opt, sizeof(opt), "--session-dir=%s", dir);
+    execl(program, program, "serve-pprof", "--listen", listen, opt,
+          (char *)NULL);
+    return cli_fail(EXIT_FAILED, "%s: %s (copreport serve-pprof serves "
+                    "the profiles)", program, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     static struct control c;
     int status;
 
+    if (argc == 2 && strncmp(argv[1], "--serve-pprof=", 14) == 0) {
+        if (copsim_socket_path(c.socket, sizeof(c.socket)) < 0)
+            return cli_fail(EXIT_USAGE, "the copsim socket path is too long");
+        state_dir_of(c.socket, c.state, sizeof(c.state));
+        if (settings_load(c.state, &c.settings, c.err, sizeof(c.err)) < 0)
+            return cli_fail(EXIT_FAILED, "%s", c.err);
+        return serve_pprof(&c, argv[1] + 14);
+    }
     if ((status = parse_options(argc, argv, &c.opt)) != 0)
         return status;
     signal(SIGPIPE, SIG_IGN);

@@ -17,7 +17,9 @@
  * it says reaches coprof even when that log cannot be written.  CMD is
  * forked with
  * COPSIM_SOCKET naming the private socket.  While it runs, STATS gives a
- * progress line once a second on a terminal.  When it ends: STOP, coprofd
+ * progress line (progress_mode(): redrawn in place on a terminal that
+ * CMD's output is not, none when it is, a line every 10 s in a log), or
+ * --top runs coprof top on the terminal.  When it ends: STOP, coprofd
  * reads to the stream's end and exits after its last flush, copsim is
  * stopped, its temporary directory removed, and the summary is read from
  * DIR/session.db.  A session that is not complete (its end_state) gets a
@@ -44,6 +46,7 @@
 #include "common/copsim-socket.h"
 #include "abi/trace-regs.h"
 #include "common/cli.h"
+#include "common/safe-file.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -72,10 +75,13 @@
 #define COPROFD_STOP_MS     60000
 #define COPSIM_STOP_MS      30000
 #define HOST_STOP_MS        120000
+#define TOP_STOP_MS         5000
+#define COMMAND_LOG         "command.log"
 #define RELAY_LINE_MAX      1024
 #define INCOMPLETE_MARK     ": session incomplete: "
 
 struct options {
+    const char *timeline_ms;    /* coprofd --timeline-ms; NULL: default */
     struct rate_spec rate;
     struct sampling_spec sampling;
     struct host_options host;
@@ -86,6 +92,7 @@ struct options {
     struct daemon_args copsim_args;
     int quiet, verbose;
     int list_events;            /* --list-events: list, record nothing */
+    int top;                    /* --top: coprof top while CMD runs */
     char **command;
 };
 
@@ -122,6 +129,8 @@ struct record {
     pid_t host_pid;             /* the coprof-host that was started, or 0 */
     int host_status;            /* how it ended; -1: it had to be killed */
     struct relay host_relay;
+    pid_t top;                  /* --top's copreport top, or 0 */
+    int command_out;            /* --top: DIR/command.log, or -1 */
     int hold_fd;                /* CMD waits for a byte here before exec */
     int copsim_died;            /* copsim ended by itself: status below */
     int copsim_status, coprofd_status;  /* -1: it had to be stopped */
@@ -139,6 +148,7 @@ struct record {
 };
 
 static volatile sig_atomic_t command_pid;
+static volatile sig_atomic_t early_signal;  /* one that came before CMD */
 
 static void usage(FILE *out)
 {
@@ -149,6 +159,8 @@ static void usage(FILE *out)
 "SYNOPSIS\n"
 "    coprof record [OPTIONS] [--] CMD [ARGS...]\n"
 "    coprof archive [-d SESSION] [-o FILE]    (coprof archive --help)\n"
+"    coprof top [-d SESSION] [--interval S]   (coprof top --help: a live\n"
+"                                             view of a session recorded)\n"
 "\n"
 "DESCRIPTION\n"
 "    Runs CMD, a host program using libcop, against a private copsim whose\n"
@@ -158,9 +170,12 @@ static void usage(FILE *out)
 "    when a fault cut it short (copsim or coprofd died, a full disk), a\n"
 "    last line says why: coprof: session DIR is incomplete: REASON.\n"
 "    While CMD runs, a progress line on standard error (samples a second,\n"
-"    samples, lost) is rewritten once a second when standard error is a\n"
-"    terminal; otherwise a line is written every 10 s.  At the end, a\n"
-"    summary: samples, lost by cause, contexts, the session's path.\n"
+"    samples, lost) is redrawn in place once a second when standard error\n"
+"    is a terminal that CMD's standard output is not (CMD writes there,\n"
+"    it would run into the line: then there is none, as with perf record;\n"
+"    --top shows the session live); not on a terminal, a line is written\n"
+"    every 10 s.  At the end, a summary: samples, lost by cause,\n"
+"    contexts, the session's path.\n"
 "\n"
 "OPTIONS\n"
 "    --event=SPU_CYCLES:N\n"
@@ -213,6 +228,18 @@ HOST_OPTIONS_HELP
 "                      e.g. --copsim-arg=--fifo-depth=65536\n"
 "    --list-events     list the events: SPU_CYCLES with its valid range at\n"
 "                      copsim's defaults, and the host CPU's (libpfm4)\n"
+"    --timeline-ms=MS  the width of the session's sample buckets, what\n"
+"                      the timeline's function slices are cut from\n"
+"                      (1..60000, default 10; copreport timeline\n"
+"                      --bucket-ms sums them wider)\n"
+"    --top             show coprof top (a live view of the session, like\n"
+"                      perf top: samples/s, losses, stalls, the top\n"
+"                      functions; keys f c s i, q quits it) on the\n"
+"                      terminal while CMD runs.  CMD's standard output and\n"
+"                      error then go to DIR/" COMMAND_LOG " and its standard\n"
+"                      input is /dev/null; the summary names the file.\n"
+"                      ^C still stops CMD.  Standard output must be a\n"
+"                      terminal\n"
 "    -q, --quiet       no progress line and no summary\n"
 "    -v, --verbose     coprofd's output on standard error instead of\n"
 "                      DIR/coprofd.log (copsim's goes there always)\n"
@@ -222,6 +249,7 @@ HOST_OPTIONS_HELP
 "    DIR/session.db, DIR/images/    the session (docs/session-format.md)\n"
 "    DIR/events.coplog              copsim's kernel event log (SCHED)\n"
 "    DIR/coprofd.log                coprofd's output (without --verbose)\n"
+"    DIR/" COMMAND_LOG "                CMD's output (with --top)\n"
 "    DIR/guest.log                  the guest's console (--driver=linux)\n"
 "    $TMPDIR/coprofd-stream-XXXXXX  the stream, kept when the session\n"
 "                                   could not be written (a full disk):\n"
@@ -256,7 +284,8 @@ HOST_OPTIONS_HELP
 
 /* ---- Options -------------------------------------------------------------- */
 
-enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER };
+enum { OPT_BUFFER = 256, OPT_SLOTS, OPT_LIST_EVENTS, OPT_DRIVER,
+       OPT_TIMELINE, OPT_TOP };
 
 static const struct cli_option long_options[] = {
     RATE_LONG_OPTIONS,
@@ -265,8 +294,10 @@ static const struct cli_option long_options[] = {
     {'o', "output", required_argument, 0},
     {0, "buffer-size", required_argument, OPT_BUFFER},
     {0, "slots", required_argument, OPT_SLOTS},
+    {0, "timeline-ms", required_argument, OPT_TIMELINE},
     {0, "list-events", no_argument, OPT_LIST_EVENTS},
     {0, "driver", required_argument, OPT_DRIVER},
+    {0, "top", no_argument, OPT_TOP},
     {'q', "quiet", no_argument, 0},
     {'v', "verbose", no_argument, 0},
     OPTIONS_LONG_COMMON,
@@ -284,6 +315,22 @@ static int set_slots(struct options *o, const char *arg)
         return cli_fail(EXIT_USAGE, "--slots=%s: not a number of slots in "
                         "1..%d", arg, TRACE_MAX_SLOTS);
     o->slots = arg;
+    return 0;
+}
+
+/* --timeline-ms=MS: coprofd's sample buckets, 1..60000 ms. */
+static int set_timeline(struct options *o, const char *arg)
+{
+    char *end;
+    unsigned long ms;
+
+    errno = 0;
+    ms = strtoul(arg, &end, 10);
+    if (errno || end == arg || *end || ms < 1 || ms > 60000 ||
+        arg[0] == '-')
+        return cli_fail(EXIT_USAGE, "--timeline-ms=%s: not a width from 1 "
+                        "to 60000 ms", arg);
+    o->timeline_ms = arg;
     return 0;
 }
 
@@ -313,8 +360,13 @@ static int take_option(struct options *o, int c, const char *arg,
         return 0;
     case OPT_SLOTS:
         return set_slots(o, arg);
+    case OPT_TIMELINE:
+        return set_timeline(o, arg);
     case OPT_LIST_EVENTS:
         o->list_events = 1;
+        return 0;
+    case OPT_TOP:
+        o->top = 1;
         return 0;
     case OPT_DRIVER:
         return driver_parse_kind(arg, &o->driver, err, sizeof(err)) < 0 ?
@@ -358,6 +410,9 @@ static int parse_record(int argc, char **argv, struct options *o)
         return cli_fail(EXIT_USAGE, "record: no command given (coprof "
                         "record [OPTIONS] -- CMD [ARGS...])");
     o->command = argv + optind;
+    if (o->top && !isatty(STDOUT_FILENO))
+        return cli_fail(EXIT_USAGE, "--top: standard output is not a "
+                        "terminal (coprof top draws on one)");
     if (host_options_check(&o->host, err, sizeof(err)) < 0)
         return cli_fail(EXIT_USAGE, "%s", err);
     if (o->rate.kind == RATE_NONE &&
@@ -369,11 +424,19 @@ static int parse_record(int argc, char **argv, struct options *o)
 
 /* ---- Signals -------------------------------------------------------------- */
 
-/* A signal sent to coprof goes on to CMD; a terminal's reached it already. */
+/*
+ * A signal sent to coprof goes on to CMD; a terminal's reached it already.
+ * One that comes before CMD runs (a ^C while copsim boots) is kept:
+ * record() then runs no CMD, or stops the one it just started.
+ */
 static void forward_signal(int sig, siginfo_t *info, void *context)
 {
-    if (command_pid > 0 && info->si_code != SI_KERNEL)
-        kill(command_pid, sig);
+    if (command_pid > 0) {
+        if (info->si_code != SI_KERNEL)
+            kill(command_pid, sig);
+    } else {
+        early_signal = sig;
+    }
 }
 
 static void catch_signals(void)
@@ -524,7 +587,11 @@ static void note_driver(struct record *r)
 static int start_session(struct record *r)
 {
     struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
+    const char *timeline[] = {"--timeline-ms", r->opt.timeline_ms, NULL};
     int fd;
+
+    if (!r->opt.timeline_ms)
+        timeline[0] = NULL;
 
     if (sampling_resolve(&r->opt.sampling, &r->sampling, r->err,
                          sizeof(r->err)) < 0 ||
@@ -553,8 +620,9 @@ static int start_session(struct record *r)
         return -1;
     }
     spec.pass_fd = fd;
-    r->coprofd = daemons_start_coprofd(&spec, r->dir, r->event_log,
-                                       r->err, sizeof(r->err));
+    r->coprofd = daemons_start_coprofd_with(&spec, r->dir, r->event_log,
+                                            timeline, r->err,
+                                            sizeof(r->err));
     close(fd);
     if (spec.output_fd > 0)
         close(spec.output_fd);
@@ -661,19 +729,33 @@ static void release_command(struct record *r)
     r->hold_fd = -1;
 }
 
+/* A child of ours (coprof-host, --top's copreport) sent SIGTERM and given
+ * wait_ms to end, then stopped; *pid is 0 after, and *how (unless NULL)
+ * its exit status, -1 when it had to be killed. */
+static void stop_child(pid_t *pid, int wait_ms, int *how)
+{
+    int status;
+
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGTERM);
+    if (daemons_wait(*pid, wait_ms, &status) < 0) {
+        daemons_terminate(*pid, COPSIM_STOP_MS);
+        status = -1;
+    }
+    if (how)
+        *how = status;
+    *pid = 0;
+}
+
 /* coprof-host stores the host side once the session's daemons ended;
  * how it ended is kept for settle_host(). */
 static void stop_host(struct record *r)
 {
     if (r->host <= 0)
         return;
-    kill(r->host, SIGTERM);
-    if (daemons_wait(r->host, HOST_STOP_MS, &r->host_status) < 0) {
-        daemons_terminate(r->host, COPSIM_STOP_MS);
-        r->host_status = -1;
-    }
+    stop_child(&r->host, HOST_STOP_MS, &r->host_status);
     relay_close(&r->host_relay);
-    r->host = 0;
 }
 
 /*
@@ -726,6 +808,83 @@ static void finish(struct record *r)
 
 /* ---- The command ---------------------------------------------------------- */
 
+/* ---- --top ---------------------------------------------------------------- */
+
+/*
+ * --top: `copreport top -d DIR` (what coprof top runs) owns the terminal
+ * while CMD runs.  CMD's standard output and error go to DIR/command.log
+ * and its standard input is /dev/null, so that it neither writes over the
+ * screen nor reads its keys.  top starts with SIGINT ignored (Python then
+ * keeps it ignored): a ^C is CMD's, as without --top, and top goes on
+ * until CMD has ended; then a SIGTERM ends it and it restores the
+ * terminal (live.py) before the summary is written.  A top that quits
+ * (q) leaves CMD running, and coprof says so.
+ */
+static int open_command_log(struct record *r)
+{
+    int dirfd = safe_dir_open(r->dir, 0, r->err, sizeof(r->err));
+
+    if (dirfd < 0)
+        return -1;
+    r->command_out = safe_file_create(dirfd, r->dir, COMMAND_LOG, O_TRUNC,
+                                      r->err, sizeof(r->err));
+    close(dirfd);
+    return r->command_out < 0 ? -1 : 0;
+}
+
+/* In CMD's child: stdin from /dev/null, stdout and stderr to the log. */
+static void command_to_log(struct record *r)
+{
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        close(null);
+    }
+    dup2(r->command_out, STDOUT_FILENO);
+    dup2(r->command_out, STDERR_FILENO);
+}
+
+static void start_top(struct record *r)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    daemons_find("copreport", path, sizeof(path));
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "coprof: --top: fork: %s\n", strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
+        execl(path, path, "top", "-d", r->dir, (char *)NULL);
+        fprintf(stderr, "coprof: %s: %s (copreport top draws --top)\n",
+                path, strerror(errno));
+        _exit(EXIT_FAILED);
+    }
+    r->top = pid;
+}
+
+/* Whether top quit by itself (q): said once, CMD goes on. */
+static void check_top(struct record *r)
+{
+    int status;
+
+    if (r->top <= 0 || waitpid(r->top, &status, WNOHANG) != r->top)
+        return;
+    r->top = 0;
+    fprintf(stderr, "coprof: top ended; %s still runs (its output in "
+            "%s/" COMMAND_LOG ", ^C stops it)\n", r->opt.command[0], r->dir);
+}
+
+static void stop_top(struct record *r)
+{
+    stop_child(&r->top, TOP_STOP_MS, NULL);
+}
+
 /* CMD, forked; with a host side it waits on a pipe before its exec. */
 static pid_t start_command(struct record *r)
 {
@@ -748,6 +907,8 @@ static pid_t start_command(struct record *r)
         if (read(hold[0], &go, 1) != 1)
             _exit(EXIT_FAILED);     /* coprof died before CMD ran */
     }
+    if (r->command_out >= 0)
+        command_to_log(r);
     setenv("COPSIM_SOCKET", r->socket, 1);
     setenv("COPROF_SESSION", r->dir, 1);    /* libcop: no private copsim */
     signal(SIGPIPE, SIG_DFL);
@@ -756,9 +917,40 @@ static pid_t start_command(struct record *r)
     _exit(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
 }
 
+/*
+ * The progress line.  On a terminal that CMD's standard output is not
+ * (its output redirected, or --top's log) it is redrawn in place once a
+ * second ("\r", clear to the end of the line, no newline, so the terminal
+ * does not scroll) and erased when CMD ends, before the summary.  When
+ * CMD's output goes to the same terminal there is none while it runs (as
+ * perf record and operf): CMD's text would run into a line redrawn under
+ * it; the summary follows, and coprof top shows the session live.  Not on
+ * a terminal (a log): a line of its own every 10 s.
+ */
+enum progress_mode { PROGRESS_NONE, PROGRESS_REDRAW, PROGRESS_LINES };
+
+/* Whether descriptors a and b are the same terminal. */
+static int same_terminal(int a, int b)
+{
+    struct stat sa, sb;
+
+    return isatty(a) && isatty(b) && fstat(a, &sa) == 0 &&
+           fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+static enum progress_mode progress_mode(const struct record *r)
+{
+    if (r->opt.quiet || r->opt.top)
+        return PROGRESS_NONE;
+    if (!isatty(STDERR_FILENO))
+        return PROGRESS_LINES;
+    return same_terminal(STDOUT_FILENO, STDERR_FILENO) ? PROGRESS_NONE :
+           PROGRESS_REDRAW;
+}
+
 /* One progress line from STATS. */
-static void progress(struct record *r, int tty, uint64_t *last,
-                     int elapsed_ms)
+static void progress(struct record *r, enum progress_mode mode,
+                     uint64_t *last, int elapsed_ms)
 {
     struct copdrv_control_stats s;
     char err[ERR_MAX];
@@ -770,39 +962,44 @@ static void progress(struct record *r, int tty, uint64_t *last,
             elapsed_ms : 0;
     *last = s.samples;
     fprintf(stderr, "%scoprof: recording: %.0f samples/s, %llu samples, "
-            "%llu lost%s", tty ? "\r\033[K" : "", per_s,
-            (unsigned long long)s.samples,
-            (unsigned long long)driver_lost(&s), tty ? "" : "\n");
+            "%llu lost%s", mode == PROGRESS_REDRAW ? "\r\033[K" : "",
+            per_s, (unsigned long long)s.samples,
+            (unsigned long long)driver_lost(&s),
+            mode == PROGRESS_REDRAW ? "" : "\n");
 }
 
 /* Waits for CMD with progress lines; its exit status. */
 static int wait_command(struct record *r)
 {
     struct timespec tick = {0, TICK_MS * 1000000L};
-    int tty = isatty(STDERR_FILENO), every, since = 0, wstatus, shown = 0;
+    enum progress_mode mode = progress_mode(r);
+    int every, since = 0, drawn = 0, wstatus, status = EXIT_FAILED;
     uint64_t last = 0;
 
-    every = tty ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
+    every = mode == PROGRESS_REDRAW ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
     for (;;) {
         pid_t got = waitpid(r->command, &wstatus, WNOHANG);
 
-        if (got == r->command)
+        if (got == r->command) {
+            status = daemons_exit_status(wstatus);
             break;
+        }
         if (got < 0 && errno != EINTR)
-            return EXIT_FAILED;
+            break;
         relay_drain(&r->relay);
         relay_drain(&r->host_relay);
+        check_top(r);
         nanosleep(&tick, NULL);
         since += TICK_MS;
-        if (!r->opt.quiet && since >= every) {
-            progress(r, tty, &last, since);
-            shown = 1;
+        if (mode != PROGRESS_NONE && since >= every) {
+            progress(r, mode, &last, since);
+            drawn = 1;
             since = 0;
         }
     }
-    if (tty && shown)
-        fprintf(stderr, "\r\033[K");
-    return daemons_exit_status(wstatus);
+    if (drawn && mode == PROGRESS_REDRAW)
+        fputs("\r\033[K", stderr);   /* the summary takes its place */
+    return status;
 }
 
 /*
@@ -865,6 +1062,9 @@ static void summary(struct record *r)
         fprintf(stderr, "coprof: call stacks: %lld samples with their stack "
                 "(copreport callgraph)\n", (long long)t.callstacks);
     fprintf(stderr, "coprof: session %s\n", r->dir);
+    if (r->opt.top)
+        fprintf(stderr, "coprof: %s's output: %s/" COMMAND_LOG "\n",
+                r->opt.command[0], r->dir);
     summary_missing(r, &t);
 }
 
@@ -962,12 +1162,37 @@ static void settle_host(struct record *r)
 
 /* ---- record --------------------------------------------------------------- */
 
+/*
+ * Only DIR itself is made: a missing parent is an error naming it (a typo
+ * in -o must not make a tree of directories, as root least of all).
+ */
+static int check_parent(struct record *r)
+{
+    char parent[PATH_MAX], *slash;
+    struct stat st;
+
+    snprintf(parent, sizeof(parent), "%s", r->dir);
+    for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+        parent[n - 1] = '\0';
+    slash = strrchr(parent, '/');
+    if (!slash)
+        return 0;
+    *(slash == parent ? slash + 1 : slash) = '\0';
+    if (stat(parent, &st) == 0 || errno != ENOENT)
+        return 0;           /* not a directory: session_prepare() says */
+    snprintf(r->err, sizeof(r->err), "%s: parent directory %s does not "
+             "exist", r->opt.output ? r->opt.output : DEFAULT_OUTPUT, parent);
+    return -1;
+}
+
 static int prepare(struct record *r)
 {
     if (session_absolute("--output", r->opt.output ? r->opt.output :
                          DEFAULT_OUTPUT, r->dir, sizeof(r->dir), r->err,
                          sizeof(r->err)) < 0)
         return EXIT_USAGE;
+    if (check_parent(r) < 0)
+        return EXIT_FAILED;
     if (session_prepare(r->dir, &r->moved, r->err, sizeof(r->err)) < 0)
         return EXIT_FAILED;
     snprintf(r->event_log, sizeof(r->event_log), "%s/events.coplog", r->dir);
@@ -1067,6 +1292,33 @@ static int check_command(const char *name)
     return cli_fail(EXIT_NOT_FOUND, "%s: not found in PATH", name);
 }
 
+/* CMD run and waited for (unless a signal came first); its status. */
+static int run_command(struct record *r)
+{
+    int status;
+
+    r->command = early_signal ? -2 : start_command(r);
+    if (r->command == -2) {
+        fprintf(stderr, "coprof: %s before %s ran: not running it\n",
+                strsignal(early_signal), r->opt.command[0]);
+        return 128 + early_signal;
+    }
+    if (r->command < 0) {
+        cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
+        return EXIT_FAILED;
+    }
+    command_pid = r->command;
+    if (early_signal)   /* came between the check and command_pid */
+        kill(r->command, early_signal);
+    start_host(r);
+    if (r->opt.top)
+        start_top(r);
+    release_command(r);
+    status = wait_command(r);
+    command_pid = 0;
+    return status;
+}
+
 static int record(struct record *r)
 {
     int status, cmd_status;
@@ -1076,17 +1328,13 @@ static int record(struct record *r)
         return status;
     if ((status = begin(r)) != 0)
         return status;
-    r->command = start_command(r);
-    if (r->command < 0) {
-        cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
-        cmd_status = EXIT_FAILED;
-    } else {
-        command_pid = r->command;
-        start_host(r);
-        release_command(r);
-        cmd_status = wait_command(r);
-        command_pid = 0;
-    }
+    if (r->opt.top && open_command_log(r) < 0)
+        cmd_status = cli_fail(EXIT_FAILED, "%s", r->err);
+    else
+        cmd_status = run_command(r);
+    stop_top(r);
+    if (r->command_out >= 0)
+        close(r->command_out);
     finish(r);
     settle_end(r);
     settle_host(r);
@@ -1109,11 +1357,13 @@ static int record(struct record *r)
 
 /*
  * `coprof archive [-d SESSION] [-o FILE]`: the session and the images it
- * needs in one file, like oparchive.  copreport, beside this program, does
- * it (`copreport archive`, report/coprof_report/archive.py), so that the
- * archive is written by the code that reads it.
+ * needs in one file, like oparchive; `coprof top [-d SESSION]`: a live
+ * view of a session being recorded (copcontrol's, or another terminal's
+ * coprof record), like perf top.  copreport, beside this program, does
+ * both (`copreport archive`, report/coprof_report/archive.py; `copreport
+ * top`, live.py), so that each is made by the code that reads sessions.
  */
-static int archive(int argc, char **argv)
+static int run_copreport(int argc, char **argv)
 {
     char path[PATH_MAX];
     char **args = calloc((size_t)argc + 1, sizeof(*args));
@@ -1126,8 +1376,8 @@ static int archive(int argc, char **argv)
         args[i] = argv[i];
     execvp(path, args);
     free(args);
-    return cli_fail(EXIT_FAILED, "%s: %s (copreport archive makes the "
-                    "archive)", path, strerror(errno));
+    return cli_fail(EXIT_FAILED, "%s: %s (copreport %s does it)", path,
+                    strerror(errno), argv[1]);
 }
 
 int main(int argc, char **argv)
@@ -1141,6 +1391,7 @@ int main(int argc, char **argv)
     r.relay.fd = r.relay.log = -1;
     r.host_relay.fd = r.host_relay.log = -1;
     r.hold_fd = -1;
+    r.command_out = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "
                         "-- CMD [ARGS...] (see coprof --help)");
@@ -1148,12 +1399,12 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "archive") == 0)
-        return archive(argc, argv);
+    if (strcmp(argv[1], "archive") == 0 || strcmp(argv[1], "top") == 0)
+        return run_copreport(argc, argv);
     if (strcmp(argv[1], "record") != 0)
         return cli_fail(EXIT_USAGE, "%s: unknown subcommand (coprof record "
-                        "[OPTIONS] -- CMD [ARGS...], coprof archive)",
-                        argv[1]);
+                        "[OPTIONS] -- CMD [ARGS...], coprof archive, "
+                        "coprof top)", argv[1]);
     if ((status = parse_record(argc - 1, argv + 1, &r.opt)) != 0)
         return status;
     return record(&r);

@@ -206,6 +206,16 @@ pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,
                             char *err, size_t errlen)
 {
+    return daemons_start_coprofd_with(spec, session_dir, event_log, NULL,
+                                      err, errlen);
+}
+
+pid_t daemons_start_coprofd_with(const struct daemon_spec *spec,
+                                 const char *session_dir,
+                                 const char *event_log,
+                                 const char *const *options, char *err,
+                                 size_t errlen)
+{
     char program[PATH_MAX], input[32];
     char *argv[ARGS_MAX];
     int n = 0;
@@ -220,6 +230,8 @@ pid_t daemons_start_coprofd(const struct daemon_spec *spec,
         argv[n++] = "--event-log";
         argv[n++] = (char *)event_log;
     }
+    for (; options && *options && n < ARGS_MAX - 1; options++)
+        argv[n++] = (char *)*options;
     argv[n] = NULL;
     return daemons_start(spec, argv, err, errlen);
 }

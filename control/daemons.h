@@ -66,6 +66,13 @@ pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,
                             char *err, size_t errlen);
 
+/* daemons_start_coprofd() with more of coprofd's options (NULL-ended). */
+pid_t daemons_start_coprofd_with(const struct daemon_spec *spec,
+                                 const char *session_dir,
+                                 const char *event_log,
+                                 const char *const *options, char *err,
+                                 size_t errlen);
+
 /* Whether pid runs (a zombie does not). */
 int daemons_alive(pid_t pid);
 

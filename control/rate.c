@@ -166,6 +166,21 @@ static uint32_t spec_count(const struct rate_spec *spec, double clock_hz)
     return count;
 }
 
+/* Whether a spec asks for more cycles between captures than the LFSR
+ * counts (a rate slower than its slowest). */
+static int spec_too_slow(const struct rate_spec *spec, double clock_hz)
+{
+    double cycles = 0;
+
+    if (spec->kind == RATE_PERIOD)
+        cycles = spec->amount * clock_hz;
+    else if (spec->kind == RATE_FREQUENCY && spec->amount > 0)
+        cycles = clock_hz / spec->amount;
+    else if (spec->kind == RATE_EVENT)
+        cycles = spec->count;
+    return floor(cycles + 0.5) > LFSR_PERIOD;
+}
+
 int rate_resolve(const struct rate_spec *spec, double clock_hz,
                  uint32_t fifo_depth, struct rate *rate, char *err,
                  size_t errlen)
@@ -184,6 +199,14 @@ int rate_resolve(const struct rate_spec *spec, double clock_hz,
         return -1;
     }
     describe_range(spec->kind, min_count, clock_hz, range, sizeof(range));
+    if (count == 0 && spec_too_slow(spec, clock_hz)) {
+        snprintf(err, errlen, "%s=%s: outside %s at the nominal clock of %s "
+                 "(too slow: the trace unit's LFSR counts at most %u cycles "
+                 "between captures; use a faster rate)",
+                 rate_option(spec->kind), spec->text, range, clock,
+                 LFSR_PERIOD);
+        return -1;
+    }
     if (count == 0 || count < min_count) {
         snprintf(err, errlen, "%s=%s: outside %s at the nominal clock of %s "
                  "with a %u-entry FIFO (a faster rate fills the FIFO before "

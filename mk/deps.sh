@@ -10,6 +10,9 @@
 # viewers' own tools that read copreport's exports back in its tests (go tool pprof from
 # golang-go, callgrind_annotate from valgrind, headless chromium for the
 # HTML report) with python3-protobuf, which writes the pprof export.
+# npm (with Node.js) installs the JavaScript libraries of the HTML report
+# (mk/js-deps.sh); Debian's nodejs and npm are installed when there is no
+# npm at all (a Node.js from elsewhere that brings its npm is kept).
 
 PACKAGES="gcc make pkg-config libelf-dev libdw-dev libglib2.0-dev libpfm4-dev
 libtracefs-dev libtraceevent-dev linux-perf
@@ -27,6 +30,8 @@ for p in $PACKAGES; do
 	*) missing="$missing $p" ;;
 	esac
 done
+
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 
 [ -z "$missing" ] && exit 0
 

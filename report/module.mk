@@ -24,7 +24,26 @@ $(BIN)/copreport: report/copreport $(REPORT_PKG_FILES)
 	@mkdir -p $(@D)
 	$(call say,CP,$@)install -m 755 $< $@
 
-ALL_TARGETS += $(BIN)/copreport $(REPORT_PKG_FILES)
+# The HTML report's own script and style sheet, and the JavaScript
+# libraries it inlines (mk/js-deps.sh installs them from npm), copied to
+# lib/coprof/js where html.py finds them.
+REPORT_ASSETS := $(REPORT_PKG)/page.js $(REPORT_PKG)/page.css
+$(REPORT_PKG)/page.%: report/coprof_report/page.%
+	@mkdir -p $(@D)
+	$(call say,CP,$@)cp $< $@
+
+REPORT_JS := $(LIB)/coprof/js
+REPORT_JS_FILES := $(REPORT_JS)/d3.min.js $(REPORT_JS)/d3-flamegraph.min.js
+$(REPORT_JS)/d3.min.js: report/js/node_modules/d3/dist/d3.min.js
+	@mkdir -p $(@D)
+	$(call say,CP,$@)cp $< $@
+$(REPORT_JS)/d3-flamegraph.min.js: \
+		report/js/node_modules/d3-flame-graph/dist/d3-flamegraph.umd.min.js
+	@mkdir -p $(@D)
+	$(call say,CP,$@)cp $< $@
+
+ALL_TARGETS += $(BIN)/copreport $(REPORT_PKG_FILES) $(REPORT_ASSETS) \
+	$(REPORT_JS_FILES)
 INSTALL_BINS += $(BIN)/copreport
 PYTESTS += report/tests
 
@@ -32,8 +51,10 @@ PYTESTS += report/tests
 install: install-report
 install-report: build-all
 	install -d $(DESTDIR)$(PREFIX)/lib/coprof/python/coprof_report
-	install -m 644 $(REPORT_PKG_FILES) \
+	install -m 644 $(REPORT_PKG_FILES) $(REPORT_ASSETS) \
 		$(DESTDIR)$(PREFIX)/lib/coprof/python/coprof_report
+	install -d $(DESTDIR)$(PREFIX)/lib/coprof/js
+	install -m 644 $(REPORT_JS_FILES) $(DESTDIR)$(PREFIX)/lib/coprof/js
 
 # knob: a coprocessor program of known shape for the tests (diff,
 # annotate), built twice: knob_work at its cost and twice as slow.  Both

@@ -282,3 +282,38 @@ class Recording:
             wait_for(lambda: not alive(pid), "the end of pid %d" % pid)
         left = os.listdir(self.tmpdir)
         assert left == [], "left in TMPDIR: %s" % left
+
+
+def on_a_terminal(cenv, args, on_output=None, stdout=True):
+    """coprof ARGS run on a pty (its stdin and stderr, and its stdout
+    unless stdout is False: then /dev/null; 120x30, TERM xterm) in a
+    session of its own: (exit status, all it wrote to the pty).
+    on_output(text so far, process) is called after each read."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0,
+                                                       0))
+    env = dict(cenv.env, TERM="xterm")
+    process = subprocess.Popen(
+        [cenv.coprof_path] + list(args), stdin=slave,
+        stdout=slave if stdout else subprocess.DEVNULL, stderr=slave,
+        env=env, start_new_session=True)
+    os.close(slave)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+        if on_output is not None:
+            on_output(output.decode(errors="replace"), process)
+    process.wait(timeout=120)
+    os.close(master)
+    return process.returncode, output.decode(errors="replace")

@@ -116,7 +116,9 @@ def test_saved_settings(cenv, tmp_path):
     sdir = tmp_path / "saved"
     result = cenv.copcontrol("--frequency=20kHz", "--session-dir=%s" % sdir,
                              "--buffer-size=16384")
-    assert result.returncode == 0 and result.stdout == "", result.stderr
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("copcontrol: settings saved in "), \
+        result.stdout
     with open(cenv.state_file("copcontrol.conf")) as f:
         conf = f.read()
     assert "frequency=20kHz" in conf and "buffer-size=16384" in conf
@@ -251,17 +253,20 @@ def test_bad_input(cenv, args, status, text):
 def test_bad_input_with_copsim(cenv, tmp_path):
     assert cenv.copcontrol("--init").returncode == 0
     cases = [
-        (["--event=SPU_CYCLES:100"], "outside 157..16777215"),
-        (["--frequency=1GHz"], "outside 190.7 Hz..20.38 MHz"),
-        (["--sample-period=10s"], "outside 49.06 ns..5.243 ms"),
+        (["--event=SPU_CYCLES:100"], "outside 157..16777215",
+         "--fifo-depth"),
+        (["--frequency=1GHz"], "outside 190.7 Hz..20.38 MHz",
+         "--fifo-depth"),
+        (["--sample-period=10s"], "outside 49.06 ns..5.243 ms",
+         "too slow"),
     ]
-    for args, text in cases:
+    for args, text, hint in cases:
         # Saving checks against the running copsim, so does --start.
         assert text in one_error_line(cenv.copcontrol(*args), "copcontrol",
                                       2)
         line = one_error_line(cenv.copcontrol("--start", *args),
                               "copcontrol", 2)
-        assert text in line and "--fifo-depth" in line
+        assert text in line and hint in line
     blocker = tmp_path / "file"
     blocker.write_text("")
     line = one_error_line(cenv.copcontrol(

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from control_support import (context_totals, count, end, key, one_error_line,
-                             session, table_samples)
+from control_support import (context_totals, count, end, key, on_a_terminal,
+                             one_error_line, session, table_samples)
 
 
 def assert_complete(path):
@@ -290,11 +290,12 @@ def test_bad_rate_at_the_clock(cenv, tmp_path):
     out = tmp_path / "keep"
     result = cenv.coprof("record", "-o", str(out), "--", "true")
     assert result.returncode == 0, result.stderr
-    for rate in ("--event=SPU_CYCLES:100", "--frequency=1GHz",
-                 "--sample-period=1s"):
+    for rate, says in (("--event=SPU_CYCLES:100", "--fifo-depth"),
+                       ("--frequency=1GHz", "--fifo-depth"),
+                       ("--sample-period=1s", "too slow")):
         result = cenv.coprof("record", rate, "-o", str(out), "--", "true")
         line = one_error_line(result, "coprof", 2)
-        assert "--fifo-depth" in line
+        assert says in line
         assert (out / "session.db").exists()
         assert not (tmp_path / "keep.old").exists()
     result = cenv.coprof("record", "--event=SPU_CYCLES:100",
@@ -314,33 +315,17 @@ def test_output_not_writable(cenv, tmp_path):
 
 
 def test_progress_on_a_terminal(cenv, tmp_path):
-    """On a terminal the progress line is rewritten in place once a
-    second, then cleared before the summary."""
-    import pty
-
-    master, slave = pty.openpty()
-    process = subprocess.Popen(
-        [cenv.coprof_path, "record", "-o", str(tmp_path / "p"), "--",
-         "sleep", "3.5"], env=cenv.env, stdout=subprocess.DEVNULL,
-        stderr=slave)
-    os.close(slave)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    process.wait(timeout=60)
-    os.close(master)
-    text = output.decode()
-    assert process.returncode == 0, text
+    """On a terminal that the command's output is not, the progress line
+    is redrawn in place once a second: no update ends a line (the
+    terminal does not scroll), and the last is erased before the
+    summary."""
+    status, text = on_a_terminal(cenv, ["record", "-o", str(tmp_path / "p"),
+                                        "--", "sleep", "3.5"], stdout=False)
+    assert status == 0, text
     updates = re.findall(r"\r\x1b\[Kcoprof: recording: \d+ samples/s, "
                          r"\d+ samples, \d+ lost", text)
     assert len(updates) >= 1, text
-    # `sleep` runs no coprocessor code: 0 samples, and still the line is
-    # cleared, so the summary starts a line of its own.
+    assert not re.search(r"coprof: recording: [^\r\n]*\n", text), text
+    # the summary starts where the erased line was
     assert re.search(r"lost\r\x1b\[Kcoprof: SPU_CYCLES:", text), text
     assert "coprof: session %s" % (tmp_path / "p") in text

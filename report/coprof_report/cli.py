@@ -206,6 +206,14 @@ def _non_negative(text):
         raise argparse.ArgumentTypeError("%r is not a whole number >= 0"
                                           % text)
     return n
+def _bucket_ms(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1
+    if not (v > 0) or v > 3.6e6:
+        raise argparse.ArgumentTypeError("%r is not a width in ms" % text)
+    return int(round(v * 1e6))
 
 
 def _session_arg(p, several=False):
@@ -242,14 +250,14 @@ def report_parser():
     p = Parser(prog=PROG, description=REPORT_DESCRIPTION,
                epilog=REPORT_EPILOG,
                usage="%(prog)s [-d DIR]... [OPTIONS]\n"
-                     "       %(prog)s timeline [-d DIR] -o FILE.json "
-                     "[--png FILE]\n"
+                     "       %(prog)s timeline [-d DIR] [-o FILE.json] "
+                     "[--png FILE] [--bucket-ms MS]\n"
                      "       %(prog)s callgraph [-d DIR] [OPTIONS]\n"
                      "       %(prog)s annotate [-d DIR] [SYMBOL...]\n"
                      "       %(prog)s export [-d DIR]... --format FMT "
                      "-o FILE\n"
                      "       %(prog)s diff OLD NEW\n"
-                     "       %(prog)s html [-d DIR] -o DIR\n"
+                     "       %(prog)s html [-d DIR] -o FILE.html\n"
                      "       %(prog)s archive [-d DIR] [-o FILE]",
                formatter_class=argparse.RawDescriptionHelpFormatter)
     _session_arg(p, several=True)
@@ -278,12 +286,17 @@ def _subparser(name, description, epilog):
 def timeline_parser():
     p = _subparser("timeline", TIMELINE_DESCRIPTION, TIMELINE_EPILOG)
     _session_arg(p)
-    p.add_argument("-o", "--output", metavar="FILE.json", required=True,
-                   type=_file_name,
-                   help="the Chrome trace event JSON to write")
+    p.add_argument("-o", "--output", metavar="FILE.json", type=_file_name,
+                   help="the Chrome trace event JSON to write (needed "
+                        "unless --png is given)")
     p.add_argument("--png", metavar="FILE", type=_file_name,
-                   help="also draw slot occupancy and the top functions "
-                        "over time to FILE (PNG)")
+                   help="draw slot occupancy and the top functions over "
+                        "time to FILE (PNG)")
+    p.add_argument("--bucket-ms", type=_bucket_ms, default=0, metavar="MS",
+                   help="sum the session's sample buckets (its "
+                        "timeline.bucket_ns, coprof record --timeline-ms) "
+                        "into MS-wide ones, a multiple of them (default: "
+                        "the session's)")
     p.add_argument("--tracks", default="auto", choices=timeline.TRACKS,
                    help="the contexts' function slices: a track per "
                         "context, a track per slot and image with the "
@@ -342,8 +355,9 @@ gzipped: go tool pprof, Parca, Pyroscope), callgrind (callgrind_annotate,
 KCachegrind), folded stacks (flamegraph.pl, speedscope) or speedscope's
 JSON (speedscope.app).  Each keeps the image, the overlay and the context
 of every sample: pprof as sample labels (context, pid, tid, image,
-overlay) and files IMAGE:SECTION; callgrind with the context as the
-outermost caller, ob= the image and fl= IMAGE:SECTION; folded and
+overlay), a Mapping per image, a Location per instruction with its
+source line; callgrind with the context as the outermost caller, ob= the
+image, fl= the source file and costs on their lines; folded and
 speedscope with the context as the first frame (speedscope: a profile per
 context).  A session recorded with --call-graph exports its call stacks;
 any other exports each sample's function alone, every sample once."""
@@ -438,22 +452,28 @@ def diff_parser():
 
 
 HTML_DESCRIPTION = """\
-Write the report as one HTML page that a browser opens from the file
-system, without a server: DIR/index.html with the profile (every row
-with its share, its 95% interval and a bar), the hottest functions
-annotated instruction by instruction with their source lines (as
-copreport annotate --order=address), and the timeline picture (as
-copreport timeline --png, embedded in the page; also DIR/timeline.png).
-DIR is created (0700) when missing."""
+Write the report as one HTML page to explore in a browser opened from the
+file system, without a server and without fetching anything (its style,
+its script and the d3 and d3-flame-graph libraries are inside it).  Its
+views, switched by the links at the top: the profile (every row with its
+share, its 95% interval and a bar, each function linked to its
+annotation); a table per context and per slot; a flame graph of the call
+stacks (a session recorded with --call-graph; otherwise a line says there
+are none); the timeline of copreport timeline, zoomable and pannable; and
+each function's annotation, its source lines and instructions hottest
+first (or in address order).  FILE is written 0600; when it is an existing
+directory, the page is FILE/index.html.  Opened with the fragment
+#selftest, the page checks its own views and says "pass" or "fail: WHY"
+in its body's data-selftest attribute."""
 
 HTML_EPILOG = """\
 examples:
-  copreport html -o report && chromium report/index.html
-  copreport html -d DIR -o report --top 10
+  copreport html -o report.html && chromium report.html
+  copreport html -d DIR -o report.html --top 20
 
 exit status:
-  0  written; 1  no, unreadable or damaged session, DIR not writable;
-  2  bad usage"""
+  0  written; 1  no, unreadable or damaged session, FILE not writable,
+  the JavaScript libraries missing (make deps); 2  bad usage"""
 
 ARCHIVE_DESCRIPTION = """\
 Write the session and the coprocessor images its report needs into one
@@ -480,11 +500,11 @@ DEFAULT_ARCHIVE = "coprof_archive.tar.gz"
 def html_parser():
     p = _subparser("html", HTML_DESCRIPTION, HTML_EPILOG)
     _session_arg(p)
-    p.add_argument("-o", "--output", metavar="DIR", required=True,
-                   type=_file_name, help="the directory of the page")
-    p.add_argument("--top", type=int, default=html.TOP_FUNCTIONS,
-                   metavar="N", help="annotate the N hottest functions "
-                   "(default %(default)s)")
+    p.add_argument("-o", "--output", metavar="FILE.html", required=True,
+                   type=_file_name, help="the page to write")
+    p.add_argument("--top", type=int, default=None, metavar="N",
+                   help="annotate only the N hottest functions (default: "
+                   "every function with samples)")
     return p
 
 
@@ -619,20 +639,30 @@ def run_report(args):
 
 def run_timeline(args):
     import json
-    _check_writable(args.output)
+    if args.output is None and args.png is None:
+        raise UsageError("-o/--output or --png: required (what to write)")
+    if args.output is not None:
+        _check_writable(args.output)
     if args.png is not None:
         _check_writable(args.png)
     s = _open_session(args.dir)
     try:
+        width = s.int_key("timeline.bucket_ns", 0)
+        if args.bucket_ms and (not width or args.bucket_ms % width):
+            raise UsageError("--bucket-ms: %g ms is not a multiple of the "
+                             "session's %g ms buckets"
+                             % (args.bucket_ms / 1e6, width / 1e6))
         progress = timeline.Progress()
         tl = timeline.build(s, args.host_threads, args.host_merge_us * 1000,
-                            progress)
+                            progress, bucket_ns=args.bucket_ms)
         _warn(s)
-        trace = timeline.trace_events(tl, args.tracks)
-        progress.step("writing %d trace events" % len(trace["traceEvents"]))
-        with _open_output(args.output) as f:
-            json.dump(trace, f)
-            f.write("\n")
+        if args.output is not None:
+            trace = timeline.trace_events(tl, args.tracks)
+            progress.step("writing %d trace events"
+                          % len(trace["traceEvents"]))
+            with _open_output(args.output) as f:
+                json.dump(trace, f)
+                f.write("\n")
         if args.png is not None:
             try:
                 from . import plot
@@ -702,15 +732,15 @@ def run_diff(args):
 
 
 def run_html(args):
-    if args.top < 0:
+    if args.top is not None and args.top < 0:
         raise UsageError("--top: %d is not a number of functions" % args.top)
-    if os.path.exists(args.output) and not os.path.isdir(args.output):
-        raise RuntimeFailure("%s: not a directory" % args.output)
     if not os.path.isdir(args.output):
         _check_writable(args.output)
     with _opened([args.dir]) as (s,):
         try:
             page = html.write(s, args.output, args.top)
+        except html.HtmlError as e:
+            raise RuntimeFailure(str(e))
         except OSError as e:
             raise RuntimeFailure("%s: %s" % (e.filename or args.output,
                                              e.strerror or e))
@@ -726,7 +756,85 @@ def run_archive(args):
                             args.output))
 
 
+SERVE_DESCRIPTION = """\
+Serve the profiles of a session being recorded the way Go's net/http/pprof
+does: GET /debug/pprof/profile?seconds=N (default 30) answers, after N
+seconds, the coprocessors' samples taken during them as a gzipped
+profile.proto (the pprof export's: a Mapping per image, lines from
+DWARF).  go tool pprof, Parca and Pyroscope scrape it.  copcontrol
+--serve-pprof=HOST:PORT runs this on its session."""
+
+SERVE_EPILOG = """\
+examples:
+  copreport serve-pprof --listen 127.0.0.1:6060
+  go tool pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=5
+
+exit status:
+  1  the address cannot be bound; 2  bad usage"""
+
+TOP_DESCRIPTION = """\
+A live view of a session being recorded (coprof top): once a second, the
+samples a second, losses and stall time, and the top functions (or
+contexts, slots, images: keys f, c, s, i) over the last interval and
+since the start; it says BEHIND when a look came late.  q quits.  Works
+in any terminal (curses); without one, or with --once, one interval is
+printed."""
+
+
+def serve_parser():
+    p = _subparser("serve-pprof", SERVE_DESCRIPTION, SERVE_EPILOG)
+    _session_arg(p)
+    p.add_argument("--listen", metavar="HOST:PORT", required=True,
+                   help="the address to serve on (give a loopback one, "
+                        "127.0.0.1:PORT, unless others may read it)")
+    return p
+
+
+def top_parser():
+    p = _subparser("top", TOP_DESCRIPTION, None)
+    _session_arg(p)
+    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="seconds between looks (default 1)")
+    p.add_argument("--once", action="store_true",
+                   help="print one interval and exit")
+    return p
+
+
+def _live_dir(d):
+    if d is None:
+        d = session_mod.default_dir()
+    if d is None:
+        raise RuntimeFailure("coprof_data: no session here, and none in "
+                             "$XDG_DATA_HOME/coprof/current (give -d DIR)")
+    return d
+
+
+def run_serve(args):
+    from . import live
+    try:
+        address = live.parse_listen(args.listen)
+    except ValueError as e:
+        raise UsageError("--listen: %s" % e)
+    d = _live_dir(args.dir)
+    live.snapshot(d)        # a session, or one line now
+    try:
+        live.serve_pprof(d, address, lambda a: sys.stderr.write(
+            "%s: serving %s on http://%s:%d/debug/pprof/profile\n"
+            % (PROG, d, args.listen.rpartition(":")[0], a[1])))
+    except OSError as e:
+        raise RuntimeFailure("%s: %s" % (args.listen, e.strerror or e))
+
+
+def run_top(args):
+    from . import live
+    if not args.interval > 0:
+        raise UsageError("--interval: not a number of seconds")
+    live.run_top(_live_dir(args.dir), args.interval, args.once)
+
+
 SUBCOMMANDS = {
+    "serve-pprof": (serve_parser, run_serve),
+    "top": (top_parser, run_top),
     "html": (html_parser, run_html),
     "archive": (archive_parser, run_archive),
     "diff": (diff_parser, run_diff),
@@ -737,8 +845,27 @@ SUBCOMMANDS = {
 }
 
 
+def _subcommand_first(argv):
+    """`copreport -d DIR SUBCOMMAND ...` as `copreport SUBCOMMAND ... -d
+    DIR`: the session options given before a subcommand are its own."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-d", "--session-dir") and i + 1 < len(argv):
+            i += 2
+        elif a.startswith("--session-dir=") or \
+                (a.startswith("-d") and len(a) > 2 and a[2] != "-"):
+            i += 1
+        else:
+            break
+    if 0 < i < len(argv) and argv[i] in SUBCOMMANDS:
+        return [argv[i]] + argv[i + 1:] + argv[:i]
+    return argv
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    argv = _subcommand_first(argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:
             make_parser, run = SUBCOMMANDS[argv[0]]

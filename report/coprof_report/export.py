@@ -17,15 +17,24 @@ How each format keeps image, overlay and context:
 
   pprof       profile.proto, gzipped (pprof_message()): a Mapping per
               image (its file and offset, the image's content hash as the
-              build id), a Function per (image, overlay, function), its
-              filename "IMAGE:SECTION"; a Location per frame; every
-              Sample labelled context, pid, tid, image and overlay.  The
-              sample type is samples/count, the period the capture period
-              in cycles.
+              build id), a Function per (image, overlay, function) named
+              "NAME (IMAGE)" where a name is in several images, its
+              filename the source file from the image's DWARF
+              ("IMAGE:SECTION" without one); a Location per sampled
+              instruction (the mapping's start + its file offset) with
+              its Line; every Sample labelled context, pid, tid, image
+              and overlay.  The sample type is samples/count, the period
+              the capture period in cycles.
   callgrind   the context is the outermost frame of every stack, so
               KCachegrind shows each context's functions as its callees;
-              ob= the image, fl= IMAGE:SECTION, fn= the function; one
-              event, Samples; inclusive costs on the calls= lines.
+              ob= the image, fl= the source file (IMAGE:SECTION without
+              debug information), fn= "NAME (IMAGE[ OVERLAY])"; the cost
+              lines at their source line; one event, Samples; inclusive
+              costs on the calls= lines, from the call site's line.
+
+Without call stacks, a function's samples are split by instruction (the
+session's samples by file offset), so each has its line (Places: the
+symbolizer's address, annotate's DWARF line tables).
   folded      "context 3 pid 1 tid 2;stage_denoise (pipeline) 7015": one
               line per distinct stack, the context first, root to leaf;
               the counts add up to the session's samples.
@@ -82,9 +91,41 @@ def stacks(session, prof):
                     count)
     if got:
         return
+    offsets = _exact_offsets(session, prof)
     for g in prof.groups:
         for r in g.sorted:
-            yield Stack(g.context, (leaf_frame(r),), r.samples)
+            frame = leaf_frame(r)
+            places = offsets.get(_row_key(g.context, r))
+            if r.kind != "exact" or not places or \
+                    sum(places.values()) != r.samples:
+                yield Stack(g.context, (frame,), r.samples)
+                continue
+            for off in sorted(places):
+                yield Stack(g.context, (frame._replace(offset=off),),
+                            places[off])
+
+
+def _row_key(context, row):
+    return (context.id if context is not None else None,
+            id(row.image), row.section if row.overlay else "", row.symbol)
+
+
+def _exact_offsets(session, prof):
+    """{(context, image, overlay, function): {file offset: samples}} of
+    the exact samples, to split a function's row by instruction."""
+    images = {i.id: i for i in prof.images.values()} \
+        if isinstance(prof.images, dict) else {}
+    out = collections.defaultdict(dict)
+    for ctx, img, off, ovl, count in session.samples(by_context=True):
+        info = images.get(img)
+        f = info.symbolizer.function_at(off) \
+            if info is not None and info.symbolizer else None
+        if f is None:
+            continue
+        key = (ctx, id(info), f.section if ovl else "", f.name)
+        d = out[key]
+        d[off] = d.get(off, 0) + count
+    return out
 
 
 def call_frame(frame):
@@ -98,6 +139,56 @@ def all_stacks(sessions, prof_of):
     (prof_of(session))."""
     for s in sessions:
         yield from stacks(s, prof_of(s))
+
+
+# --- source places -----------------------------------------------------
+
+class Places:
+    """The address and source line of a Frame's file offset: the
+    symbolizer gives the function's address, the image's DWARF
+    (annotate's line tables) its file and line.  close() removes the
+    temporary copies of embedded images."""
+
+    def __init__(self):
+        self.lines = {}         # id(image) -> (annotate._Lines, _ImageFile)
+        self.cache = {}
+
+    def _lines_of(self, image):
+        from . import annotate
+        key = id(image)
+        if key not in self.lines:
+            f = annotate._ImageFile(image)
+            self.lines[key] = (annotate._Lines(f.path) if f.path else None,
+                               f)
+        return self.lines[key][0]
+
+    def __call__(self, frame):
+        """(address, source file, line, function start line); address
+        None when the frame has no place in an image, file and lines None
+        without debug information."""
+        key = (id(frame.image), frame.offset)
+        if key in self.cache:
+            return self.cache[key]
+        out = (None, None, 0, 0)
+        image = frame.image
+        sym = image.symbolizer if image is not None else None
+        f = sym.function_at(frame.offset) \
+            if sym is not None and frame.offset is not None else None
+        if f is not None:
+            address = f.vaddr + (frame.offset - f.offset)
+            lines = self._lines_of(image)
+            lookup = lines.for_function(f.name, f.vaddr)[0] \
+                if lines is not None else None
+            file, line = lookup(address) if lookup else (None, None)
+            start = lookup(f.vaddr)[1] if lookup else None
+            out = (address, file, line or 0, start or 0)
+        self.cache[key] = out
+        return out
+
+    def close(self):
+        for _, f in self.lines.values():
+            f.close()
+        self.lines = {}
 
 
 # --- names --------------------------------------------------------------
@@ -197,28 +288,43 @@ class _Names:
         return "(%d) %s" % (n, name)
 
 
-def _callgrind_place(frame):
-    """(ob, fl, fn) of a Frame."""
+def _callgrind_place(frame, places):
+    """(ob, fl, fn, line) of a Frame: fl the function's source file
+    (IMAGE:SECTION without debug information), line its line there."""
+    _, file, line, _ = places(frame)
     return (frame.image.label if frame.image else "no image",
-            file_name(frame), frame.function)
+            file or file_name(frame), frame_name(frame), line)
 
 
 def write_callgrind(all_st, out, sampling, name):
     """The callgrind format: the context as every stack's outermost
-    frame, self cost on the sampled function, inclusive cost on each
-    call; name is its cmd: line."""
-    self_cost = collections.OrderedDict()   # place -> samples
-    calls = collections.OrderedDict()       # (caller, callee) -> samples
+    frame, self cost on the sampled function's lines, inclusive cost on
+    each call from its call site's line; name is its cmd: line.  fn=
+    names carry the image (and overlay), so each image's main is its own
+    function."""
+    places = Places()
+    try:
+        _write_callgrind(all_st, out, sampling, name, places)
+    finally:
+        places.close()
+
+
+def _write_callgrind(all_st, out, sampling, name, places):
+    self_cost = collections.OrderedDict()   # function -> {line: samples}
+    calls = collections.OrderedDict()       # (caller, line, callee) -> n
+    where = {}                              # function -> its (ob, fl)
     total = 0
     for st in all_st:
-        root = ("contexts", "contexts", context_name(st.context))
-        chain = [root] + [_callgrind_place(f) for f in st.frames]
-        self_cost.setdefault(root, 0)
+        root = ("contexts", "contexts", context_name(st.context), 0)
+        chain = [root] + [_callgrind_place(f, places) for f in st.frames]
+        for p in chain:
+            where.setdefault(p[2], p[:2])
+            self_cost.setdefault(p[2], {})
         for caller, callee in zip(chain, chain[1:]):
-            calls[(caller, callee)] = calls.get((caller, callee), 0) + \
-                st.count
-            self_cost.setdefault(callee, 0)
-        self_cost[chain[-1]] += st.count
+            k = (caller[2], caller[3], callee[2])
+            calls[k] = calls.get(k, 0) + st.count
+        leaf = self_cost[chain[-1][2]]
+        leaf[chain[-1][3]] = leaf.get(chain[-1][3], 0) + st.count
         total += st.count
     ob, fl, fn = _Names(), _Names(), _Names()
     out.write("# callgrind format\nversion: 1\ncreator: copreport\n")
@@ -229,15 +335,18 @@ def write_callgrind(all_st, out, sampling, name):
     out.write("positions: line\nevents: Samples\n")
     out.write("summary: %d\n" % total)
     by_caller = collections.OrderedDict()
-    for (caller, callee), n in calls.items():
-        by_caller.setdefault(caller, []).append((callee, n))
-    for place, cost in self_cost.items():
-        out.write("\nob=%s\nfl=%s\nfn=%s\n" % (ob(place[0]), fl(place[1]),
-                                               fn(place[2])))
-        out.write("0 %d\n" % cost)
-        for callee, n in by_caller.get(place, ()):
-            out.write("cob=%s\ncfi=%s\ncfn=%s\ncalls=%d 0\n0 %d\n"
-                      % (ob(callee[0]), fl(callee[1]), fn(callee[2]), n, n))
+    for (caller, line, callee), n in calls.items():
+        by_caller.setdefault(caller, []).append((line, callee, n))
+    for func, lines in self_cost.items():
+        o, f = where[func]
+        out.write("\nob=%s\nfl=%s\nfn=%s\n" % (ob(o), fl(f), fn(func)))
+        for line in sorted(lines):
+            out.write("%d %d\n" % (line, lines[line]))
+        for line, callee, n in by_caller.get(func, ()):
+            co, cf = where[callee]
+            out.write("cob=%s\ncfi=%s\ncfn=%s\ncalls=%d %d\n%d %d\n"
+                      % (ob(co), fl(cf), fn(callee), n,
+                         min(self_cost[callee] or {0: 0}), line, n))
     out.write("\ntotals: %d\n" % total)
 
 
@@ -357,18 +466,39 @@ class _Strings:
 MAPPING_SPAN = 1 << 32      # each image's addresses: its own 4 GiB
 
 
-def pprof_message(all_st, sampling):
-    """The Profile message of the Stacks."""
+def pprof_message(all_st, sampling, time_nanos=0, duration_nanos=0):
+    """The Profile message of the Stacks: a Mapping per image (its
+    content hash the build id), a Location per (image, file offset) at
+    the mapping's start + the offset, with the Line of the image's DWARF;
+    a Function per (image, overlay, function) named NAME (IMAGE) where a
+    name is in several images (each image's main apart), its filename
+    the source file (IMAGE:SECTION without debug information)."""
+    places = Places()
+    try:
+        return _pprof_message(all_st, sampling, places, time_nanos,
+                              duration_nanos)
+    finally:
+        places.close()
+
+
+def _pprof_message(all_st, sampling, places, time_nanos, duration_nanos):
+    all_st = list(all_st)
     p = _pprof_classes()()
     st_ = _Strings(p.string_table)
     p.sample_type.add(type=st_("samples"), unit=st_("count"))
     p.period_type.type = st_("cycles")
     p.period_type.unit = st_("count")
+    p.time_nanos = time_nanos
+    p.duration_nanos = duration_nanos
     if sampling is not None and sampling.period:
         p.period = sampling.period
         p.comment.append(st_("a capture every %d coprocessor cycles"
                              % sampling.period))
     mappings, functions, locations = {}, {}, {}
+    images_of = collections.defaultdict(set)
+    for s in all_st:
+        for f in s.frames:
+            images_of[f.function].add(id(f.image))
 
     def mapping_id(image):
         key = id(image)
@@ -379,22 +509,31 @@ def pprof_message(all_st, sampling):
             m.filename = st_(image.where(True) if image else "no image")
             if image is not None:
                 m.build_id = st_(image.identity.split(":", 1)[1])
-            m.has_functions = True
+            m.has_functions = m.has_filenames = m.has_line_numbers = True
             mappings[key] = m
         return mappings[key]
 
-    def location_id(f):
+    def function_id(f, file, start):
         key = (id(f.image), f.overlay, f.function)
+        if key not in functions:
+            name = f.function
+            if len(images_of[f.function]) > 1:
+                name = frame_name(f)
+            functions[key] = p.function.add(
+                id=len(functions) + 1, name=st_(name),
+                system_name=st_(f.function),
+                filename=st_(file or file_name(f)), start_line=start).id
+        return functions[key]
+
+    def location_id(f):
+        key = (id(f.image), f.overlay, f.function, f.offset)
         if key in locations:
             return locations[key]
-        fn = p.function.add(id=len(functions) + 1, name=st_(f.function),
-                            system_name=st_(f.function),
-                            filename=st_(file_name(f)))
-        functions[key] = fn.id
+        address, file, line, start = places(f)
         m = mapping_id(f.image)
         loc = p.location.add(id=len(locations) + 1, mapping_id=m.id,
                              address=m.memory_start + (f.offset or 0))
-        loc.line.add(function_id=fn.id)
+        loc.line.add(function_id=function_id(f, file, start), line=line)
         locations[key] = loc.id
         return loc.id
 

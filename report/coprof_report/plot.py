@@ -3,8 +3,9 @@
 Two panels share the time axis, in ms since the stream's START
 (CLOCK_MONOTONIC), and one legend on the right:
 
-- "slots": a row per slot of the session, every one of them, plus a
-  "scheduler" row on top.  Each binding of a context to a slot is a bar
+- "slots": a row per slot that did something (a binding or an event
+  names it; the title names the session's other slots as unused), plus
+  a "scheduler" row on top.  Each binding of a context to a slot is a bar
   outlined in black and labelled with the context's number and image (the
   numbers of the report's headers); inside, the bar is coloured by the
   function that context ran, bucket by bucket (the timeline's slices),
@@ -15,14 +16,17 @@ Two panels share the time axis, in ms since the stream's START
   row, the events that name no slot (create, load, run, destroy, ...) on
   the scheduler row.  The time from the START to the first binding (the
   host program starting, its contexts' emulators booting) is shaded and
-  labelled.
+  labelled; when it is more than 15% of the session it is drawn
+  compressed to 5% of the axis, left of a dashed break, and the ticks
+  and the axis label say the real times (_Axis).
 - "functions": the exact samples per time bucket of the TOP functions
   with the most samples (all contexts summed), stacked, the rest as
   "other functions".
 
 A session with the host side (coprof-host) gets a third panel,
 "host threads" (host_panel()): a row per thread of the host program and
-of copsim's QEMUs, coloured by its state from the Linux scheduler's
+of copsim's QEMUs that ran or was sampled, named by its comm and tid,
+coloured by its state from the Linux scheduler's
 events (running, runnable, blocked), with its host samples as ticks.
 
 A function has one colour in both panels (functions of one name in two
@@ -87,8 +91,16 @@ def context_text(tl, context):
     return "%d %s" % (context, image)
 
 
+BOOT_SHOWN = 0.05      # the share of the axis the compressed boot keeps
+BOOT_COMPRESS = 0.15   # compressed when longer than this share of the span
+
+
 class _Axis:
-    """Time in ms since t0, and the session's span on that axis."""
+    """Time in ms since t0, and the session's span on that axis.  The boot
+    (the START to the first binding: the host program starting, its
+    emulators booting), when longer than BOOT_COMPRESS of the session, is
+    drawn BOOT_SHOWN of the axis wide: ms() maps a time onto the drawn
+    axis, label() a drawn position back to ms since the START."""
 
     def __init__(self, tl):
         self.t0 = tl.start_ns
@@ -98,21 +110,47 @@ class _Axis:
             self.t0 = min(times) if times else 0
         end = tl.stop_ns if tl.stop_ns is not None else \
             (max(times) if times else self.t0)
+        real_end = self._real(max([end] + times))
+        self.boot = self.shown = 0.0
+        if tl.bindings:
+            boot = self._real(min(b.start_ns for b in tl.bindings))
+            work = real_end - boot
+            if boot > BOOT_COMPRESS * real_end and work > 0:
+                self.boot = boot
+                self.shown = BOOT_SHOWN * work / (1 - BOOT_SHOWN)
         self.end = self.ms(max([end] + times))
         self.span = max(self.end, 1e-3)
 
-    def ms(self, ns):
+    def _real(self, ns):
         return (ns - self.t0) / 1e6
+
+    def ms(self, ns):
+        x = self._real(ns)
+        if not self.boot:
+            return x
+        if x < self.boot:
+            return max(x, 0) * self.shown / self.boot
+        return x - self.boot + self.shown
+
+    def label(self, x):
+        """ms since the START of a drawn position."""
+        if not self.boot or x >= self.shown:
+            return x - self.shown + self.boot
+        return x * self.boot / self.shown
 
 
 def _slot_rows(tl):
-    """Every slot of the session (the START's count), and any other a
-    binding or event names."""
-    slots = set(range(tl.slots or 0))
-    slots |= {b.slot for b in tl.bindings}
+    """The slots that did something (a binding or a scheduler event names
+    them); every slot of the session when none did."""
+    slots = {b.slot for b in tl.bindings}
     slots |= {r["slot"] for r in tl.sched
               if r["slot"] is not None and r["slot"] >= 0}
-    return sorted(slots)
+    return sorted(slots) or list(range(tl.slots or 0))
+
+
+def _unused_slots(tl):
+    """The session's slots (the START's count) that no row shows."""
+    return sorted(set(range(tl.slots or 0)) - set(_slot_rows(tl)))
 
 
 def _draw_idle(ax, axis, slot, spans):
@@ -208,7 +246,9 @@ def draw_slots(ax, tl, axis, colours):
             ax.axvspan(0, first, color=BOOT_COLOUR, zorder=0, label="_boot")
             ax.text(first / 2, max(slots + [0]) / 2,
                     "%.0f ms before the first binding:\n"
-                    "host starting, emulators booting" % first,
+                    "host starting, emulators booting%s"
+                    % (axis.label(first),
+                       "\n(compressed)" if axis.boot else ""),
                     ha="center", va="center", fontsize=6.5,
                     color="#405070", zorder=6,
                     bbox={"boxstyle": "round,pad=0.3", "facecolor": "white",
@@ -218,12 +258,22 @@ def draw_slots(ax, tl, axis, colours):
     for b in tl.bindings:
         _draw_binding(ax, tl, axis, b, slices, colours)
     _draw_events(ax, tl, axis, row_of)
+    if axis.boot:
+        for x in (axis.shown - 0.004 * axis.span, axis.shown):
+            ax.axvline(x, color="#405070", linewidth=0.8, linestyle=(0, (2, 2)),
+                       zorder=6, label="_boot break")
     ax.set_yticks([-1] + slots)
     ax.set_yticklabels([SCHED_ROW] + ["slot %d" % s for s in slots])
     ax.set_ylim(max(slots + [0]) + 0.6, -1.6)
     ax.set_xlim(0, axis.span)
+    unused = _unused_slots(tl)
     ax.set_title("slots: contexts bound (number and image on each bar), "
-                 "coloured by the function they ran", fontsize=9, pad=14)
+                 "coloured by the function they ran%s" %
+                 ("; slot%s %s unused, not shown" %
+                  ("s" if len(unused) > 1 else "",
+                   ", ".join(map(str, unused))) if unused else ""),
+                 fontsize=9, pad=14)
+
 
 
 def draw_functions(ax, tl, axis, colours):
@@ -283,20 +333,25 @@ def _legend(fig, tl, colours):
 
 def host_tracks(tl):
     """The host threads to draw: the host program's and the QEMUs' that
-    have states, in tid order."""
+    did something (ran, or were sampled), in tid order."""
     host = getattr(tl, "host", None)
     if host is None:
         return []
-    return sorted(tid for tid in tl.host_states
+    sampled = {s[1] for s in tl.host_samples}
+    return sorted(tid for tid, ivs in tl.host_states.items()
                   if host.threads.get(tid) is not None and
-                  host.threads[tid]["role"] in HOST_ROLES)
+                  host.threads[tid]["role"] in HOST_ROLES and
+                  (tid in sampled or
+                   any(iv.state == "running" and iv.end_ns > iv.start_ns
+                       for iv in ivs)))
 
 
 def _host_row_label(tl, tid):
-    """"command 1234" or "qemu 1235": the role and the Linux tid, short
-    enough for the margin (the JSON's track names say the whole name)."""
+    """"host-pipeline 1234": the thread's name (comm) and Linux tid (the
+    JSON's track names add its role)."""
     t = tl.host.threads.get(tid)
-    return "%s %d" % (t["role"] if t is not None else "thread", tid)
+    name = (t["comm"] or t["role"]) if t is not None else "thread"
+    return "%s %d" % (name, tid)
 
 
 def host_panel(ax, tl, tids, axis):
@@ -347,8 +402,13 @@ def figure(tl, title=None):
     if host_tids:
         panels[2].set_label("host threads")
         host_panel(panels[2], tl, host_tids, axis)
-    panels[-1].set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)",
-                          fontsize=8)
+    panels[-1].set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)%s"
+                          % ("; the boot's %.0f ms drawn compressed, left "
+                             "of the dashed break" % axis.boot
+                             if axis.boot else ""), fontsize=8)
+    from matplotlib.ticker import FuncFormatter
+    panels[-1].xaxis.set_major_formatter(
+        FuncFormatter(lambda x, _: "%g" % round(axis.label(x), 1)))
     for ax in panels:
         ax.tick_params(labelsize=7)
     fig.suptitle(title or "timeline", fontsize=10)

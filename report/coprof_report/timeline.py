@@ -10,9 +10,19 @@ Three processes, each a group of tracks:
   never overlap.  The scheduler events of the event log (sched_events)
   that name a slot are instant events ("ph": "i") on its track.
 - "contexts" (pid 2): a track per context (tid = coprofd's context number),
-  with function slices from the sample timeline: in each time bucket the
-  function with the most exact samples; consecutive buckets of the same
-  function merge into one slice, whose args carry its sample counts.
+  with function slices drawn from the samples themselves: the session
+  keeps each exact sample's time to its bucket (sample_timeline,
+  `timeline.bucket_ns`, coprofd --timeline-ms, coprof record
+  --timeline-ms), so each bucket of a context is cut into one slice per
+  function it sampled there, each as wide as its share of the bucket's
+  samples (every function that was sampled shows, not only the most
+  sampled one), in the order of the functions' offsets; a slice that
+  meets a slice of the same function (the next bucket's first) merges
+  with it.  Slices lie only where the context was bound: a bucket is cut
+  to its overlap with the context's bindings (the share of each piece by
+  its length).  `copreport timeline --bucket-ms` sums the session's
+  buckets into wider ones; otherData.bucket_ns says the width used and
+  otherData.function_slices how slices are made.
   With more than GROUP_CONTEXTS contexts (a session of thousands of
   short contexts, where a track each would not load), or when asked, the
   tracks are grouped instead: a track per (slot, image), tid in order of
@@ -57,6 +67,10 @@ from . import host as host_mod, profile
 PID_SLOTS, PID_CONTEXTS, PID_SCHED, PID_HOST = 1, 2, 3, 4
 GROUP_CONTEXTS = 100    # more contexts than this: tracks per slot and image
 TRACKS = ("auto", "context", "slot-image")
+FUNCTION_SLICES = ("each bucket_ns bucket of a context cut into a slice per "
+                   "function sampled in it, as wide as its share of the "
+                   "bucket's samples, inside the context's bindings; "
+                   "slices of one function that meet merged")
 
 Binding = collections.namedtuple(
     "Binding", "slot context start_ns end_ns end_reason label")
@@ -108,7 +122,8 @@ class Timeline:
         self.context_ids = {}       # {copsim's id: the session's id}
         self.start_ns = None
         self.stop_ns = None
-        self.bucket_ns = 0
+        self.bucket_ns = 0          # the width used
+        self.session_bucket_ns = 0  # the session's timeline.bucket_ns
         self.slots = 0
         self.end_state = None       # Session.end(): complete, live, ...
         self.end_reason = ""
@@ -123,11 +138,12 @@ def context_label(c):
 
 
 def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
-          progress=None):
+          progress=None, bucket_ns=0):
     """The Timeline of a session.  host_threads: "command" (the host
     program's threads) or "all" (also copsim's and its QEMUs');
     host_merge_ns: host states shorter than this merge; progress: a
-    Progress."""
+    Progress; bucket_ns (a multiple of the session's timeline.bucket_ns),
+    when given, sums its buckets into wider ones."""
     progress = progress or Progress(after_s=float("inf"))
     tl = Timeline()
     tl.start_ns = session.int_key("stream.start_time_ns", None)
@@ -159,9 +175,12 @@ def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
             slot, b["context"], start, end, b["end_reason"],
             context_label(c) if c else "context %s" % b["context"]))
 
-    # contexts: the dominant function of each bucket, merged
+    # contexts: each bucket cut into its functions' shares, in bindings
     per_bucket = collections.defaultdict(dict)  # (ctx, bucket) -> {fn: n}
-    names = {}
+    names, order = {}, {}
+    width = tl.session_bucket_ns = tl.bucket_ns
+    if bucket_ns:
+        width = tl.bucket_ns = bucket_ns
     for ctx, img, bucket, foff, count in session.sample_timeline():
         info = images.get(img)
         key = (img, foff)
@@ -170,32 +189,16 @@ def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
                 if info and info.symbolizer else None
             names[key] = f.name if f else "0x%x" % foff
         fn = names[key]
+        order.setdefault(fn, (img, foff))
+        if bucket_ns:
+            bucket -= (bucket - (tl.start_ns or 0)) % bucket_ns
         d = per_bucket[(ctx, bucket)]
         d[fn] = d.get(fn, 0) + count
         # The plot's series: functions of one name in two images apart.
         series = "%s:%s" % (info.short_name if info else "?", fn)
         tl.buckets[(bucket, series)] = tl.buckets.get((bucket, series),
                                                       0) + count
-    width = tl.bucket_ns or 1
-    open_slice = {}
-    for (ctx, bucket) in sorted(per_bucket):
-        d = per_bucket[(ctx, bucket)]
-        fn = max(sorted(d), key=lambda k: d[k])
-        total = sum(d.values())
-        s = open_slice.get(ctx)
-        if s is not None and s.function == fn and s.end_ns == bucket:
-            open_slice[ctx] = s._replace(
-                end_ns=bucket + width, samples=s.samples + d[fn],
-                bucket_samples=s.bucket_samples + total,
-                buckets=s.buckets + 1)
-            continue
-        if s is not None:
-            tl.slices.append(s)
-        open_slice[ctx] = Slice(ctx, bucket, bucket + width, fn, d[fn],
-                                total, 1)
-    tl.slices.extend(open_slice.values())
-    tl.slices.sort(key=lambda s: (s.context, s.start_ns))
-
+    tl.slices = _function_slices(tl, per_bucket, order, width or 1)
     progress.step("%d slices of %d contexts read" % (len(tl.slices),
                                                      len(tl.contexts)))
     tl.sched = [r for r in session.sched_events() if in_session(tl, r)]
@@ -210,6 +213,81 @@ def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
     progress.step("%d host state slices" % sum(
         len(v) for v in tl.host_states.values()))
     return tl
+
+
+def _bound_spans(tl):
+    """{context: [(start_ns, end_ns)]} of its bindings, in time order."""
+    spans = collections.defaultdict(list)
+    for b in tl.bindings:
+        if b.end_ns > b.start_ns:
+            spans[b.context].append((b.start_ns, b.end_ns))
+    for v in spans.values():
+        v.sort()
+    return spans
+
+
+def _pieces(spans, start, end):
+    """The parts of [start, end) inside spans; when none (a bucket whose
+    samples came at a binding's very edge), the zero-length point of the
+    nearest binding edge, so the samples stay inside a binding."""
+    out = [(max(s, start), min(e, end)) for s, e in spans
+           if s < end and e > start]
+    if out or not spans:
+        return out or [(start, end)]
+    edges = [x for span in spans for x in span]
+    at = min(edges, key=lambda x: (abs(x - start), x))
+    return [(at, at)]
+
+
+def _cut(pieces, shares):
+    """[(fn, start, end)]: pieces (in time order) cut into consecutive
+    parts of the given [(fn, n)] shares, each as long as its share."""
+    total_len = sum(e - s for s, e in pieces)
+    total = sum(n for _, n in shares)
+    out, done, at = [], 0, 0
+    bounds = []
+    for fn, n in shares:
+        done += n
+        bounds.append((fn, at, total_len * done // total))
+        at = bounds[-1][2]
+
+    def position(offset):   # offset along the pieces -> time
+        for s, e in pieces:
+            if offset <= e - s:
+                return s + offset
+            offset -= e - s
+        return pieces[-1][1]
+
+    for fn, a, b in bounds:
+        out.append((fn, position(a), position(b)))
+    return out
+
+
+def _function_slices(tl, per_bucket, order, width):
+    """Every (context, bucket)'s functions as slices of their share of the
+    bucket's bound time, merged across buckets where they meet."""
+    spans = _bound_spans(tl)
+    slices, last = [], {}
+    for (ctx, bucket) in sorted(per_bucket):
+        d = per_bucket[(ctx, bucket)]
+        total = sum(d.values())
+        shares = sorted(((fn, n) for fn, n in d.items() if n > 0),
+                        key=lambda kv: order[kv[0]])
+        if not shares:
+            continue            # a bucket of no sample (count 0)
+        pieces = _pieces(spans.get(ctx, ()), bucket, bucket + width)
+        for fn, start, end in _cut(pieces, shares):
+            s = last.get(ctx)
+            if s is not None and s.function == fn and s.end_ns == start:
+                slices[-1] = last[ctx] = s._replace(  # ctx's last
+                        end_ns=end, samples=s.samples + d[fn],
+                        bucket_samples=s.bucket_samples + total,
+                        buckets=s.buckets + 1)
+                continue
+            last[ctx] = Slice(ctx, start, end, fn, d[fn], total, 1)
+            slices.append(last[ctx])
+    slices.sort(key=lambda x: (x.context, x.start_ns))
+    return slices
 
 
 def host_thread_label(tl, tid):
@@ -381,6 +459,8 @@ def trace_events(tl, tracks="auto"):
                           "end_reason": tl.end_reason,
                           "ts_unit": "microseconds",
                           "bucket_ns": tl.bucket_ns,
+                          "session_bucket_ns": tl.session_bucket_ns,
+                          "function_slices": FUNCTION_SLICES,
                           "start_time_ns": tl.start_ns,
                           "stop_time_ns": tl.stop_ns,
                           "host": tl.host.describe()}}

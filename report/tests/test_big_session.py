@@ -143,7 +143,7 @@ def test_timeline_grouped_per_slot_and_image(big):
                                       for n in range(big_session.SLOTS)]
     slices = [e for e in trace["traceEvents"]
               if e["ph"] == "X" and e["pid"] == timeline.PID_CONTEXTS]
-    assert sum(e["args"]["bucket_samples"] for e in slices) == \
+    assert sum(e["args"]["samples"] for e in slices) == \
         table_rows_sum(big, "sample_timeline")
     assert {e["args"]["context"] for e in slices} == \
         set(range(1, CONTEXTS + 1))

@@ -78,7 +78,7 @@ def test_usage_errors(copreport, real_session, args, words):
 
 def test_timeline_usage(copreport, real_session):
     one_line(copreport("timeline", "-d", real_session.dir), 2,
-             "--output: required")
+             "--output or --png: required")
     one_line(copreport("timeline", "-d", real_session.dir, "-o", "x",
                        "--separate=none"), 2, "unrecognized")
 
@@ -138,3 +138,15 @@ def test_default_dir(copreport, real_session, tmp_path):
     p = copreport(cwd=work, env=env)
     assert p.returncode == 0
     assert p.stdout.startswith("copreport: coprof_data,")
+
+
+def test_session_before_the_subcommand(real_session, copreport):
+    """`copreport -d DIR annotate SYMBOL` as `copreport annotate -d DIR
+    SYMBOL`: the session option may come before the subcommand."""
+    before = copreport("-d", real_session.dir, "annotate", "stage_denoise",
+                       check=True)
+    after = copreport("annotate", "-d", real_session.dir, "stage_denoise",
+                      check=True)
+    assert before.stdout == after.stdout and "stage_denoise" in before.stdout
+    again = copreport("--session-dir=%s" % real_session.dir, "callgraph")
+    assert "unrecognized" not in again.stderr

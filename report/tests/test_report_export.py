@@ -97,14 +97,66 @@ def test_callgrind_annotate_reads_it(real_session, copreport, report_json,
     assert m and int(m.group(1).replace(",", "")) == total
     seen = {}
     for line in p.stdout.splitlines():
-        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+):(\S+):(\S+) \[",
-                     line)
+        # FILE:FUNCTION (IMAGE[ OVERLAY]) [OB]
+        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+\S+:(\S+) \((\S+?)"
+                     r"(?: (\S+))?\) \[", line)
         if m:
-            seen[(m.group(2), m.group(3), m.group(4))] = \
+            seen[(m.group(3), m.group(4) or "resident", m.group(2))] = \
                 int(m.group(1).replace(",", ""))
     rows = _rows_by_name(report)
     exact = {k: v for k, v in rows.items() if not k[2].startswith("[")}
     assert seen == exact
+
+
+def test_callgrind_annotates_the_source(real_session, copreport, tmp_path):
+    """Real file names and lines: callgrind_annotate --auto=yes annotates
+    stages.c with the samples of stage_denoise's lines."""
+    tool = _tool("callgrind_annotate", "valgrind")
+    path = _export(copreport, real_session.dir, "callgrind",
+                   tmp_path / "callgrind.out.coprof")
+    p = subprocess.run([tool, "--auto=yes", str(path)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert re.search(r"Auto-annotated source: \S*examples/pipeline/"
+                     r"stages\.c", out), out[:3000]
+    part = out.split("examples/pipeline/stages.c", 2)[-1]
+    counted = [line for line in part.splitlines()
+               if re.match(r"^\s*[\d,]+ \(\s*[\d.]+%\)\s+\S", line)]
+    assert counted, part[:3000]
+
+
+def test_pprof_lines_and_images_apart(real_session, copreport, report_json,
+                                      tmp_path):
+    """go tool pprof -list finds stage_edges' source and puts samples on
+    its lines; the three images' main are three rows of -top; a Mapping
+    per image with its build id."""
+    go = _tool("go", "golang-go")
+    path = _export(copreport, real_session.dir, "pprof",
+                   tmp_path / "coprof.pb.gz")
+    env = dict(os.environ, HOME=str(tmp_path), PPROF_TMPDIR=str(tmp_path))
+    p = subprocess.run([go, "tool", "pprof", "-list", "stage_edges",
+                        str(path)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "could not find file" not in p.stdout + p.stderr
+    assert re.search(r"ROUTINE =+ stage_edges in \S*stages\.c", p.stdout), \
+        p.stdout
+    lines = [m for m in re.finditer(r"^\s+(\d+)\s+\d+\s+(\d+):", p.stdout,
+                                    re.M)]
+    assert sum(int(m.group(1)) for m in lines) > 0, p.stdout
+    p = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=200", "-nodefraction=0",
+                        str(path)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    mains = set(re.findall(r"\s(main \(\w+\))$", p.stdout, re.M))
+    want = {"main (%s)" % image for image, _, symbol
+            in _rows_by_name(report_json()) if symbol == "main"}
+    assert len(want) >= 2 and mains == want, p.stdout
+    p = subprocess.run([go, "tool", "pprof", "-raw", str(path)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    maps = re.findall(r"^\s*\d+: 0x\w+/0x\w+/0x\w+ (\S+) (\w+)", p.stdout,
+                      re.M)
+    assert len(maps) == 3 and all(len(b) >= 16 for _, b in maps), p.stdout
 
 
 def test_folded_sums_to_the_samples(real_session, copreport, report_json,

@@ -62,19 +62,35 @@ def test_two_panels_sharing_time(demo_timeline):
                                                       panels["functions"])
 
 
-def test_every_slot_has_a_row(demo_timeline):
+def test_used_slots_have_a_row(demo_timeline):
+    """A row per slot that did something; the others named in the title,
+    not drawn as rows of "idle"."""
     tl, fig = demo_timeline
     slots = axes(fig)["slots"]
     labels = [t.get_text() for t in slots.get_yticklabels()]
     assert tl.slots == 8
-    assert labels == ["scheduler"] + ["slot %d" % s for s in range(8)]
-    used = {b.slot for b in tl.bindings}
-    assert used and len(used) < 8       # some slots never used: said so
-    idle_rows = [t for t in slots.texts
-                 if t.get_text() == "idle: no context ran on this slot"]
-    assert sorted(round(t.get_position()[1]) for t in idle_rows) == \
-        sorted(set(range(8)) - used)
-    assert any(t.get_text() == "idle" for t in slots.texts)
+    used = sorted({b.slot for b in tl.bindings})
+    assert used and len(used) < 8
+    assert labels == ["scheduler"] + ["slot %d" % s for s in used]
+    unused = sorted(set(range(8)) - set(used))
+    assert "unused, not shown" in slots.get_title()
+    assert ", ".join(map(str, unused)) in slots.get_title()
+    assert not [t for t in slots.texts
+                if t.get_text() == "idle: no context ran on this slot"]
+
+
+def test_host_threads_by_name_and_only_busy(demo_timeline):
+    tl, fig = demo_timeline
+    tids = plot.host_tracks(tl)
+    if not tids:
+        pytest.skip("no host side recorded (not root)")
+    host = axes(fig)["host threads"]
+    labels = [t.get_text() for t in host.get_yticklabels()]
+    for tid, label in zip(tids, labels):
+        assert label == "%s %d" % (tl.host.threads[tid]["comm"], tid)
+        assert any(iv.state == "running" for iv in tl.host_states[tid]) or \
+            tid in {s[1] for s in tl.host_samples}
+    assert not [x for x in labels if x.startswith(("command ", "qemu "))]
 
 
 def test_contexts_labelled_on_their_bars(demo_timeline):
@@ -153,6 +169,16 @@ def test_empty_start_explained(demo_timeline):
                if "before the first binding" in t.get_text()]
     assert note.get_text().startswith("%.0f ms before" % ms)
     assert slots.get_xlim()[0] == 0
+    # a boot longer than 15% of the session is drawn 5% wide, the ticks
+    # in real ms, the break and its length said
+    axis = plot._Axis(tl)
+    span = (max(b.end_ns for b in tl.bindings) - tl.start_ns) / 1e6
+    if ms > 0.15 * span:
+        first = axis.ms(first)
+        assert first == pytest.approx(0.05 * axis.span, rel=0.05)
+        assert axis.label(first) == pytest.approx(ms)
+        assert "compressed" in note.get_text()
+        assert "drawn compressed" in fig.axes[-1].get_xlabel()
 
 
 def test_write_png(demo_timeline, tmp_path):

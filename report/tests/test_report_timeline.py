@@ -85,23 +85,79 @@ def test_bindings_on_slot_tracks_in_microseconds(trace, real_session):
     assert exact >= len(xs) // 2
 
 
-def test_context_function_slices(trace, real_session):
-    data, _ = trace
+def _context_slices(data):
     ctx_pid = [e["pid"] for e in data["traceEvents"]
                if e["ph"] == "M" and e["name"] == "process_name"
                and e["args"]["name"] == "contexts"][0]
-    slices = [e for e in data["traceEvents"]
-              if e["ph"] == "X" and e["pid"] == ctx_pid]
+    return [e for e in data["traceEvents"]
+            if e["ph"] == "X" and e["pid"] == ctx_pid]
+
+
+def test_context_function_slices(trace, real_session):
+    """Every sample is in a slice of its function; every function a
+    context sampled in a bucket shows (not only the bucket's most
+    sampled); no slice lies outside its context's bindings."""
+    data, _ = trace
+    slices = _context_slices(data)
     assert slices
     bucket = int(q(real_session, "SELECT value FROM session WHERE key = "
                    "'timeline.bucket_ns'")[0][0])
+    assert data["otherData"]["bucket_ns"] == bucket
+    assert "share of the bucket" in data["otherData"]["function_slices"]
     total = q(real_session, "SELECT SUM(count) FROM sample_timeline")[0][0]
-    assert sum(e["args"]["bucket_samples"] for e in slices) == total
+    assert sum(e["args"]["samples"] for e in slices) == total
     for e in slices:
-        assert e["dur"] == pytest.approx(e["args"]["buckets"] * bucket / 1000)
         assert 0 < e["args"]["samples"] <= e["args"]["bucket_samples"]
+        assert e["dur"] <= e["args"]["buckets"] * bucket / 1000 + 1e-6
     names = {e["name"] for e in slices}
     assert "stage_denoise" in names
+    # as many (context, bucket, function) places as the session has, each
+    # one inside a slice of that function on that context's track
+    places = q(real_session, "SELECT context, bucket_start_ns, "
+               "COUNT(DISTINCT function_offset) FROM sample_timeline "
+               "GROUP BY context, bucket_start_ns")
+    by_ctx = collections.defaultdict(list)
+    for e in slices:
+        by_ctx[e["tid"]].append(e)
+    for ctx, b, nfn in places:
+        inside = {e["name"] for e in by_ctx[ctx]
+                  if e["ts"] < (b + bucket) / 1000 + 1e-6
+                  and e["ts"] + e["dur"] > b / 1000 - 1e-6}
+        assert len(inside) >= nfn, (ctx, b, nfn, inside)
+    bindings = collections.defaultdict(list)
+    for c, s0, s1 in q(real_session, "SELECT context, start_time_ns, "
+                       "end_time_ns FROM bindings"):
+        bindings[c].append((s0 / 1000, (s1 if s1 is not None else
+                                        s0) / 1000))
+    for e in slices:
+        assert any(a - 1e-3 <= e["ts"] and e["ts"] + e["dur"] <= z + 1e-3
+                   for a, z in bindings[e["tid"]]), e
+
+
+def test_bucket_option(real_session, copreport, tmp_path):
+    """--bucket-ms sums the session's buckets, and the JSON says so; a
+    width that is not a multiple is refused."""
+    out = tmp_path / "t.json"
+    copreport("-d", real_session.dir, "timeline", "-o", out,
+              "--bucket-ms", "20", check=True)
+    data = json.loads(out.read_text())
+    assert data["otherData"]["bucket_ns"] == 20000000
+    total = q(real_session, "SELECT SUM(count) FROM sample_timeline")[0][0]
+    assert sum(e["args"]["samples"]
+               for e in _context_slices(data)) == total
+    p = copreport("timeline", "-d", real_session.dir, "-o", out,
+                  "--bucket-ms", "15")
+    assert p.returncode == 2 and "not a multiple" in p.stderr, p.stderr
+
+
+def test_png_alone(real_session, copreport, tmp_path):
+    """The README's `copreport timeline --png timeline.png`: no JSON."""
+    png = tmp_path / "only.png"
+    copreport("timeline", "-d", real_session.dir, "--png", png, cwd=tmp_path,
+              check=True)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    p = copreport("timeline", "-d", real_session.dir)
+    assert p.returncode == 2 and "required" in p.stderr, p.stderr
 
 
 def test_sched_events_instant(trace, real_session):

@@ -272,13 +272,17 @@ def test_timeline_edges(hand):
     # ends at STOP
     assert [(b.slot, b.start_ns, b.end_ns) for b in tl.bindings] == [
         (0, 2000000, 30000000), (0, 30000000, 90000000)]
-    # buckets 0 and 10 ms merge (main dominant), 30 ms is main again but
-    # not adjacent to 10 ms, 40 ms is checksum
+    # context 1 is bound 2-30 ms: bucket 0 is cut to 2-10 ms, main 5 of
+    # its 7 samples (2-7.71 ms), ovl1_a_square 2 (7.71-10 ms); bucket 10
+    # ms is main's alone; buckets 30 and 40 ms lie past the binding: their
+    # samples stay at its end (zero-length slices at 30 ms)
     sl = [(x.start_ns, x.end_ns, x.function, x.samples, x.bucket_samples)
           for x in tl.slices]
-    assert sl == [(0, 20000000, "main", 8, 10),
-                  (30000000, 40000000, "main", 1, 1),
-                  (40000000, 50000000, "ovl1_b_checksum", 4, 4)]
+    assert sl == [(2000000, 7714285, "main", 5, 7),
+                  (7714285, 10000000, "ovl1_a_square", 2, 7),
+                  (10000000, 20000000, "main", 3, 3),
+                  (30000000, 30000000, "main", 1, 1),
+                  (30000000, 30000000, "ovl1_b_checksum", 4, 4)]
     trace = timeline.trace_events(tl)
     json.dumps(trace)
     inst = [e for e in trace["traceEvents"] if e["ph"] == "i"]
