@@ -172,6 +172,7 @@ static struct {
     int stacks;                     /* the file has a call-stack area */
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
+    qemu_plugin_id_t plugin_id;     /* for qemu_plugin_reset */
 } tu = { .slot = &detached_slot };
 
 /*
@@ -906,6 +907,32 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
     }
 }
 
+/*
+ * The stub passes SLOT_STUB_FLUSH: copsim wrote the next context's local
+ * store into the slot's RAM through its own mapping, which QEMU's
+ * self-modifying-code detection does not see, so translations of the
+ * previous context's code would run on.  qemu_plugin_reset() drops every
+ * translation (tb_flush, as safe work before the vCPU's next block: the
+ * stub's own next block already runs translated anew) and every callback
+ * of this plugin, which on_reset registers again.  A flush and the
+ * translation of the code the context runs again cost tens of
+ * microseconds; copying the local store with guest stores cost a
+ * millisecond.
+ */
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+static void on_qemu_exit(qemu_plugin_id_t id, void *userdata);
+
+static void on_reset(qemu_plugin_id_t id)
+{
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+    qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
+}
+
+static void on_stub_flush(unsigned int vcpu_index, void *udata)
+{
+    qemu_plugin_reset(tu.plugin_id, on_reset);
+}
+
 static void slot_watch_stub(struct qemu_plugin_tb *tb)
 {
     uint64_t vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
@@ -920,6 +947,9 @@ static void slot_watch_stub(struct qemu_plugin_tb *tb)
                                              QEMU_PLUGIN_CB_NO_REGS, NULL);
     else if (vaddr == SLOT_STUB_IDLE)
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_idle,
+                                             QEMU_PLUGIN_CB_NO_REGS, NULL);
+    else if (vaddr == SLOT_STUB_FLUSH)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_flush,
                                              QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
@@ -1518,6 +1548,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         return -1;
     }
     tu.reference = opt.reference;
+    tu.plugin_id = id;
     if (opt.have_slot) {
         if (slot_start(opt.slot, opt.ram) < 0) {
             trace_unit_close(tu.unit, 0);

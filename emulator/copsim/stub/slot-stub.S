@@ -96,6 +96,7 @@
 /* Fixed entry points (slot-stub.h; slot-stub.ld checks the addresses):
  * each is a block of its own, so the trace-unit plugin can watch them. */
     .globl stub_entry, stub_vector, stub_ended, stub_parked, stub_idle
+    .globl stub_flush
 stub_entry:                             /* SLOT_STUB_BASE: the hart starts */
     j       stub_boot
 stub_vector:                            /* SLOT_STUB_TRAP: mtvec */
@@ -106,6 +107,9 @@ stub_parked:                            /* SLOT_STUB_PARKED: one handed back */
     j       parked_done
 stub_idle:                              /* SLOT_STUB_IDLE: nothing runnable */
     j       idle_wait
+stub_flush:                             /* SLOT_STUB_FLUSH: the controller
+                                           wrote a local store in place */
+    j       placed
 
 stub_boot:
     la      t0, stub_vector
@@ -283,15 +287,16 @@ found:
     beq     t0, s2, bind                /* its local store is in place */
     call    read_mtime
     mv      s3, a0
+    lw      t0, SLOT_H_INPLACE(s0)
+    bnez    t0, stub_flush              /* in place: the plugin drops the
+                                           translations there */
     mv      a1, s2
     call    staging_of                  /* from its staging area */
-    lw      t0, SLOT_H_INPLACE(s0)
-    beqz    t0, 1f
-    li      a0, SLOT_LS_BASE            /* or rewritten where it is */
-1:  li      a1, SLOT_LS_BASE
+    li      a1, SLOT_LS_BASE
     li      a2, SLOT_SWAP_SIZE
     call    copy
     fence.i
+placed:
     sw      s2, SLOT_H_RESIDENT(s0)
     lw      t0, SLOT_H_SWITCHES(s0)
     addi    t0, t0, 1

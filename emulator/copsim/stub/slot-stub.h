@@ -66,6 +66,8 @@
 #define SLOT_STUB_ENDED     0x80041008  /* passed when a context ended */
 #define SLOT_STUB_PARKED    0x8004100c  /* passed when one was handed back */
 #define SLOT_STUB_IDLE      0x80041010  /* passed when nothing is runnable */
+#define SLOT_STUB_FLUSH     0x80041014  /* passed when the controller wrote
+                                           a local store in place */
 #define SLOT_CTL_BASE       0x80042000
 #define SLOT_CTL_SIZE       0x2000
 #define SLOT_STAGING        0x81000000

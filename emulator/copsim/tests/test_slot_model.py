@@ -75,6 +75,49 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                    bindings[int(c["context"])]) == int(c["instructions"])
 
 
+def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
+                                                         probe_image,
+                                                         build_dir, tmp_path):
+    # Two contexts whose code differs at the same local-store addresses
+    # (examples/kernels and copsim-probe) alternate on ONE slot: copsim
+    # writes each one's local store into the slot's RAM from outside, which
+    # QEMU's self-modifying-code detection does not see, so the stub has
+    # the plugin drop every translation at each switch.  Each context must
+    # execute its own code: exactly cop-run's counts for it alone, pc by pc
+    # (a stale translation of the other one's code would be counted as the
+    # other's bytes, or end the run wrongly).
+    counts_dir = tmp_path / "counts"
+    counts_dir.mkdir()
+    os.environ["COPSIM_TEST_GATHER"] = "2"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000", "--exact-counts", str(counts_dir))
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    kernels = os.path.join(build_dir, "examples", "kernels.elf")
+    runs = [(kernels, []), (probe_image, ["spin", "300000"])]
+    hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
+                               "/dev/null", image] + args, env=sim.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for image, args in runs]
+    outputs = [h.communicate(timeout=300) for h in hosts]
+    for (image, args), h, (out, err) in zip(runs, hosts, outputs):
+        assert h.returncode == 0, (image, out, err)
+        (c,) = parse_host_lines(out)
+        assert c["reason"] == "exit" and int(c["preemptions"]) >= 2, c
+        alone = tmp_path / (os.path.basename(image) + ".counts")
+        done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
+                               "--sample-every", "1000003", "--exact-counts",
+                               str(alone), image] + args,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        want = counts_by_pc(str(alone))
+        got = counts_by_pc(str(counts_dir / ("context-%s.counts"
+                                             % c["context"])))
+        assert got == want, image
+        assert int(c["instructions"]) == sum(want.values())
+
+
 def test_faults_leave_the_slot_usable(copsim, test_bin):
     # One slot: a trap, a loop stopped at its cycle limit, then programs
     # that run as ever on the same emulator.
