@@ -95,6 +95,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -889,6 +890,20 @@ static int slot_has_work(void)
     return 0;
 }
 
+/* Wakes a controller waiting (futex) for an entry's state to change: the
+ * stub has written every state it ends, hands back or parks before it
+ * passes SLOT_STUB_IDLE, so the controller sleeps instead of polling. */
+static void slot_wake_controller(void)
+{
+    uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
+                                             __ATOMIC_ACQUIRE));
+
+    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++)
+        syscall(SYS_futex, slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
+                                             + SLOT_C_STATE),
+                FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
 /* The stub passes SLOT_STUB_IDLE: nothing is runnable.  Instead of the
  * stub's wfi, woken every slice, the vCPU sleeps here until the
  * controller rings the control block's doorbell (or has gone). */
@@ -897,6 +912,7 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
     uint32_t *bell = slot_control_word(SLOT_H_DOORBELL);
     pid_t controller = (pid_t)tu.unit->header->controller_pid;
 
+    slot_wake_controller();
     for (;;) {
         uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
 

@@ -281,10 +281,14 @@ void scheduler_hooks_remove(struct scheduler *s);
 
 /* ---- slots.c ------------------------------------------------------------ */
 
-/* The slot model: main memory, the loader's scratch RAM and one slot
- * emulator per slot, started; or stopped (after every context retired). */
+/* The slot model: main memory and the loader's scratch RAM, the QEMU
+ * program found; or stopped (after every context retired), with the slot
+ * emulators that were started.  slots_ensure() starts slot's emulator if
+ * it has none yet (the first bind there; the scheduler's lock held). */
 int slots_start(struct copsim *sim, char *err, size_t errlen);
 void slots_stop(struct copsim *sim);
+int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
+                 size_t errlen);
 
 /* A context's main-memory area (its windows), and the file and offset of
  * its data window for the client (CREATE).  -1 with err when full. */

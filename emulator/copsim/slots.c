@@ -58,7 +58,7 @@
 #define N_AREAS             (MAIN_SIZE / SLOT_MAIN_AREA)
 #define STUB_SLICE_TICKS    1000u           /* 100 us on the 10 MHz timer */
 #define END_POLL_MS         1
-#define HAND_BACK_LOOK_NS   20000L
+#define HAND_BACK_LOOK_NS   100000000L  /* then looks whether QEMU died */
 #define STOP_WAIT_MS        2000
 
 /* The stub, built by module.mk (ld -r -b binary of its raw bytes). */
@@ -394,17 +394,20 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
                     struct sim_context *c, int timeout_ms)
 {
     struct slot_emulator *e = &m->slots[slot];
-    struct timespec look = { 0, HAND_BACK_LOOK_NS };
-    long long waited = 0;
+    long long deadline = (long long)schedlog_monotonic_ns() + (long long)timeout_ms * 1000000;
     uint32_t state;
 
+    /* The plugin wakes us once the stub is idle, every state written. */
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
     while ((state = entry_state(e)) == SLOT_RUNNABLE) {
-        if (waited >= (long long)timeout_ms * 1000000
-            || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
+        long long left = deadline - (long long)schedlog_monotonic_ns();
+
+        if (left <= 0 || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
             return -1;
-        nanosleep(&look, NULL);
-        waited += HAND_BACK_LOOK_NS;
+        trace_doorbell_wait((uint32_t *)entry_word(e, SLOT_C_STATE),
+                            SLOT_RUNNABLE, left < HAND_BACK_LOOK_NS
+                                           ? (uint64_t)left
+                                           : HAND_BACK_LOOK_NS);
     }
     if (state != SLOT_PREEMPTED)
         return 1;                   /* it ended first */
@@ -727,6 +730,38 @@ static int start_emulator(struct copsim *sim, struct slot_emulator *e,
     return 0;
 }
 
+/* Slot emulators start on demand (slots_ensure), so a QEMU that is not
+ * there is found out at copsim's start by a look along PATH, as execvp
+ * would look. */
+static int find_qemu(const struct copsim *sim, char *err, size_t errlen)
+{
+    const char *program = sim->config.qemu_program
+                          ? sim->config.qemu_program : "qemu-system-riscv32";
+    const char *path = getenv("PATH");
+    char candidate[COPSIM_PATH_MAX];
+
+    if (strchr(program, '/')) {
+        if (access(program, X_OK) == 0)
+            return 0;
+    } else {
+        for (const char *dir = path ? path : "/usr/bin:/bin"; *dir;) {
+            size_t len = strcspn(dir, ":");
+
+            snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)len,
+                     len ? dir : ".", program);
+            if (access(candidate, X_OK) == 0)
+                return 0;
+            dir += len + (dir[len] == ':');
+        }
+    }
+    if (errno == ENOENT)
+        snprintf(err, errlen, "%s: not found (install the Debian package "
+                 "%s)", program, COP_QEMU_PACKAGE);
+    else
+        snprintf(err, errlen, "%s: cannot run: %s", program, strerror(errno));
+    return -1;
+}
+
 int slots_start(struct copsim *sim, char *err, size_t errlen)
 {
     struct slot_model *m = calloc(1, sizeof(*m));
@@ -765,10 +800,22 @@ int slots_start(struct copsim *sim, char *err, size_t errlen)
         snprintf(err, errlen, "%s", cerr.message);
         return -1;
     }
-    for (uint32_t i = 0; i < m->n_slots; i++)
-        if (start_emulator(sim, &m->slots[i], err, errlen) < 0)
-            return -1;
-    return 0;
+    return find_qemu(sim, err, errlen);
+}
+
+int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
+                 size_t errlen)
+{
+    struct slot_emulator *e = &m->slots[slot];
+
+    if (e->pid > 0)
+        return 0;
+    if (e->ram_fd >= 0) {
+        snprintf(err, errlen, "slot %u: its emulator failed to start",
+                 slot);
+        return -1;
+    }
+    return start_emulator(m->sim, e, err, errlen);
 }
 
 /* Ends a slot's emulator: closed, the stub ends QEMU once nothing runs;
