@@ -4,9 +4,10 @@
  * (stub/slot-stub.S), and a context is saved state.
  *
  * At start copsim makes main memory (an anonymous 1 GiB file, sparse),
- * which every slot emulator maps as an ivshmem BAR at SLOT_MAIN_BASE,
- * and starts one emulator per slot: its own 64 MiB RAM file with the stub
- * and the stub's control block (one entry, in place), and the trace-unit
+ * which every slot emulator maps as an ivshmem BAR at SLOT_MAIN_BASE, and
+ * looks for the QEMU program; a slot's emulator starts at the first bind
+ * to that slot (slots_ensure): its own 64 MiB RAM file with the stub and
+ * the stub's control block (one entry, in place), and the trace-unit
  * plugin with slot=S, which follows whichever context is bound to S.
  *
  * A context owns a main-memory area for its image and data windows (the
@@ -23,11 +24,12 @@
  * gate) and around that puts its state on the slot: copsim writes the
  * local store and boot block into the slot's RAM itself while the stub
  * waits (slots_bind), and then marks the entry runnable and rings the
- * doorbell (slots_go); the stub rewrites the local store in place with
- * guest stores, so QEMU drops every translation of the previous context.
- * To preempt, it asks the stub for the context back (PREEMPT: saved at the
- * end of the stub's slice, 100 us) and copies its state out
- * (slots_hand_back), then unbinds it as before.  The run's thread sees its
+ * doorbell (slots_go); the stub passes SLOT_STUB_FLUSH, where the plugin
+ * has QEMU drop every translation of the previous context.  To preempt,
+ * it asks the stub for the context back (PREEMPT: saved at the end of the
+ * stub's slice, 100 us), sleeps on the entry's state word until the
+ * plugin wakes it, and copies its state out (slots_hand_back), then
+ * unbinds it as before.  The run's thread sees its
  * end in the entry (EXITED or FAULTED, written after the plugin has
  * counted it), or a kill (cycle limit, client gone: the context is handed
  * back and dropped), and retires it.

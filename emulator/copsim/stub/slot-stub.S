@@ -10,6 +10,9 @@
  * from its staging area into place with guest stores (so that QEMU's
  * self-modifying-code detection drops every stale translation), executes
  * fence.i, loads the context's registers and returns into it with mret.
+ * In place (copsim's way, slot-stub.h) its controller has already written
+ * the local store from outside; the stub then only passes SLOT_STUB_FLUSH,
+ * where the plugin has QEMU drop every translation.
  * The trace-unit plugin neither counts nor captures an instruction in
  * SLOT_STUB_BASE .. + SLOT_STUB_SIZE, so a context's instruction count and
  * samples are what it does on its own, however often it is switched.

@@ -48,11 +48,13 @@
  * CLOSED is not, it waits (wfi) and looks again every slice.
  *
  * In place (INPLACE set, one entry): the controller writes the incoming
- * local store and boot block straight into 0x80000000 while the stub
- * waits, and reads the outgoing one from there once it is handed back or
- * ended; the stub then rewrites the local store where it is (the guest
- * stores still drop QEMU's translations) and copies nothing out.  That is
- * how copsim runs slots (--context-model=slot).
+ * local store and boot block straight into 0x80000000 (memcpy through its
+ * own mapping of the RAM file) while the stub waits, and reads the
+ * outgoing one from there once it is handed back or ended; the stub copies
+ * nothing and passes SLOT_STUB_FLUSH instead, where the trace-unit plugin
+ * (slot=S) has QEMU drop every translation (qemu_plugin_reset: writes from
+ * outside the guest are not seen by its self-modifying-code detection).
+ * That is how copsim runs slots (--context-model=slot).
  *
  * Plain #defines only: the assembler, C and Python (which reads the
  * "#define NAME VALUE" lines) share this file.
