@@ -575,7 +575,15 @@ static struct {
     const char *counts_dir;         /* countsdir=DIR */
     const uint8_t *ls;              /* the slot's RAM from the local store
                                        to the stub's control block, mapped */
+    uint32_t *stats;                /* the control block's header, mapped
+                                       writable: SLOT_H_FLUSHES, _KEPT */
     uint64_t no_check;              /* check_cycle while no context */
+    GHashTable *code;               /* local-store code translated since
+                                       the last flush: (vaddr | bytes << 32)
+                                       -> its bytes */
+    int foreign_code;               /* code translated since then from
+                                       memory a switch changes but that is
+                                       not the local store */
 } slot_mode;
 
 static uint32_t slot_bound_context(void)
@@ -944,8 +952,82 @@ static void on_reset(qemu_plugin_id_t id)
     qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
 }
 
+/*
+ * slot=: notes the bytes of a block translated from the local store and
+ * boot block (the range copsim swaps at a switch), so that a switch can
+ * tell whether the incoming context has the same code there.  Code from
+ * the main-memory window or the rest of the slot's RAM (which a switch
+ * may change and this does not compare) makes the next switch flush;
+ * QEMU's reset code is the same for every context.
+ */
+static void slot_note_code(const struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    uint64_t vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    uint32_t size = 0, at = 0;
+    uint8_t *bytes;
+
+    for (size_t i = 0; i < n; i++)
+        size += (uint32_t)qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, i));
+    if (vaddr < SLOT_LS_BASE || vaddr + size > SLOT_LS_BASE + SLOT_SWAP_SIZE) {
+        if (vaddr >= SLOT_MAIN_BASE)
+            slot_mode.foreign_code = 1;
+        return;
+    }
+    bytes = g_malloc(size);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        size_t len = qemu_plugin_insn_size(insn);
+
+        memcpy(bytes + at, qemu_plugin_insn_data(insn), len);
+        at += (uint32_t)len;
+    }
+    g_hash_table_insert(slot_mode.code, (gpointer)(uintptr_t)
+                        (vaddr | (uint64_t)size << 32), bytes);
+}
+
+/* Whether every block noted since the last flush has the same bytes in
+ * the slot's RAM now, which copsim has just rewritten. */
+static int slot_code_unchanged(void)
+{
+    GHashTableIter it;
+    gpointer key, bytes;
+
+    if (slot_mode.foreign_code)
+        return 0;
+    g_hash_table_iter_init(&it, slot_mode.code);
+    while (g_hash_table_iter_next(&it, &key, &bytes)) {
+        uint64_t k = (uint64_t)(uintptr_t)key;
+        uint32_t vaddr = (uint32_t)k, size = (uint32_t)(k >> 32);
+
+        if (memcmp(slot_mode.ls + (vaddr - SLOT_LS_BASE), bytes, size))
+            return 0;
+    }
+    return 1;
+}
+
+static void slot_count(uint32_t offset)
+{
+    __atomic_add_fetch(&slot_mode.stats[offset / 4], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A switch drops the translations only when the incoming context's code
+ * differs from what QEMU translated (a block is keyed by its physical
+ * address, which every context's local store shares): contexts of one
+ * image, time-sliced, keep their translated code from switch to switch.
+ * With countsdir= a block's counters are one context's, so every switch
+ * flushes.
+ */
 static void on_stub_flush(unsigned int vcpu_index, void *udata)
 {
+    if (!slot_mode.counts_dir && slot_code_unchanged()) {
+        slot_count(SLOT_H_KEPT);
+        return;
+    }
+    g_hash_table_remove_all(slot_mode.code);
+    slot_mode.foreign_code = 0;
+    slot_count(SLOT_H_FLUSHES);
     qemu_plugin_reset(tu.plugin_id, on_reset);
 }
 
@@ -1265,6 +1347,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         slot_watch_stub(tb);
         return;
     }
+    if (slot_mode.on && n)
+        slot_note_code(tb);
     if (tu.codes)
         count_block(tb);
 
@@ -1508,6 +1592,26 @@ static int attach_context(uint32_t context, const char *ram)
     return 0;
 }
 
+/* slot=S: the header of the stub's control block, mapped writable for
+ * the plugin's counters (slot-stub.h). */
+static uint32_t *map_stats(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    void *base = MAP_FAILED;
+
+    if (fd >= 0) {
+        base = mmap(NULL, SLOT_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    fd, SLOT_CTL_BASE - SLOT_LS_BASE);
+        close(fd);
+    }
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the slot's control block: "
+                "%s\n", path, strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
 /* slot=S: no context yet; the slot's local store mapped for the contexts'
  * overlay watches. */
 static int slot_start(uint32_t slot, const char *ram)
@@ -1518,8 +1622,10 @@ static int slot_start(uint32_t slot, const char *ram)
         return -1;
     }
     slot_mode.ls = map_ram(ram, SLOT_CTL_BASE - SLOT_LS_BASE + SLOT_CTL_SIZE);
-    if (!slot_mode.ls)
+    if (!slot_mode.ls || !(slot_mode.stats = map_stats(ram)))
         return -1;
+    slot_mode.code = g_hash_table_new_full(g_direct_hash, g_direct_equal,
+                                           NULL, g_free);
     slot_mode.on = 1;
     slot_mode.index = slot;
     slot_let_go();

@@ -81,6 +81,9 @@ struct sim_context {
     int area;                       /* its main-memory area, or -1 */
     int affinity;                   /* the slot it resumes on, or -1 */
     struct console_out *console;    /* its console while it runs */
+    int bound_fd;                   /* eventfd: written at every bind, so
+                                       its run's thread stops waiting for
+                                       the client and waits for the end */
 };
 
 struct sched_slot {

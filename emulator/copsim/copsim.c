@@ -457,6 +457,7 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
     c->slot = -1;
     c->ram.fd = -1;
     c->area = -1;
+    c->bound_fd = -1;
     if (sim->slot_model ? slots_context_new(sim, c, err, errlen)
                         : create_ram(sim, c, err, errlen)) {
         int error = errno;

@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,8 +59,10 @@
 
 #define MAIN_SIZE           0x40000000u     /* 1 GiB: the PCI MMIO window */
 #define N_AREAS             (MAIN_SIZE / SLOT_MAIN_AREA)
-#define STUB_SLICE_TICKS    1000u           /* 100 us on the 10 MHz timer */
-#define END_POLL_MS         1
+#define STUB_SLICE_TICKS    10000000u       /* 1 s on the 10 MHz timer: a
+                                               backstop; the ring preempts */
+#define END_WAIT_NS         100000000u  /* then looks at the client */
+#define QUEUED_WAIT_MS      1000        /* the same while queued */
 #define HAND_BACK_LOOK_NS   100000000L  /* then looks whether QEMU died */
 #define STOP_WAIT_MS        2000
 
@@ -76,6 +79,7 @@ struct slot_emulator {
     int pidfd;
     int console;                    /* read ends of QEMU's stdout, */
     int errors;                     /* and stderr */
+    int ring_fd;                    /* write end of its stdin: the ring */
     pthread_t thread;
     int thread_started;
     pthread_mutex_t console_lock;
@@ -128,6 +132,18 @@ static void ring(struct slot_emulator *e)
     trace_doorbell_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL));
 }
 
+/* Interrupts the running context at once (slot-stub.h, "The ring"): a
+ * byte on the emulator's stdin, which its UART receives.  A full pipe
+ * already holds bytes, and so an interrupt, for the stub. */
+static void ring_guest(struct slot_emulator *e)
+{
+    ssize_t n;
+
+    do {
+        n = write(e->ring_fd, "", 1);
+    } while (n < 0 && errno == EINTR);
+}
+
 /* ---- Memory ------------------------------------------------------------- */
 
 /* An anonymous file of size bytes, mapped shared; QEMU opens it as
@@ -175,6 +191,11 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
     c->area = -1;
     c->saved = calloc(1, SLOT_SWAP_SIZE);
     c->console = calloc(1, sizeof(*c->console));
+    c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->bound_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        return -1;
+    }
     if (!c->saved || !c->console) {
         snprintf(err, errlen, "out of memory");
         errno = ENOMEM;
@@ -215,6 +236,9 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
         m->area_used[c->area] = 0;
         pthread_mutex_unlock(&m->area_lock);
     }
+    if (c->bound_fd >= 0)
+        close(c->bound_fd);
+    c->bound_fd = -1;
     free(c->saved);
     free(c->console);
     c->saved = NULL;
@@ -369,6 +393,9 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
+    if (eventfd_write(c->bound_fd, 1) < 0)
+        fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
+                (unsigned long long)c->info.id, strerror(errno));
 }
 
 void slots_go(struct slot_model *m, uint32_t slot)
@@ -401,6 +428,7 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
 
     /* The plugin wakes us once the stub is idle, every state written. */
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
+    ring_guest(e);
     while ((state = entry_state(e)) == SLOT_RUNNABLE) {
         long long left = deadline - (long long)schedlog_monotonic_ns();
 
@@ -435,9 +463,11 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
 
 void slots_kill(struct slot_model *m, struct sim_context *c)
 {
-    if (c->slot >= 0)
+    if (c->slot >= 0) {
         __atomic_store_n(entry_word(&m->slots[c->slot], SLOT_C_PREEMPT), 1,
                          __ATOMIC_RELEASE);
+        ring_guest(&m->slots[c->slot]);
+    }
 }
 
 /* ---- A run -------------------------------------------------------------- */
@@ -454,16 +484,21 @@ struct slot_end {
  * EXITED or FAULTED, or it was handed back after a kill, or it was killed
  * while not on a slot, or its slot's emulator died. */
 static void look_for_end(struct copsim *sim, struct sim_context *c,
-                         struct slot_end *end)
+                         struct slot_end *end, uint32_t **word,
+                         uint32_t *seen)
 {
     struct scheduler *s = &sim->sched;
 
     pthread_mutex_lock(&s->lock);
     memset(end, 0, sizeof(*end));
     end->slot = -1;
+    *word = NULL;
     if (c->state == SIM_BOUND) {
         struct slot_emulator *e = &sim->slot_model->slots[c->slot];
         uint32_t state = entry_state(e);
+
+        *word = (uint32_t *)entry_word(e, SLOT_C_STATE);
+        *seen = state;
 
         end->slot = c->slot;
         end->state = state;
@@ -486,18 +521,38 @@ static void look_for_end(struct copsim *sim, struct sim_context *c,
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Waits for the run's end, watching the client for a hang-up. */
+/*
+ * Waits for the run's end, watching the client for a hang-up: while the
+ * context is on a slot, asleep on its entry's state word (the plugin wakes
+ * it when the stub has ended or handed back the context), looking at the
+ * client every END_WAIT_NS; while it waits for a slot, asleep in poll on
+ * the client and the context's bind eventfd.  Nothing polls.
+ */
 static void wait_end(struct copsim *sim, struct sim_context *c,
                      int client_sock, struct slot_end *end, int *client_gone)
 {
     for (;;) {
-        struct pollfd fd = { *client_gone ? -1 : client_sock, POLLIN, 0 };
+        struct pollfd fds[2] = {
+            { *client_gone ? -1 : client_sock, POLLIN, 0 },
+            { c->bound_fd, POLLIN, 0 },
+        };
+        uint32_t *word, seen = 0;
+        eventfd_t bound;
 
-        look_for_end(sim, c, end);
+        look_for_end(sim, c, end, &word, &seen);
         if (end->ended)
             return;
-        if (poll(&fd, 1, END_POLL_MS) > 0 && fd.revents
-            && emulator_client_event(client_sock)) {
+        if (word) {
+            trace_doorbell_wait(word, seen, END_WAIT_NS);
+            fds[1].fd = -1;
+            if (poll(fds, 1, 0) <= 0)
+                continue;
+        } else if (poll(fds, 2, QUEUED_WAIT_MS) <= 0) {
+            continue;
+        }
+        if (fds[1].revents)
+            eventfd_read(c->bound_fd, &bound);
+        if (fds[0].revents && emulator_client_event(client_sock)) {
             *client_gone = 1;
             scheduler_kill(&sim->sched, c, SIM_KILL_CLIENT);
         }
@@ -696,7 +751,7 @@ static void lay_out_stub(struct slot_emulator *e)
 static int start_emulator(struct copsim *sim, struct slot_emulator *e,
                           char *err, size_t errlen)
 {
-    int console[2] = {-1, -1}, errors[2] = {-1, -1};
+    int console[2] = {-1, -1}, errors[2] = {-1, -1}, input[2] = {-1, -1};
     struct cop_error cerr;
     struct cop_argv cmd;
     int status;
@@ -707,15 +762,20 @@ static int start_emulator(struct copsim *sim, struct slot_emulator *e,
     lay_out_stub(e);
     if (build_command(sim, e, &cmd, err, errlen) < 0)
         return -1;
-    if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0) {
+    if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0
+        || pipe2(input, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         cop_argv_free(&cmd);
         return -1;
     }
-    status = cop_qemu_spawn_io(&cmd, console[1], errors[1], &e->pid, &cerr);
+    status = cop_qemu_spawn_fds(&cmd, input[0], console[1], errors[1],
+                                &e->pid, &cerr);
     cop_argv_free(&cmd);
     close(console[1]);
     close(errors[1]);
+    close(input[0]);
+    e->ring_fd = input[1];
+    fcntl(e->ring_fd, F_SETFL, O_NONBLOCK);
     e->console = console[0];
     e->errors = errors[0];
     if (status < 0) {
@@ -791,7 +851,7 @@ int slots_start(struct copsim *sim, char *err, size_t errlen)
         struct slot_emulator *e = &m->slots[i];
 
         e->index = i;
-        e->ram_fd = e->pidfd = e->console = e->errors = -1;
+        e->ram_fd = e->pidfd = e->console = e->errors = e->ring_fd = -1;
         e->error_lines.prefix = "";
         pthread_mutex_init(&e->console_lock, NULL);
     }
@@ -827,6 +887,14 @@ static void stop_emulator(struct slot_emulator *e)
     if (e->pid > 0) {
         struct pollfd fd = { e->pidfd, POLLIN, 0 };
 
+        fprintf(stderr, "copsim: slot emulator %u: switches=%u flushes=%u "
+                "kept=%u rings=%u interrupts=%u\n", e->index,
+                *control_word(e, SLOT_H_SWITCHES),
+                *control_word(e, SLOT_H_FLUSHES),
+                *control_word(e, SLOT_H_KEPT),
+                *control_word(e, SLOT_H_RINGS),
+                *control_word(e, SLOT_H_INTERRUPTS));
+
         __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
         ring(e);
         if (e->pidfd < 0 || poll(&fd, 1, STOP_WAIT_MS) <= 0)
@@ -843,6 +911,9 @@ static void stop_emulator(struct slot_emulator *e)
         else if (*fd < -1)
             close(-*fd - 2);
     }
+    if (e->ring_fd >= 0)
+        close(e->ring_fd);
+    e->ring_fd = -1;
     unmap_memfd(&e->ram_fd, &e->ram, SLOT_RAM_SIZE);
     pthread_mutex_destroy(&e->console_lock);
 }

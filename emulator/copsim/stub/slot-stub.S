@@ -55,6 +55,7 @@
 #define TEST_DEVICE     0x00100000
 #define TEST_PASS       0x5555
 #define MIE_MTIE        0x80
+#define MIE_MEIE        0x800
 #define MSTATUS_RETURN  0x1880          /* MPP = machine, MPIE = 1 */
 #define CAUSE_ECALL_M   11
 #define CAUSE_STORE_FAULT 7
@@ -120,6 +121,7 @@ stub_boot:
     li      t0, MIE_MTIE
     csrw    mie, t0
     call    place_main_memory
+    call    place_ring
     li      s0, SLOT_CTL_BASE
     li      t0, -1
     sw      t0, SLOT_H_CURRENT(s0)
@@ -238,6 +240,7 @@ ended_done:
 
 /* ---- The slice is over ---------------------------------------------- */
 on_interrupt:
+    call    quiet_ring
     lw      t0, SLOT_H_INTERRUPTS(s0)
     addi    t0, t0, 1
     sw      t0, SLOT_H_INTERRUPTS(s0)
@@ -389,6 +392,47 @@ place_main_memory:
     li      t1, 2                       /* command: memory space */
     sh      t1, 4(t0)
 1:  ret
+
+/* In place: the ring (slot-stub.h), the UART's receive interrupt through
+ * the PLIC to this hart's machine mode. */
+place_ring:
+    li      t0, SLOT_CTL_BASE
+    lw      t1, SLOT_H_INPLACE(t0)
+    beqz    t1, 1f
+    li      t0, SLOT_PLIC + 4 * SLOT_UART_IRQ
+    li      t1, 1
+    sw      t1, 0(t0)
+    li      t0, SLOT_PLIC_ENABLE
+    li      t1, 1 << SLOT_UART_IRQ
+    sw      t1, 0(t0)
+    li      t0, SLOT_PLIC_CLAIM - 4     /* threshold 0 */
+    sw      zero, 0(t0)
+    li      t0, SLOT_UART
+    li      t1, 1                       /* IER: received data */
+    sb      t1, 1(t0)
+    li      t0, MIE_MEIE
+    csrs    mie, t0
+1:  ret
+
+/* The ring's interrupt: claimed, the UART's bytes read, completed and
+ * counted; other interrupts pass. */
+quiet_ring:
+    csrr    t0, mcause
+    li      t1, SLOT_CAUSE_RING
+    bne     t0, t1, 3f
+    li      t0, SLOT_PLIC_CLAIM
+    lw      t1, 0(t0)
+    li      t2, SLOT_UART
+1:  lbu     a0, 5(t2)                   /* LSR: data ready? */
+    andi    a0, a0, 1
+    beqz    a0, 2f
+    lbu     a0, 0(t2)                   /* RBR */
+    j       1b
+2:  sw      t1, 0(t0)
+    lw      t1, SLOT_H_RINGS(s0)
+    addi    t1, t1, 1
+    sw      t1, SLOT_H_RINGS(s0)
+3:  ret
 
 /* a0 = the save area of context a0. */
 save_area_of:

@@ -104,7 +104,23 @@
                                        stores itself (below) */
 #define SLOT_H_DOORBELL     0x28    /* rung (+1, futex wake) by the
                                        controller when it fills an entry */
+#define SLOT_H_FLUSHES      0x2c    /* plugin: switches that dropped
+                                       every translation */
+#define SLOT_H_KEPT         0x30    /* plugin: switches that kept them (the
+                                       incoming code was the same) */
+#define SLOT_H_RINGS        0x34    /* ring interrupts taken */
 #define SLOT_H_SIZE         0x40
+
+/* The ring (in place): the controller writes a byte to the emulator's
+ * standard input, the virt machine's UART receives it and raises its
+ * interrupt through the PLIC, and the stub takes it at the next block
+ * boundary, so a PREEMPT is seen at once, not at the end of a slice. */
+#define SLOT_UART           0x10000000  /* ns16550a: RBR 0, IER 1, LSR 5 */
+#define SLOT_UART_IRQ       10
+#define SLOT_PLIC           0x0c000000  /* priority of source n at 4 n */
+#define SLOT_PLIC_ENABLE    0x0c002000  /* hart 0, machine mode */
+#define SLOT_PLIC_CLAIM     0x0c200004  /* its threshold 4 bytes before */
+#define SLOT_CAUSE_RING     0x8000000b  /* machine external interrupt */
 
 /* One context's save area (byte offsets from its start). */
 #define SLOT_CTX_SIZE       0x100

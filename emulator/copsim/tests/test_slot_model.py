@@ -10,6 +10,8 @@ slot model does not have); these tests are its own, in make check.
 
 import collections
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -41,7 +43,8 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                                                    probe_image, build_dir,
                                                    tmp_path):
     # Four contexts on two slots, gathered so that they certainly wait and
-    # are preempted (at 100,000-cycle slices), each moved through the slot
+    # are preempted (at 100,000-cycle slices; 24 M instructions each, many
+    # of copsim's 1 ms ticks), each moved through the slot
     # emulators as saved state: each executes exactly what cop-run counts
     # for it alone, instruction by instruction, and the slots' cycles
     # between its binds and unbinds add up to its instructions.
@@ -55,12 +58,12 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         del os.environ["COPSIM_TEST_GATHER"]
     result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
                             "4", "--console-file", "/dev/null", "embedded",
-                            "spin", "300000")
+                            "spin", "3000000")
     assert result.returncode == 0, result.stderr + result.stdout
     alone = tmp_path / "alone.counts"
     done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
                            "--sample-every", "1000003", "--exact-counts",
-                           str(alone), probe_image, "spin", "300000"],
+                           str(alone), probe_image, "spin", "3000000"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     want = counts_by_pc(str(alone))
@@ -117,6 +120,95 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
                                              % c["context"])))
         assert got == want, image
         assert int(c["instructions"]) == sum(want.values())
+
+
+def slot_emulator_stats(sim):
+    """Stops copsim; the counters of each slot emulator it printed then
+    (switches, flushes, kept, rings, interrupts), by slot."""
+    sim.process.send_signal(signal.SIGTERM)
+    sim.process.wait(timeout=60)
+    stats = {}
+    for line in sim.errors().splitlines():
+        m = re.match(r"copsim: slot emulator (\d+): (.*)", line)
+        if m:
+            stats[int(m.group(1))] = {k: int(v) for k, v in (
+                item.split("=") for item in m.group(2).split())}
+    return stats
+
+
+def instructions_alone(build_dir, tmp_path, image, args):
+    """What cop-run counts for the image alone (exact counts' total)."""
+    alone = tmp_path / (os.path.basename(image) + ".alone")
+    done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
+                           "--sample-every", "1000003", "--exact-counts",
+                           str(alone), image] + list(args),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return sum(counts_by_pc(str(alone)).values())
+
+
+def test_contexts_of_one_image_keep_their_translations(copsim, test_bin,
+                                                        probe_image,
+                                                        build_dir, tmp_path):
+    # Four contexts of one image time-sliced on ONE slot: the code copsim
+    # writes at every switch is the code QEMU translated, so the plugin
+    # keeps the translations (no flush at all), and each context still
+    # executes exactly what it executes alone.  Every preemption is asked
+    # for by the ring (an interrupt at once), not by a timer of the stub.
+    os.environ["COPSIM_TEST_GATHER"] = "4"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
+                            "4", "--console-file", "/dev/null", "embedded",
+                            "spin", "2000000")
+    assert result.returncode == 0, result.stderr
+    want = instructions_alone(build_dir, tmp_path, probe_image,
+                              ["spin", "2000000"])
+    preemptions = 0
+    for c in contexts:
+        assert c["reason"] == "exit", c
+        assert int(c["instructions"]) == want, c
+        preemptions += int(c["preemptions"])
+    assert preemptions >= 3, contexts
+    (stats,) = slot_emulator_stats(sim).values()
+    assert stats["flushes"] == 0, stats
+    assert stats["kept"] >= preemptions, stats
+    assert stats["rings"] >= preemptions, stats
+
+
+def test_different_code_flushes_without_exact_counts(copsim, test_bin,
+                                                     probe_image, build_dir,
+                                                     tmp_path):
+    # Without --exact-counts (which flushes at every switch) the plugin
+    # compares the incoming code with what it translated: examples/kernels
+    # and copsim-probe alternating on one slot differ, so switches flush,
+    # and each executes exactly its instructions alone (a stale block of
+    # the other's code would change the count or the end).  Reference
+    # mode (a callback per instruction) makes kernels last many ticks.
+    os.environ["COPSIM_TEST_GATHER"] = "2"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000", "--reference")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    kernels = os.path.join(build_dir, "examples", "kernels.elf")
+    runs = [(kernels, []), (probe_image, ["spin", "300000"])]
+    hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
+                               "/dev/null", image] + args, env=sim.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for image, args in runs]
+    outputs = [h.communicate(timeout=300) for h in hosts]
+    for (image, args), h, (out, err) in zip(runs, hosts, outputs):
+        assert h.returncode == 0, (image, out, err)
+        (c,) = parse_host_lines(out)
+        assert c["reason"] == "exit" and int(c["preemptions"]) >= 2, c
+        assert int(c["instructions"]) == instructions_alone(
+            build_dir, tmp_path, image, args), image
+    (stats,) = slot_emulator_stats(sim).values()
+    assert stats["flushes"] >= 2, stats
 
 
 def test_faults_leave_the_slot_usable(copsim, test_bin):
