@@ -9,10 +9,11 @@ copsim path), side by side in one run.
    program in a QEMU of its own, started and ended (what copsim pays per
    context today, before its socket round trips).  Medians and the ratio.
 
-2. A switch: save the outgoing context's 256 KiB local store and 4 KiB
-   boot block, restore the incoming ones with guest stores and fence.i, as the stub measured it on
-   the guest's 10 MHz timer, two `mix` contexts time-sliced at 100 us
-   (mean per switch, per run; the median of the runs).
+2. A switch on copsim's slot model: four copsim-probe spin contexts on
+   one slot at 200,000-cycle slices; per preemption, from copsim's
+   PREEMPT (the ring) to the next context's bind (hand-back, local store
+   copied out and in, unbind and bind, the driver's hooks), from the
+   SCHED records: the median.
 
 3. Memory per waiting context: the allocated bytes of the slot's RAM file
    and main memory with 24 `kernels` contexts waiting against 1 (per
@@ -27,8 +28,8 @@ copsim path), side by side in one run.
    retranslation of each incoming context's code).
 
 5. Through copsim: a context's round trip through libcop (cop-host, one
-   copsim-probe "hello" at a time, 40 of them) on copsim
-   --context-model=slot against the default (a QEMU per context), and
+   copsim-probe "hello" at a time, 40 of them, after 8 contexts started
+   the slots' emulators) on copsim --context-model=slot against the default (a QEMU per context), and
    1,000 contexts from 8 threads through 8 slots against 48 with a QEMU
    each: medians and contexts per second, and their ratios.
 
@@ -121,10 +122,32 @@ def round_trips(b):
 
 
 def switch_us(b):
-    mix = os.path.join(b.slot_dir, "mix.elf")
-    return statistics.median(
-        field(b.slot("--slice-us", "100", mix, mix), "switch_us")
-        for _ in range(b.args.runs))
+    """copsim's switch on the slot model: four copsim-probe spin contexts
+    on one slot; per preemption, from the PREEMPT (ring) to the next
+    context's bind, from the SCHED records; the median."""
+    sys.path.insert(0, os.path.join(b.args.source, "emulator", "copsim",
+                                    "tests"))
+    import copsim_harness as harness
+    sim = harness.Copsim(b.args.build, ["--context-model=slot", "--slots",
+                                        "1", "--slice", "200000"])
+    try:
+        subprocess.run([os.path.join(b.args.build, "tests", "cop-host"),
+                        "--threads", "4", "--contexts", "4",
+                        "--console-file", "/dev/null", "embedded", "spin",
+                        "25000000"], env=sim.env, check=True,
+                       capture_output=True)
+        events = harness.sched_events(b.args.build, sim.log)
+    finally:
+        sim.stop()
+    stills, pending = [], None
+    for e in events:
+        if e["kind"] == "preempt":
+            pending = e
+        elif e["kind"] == "bind" and pending:
+            stills.append((e["mono"] - (pending["mono"] - pending["hold_ns"]))
+                          / 1e3)
+            pending = None
+    return statistics.median(stills), len(stills)
 
 
 def slot_memory_per_context(b):
@@ -222,6 +245,12 @@ def through_copsim(b, model, threads, contexts):
     sim = harness.Copsim(b.args.build, ["--context-model=" + model,
                                         "--slots", "8"])
     try:
+        warm = subprocess.run(      # the slots' emulators started
+            [os.path.join(b.args.build, "tests", "cop-host"), "--threads",
+             "8", "--contexts", "8", "--console-file", "/dev/null",
+             "embedded", "hello"], env=sim.env, capture_output=True)
+        if warm.returncode != 0:
+            sys.exit("bench/contexts: cop-host failed: %s" % warm.stderr)
         start = time.monotonic()
         done = subprocess.run(
             [os.path.join(b.args.build, "tests", "cop-host"), "--threads",
@@ -264,11 +293,10 @@ def main():
     print("round trip of a context: slot %.2f ms, QEMU per context %.1f ms "
           "(medians): %.0fx faster (target <= 5 ms)" %
           (slot_trip * 1e3, process_trip * 1e3, process_trip / slot_trip))
-    switch = switch_us(b)
-    print("switch (save + restore of a 256 KiB local store and its boot "
-          "block, in the guest): "
-          "%.0f us median of %d runs (target <= 1000 us)" %
-          (switch, b.args.runs))
+    switch, switches = switch_us(b)
+    print("switch on copsim's slot model (ring, hand-back, copies out and "
+          "in, unbind and bind, go): %.0f us median of %d (target <= 100 "
+          "us)" % (switch, switches))
     per_slot, image = slot_memory_per_context(b)
     per_process = process_memory(b)
     print("memory per waiting context: slot %.0f KiB (staging, save area "
