@@ -104,6 +104,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define NEVER UINT64_MAX        /* expiry cycle while capture is off */
@@ -1012,6 +1013,99 @@ static void slot_count(uint32_t offset)
 }
 
 /*
+ * The main-memory window (window=FILE).  copsim's slots see main memory
+ * through one window each: QEMU maps the window's file (window=, a memfd
+ * of copsim's opened as /proc/PID/fd/N; memory-backend-file with share=on
+ * is mmap(MAP_SHARED) of the whole file, SLOT_MAIN_AREA bytes) as the
+ * ivshmem BAR at SLOT_MAIN_BASE, and every context's image and data
+ * windows are a file of copsim's of that size.  At SLOT_STUB_FLUSH, before
+ * the incoming context runs, the plugin maps that context's file (the
+ * control block's SLOT_H_WINDOW: copsim's descriptor + 1, opened as
+ * /proc/CONTROLLER/fd/N) over QEMU's mapping of the window with MAP_FIXED.
+ * The host addresses stay, so QEMU's RAMBlock, its softmmu TLB (a host
+ * address per guest page) and its translated blocks (keyed by guest
+ * physical address) stay valid as pointers; only the bytes are the new
+ * context's.  A block translated from the window since the last flush
+ * makes the switch flush (slot_mode.foreign_code), as any code outside the
+ * local store does.  QEMU's address of the window is looked up once in
+ * /proc/self/maps: the mapping of the window file's device and inode, at
+ * offset 0, SLOT_MAIN_AREA bytes long.  The plugin cannot ask QEMU for it.
+ */
+static struct {
+    const char *path;               /* window=, or NULL: left as it is */
+    uint8_t *host;                  /* QEMU's mapping of the window */
+    dev_t dev;                      /* the file mapped there now */
+    ino_t ino;
+} window;
+
+static void window_locate(void)
+{
+    char line[4096];
+    struct stat st;
+    FILE *maps;
+
+    if (stat(window.path, &st) < 0)
+        stop_emulator("window=%s: %s", window.path, strerror(errno));
+    maps = fopen("/proc/self/maps", "r");
+    if (!maps)
+        stop_emulator("/proc/self/maps: %s", strerror(errno));
+    while (!window.host && fgets(line, sizeof(line), maps)) {
+        unsigned long start, end, inode;
+        unsigned long long offset;
+        unsigned int major, minor;
+
+        if (sscanf(line, "%lx-%lx %*s %llx %x:%x %lu", &start, &end, &offset,
+                   &major, &minor, &inode) == 6
+            && inode == st.st_ino && makedev(major, minor) == st.st_dev
+            && offset == 0 && end - start == SLOT_MAIN_AREA)
+            window.host = (uint8_t *)start;
+    }
+    fclose(maps);
+    if (!window.host)
+        stop_emulator("window=%s: QEMU has no mapping of it (%u bytes at "
+                      "offset 0) in /proc/self/maps", window.path,
+                      SLOT_MAIN_AREA);
+    window.dev = st.st_dev;
+    window.ino = st.st_ino;
+}
+
+/* Maps the bound context's main-memory file over the window, unless it
+ * is there already. */
+static void window_map(void)
+{
+    uint32_t word = le32toh(__atomic_load_n(slot_control_word(SLOT_H_WINDOW),
+                                            __ATOMIC_ACQUIRE));
+    char path[64];
+    struct stat st;
+    int fd;
+
+    if (!window.path || !word)
+        return;
+    if (!window.host)
+        window_locate();
+    snprintf(path, sizeof(path), "/proc/%d/fd/%u",
+             (int)tu.unit->header->controller_pid, word - 1);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0)
+        stop_emulator("%s: the bound context's main memory: %s", path,
+                      strerror(errno));
+    if (st.st_dev == window.dev && st.st_ino == window.ino) {
+        close(fd);
+        return;
+    }
+    if (st.st_size < SLOT_MAIN_AREA
+        || mmap(window.host, SLOT_MAIN_AREA, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+        stop_emulator("%s: cannot map the bound context's main memory over "
+                      "the window: %s", path, st.st_size < SLOT_MAIN_AREA
+                      ? "file too small" : strerror(errno));
+    close(fd);
+    window.dev = st.st_dev;
+    window.ino = st.st_ino;
+    slot_count(SLOT_H_WINDOWS);
+}
+
+/*
  * A switch drops the translations only when the incoming context's code
  * differs from what QEMU translated (a block is keyed by its physical
  * address, which every context's local store shares): contexts of one
@@ -1021,6 +1115,7 @@ static void slot_count(uint32_t offset)
  */
 static void on_stub_flush(unsigned int vcpu_index, void *udata)
 {
+    window_map();
     if (!slot_mode.counts_dir && slot_code_unchanged()) {
         slot_count(SLOT_H_KEPT);
         return;
@@ -1381,6 +1476,7 @@ struct options {
     const char *counts;
     const char *counts_dir;
     const char *ram;
+    const char *window;
     uint32_t context;
     int have_context;
     uint32_t slot;
@@ -1424,6 +1520,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->counts = arg + 7;
         } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
             opt->ram = arg + 4;
+        } else if (!strncmp(arg, "window=", 7) && arg[7]) {
+            opt->window = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
             opt->reference = 0;
         } else if (!strcmp(arg, "mode=reference")) {
@@ -1431,14 +1529,20 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR)\n", arg);
+                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR, "
+                    "window=FILE)\n", arg);
             return -1;
         }
     }
     if (!opt->regs || opt->have_context == opt->have_slot) {
         fprintf(stderr, "coptrace: usage: -plugin libcoptrace.so,regs=FILE,"
                 "context=N[,mode=fast|reference][,counts=FILE][,ram=FILE]"
-                " or regs=FILE,slot=N,ram=FILE[,mode=...][,countsdir=DIR]\n");
+                " or regs=FILE,slot=N,ram=FILE[,mode=...][,countsdir=DIR]"
+                "[,window=FILE]\n");
+        return -1;
+    }
+    if (opt->window && !opt->have_slot) {
+        fprintf(stderr, "coptrace: window=%s needs slot=N\n", opt->window);
         return -1;
     }
     if (opt->have_slot && (!opt->ram || opt->counts)) {
@@ -1672,6 +1776,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     tu.reference = opt.reference;
     tu.plugin_id = id;
     if (opt.have_slot) {
+        window.path = opt.window;
         if (slot_start(opt.slot, opt.ram) < 0) {
             trace_unit_close(tu.unit, 0);
             return -1;

@@ -78,7 +78,8 @@ struct sim_context {
     /* Slot model (slots.c): the context as saved state between binds. */
     unsigned char *saved;           /* local store and boot block */
     uint32_t save_area[SLOT_CTX_SIZE / 4];  /* the stub's: registers, pc */
-    int area;                       /* its main-memory area, or -1 */
+    int main_fd;                    /* its main-memory file (image and
+                                       data windows), or -1 */
     int affinity;                   /* the slot it resumes on, or -1 */
     struct console_out *console;    /* its console while it runs */
     int bound_fd;                   /* eventfd: written at every bind, so
@@ -293,8 +294,10 @@ void slots_stop(struct copsim *sim);
 int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
                  size_t errlen);
 
-/* A context's main-memory area (its windows), and the file and offset of
- * its data window for the client (CREATE).  -1 with err when full. */
+/* A context's main-memory file (its windows: a sparse memfd the slot's
+ * plugin maps over the window while it is bound), and the file and offset
+ * of its data window for the client (CREATE).  -1 with err (and errno)
+ * when memory or descriptors run out. */
 int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen);
 int slots_data_window(const struct copsim *sim, const struct sim_context *c,

@@ -55,12 +55,16 @@ static int make_private_dir(const char *dir, int *created, char *err,
     return 0;
 }
 
+_Static_assert(COPSIM_SLOT_DEFAULT_CONTEXTS <= TRACE_MAX_CONTEXTS,
+               "the register file's limit");
+
 static void apply_defaults(struct copsim_config *config)
 {
     if (!config->n_slots)
         config->n_slots = COPSIM_DEFAULT_SLOTS;
-    if (!config->n_contexts)
-        config->n_contexts = COPSIM_DEFAULT_CONTEXTS;
+    if (!config->n_contexts)    /* a waiting slot context is small */
+        config->n_contexts = config->slot_model ? COPSIM_SLOT_DEFAULT_CONTEXTS
+                                                : COPSIM_DEFAULT_CONTEXTS;
     if (!config->fifo_depth)
         config->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
     if (!config->slice_cycles)
@@ -456,7 +460,7 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
     c->info.image.name = c->name;
     c->slot = -1;
     c->ram.fd = -1;
-    c->area = -1;
+    c->main_fd = -1;
     c->bound_fd = -1;
     if (sim->slot_model ? slots_context_new(sim, c, err, errlen)
                         : create_ram(sim, c, err, errlen)) {

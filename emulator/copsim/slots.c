@@ -52,13 +52,12 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAIN_SIZE           0x40000000u     /* 1 GiB: the PCI MMIO window */
-#define N_AREAS             (MAIN_SIZE / SLOT_MAIN_AREA)
 #define STUB_SLICE_TICKS    10000000u       /* 1 s on the 10 MHz timer: a
                                                backstop; the ring preempts */
 #define END_WAIT_NS         100000000u  /* then looks at the client */
@@ -75,6 +74,8 @@ struct slot_emulator {
     int ram_fd;
     unsigned char *ram;             /* guest 0x80000000, SLOT_RAM_SIZE */
     char ram_path[64];              /* what QEMU opens */
+    int window_fd;                  /* the main-memory window's own file, */
+    char window_path[64];           /* which the plugin maps contexts' over */
     pid_t pid;
     int pidfd;
     int console;                    /* read ends of QEMU's stdout, */
@@ -90,11 +91,6 @@ struct slot_emulator {
 
 struct slot_model {
     struct copsim *sim;
-    int main_fd;
-    unsigned char *main;
-    char main_path[64];
-    pthread_mutex_t area_lock;
-    unsigned char area_used[N_AREAS];
     pthread_mutex_t scratch_lock;
     struct cop_ram scratch;         /* the loader's RAM */
     uint32_t n_slots;
@@ -146,25 +142,50 @@ static void ring_guest(struct slot_emulator *e)
 
 /* ---- Memory ------------------------------------------------------------- */
 
-/* An anonymous file of size bytes, mapped shared; QEMU opens it as
- * /proc/PID/fd/N of copsim (path). */
+/* An anonymous file of size bytes (sparse); QEMU opens it as
+ * /proc/PID/fd/N of copsim (path, when not NULL). */
+static int make_memfd(const char *name, size_t size, int *fd, char *path,
+                      size_t pathlen, char *err, size_t errlen)
+{
+    *fd = memfd_create(name, MFD_CLOEXEC);
+    if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
+        int error = errno;
+
+        if (error == EMFILE || error == ENFILE) {
+            struct rlimit limit = { 0, 0 };
+
+            getrlimit(RLIMIT_NOFILE, &limit);
+            snprintf(err, errlen, "%s: cannot create: %s (copsim may open "
+                     "%llu files)", name, strerror(error),
+                     (unsigned long long)limit.rlim_cur);
+        } else {
+            snprintf(err, errlen, "%s: cannot create: %s", name,
+                     strerror(error));
+        }
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        errno = error == EMFILE || error == ENFILE ? error : ENOMEM;
+        return -1;
+    }
+    if (path)
+        snprintf(path, pathlen, "/proc/%d/fd/%d", (int)getpid(), *fd);
+    return 0;
+}
+
+/* An anonymous file of size bytes, mapped shared. */
 static int map_memfd(const char *name, size_t size, int *fd,
                      unsigned char **base, char *path, size_t pathlen,
                      char *err, size_t errlen)
 {
-    *fd = memfd_create(name, MFD_CLOEXEC);
-    if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", name,
-                 strerror(errno));
+    if (make_memfd(name, size, fd, path, pathlen, err, errlen) < 0)
         return -1;
-    }
     *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     if (*base == MAP_FAILED) {
         *base = NULL;
         snprintf(err, errlen, "%s: cannot map: %s", name, strerror(errno));
         return -1;
     }
-    snprintf(path, pathlen, "/proc/%d/fd/%d", (int)getpid(), *fd);
     return 0;
 }
 
@@ -178,17 +199,19 @@ static void unmap_memfd(int *fd, unsigned char **base, size_t size)
     *fd = -1;
 }
 
-static unsigned char *area_of(const struct slot_model *m, int area)
-{
-    return m->main + (size_t)area * SLOT_MAIN_AREA;
-}
-
+/*
+ * Main memory: every context has a file of its own, SLOT_MAIN_AREA bytes
+ * and sparse (its image, its data window SLOT_MAIN_DATA bytes in), which
+ * its client maps and the plugin of the slot it is bound to maps over the
+ * slot's window; only the pages written take memory.  A context holds one
+ * descriptor of copsim's, so copsim raises its open-files limit to the
+ * hard one at start (slots_start).
+ */
 int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen)
 {
-    struct slot_model *m = sim->slot_model;
-
-    c->area = -1;
+    (void)sim;
+    c->main_fd = -1;
     c->saved = calloc(1, SLOT_SWAP_SIZE);
     c->console = calloc(1, sizeof(*c->console));
     c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -197,23 +220,13 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
         return -1;
     }
     if (!c->saved || !c->console) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "out of memory for a context's saved state");
         errno = ENOMEM;
         return -1;
     }
-    pthread_mutex_lock(&m->area_lock);
-    for (int a = 0; a < (int)N_AREAS && c->area < 0; a++)
-        if (!m->area_used[a]) {
-            m->area_used[a] = 1;
-            c->area = a;
-        }
-    pthread_mutex_unlock(&m->area_lock);
-    if (c->area < 0) {
-        snprintf(err, errlen, "main memory is full: %u contexts have their "
-                 "windows there", N_AREAS);
-        errno = EAGAIN;
+    if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
+                   err, errlen) < 0)
         return -1;
-    }
     c->info.ram = NULL;             /* until it is bound to a slot */
     c->info.ram_size = SLOT_RAM_SIZE;
     return 0;
@@ -222,20 +235,17 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
 int slots_data_window(const struct copsim *sim, const struct sim_context *c,
                       uint64_t *offset)
 {
-    *offset = (uint64_t)c->area * SLOT_MAIN_AREA + SLOT_MAIN_DATA;
-    return sim->slot_model->main_fd;
+    (void)sim;
+    *offset = SLOT_MAIN_DATA;
+    return c->main_fd;
 }
 
 void slots_context_free(struct copsim *sim, struct sim_context *c)
 {
-    struct slot_model *m = sim->slot_model;
-
-    if (m && c->area >= 0) {
-        madvise(area_of(m, c->area), SLOT_MAIN_AREA, MADV_REMOVE);
-        pthread_mutex_lock(&m->area_lock);
-        m->area_used[c->area] = 0;
-        pthread_mutex_unlock(&m->area_lock);
-    }
+    (void)sim;
+    if (c->main_fd >= 0)
+        close(c->main_fd);
+    c->main_fd = -1;
     if (c->bound_fd >= 0)
         close(c->bound_fd);
     c->bound_fd = -1;
@@ -243,7 +253,35 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
     free(c->console);
     c->saved = NULL;
     c->console = NULL;
-    c->area = -1;
+}
+
+/* The image into the context's main-memory file, its pages reserved
+ * first, so that memory running out is an error now, not a SIGBUS. */
+static int place_image(struct sim_context *c, const void *bytes, size_t size,
+                       char *err, size_t errlen)
+{
+    size_t at = 0;
+    int error = posix_fallocate(c->main_fd, 0, (off_t)size);
+
+    if (error) {
+        snprintf(err, errlen, "%s: main memory: cannot reserve %zu bytes "
+                 "for the image: %s", c->image.label, size, strerror(error));
+        return -1;
+    }
+    while (at < size) {
+        ssize_t n = pwrite(c->main_fd, (const char *)bytes + at, size - at,
+                           (off_t)at);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "%s: main memory: cannot write the image: "
+                     "%s", c->image.label, n < 0 ? strerror(errno) : "short");
+            return -1;
+        }
+        at += (size_t)n;
+    }
+    return 0;
 }
 
 /* ---- Loading ------------------------------------------------------------ */
@@ -334,8 +372,7 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
                    char **argv, char *err, size_t errlen)
 {
     struct cop_boot_block *boot;
-    uint32_t handler, size, base = SLOT_MAIN_BASE
-                                   + (uint32_t)c->area * SLOT_MAIN_AREA;
+    uint32_t handler, size;
     struct cop_error cerr;
     int status;
 
@@ -354,18 +391,19 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
     status = cop_ram_load(&m->scratch, &c->image, argc, argv, &cerr);
     if (status == 0) {
         memcpy(c->saved, m->scratch.base, SLOT_SWAP_SIZE);
-        memcpy(area_of(m, c->area),
-               cop_ram_at(&m->scratch, COP_IMAGE_BASE, c->image.size),
-               c->image.size);
+        status = place_image(c, cop_ram_at(&m->scratch, COP_IMAGE_BASE,
+                                           c->image.size),
+                             c->image.size, err, errlen);
+    } else {
+        snprintf(err, errlen, "%s", cerr.message);
     }
     pthread_mutex_unlock(&m->scratch_lock);
-    if (status < 0) {
-        snprintf(err, errlen, "%s", cerr.message);
+    if (status < 0)
         return -1;
-    }
+    /* Every context's windows are at the one window of its slot. */
     boot = (struct cop_boot_block *)(c->saved + (COP_BOOT_BASE - SLOT_LS_BASE));
-    boot->image_addr = base;
-    boot->data_addr = base + SLOT_MAIN_DATA;
+    boot->image_addr = SLOT_MAIN_BASE;
+    boot->data_addr = SLOT_MAIN_BASE + SLOT_MAIN_DATA;
     memset(c->save_area, 0, sizeof(c->save_area));
     if (point_at_stub(c, err, errlen) < 0)
         return -1;
@@ -386,6 +424,8 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
+                     __ATOMIC_RELAXED);
     c->info.ram = e->ram;
     if (c->info.n_regions)
         c->info.guard_words = (const volatile uint32_t *)
@@ -677,15 +717,15 @@ static void *slot_thread(void *arg)
 static int build_command(struct copsim *sim, struct slot_emulator *e,
                          struct cop_argv *cmd, char *err, size_t errlen)
 {
-    struct slot_model *m = sim->slot_model;
-    char plugin[3 * COPSIM_PATH_MAX];
+    char plugin[4 * COPSIM_PATH_MAX];
     int failed = 0;
 
     if (trace_plugin_slot_arg(plugin, sizeof(plugin), sim->plugin_path,
                               sim->regs_path, e->index,
                               sim->config.reference_mode
                                   ? TRACE_MODE_REFERENCE : TRACE_MODE_FAST,
-                              sim->counts_dir, e->ram_path) < 0) {
+                              sim->counts_dir, e->ram_path,
+                              e->window_path) < 0) {
         snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
         return -1;
     }
@@ -703,8 +743,8 @@ static int build_command(struct copsim *sim, struct slot_emulator *e,
                             e->ram_path);
     failed |= cop_argv_add(cmd, "-object");
     failed |= cop_argv_addf(cmd, "memory-backend-file,id=cop-main,size=%uM,"
-                            "mem-path=%s,share=on", MAIN_SIZE >> 20,
-                            m->main_path);
+                            "mem-path=%s,share=on", SLOT_MAIN_AREA >> 20,
+                            e->window_path);
     failed |= cop_argv_add(cmd, "-device");
     failed |= cop_argv_add(cmd, "ivshmem-plain,memdev=cop-main");
     failed |= cop_argv_add(cmd, "-cpu");
@@ -757,7 +797,10 @@ static int start_emulator(struct copsim *sim, struct slot_emulator *e,
     int status;
 
     if (map_memfd("coprof-slot", SLOT_RAM_SIZE, &e->ram_fd, &e->ram,
-                  e->ram_path, sizeof(e->ram_path), err, errlen) < 0)
+                  e->ram_path, sizeof(e->ram_path), err, errlen) < 0
+        || make_memfd("coprof-window", SLOT_MAIN_AREA, &e->window_fd,
+                      e->window_path, sizeof(e->window_path), err,
+                      errlen) < 0)
         return -1;
     lay_out_stub(e);
     if (build_command(sim, e, &cmd, err, errlen) < 0)
@@ -824,6 +867,22 @@ static int find_qemu(const struct copsim *sim, char *err, size_t errlen)
     return -1;
 }
 
+/* A waiting context holds descriptors (its connection, its main-memory
+ * file, its bind eventfd): thousands of them need more than the usual
+ * soft limit of 1024 open files, up to the hard limit. */
+static void raise_open_files(void)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
+            fprintf(stderr, "copsim: cannot raise the open-files limit to "
+                    "%llu: %s\n", (unsigned long long)limit.rlim_max,
+                    strerror(errno));
+    }
+}
+
 int slots_start(struct copsim *sim, char *err, size_t errlen)
 {
     struct slot_model *m = calloc(1, sizeof(*m));
@@ -837,9 +896,7 @@ int slots_start(struct copsim *sim, char *err, size_t errlen)
     sim->sched.model = m;
     sim->sched.pin = sim->counts_dir != NULL;
     m->sim = sim;
-    m->main_fd = -1;
     m->scratch.fd = -1;
-    pthread_mutex_init(&m->area_lock, NULL);
     pthread_mutex_init(&m->scratch_lock, NULL);
     m->n_slots = sim->config.n_slots;
     m->slots = calloc(m->n_slots, sizeof(*m->slots));
@@ -852,12 +909,11 @@ int slots_start(struct copsim *sim, char *err, size_t errlen)
 
         e->index = i;
         e->ram_fd = e->pidfd = e->console = e->errors = e->ring_fd = -1;
+        e->window_fd = -1;
         e->error_lines.prefix = "";
         pthread_mutex_init(&e->console_lock, NULL);
     }
-    if (map_memfd("coprof-main", MAIN_SIZE, &m->main_fd, &m->main,
-                  m->main_path, sizeof(m->main_path), err, errlen) < 0)
-        return -1;
+    raise_open_files();
     if (cop_ram_create(&m->scratch, NULL, &cerr) < 0) {
         snprintf(err, errlen, "%s", cerr.message);
         return -1;
@@ -888,12 +944,13 @@ static void stop_emulator(struct slot_emulator *e)
         struct pollfd fd = { e->pidfd, POLLIN, 0 };
 
         fprintf(stderr, "copsim: slot emulator %u: switches=%u flushes=%u "
-                "kept=%u rings=%u interrupts=%u\n", e->index,
+                "kept=%u rings=%u interrupts=%u windows=%u\n", e->index,
                 *control_word(e, SLOT_H_SWITCHES),
                 *control_word(e, SLOT_H_FLUSHES),
                 *control_word(e, SLOT_H_KEPT),
                 *control_word(e, SLOT_H_RINGS),
-                *control_word(e, SLOT_H_INTERRUPTS));
+                *control_word(e, SLOT_H_INTERRUPTS),
+                *control_word(e, SLOT_H_WINDOWS));
 
         __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
         ring(e);
@@ -915,6 +972,9 @@ static void stop_emulator(struct slot_emulator *e)
         close(e->ring_fd);
     e->ring_fd = -1;
     unmap_memfd(&e->ram_fd, &e->ram, SLOT_RAM_SIZE);
+    if (e->window_fd >= 0)
+        close(e->window_fd);
+    e->window_fd = -1;
     pthread_mutex_destroy(&e->console_lock);
 }
 
@@ -929,8 +989,6 @@ void slots_stop(struct copsim *sim)
     free(m->slots);
     if (m->scratch.fd >= 0)
         cop_ram_close(&m->scratch);
-    unmap_memfd(&m->main_fd, &m->main, MAIN_SIZE);
-    pthread_mutex_destroy(&m->area_lock);
     pthread_mutex_destroy(&m->scratch_lock);
     sim->sched.model = NULL;
     sim->slot_model = NULL;

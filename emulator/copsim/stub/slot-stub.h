@@ -56,6 +56,15 @@
  * outside the guest are not seen by its self-modifying-code detection).
  * That is how copsim runs slots (--context-model=slot).
  *
+ * copsim's main memory is a window: its slots' ivshmem BAR is one
+ * SLOT_MAIN_AREA (a file of the slot's own), and every context has a file
+ * of that size (its image, its data window SLOT_MAIN_DATA bytes in), whose
+ * boot block names SLOT_MAIN_BASE.  Before it marks an entry runnable
+ * copsim writes WINDOW; at SLOT_STUB_FLUSH the plugin maps that file over
+ * QEMU's host mapping of the BAR (MAP_FIXED, the same host addresses), so
+ * the number of contexts is not bounded by the 32-bit guest's address
+ * space (trace-plugin.c, "The main-memory window").
+ *
  * Plain #defines only: the assembler, C and Python (which reads the
  * "#define NAME VALUE" lines) share this file.
  */
@@ -109,6 +118,11 @@
 #define SLOT_H_KEPT         0x30    /* plugin: switches that kept them (the
                                        incoming code was the same) */
 #define SLOT_H_RINGS        0x34    /* ring interrupts taken */
+#define SLOT_H_WINDOW       0x38    /* copsim: 1 + its descriptor of the
+                                       bound context's main-memory file,
+                                       which the plugin maps over the
+                                       window; 0: the window stays */
+#define SLOT_H_WINDOWS      0x3c    /* plugin: windows it mapped */
 #define SLOT_H_SIZE         0x40
 
 /* The ring (in place): the controller writes a byte to the emulator's

@@ -29,6 +29,9 @@
  * program (copsim-probe's "data N") left data[i] * 3 + 1 there.
  * --console-file PATTERN sends each context's console to a file, %d in
  * PATTERN standing for its index; --cycle-limit N limits each run.
+ * --all-live creates, loads and fills every context before any runs, so
+ * that all N are alive at once, and destroys them only once every run
+ * has ended (it raises the open-files limit: a context is a connection).
  * The exit status is 0 when every context ran, exited 0 and (with
  * --data-words) left the right data; 1 otherwise.  Errors from libcop are
  * printed as "cop-host: context I: REASON".
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 extern const cop_program_handle_t copsim_probe;
@@ -53,6 +57,7 @@ struct options {
     const char *console_pattern;
     uint64_t cycle_limit;
     int rendezvous;
+    int all_live;
     const char *source;
     int argc;
     char **argv;
@@ -60,6 +65,7 @@ struct options {
 
 struct worker {
     const struct options *opts;
+    cop_context_t **live;       /* --all-live: every context, created */
     int first;                  /* contexts first, first + threads, ... */
     int failures;
     pthread_t thread;
@@ -171,42 +177,69 @@ static void report(int index, const cop_context_t *ctx,
     pthread_mutex_unlock(&output_lock);
 }
 
-/* Creates, loads, runs and destroys context number index. */
-static int run_one(const struct options *opts, int index)
+/* Creates and loads context number index, its data filled (an anonymous
+ * image's copy in *copy, to free once it is destroyed); NULL after saying
+ * why. */
+static cop_context_t *create_one(const struct options *opts, int index,
+                                 void **copy)
 {
-    struct cop_stop_info stop;
     cop_context_t *ctx = cop_context_create();
-    void *copy = NULL;
-    const char *data;
-    int ok;
 
-    if (!ctx || load_source(ctx, opts->source, &copy) < 0
+    *copy = NULL;
+    if (!ctx || load_source(ctx, opts->source, copy) < 0
         || set_console(ctx, opts->console_pattern, index) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
         cop_context_destroy(ctx);
-        free(copy);
-        return 1;
+        free(*copy);
+        return NULL;
     }
     fill_data(ctx, index, opts->data_words);
+    return ctx;
+}
+
+/* Runs a created context and reports it: 0 when it exited 0 with the
+ * right data. */
+static int run_created(const struct options *opts, cop_context_t *ctx,
+                       int index)
+{
+    struct cop_stop_info stop;
+    const char *data;
+
     if (opts->rendezvous)
         join_meeting(ctx);
     cop_context_set_cycle_limit(ctx, opts->cycle_limit);
     if (cop_context_run(ctx, opts->argc, opts->argv, &stop) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
-        cop_context_destroy(ctx);
-        free(copy);
         return 1;
     }
     data = check_data(ctx, index, opts->data_words);
     report(index, ctx, &stop, data);
-    ok = stop.reason == COP_STOP_EXIT && stop.status == 0
-         && strcmp(data, "bad") != 0;
+    return stop.reason == COP_STOP_EXIT && stop.status == 0
+           && strcmp(data, "bad") != 0 ? 0 : 1;
+}
+
+static int destroy_one(cop_context_t *ctx, int index)
+{
     if (cop_context_destroy(ctx) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
-        ok = 0;
+        return 1;
     }
+    return 0;
+}
+
+/* Creates, loads, runs and destroys context number index. */
+static int run_one(const struct options *opts, int index)
+{
+    void *copy;
+    cop_context_t *ctx = create_one(opts, index, &copy);
+    int failed;
+
+    if (!ctx)
+        return 1;
+    failed = run_created(opts, ctx, index);
+    failed |= destroy_one(ctx, index);
     free(copy);
-    return ok ? 0 : 1;
+    return failed;
 }
 
 static void *worker_main(void *arg)
@@ -214,8 +247,32 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
 
     for (int i = w->first; i < w->opts->contexts; i += w->opts->threads)
-        w->failures += run_one(w->opts, i);
+        w->failures += w->live ? run_created(w->opts, w->live[i], i)
+                               : run_one(w->opts, i);
     return NULL;
+}
+
+/* --all-live: every context created before any runs; NULL (having said
+ * why) when one cannot be. */
+static cop_context_t **create_all(const struct options *opts, void **copies)
+{
+    cop_context_t **live = calloc((size_t)opts->contexts, sizeof(*live));
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    for (int i = 0; live && i < opts->contexts; i++)
+        if (!(live[i] = create_one(opts, i, &copies[i]))) {
+            for (int j = 0; j < i; j++) {
+                destroy_one(live[j], j);
+                free(copies[j]);
+            }
+            free(live);
+            return NULL;
+        }
+    return live;
 }
 
 static void usage(FILE *out)
@@ -223,7 +280,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: cop-host [--threads T] [--contexts N] [--data-words N]\n"
         "                [--console-file PATTERN] [--cycle-limit N]\n"
-        "                [--rendezvous]\n"
+        "                [--rendezvous] [--all-live]\n"
         "                embedded|library|anonymous|IMAGE [ARGS...]\n");
 }
 
@@ -236,6 +293,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"console-file", required_argument, NULL, 'c'},
         {"cycle-limit", required_argument, NULL, 'l'},
         {"rendezvous", no_argument, NULL, 'r'},
+        {"all-live", no_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -244,7 +302,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
     memset(opts, 0, sizeof(*opts));
     opts->threads = 1;
     opts->contexts = 1;
-    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:rh", long_options,
+    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:rah", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 't':
@@ -264,6 +322,9 @@ static int parse_options(int argc, char **argv, struct options *opts)
             break;
         case 'r':
             opts->rendezvous = 1;
+            break;
+        case 'a':
+            opts->all_live = 1;
             break;
         case 'h':
             usage(stdout);
@@ -285,17 +346,23 @@ int main(int argc, char **argv)
 {
     struct options opts;
     struct worker *workers;
+    cop_context_t **live = NULL;
+    void **copies;
     int failures = 0;
 
     if (parse_options(argc, argv, &opts) < 0) {
         usage(stderr);
         return 2;
     }
+    copies = calloc((size_t)opts.contexts, sizeof(*copies));
+    if (opts.all_live && !(live = create_all(&opts, copies)))
+        return 1;
     workers = calloc((size_t)opts.threads, sizeof(*workers));
     meeting.windows = calloc((size_t)opts.contexts, sizeof(*meeting.windows));
     for (int t = 0; t < opts.threads; t++) {
         workers[t].opts = &opts;
         workers[t].first = t;
+        workers[t].live = live;
         pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]);
     }
     if (opts.rendezvous)
@@ -304,6 +371,12 @@ int main(int argc, char **argv)
         pthread_join(workers[t].thread, NULL);
         failures += workers[t].failures;
     }
+    for (int i = 0; live && i < opts.contexts; i++) {
+        failures += destroy_one(live[i], i);
+        free(copies[i]);
+    }
+    free(live);
+    free(copies);
     free(workers);
     free(meeting.windows);
     return failures ? 1 : 0;
