@@ -128,6 +128,9 @@ struct copsim {
     char *plugin_path;
     int listen_fd;
     int wake_pipe[2];               /* copsim_shutdown() writes here */
+    int spare_fd;                   /* /dev/null, given up to accept and
+                                       close a connection when copsim has
+                                       no descriptor left (server.c) */
     int parent_fd;                  /* pidfd of a private copsim's parent */
     int started;                    /* copsim_create() succeeded */
     int made_state_dir;             /* this copsim made state_dir */
@@ -199,6 +202,10 @@ int copsim_counts_path(const struct copsim *sim, const struct sim_context *c,
                        char *buf, size_t len);
 /* Frees a context that is not running; reaped says its client vanished. */
 void sim_context_free(struct copsim *sim, struct sim_context *c, int reaped);
+
+/* "REASON (copsim may open N files)" for a descriptor that could not be
+ * had (EMFILE, ENFILE), else strerror(error), into buf. */
+const char *copsim_fd_error(int error, char *buf, size_t len);
 
 /* ---- emulator.c --------------------------------------------------------- */
 

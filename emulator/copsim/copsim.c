@@ -24,6 +24,7 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,20 @@ static int make_private_dir(const char *dir, int *created, char *err,
         return -1;
     close(fd);
     return 0;
+}
+
+const char *copsim_fd_error(int error, char *buf, size_t len)
+{
+    struct rlimit limit = { 0, 0 };
+
+    if (error != EMFILE && error != ENFILE)
+        snprintf(buf, len, "%s", strerror(error));
+    else if (getrlimit(RLIMIT_NOFILE, &limit) == 0)
+        snprintf(buf, len, "%s (copsim may open %llu files)",
+                 strerror(error), (unsigned long long)limit.rlim_cur);
+    else
+        snprintf(buf, len, "%s", strerror(error));
+    return buf;
 }
 
 _Static_assert(COPSIM_SLOT_DEFAULT_CONTEXTS <= TRACE_MAX_CONTEXTS,
@@ -221,6 +236,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     apply_defaults(&sim->config);
     sim->listen_fd = -1;
     sim->wake_pipe[0] = sim->wake_pipe[1] = -1;
+    sim->spare_fd = -1;
     sim->parent_fd = -1;
     sim->next_context_id = 1;
     pthread_mutex_init(&sim->lock, NULL);
@@ -315,6 +331,8 @@ void copsim_destroy(struct copsim *sim)
             close(sim->wake_pipe[i]);
     if (sim->parent_fd >= 0)
         close(sim->parent_fd);
+    if (sim->spare_fd >= 0)
+        close(sim->spare_fd);
     if (sim->config.parent_pid > 0 && sim->images_dir)
         remove_private_state(sim);
     hash_cache_free(&sim->hashes);

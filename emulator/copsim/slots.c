@@ -150,18 +150,10 @@ static int make_memfd(const char *name, size_t size, int *fd, char *path,
     *fd = memfd_create(name, MFD_CLOEXEC);
     if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
         int error = errno;
+        char why[COPSIM_TEXT_MAX];
 
-        if (error == EMFILE || error == ENFILE) {
-            struct rlimit limit = { 0, 0 };
-
-            getrlimit(RLIMIT_NOFILE, &limit);
-            snprintf(err, errlen, "%s: cannot create: %s (copsim may open "
-                     "%llu files)", name, strerror(error),
-                     (unsigned long long)limit.rlim_cur);
-        } else {
-            snprintf(err, errlen, "%s: cannot create: %s", name,
-                     strerror(error));
-        }
+        snprintf(err, errlen, "%s: cannot create: %s", name,
+                 copsim_fd_error(error, why, sizeof(why)));
         if (*fd >= 0)
             close(*fd);
         *fd = -1;
@@ -211,14 +203,11 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen)
 {
     (void)sim;
+    char why[COPSIM_TEXT_MAX];
+
     c->main_fd = -1;
     c->saved = calloc(1, SLOT_SWAP_SIZE);
     c->console = calloc(1, sizeof(*c->console));
-    c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (c->bound_fd < 0) {
-        snprintf(err, errlen, "eventfd: %s", strerror(errno));
-        return -1;
-    }
     if (!c->saved || !c->console) {
         snprintf(err, errlen, "out of memory for a context's saved state");
         errno = ENOMEM;
@@ -227,6 +216,12 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
     if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
                    err, errlen) < 0)
         return -1;
+    c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->bound_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s",
+                 copsim_fd_error(errno, why, sizeof(why)));
+        return -1;
+    }
     c->info.ram = NULL;             /* until it is bound to a slot */
     c->info.ram_size = SLOT_RAM_SIZE;
     return 0;

@@ -254,6 +254,76 @@ def test_thousand_contexts_through_eight_slots(copsim, test_bin, build_dir):
     check_slot_history(sched_events(build_dir, sim.log), 8)
 
 
+def test_thousand_live_contexts_wait_in_main_memory(copsim, test_bin,
+                                                    build_dir, tmp_path):
+    # A thousand contexts alive at once (cop-host --all-live creates and
+    # fills every one before any runs), all waiting together on eight slots
+    # (gathered: nothing is bound until the thousand runs are queued, and
+    # the SCHED log shows every run before the first bind), each with its
+    # own data window through its slot's main-memory window: each exits 0
+    # with its own data (data[i] * 3 + 1 of index * 100000 + i, checked
+    # by cop-host) and prints its own sum.  With main memory as one 1 GiB
+    # window, CREATE refused the 65th.
+    os.environ["COPSIM_TEST_GATHER"] = "1000"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "8")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    result, contexts = host(test_bin, sim, "--all-live", "--threads", "1000",
+                            "--contexts", "1000", "--data-words", "64",
+                            "--console-file", str(tmp_path / "console-%d"),
+                            "embedded", "data", "64", timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(int(c["index"]) for c in contexts) == list(range(1000))
+    assert all(c["reason"] == "exit" and c["status"] == "0"
+               and c["data"] == "ok" for c in contexts)
+    for index in range(1000):
+        total = sum((index * 100000 + i) * 3 + 1 for i in range(64))
+        console = (tmp_path / ("console-%d" % index)).read_text()
+        assert console == "data 64 sum=%08x\n" % (total & 0xffffffff), index
+    events = sched_events(build_dir, sim.log)
+    kinds = [e["kind"] for e in events]
+    first_bind = kinds.index("bind")
+    assert kinds[:first_bind].count("run") == 1000
+    check_slot_history(events, 8)
+
+
+def test_out_of_descriptors_is_a_clear_create_error(copsim, test_bin,
+                                                    probe_image):
+    # A context's main memory is a file of copsim's: when copsim may open
+    # no more (its hard limit, here 64), the context that needed one is
+    # refused in one line naming the cause (at CREATE: its main-memory file,
+    # its eventfd or the maps of its process, whichever came to the limit,
+    # "(copsim may open 64 files)" for the first two; or its connection, on
+    # copsim's stderr, which closes it), copsim goes on serving (no spin on
+    # a readable socket), and contexts run once descriptors are free.
+    sim = copsim("--context-model=slot", "--slots", "2",
+                 prefix=("prlimit", "--nofile=64:64",
+                         os.path.join(sim_bin(test_bin), "copsim")))
+    result, contexts = host(test_bin, sim, "--all-live", "--threads", "4",
+                            "--contexts", "40", "--console-file",
+                            "/dev/null", "embedded", "hello")
+    assert result.returncode == 1
+    assert contexts == []
+    refusals = [line for line in result.stderr.splitlines()
+                if line.startswith("cop-host: context ")]
+    assert len(refusals) == 1, result.stderr
+    assert ("Too many open files" in refusals[0]
+            or "copsim: a connection refused: Too many open files (copsim "
+               "may open 64 files)" in sim.errors()), (refusals, sim.errors())
+    result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
+                            "4", "--console-file", "/dev/null", "embedded",
+                            "hello")
+    assert result.returncode == 0, result.stderr
+    assert [c["reason"] for c in contexts] == ["exit"] * 4
+
+
+def sim_bin(test_bin):
+    """build/bin, beside build/tests."""
+    return os.path.join(os.path.dirname(os.path.dirname(test_bin("cop-host"))),
+                        "bin")
+
+
 def test_bad_context_model_refused(build_dir):
     done = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
                            "--context-model=threads"],
