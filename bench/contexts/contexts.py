@@ -36,6 +36,16 @@ copsim path), side by side in one run.
 6. Many contexts: 1,000 `short` contexts through 8 slots (4 entries each)
    against the same program in one QEMU per context, 8 at a time (a
    smaller count, --process-contexts), as contexts per second.
+
+7. 1,000 live contexts waiting in copsim: cop-host --all-live creates
+   1,000 copsim-probe contexts (each fills 64 words of its data window)
+   and runs them from 1,000 threads on 8 slots, copsim gathering 1,001
+   so that all 1,000 wait in its run queue at once (until the gather's
+   60 s time limit).  Memory per waiting context: copsim's VmRSS (saved
+   state, connection threads) plus the allocated bytes of every context's
+   main-memory file (image and data pages), with 1,000 waiting against
+   none, over 1,000; then the contexts per second once they are let go,
+   every one checked (exit 0, its own data).
 """
 
 import os
@@ -287,6 +297,70 @@ def many(b):
     return slot_rate, n / (time.monotonic() - start)
 
 
+def copsim_memory(pid):
+    """copsim's VmRSS plus the allocated bytes of its contexts' main-memory
+    files (memfds named coprof-context, through /proc/PID/fd)."""
+    with open("/proc/%d/status" % pid) as f:
+        total = int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
+    fds = "/proc/%d/fd" % pid
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(os.path.join(fds, fd)).startswith(
+                    "/memfd:coprof-context"):
+                total += os.stat(os.path.join(fds, fd)).st_blocks * 512
+        except OSError:
+            pass
+    return total
+
+
+def live_contexts(b, count=1000):
+    """Memory per waiting context in copsim's slot model, the image's
+    size, and contexts per second once the count waiting are let go."""
+    sys.path.insert(0, os.path.join(b.args.source, "emulator", "copsim",
+                                    "tests"))
+    import copsim_harness as harness
+    os.environ["COPSIM_TEST_GATHER"] = str(count + 1)
+    try:
+        sim = harness.Copsim(b.args.build, ["--context-model=slot",
+                                            "--slots", "8"])
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    try:
+        before = copsim_memory(sim.process.pid)
+        host = subprocess.Popen(
+            [os.path.join(b.args.build, "tests", "cop-host"), "--all-live",
+             "--threads", str(count), "--contexts", str(count),
+             "--data-words", "64", "--console-file", "/dev/null",
+             "embedded", "data", "64"], env=sim.env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        waiting = []
+        while len(waiting) < count and host.poll() is None:
+            time.sleep(1)
+            waiting = [e for e in harness.sched_events(b.args.build, sim.log)
+                       if e["kind"] == "run"]
+        if len(waiting) < count:
+            sys.exit("bench/contexts: cop-host --all-live ended early: %s"
+                     % host.stderr.read().strip())
+        per_context = (copsim_memory(sim.process.pid) - before) / count
+        events = harness.sched_events(b.args.build, sim.log)
+        image = next(e["size"] for e in events if e["kind"] == "load")
+        if any(e["kind"] == "bind" for e in events):
+            sys.exit("bench/contexts: a context was bound before all waited")
+        while not sim.errors().count("COPSIM_TEST_GATHER"):
+            time.sleep(0.2)         # the gather's time limit lets them go
+        start = time.monotonic()
+        out, err = host.communicate()
+        wall = time.monotonic() - start
+    finally:
+        sim.stop()
+    contexts = harness.parse_host_lines(out)
+    if host.returncode != 0 or len(contexts) != count or not all(
+            c["data"] == "ok" and c["status"] == "0" for c in contexts):
+        sys.exit("bench/contexts: the %d live contexts did not all end "
+                 "right: %s" % (count, err.strip()[-500:]))
+    return per_context, image, count / wall
+
+
 def main():
     b = Bench(parse_args())
     slot_trip, process_trip = round_trips(b)
@@ -321,6 +395,12 @@ def main():
           "%.0f/s, %d with a QEMU each %.1f/s: %.0fx" %
           (1 / slot_each, b.args.process_contexts, 1 / process_each,
            process_each / slot_each))
+    per_live, image, live_rate = live_contexts(b)
+    print("1000 live contexts waiting at once in copsim on 8 slots: %.0f KiB "
+          "per waiting context (copsim's VmRSS and its main-memory file, "
+          "with a %.0f KiB image; target <= 1024 KiB plus the image), then "
+          "%.0f contexts/s, every one exact" %
+          (per_live / 1024, image / 1024, live_rate))
     slot_rate, process_rate = many(b)
     print("contexts through 8 slots: 1000 in slots %.0f/s, %d with a QEMU "
           "each %.1f/s: %.0fx" % (slot_rate, b.args.process_contexts,
