@@ -66,6 +66,7 @@ struct options {
 struct worker {
     const struct options *opts;
     cop_context_t **live;       /* --all-live: every context, created */
+    char *run_failed;           /* per context: its run failed (said) */
     int first;                  /* contexts first, first + threads, ... */
     int failures;
     pthread_t thread;
@@ -198,7 +199,7 @@ static cop_context_t *create_one(const struct options *opts, int index,
 }
 
 /* Runs a created context and reports it: 0 when it exited 0 with the
- * right data. */
+ * right data, 1 when not, -1 when the run failed (said why). */
 static int run_created(const struct options *opts, cop_context_t *ctx,
                        int index)
 {
@@ -210,7 +211,7 @@ static int run_created(const struct options *opts, cop_context_t *ctx,
     cop_context_set_cycle_limit(ctx, opts->cycle_limit);
     if (cop_context_run(ctx, opts->argc, opts->argv, &stop) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
-        return 1;
+        return -1;
     }
     data = check_data(ctx, index, opts->data_words);
     report(index, ctx, &stop, data);
@@ -218,9 +219,11 @@ static int run_created(const struct options *opts, cop_context_t *ctx,
            && strcmp(data, "bad") != 0 ? 0 : 1;
 }
 
-static int destroy_one(cop_context_t *ctx, int index)
+/* Destroys a context; after a failed run (quiet) without a word, since
+ * its connection's end was said. */
+static int destroy_one(cop_context_t *ctx, int index, int quiet)
 {
-    if (cop_context_destroy(ctx) < 0) {
+    if (cop_context_destroy(ctx) < 0 && !quiet) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
         return 1;
     }
@@ -237,18 +240,24 @@ static int run_one(const struct options *opts, int index)
     if (!ctx)
         return 1;
     failed = run_created(opts, ctx, index);
-    failed |= destroy_one(ctx, index);
+    if (destroy_one(ctx, index, failed < 0))
+        failed = 1;
     free(copy);
-    return failed;
+    return failed ? 1 : 0;
 }
 
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
 
-    for (int i = w->first; i < w->opts->contexts; i += w->opts->threads)
-        w->failures += w->live ? run_created(w->opts, w->live[i], i)
-                               : run_one(w->opts, i);
+    for (int i = w->first; i < w->opts->contexts; i += w->opts->threads) {
+        int failed = w->live ? run_created(w->opts, w->live[i], i)
+                             : run_one(w->opts, i);
+
+        if (failed < 0)
+            w->run_failed[i] = 1;
+        w->failures += failed != 0;
+    }
     return NULL;
 }
 
@@ -266,7 +275,7 @@ static cop_context_t **create_all(const struct options *opts, void **copies)
     for (int i = 0; live && i < opts->contexts; i++)
         if (!(live[i] = create_one(opts, i, &copies[i]))) {
             for (int j = 0; j < i; j++) {
-                destroy_one(live[j], j);
+                destroy_one(live[j], j, 0);
                 free(copies[j]);
             }
             free(live);
@@ -348,6 +357,7 @@ int main(int argc, char **argv)
     struct worker *workers;
     cop_context_t **live = NULL;
     void **copies;
+    char *run_failed;
     int failures = 0;
 
     if (parse_options(argc, argv, &opts) < 0) {
@@ -355,6 +365,7 @@ int main(int argc, char **argv)
         return 2;
     }
     copies = calloc((size_t)opts.contexts, sizeof(*copies));
+    run_failed = calloc((size_t)opts.contexts, 1);
     if (opts.all_live && !(live = create_all(&opts, copies)))
         return 1;
     workers = calloc((size_t)opts.threads, sizeof(*workers));
@@ -363,6 +374,7 @@ int main(int argc, char **argv)
         workers[t].opts = &opts;
         workers[t].first = t;
         workers[t].live = live;
+        workers[t].run_failed = run_failed;
         pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]);
     }
     if (opts.rendezvous)
@@ -372,11 +384,12 @@ int main(int argc, char **argv)
         failures += workers[t].failures;
     }
     for (int i = 0; live && i < opts.contexts; i++) {
-        failures += destroy_one(live[i], i);
+        failures += destroy_one(live[i], i, run_failed[i]);
         free(copies[i]);
     }
     free(live);
     free(copies);
+    free(run_failed);
     free(workers);
     free(meeting.windows);
     return failures ? 1 : 0;
