@@ -932,20 +932,23 @@ int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
 }
 
 /* Ends a slot's emulator: closed, the stub ends QEMU once nothing runs;
- * killed if it does not within STOP_WAIT_MS. */
-static void stop_emulator(struct slot_emulator *e)
+ * killed if it does not within STOP_WAIT_MS.  Its counters go to stderr
+ * (say), which a private copsim shares with its host program, so it says
+ * nothing there. */
+static void stop_emulator(struct slot_emulator *e, int say)
 {
     if (e->pid > 0) {
         struct pollfd fd = { e->pidfd, POLLIN, 0 };
 
-        fprintf(stderr, "copsim: slot emulator %u: switches=%u flushes=%u "
-                "kept=%u rings=%u interrupts=%u windows=%u\n", e->index,
-                *control_word(e, SLOT_H_SWITCHES),
-                *control_word(e, SLOT_H_FLUSHES),
-                *control_word(e, SLOT_H_KEPT),
-                *control_word(e, SLOT_H_RINGS),
-                *control_word(e, SLOT_H_INTERRUPTS),
-                *control_word(e, SLOT_H_WINDOWS));
+        if (say)
+            fprintf(stderr, "copsim: slot emulator %u: switches=%u "
+                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u\n",
+                    e->index, *control_word(e, SLOT_H_SWITCHES),
+                    *control_word(e, SLOT_H_FLUSHES),
+                    *control_word(e, SLOT_H_KEPT),
+                    *control_word(e, SLOT_H_RINGS),
+                    *control_word(e, SLOT_H_INTERRUPTS),
+                    *control_word(e, SLOT_H_WINDOWS));
 
         __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
         ring(e);
@@ -980,7 +983,7 @@ void slots_stop(struct copsim *sim)
     if (!m)
         return;
     for (uint32_t i = 0; m->slots && i < m->n_slots; i++)
-        stop_emulator(&m->slots[i]);
+        stop_emulator(&m->slots[i], sim->config.parent_pid <= 0);
     free(m->slots);
     if (m->scratch.fd >= 0)
         cop_ram_close(&m->scratch);
