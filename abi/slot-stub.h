@@ -48,11 +48,22 @@
  * CLOSED is not, it waits (wfi) and looks again every slice.
  *
  * In place (INPLACE set, one entry): the controller writes the incoming
- * local store and boot block straight into 0x80000000 while the stub
- * waits, and reads the outgoing one from there once it is handed back or
- * ended; the stub then rewrites the local store where it is (the guest
- * stores still drop QEMU's translations) and copies nothing out.  That is
- * how copsim runs slots (--context-model=slot).
+ * local store and boot block straight into 0x80000000 (memcpy through its
+ * own mapping of the RAM file) while the stub waits, and reads the
+ * outgoing one from there once it is handed back or ended; the stub copies
+ * nothing and passes SLOT_STUB_FLUSH instead, where the trace-unit plugin
+ * (slot=S) has QEMU drop every translation (qemu_plugin_reset: writes from
+ * outside the guest are not seen by its self-modifying-code detection).
+ * That is how copsim runs slots (--context-model=slot).
+ *
+ * copsim's main memory is a window: its slots' ivshmem BAR is one
+ * SLOT_MAIN_AREA (a file of the slot's own), and every context has a file
+ * of that size (its image, its data window SLOT_MAIN_DATA bytes in), whose
+ * boot block names SLOT_MAIN_BASE.  Before it marks an entry runnable
+ * copsim writes WINDOW; at SLOT_STUB_FLUSH the plugin maps that file over
+ * QEMU's host mapping of the BAR (MAP_FIXED, the same host addresses), so
+ * the number of contexts is not bounded by the 32-bit guest's address
+ * space (trace-plugin.c, "The main-memory window").
  *
  * Who writes and reads (abi/README.md): copsim (slots.c) and slotrun.py
  * are the controller, the stub (emulator/copsim/stub/slot-stub.S) runs
@@ -74,6 +85,8 @@
 #define SLOT_STUB_ENDED     0x80041008  /* passed when a context ended */
 #define SLOT_STUB_PARKED    0x8004100c  /* passed when one was handed back */
 #define SLOT_STUB_IDLE      0x80041010  /* passed when nothing is runnable */
+#define SLOT_STUB_FLUSH     0x80041014  /* passed when the controller wrote
+                                           a local store in place */
 #define SLOT_CTL_BASE       0x80042000
 #define SLOT_CTL_SIZE       0x2000
 #define SLOT_STAGING        0x81000000
@@ -108,7 +121,28 @@
                                        stores itself (below) */
 #define SLOT_H_DOORBELL     0x28    /* rung (+1, futex wake) by the
                                        controller when it fills an entry */
+#define SLOT_H_FLUSHES      0x2c    /* plugin: switches that dropped
+                                       every translation */
+#define SLOT_H_KEPT         0x30    /* plugin: switches that kept them (the
+                                       incoming code was the same) */
+#define SLOT_H_RINGS        0x34    /* ring interrupts taken */
+#define SLOT_H_WINDOW       0x38    /* copsim: 1 + its descriptor of the
+                                       bound context's main-memory file,
+                                       which the plugin maps over the
+                                       window; 0: the window stays */
+#define SLOT_H_WINDOWS      0x3c    /* plugin: windows it mapped */
 #define SLOT_H_SIZE         0x40
+
+/* The ring (in place): the controller writes a byte to the emulator's
+ * standard input, the virt machine's UART receives it and raises its
+ * interrupt through the PLIC, and the stub takes it at the next block
+ * boundary, so a PREEMPT is seen at once, not at the end of a slice. */
+#define SLOT_UART           0x10000000  /* ns16550a: RBR 0, IER 1, LSR 5 */
+#define SLOT_UART_IRQ       10
+#define SLOT_PLIC           0x0c000000  /* priority of source n at 4 n */
+#define SLOT_PLIC_ENABLE    0x0c002000  /* hart 0, machine mode */
+#define SLOT_PLIC_CLAIM     0x0c200004  /* its threshold 4 bytes before */
+#define SLOT_CAUSE_RING     0x8000000b  /* machine external interrupt */
 
 /* One context's save area (byte offsets from its start). */
 #define SLOT_CTX_SIZE       0x100

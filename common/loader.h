@@ -120,6 +120,12 @@ int cop_qemu_spawn(const struct cop_argv *command, int console_fd, pid_t *pid,
 int cop_qemu_spawn_io(const struct cop_argv *command, int console_fd,
                       int error_fd, pid_t *pid, struct cop_error *err);
 
+/* The same with standard input from input_fd (-1: /dev/null): copsim's
+ * slot emulators read the ring that interrupts their stub there. */
+int cop_qemu_spawn_fds(const struct cop_argv *command, int input_fd,
+                       int console_fd, int error_fd, pid_t *pid,
+                       struct cop_error *err);
+
 /*
  * Waits for the child.  Returns 0 with *status its exit status, 1 with
  * *status 128 + signal and err set when a signal killed it, -1 on error.

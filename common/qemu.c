@@ -114,10 +114,11 @@ int cop_qemu_command(struct cop_argv *v,
 
 /* In the child: set up stdin/stdout/stderr, then exec; reports errno on
  * failure. */
-static void exec_child(const struct cop_argv *command, int console_fd,
-                       int error_fd, int report_fd, pid_t parent)
+static void exec_child(const struct cop_argv *command, int input_fd,
+                       int console_fd, int error_fd, int report_fd,
+                       pid_t parent)
 {
-    int null_fd = open("/dev/null", O_RDONLY);
+    int null_fd = input_fd >= 0 ? input_fd : open("/dev/null", O_RDONLY);
     sigset_t no_signals;
     int error;
 
@@ -151,6 +152,13 @@ int cop_qemu_spawn(const struct cop_argv *command, int console_fd, pid_t *pid,
 int cop_qemu_spawn_io(const struct cop_argv *command, int console_fd,
                       int error_fd, pid_t *pid, struct cop_error *err)
 {
+    return cop_qemu_spawn_fds(command, -1, console_fd, error_fd, pid, err);
+}
+
+int cop_qemu_spawn_fds(const struct cop_argv *command, int input_fd,
+                       int console_fd, int error_fd, pid_t *pid,
+                       struct cop_error *err)
+{
     int report[2], error = 0;
     pid_t parent = getpid();
     ssize_t n;
@@ -175,7 +183,8 @@ int cop_qemu_spawn_io(const struct cop_argv *command, int console_fd,
         return -1;
     }
     if (*pid == 0)
-        exec_child(command, console_fd, error_fd, report[1], parent);
+        exec_child(command, input_fd, console_fd, error_fd, report[1],
+                   parent);
     close(report[1]);
     do {
         n = read(report[0], &error, sizeof(error));

@@ -95,6 +95,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -103,6 +104,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define NEVER UINT64_MAX        /* expiry cycle while capture is off */
@@ -172,6 +174,7 @@ static struct {
     int stacks;                     /* the file has a call-stack area */
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
+    qemu_plugin_id_t plugin_id;     /* for qemu_plugin_reset */
 } tu = { .slot = &detached_slot };
 
 /*
@@ -573,7 +576,15 @@ static struct {
     const char *counts_dir;         /* countsdir=DIR */
     const uint8_t *ls;              /* the slot's RAM from the local store
                                        to the stub's control block, mapped */
+    uint32_t *stats;                /* the control block's header, mapped
+                                       writable: SLOT_H_FLUSHES, _KEPT */
     uint64_t no_check;              /* check_cycle while no context */
+    GHashTable *code;               /* local-store code translated since
+                                       the last flush: (vaddr | bytes << 32)
+                                       -> its bytes */
+    int foreign_code;               /* code translated since then from
+                                       memory a switch changes but that is
+                                       not the local store */
 } slot_mode;
 
 static uint32_t slot_bound_context(void)
@@ -888,6 +899,20 @@ static int slot_has_work(void)
     return 0;
 }
 
+/* Wakes a controller waiting (futex) for an entry's state to change: the
+ * stub has written every state it ends, hands back or parks before it
+ * passes SLOT_STUB_IDLE, so the controller sleeps instead of polling. */
+static void slot_wake_controller(void)
+{
+    uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
+                                             __ATOMIC_ACQUIRE));
+
+    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++)
+        syscall(SYS_futex, slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
+                                             + SLOT_C_STATE),
+                FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
 /* The stub passes SLOT_STUB_IDLE: nothing is runnable.  Instead of the
  * stub's wfi, woken every slice, the vCPU sleeps here until the
  * controller rings the control block's doorbell (or has gone). */
@@ -896,6 +921,7 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
     uint32_t *bell = slot_control_word(SLOT_H_DOORBELL);
     pid_t controller = (pid_t)tu.unit->header->controller_pid;
 
+    slot_wake_controller();
     for (;;) {
         uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
 
@@ -904,6 +930,200 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
             return;
         trace_doorbell_wait(bell, seen, 100000000u);
     }
+}
+
+/*
+ * The stub passes SLOT_STUB_FLUSH: copsim wrote the next context's local
+ * store into the slot's RAM through its own mapping, which QEMU's
+ * self-modifying-code detection does not see, so translations of the
+ * previous context's code would run on.  qemu_plugin_reset() drops every
+ * translation (tb_flush, as safe work before the vCPU's next block: the
+ * stub's own next block already runs translated anew) and every callback
+ * of this plugin, which on_reset registers again.  A flush and the
+ * translation of the code the context runs again cost tens of
+ * microseconds; copying the local store with guest stores cost a
+ * millisecond.
+ */
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+static void on_qemu_exit(qemu_plugin_id_t id, void *userdata);
+
+static void on_reset(qemu_plugin_id_t id)
+{
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+    qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
+}
+
+/*
+ * slot=: notes the bytes of a block translated from the local store and
+ * boot block (the range copsim swaps at a switch), so that a switch can
+ * tell whether the incoming context has the same code there.  Code from
+ * the main-memory window or the rest of the slot's RAM (which a switch
+ * may change and this does not compare) makes the next switch flush;
+ * QEMU's reset code is the same for every context.
+ */
+static void slot_note_code(const struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    uint64_t vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    uint32_t size = 0, at = 0;
+    uint8_t *bytes;
+
+    for (size_t i = 0; i < n; i++)
+        size += (uint32_t)qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, i));
+    if (vaddr < SLOT_LS_BASE || vaddr + size > SLOT_LS_BASE + SLOT_SWAP_SIZE) {
+        if (vaddr >= SLOT_MAIN_BASE)
+            slot_mode.foreign_code = 1;
+        return;
+    }
+    bytes = g_malloc(size);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        size_t len = qemu_plugin_insn_size(insn);
+
+        memcpy(bytes + at, qemu_plugin_insn_data(insn), len);
+        at += (uint32_t)len;
+    }
+    g_hash_table_insert(slot_mode.code, (gpointer)(uintptr_t)
+                        (vaddr | (uint64_t)size << 32), bytes);
+}
+
+/* Whether every block noted since the last flush has the same bytes in
+ * the slot's RAM now, which copsim has just rewritten. */
+static int slot_code_unchanged(void)
+{
+    GHashTableIter it;
+    gpointer key, bytes;
+
+    if (slot_mode.foreign_code)
+        return 0;
+    g_hash_table_iter_init(&it, slot_mode.code);
+    while (g_hash_table_iter_next(&it, &key, &bytes)) {
+        uint64_t k = (uint64_t)(uintptr_t)key;
+        uint32_t vaddr = (uint32_t)k, size = (uint32_t)(k >> 32);
+
+        if (memcmp(slot_mode.ls + (vaddr - SLOT_LS_BASE), bytes, size))
+            return 0;
+    }
+    return 1;
+}
+
+static void slot_count(uint32_t offset)
+{
+    __atomic_add_fetch(&slot_mode.stats[offset / 4], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The main-memory window (window=FILE).  copsim's slots see main memory
+ * through one window each: QEMU maps the window's file (window=, a memfd
+ * of copsim's opened as /proc/PID/fd/N; memory-backend-file with share=on
+ * is mmap(MAP_SHARED) of the whole file, SLOT_MAIN_AREA bytes) as the
+ * ivshmem BAR at SLOT_MAIN_BASE, and every context's image and data
+ * windows are a file of copsim's of that size.  At SLOT_STUB_FLUSH, before
+ * the incoming context runs, the plugin maps that context's file (the
+ * control block's SLOT_H_WINDOW: copsim's descriptor + 1, opened as
+ * /proc/CONTROLLER/fd/N) over QEMU's mapping of the window with MAP_FIXED.
+ * The host addresses stay, so QEMU's RAMBlock, its softmmu TLB (a host
+ * address per guest page) and its translated blocks (keyed by guest
+ * physical address) stay valid as pointers; only the bytes are the new
+ * context's.  A block translated from the window since the last flush
+ * makes the switch flush (slot_mode.foreign_code), as any code outside the
+ * local store does.  QEMU's address of the window is looked up once in
+ * /proc/self/maps: the mapping of the window file's device and inode, at
+ * offset 0, SLOT_MAIN_AREA bytes long.  The plugin cannot ask QEMU for it.
+ */
+static struct {
+    const char *path;               /* window=, or NULL: left as it is */
+    uint8_t *host;                  /* QEMU's mapping of the window */
+    dev_t dev;                      /* the file mapped there now */
+    ino_t ino;
+} window;
+
+static void window_locate(void)
+{
+    char line[4096];
+    struct stat st;
+    FILE *maps;
+
+    if (stat(window.path, &st) < 0)
+        stop_emulator("window=%s: %s", window.path, strerror(errno));
+    maps = fopen("/proc/self/maps", "r");
+    if (!maps)
+        stop_emulator("/proc/self/maps: %s", strerror(errno));
+    while (!window.host && fgets(line, sizeof(line), maps)) {
+        unsigned long start, end, inode;
+        unsigned long long offset;
+        unsigned int major, minor;
+
+        if (sscanf(line, "%lx-%lx %*s %llx %x:%x %lu", &start, &end, &offset,
+                   &major, &minor, &inode) == 6
+            && inode == st.st_ino && makedev(major, minor) == st.st_dev
+            && offset == 0 && end - start == SLOT_MAIN_AREA)
+            window.host = (uint8_t *)start;
+    }
+    fclose(maps);
+    if (!window.host)
+        stop_emulator("window=%s: QEMU has no mapping of it (%u bytes at "
+                      "offset 0) in /proc/self/maps", window.path,
+                      SLOT_MAIN_AREA);
+    window.dev = st.st_dev;
+    window.ino = st.st_ino;
+}
+
+/* Maps the bound context's main-memory file over the window, unless it
+ * is there already. */
+static void window_map(void)
+{
+    uint32_t word = le32toh(__atomic_load_n(slot_control_word(SLOT_H_WINDOW),
+                                            __ATOMIC_ACQUIRE));
+    char path[64];
+    struct stat st;
+    int fd;
+
+    if (!window.path || !word)
+        return;
+    if (!window.host)
+        window_locate();
+    snprintf(path, sizeof(path), "/proc/%d/fd/%u",
+             (int)tu.unit->header->controller_pid, word - 1);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0)
+        stop_emulator("%s: the bound context's main memory: %s", path,
+                      strerror(errno));
+    if (st.st_dev == window.dev && st.st_ino == window.ino) {
+        close(fd);
+        return;
+    }
+    if (st.st_size < SLOT_MAIN_AREA
+        || mmap(window.host, SLOT_MAIN_AREA, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+        stop_emulator("%s: cannot map the bound context's main memory over "
+                      "the window: %s", path, st.st_size < SLOT_MAIN_AREA
+                      ? "file too small" : strerror(errno));
+    close(fd);
+    window.dev = st.st_dev;
+    window.ino = st.st_ino;
+    slot_count(SLOT_H_WINDOWS);
+}
+
+/*
+ * A switch drops the translations only when the incoming context's code
+ * differs from what QEMU translated (a block is keyed by its physical
+ * address, which every context's local store shares): contexts of one
+ * image, time-sliced, keep their translated code from switch to switch.
+ * With countsdir= a block's counters are one context's, so every switch
+ * flushes.
+ */
+static void on_stub_flush(unsigned int vcpu_index, void *udata)
+{
+    window_map();
+    if (!slot_mode.counts_dir && slot_code_unchanged()) {
+        slot_count(SLOT_H_KEPT);
+        return;
+    }
+    g_hash_table_remove_all(slot_mode.code);
+    slot_mode.foreign_code = 0;
+    slot_count(SLOT_H_FLUSHES);
+    qemu_plugin_reset(tu.plugin_id, on_reset);
 }
 
 static void slot_watch_stub(struct qemu_plugin_tb *tb)
@@ -920,6 +1140,9 @@ static void slot_watch_stub(struct qemu_plugin_tb *tb)
                                              QEMU_PLUGIN_CB_NO_REGS, NULL);
     else if (vaddr == SLOT_STUB_IDLE)
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_idle,
+                                             QEMU_PLUGIN_CB_NO_REGS, NULL);
+    else if (vaddr == SLOT_STUB_FLUSH)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_flush,
                                              QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
@@ -1219,6 +1442,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         slot_watch_stub(tb);
         return;
     }
+    if (slot_mode.on && n)
+        slot_note_code(tb);
     if (tu.codes)
         count_block(tb);
 
@@ -1251,6 +1476,7 @@ struct options {
     const char *counts;
     const char *counts_dir;
     const char *ram;
+    const char *window;
     uint32_t context;
     int have_context;
     uint32_t slot;
@@ -1294,6 +1520,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->counts = arg + 7;
         } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
             opt->ram = arg + 4;
+        } else if (!strncmp(arg, "window=", 7) && arg[7]) {
+            opt->window = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
             opt->reference = 0;
         } else if (!strcmp(arg, "mode=reference")) {
@@ -1301,14 +1529,20 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR)\n", arg);
+                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR, "
+                    "window=FILE)\n", arg);
             return -1;
         }
     }
     if (!opt->regs || opt->have_context == opt->have_slot) {
         fprintf(stderr, "coptrace: usage: -plugin libcoptrace.so,regs=FILE,"
                 "context=N[,mode=fast|reference][,counts=FILE][,ram=FILE]"
-                " or regs=FILE,slot=N,ram=FILE[,mode=...][,countsdir=DIR]\n");
+                " or regs=FILE,slot=N,ram=FILE[,mode=...][,countsdir=DIR]"
+                "[,window=FILE]\n");
+        return -1;
+    }
+    if (opt->window && !opt->have_slot) {
+        fprintf(stderr, "coptrace: window=%s needs slot=N\n", opt->window);
         return -1;
     }
     if (opt->have_slot && (!opt->ram || opt->counts)) {
@@ -1462,6 +1696,26 @@ static int attach_context(uint32_t context, const char *ram)
     return 0;
 }
 
+/* slot=S: the header of the stub's control block, mapped writable for
+ * the plugin's counters (slot-stub.h). */
+static uint32_t *map_stats(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    void *base = MAP_FAILED;
+
+    if (fd >= 0) {
+        base = mmap(NULL, SLOT_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    fd, SLOT_CTL_BASE - SLOT_LS_BASE);
+        close(fd);
+    }
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the slot's control block: "
+                "%s\n", path, strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
 /* slot=S: no context yet; the slot's local store mapped for the contexts'
  * overlay watches. */
 static int slot_start(uint32_t slot, const char *ram)
@@ -1472,8 +1726,10 @@ static int slot_start(uint32_t slot, const char *ram)
         return -1;
     }
     slot_mode.ls = map_ram(ram, SLOT_CTL_BASE - SLOT_LS_BASE + SLOT_CTL_SIZE);
-    if (!slot_mode.ls)
+    if (!slot_mode.ls || !(slot_mode.stats = map_stats(ram)))
         return -1;
+    slot_mode.code = g_hash_table_new_full(g_direct_hash, g_direct_equal,
+                                           NULL, g_free);
     slot_mode.on = 1;
     slot_mode.index = slot;
     slot_let_go();
@@ -1518,7 +1774,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         return -1;
     }
     tu.reference = opt.reference;
+    tu.plugin_id = id;
     if (opt.have_slot) {
+        window.path = opt.window;
         if (slot_start(opt.slot, opt.ram) < 0) {
             trace_unit_close(tu.unit, 0);
             return -1;

@@ -9,10 +9,11 @@ copsim path), side by side in one run.
    program in a QEMU of its own, started and ended (what copsim pays per
    context today, before its socket round trips).  Medians and the ratio.
 
-2. A switch: save the outgoing context's 256 KiB local store and 4 KiB
-   boot block, restore the incoming ones with guest stores and fence.i, as the stub measured it on
-   the guest's 10 MHz timer, two `mix` contexts time-sliced at 100 us
-   (mean per switch, per run; the median of the runs).
+2. A switch on copsim's slot model: four copsim-probe spin contexts on
+   one slot at 200,000-cycle slices; per preemption, from copsim's
+   PREEMPT (the ring) to the next context's bind (hand-back, local store
+   copied out and in, unbind and bind, the driver's hooks), from the
+   SCHED records: the median.
 
 3. Memory per waiting context: the allocated bytes of the slot's RAM file
    and main memory with 24 `kernels` contexts waiting against 1 (per
@@ -27,14 +28,24 @@ copsim path), side by side in one run.
    retranslation of each incoming context's code).
 
 5. Through copsim: a context's round trip through libcop (cop-host, one
-   copsim-probe "hello" at a time, 40 of them) on copsim
-   --context-model=slot against the default (a QEMU per context), and
+   copsim-probe "hello" at a time, 40 of them, after 8 contexts started
+   the slots' emulators) on copsim --context-model=slot against the default (a QEMU per context), and
    1,000 contexts from 8 threads through 8 slots against 48 with a QEMU
    each: medians and contexts per second, and their ratios.
 
 6. Many contexts: 1,000 `short` contexts through 8 slots (4 entries each)
    against the same program in one QEMU per context, 8 at a time (a
    smaller count, --process-contexts), as contexts per second.
+
+7. 1,000 live contexts waiting in copsim: cop-host --all-live creates
+   1,000 copsim-probe contexts (each fills 64 words of its data window)
+   and runs them from 1,000 threads on 8 slots, copsim gathering 1,001
+   so that all 1,000 wait in its run queue at once (until the gather's
+   60 s time limit).  Memory per waiting context: copsim's VmRSS (saved
+   state, connection threads) plus the allocated bytes of every context's
+   main-memory file (image and data pages), with 1,000 waiting against
+   none, over 1,000; then the contexts per second once they are let go,
+   every one checked (exit 0, its own data).
 """
 
 import os
@@ -121,10 +132,32 @@ def round_trips(b):
 
 
 def switch_us(b):
-    mix = os.path.join(b.slot_dir, "mix.elf")
-    return statistics.median(
-        field(b.slot("--slice-us", "100", mix, mix), "switch_us")
-        for _ in range(b.args.runs))
+    """copsim's switch on the slot model: four copsim-probe spin contexts
+    on one slot; per preemption, from the PREEMPT (ring) to the next
+    context's bind, from the SCHED records; the median."""
+    sys.path.insert(0, os.path.join(b.args.source, "emulator", "copsim",
+                                    "tests"))
+    import copsim_harness as harness
+    sim = harness.Copsim(b.args.build, ["--context-model=slot", "--slots",
+                                        "1", "--slice", "200000"])
+    try:
+        subprocess.run([os.path.join(b.args.build, "tests", "cop-host"),
+                        "--threads", "4", "--contexts", "4",
+                        "--console-file", "/dev/null", "embedded", "spin",
+                        "25000000"], env=sim.env, check=True,
+                       capture_output=True)
+        events = harness.sched_events(b.args.build, sim.log)
+    finally:
+        sim.stop()
+    stills, pending = [], None
+    for e in events:
+        if e["kind"] == "preempt":
+            pending = e
+        elif e["kind"] == "bind" and pending:
+            stills.append((e["mono"] - (pending["mono"] - pending["hold_ns"]))
+                          / 1e3)
+            pending = None
+    return statistics.median(stills), len(stills)
 
 
 def slot_memory_per_context(b):
@@ -222,6 +255,12 @@ def through_copsim(b, model, threads, contexts):
     sim = harness.Copsim(b.args.build, ["--context-model=" + model,
                                         "--slots", "8"])
     try:
+        warm = subprocess.run(      # the slots' emulators started
+            [os.path.join(b.args.build, "tests", "cop-host"), "--threads",
+             "8", "--contexts", "8", "--console-file", "/dev/null",
+             "embedded", "hello"], env=sim.env, capture_output=True)
+        if warm.returncode != 0:
+            sys.exit("bench/contexts: cop-host failed: %s" % warm.stderr)
         start = time.monotonic()
         done = subprocess.run(
             [os.path.join(b.args.build, "tests", "cop-host"), "--threads",
@@ -258,17 +297,80 @@ def many(b):
     return slot_rate, n / (time.monotonic() - start)
 
 
+def copsim_memory(pid):
+    """copsim's VmRSS plus the allocated bytes of its contexts' main-memory
+    files (memfds named coprof-context, through /proc/PID/fd)."""
+    with open("/proc/%d/status" % pid) as f:
+        total = int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
+    fds = "/proc/%d/fd" % pid
+    for fd in os.listdir(fds):
+        try:
+            if os.readlink(os.path.join(fds, fd)).startswith(
+                    "/memfd:coprof-context"):
+                total += os.stat(os.path.join(fds, fd)).st_blocks * 512
+        except OSError:
+            pass
+    return total
+
+
+def live_contexts(b, count=1000):
+    """Memory per waiting context in copsim's slot model, the image's
+    size, and contexts per second once the count waiting are let go."""
+    sys.path.insert(0, os.path.join(b.args.source, "emulator", "copsim",
+                                    "tests"))
+    import copsim_harness as harness
+    os.environ["COPSIM_TEST_GATHER"] = str(count + 1)
+    try:
+        sim = harness.Copsim(b.args.build, ["--context-model=slot",
+                                            "--slots", "8"])
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    try:
+        before = copsim_memory(sim.process.pid)
+        host = subprocess.Popen(
+            [os.path.join(b.args.build, "tests", "cop-host"), "--all-live",
+             "--threads", str(count), "--contexts", str(count),
+             "--data-words", "64", "--console-file", "/dev/null",
+             "embedded", "data", "64"], env=sim.env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        waiting = []
+        while len(waiting) < count and host.poll() is None:
+            time.sleep(1)
+            waiting = [e for e in harness.sched_events(b.args.build, sim.log)
+                       if e["kind"] == "run"]
+        if len(waiting) < count:
+            sys.exit("bench/contexts: cop-host --all-live ended early: %s"
+                     % host.stderr.read().strip())
+        per_context = (copsim_memory(sim.process.pid) - before) / count
+        events = harness.sched_events(b.args.build, sim.log)
+        image = next(e["size"] for e in events if e["kind"] == "load")
+        if any(e["kind"] == "bind" for e in events):
+            sys.exit("bench/contexts: a context was bound before all waited")
+        while not sim.errors().count("COPSIM_TEST_GATHER"):
+            time.sleep(0.2)         # the gather's time limit lets them go
+        start = time.monotonic()
+        out, err = host.communicate()
+        wall = time.monotonic() - start
+    finally:
+        sim.stop()
+    contexts = harness.parse_host_lines(out)
+    if host.returncode != 0 or len(contexts) != count or not all(
+            c["data"] == "ok" and c["status"] == "0" for c in contexts):
+        sys.exit("bench/contexts: the %d live contexts did not all end "
+                 "right: %s" % (count, err.strip()[-500:]))
+    return per_context, image, count / wall
+
+
 def main():
     b = Bench(parse_args())
     slot_trip, process_trip = round_trips(b)
     print("round trip of a context: slot %.2f ms, QEMU per context %.1f ms "
           "(medians): %.0fx faster (target <= 5 ms)" %
           (slot_trip * 1e3, process_trip * 1e3, process_trip / slot_trip))
-    switch = switch_us(b)
-    print("switch (save + restore of a 256 KiB local store and its boot "
-          "block, in the guest): "
-          "%.0f us median of %d runs (target <= 1000 us)" %
-          (switch, b.args.runs))
+    switch, switches = switch_us(b)
+    print("switch on copsim's slot model (ring, hand-back, copies out and "
+          "in, unbind and bind, go): %.0f us median of %d (target <= 100 "
+          "us)" % (switch, switches))
     per_slot, image = slot_memory_per_context(b)
     per_process = process_memory(b)
     print("memory per waiting context: slot %.0f KiB (staging, save area "
@@ -293,6 +395,12 @@ def main():
           "%.0f/s, %d with a QEMU each %.1f/s: %.0fx" %
           (1 / slot_each, b.args.process_contexts, 1 / process_each,
            process_each / slot_each))
+    per_live, image, live_rate = live_contexts(b)
+    print("1000 live contexts waiting at once in copsim on 8 slots: %.0f KiB "
+          "per waiting context (copsim's VmRSS and its main-memory file, "
+          "with a %.0f KiB image; target <= 1024 KiB plus the image), then "
+          "%.0f contexts/s, every one exact" %
+          (per_live / 1024, image / 1024, live_rate))
     slot_rate, process_rate = many(b)
     print("contexts through 8 slots: 1000 in slots %.0f/s, %d with a QEMU "
           "each %.1f/s: %.0fx" % (slot_rate, b.args.process_contexts,

@@ -78,9 +78,13 @@ struct sim_context {
     /* Slot model (slots.c): the context as saved state between binds. */
     unsigned char *saved;           /* local store and boot block */
     uint32_t save_area[SLOT_CTX_SIZE / 4];  /* the stub's: registers, pc */
-    int area;                       /* its main-memory area, or -1 */
+    int main_fd;                    /* its main-memory file (image and
+                                       data windows), or -1 */
     int affinity;                   /* the slot it resumes on, or -1 */
     struct console_out *console;    /* its console while it runs */
+    int bound_fd;                   /* eventfd: written at every bind, so
+                                       its run's thread stops waiting for
+                                       the client and waits for the end */
 };
 
 struct sched_slot {
@@ -124,6 +128,9 @@ struct copsim {
     char *plugin_path;
     int listen_fd;
     int wake_pipe[2];               /* copsim_shutdown() writes here */
+    int spare_fd;                   /* /dev/null, given up to accept and
+                                       close a connection when copsim has
+                                       no descriptor left (server.c) */
     int parent_fd;                  /* pidfd of a private copsim's parent */
     int started;                    /* copsim_create() succeeded */
     int made_state_dir;             /* this copsim made state_dir */
@@ -195,6 +202,10 @@ int copsim_counts_path(const struct copsim *sim, const struct sim_context *c,
                        char *buf, size_t len);
 /* Frees a context that is not running; reaped says its client vanished. */
 void sim_context_free(struct copsim *sim, struct sim_context *c, int reaped);
+
+/* "REASON (copsim may open N files)" for a descriptor that could not be
+ * had (EMFILE, ENFILE), else strerror(error), into buf. */
+const char *copsim_fd_error(int error, char *buf, size_t len);
 
 /* ---- emulator.c --------------------------------------------------------- */
 
@@ -281,13 +292,19 @@ void scheduler_hooks_remove(struct scheduler *s);
 
 /* ---- slots.c ------------------------------------------------------------ */
 
-/* The slot model: main memory, the loader's scratch RAM and one slot
- * emulator per slot, started; or stopped (after every context retired). */
+/* The slot model: main memory and the loader's scratch RAM, the QEMU
+ * program found; or stopped (after every context retired), with the slot
+ * emulators that were started.  slots_ensure() starts slot's emulator if
+ * it has none yet (the first bind there; the scheduler's lock held). */
 int slots_start(struct copsim *sim, char *err, size_t errlen);
 void slots_stop(struct copsim *sim);
+int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
+                 size_t errlen);
 
-/* A context's main-memory area (its windows), and the file and offset of
- * its data window for the client (CREATE).  -1 with err when full. */
+/* A context's main-memory file (its windows: a sparse memfd the slot's
+ * plugin maps over the window while it is bound), and the file and offset
+ * of its data window for the client (CREATE).  -1 with err (and errno)
+ * when memory or descriptors run out. */
 int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen);
 int slots_data_window(const struct copsim *sim, const struct sim_context *c,

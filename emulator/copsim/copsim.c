@@ -24,6 +24,7 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +56,30 @@ static int make_private_dir(const char *dir, int *created, char *err,
     return 0;
 }
 
+const char *copsim_fd_error(int error, char *buf, size_t len)
+{
+    struct rlimit limit = { 0, 0 };
+
+    if (error != EMFILE && error != ENFILE)
+        snprintf(buf, len, "%s", strerror(error));
+    else if (getrlimit(RLIMIT_NOFILE, &limit) == 0)
+        snprintf(buf, len, "%s (copsim may open %llu files)",
+                 strerror(error), (unsigned long long)limit.rlim_cur);
+    else
+        snprintf(buf, len, "%s", strerror(error));
+    return buf;
+}
+
+_Static_assert(COPSIM_SLOT_DEFAULT_CONTEXTS <= TRACE_MAX_CONTEXTS,
+               "the register file's limit");
+
 static void apply_defaults(struct copsim_config *config)
 {
     if (!config->n_slots)
         config->n_slots = COPSIM_DEFAULT_SLOTS;
-    if (!config->n_contexts)
-        config->n_contexts = COPSIM_DEFAULT_CONTEXTS;
+    if (!config->n_contexts)    /* a waiting slot context is small */
+        config->n_contexts = config->slot_model ? COPSIM_SLOT_DEFAULT_CONTEXTS
+                                                : COPSIM_DEFAULT_CONTEXTS;
     if (!config->fifo_depth)
         config->fifo_depth = TRACE_DEFAULT_FIFO_DEPTH;
     if (!config->slice_cycles)
@@ -217,6 +236,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     apply_defaults(&sim->config);
     sim->listen_fd = -1;
     sim->wake_pipe[0] = sim->wake_pipe[1] = -1;
+    sim->spare_fd = -1;
     sim->parent_fd = -1;
     sim->next_context_id = 1;
     pthread_mutex_init(&sim->lock, NULL);
@@ -311,6 +331,8 @@ void copsim_destroy(struct copsim *sim)
             close(sim->wake_pipe[i]);
     if (sim->parent_fd >= 0)
         close(sim->parent_fd);
+    if (sim->spare_fd >= 0)
+        close(sim->spare_fd);
     if (sim->config.parent_pid > 0 && sim->images_dir)
         remove_private_state(sim);
     hash_cache_free(&sim->hashes);
@@ -456,7 +478,8 @@ struct sim_context *sim_context_new(struct copsim *sim, pid_t pid, pid_t tid,
     c->info.image.name = c->name;
     c->slot = -1;
     c->ram.fd = -1;
-    c->area = -1;
+    c->main_fd = -1;
+    c->bound_fd = -1;
     if (sim->slot_model ? slots_context_new(sim, c, err, errlen)
                         : create_ram(sim, c, err, errlen)) {
         int error = errno;

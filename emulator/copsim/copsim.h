@@ -23,13 +23,16 @@
 #include <sys/types.h>
 
 #define COPSIM_DEFAULT_CONTEXTS     256         /* register file blocks */
+#define COPSIM_SLOT_DEFAULT_CONTEXTS 4096       /* the same, slot model:
+                                                   TRACE_MAX_CONTEXTS */
 #define COPSIM_DEFAULT_SLICE        2000000     /* cycles */
 #define COPSIM_DEFAULT_TICK_US      1000        /* scheduler poll period */
 #define COPSIM_DEFAULT_CALL_GRAPH   16          /* --call-graph's depth */
 
 struct copsim_config {
     uint32_t n_slots;           /* 0: COPSIM_DEFAULT_SLOTS */
-    uint32_t n_contexts;        /* 0: COPSIM_DEFAULT_CONTEXTS */
+    uint32_t n_contexts;        /* 0: COPSIM_DEFAULT_CONTEXTS, or
+                                   COPSIM_SLOT_DEFAULT_CONTEXTS */
     uint32_t fifo_depth;        /* 0: the trace unit's default */
     uint32_t call_graph;        /* frames per capture's call stack (the
                                    register file's stack area); 0: none */

@@ -95,7 +95,9 @@ static void usage(FILE *out)
         "                        files); a RAM file per context is the\n"
         "                        process model's, which this picks\n"
         "      --contexts N      contexts in the register file: the most\n"
-        "                        that exist at once (default %u)\n"
+        "                        that exist at once (default %u, %u with\n"
+        "                        the slot model, whose waiting contexts\n"
+        "                        take only the memory they use)\n"
         "      --fifo-depth N    entries per slot FIFO, a power of two\n"
         "                        (default %u)\n"
         "      --call-graph[=D]  capture each sample's call stack, up to D\n"
@@ -138,7 +140,8 @@ static void usage(FILE *out)
         "SCHED records.  Errors at start print one line and exit with\n"
         "status 1, bad options with status 2.\n",
         TRACE_MAX_SLOTS, COPSIM_DEFAULT_SLOTS, COPSIM_DEFAULT_SLICE,
-        COPSIM_DEFAULT_CONTEXTS, TRACE_DEFAULT_FIFO_DEPTH,
+        COPSIM_DEFAULT_CONTEXTS, COPSIM_SLOT_DEFAULT_CONTEXTS,
+        TRACE_DEFAULT_FIFO_DEPTH,
         COPSIM_DEFAULT_TICK_US);
 }
 

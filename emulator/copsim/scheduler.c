@@ -220,8 +220,9 @@ static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
     struct copsim_switch change;
     char err[256];
 
-    if (trace_unit_bind(s->unit, c->info.trace_context, slot, err,
-                        sizeof(err)) < 0) {
+    if ((s->model && slots_ensure(s->model, slot, err, sizeof(err)) < 0)
+        || trace_unit_bind(s->unit, c->info.trace_context, slot, err,
+                           sizeof(err)) < 0) {
         fprintf(stderr, "copsim: context %llu: %s\n",
                 (unsigned long long)c->info.id, err);
         schedlog_error(s->log, c->info.id, c->info.pid, err);

@@ -126,6 +126,7 @@ int server_listen(struct copsim *sim, char *err, size_t errlen)
             snprintf(err, errlen, "pipe: %s", strerror(errno));
         return -1;
     }
+    sim->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     sim->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (sim->listen_fd < 0) {
         snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -519,6 +520,25 @@ static void start_connection(struct copsim *sim, int sock)
     pthread_attr_destroy(&attr);
 }
 
+/* No descriptor is left for a connection: the spare one is given up to
+ * accept it and close it at once (its client reads the connection's end),
+ * so that the socket does not stay readable and the loop spin; then it is
+ * taken again. */
+static void refuse_connection(struct copsim *sim, int error)
+{
+    char why[COPSIM_TEXT_MAX];
+    int sock;
+
+    fprintf(stderr, "copsim: a connection refused: %s\n",
+            copsim_fd_error(error, why, sizeof(why)));
+    if (sim->spare_fd >= 0)
+        close(sim->spare_fd);
+    sock = accept4(sim->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (sock >= 0)
+        close(sock);
+    sim->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 int server_accept_loop(struct copsim *sim)
 {
     for (;;) {
@@ -540,6 +560,8 @@ int server_accept_loop(struct copsim *sim)
         sock = accept4(sim->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (sock >= 0)
             start_connection(sim, sock);
+        else if (errno == EMFILE || errno == ENFILE)
+            refuse_connection(sim, errno);
         else if (errno != EINTR && errno != ECONNABORTED)
             fprintf(stderr, "copsim: accept: %s\n", strerror(errno));
     }

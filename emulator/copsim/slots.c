@@ -4,9 +4,10 @@
  * (stub/slot-stub.S), and a context is saved state.
  *
  * At start copsim makes main memory (an anonymous 1 GiB file, sparse),
- * which every slot emulator maps as an ivshmem BAR at SLOT_MAIN_BASE,
- * and starts one emulator per slot: its own 64 MiB RAM file with the stub
- * and the stub's control block (one entry, in place), and the trace-unit
+ * which every slot emulator maps as an ivshmem BAR at SLOT_MAIN_BASE, and
+ * looks for the QEMU program; a slot's emulator starts at the first bind
+ * to that slot (slots_ensure): its own 64 MiB RAM file with the stub and
+ * the stub's control block (one entry, in place), and the trace-unit
  * plugin with slot=S, which follows whichever context is bound to S.
  *
  * A context owns a main-memory area for its image and data windows (the
@@ -23,11 +24,12 @@
  * gate) and around that puts its state on the slot: copsim writes the
  * local store and boot block into the slot's RAM itself while the stub
  * waits (slots_bind), and then marks the entry runnable and rings the
- * doorbell (slots_go); the stub rewrites the local store in place with
- * guest stores, so QEMU drops every translation of the previous context.
- * To preempt, it asks the stub for the context back (PREEMPT: saved at the
- * end of the stub's slice, 100 us) and copies its state out
- * (slots_hand_back), then unbinds it as before.  The run's thread sees its
+ * doorbell (slots_go); the stub passes SLOT_STUB_FLUSH, where the plugin
+ * has QEMU drop every translation of the previous context.  To preempt,
+ * it asks the stub for the context back (PREEMPT: saved at the end of the
+ * stub's slice, 100 us), sleeps on the entry's state word until the
+ * plugin wakes it, and copies its state out (slots_hand_back), then
+ * unbinds it as before.  The run's thread sees its
  * end in the entry (EXITED or FAULTED, written after the plugin has
  * counted it), or a kill (cycle limit, client gone: the context is handed
  * back and dropped), and retires it.
@@ -48,17 +50,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAIN_SIZE           0x40000000u     /* 1 GiB: the PCI MMIO window */
-#define N_AREAS             (MAIN_SIZE / SLOT_MAIN_AREA)
-#define STUB_SLICE_TICKS    1000u           /* 100 us on the 10 MHz timer */
-#define END_POLL_MS         1
-#define HAND_BACK_LOOK_NS   20000L
+#define STUB_SLICE_TICKS    10000000u       /* 1 s on the 10 MHz timer: a
+                                               backstop; the ring preempts */
+#define END_WAIT_NS         100000000u  /* then looks at the client */
+#define QUEUED_WAIT_MS      1000        /* the same while queued */
+#define HAND_BACK_LOOK_NS   100000000L  /* then looks whether QEMU died */
 #define STOP_WAIT_MS        2000
 
 /* The stub, built by module.mk (ld -r -b binary of its raw bytes). */
@@ -70,10 +74,13 @@ struct slot_emulator {
     int ram_fd;
     unsigned char *ram;             /* guest 0x80000000, SLOT_RAM_SIZE */
     char ram_path[64];              /* what QEMU opens */
+    int window_fd;                  /* the main-memory window's own file, */
+    char window_path[64];           /* which the plugin maps contexts' over */
     pid_t pid;
     int pidfd;
     int console;                    /* read ends of QEMU's stdout, */
     int errors;                     /* and stderr */
+    int ring_fd;                    /* write end of its stdin: the ring */
     pthread_t thread;
     int thread_started;
     pthread_mutex_t console_lock;
@@ -84,11 +91,6 @@ struct slot_emulator {
 
 struct slot_model {
     struct copsim *sim;
-    int main_fd;
-    unsigned char *main;
-    char main_path[64];
-    pthread_mutex_t area_lock;
-    unsigned char area_used[N_AREAS];
     pthread_mutex_t scratch_lock;
     struct cop_ram scratch;         /* the loader's RAM */
     uint32_t n_slots;
@@ -126,27 +128,56 @@ static void ring(struct slot_emulator *e)
     trace_doorbell_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL));
 }
 
+/* Interrupts the running context at once (slot-stub.h, "The ring"): a
+ * byte on the emulator's stdin, which its UART receives.  A full pipe
+ * already holds bytes, and so an interrupt, for the stub. */
+static void ring_guest(struct slot_emulator *e)
+{
+    ssize_t n;
+
+    do {
+        n = write(e->ring_fd, "", 1);
+    } while (n < 0 && errno == EINTR);
+}
+
 /* ---- Memory ------------------------------------------------------------- */
 
-/* An anonymous file of size bytes, mapped shared; QEMU opens it as
- * /proc/PID/fd/N of copsim (path). */
+/* An anonymous file of size bytes (sparse); QEMU opens it as
+ * /proc/PID/fd/N of copsim (path, when not NULL). */
+static int make_memfd(const char *name, size_t size, int *fd, char *path,
+                      size_t pathlen, char *err, size_t errlen)
+{
+    *fd = memfd_create(name, MFD_CLOEXEC);
+    if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
+        int error = errno;
+        char why[COPSIM_TEXT_MAX];
+
+        snprintf(err, errlen, "%s: cannot create: %s", name,
+                 copsim_fd_error(error, why, sizeof(why)));
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        errno = error == EMFILE || error == ENFILE ? error : ENOMEM;
+        return -1;
+    }
+    if (path)
+        snprintf(path, pathlen, "/proc/%d/fd/%d", (int)getpid(), *fd);
+    return 0;
+}
+
+/* An anonymous file of size bytes, mapped shared. */
 static int map_memfd(const char *name, size_t size, int *fd,
                      unsigned char **base, char *path, size_t pathlen,
                      char *err, size_t errlen)
 {
-    *fd = memfd_create(name, MFD_CLOEXEC);
-    if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", name,
-                 strerror(errno));
+    if (make_memfd(name, size, fd, path, pathlen, err, errlen) < 0)
         return -1;
-    }
     *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     if (*base == MAP_FAILED) {
         *base = NULL;
         snprintf(err, errlen, "%s: cannot map: %s", name, strerror(errno));
         return -1;
     }
-    snprintf(path, pathlen, "/proc/%d/fd/%d", (int)getpid(), *fd);
     return 0;
 }
 
@@ -160,35 +191,35 @@ static void unmap_memfd(int *fd, unsigned char **base, size_t size)
     *fd = -1;
 }
 
-static unsigned char *area_of(const struct slot_model *m, int area)
-{
-    return m->main + (size_t)area * SLOT_MAIN_AREA;
-}
-
+/*
+ * Main memory: every context has a file of its own, SLOT_MAIN_AREA bytes
+ * and sparse (its image, its data window SLOT_MAIN_DATA bytes in), which
+ * its client maps and the plugin of the slot it is bound to maps over the
+ * slot's window; only the pages written take memory.  A context holds one
+ * descriptor of copsim's, so copsim raises its open-files limit to the
+ * hard one at start (slots_start).
+ */
 int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen)
 {
-    struct slot_model *m = sim->slot_model;
+    (void)sim;
+    char why[COPSIM_TEXT_MAX];
 
-    c->area = -1;
+    c->main_fd = -1;
     c->saved = calloc(1, SLOT_SWAP_SIZE);
     c->console = calloc(1, sizeof(*c->console));
     if (!c->saved || !c->console) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "out of memory for a context's saved state");
         errno = ENOMEM;
         return -1;
     }
-    pthread_mutex_lock(&m->area_lock);
-    for (int a = 0; a < (int)N_AREAS && c->area < 0; a++)
-        if (!m->area_used[a]) {
-            m->area_used[a] = 1;
-            c->area = a;
-        }
-    pthread_mutex_unlock(&m->area_lock);
-    if (c->area < 0) {
-        snprintf(err, errlen, "main memory is full: %u contexts have their "
-                 "windows there", N_AREAS);
-        errno = EAGAIN;
+    if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
+                   err, errlen) < 0)
+        return -1;
+    c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->bound_fd < 0) {
+        snprintf(err, errlen, "eventfd: %s",
+                 copsim_fd_error(errno, why, sizeof(why)));
         return -1;
     }
     c->info.ram = NULL;             /* until it is bound to a slot */
@@ -199,25 +230,53 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
 int slots_data_window(const struct copsim *sim, const struct sim_context *c,
                       uint64_t *offset)
 {
-    *offset = (uint64_t)c->area * SLOT_MAIN_AREA + SLOT_MAIN_DATA;
-    return sim->slot_model->main_fd;
+    (void)sim;
+    *offset = SLOT_MAIN_DATA;
+    return c->main_fd;
 }
 
 void slots_context_free(struct copsim *sim, struct sim_context *c)
 {
-    struct slot_model *m = sim->slot_model;
-
-    if (m && c->area >= 0) {
-        madvise(area_of(m, c->area), SLOT_MAIN_AREA, MADV_REMOVE);
-        pthread_mutex_lock(&m->area_lock);
-        m->area_used[c->area] = 0;
-        pthread_mutex_unlock(&m->area_lock);
-    }
+    (void)sim;
+    if (c->main_fd >= 0)
+        close(c->main_fd);
+    c->main_fd = -1;
+    if (c->bound_fd >= 0)
+        close(c->bound_fd);
+    c->bound_fd = -1;
     free(c->saved);
     free(c->console);
     c->saved = NULL;
     c->console = NULL;
-    c->area = -1;
+}
+
+/* The image into the context's main-memory file, its pages reserved
+ * first, so that memory running out is an error now, not a SIGBUS. */
+static int place_image(struct sim_context *c, const void *bytes, size_t size,
+                       char *err, size_t errlen)
+{
+    size_t at = 0;
+    int error = posix_fallocate(c->main_fd, 0, (off_t)size);
+
+    if (error) {
+        snprintf(err, errlen, "%s: main memory: cannot reserve %zu bytes "
+                 "for the image: %s", c->image.label, size, strerror(error));
+        return -1;
+    }
+    while (at < size) {
+        ssize_t n = pwrite(c->main_fd, (const char *)bytes + at, size - at,
+                           (off_t)at);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(err, errlen, "%s: main memory: cannot write the image: "
+                     "%s", c->image.label, n < 0 ? strerror(errno) : "short");
+            return -1;
+        }
+        at += (size_t)n;
+    }
+    return 0;
 }
 
 /* ---- Loading ------------------------------------------------------------ */
@@ -308,8 +367,7 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
                    char **argv, char *err, size_t errlen)
 {
     struct cop_boot_block *boot;
-    uint32_t handler, size, base = SLOT_MAIN_BASE
-                                   + (uint32_t)c->area * SLOT_MAIN_AREA;
+    uint32_t handler, size;
     struct cop_error cerr;
     int status;
 
@@ -328,18 +386,19 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
     status = cop_ram_load(&m->scratch, &c->image, argc, argv, &cerr);
     if (status == 0) {
         memcpy(c->saved, m->scratch.base, SLOT_SWAP_SIZE);
-        memcpy(area_of(m, c->area),
-               cop_ram_at(&m->scratch, COP_IMAGE_BASE, c->image.size),
-               c->image.size);
+        status = place_image(c, cop_ram_at(&m->scratch, COP_IMAGE_BASE,
+                                           c->image.size),
+                             c->image.size, err, errlen);
+    } else {
+        snprintf(err, errlen, "%s", cerr.message);
     }
     pthread_mutex_unlock(&m->scratch_lock);
-    if (status < 0) {
-        snprintf(err, errlen, "%s", cerr.message);
+    if (status < 0)
         return -1;
-    }
+    /* Every context's windows are at the one window of its slot. */
     boot = (struct cop_boot_block *)(c->saved + (COP_BOOT_BASE - SLOT_LS_BASE));
-    boot->image_addr = base;
-    boot->data_addr = base + SLOT_MAIN_DATA;
+    boot->image_addr = SLOT_MAIN_BASE;
+    boot->data_addr = SLOT_MAIN_BASE + SLOT_MAIN_DATA;
     memset(c->save_area, 0, sizeof(c->save_area));
     if (point_at_stub(c, err, errlen) < 0)
         return -1;
@@ -360,6 +419,8 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
+                     __ATOMIC_RELAXED);
     c->info.ram = e->ram;
     if (c->info.n_regions)
         c->info.guard_words = (const volatile uint32_t *)
@@ -367,6 +428,9 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
+    if (eventfd_write(c->bound_fd, 1) < 0)
+        fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
+                (unsigned long long)c->info.id, strerror(errno));
 }
 
 void slots_go(struct slot_model *m, uint32_t slot)
@@ -394,17 +458,21 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
                     struct sim_context *c, int timeout_ms)
 {
     struct slot_emulator *e = &m->slots[slot];
-    struct timespec look = { 0, HAND_BACK_LOOK_NS };
-    long long waited = 0;
+    long long deadline = (long long)schedlog_monotonic_ns() + (long long)timeout_ms * 1000000;
     uint32_t state;
 
+    /* The plugin wakes us once the stub is idle, every state written. */
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
+    ring_guest(e);
     while ((state = entry_state(e)) == SLOT_RUNNABLE) {
-        if (waited >= (long long)timeout_ms * 1000000
-            || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
+        long long left = deadline - (long long)schedlog_monotonic_ns();
+
+        if (left <= 0 || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
             return -1;
-        nanosleep(&look, NULL);
-        waited += HAND_BACK_LOOK_NS;
+        trace_doorbell_wait((uint32_t *)entry_word(e, SLOT_C_STATE),
+                            SLOT_RUNNABLE, left < HAND_BACK_LOOK_NS
+                                           ? (uint64_t)left
+                                           : HAND_BACK_LOOK_NS);
     }
     if (state != SLOT_PREEMPTED)
         return 1;                   /* it ended first */
@@ -430,9 +498,11 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
 
 void slots_kill(struct slot_model *m, struct sim_context *c)
 {
-    if (c->slot >= 0)
+    if (c->slot >= 0) {
         __atomic_store_n(entry_word(&m->slots[c->slot], SLOT_C_PREEMPT), 1,
                          __ATOMIC_RELEASE);
+        ring_guest(&m->slots[c->slot]);
+    }
 }
 
 /* ---- A run -------------------------------------------------------------- */
@@ -449,16 +519,21 @@ struct slot_end {
  * EXITED or FAULTED, or it was handed back after a kill, or it was killed
  * while not on a slot, or its slot's emulator died. */
 static void look_for_end(struct copsim *sim, struct sim_context *c,
-                         struct slot_end *end)
+                         struct slot_end *end, uint32_t **word,
+                         uint32_t *seen)
 {
     struct scheduler *s = &sim->sched;
 
     pthread_mutex_lock(&s->lock);
     memset(end, 0, sizeof(*end));
     end->slot = -1;
+    *word = NULL;
     if (c->state == SIM_BOUND) {
         struct slot_emulator *e = &sim->slot_model->slots[c->slot];
         uint32_t state = entry_state(e);
+
+        *word = (uint32_t *)entry_word(e, SLOT_C_STATE);
+        *seen = state;
 
         end->slot = c->slot;
         end->state = state;
@@ -481,18 +556,38 @@ static void look_for_end(struct copsim *sim, struct sim_context *c,
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Waits for the run's end, watching the client for a hang-up. */
+/*
+ * Waits for the run's end, watching the client for a hang-up: while the
+ * context is on a slot, asleep on its entry's state word (the plugin wakes
+ * it when the stub has ended or handed back the context), looking at the
+ * client every END_WAIT_NS; while it waits for a slot, asleep in poll on
+ * the client and the context's bind eventfd.  Nothing polls.
+ */
 static void wait_end(struct copsim *sim, struct sim_context *c,
                      int client_sock, struct slot_end *end, int *client_gone)
 {
     for (;;) {
-        struct pollfd fd = { *client_gone ? -1 : client_sock, POLLIN, 0 };
+        struct pollfd fds[2] = {
+            { *client_gone ? -1 : client_sock, POLLIN, 0 },
+            { c->bound_fd, POLLIN, 0 },
+        };
+        uint32_t *word, seen = 0;
+        eventfd_t bound;
 
-        look_for_end(sim, c, end);
+        look_for_end(sim, c, end, &word, &seen);
         if (end->ended)
             return;
-        if (poll(&fd, 1, END_POLL_MS) > 0 && fd.revents
-            && emulator_client_event(client_sock)) {
+        if (word) {
+            trace_doorbell_wait(word, seen, END_WAIT_NS);
+            fds[1].fd = -1;
+            if (poll(fds, 1, 0) <= 0)
+                continue;
+        } else if (poll(fds, 2, QUEUED_WAIT_MS) <= 0) {
+            continue;
+        }
+        if (fds[1].revents)
+            eventfd_read(c->bound_fd, &bound);
+        if (fds[0].revents && emulator_client_event(client_sock)) {
             *client_gone = 1;
             scheduler_kill(&sim->sched, c, SIM_KILL_CLIENT);
         }
@@ -617,15 +712,15 @@ static void *slot_thread(void *arg)
 static int build_command(struct copsim *sim, struct slot_emulator *e,
                          struct cop_argv *cmd, char *err, size_t errlen)
 {
-    struct slot_model *m = sim->slot_model;
-    char plugin[3 * COPSIM_PATH_MAX];
+    char plugin[4 * COPSIM_PATH_MAX];
     int failed = 0;
 
     if (trace_plugin_slot_arg(plugin, sizeof(plugin), sim->plugin_path,
                               sim->regs_path, e->index,
                               sim->config.reference_mode
                                   ? TRACE_MODE_REFERENCE : TRACE_MODE_FAST,
-                              sim->counts_dir, e->ram_path) < 0) {
+                              sim->counts_dir, e->ram_path,
+                              e->window_path) < 0) {
         snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
         return -1;
     }
@@ -643,8 +738,8 @@ static int build_command(struct copsim *sim, struct slot_emulator *e,
                             e->ram_path);
     failed |= cop_argv_add(cmd, "-object");
     failed |= cop_argv_addf(cmd, "memory-backend-file,id=cop-main,size=%uM,"
-                            "mem-path=%s,share=on", MAIN_SIZE >> 20,
-                            m->main_path);
+                            "mem-path=%s,share=on", SLOT_MAIN_AREA >> 20,
+                            e->window_path);
     failed |= cop_argv_add(cmd, "-device");
     failed |= cop_argv_add(cmd, "ivshmem-plain,memdev=cop-main");
     failed |= cop_argv_add(cmd, "-cpu");
@@ -691,26 +786,34 @@ static void lay_out_stub(struct slot_emulator *e)
 static int start_emulator(struct copsim *sim, struct slot_emulator *e,
                           char *err, size_t errlen)
 {
-    int console[2] = {-1, -1}, errors[2] = {-1, -1};
+    int console[2] = {-1, -1}, errors[2] = {-1, -1}, input[2] = {-1, -1};
     struct cop_error cerr;
     struct cop_argv cmd;
     int status;
 
     if (map_memfd("coprof-slot", SLOT_RAM_SIZE, &e->ram_fd, &e->ram,
-                  e->ram_path, sizeof(e->ram_path), err, errlen) < 0)
+                  e->ram_path, sizeof(e->ram_path), err, errlen) < 0
+        || make_memfd("coprof-window", SLOT_MAIN_AREA, &e->window_fd,
+                      e->window_path, sizeof(e->window_path), err,
+                      errlen) < 0)
         return -1;
     lay_out_stub(e);
     if (build_command(sim, e, &cmd, err, errlen) < 0)
         return -1;
-    if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0) {
+    if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0
+        || pipe2(input, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         cop_argv_free(&cmd);
         return -1;
     }
-    status = cop_qemu_spawn_io(&cmd, console[1], errors[1], &e->pid, &cerr);
+    status = cop_qemu_spawn_fds(&cmd, input[0], console[1], errors[1],
+                                &e->pid, &cerr);
     cop_argv_free(&cmd);
     close(console[1]);
     close(errors[1]);
+    close(input[0]);
+    e->ring_fd = input[1];
+    fcntl(e->ring_fd, F_SETFL, O_NONBLOCK);
     e->console = console[0];
     e->errors = errors[0];
     if (status < 0) {
@@ -727,6 +830,54 @@ static int start_emulator(struct copsim *sim, struct slot_emulator *e,
     return 0;
 }
 
+/* Slot emulators start on demand (slots_ensure), so a QEMU that is not
+ * there is found out at copsim's start by a look along PATH, as execvp
+ * would look. */
+static int find_qemu(const struct copsim *sim, char *err, size_t errlen)
+{
+    const char *program = sim->config.qemu_program
+                          ? sim->config.qemu_program : "qemu-system-riscv32";
+    const char *path = getenv("PATH");
+    char candidate[COPSIM_PATH_MAX];
+
+    if (strchr(program, '/')) {
+        if (access(program, X_OK) == 0)
+            return 0;
+    } else {
+        for (const char *dir = path ? path : "/usr/bin:/bin"; *dir;) {
+            size_t len = strcspn(dir, ":");
+
+            snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)len,
+                     len ? dir : ".", program);
+            if (access(candidate, X_OK) == 0)
+                return 0;
+            dir += len + (dir[len] == ':');
+        }
+    }
+    if (errno == ENOENT)
+        snprintf(err, errlen, "%s: not found (install the Debian package "
+                 "%s)", program, COP_QEMU_PACKAGE);
+    else
+        snprintf(err, errlen, "%s: cannot run: %s", program, strerror(errno));
+    return -1;
+}
+
+/* A waiting context holds descriptors (its connection, its main-memory
+ * file, its bind eventfd): thousands of them need more than the usual
+ * soft limit of 1024 open files, up to the hard limit. */
+static void raise_open_files(void)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
+            fprintf(stderr, "copsim: cannot raise the open-files limit to "
+                    "%llu: %s\n", (unsigned long long)limit.rlim_max,
+                    strerror(errno));
+    }
+}
+
 int slots_start(struct copsim *sim, char *err, size_t errlen)
 {
     struct slot_model *m = calloc(1, sizeof(*m));
@@ -740,9 +891,7 @@ int slots_start(struct copsim *sim, char *err, size_t errlen)
     sim->sched.model = m;
     sim->sched.pin = sim->counts_dir != NULL;
     m->sim = sim;
-    m->main_fd = -1;
     m->scratch.fd = -1;
-    pthread_mutex_init(&m->area_lock, NULL);
     pthread_mutex_init(&m->scratch_lock, NULL);
     m->n_slots = sim->config.n_slots;
     m->slots = calloc(m->n_slots, sizeof(*m->slots));
@@ -754,29 +903,52 @@ int slots_start(struct copsim *sim, char *err, size_t errlen)
         struct slot_emulator *e = &m->slots[i];
 
         e->index = i;
-        e->ram_fd = e->pidfd = e->console = e->errors = -1;
+        e->ram_fd = e->pidfd = e->console = e->errors = e->ring_fd = -1;
+        e->window_fd = -1;
         e->error_lines.prefix = "";
         pthread_mutex_init(&e->console_lock, NULL);
     }
-    if (map_memfd("coprof-main", MAIN_SIZE, &m->main_fd, &m->main,
-                  m->main_path, sizeof(m->main_path), err, errlen) < 0)
-        return -1;
+    raise_open_files();
     if (cop_ram_create(&m->scratch, NULL, &cerr) < 0) {
         snprintf(err, errlen, "%s", cerr.message);
         return -1;
     }
-    for (uint32_t i = 0; i < m->n_slots; i++)
-        if (start_emulator(sim, &m->slots[i], err, errlen) < 0)
-            return -1;
-    return 0;
+    return find_qemu(sim, err, errlen);
+}
+
+int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
+                 size_t errlen)
+{
+    struct slot_emulator *e = &m->slots[slot];
+
+    if (e->pid > 0)
+        return 0;
+    if (e->ram_fd >= 0) {
+        snprintf(err, errlen, "slot %u: its emulator failed to start",
+                 slot);
+        return -1;
+    }
+    return start_emulator(m->sim, e, err, errlen);
 }
 
 /* Ends a slot's emulator: closed, the stub ends QEMU once nothing runs;
- * killed if it does not within STOP_WAIT_MS. */
-static void stop_emulator(struct slot_emulator *e)
+ * killed if it does not within STOP_WAIT_MS.  Its counters go to stderr
+ * (say), which a private copsim shares with its host program, so it says
+ * nothing there. */
+static void stop_emulator(struct slot_emulator *e, int say)
 {
     if (e->pid > 0) {
         struct pollfd fd = { e->pidfd, POLLIN, 0 };
+
+        if (say)
+            fprintf(stderr, "copsim: slot emulator %u: switches=%u "
+                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u\n",
+                    e->index, *control_word(e, SLOT_H_SWITCHES),
+                    *control_word(e, SLOT_H_FLUSHES),
+                    *control_word(e, SLOT_H_KEPT),
+                    *control_word(e, SLOT_H_RINGS),
+                    *control_word(e, SLOT_H_INTERRUPTS),
+                    *control_word(e, SLOT_H_WINDOWS));
 
         __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
         ring(e);
@@ -794,7 +966,13 @@ static void stop_emulator(struct slot_emulator *e)
         else if (*fd < -1)
             close(-*fd - 2);
     }
+    if (e->ring_fd >= 0)
+        close(e->ring_fd);
+    e->ring_fd = -1;
     unmap_memfd(&e->ram_fd, &e->ram, SLOT_RAM_SIZE);
+    if (e->window_fd >= 0)
+        close(e->window_fd);
+    e->window_fd = -1;
     pthread_mutex_destroy(&e->console_lock);
 }
 
@@ -805,12 +983,10 @@ void slots_stop(struct copsim *sim)
     if (!m)
         return;
     for (uint32_t i = 0; m->slots && i < m->n_slots; i++)
-        stop_emulator(&m->slots[i]);
+        stop_emulator(&m->slots[i], sim->config.parent_pid <= 0);
     free(m->slots);
     if (m->scratch.fd >= 0)
         cop_ram_close(&m->scratch);
-    unmap_memfd(&m->main_fd, &m->main, MAIN_SIZE);
-    pthread_mutex_destroy(&m->area_lock);
     pthread_mutex_destroy(&m->scratch_lock);
     sim->sched.model = NULL;
     sim->slot_model = NULL;

@@ -10,6 +10,9 @@
  * from its staging area into place with guest stores (so that QEMU's
  * self-modifying-code detection drops every stale translation), executes
  * fence.i, loads the context's registers and returns into it with mret.
+ * In place (copsim's way, slot-stub.h) its controller has already written
+ * the local store from outside; the stub then only passes SLOT_STUB_FLUSH,
+ * where the plugin has QEMU drop every translation.
  * The trace-unit plugin neither counts nor captures an instruction in
  * SLOT_STUB_BASE .. + SLOT_STUB_SIZE, so a context's instruction count and
  * samples are what it does on its own, however often it is switched.
@@ -52,6 +55,7 @@
 #define TEST_DEVICE     0x00100000
 #define TEST_PASS       0x5555
 #define MIE_MTIE        0x80
+#define MIE_MEIE        0x800
 #define MSTATUS_RETURN  0x1880          /* MPP = machine, MPIE = 1 */
 #define CAUSE_ECALL_M   11
 #define CAUSE_STORE_FAULT 7
@@ -96,6 +100,7 @@
 /* Fixed entry points (slot-stub.h; slot-stub.ld checks the addresses):
  * each is a block of its own, so the trace-unit plugin can watch them. */
     .globl stub_entry, stub_vector, stub_ended, stub_parked, stub_idle
+    .globl stub_flush
 stub_entry:                             /* SLOT_STUB_BASE: the hart starts */
     j       stub_boot
 stub_vector:                            /* SLOT_STUB_TRAP: mtvec */
@@ -106,6 +111,9 @@ stub_parked:                            /* SLOT_STUB_PARKED: one handed back */
     j       parked_done
 stub_idle:                              /* SLOT_STUB_IDLE: nothing runnable */
     j       idle_wait
+stub_flush:                             /* SLOT_STUB_FLUSH: the controller
+                                           wrote a local store in place */
+    j       placed
 
 stub_boot:
     la      t0, stub_vector
@@ -113,6 +121,7 @@ stub_boot:
     li      t0, MIE_MTIE
     csrw    mie, t0
     call    place_main_memory
+    call    place_ring
     li      s0, SLOT_CTL_BASE
     li      t0, -1
     sw      t0, SLOT_H_CURRENT(s0)
@@ -231,6 +240,7 @@ ended_done:
 
 /* ---- The slice is over ---------------------------------------------- */
 on_interrupt:
+    call    quiet_ring
     lw      t0, SLOT_H_INTERRUPTS(s0)
     addi    t0, t0, 1
     sw      t0, SLOT_H_INTERRUPTS(s0)
@@ -283,15 +293,16 @@ found:
     beq     t0, s2, bind                /* its local store is in place */
     call    read_mtime
     mv      s3, a0
+    lw      t0, SLOT_H_INPLACE(s0)
+    bnez    t0, stub_flush              /* in place: the plugin drops the
+                                           translations there */
     mv      a1, s2
     call    staging_of                  /* from its staging area */
-    lw      t0, SLOT_H_INPLACE(s0)
-    beqz    t0, 1f
-    li      a0, SLOT_LS_BASE            /* or rewritten where it is */
-1:  li      a1, SLOT_LS_BASE
+    li      a1, SLOT_LS_BASE
     li      a2, SLOT_SWAP_SIZE
     call    copy
     fence.i
+placed:
     sw      s2, SLOT_H_RESIDENT(s0)
     lw      t0, SLOT_H_SWITCHES(s0)
     addi    t0, t0, 1
@@ -381,6 +392,47 @@ place_main_memory:
     li      t1, 2                       /* command: memory space */
     sh      t1, 4(t0)
 1:  ret
+
+/* In place: the ring (slot-stub.h), the UART's receive interrupt through
+ * the PLIC to this hart's machine mode. */
+place_ring:
+    li      t0, SLOT_CTL_BASE
+    lw      t1, SLOT_H_INPLACE(t0)
+    beqz    t1, 1f
+    li      t0, SLOT_PLIC + 4 * SLOT_UART_IRQ
+    li      t1, 1
+    sw      t1, 0(t0)
+    li      t0, SLOT_PLIC_ENABLE
+    li      t1, 1 << SLOT_UART_IRQ
+    sw      t1, 0(t0)
+    li      t0, SLOT_PLIC_CLAIM - 4     /* threshold 0 */
+    sw      zero, 0(t0)
+    li      t0, SLOT_UART
+    li      t1, 1                       /* IER: received data */
+    sb      t1, 1(t0)
+    li      t0, MIE_MEIE
+    csrs    mie, t0
+1:  ret
+
+/* The ring's interrupt: claimed, the UART's bytes read, completed and
+ * counted; other interrupts pass. */
+quiet_ring:
+    csrr    t0, mcause
+    li      t1, SLOT_CAUSE_RING
+    bne     t0, t1, 3f
+    li      t0, SLOT_PLIC_CLAIM
+    lw      t1, 0(t0)
+    li      t2, SLOT_UART
+1:  lbu     a0, 5(t2)                   /* LSR: data ready? */
+    andi    a0, a0, 1
+    beqz    a0, 2f
+    lbu     a0, 0(t2)                   /* RBR */
+    j       1b
+2:  sw      t1, 0(t0)
+    lw      t1, SLOT_H_RINGS(s0)
+    addi    t1, t1, 1
+    sw      t1, SLOT_H_RINGS(s0)
+3:  ret
 
 /* a0 = the save area of context a0. */
 save_area_of:

@@ -29,6 +29,9 @@
  * program (copsim-probe's "data N") left data[i] * 3 + 1 there.
  * --console-file PATTERN sends each context's console to a file, %d in
  * PATTERN standing for its index; --cycle-limit N limits each run.
+ * --all-live creates, loads and fills every context before any runs, so
+ * that all N are alive at once, and destroys them only once every run
+ * has ended (it raises the open-files limit: a context is a connection).
  * The exit status is 0 when every context ran, exited 0 and (with
  * --data-words) left the right data; 1 otherwise.  Errors from libcop are
  * printed as "cop-host: context I: REASON".
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 extern const cop_program_handle_t copsim_probe;
@@ -53,6 +57,7 @@ struct options {
     const char *console_pattern;
     uint64_t cycle_limit;
     int rendezvous;
+    int all_live;
     const char *source;
     int argc;
     char **argv;
@@ -60,6 +65,8 @@ struct options {
 
 struct worker {
     const struct options *opts;
+    cop_context_t **live;       /* --all-live: every context, created */
+    char *run_failed;           /* per context: its run failed (said) */
     int first;                  /* contexts first, first + threads, ... */
     int failures;
     pthread_t thread;
@@ -171,51 +178,110 @@ static void report(int index, const cop_context_t *ctx,
     pthread_mutex_unlock(&output_lock);
 }
 
-/* Creates, loads, runs and destroys context number index. */
-static int run_one(const struct options *opts, int index)
+/* Creates and loads context number index, its data filled (an anonymous
+ * image's copy in *copy, to free once it is destroyed); NULL after saying
+ * why. */
+static cop_context_t *create_one(const struct options *opts, int index,
+                                 void **copy)
 {
-    struct cop_stop_info stop;
     cop_context_t *ctx = cop_context_create();
-    void *copy = NULL;
-    const char *data;
-    int ok;
 
-    if (!ctx || load_source(ctx, opts->source, &copy) < 0
+    *copy = NULL;
+    if (!ctx || load_source(ctx, opts->source, copy) < 0
         || set_console(ctx, opts->console_pattern, index) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
         cop_context_destroy(ctx);
-        free(copy);
-        return 1;
+        free(*copy);
+        return NULL;
     }
     fill_data(ctx, index, opts->data_words);
+    return ctx;
+}
+
+/* Runs a created context and reports it: 0 when it exited 0 with the
+ * right data, 1 when not, -1 when the run failed (said why). */
+static int run_created(const struct options *opts, cop_context_t *ctx,
+                       int index)
+{
+    struct cop_stop_info stop;
+    const char *data;
+
     if (opts->rendezvous)
         join_meeting(ctx);
     cop_context_set_cycle_limit(ctx, opts->cycle_limit);
     if (cop_context_run(ctx, opts->argc, opts->argv, &stop) < 0) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
-        cop_context_destroy(ctx);
-        free(copy);
-        return 1;
+        return -1;
     }
     data = check_data(ctx, index, opts->data_words);
     report(index, ctx, &stop, data);
-    ok = stop.reason == COP_STOP_EXIT && stop.status == 0
-         && strcmp(data, "bad") != 0;
-    if (cop_context_destroy(ctx) < 0) {
+    return stop.reason == COP_STOP_EXIT && stop.status == 0
+           && strcmp(data, "bad") != 0 ? 0 : 1;
+}
+
+/* Destroys a context; after a failed run (quiet) without a word, since
+ * its connection's end was said. */
+static int destroy_one(cop_context_t *ctx, int index, int quiet)
+{
+    if (cop_context_destroy(ctx) < 0 && !quiet) {
         fprintf(stderr, "cop-host: context %d: %s\n", index, cop_last_error());
-        ok = 0;
+        return 1;
     }
+    return 0;
+}
+
+/* Creates, loads, runs and destroys context number index. */
+static int run_one(const struct options *opts, int index)
+{
+    void *copy;
+    cop_context_t *ctx = create_one(opts, index, &copy);
+    int failed;
+
+    if (!ctx)
+        return 1;
+    failed = run_created(opts, ctx, index);
+    if (destroy_one(ctx, index, failed < 0))
+        failed = 1;
     free(copy);
-    return ok ? 0 : 1;
+    return failed ? 1 : 0;
 }
 
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
 
-    for (int i = w->first; i < w->opts->contexts; i += w->opts->threads)
-        w->failures += run_one(w->opts, i);
+    for (int i = w->first; i < w->opts->contexts; i += w->opts->threads) {
+        int failed = w->live ? run_created(w->opts, w->live[i], i)
+                             : run_one(w->opts, i);
+
+        if (failed < 0)
+            w->run_failed[i] = 1;
+        w->failures += failed != 0;
+    }
     return NULL;
+}
+
+/* --all-live: every context created before any runs; NULL (having said
+ * why) when one cannot be. */
+static cop_context_t **create_all(const struct options *opts, void **copies)
+{
+    cop_context_t **live = calloc((size_t)opts->contexts, sizeof(*live));
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    for (int i = 0; live && i < opts->contexts; i++)
+        if (!(live[i] = create_one(opts, i, &copies[i]))) {
+            for (int j = 0; j < i; j++) {
+                destroy_one(live[j], j, 0);
+                free(copies[j]);
+            }
+            free(live);
+            return NULL;
+        }
+    return live;
 }
 
 static void usage(FILE *out)
@@ -223,7 +289,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: cop-host [--threads T] [--contexts N] [--data-words N]\n"
         "                [--console-file PATTERN] [--cycle-limit N]\n"
-        "                [--rendezvous]\n"
+        "                [--rendezvous] [--all-live]\n"
         "                embedded|library|anonymous|IMAGE [ARGS...]\n");
 }
 
@@ -236,6 +302,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"console-file", required_argument, NULL, 'c'},
         {"cycle-limit", required_argument, NULL, 'l'},
         {"rendezvous", no_argument, NULL, 'r'},
+        {"all-live", no_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -244,7 +311,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
     memset(opts, 0, sizeof(*opts));
     opts->threads = 1;
     opts->contexts = 1;
-    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:rh", long_options,
+    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:rah", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 't':
@@ -264,6 +331,9 @@ static int parse_options(int argc, char **argv, struct options *opts)
             break;
         case 'r':
             opts->rendezvous = 1;
+            break;
+        case 'a':
+            opts->all_live = 1;
             break;
         case 'h':
             usage(stdout);
@@ -285,17 +355,26 @@ int main(int argc, char **argv)
 {
     struct options opts;
     struct worker *workers;
+    cop_context_t **live = NULL;
+    void **copies;
+    char *run_failed;
     int failures = 0;
 
     if (parse_options(argc, argv, &opts) < 0) {
         usage(stderr);
         return 2;
     }
+    copies = calloc((size_t)opts.contexts, sizeof(*copies));
+    run_failed = calloc((size_t)opts.contexts, 1);
+    if (opts.all_live && !(live = create_all(&opts, copies)))
+        return 1;
     workers = calloc((size_t)opts.threads, sizeof(*workers));
     meeting.windows = calloc((size_t)opts.contexts, sizeof(*meeting.windows));
     for (int t = 0; t < opts.threads; t++) {
         workers[t].opts = &opts;
         workers[t].first = t;
+        workers[t].live = live;
+        workers[t].run_failed = run_failed;
         pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]);
     }
     if (opts.rendezvous)
@@ -304,6 +383,13 @@ int main(int argc, char **argv)
         pthread_join(workers[t].thread, NULL);
         failures += workers[t].failures;
     }
+    for (int i = 0; live && i < opts.contexts; i++) {
+        failures += destroy_one(live[i], i, run_failed[i]);
+        free(copies[i]);
+    }
+    free(live);
+    free(copies);
+    free(run_failed);
     free(workers);
     free(meeting.windows);
     return failures ? 1 : 0;

@@ -75,10 +75,16 @@ class Copsim:
         return children
 
     def cpu_seconds(self):
-        """CPU time of copsim and of the emulators it has reaped."""
-        with open("/proc/%d/stat" % self.process.pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))
+        """CPU time of copsim, of the emulators it has reaped and of those
+        still running (the slot model's long-lived ones)."""
+        ticks = 0
+        for pid in [self.process.pid] + self.emulators():
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:         # ended meanwhile: counted as reaped
+                continue
+            ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))
         return ticks / os.sysconf("SC_CLK_TCK")
 
     def stop(self):

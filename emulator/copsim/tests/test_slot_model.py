@@ -10,8 +10,11 @@ slot model does not have); these tests are its own, in make check.
 
 import collections
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 from copsim_harness import (SOURCE, check_slot_history, parse_host_lines,
                             sched_events)
@@ -76,6 +79,138 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                    bindings[int(c["context"])]) == int(c["instructions"])
 
 
+def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
+                                                         probe_image,
+                                                         build_dir, tmp_path):
+    # Two contexts whose code differs at the same local-store addresses
+    # (examples/kernels and copsim-probe) alternate on ONE slot: copsim
+    # writes each one's local store into the slot's RAM from outside, which
+    # QEMU's self-modifying-code detection does not see, so the stub has
+    # the plugin drop every translation at each switch.  Each context must
+    # execute its own code: exactly cop-run's counts for it alone, pc by pc
+    # (a stale translation of the other one's code would be counted as the
+    # other's bytes, or end the run wrongly).
+    counts_dir = tmp_path / "counts"
+    counts_dir.mkdir()
+    os.environ["COPSIM_TEST_GATHER"] = "2"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000", "--exact-counts", str(counts_dir))
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    kernels = os.path.join(build_dir, "examples", "kernels.elf")
+    runs = [(kernels, []), (probe_image, ["spin", "300000"])]
+    hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
+                               "/dev/null", image] + args, env=sim.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for image, args in runs]
+    outputs = [h.communicate(timeout=300) for h in hosts]
+    for (image, args), h, (out, err) in zip(runs, hosts, outputs):
+        assert h.returncode == 0, (image, out, err)
+        (c,) = parse_host_lines(out)
+        assert c["reason"] == "exit" and int(c["preemptions"]) >= 2, c
+        alone = tmp_path / (os.path.basename(image) + ".counts")
+        done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
+                               "--sample-every", "1000003", "--exact-counts",
+                               str(alone), image] + args,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        want = counts_by_pc(str(alone))
+        got = counts_by_pc(str(counts_dir / ("context-%s.counts"
+                                             % c["context"])))
+        assert got == want, image
+        assert int(c["instructions"]) == sum(want.values())
+
+
+def slot_emulator_stats(sim):
+    """Stops copsim; the counters of each slot emulator it printed then
+    (switches, flushes, kept, rings, interrupts), by slot."""
+    sim.process.send_signal(signal.SIGTERM)
+    sim.process.wait(timeout=60)
+    stats = {}
+    for line in sim.errors().splitlines():
+        m = re.match(r"copsim: slot emulator (\d+): (.*)", line)
+        if m:
+            stats[int(m.group(1))] = {k: int(v) for k, v in (
+                item.split("=") for item in m.group(2).split())}
+    return stats
+
+
+def instructions_alone(build_dir, tmp_path, image, args):
+    """What cop-run counts for the image alone (exact counts' total)."""
+    alone = tmp_path / (os.path.basename(image) + ".alone")
+    done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
+                           "--sample-every", "1000003", "--exact-counts",
+                           str(alone), image] + list(args),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return sum(counts_by_pc(str(alone)).values())
+
+
+def test_contexts_of_one_image_keep_their_translations(copsim, test_bin,
+                                                        probe_image,
+                                                        build_dir, tmp_path):
+    # Four contexts of one image time-sliced on ONE slot: the code copsim
+    # writes at every switch is the code QEMU translated, so the plugin
+    # keeps the translations (no flush at all), and each context still
+    # executes exactly what it executes alone.  Every preemption is asked
+    # for by the ring (an interrupt at once), not by a timer of the stub.
+    os.environ["COPSIM_TEST_GATHER"] = "4"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
+                            "4", "--console-file", "/dev/null", "embedded",
+                            "spin", "2000000")
+    assert result.returncode == 0, result.stderr
+    want = instructions_alone(build_dir, tmp_path, probe_image,
+                              ["spin", "2000000"])
+    preemptions = 0
+    for c in contexts:
+        assert c["reason"] == "exit", c
+        assert int(c["instructions"]) == want, c
+        preemptions += int(c["preemptions"])
+    assert preemptions >= 3, contexts
+    (stats,) = slot_emulator_stats(sim).values()
+    assert stats["flushes"] == 0, stats
+    assert stats["kept"] >= preemptions, stats
+    assert stats["rings"] >= preemptions, stats
+
+
+def test_different_code_flushes_without_exact_counts(copsim, test_bin,
+                                                     probe_image, build_dir,
+                                                     tmp_path):
+    # Without --exact-counts (which flushes at every switch) the plugin
+    # compares the incoming code with what it translated: examples/kernels
+    # and copsim-probe alternating on one slot differ, so switches flush,
+    # and each executes exactly its instructions alone (a stale block of
+    # the other's code would change the count or the end).  Reference
+    # mode (a callback per instruction) makes kernels last many ticks.
+    os.environ["COPSIM_TEST_GATHER"] = "2"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000", "--reference")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    kernels = os.path.join(build_dir, "examples", "kernels.elf")
+    runs = [(kernels, []), (probe_image, ["spin", "300000"])]
+    hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
+                               "/dev/null", image] + args, env=sim.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for image, args in runs]
+    outputs = [h.communicate(timeout=300) for h in hosts]
+    for (image, args), h, (out, err) in zip(runs, hosts, outputs):
+        assert h.returncode == 0, (image, out, err)
+        (c,) = parse_host_lines(out)
+        assert c["reason"] == "exit" and int(c["preemptions"]) >= 2, c
+        assert int(c["instructions"]) == instructions_alone(
+            build_dir, tmp_path, image, args), image
+    (stats,) = slot_emulator_stats(sim).values()
+    assert stats["flushes"] >= 2, stats
+
+
 def test_faults_leave_the_slot_usable(copsim, test_bin):
     # One slot: a trap, a loop stopped at its cycle limit, then programs
     # that run as ever on the same emulator.
@@ -115,8 +250,78 @@ def test_thousand_contexts_through_eight_slots(copsim, test_bin, build_dir):
     assert result.returncode == 0, result.stderr
     assert len(contexts) == 1000
     assert all(c["reason"] == "exit" for c in contexts)
-    assert len(sim.emulators()) == 8
+    assert 1 <= len(sim.emulators()) <= 8     # started as slots were needed
     check_slot_history(sched_events(build_dir, sim.log), 8)
+
+
+def test_thousand_live_contexts_wait_in_main_memory(copsim, test_bin,
+                                                    build_dir, tmp_path):
+    # A thousand contexts alive at once (cop-host --all-live creates and
+    # fills every one before any runs), all waiting together on eight slots
+    # (gathered: nothing is bound until the thousand runs are queued, and
+    # the SCHED log shows every run before the first bind), each with its
+    # own data window through its slot's main-memory window: each exits 0
+    # with its own data (data[i] * 3 + 1 of index * 100000 + i, checked
+    # by cop-host) and prints its own sum.  With main memory as one 1 GiB
+    # window, CREATE refused the 65th.
+    os.environ["COPSIM_TEST_GATHER"] = "1000"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "8")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    result, contexts = host(test_bin, sim, "--all-live", "--threads", "1000",
+                            "--contexts", "1000", "--data-words", "64",
+                            "--console-file", str(tmp_path / "console-%d"),
+                            "embedded", "data", "64", timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(int(c["index"]) for c in contexts) == list(range(1000))
+    assert all(c["reason"] == "exit" and c["status"] == "0"
+               and c["data"] == "ok" for c in contexts)
+    for index in range(1000):
+        total = sum((index * 100000 + i) * 3 + 1 for i in range(64))
+        console = (tmp_path / ("console-%d" % index)).read_text()
+        assert console == "data 64 sum=%08x\n" % (total & 0xffffffff), index
+    events = sched_events(build_dir, sim.log)
+    kinds = [e["kind"] for e in events]
+    first_bind = kinds.index("bind")
+    assert kinds[:first_bind].count("run") == 1000
+    check_slot_history(events, 8)
+
+
+def test_out_of_descriptors_is_a_clear_create_error(copsim, test_bin,
+                                                    probe_image):
+    # A context's main memory is a file of copsim's: when copsim may open
+    # no more (its hard limit, here 64), the context that needed one is
+    # refused in one line naming the cause (at CREATE: its main-memory file,
+    # its eventfd or the maps of its process, whichever came to the limit,
+    # "(copsim may open 64 files)" for the first two; or its connection, on
+    # copsim's stderr, which closes it), copsim goes on serving (no spin on
+    # a readable socket), and contexts run once descriptors are free.
+    sim = copsim("--context-model=slot", "--slots", "2",
+                 prefix=("prlimit", "--nofile=64:64",
+                         os.path.join(sim_bin(test_bin), "copsim")))
+    result, contexts = host(test_bin, sim, "--all-live", "--threads", "4",
+                            "--contexts", "40", "--console-file",
+                            "/dev/null", "embedded", "hello")
+    assert result.returncode == 1
+    assert contexts == []
+    refusals = [line for line in result.stderr.splitlines()
+                if line.startswith("cop-host: context ")]
+    assert len(refusals) == 1, result.stderr
+    assert ("Too many open files" in refusals[0]
+            or "copsim: a connection refused: Too many open files (copsim "
+               "may open 64 files)" in sim.errors()), (refusals, sim.errors())
+    result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
+                            "4", "--console-file", "/dev/null", "embedded",
+                            "hello")
+    assert result.returncode == 0, result.stderr
+    assert [c["reason"] for c in contexts] == ["exit"] * 4
+
+
+def sim_bin(test_bin):
+    """build/bin, beside build/tests."""
+    return os.path.join(os.path.dirname(os.path.dirname(test_bin("cop-host"))),
+                        "bin")
 
 
 def test_bad_context_model_refused(build_dir):
@@ -130,8 +335,8 @@ def test_bad_context_model_refused(build_dir):
 
 def test_slot_model_is_the_default_and_call_graph_takes_processes(
         copsim, build_dir, monkeypatch):
-    # By default copsim starts its slots' emulators before it serves.
-    assert len(copsim("--slots", "2").emulators()) == 2
+    # By default copsim runs slots, whose emulators start on demand.
+    assert copsim("--slots", "2").emulators() == []
     # --call-graph keeps a shadow stack per QEMU, so it takes the process
     # model (no emulator until a context runs), even over the environment.
     monkeypatch.setenv("COPSIM_CONTEXT_MODEL", "slot")
@@ -148,16 +353,44 @@ def test_slot_model_is_the_default_and_call_graph_takes_processes(
 
 
 def test_missing_emulator_stops_copsim_at_its_start(build_dir, tmp_path):
-    # A slot's emulator starts with copsim, so a missing QEMU is an error
-    # then (the process model's is a run's, test_copsim.py).
-    done = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
-                           "--socket", str(tmp_path / "s.sock"),
-                           "--event-log", str(tmp_path / "log"),
-                           "--qemu", "/nonexistent/qemu-system-riscv32"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert done.stderr.startswith("copsim: slot 0: "), done.stderr
-    assert done.stderr.count("\n") == 1, done.stderr
+    # Slot emulators start on demand, but copsim looks for the QEMU at its
+    # start, so a missing one is an error then (the process model's is a
+    # run's, test_copsim.py).
+    for qemu in ("/nonexistent/qemu-system-riscv32", "no-such-qemu-here"):
+        done = subprocess.run([os.path.join(build_dir, "bin", "copsim"),
+                               "--socket", str(tmp_path / "s.sock"),
+                               "--event-log", str(tmp_path / "log"),
+                               "--qemu", qemu],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1
+        assert done.stderr == ("copsim: %s: not found (install the Debian "
+                               "package qemu-system-misc)\n" % qemu)
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_slots_start_on_demand_and_idle_ones_cost_nothing(copsim, test_bin):
+    # No emulator until a context needs a slot; one context starts one
+    # slot's QEMU, whatever the slot count; once it ended, that QEMU
+    # sleeps (its vCPU waits on a futex in the plugin, its stub neither
+    # spins nor arms a timer): over 2 s it uses at most 3 clock ticks of
+    # CPU (30 ms: ticks are counted, not wall time, so load elsewhere on
+    # the machine does not matter).
+    sim = copsim("--context-model=slot", "--slots", "4")
+    assert sim.emulators() == []
+    result, contexts = host(test_bin, sim, "--console-file", "/dev/null",
+                            "embedded", "hello")
+    assert result.returncode == 0, result.stderr
+    assert contexts[0]["reason"] == "exit"
+    (qemu,) = sim.emulators()
+    before = cpu_ticks(qemu)
+    time.sleep(2)
+    assert cpu_ticks(qemu) - before <= 3
 
 
 def test_ram_dir_takes_processes(copsim, build_dir, tmp_path):
