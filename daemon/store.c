@@ -14,6 +14,7 @@
  * files the database's mode).
  */
 #include "daemon/store.h"
+#include "daemon/images.h"
 
 #include "common/safe-file.h"
 
@@ -36,7 +37,8 @@ static const char schema[] =
     "CREATE TABLE images (id INTEGER PRIMARY KEY, path TEXT,"
     " image_offset INTEGER NOT NULL, device INTEGER, inode INTEGER,"
     " size INTEGER, hash TEXT, status TEXT NOT NULL, message TEXT,"
-    " short_name TEXT, image_size INTEGER, cache_file TEXT);\n"
+    " short_name TEXT, image_size INTEGER, cache_file TEXT,"
+    " image_hash TEXT);\n"
     "CREATE TABLE regions (image INTEGER, region INTEGER, ls_start INTEGER,"
     " ls_end INTEGER, guard_ls_addr INTEGER, overlays INTEGER,"
     " PRIMARY KEY (image, region));\n"
@@ -128,8 +130,8 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_GET_META] = "SELECT value FROM session WHERE key = ?1",
     [ST_IMAGE] = "INSERT OR REPLACE INTO images (id, path, image_offset,"
         " device, inode, size, hash, status, message, short_name, image_size,"
-        " cache_file) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-        " ?12)",
+        " cache_file, image_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+        " ?9, ?10, ?11, ?12, ?13)",
     [ST_REGION] = "INSERT OR REPLACE INTO regions (image, region, ls_start,"
         " ls_end, guard_ls_addr, overlays) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OVERLAY] = "INSERT OR REPLACE INTO overlays (image, overlay, region,"
@@ -562,7 +564,7 @@ static int put_overlays(struct store *store, uint32_t image,
 int store_put_image(struct store *store, const struct store_image *image)
 {
     sqlite3_stmt *st = statement(store, ST_IMAGE);
-    char hash[17];
+    char hash[17], image_hash[17];
 
     g_snprintf(hash, sizeof hash, "%016" PRIx64, image->identity.hash);
     sqlite3_bind_int64(st, 1, image->id);
@@ -577,6 +579,12 @@ int store_put_image(struct store *store, const struct store_image *image)
     if (image->ovl != NULL) {
         bind_text_or_null(st, 10, ovl_image_short_name(image->ovl));
         sqlite3_bind_int64(st, 11, (int64_t)ovl_image_size(image->ovl));
+        /* the image's own bytes: its cached copy is checked against this
+         * once the file it was found in is gone */
+        g_snprintf(image_hash, sizeof image_hash, "%016" PRIx64,
+                   image_content_hash(ovl_image_bytes(image->ovl),
+                                      ovl_image_size(image->ovl)));
+        sqlite3_bind_text(st, 13, image_hash, -1, SQLITE_TRANSIENT);
     }
     bind_text_or_null(st, 12, image->cache_file);
     if (run(store, st) != 0)

@@ -36,7 +36,7 @@ import tempfile
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from . import profile
+from . import profile, safefile
 
 OBJDUMP = "riscv64-unknown-elf-objdump"
 ORDERS = ("samples", "address")
@@ -111,16 +111,15 @@ def _disassemble(path, section, start, end):
 
 class _ImageFile:
     """An image's bytes as a file objdump and pyelftools can open: the
-    session's cached copy as it is, an embedded image copied to a private
-    temporary file (0600, removed by close())."""
+    bytes read (and checked: a regular file, bounded, safefile.py) from
+    the session's cached copy or the file it was found in, copied to a
+    private temporary file (0600, removed by close()), so that objdump
+    never opens a name the session gave (a FIFO there would hang it)."""
 
     def __init__(self, image):
         self.path = None
         self._temp = None
         if not image.file:
-            return
-        if not image.base:
-            self.path = image.file
             return
         data = image.read_bytes()
         if data is None:
@@ -359,9 +358,10 @@ def source_lines(path):
     """The lines of a source file, or None when it cannot be read."""
     if path not in _source_cache:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                _source_cache[path] = f.read().splitlines()
-        except OSError:
+            data = safefile.read_input(path, follow=True)
+            _source_cache[path] = data.decode("utf-8", "replace") \
+                .splitlines()
+        except safefile.SafeFileError:
             _source_cache[path] = None
     return _source_cache[path]
 

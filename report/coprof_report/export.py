@@ -42,7 +42,7 @@ import collections
 import gzip
 import json
 
-from . import profile
+from . import profile, safefile
 
 FORMATS = ("pprof", "callgrind", "folded", "speedscope")
 
@@ -416,7 +416,7 @@ def pprof_message(all_st, sampling):
 def write_pprof(all_st, path, sampling):
     """The gzipped profile.proto at path (binary)."""
     data = pprof_message(all_st, sampling).SerializeToString()
-    with open(path, "wb") as f:
+    with safefile.output(path, "wb") as f:
         with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
             z.write(data)
 
@@ -437,7 +437,7 @@ def export(sessions, fmt, path, name):
     if fmt == "pprof":
         write_pprof(all_st, path, sampling)
         return
-    with open(path, "w", encoding="utf-8") as f:
+    with safefile.output(path) as f:
         TEXT_WRITERS[fmt](all_st, f, sampling, name)
 
 

@@ -23,9 +23,10 @@ the session is escaped.
 
 import base64
 import html
+import io
 import os
 
-from . import annotate, output, profile, timeline
+from . import annotate, output, profile, safefile, timeline
 
 TOP_FUNCTIONS = 5
 
@@ -120,25 +121,17 @@ def _timeline_section(png):
             "time\" src=\"data:image/png;base64,%s\">" % data]
 
 
-def _write_private(path, data):
-    """data (bytes) to path: a new file (0600, no link followed) renamed
-    over path."""
-    tmp = path + ".tmp%d" % os.getpid()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
-                 os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.rename(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write(session, out_dir, top=TOP_FUNCTIONS):
     """Writes out_dir/index.html and out_dir/timeline.png; the page's
     path."""
-    os.makedirs(out_dir, mode=0o700, exist_ok=True)
+    dirfd = safefile.output_dir(out_dir)
+    try:
+        return _write_in(session, dirfd, out_dir, top)
+    finally:
+        os.close(dirfd)
+
+
+def _write_in(session, dirfd, out_dir, top):
     prof = profile.build(session, "none")
     funcs = annotate.annotate(session, top=top)
     total = annotate.session_samples(session)
@@ -149,12 +142,12 @@ def write(session, out_dir, top=TOP_FUNCTIONS):
     except ImportError:
         plot = None
     if plot is not None:
-        tmp = os.path.join(out_dir, ".timeline.%d.png" % os.getpid())
-        plot.write_png(timeline.build(session), tmp,
+        buf = io.BytesIO()
+        plot.write_png(timeline.build(session), buf,
                        "slot occupancy: %s" % session.name)
-        os.rename(tmp, png_path)
-        with open(png_path, "rb") as f:
-            png = f.read()
+        png = buf.getvalue()
+        with safefile.output_in(dirfd, "timeline.png", shown=png_path) as f:
+            f.write(png)
     title = "coprof report: %s" % session.name
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head>",
              "<meta charset=\"utf-8\">", "<title>%s</title>" % e(title),
@@ -170,5 +163,6 @@ def write(session, out_dir, top=TOP_FUNCTIONS):
     parts += _timeline_section(png)
     parts.append("</body></html>\n")
     page = os.path.join(out_dir, "index.html")
-    _write_private(page, "\n".join(parts).encode("utf-8"))
+    with safefile.output_in(dirfd, "index.html", shown=page) as f:
+        f.write("\n".join(parts).encode("utf-8"))
     return page

@@ -33,6 +33,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from . import safefile
+
 Function = collections.namedtuple(
     "Function", "name offset size section vaddr source")
 Function.__doc__ = """A function: its name, the file offset of its start,
@@ -63,12 +65,9 @@ class Symbolizer:
         self.base = base
         self._cache = {}
         try:
-            with open(path, "rb") as f:
-                if base:
-                    f.seek(base)
-                data = f.read()
-        except OSError as e:
-            raise SymbolError("%s: %s" % (path, e.strerror or e))
+            data = safefile.read_input(path, follow=True)[base:]
+        except safefile.SafeFileError as e:
+            raise SymbolError(str(e))
         try:
             self._load(ELFFile(io.BytesIO(data)))
         except (ELFError, ValueError, KeyError, IndexError, TypeError,
