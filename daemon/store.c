@@ -391,6 +391,26 @@ static int open_database(struct store *store, GError **error)
     return prepare_statements(store, error);
 }
 
+/*
+ * The session directory a user named, by safe-file.h's rule: its last
+ * component created 0700 (never a missing parent), an existing one a real
+ * directory of this user's, made 0700; no link another user planted on
+ * the way followed.
+ */
+static int make_session_dir(const char *dir, GError **error)
+{
+    char why[1024];
+    int fd = safe_dir_make(dir, why, sizeof why);
+
+    if (fd < 0) {
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+                    "%s", why);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 struct store *store_open(const char *session_dir, bool overwrite,
                          GError **error)
 {
@@ -401,7 +421,9 @@ struct store *store_open(const char *session_dir, bool overwrite,
     store->db_path = g_build_filename(session_dir, STORE_DB_NAME, NULL);
     g_autofree char *cache = g_build_filename(session_dir, STORE_CACHE_DIR,
                                               NULL);
-    if (g_mkdir_with_parents(cache, SAFE_DIR_MODE) != 0) {
+    if (make_session_dir(session_dir, error) != 0)
+        goto fail;
+    if (mkdir(cache, SAFE_DIR_MODE) != 0 && errno != EEXIST) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "%s: cannot create: %s", cache, g_strerror(errno));
         goto fail;
