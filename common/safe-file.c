@@ -494,16 +494,19 @@ int safe_path_parent(const char *path, char *name, char *err, size_t errlen)
 }
 
 /* Creates out->temp beside out->name in dirfd: O_EXCL|O_NOFOLLOW, 0600. */
-static int create_temp(struct safe_out *out, char *err, size_t errlen)
+static int create_temp(struct safe_out *out, int flags, char *err,
+                       size_t errlen)
 {
+    int access_mode = flags & SAFE_OUT_RDWR ? O_RDWR : O_WRONLY;
+
     for (int i = 0; i < TEMP_TRIES; i++) {
         unsigned r = (unsigned)getpid() * 2654435761u ^ (unsigned)i * 40503u
                      ^ (unsigned)(uintptr_t)out ^ (unsigned)time(NULL);
 
         snprintf(out->temp, sizeof(out->temp), ".%.*s.%06x", NAME_MAX - 9,
                  out->name, r & 0xffffff);
-        out->fd = openat(out->dirfd, out->temp, O_WRONLY | O_CREAT | O_EXCL
-                         | O_NOFOLLOW | O_CLOEXEC, SAFE_FILE_MODE);
+        out->fd = openat(out->dirfd, out->temp, access_mode | O_CREAT
+                         | O_EXCL | O_NOFOLLOW | O_CLOEXEC, SAFE_FILE_MODE);
         if (out->fd >= 0)
             return 0;
         if (errno != EEXIST)
@@ -518,7 +521,7 @@ static int create_temp(struct safe_out *out, char *err, size_t errlen)
 static int open_new(struct safe_out *out, int flags, char *err,
                     size_t errlen)
 {
-    if (create_temp(out, err, errlen) < 0)
+    if (create_temp(out, flags, err, errlen) < 0)
         return -1;
     if (!(flags & SAFE_OUT_PLACE))
         return 0;
@@ -541,7 +544,8 @@ static int open_in_place(struct safe_out *out, int follow, int flags,
                          char *err, size_t errlen)
 {
     struct stat st;
-    int fd = openat(out->dirfd, out->name, O_WRONLY | O_NOCTTY | O_CLOEXEC
+    int fd = openat(out->dirfd, out->name, O_NOCTTY | O_CLOEXEC
+                    | (flags & SAFE_OUT_RDWR ? O_RDWR : O_WRONLY)
                     | (follow ? 0 : O_NOFOLLOW)
                     | (flags & SAFE_OUT_APPEND ? O_APPEND : 0));
 

@@ -115,6 +115,7 @@ int safe_remove_tree(const char *dir);
 #define SAFE_OUT_PLACE  1       /* rename into place at once, not at close */
 #define SAFE_OUT_APPEND 2       /* an existing file written in place is
                                    appended to, not emptied */
+#define SAFE_OUT_RDWR   4       /* opened for reading too (to mmap it) */
 
 struct safe_out {
     int fd;                     /* write here; -1 once closed */

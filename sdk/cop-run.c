@@ -465,7 +465,8 @@ static int create_ram(struct cop_ram *ram, const char *path,
 
     if (!path)
         return cop_ram_create(ram, NULL, err);
-    if (safe_out_open(&safe, path, SAFE_OUT_PLACE, why, sizeof(why)) < 0) {
+    if (safe_out_open(&safe, path, SAFE_OUT_PLACE | SAFE_OUT_RDWR, why,
+                      sizeof(why)) < 0) {
         cop_error_set(err, "%s", why);
         return -1;
     }
