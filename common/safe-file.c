@@ -715,8 +715,8 @@ int safe_dir_make(const char *path, char *err, size_t errlen)
 int safe_in_open(const char *path, long long max_size, int flags, char *err,
                  size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY
-                  | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+                  | (flags & SAFE_IN_FOLLOW ? 0 : O_NOFOLLOW));
     struct stat st;
     char why[160];
 

@@ -173,11 +173,18 @@ int safe_dir_make(const char *path, char *err, size_t errlen);
 
 /* safe_in_open()'s flags. */
 #define SAFE_IN_OWNED   1       /* the file must belong to this user or root */
+#define SAFE_IN_FOLLOW  2       /* a link at the name is followed (a host
+                                   program, a library): what it reaches is
+                                   checked all the same */
+
+/* The most a file a session names may hold (report/coprof_report/
+ * safefile.py's MAX_INPUT): no program or source of ours is larger. */
+#define SAFE_IN_SIZE_MAX (1LL << 30)
 
 /*
  * Opens a file a session or another input names, for reading: opened
  * O_RDONLY|O_NONBLOCK|O_NOFOLLOW (so a FIFO does not block and a link is
- * not followed), then required by fstat to be a regular file of at most
+ * not followed, unless SAFE_IN_FOLLOW), then required by fstat to be a regular file of at most
  * max_size bytes (and with SAFE_IN_OWNED, this user's or root's).  Returns
  * the descriptor (O_NONBLOCK cleared) or -1 with err "PATH: reason" ("a
  * FIFO, not a regular file", "larger than N bytes").
