@@ -293,7 +293,8 @@ def test_unwritable_counts_file(coprof_bin, build_dir, tmp_path):
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 125
     assert proc.stderr.strip().splitlines() == \
-        ["cop-run: %s: cannot write: No such file or directory" % bad]
+        ["cop-run: %s: %s: no such directory (a missing parent is not "
+         "created)" % (bad, bad.parent)]
     proc = subprocess.run(
         [coprof_bin("cop-run"), "--exact-counts", str(tmp_path / "x"),
          example(build_dir, "kernels"), "1"],
