@@ -306,7 +306,8 @@ def test_unwritable_counts_file(coprof_bin, build_dir, tmp_path):
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == \
-        ["coptrace: %s: cannot write: No such file or directory" % bad]
+        ["coptrace: %s: %s: no such directory (a missing parent is not "
+         "created)" % (bad, bad.parent)]
 
 
 def test_plugin_refuses_an_unwritable_counts_file(coprof_bin, build_dir,
