@@ -563,6 +563,10 @@ static int open_in_place(struct safe_out *out, int follow, int flags,
                  "it", file_kind(&st), (long)st.st_uid);
         return refuse(EACCES, err, errlen, out->path, NULL, why);
     }
+    if (S_ISREG(st.st_mode) && (st.st_mode & 07777) != SAFE_FILE_MODE
+        && fchmod(fd, SAFE_FILE_MODE) < 0)
+        return close_failed(fd), refuse(errno, err, errlen, out->path, NULL,
+                                         strerror(errno));
     if (S_ISREG(st.st_mode) && !(flags & SAFE_OUT_APPEND)
         && ftruncate(fd, 0) < 0)
         return close_failed(fd), refuse(errno, err, errlen, out->path, NULL,
@@ -583,6 +587,11 @@ static int open_at_name(struct safe_out *out, int flags, char *err,
     if (fstatat(out->dirfd, out->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return errno == ENOENT ? open_new(out, flags, err, errlen)
                : refuse(errno, err, errlen, out->path, NULL, strerror(errno));
+    /* this user's own file (one link) is written where it is, so a reader
+     * that opened it first (a temporary file handed to the tool) sees
+     * the output; anything else at the name is replaced, not written */
+    if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1)
+        return open_in_place(out, 0, flags, err, errlen);
     if (S_ISREG(st.st_mode))
         return open_new(out, flags, err, errlen);
     if (S_ISDIR(st.st_mode))

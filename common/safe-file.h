@@ -100,6 +100,10 @@ int safe_remove_tree(const char *dir);
  *     (or at once, SAFE_OUT_PLACE, for a file others read while it grows):
  *     a symbolic link or another user's file at NAME is replaced, never
  *     written through;
+ *     An existing regular file of this user's with one link is the
+ *     exception: it is written where it is (O_NOFOLLOW, emptied, made
+ *     0600), so a reader that opened it first sees the output; nobody
+ *     else can have put it there;
  *   - a symbolic link at NAME is followed only if it belongs to this user
  *     or root and sits in a directory nobody else can write (so nobody can
  *     swap it): /dev/stdout, /proc/self/fd/N, a user's own link; the file

@@ -134,3 +134,15 @@ def test_cop_embed_replaces_the_file_not_its_other_links(
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "other").read_text() == "old\n"
     assert out.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_cop_run_writes_a_file_opened_first(coprof_bin, build_dir, tmp_path):
+    """A reader holding the user's own output file open (a temporary file
+    handed to cop-run) reads what cop-run wrote: the file is written in
+    place, not replaced."""
+    out = tmp_path / "samples"
+    out.write_text("")
+    with open(str(out)) as reader:
+        p = run(commands(coprof_bin, build_dir, tmp_path)["cop-run -o"], out)
+        assert p.returncode == 0, p.stderr
+        assert reader.read().split(), "cop-run's samples"

@@ -16,7 +16,9 @@ where they could have planted a symbolic link before the report ran:
   - the file is written to a new file beside it (".NAME.XXXXXX", created
     O_EXCL|O_NOFOLLOW, mode 0600) and renamed over NAME once complete: a
     link or another user's file at NAME is replaced, never written
-    through, and a failed report leaves NAME as it was;
+    through, and a failed report leaves NAME as it was.  A regular file
+    of this user's with one link is written where it is (O_NOFOLLOW,
+    emptied, made 0600), so a reader that opened it first sees the report;
   - a symbolic link at NAME is followed only if it belongs to this user or
     root and sits in a directory nobody else can write (/dev/stdout, a
     user's own link), and what it reaches is written in place, as is an
@@ -173,6 +175,9 @@ def _how(dirfd, name, path):
         return "new"
     except OSError as e:
         raise SafeFileError(path, _strerror(e), e.errno)
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and \
+            st.st_nlink == 1:
+        return "place"              # the user's own file, written in place
     if stat.S_ISREG(st.st_mode):
         return "new"
     if stat.S_ISDIR(st.st_mode):
@@ -219,6 +224,8 @@ def _open_in_place(dirfd, name, path, follow):
         raise SafeFileError(path, "%s owned by uid %d: refusing to write it"
                             % (_kind(st.st_mode), st.st_uid), errno.EACCES)
     if regular:
+        if stat.S_IMODE(st.st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
         os.ftruncate(fd, 0)
     return fd
 

@@ -231,3 +231,17 @@ def test_a_cache_changed_in_place_is_detected(session_copy, coprof_bin):
     assert "stXge_" not in p.stdout
     warn = [w for w in p.stderr.splitlines() if cache in w]
     assert len(warn) == 1 and "the cache was changed" in warn[0], p.stderr
+
+
+def test_a_users_own_file_is_written_in_place(real_session, copreport,
+                                              tmp_path):
+    """A file of the user's with one link is written where it is, so a
+    reader that opened it first (a temporary file handed to the tool)
+    reads the report; it is made 0600."""
+    out = tmp_path / "rep.txt"
+    out.write_text("old\n")
+    os.chmod(str(out), 0o644)
+    with open(str(out)) as reader:
+        copreport("-d", real_session.dir, "-o", out, check=True)
+        assert "samples" in reader.read()
+    assert stat.S_IMODE(os.stat(str(out)).st_mode) == 0o600
