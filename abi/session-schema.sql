@@ -52,7 +52,8 @@ CREATE TABLE images (
     message TEXT,                       -- [text?]
     short_name TEXT,                    -- [text?]
     image_size INTEGER,                 -- [uint?]
-    cache_file TEXT                     -- [text?]
+    cache_file TEXT,                    -- [text?]
+    image_hash TEXT                     -- checked by reading (older sessions lack it)
 );
 CREATE TABLE regions (
     image INTEGER,

@@ -17,6 +17,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,16 @@ static int check_segment(const struct cop_image *image, size_t n,
                       seg->filesz, seg->memsz);
         return -1;
     }
+    /* Code the file does not hold would run as zeros, illegal
+     * instructions; with the trap vector among them the coprocessor traps
+     * forever instead of ending (issue 32: a trap storm). */
+    if (!seg->overlay && (seg->flags & PF_X) && seg->filesz < seg->memsz) {
+        cop_error_set(err, "%s: executable segment %zu has %u of its %u "
+                      "bytes in the file: the rest would run as zeros "
+                      "(illegal instructions)", image->label, n, seg->filesz,
+                      seg->memsz);
+        return -1;
+    }
     return 0;
 }
 
@@ -217,6 +228,14 @@ static int read_segments(struct cop_image *image, const Elf32_Ehdr *eh,
     }
     for (size_t i = 0; i < eh->e_phnum; i++) {
         memcpy(&ph, image->bytes + eh->e_phoff + i * sizeof(ph), sizeof(ph));
+        /* every segment's bytes are in the file, loaded or not (the ELF
+         * readers of overlay/ refuse one that is not, and so does this) */
+        if (!in_file(image, ph.p_offset, ph.p_filesz)) {
+            cop_error_set(err, "%s: segment %zu (offset 0x%x, %u bytes) "
+                          "extends past the end of the file", image->label,
+                          i, ph.p_offset, ph.p_filesz);
+            return -1;
+        }
         if (ph.p_type != PT_LOAD)
             continue;
         struct cop_segment *seg = &image->segments[image->nsegments];
@@ -282,6 +301,43 @@ static int find_symbol_table(struct cop_image *image, struct cop_error *err)
         image->strtab_size = link.sh_size;
         return 0;
     }
+    return 0;
+}
+
+/*
+ * ELF extended numbering (PN_XNUM program headers, e_shnum 0 with section
+ * headers, SHN_XINDEX): the real counts are in section header 0 (sh_info,
+ * sh_size, sh_link), put back into eh here, as libelf (overlay/) reads
+ * them, so the tools agree on such an image.
+ */
+static int extended_numbering(const struct cop_image *image, Elf32_Ehdr *eh,
+                              struct cop_error *err)
+{
+    Elf32_Shdr sh0;
+
+    if (eh->e_phnum != PN_XNUM && eh->e_shstrndx != SHN_XINDEX
+        && !(eh->e_shnum == 0 && eh->e_shoff != 0))
+        return 0;
+    if (eh->e_shoff == 0 || eh->e_shentsize != sizeof(sh0)
+        || !in_file(image, eh->e_shoff, sizeof(sh0))) {
+        cop_error_set(err, "%s: extended ELF numbering without a section "
+                      "header 0 to hold the counts", image->label);
+        return -1;
+    }
+    memcpy(&sh0, image->bytes + eh->e_shoff, sizeof(sh0));
+    if ((eh->e_phnum == PN_XNUM && sh0.sh_info >= PN_XNUM)
+        || (eh->e_shnum == 0 && sh0.sh_size >= SHN_LORESERVE)
+        || (eh->e_shstrndx == SHN_XINDEX && sh0.sh_link >= SHN_LORESERVE)) {
+        cop_error_set(err, "%s: more program or section headers than a "
+                      "coprocessor image can have", image->label);
+        return -1;
+    }
+    if (eh->e_phnum == PN_XNUM)
+        eh->e_phnum = (Elf32_Half)sh0.sh_info;
+    if (eh->e_shnum == 0)
+        eh->e_shnum = (Elf32_Half)sh0.sh_size;
+    if (eh->e_shstrndx == SHN_XINDEX)
+        eh->e_shstrndx = (Elf32_Half)sh0.sh_link;
     return 0;
 }
 
@@ -528,7 +584,8 @@ static const char *overlay_section(const struct cop_image *image,
     Elf32_Shdr strings, sh;
 
     memcpy(&eh, image->bytes, sizeof(eh));
-    if (read_section_header(image, eh.e_shstrndx, &strings) < 0)
+    if (extended_numbering(image, &eh, &(struct cop_error){{0}}) < 0
+        || read_section_header(image, eh.e_shstrndx, &strings) < 0)
         return "";
     for (uint32_t i = 1; i < image->shnum; i++) {
         read_section_header(image, i, &sh);
@@ -555,6 +612,54 @@ static long match_overlay_segment(const struct cop_image *image,
                   "finished by cop-overlays finish?)", image->label,
                   ovl->index, ovl->vma, ovl->size, ovl->file_off);
     return -1;
+}
+
+/* Region r's extent in the local store: from its lowest overlay's start
+ * to its highest overlay's end; 0 when no overlay uses it. */
+static int region_extent(const struct cop_image *image, uint32_t r,
+                         uint64_t *start, uint64_t *end)
+{
+    int found = 0;
+
+    for (size_t i = 0; i < image->noverlays; i++) {
+        const struct cop_overlay *ovl = &image->overlays[i];
+
+        if (ovl->buf != r)
+            continue;
+        if (!found || ovl->vma < *start)
+            *start = ovl->vma;
+        if (!found || (uint64_t)ovl->vma + ovl->size > *end)
+            *end = (uint64_t)ovl->vma + ovl->size;
+        found = 1;
+    }
+    return found;
+}
+
+/*
+ * Overlay regions are disjoint in the local store: an overlay loaded into
+ * one must never overwrite another region's, or the guard words could not
+ * say which overlay an address holds (coprofd and copovl would resolve
+ * nothing).  The rule overlay/lsmap.c applied alone before issue 32.
+ */
+static int check_regions_disjoint(const struct cop_image *image,
+                                  struct cop_error *err)
+{
+    for (uint32_t a = 1; a <= image->nregions; a++) {
+        uint64_t a0, a1, b0, b1;
+
+        if (!region_extent(image, a, &a0, &a1))
+            continue;
+        for (uint32_t b = a + 1; b <= image->nregions; b++) {
+            if (!region_extent(image, b, &b0, &b1) || a1 <= b0 || b1 <= a0)
+                continue;
+            cop_error_set(err, "%s: overlay region %u (LS 0x%" PRIx64 "-0x%"
+                          PRIx64 ") overlaps overlay region %u (LS 0x%"
+                          PRIx64 "-0x%" PRIx64 ") in the local store",
+                          image->label, a, a0, a1, b, b0, b1);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int cop_image_check_overlays(struct cop_image *image, struct cop_error *err)
@@ -600,6 +705,8 @@ int cop_image_check_overlays(struct cop_image *image, struct cop_error *err)
         ovl->section = overlay_section(image, ovl->vma, ovl->file_off);
     }
     free(used);
+    if (check_regions_disjoint(image, err) < 0)
+        return -1;
     for (uint32_t r = 0; r < image->nregions; r++) {
         uint32_t word = read_u32(image, (uint32_t)guards + 4 * r);
         if (word != 0) {
@@ -634,6 +741,7 @@ int cop_image_parse_layout(const void *bytes, size_t size, const char *label,
     if (set_label(image, label, err) < 0)
         return -1;
     if (check_header(image, &eh, err) < 0 ||
+        extended_numbering(image, &eh, err) < 0 ||
         read_segments(image, &eh, err) < 0 ||
         read_sections(image, &eh, err) < 0 ||
         read_name(image, &eh, err) < 0 ||

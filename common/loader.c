@@ -53,6 +53,13 @@ static int open_named(struct cop_ram *ram, const char *path, int flags,
     return 0;
 }
 
+/* The path by which QEMU opens ram->fd: through this process's fd table. */
+static void name_by_fd(struct cop_ram *ram)
+{
+    snprintf(ram->path, sizeof(ram->path), "/proc/%ld/fd/%d",
+             (long)getpid(), ram->fd);
+}
+
 /* An anonymous file, which QEMU opens through this process's fd table. */
 static int open_anonymous(struct cop_ram *ram, struct cop_error *err)
 {
@@ -61,8 +68,7 @@ static int open_anonymous(struct cop_ram *ram, struct cop_error *err)
         cop_error_set(err, "cop-ram: memfd_create: %s", strerror(errno));
         return -1;
     }
-    snprintf(ram->path, sizeof(ram->path), "/proc/%ld/fd/%d",
-             (long)getpid(), ram->fd);
+    name_by_fd(ram);
     return 0;
 }
 
@@ -84,6 +90,17 @@ static int reserve_ram(struct cop_ram *ram, const char *label,
     return -1;
 }
 
+/* Sizes and maps the opened ram->fd (label names it in messages). */
+static int size_and_map(struct cop_ram *ram, const char *label,
+                        struct cop_error *err)
+{
+    if (reserve_ram(ram, label, err) < 0 || map_ram(ram, label, err) < 0) {
+        cop_ram_close(ram);
+        return -1;
+    }
+    return 0;
+}
+
 static int create_ram(struct cop_ram *ram, const char *path, int flags,
                       struct cop_error *err)
 {
@@ -92,15 +109,16 @@ static int create_ram(struct cop_ram *ram, const char *path, int flags,
     if ((path ? open_named(ram, path, flags, err)
               : open_anonymous(ram, err)) < 0)
         return -1;
-    if (reserve_ram(ram, path ? ram->path : "guest RAM (memfd)", err) < 0) {
-        cop_ram_close(ram);
-        return -1;
-    }
-    if (map_ram(ram, ram->path, err) < 0) {
-        cop_ram_close(ram);
-        return -1;
-    }
-    return 0;
+    return size_and_map(ram, path ? ram->path : "guest RAM (memfd)", err);
+}
+
+int cop_ram_create_fd(struct cop_ram *ram, int fd, const char *label,
+                      struct cop_error *err)
+{
+    memset(ram, 0, sizeof(*ram));
+    ram->fd = fd;
+    name_by_fd(ram);
+    return size_and_map(ram, label, err);
 }
 
 int cop_ram_create(struct cop_ram *ram, const char *path,

@@ -52,6 +52,15 @@ int cop_ram_create(struct cop_ram *ram, const char *path,
 int cop_ram_create_new(struct cop_ram *ram, const char *path,
                        struct cop_error *err);
 
+/*
+ * The same for a file already opened (fd, taken over: cop_ram_close()
+ * closes it), e.g. one a user named and safe_out_open() created: it is
+ * sized and mapped, and QEMU opens it as /proc/PID/fd/N of this process,
+ * never by its name again, so nothing swapped in at that name is used.
+ */
+int cop_ram_create_fd(struct cop_ram *ram, int fd, const char *label,
+                      struct cop_error *err);
+
 /* Maps an existing RAM file (of COP_RAM_SIZE bytes) to read it. */
 int cop_ram_attach(struct cop_ram *ram, const char *path,
                    struct cop_error *err);

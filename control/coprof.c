@@ -1162,37 +1162,12 @@ static void settle_host(struct record *r)
 
 /* ---- record --------------------------------------------------------------- */
 
-/*
- * Only DIR itself is made: a missing parent is an error naming it (a typo
- * in -o must not make a tree of directories, as root least of all).
- */
-static int check_parent(struct record *r)
-{
-    char parent[PATH_MAX], *slash;
-    struct stat st;
-
-    snprintf(parent, sizeof(parent), "%s", r->dir);
-    for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
-        parent[n - 1] = '\0';
-    slash = strrchr(parent, '/');
-    if (!slash)
-        return 0;
-    *(slash == parent ? slash + 1 : slash) = '\0';
-    if (stat(parent, &st) == 0 || errno != ENOENT)
-        return 0;           /* not a directory: session_prepare() says */
-    snprintf(r->err, sizeof(r->err), "%s: parent directory %s does not "
-             "exist", r->opt.output ? r->opt.output : DEFAULT_OUTPUT, parent);
-    return -1;
-}
-
 static int prepare(struct record *r)
 {
     if (session_absolute("--output", r->opt.output ? r->opt.output :
                          DEFAULT_OUTPUT, r->dir, sizeof(r->dir), r->err,
                          sizeof(r->err)) < 0)
         return EXIT_USAGE;
-    if (check_parent(r) < 0)
-        return EXIT_FAILED;
     if (session_prepare(r->dir, &r->moved, r->err, sizeof(r->err)) < 0)
         return EXIT_FAILED;
     snprintf(r->event_log, sizeof(r->event_log), "%s/events.coplog", r->dir);

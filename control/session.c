@@ -22,6 +22,7 @@
 #include "common/safe-file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <dirent.h>
@@ -53,9 +54,51 @@ int session_default_dir(char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen)
+/* The default directory's missing parents (in the user's own data
+ * folder) are made; a directory a user named gets none made. */
+static int make_default_parents(const char *dir, char *err, size_t errlen)
 {
-    return safe_make_dirs(path, mode, err, errlen);
+    char def[PATH_MAX], *slash;
+
+    if (session_default_dir(def, sizeof(def)) < 0 || strcmp(def, dir) != 0)
+        return 0;
+    slash = strrchr(def, '/');
+    if (!slash || slash == def)
+        return 0;
+    *slash = '\0';
+    return safe_make_dirs(def, SAFE_DIR_MODE, err, errlen);
+}
+
+/*
+ * Refuses, before anything is moved, a DIR that is a symbolic link or a
+ * directory of another user's, and a path through a link another user
+ * planted (safe_path_parent()).
+ */
+static int check_named_dir(const char *dir, char *err, size_t errlen)
+{
+    char name[NAME_MAX + 1];
+    struct stat st;
+    int fd = safe_path_parent(dir, name, err, errlen);
+
+    if (fd < 0)
+        return -1;
+    if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        close(fd);
+        return 0;
+    }
+    close(fd);
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s: a symbolic link, not a directory: "
+                 "refusing to use it", dir);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode) && st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%s: owned by uid %ld, not by this user (uid "
+                 "%ld): refusing to use it", dir, (long)st.st_uid,
+                 (long)geteuid());
+        return -1;
+    }
+    return 0;
 }
 
 static int is_empty_dir(const char *path)
@@ -202,9 +245,13 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
 {
     char old[PATH_MAX];
     struct stat st;
+    int fd;
 
     if (moved)
         *moved = 0;
+    if (make_default_parents(dir, err, errlen) < 0
+        || check_named_dir(dir, err, errlen) < 0)
+        return -1;
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && !is_empty_dir(dir)) {
         snprintf(old, sizeof(old), "%s.old", dir);
         if (clear_old(old, err, errlen) < 0)
@@ -220,8 +267,10 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", dir, strerror(ENOTDIR));
         return -1;
     }
-    if (session_mkdirs(dir, SAFE_DIR_MODE, err, errlen) < 0)
+    fd = safe_dir_make(dir, err, errlen);
+    if (fd < 0)
         return put_back(dir, moved);
+    close(fd);
     if (access(dir, W_OK | X_OK) < 0) {
         snprintf(err, errlen, "%s: %s", dir, strerror(errno));
         return put_back(dir, moved);

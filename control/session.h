@@ -55,16 +55,18 @@ struct session_totals {
 /* $XDG_DATA_HOME/coprof/current, else ~/.local/share/coprof/current. */
 int session_default_dir(char *buf, size_t len);
 
-/* mkdir -p with mode for the directories it creates. */
-int session_mkdirs(const char *path, unsigned mode, char *err, size_t errlen);
-
 /* An option's path made absolute (against the working directory). */
 int session_absolute(const char *option, const char *path, char *buf,
                      size_t len, char *err, size_t errlen);
 
 /*
  * Moves an existing DIR aside to DIR.old, creates DIR, checks it; *moved
- * (if given) says whether DIR.old is the moved session.
+ * (if given) says whether DIR.old is the moved session.  DIR is walked by
+ * common/safe-file.h's rule: a link another user planted on the way, a
+ * DIR that is a link or another user's directory are refused before
+ * anything moves; only DIR itself is created (0700; a missing parent is
+ * an error naming it, except for the default directory's, made in the
+ * user's data folder); an empty DIR of this user's is made 0700.
  */
 int session_prepare(const char *dir, int *moved, char *err, size_t errlen);
 

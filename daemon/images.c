@@ -230,35 +230,21 @@ static void warn_once(const struct image_registry *registry,
 }
 
 /*
- * Opens path for reading if it is a regular file; -1 and *reason
- * otherwise.  A stream may name anything: a FIFO, whose open would wait
- * for a writer forever, or a device.  The type is checked before the open
- * and again on the descriptor, which is opened without blocking.
+ * Opens path for reading if it is a regular file of a bounded size
+ * (safe_in_open(), the one rule for files a session or stream names); -1
+ * and the reason in why otherwise.  A stream may name anything: a FIFO,
+ * whose open would wait for a writer forever, or a device.
  */
-static int open_regular(const char *path, const char **reason)
+static int open_regular(const char *path, char *why, size_t len)
 {
-    static const char not_regular[] = "not a regular file";
-    struct stat st;
-    int fd;
+    char err[1024];
+    size_t n = strlen(path);
+    int fd = safe_in_open(path, SAFE_IN_SIZE_MAX, SAFE_IN_FOLLOW, err,
+                          sizeof(err));
 
-    if (stat(path, &st) != 0) {
-        *reason = g_strerror(errno);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        *reason = not_regular;
-        return -1;
-    }
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        *reason = g_strerror(errno);
-        return -1;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        *reason = not_regular;
-        return -1;
-    }
+    if (fd < 0)
+        snprintf(why, len, "%s", strncmp(err, path, n) == 0
+                 && err[n] == ':' ? err + n + 2 : err);
     return fd;
 }
 
@@ -306,8 +292,8 @@ static void try_open(struct image_registry *registry,
     }
     g_free(record->path);
     record->path = g_strdup(path);
-    const char *reason = NULL;
-    int fd = open_regular(path, &reason);
+    char reason[1024];
+    int fd = open_regular(path, reason, sizeof(reason));
     if (fd < 0) {
         set_unusable(record, IMAGE_UNREADABLE,
                      g_strdup_printf("%s: cannot open: %s", path, reason));

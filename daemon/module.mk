@@ -6,7 +6,8 @@ DAEMON_SRCS := $(addprefix daemon/,counts.c images.c recorder.c schedlog.c \
                session.c store.c)
 DAEMON_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(DAEMON_SRCS))
 # What a program linking libcoprofd.a needs after it.
-DAEMON_DEPS := $(LIB)/liboverlay.a $(LIB)/libcopstream.a $(LIB)/libcoplog.a
+DAEMON_DEPS := $(LIB)/liboverlay.a $(LIB)/libcoploader.a \
+               $(LIB)/libcopstream.a $(LIB)/libcoplog.a $(LIB)/libcopsafe.a
 DAEMON_LIBS := $(GLIB_LIBS) $(ELF_LIBS) $(SQLITE_LIBS)
 
 $(OBJ)/daemon/%.o: CFLAGS += $(GLIB_CFLAGS) $(ELF_CFLAGS) $(SQLITE_CFLAGS)
@@ -44,7 +45,8 @@ DAEMON_FUZZER := $(TESTBIN)/fuzz-session
 DAEMON_FUZZ_SOURCES := daemon/fuzz-session.c \
 	$(addprefix daemon/,counts.c images.c session.c store.c) \
 	$(addprefix overlay/,container.c image.c note.c symbols.c overlays.c \
-	lsmap.c) escape-protocol/encode.c escape-protocol/decode.c
+	lsmap.c) escape-protocol/encode.c escape-protocol/decode.c \
+	common/safe-file.c common/image.c
 DAEMON_FUZZ_SECONDS ?= 300
 
 $(DAEMON_FUZZER): $(DAEMON_FUZZ_SOURCES) $(wildcard daemon/*.h) \

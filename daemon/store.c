@@ -14,6 +14,7 @@
  * files the database's mode).
  */
 #include "daemon/store.h"
+#include "daemon/images.h"
 
 #include "abi/session-schema.h"
 #include "common/safe-file.h"
@@ -55,8 +56,8 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_GET_META] = "SELECT value FROM session WHERE key = ?1",
     [ST_IMAGE] = "INSERT OR REPLACE INTO images (id, path, image_offset,"
         " device, inode, size, hash, status, message, short_name, image_size,"
-        " cache_file) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-        " ?12)",
+        " cache_file, image_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+        " ?9, ?10, ?11, ?12, ?13)",
     [ST_REGION] = "INSERT OR REPLACE INTO regions (image, region, ls_start,"
         " ls_end, guard_ls_addr, overlays) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_OVERLAY] = "INSERT OR REPLACE INTO overlays (image, overlay, region,"
@@ -321,6 +322,26 @@ static int open_database(struct store *store, GError **error)
     return prepare_statements(store, error);
 }
 
+/*
+ * The session directory a user named, by safe-file.h's rule: its last
+ * component created 0700 (never a missing parent), an existing one a real
+ * directory of this user's, made 0700; no link another user planted on
+ * the way followed.
+ */
+static int make_session_dir(const char *dir, GError **error)
+{
+    char why[1024];
+    int fd = safe_dir_make(dir, why, sizeof why);
+
+    if (fd < 0) {
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+                    "%s", why);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 struct store *store_open(const char *session_dir, bool overwrite,
                          GError **error)
 {
@@ -331,7 +352,9 @@ struct store *store_open(const char *session_dir, bool overwrite,
     store->db_path = g_build_filename(session_dir, STORE_DB_NAME, NULL);
     g_autofree char *cache = g_build_filename(session_dir, STORE_CACHE_DIR,
                                               NULL);
-    if (g_mkdir_with_parents(cache, SAFE_DIR_MODE) != 0) {
+    if (make_session_dir(session_dir, error) != 0)
+        goto fail;
+    if (mkdir(cache, SAFE_DIR_MODE) != 0 && errno != EEXIST) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "%s: cannot create: %s", cache, g_strerror(errno));
         goto fail;
@@ -501,7 +524,7 @@ static int64_t clamp_int64(uint64_t value)
 int store_put_image(struct store *store, const struct store_image *image)
 {
     sqlite3_stmt *st = statement(store, ST_IMAGE);
-    char hash[17];
+    char hash[17], image_hash[17];
 
     g_snprintf(hash, sizeof hash, "%016" PRIx64, image->identity.hash);
     sqlite3_bind_int64(st, 1, image->id);
@@ -519,6 +542,12 @@ int store_put_image(struct store *store, const struct store_image *image)
     if (image->ovl != NULL) {
         bind_text_or_null(st, 10, ovl_image_short_name(image->ovl));
         sqlite3_bind_int64(st, 11, (int64_t)ovl_image_size(image->ovl));
+        /* the image's own bytes: its cached copy is checked against this
+         * once the file it was found in is gone */
+        g_snprintf(image_hash, sizeof image_hash, "%016" PRIx64,
+                   image_content_hash(ovl_image_bytes(image->ovl),
+                                      ovl_image_size(image->ovl)));
+        sqlite3_bind_text(st, 13, image_hash, -1, SQLITE_TRANSIENT);
     }
     bind_text_or_null(st, 12, image->cache_file);
     if (run(store, st) != 0)

@@ -20,6 +20,7 @@
 #include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -340,8 +341,10 @@ static int cmd_run(int argc, char **argv)
     struct trace_geometry geo;
     struct run_options opt;
     struct trace_run run;
+    struct safe_out counts = { .fd = -1, .dirfd = -1 };
+    struct safe_out samples_out = { .fd = -1, .dirfd = -1 };
     FILE *samples = NULL;
-    char err[512];
+    char err[512], counts_path[64];
     int rc;
 
     rc = parse_run(argc, argv, &opt);
@@ -349,31 +352,47 @@ static int cmd_run(int argc, char **argv)
         return rc;
     trace_geometry_default(&geo);
     geo.fifo_depth = opt.fifo_depth;
+    /* the counts and samples files by safe-file.h's rule; the plugin
+     * appends to the counts through this process's descriptor */
     if (opt.exact_counts
-        && trace_counts_create(opt.exact_counts, err, sizeof(err)) < 0) {
+        && safe_out_open(&counts, opt.exact_counts, SAFE_OUT_PLACE, err,
+                         sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }
+    safe_out_fd_path(&counts, counts_path, sizeof(counts_path));
     if (trace_run_start(&run, opt.regs, &geo, opt.context, opt.slot,
                         opt.count, opt.reference ? TRACE_MODE_REFERENCE
                                                  : TRACE_MODE_FAST,
-                        opt.exact_counts,
+                        opt.exact_counts ? counts_path : NULL,
                         opt.ram ? &(struct trace_watch){ opt.ram, 0, 0 }
                                 : NULL,
                         NULL, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
+        safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return EXIT_USAGE;
     }
-    if (opt.samples_out && !(samples = fopen(opt.samples_out, "w"))) {
-        cli_fail(0, "%s: cannot write: %s", opt.samples_out,
-                strerror(errno));
+    if (opt.samples_out
+        && (safe_out_open(&samples_out, opt.samples_out, SAFE_OUT_PLACE, err,
+                          sizeof(err)) < 0
+            || !safe_out_stdio(&samples_out, &samples))) {
+        if (samples_out.fd >= 0)
+            snprintf(err, sizeof(err), "%s: %s", opt.samples_out,
+                     strerror(errno));
+        cli_fail(0, "%s", err);
+        safe_out_close(&samples_out, NULL, 1, err, sizeof(err));
+        safe_out_close(&counts, NULL, 1, err, sizeof(err));
         trace_run_end(&run);
         return EXIT_USAGE;
     }
     rc = run_emulator(&run, &opt, samples);
-    if (samples && fclose(samples) != 0) {
-        cli_fail(0, "%s: write failed: %s", opt.samples_out,
-                strerror(errno));
+    if (samples && safe_out_close(&samples_out, samples, 1, err,
+                                  sizeof(err)) < 0) {
+        cli_fail(0, "write failed: %s", err);
+        rc = rc ? rc : EXIT_USAGE;
+    }
+    if (safe_out_close(&counts, NULL, 1, err, sizeof(err)) < 0) {
+        cli_fail(0, "write failed: %s", err);
         rc = rc ? rc : EXIT_USAGE;
     }
     trace_run_end(&run);

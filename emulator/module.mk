@@ -22,7 +22,7 @@ $(TRACE_PLUGIN): $(PLUGIN_OBJ)/emulator/trace-plugin.o $(PLUGIN_PARTS)
 		-Wl,--exclude-libs,ALL $^ $(GLIB_LIBS) -o $@
 
 $(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/common/cli.o $(LIB)/libtraceunit.a \
-                 $(LIB)/liblfsr.a
+                 $(LIB)/liblfsr.a $(LIB)/libcopsafe.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 

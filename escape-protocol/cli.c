@@ -17,6 +17,7 @@
 #include "escape-protocol/copstream.h"
 #include "escape-protocol/text.h"
 #include "common/cli.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -238,24 +239,34 @@ static int run_encode(const char *in_path, const char *out_path)
 {
     FILE *in = stdin, *out = stdout;
     const char *out_name = out_path ? out_path : "standard output";
+    struct safe_out safe;
+    char err[512];
 
     if (out_path == NULL && isatty(STDOUT_FILENO))
         return cli_fail(EXIT_USAGE, "will not write a binary stream to a terminal: use -o "
                     "FILE or a pipe");
     if (strcmp(in_path, "-") != 0 && (in = fopen(in_path, "r")) == NULL)
         return cli_fail(EXIT_USAGE, "cannot open '%s': %s", in_path, strerror(errno));
-    if (out_path && (out = fopen(out_path, "wb")) == NULL) {
-        int saved = errno;
+    /* -o FILE by safe-file.h's rule: no planted link followed, a new
+     * private file renamed over FILE once the whole stream is written */
+    if (out_path && (safe_out_open(&safe, out_path, 0, err, sizeof(err)) < 0
+                     || !safe_out_stdio(&safe, &out))) {
+        if (safe.fd >= 0)
+            snprintf(err, sizeof(err), "%s: %s", out_path, strerror(errno));
+        safe_out_close(&safe, NULL, 0, err + strlen(err), 0);
         if (in != stdin)
             fclose(in);
-        return cli_fail(EXIT_USAGE, "cannot create '%s': %s", out_path, strerror(saved));
+        return cli_fail(EXIT_USAGE, "cannot create %s", err);
     }
     int status = encode_lines(in, strcmp(in_path, "-") == 0
                                       ? "standard input" : in_path,
                               out, out_name);
     if (in != stdin)
         fclose(in);
-    if ((out != stdout ? fclose(out) : fflush(out)) != 0 && status == 0)
+    if (out_path && safe_out_close(&safe, out, status == 0, err,
+                                   sizeof(err)) < 0 && status == 0)
+        status = cli_fail(EXIT_USAGE, "cannot write %s", err);
+    if (!out_path && fflush(out) != 0 && status == 0)
         status = cli_fail(EXIT_USAGE, "cannot write '%s': %s", out_name, strerror(errno));
     return status;
 }

@@ -7,7 +7,8 @@ $(COPSTREAM_LIB): $(OBJ)/escape-protocol/encode.o $(OBJ)/escape-protocol/decode.
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/copstream: $(OBJ)/escape-protocol/cli.o $(OBJ)/common/cli.o $(COPSTREAM_TEXT) $(COPSTREAM_LIB)
+$(BIN)/copstream: $(OBJ)/escape-protocol/cli.o $(OBJ)/common/cli.o $(COPSTREAM_TEXT) $(COPSTREAM_LIB) \
+		$(LIB)/libcopsafe.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 

@@ -19,6 +19,7 @@
  * line "label: reason".
  */
 #include "overlay/overlay-internal.h"
+#include "common/image.h"
 
 #include <elf.h>
 #include <inttypes.h>
@@ -282,6 +283,29 @@ static int load_segments(struct ovl_image *image, struct ovl_error *error)
     return 0;
 }
 
+/*
+ * The one validator of images (common/image.h, cop_image_parse()) that
+ * cop-embed, cop-run and copsim's loader use: what they refuse is refused
+ * here too, so coprofd and copovl never accept an image the tools that
+ * run it would not (or the reverse: lsmap.c's rules are in it as well).
+ */
+static int check_as_loader(struct ovl_image *image, struct ovl_error *error)
+{
+    struct cop_image checked;
+    struct cop_error err;
+    size_t n = strlen(image->label);
+    const char *why = err.message;
+
+    if (cop_image_parse(image->bytes, image->size, image->label, &checked,
+                        &err) == 0) {
+        cop_image_release(&checked);
+        return 0;
+    }
+    if (strncmp(why, image->label, n) == 0 && strncmp(why + n, ": ", 2) == 0)
+        why += n + 2;
+    return ovl_fail(error, image->label, "%s", why);
+}
+
 struct ovl_image *ovl_image_from_bytes(uint8_t *bytes, size_t size,
                                        const char *label,
                                        uint64_t container_offset,
@@ -306,7 +330,8 @@ struct ovl_image *ovl_image_from_bytes(uint8_t *bytes, size_t size,
                  EV_CURRENT);
         goto failed;
     }
-    if (check_header(image, error) != 0 ||
+    if (check_as_loader(image, error) != 0 ||
+        check_header(image, error) != 0 ||
         load_sections(image, error) != 0 ||
         load_segments(image, error) != 0 ||
         ovl_load_name_note(image, error) != 0 ||

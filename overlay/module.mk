@@ -14,11 +14,15 @@ $(OVERLAY_LIB): $(OVERLAY_OBJS)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
-$(BIN)/copovl: $(OBJ)/overlay/copovl.o $(OBJ)/common/cli.o $(OVERLAY_LIB)
+# The library checks every image with common/'s validator (libcoploader.a's
+# image.o) first, so a program linking liboverlay.a links that after it.
+$(BIN)/copovl: $(OBJ)/overlay/copovl.o $(OBJ)/common/cli.o $(OVERLAY_LIB) \
+		$(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(ELF_LIBS) -o $@
 
-$(TESTBIN)/test-overlay: $(OBJ)/overlay/test-overlay.o $(OVERLAY_LIB)
+$(TESTBIN)/test-overlay: $(OBJ)/overlay/test-overlay.o $(OVERLAY_LIB) \
+		$(COPLOADER_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) $(ELF_LIBS) -o $@
 
@@ -60,12 +64,12 @@ OVERLAY_FUZZ_CC   := clang
 OVERLAY_FUZZ_SECONDS ?= 600
 
 $(OVERLAY_FUZZER): overlay/fuzz-overlay.c $(OVERLAY_SRCS) overlay/overlay.h abi/cop-abi.h \
-		overlay/overlay-internal.h
+		overlay/overlay-internal.h common/image.c common/image.h
 	@mkdir -p $(@D)
 	$(call say,FUZZ,$@)$(OVERLAY_FUZZ_CC) -std=gnu11 -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		$(CPPFLAGS) $(ELF_CFLAGS) overlay/fuzz-overlay.c $(OVERLAY_SRCS) \
-		$(ELF_LIBS) -o $@
+		common/image.c $(ELF_LIBS) -o $@
 
 # `make fuzz`: a long run, keeping its corpus in build/fuzz/overlay.
 .PHONY: fuzz-overlay
@@ -76,10 +80,20 @@ fuzz-overlay: $(OVERLAY_FUZZER) $(OVERLAY_TEST_IMAGES)
 		-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/overlay- \
 		$(BUILD)/fuzz/overlay
 
+# `make fuzz`: many crafted images through every tool, which must accept
+# or refuse each alike (tests/test_image_agreement.py; make check runs 150).
+CRAFTED_IMAGES ?= 3000
+CRAFTED_SEED ?= $(shell date +%s)
+.PHONY: fuzz-images
+fuzz-images: build-all
+	$(Q)COPROF_BUILD=$(BUILD) COPROF_CRAFTED_IMAGES=$(CRAFTED_IMAGES) \
+		COPROF_CRAFTED_SEED=$(CRAFTED_SEED) $(PYTHON) -m pytest -q \
+		tests/test_image_agreement.py -k crafted
+
 ALL_TARGETS += $(OVERLAY_LIB) $(BIN)/copovl $(OVERLAY_TEST_IMAGES) $(OVERLAY_FUZZER)
 GTESTS += $(TESTBIN)/test-overlay
 PYTESTS += overlay/tests
-FUZZ_RUNS += fuzz-overlay
+FUZZ_RUNS += fuzz-overlay fuzz-images
 INSTALL_BINS += $(BIN)/copovl
 INSTALL_LIBS += $(OVERLAY_LIB)
 INSTALL_HEADERS += overlay/overlay.h

@@ -255,7 +255,7 @@ static int load_overlay_table(struct ovl_image *image,
 {
     int present;
     uint32_t start = 0, length = 0;
-    uint64_t offset;
+    uint64_t offset = 0;
 
     if (symbol_range(image, found, SYM_OVLY_TABLE, &present, &start,
                      &length, error) != 0)
@@ -275,7 +275,8 @@ static int load_overlay_table(struct ovl_image *image,
         return ovl_fail(error, image->label, "_ovly_table is %" PRIu32
                         " bytes, not a whole number of %u-byte entries",
                         length, OVL_ENTRY_SIZE);
-    if (file_position(image, start, length, &offset) != 0)
+    /* an empty table has no bytes to be anywhere (common/image.c agrees) */
+    if (length > 0 && file_position(image, start, length, &offset) != 0)
         return ovl_fail(error, image->label, "_ovly_table (0x%" PRIx32 ", %"
                         PRIu32 " bytes) is not in the file bytes of a "
                         "resident load segment", start, length);

@@ -374,12 +374,13 @@ static void test_plain_image(void)
     ovl_image_close(image);
 }
 
-/* An image none of whose segments meets the local store: its LS map is
- * empty, and every address is unmapped. */
+/* An image none of whose segments meets the local store cannot run:
+ * the one validator (common/image.c) that cop-run and copsim load with
+ * refuses it, and so does the library, rather than open an image whose
+ * every address is unmapped. */
 static void test_nothing_in_local_store(void)
 {
     struct ovl_error error;
-    struct ovl_location loc;
     gsize size;
     guint8 *bytes = read_image("plain.elf", &size);
     const Elf32_Ehdr *header = (const Elf32_Ehdr *)bytes;
@@ -390,23 +391,17 @@ static void test_nothing_in_local_store(void)
     }
     struct ovl_image *image = ovl_image_open_memory(bytes, size, "moved",
                                                     &error);
-    g_assert_nonnull(image);
-    g_assert_cmpuint(ovl_image_segment_count(image), ==, 2);
-    for (uint32_t ls = 0; ls < COP_LS_SIZE; ls += 4) {
-        ovl_resolve(image, ls, NULL, 0, &loc);
-        assert_unmapped(&loc, ls, OVL_NO_SEGMENT);
-        g_assert_cmpuint(ovl_candidates(image, ls, NULL, 0), ==, 0);
-    }
-    ovl_image_close(image);
+    g_assert_null(image);
+    g_assert_nonnull(strstr(error.message, "outside the local store"));
     g_free(bytes);
 }
 
-/* plain.elf's data segment moved across the end of the local store: only
- * its part below 0x40000 is in the map; the rest is outside the LS. */
+/* plain.elf's data segment moved across the end of the local store: the
+ * one validator (common/image.c) refuses it, as cop-run and copsim would,
+ * so nothing resolves addresses in an image no tool can run. */
 static void test_segment_across_ls_end(void)
 {
     struct ovl_error error;
-    struct ovl_location loc;
     gsize size;
     guint8 *bytes = read_image("plain.elf", &size);
     const Elf32_Ehdr *header = (const Elf32_Ehdr *)bytes;
@@ -423,19 +418,8 @@ static void test_segment_across_ls_end(void)
     data->p_vaddr = COP_LS_BASE + COP_LS_SIZE - inside;
     struct ovl_image *image = ovl_image_open_memory(bytes, size, "moved",
                                                     &error);
-    g_assert_nonnull(image);
-    g_assert_cmphex(ovl_image_segment(image, 1)->vaddr, ==, data->p_vaddr);
-    for (uint32_t ls = COP_LS_SIZE - inside; ls < COP_LS_SIZE; ls++) {
-        ovl_resolve(image, ls, NULL, 0, &loc);
-        g_assert_cmpint(loc.reason, ==, OVL_MAPPED);
-        g_assert_cmphex(loc.file_offset, ==,
-                        data->p_offset + (ls - (COP_LS_SIZE - inside)));
-    }
-    ovl_resolve(image, COP_LS_SIZE - inside - 1, NULL, 0, &loc);
-    assert_unmapped(&loc, COP_LS_SIZE - inside - 1, OVL_NO_SEGMENT);
-    ovl_resolve(image, COP_LS_SIZE, NULL, 0, &loc);
-    assert_unmapped(&loc, COP_LS_SIZE, OVL_OUTSIDE_LS);
-    ovl_image_close(image);
+    g_assert_null(image);
+    g_assert_nonnull(strstr(error.message, "outside the local store"));
     g_free(bytes);
 }
 

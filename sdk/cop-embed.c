@@ -18,6 +18,7 @@
 #include "sdk/cop-handle.h"
 #include "common/cli.h"
 #include "common/image.h"
+#include "common/safe-file.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -252,19 +253,26 @@ static int build_object(struct object *obj, const struct cop_image *image,
            ? -1 : 0;
 }
 
+/* The object to the path a user named (safe-file.h's rule: no planted
+ * link followed; a new private file renamed over it once complete). */
 static int write_file(const char *path, const struct buffer *b)
 {
-    FILE *out = fopen(path, "wb");
+    struct safe_out safe;
+    char err[512];
+    FILE *out;
     int ok;
 
-    if (!out)
+    if (safe_out_open(&safe, path, 0, err, sizeof(err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", err);
+    if (!safe_out_stdio(&safe, &out)) {
+        safe_out_close(&safe, NULL, 0, err, sizeof(err));
         return cli_fail(EXIT_FAILED, "%s: %s", path, strerror(errno));
-    ok = fwrite(b->data, 1, b->size, out) == b->size;
-    ok = (fclose(out) == 0) && ok;
-    if (!ok) {
-        remove(path);
-        return cli_fail(EXIT_FAILED, "%s: write error", path);
     }
+    ok = fwrite(b->data, 1, b->size, out) == b->size;
+    if (safe_out_close(&safe, out, ok, err, sizeof(err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s", err);
+    if (!ok)
+        return cli_fail(EXIT_FAILED, "%s: write error", path);
     return 0;
 }
 

@@ -29,6 +29,7 @@
  */
 #include "common/cli.h"
 #include "common/image.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -277,11 +278,43 @@ static void copy_template(FILE *template, FILE *out,
     }
 }
 
+/*
+ * Opens an output the build named by common/safe-file.h's rule (no planted
+ * link followed; a new file renamed over it by close_output() when
+ * complete, so a failed step leaves no half-written output).  0 or -1
+ * (reported).
+ */
+static int open_output(const char *path, struct safe_out *safe, FILE **out)
+{
+    char err[512];
+
+    *out = NULL;
+    if (safe_out_open(safe, path, 0, err, sizeof(err)) < 0)
+        return cli_fail(-1, "%s", err);
+    if (!safe_out_stdio(safe, out)) {
+        safe_out_close(safe, NULL, 0, err, sizeof(err));
+        return cli_fail(-1, "%s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Closes an output: kept when status is 0; the status afterwards. */
+static int close_output(struct safe_out *safe, FILE *out, int status)
+{
+    char err[512];
+
+    if (out && safe_out_close(safe, out, status == 0, err, sizeof(err)) < 0
+        && status == 0)
+        return cli_fail(EXIT_FAILED, "write error: %s", err);
+    return status;
+}
+
 static int command_script(int argc, char **argv)
 {
     struct spec_list list;
     int seen[NMARKERS] = {0};
     FILE *template, *out;
+    struct safe_out safe;
     int status;
 
     if (argc < 2) {
@@ -298,25 +331,22 @@ static int command_script(int argc, char **argv)
         free_specs(&list);
         return cli_fail(EXIT_FAILED, "%s: %s", argv[0], strerror(errno));
     }
-    out = fopen(argv[1], "w");
-    if (!out) {
+    if (open_output(argv[1], &safe, &out) < 0) {
         fclose(template);
         free_specs(&list);
-        return cli_fail(EXIT_FAILED, "%s: %s", argv[1], strerror(errno));
+        return EXIT_FAILED;
     }
     fprintf(out, "/* Written by cop-overlays script from %s: do not edit. */\n",
             argv[0]);
     copy_template(template, out, &list, seen);
     fclose(template);
-    status = fclose(out) == 0 ? 0 : cli_fail(EXIT_FAILED, "%s: write error",
-                                             argv[1]);
+    status = 0;
     for (size_t m = 0; m < NMARKERS && status == 0; m++)
         if (seen[m] != 1)
             status = cli_fail(EXIT_FAILED, "%s: marker %s found %d times, "
                               "expected once", argv[0],
                               script_markers[m].marker, seen[m]);
-    if (status)
-        unlink(argv[1]);
+    status = close_output(&safe, out, status);
     free_specs(&list);
     return status;
 }
@@ -439,6 +469,7 @@ static int command_stubs(int argc, char **argv)
 {
     struct spec_list list;
     FILE *stubs = NULL, *wrap = NULL;
+    struct safe_out stubs_out, wrap_out;
     int nspecs = 2, status;
 
     if (argc < 2) {
@@ -450,10 +481,10 @@ static int command_stubs(int argc, char **argv)
     status = parse_specs(argv + 2, nspecs - 2, &list);
     if (status == 0 && elf_version(EV_CURRENT) == EV_NONE)
         status = cli_fail(EXIT_FAILED, "libelf: %s", elf_errmsg(-1));
-    if (status == 0 && !(stubs = fopen(argv[0], "w")))
-        status = cli_fail(EXIT_FAILED, "%s: %s", argv[0], strerror(errno));
-    if (status == 0 && !(wrap = fopen(argv[1], "w")))
-        status = cli_fail(EXIT_FAILED, "%s: %s", argv[1], strerror(errno));
+    if (status == 0 && open_output(argv[0], &stubs_out, &stubs) < 0)
+        status = EXIT_FAILED;
+    if (status == 0 && open_output(argv[1], &wrap_out, &wrap) < 0)
+        status = EXIT_FAILED;
     if (status == 0)
         fprintf(stubs, "/* Overlay call stubs written by cop-overlays stubs: "
                 "do not edit. */\n    .text\n");
@@ -462,14 +493,8 @@ static int command_stubs(int argc, char **argv)
             status = stub_object(list.items[i].objects[j], i + 1, stubs, wrap);
     for (int i = nspecs + 1; status == 0 && i < argc; i++)
         status = stub_object(argv[i], 0, stubs, wrap);
-    if (stubs && fclose(stubs) != 0 && status == 0)
-        status = cli_fail(EXIT_FAILED, "%s: write error", argv[0]);
-    if (wrap && fclose(wrap) != 0 && status == 0)
-        status = cli_fail(EXIT_FAILED, "%s: write error", argv[1]);
-    if (status && stubs)
-        unlink(argv[0]);
-    if (status && wrap)
-        unlink(argv[1]);
+    status = close_output(&stubs_out, stubs, status);
+    status = close_output(&wrap_out, wrap, status);
     free_specs(&list);
     return status;
 }
@@ -524,32 +549,21 @@ static int patch_file_offsets(struct cop_image *image, unsigned char *bytes)
     return 0;
 }
 
-/* Writes size bytes to path through a temporary file and a rename. */
+/* Writes size bytes to path through a new file (open_output) renamed over
+ * it, executable like the linker's output. */
 static int replace_file(const char *path, const unsigned char *bytes,
                         size_t size)
 {
-    char *temp = NULL;
+    struct safe_out safe;
     FILE *out;
-    int ok;
+    int status = 0;
 
-    if (asprintf(&temp, "%s.finish-tmp", path) < 0)
-        return cli_fail(EXIT_FAILED, "out of memory");
-    out = fopen(temp, "wb");
-    if (!out) {
-        cli_fail(EXIT_FAILED, "%s: %s", temp, strerror(errno));
-        free(temp);
+    if (open_output(path, &safe, &out) < 0)
         return EXIT_FAILED;
-    }
-    ok = fwrite(bytes, 1, size, out) == size;
-    ok = (fclose(out) == 0) && ok;
-    if (ok && chmod(temp, 0755) == 0 && rename(temp, path) == 0) {
-        free(temp);
-        return 0;
-    }
-    cli_fail(EXIT_FAILED, "%s: cannot write: %s", path, strerror(errno));
-    unlink(temp);
-    free(temp);
-    return EXIT_FAILED;
+    if (fwrite(bytes, 1, size, out) != size || fchmod(safe.fd, 0755) < 0)
+        status = cli_fail(EXIT_FAILED, "%s: cannot write: %s", path,
+                          strerror(errno));
+    return close_output(&safe, out, status);
 }
 
 static int command_finish(int argc, char **argv)

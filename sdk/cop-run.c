@@ -40,8 +40,10 @@
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
 #include "common/loader.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +305,8 @@ struct traced {
     struct trace_run run;
     FILE *samples;
     FILE *events;
+    struct safe_out samples_out;
+    struct safe_out events_out;
 };
 
 /* Runs QEMU; with a trace unit, drains its FIFO until QEMU ends. */
@@ -344,22 +348,58 @@ static int run_qemu(const struct cop_argv *command, const struct cop_ram *ram,
     }
 }
 
-/* Opens an output file of a traced run; NULL path: none. */
-static int open_output(const char *path, FILE **out)
+/*
+ * Opens an output file a user named (safe-file.h's rule: no planted link
+ * followed, a new private file put in place at once, so a run that stops
+ * keeps what it wrote); NULL path: none.
+ */
+static int open_output(const char *path, struct safe_out *safe, FILE **out)
 {
+    char err[512];
+
     *out = NULL;
-    if (path && !(*out = fopen(path, "w")))
-        return cli_fail(-1, "%s: cannot write: %s", path, strerror(errno));
+    safe->fd = -1;
+    safe->dirfd = -1;
+    if (!path)
+        return 0;
+    if (safe_out_open(safe, path, SAFE_OUT_PLACE, err, sizeof(err)) < 0)
+        return cli_fail(-1, "%s", err);
+    if (!safe_out_stdio(safe, out)) {
+        safe_out_close(safe, NULL, 0, err, sizeof(err));
+        return cli_fail(-1, "%s: %s", path, strerror(errno));
+    }
     return 0;
 }
 
 /* Closes it; a failed write makes the status a failure. */
-static void close_output(const char *path, FILE *out, int *status)
+static void close_output(struct safe_out *safe, FILE *out, int *status)
 {
-    if (out && fclose(out) != 0) {
-        cli_fail(0, "%s: write failed: %s", path, strerror(errno));
+    char err[512];
+
+    if (out && safe_out_close(safe, out, 1, err, sizeof(err)) < 0) {
+        cli_fail(0, "write failed: %s", err);
         *status = *status ? *status : EXIT_RUN_FAILED;
     }
+}
+
+/*
+ * The exact counts' file C, made by open_output's rule; the plugin (in
+ * QEMU, a child) appends to it through this process's descriptor
+ * (/proc/PID/fd/N, into path), never by its name.  0 or -1.
+ */
+static int open_counts(const char *name, struct safe_out *safe, char *path,
+                       size_t len)
+{
+    char err[512];
+
+    safe->fd = -1;
+    safe->dirfd = -1;
+    if (!name)
+        return 0;
+    if (safe_out_open(safe, name, SAFE_OUT_PLACE, err, sizeof(err)) < 0)
+        return cli_fail(-1, "%s", err);
+    safe_out_fd_path(safe, path, len);
+    return 0;
 }
 
 /* Runs QEMU with the trace unit attached and prints its counters.  An
@@ -377,36 +417,43 @@ static int run_traced(const struct run_options *opts,
     };
     struct trace_geometry geo;
     struct traced trace = { .samples = NULL, .events = NULL };
-    char err[512];
-    int status;
+    struct safe_out counts;
+    char err[512], counts_path[64];
+    int status = EXIT_RUN_FAILED;
 
     trace_geometry_default(&geo);
     geo.fifo_depth = opts->fifo_depth;
     geo.stack_depth = opts->call_graph;
-    if (opts->exact_counts
-        && trace_counts_create(opts->exact_counts, err, sizeof(err)) < 0)
-        return cli_fail(EXIT_RUN_FAILED, "%s", err);
+    if (open_counts(opts->exact_counts, &counts, counts_path,
+                    sizeof(counts_path)) < 0)
+        return EXIT_RUN_FAILED;
     if (trace_run_start(&trace.run, NULL, &geo, 0, 0, opts->sample_every,
                         opts->reference ? TRACE_MODE_REFERENCE
                                         : TRACE_MODE_FAST,
-                        opts->exact_counts, &watch, &opts->sampling, err,
-                        sizeof(err)) < 0)
+                        opts->exact_counts ? counts_path : NULL, &watch,
+                        &opts->sampling, err, sizeof(err)) < 0) {
+        safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return cli_fail(EXIT_RUN_FAILED, "%s", err);
+    }
     if (cop_argv_add(command, "-plugin") < 0
         || cop_argv_add(command, trace.run.plugin_arg) < 0) {
         trace_run_end(&trace.run);
+        safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return cli_fail(EXIT_RUN_FAILED, "out of memory");
     }
-    if (open_output(opts->samples_out, &trace.samples) < 0
-        || open_output(opts->events_out, &trace.events) < 0) {
-        if (trace.samples)
-            fclose(trace.samples);
+    if (open_output(opts->samples_out, &trace.samples_out, &trace.samples) < 0
+        || open_output(opts->events_out, &trace.events_out,
+                       &trace.events) < 0) {
+        close_output(&trace.samples_out, trace.samples, &status);
         trace_run_end(&trace.run);
+        safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return EXIT_RUN_FAILED;
     }
     status = run_qemu(command, ram, &trace);
-    close_output(opts->samples_out, trace.samples, &status);
-    close_output(opts->events_out, trace.events, &status);
+    close_output(&trace.samples_out, trace.samples, &status);
+    close_output(&trace.events_out, trace.events, &status);
+    if (safe_out_close(&counts, NULL, 1, err, sizeof(err)) < 0)
+        status = cli_fail(status ? status : EXIT_RUN_FAILED, "%s", err);
     trace_run_report(&trace.run, stderr);
     trace_run_end(&trace.run);
     return status;
@@ -429,6 +476,30 @@ static int fill_data_window(const struct run_options *opts, struct cop_ram *ram,
     return 0;
 }
 
+/*
+ * The guest RAM: anonymous, or the file F of --ram-file made by
+ * open_output's rule and handed to QEMU through this process's descriptor.
+ */
+static int create_ram(struct cop_ram *ram, const char *path,
+                      struct cop_error *err)
+{
+    struct safe_out safe;
+    char why[512];
+    int fd;
+
+    if (!path)
+        return cop_ram_create(ram, NULL, err);
+    if (safe_out_open(&safe, path, SAFE_OUT_PLACE | SAFE_OUT_RDWR, why,
+                      sizeof(why)) < 0) {
+        cop_error_set(err, "%s", why);
+        return -1;
+    }
+    fd = safe.fd;
+    safe.fd = -1;               /* the RAM keeps it; only the folder goes */
+    safe_out_close(&safe, NULL, 1, why, sizeof(why));
+    return cop_ram_create_fd(ram, fd, path, err);
+}
+
 static int run(const struct run_options *opts)
 {
     struct cop_image image;
@@ -439,7 +510,7 @@ static int run(const struct run_options *opts)
 
     if (cop_image_read(opts->image, &image, &err) < 0)
         return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
-    if (cop_ram_create(&ram, opts->ram_file, &err) < 0) {
+    if (create_ram(&ram, opts->ram_file, &err) < 0) {
         cop_image_release(&image);
         return cli_fail(EXIT_RUN_FAILED, "%s", err.message);
     }

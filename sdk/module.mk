@@ -6,16 +6,18 @@ include sdk/cop.mk
 # cop-run --sample-every attaches the trace unit (emulator/); its plugin
 # must be built for cop-run to find it.
 $(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/common/cli.o $(COPLOADER_LIB) \
-                $(LIB)/libtraceunit.a $(LIB)/liblfsr.a | $(LIB)/libcoptrace.so
+                $(LIB)/libtraceunit.a $(LIB)/liblfsr.a $(SAFE_FILE_LIB) \
+                | $(LIB)/libcoptrace.so
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@
 
-$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/common/cli.o $(COPLOADER_LIB)
+$(BIN)/cop-embed: $(OBJ)/sdk/cop-embed.o $(OBJ)/common/cli.o $(COPLOADER_LIB) \
+                  $(SAFE_FILE_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ -o $@
 
 $(BIN)/cop-overlays: $(OBJ)/sdk/cop-overlays.o $(OBJ)/common/cli.o \
-                     $(COPLOADER_LIB)
+                     $(COPLOADER_LIB) $(SAFE_FILE_LIB)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(ELF_LIBS) -o $@
 

@@ -293,7 +293,8 @@ def test_unwritable_counts_file(coprof_bin, build_dir, tmp_path):
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 125
     assert proc.stderr.strip().splitlines() == \
-        ["cop-run: %s: cannot write: No such file or directory" % bad]
+        ["cop-run: %s: %s: no such directory (a missing parent is not "
+         "created)" % (bad, bad.parent)]
     proc = subprocess.run(
         [coprof_bin("cop-run"), "--exact-counts", str(tmp_path / "x"),
          example(build_dir, "kernels"), "1"],
@@ -305,7 +306,8 @@ def test_unwritable_counts_file(coprof_bin, build_dir, tmp_path):
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == \
-        ["coptrace: %s: cannot write: No such file or directory" % bad]
+        ["coptrace: %s: %s: no such directory (a missing parent is not "
+         "created)" % (bad, bad.parent)]
 
 
 def test_plugin_refuses_an_unwritable_counts_file(coprof_bin, build_dir,

@@ -77,6 +77,7 @@ def build_store(build_dir, schema_path, work):
         ["gcc", "-std=gnu11", "-D_GNU_SOURCE", "-I" + str(gen),
          "-I" + SOURCE, str(main), os.path.join(SOURCE, "daemon", "store.c"),
          os.path.join(lib, "libcoprofd.a"), os.path.join(lib, "liboverlay.a"),
+         os.path.join(lib, "libcoploader.a"),
          os.path.join(lib, "libcopstream.a"), os.path.join(lib, "libcoplog.a"),
          os.path.join(lib, "libcopsafe.a"), "-o", str(exe)] +
         pkg_flags("glib-2.0", "sqlite3", "libelf"),

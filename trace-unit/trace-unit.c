@@ -1136,17 +1136,6 @@ int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
                       paths, 3);
 }
 
-int trace_counts_create(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "w");
-
-    if (!f || fclose(f) != 0) {
-        fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- A simple traced run ------------------------------------------------ */
 
 static int bind_and_load(struct trace_run *run, uint32_t count,

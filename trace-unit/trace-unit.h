@@ -271,11 +271,6 @@ int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
                           const char *counts_dir, const char *ram,
                           const char *window);
 
-/* Makes `path` an empty exact counts file, for the plugin's counts= to
- * append to (docs/trace-unit.md), so that a path that cannot be written is
- * an error before the emulator starts.  Returns 0, or -1 with
- * "PATH: cannot write: REASON". */
-int trace_counts_create(const char *path, char *err, size_t errlen);
 
 /* The name of a context's exact counts file in copsim's --exact-counts
  * directory (printf format, the context id as unsigned long long): copsim

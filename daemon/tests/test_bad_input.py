@@ -118,8 +118,8 @@ def test_image_that_is_not_a_regular_file(coprofd, test_image, tmp_path,
     result, session = replay(coprofd, w, tmp_path, timeout=60)
     assert result.returncode == 0
     line, = result.stderr.splitlines()
-    assert line.startswith("coprofd: %s: cannot open: not a regular file"
-                           % path)
+    assert line.startswith("coprofd: %s: cannot open: " % path)
+    assert "not a regular file" in line
     assert_kept_raw(session, w.samples)
 
 

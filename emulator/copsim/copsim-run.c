@@ -19,6 +19,7 @@
 #include "emulator/copsim/copsim-host.h"
 #include "lfsr/lfsr.h"
 #include "common/cli.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +44,7 @@
 struct stream_copy {
 	int fd;
 	FILE *out;
+	struct safe_out safe;		/* FILE, made by safe-file.h's rule */
 	const char *path;
 	int failed;
 	pthread_t thread;
@@ -162,6 +164,38 @@ static struct copsim_driver *start_driver(struct copsim *sim,
 }
 
 /*
+ * Opens FILE of --stream-out by safe-file.h's rule: no symbolic link
+ * another user planted at it or in a parent is followed, and the stream
+ * is a new file, 0600 like the session it is replayed into, put in place
+ * at once (a copsim that is killed leaves what it copied).
+ */
+static int open_stream(struct stream_copy *copy)
+{
+	char err[1024];
+
+	if (safe_out_open(&copy->safe, copy->path, SAFE_OUT_PLACE, err,
+			  sizeof(err)) < 0) {
+		fprintf(stderr, "copsim: %s\n", err);
+		return -1;
+	}
+	if (!safe_out_stdio(&copy->safe, &copy->out)) {
+		fprintf(stderr, "copsim: %s: %s\n", copy->path,
+			strerror(errno));
+		safe_out_close(&copy->safe, NULL, 0, err, sizeof(err));
+		return -1;
+	}
+	return 0;
+}
+
+/* Closes the stream file; 0 or -1 with errno. */
+static int close_stream(struct stream_copy *copy)
+{
+	char err[1024];
+
+	return safe_out_close(&copy->safe, copy->out, 1, err, sizeof(err));
+}
+
+/*
  * copsim_destroy() hangs up on every client, so every context is retired
  * (its unbind drains its slot), and then calls the driver's stop hook,
  * which ends the session: the stream closes every context before STOP.
@@ -176,7 +210,7 @@ static int finish(struct copsim *sim, struct copsim_driver *d,
 	close(copy->fd);
 	report(d, copy->path);
 	copsim_driver_free(d);
-	if (fclose(copy->out) != 0 && !copy->failed)
+	if (close_stream(copy) < 0 && !copy->failed)
 		copy->failed = errno;
 	if (copy->failed) {
 		fprintf(stderr, "copsim: %s: %s\n", copy->path,
@@ -221,22 +255,18 @@ int copsim_driver_run_command(const struct copsim_config *base,
 
 	if (refuse_count(base, session))
 		return EXIT_FAILED;
-	copy.out = fopen(stream_path, "wb");
-	if (!copy.out) {
-		fprintf(stderr, "copsim: %s: %s\n", stream_path,
-			strerror(errno));
+	if (open_stream(&copy) < 0)
 		return EXIT_FAILED;
-	}
 	if (cli_make_temp_dir(dir, sizeof(dir), DIR_NAME, TMPDIR_MAX) < 0) {
 		fprintf(stderr, "copsim: %s: %s\n", dir, strerror(errno));
-		fclose(copy.out);
+		close_stream(&copy);
 		return EXIT_FAILED;
 	}
 	snprintf(socket, sizeof(socket), "%s/%s", dir, SOCKET_NAME);
 	pid = fork_command(command, socket, &go_fd);
 	if (pid < 0) {
 		fprintf(stderr, "copsim: fork: %s\n", strerror(errno));
-		fclose(copy.out);
+		close_stream(&copy);
 		rmdir(dir);
 		return EXIT_FAILED;
 	}
@@ -252,7 +282,7 @@ int copsim_driver_run_command(const struct copsim_config *base,
 		close(go_fd);
 		command_status(pid);
 		copsim_destroy(sim);
-		fclose(copy.out);
+		close_stream(&copy);
 		rmdir(dir);
 		return EXIT_FAILED;
 	}

@@ -164,11 +164,11 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
     (["--events-out", "x"], "need --sample-every N"),
     (["--no-watch"], "need --sample-every N"),
     (["--sample-every", "5", "--events-out", "/nonexistent/dir/e"],
-     "/nonexistent/dir/e: cannot write"),
+     "/nonexistent/dir/e: /nonexistent: no such directory"),
     (["--sample-every", "5", "--fifo-depth", "1000"],
      "FIFO depth 1000 is not a power of two"),
     (["--sample-every", "5", "--samples-out", "/nonexistent/dir/s"],
-     "/nonexistent/dir/s: cannot write"),
+     "/nonexistent/dir/s: /nonexistent: no such directory"),
 ])
 def test_trace_option_errors(coprof_bin, build_dir, options, message):
     image = os.path.join(build_dir, "examples", "kernels.elf")

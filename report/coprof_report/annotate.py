@@ -36,7 +36,8 @@ import tempfile
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from . import profile
+from . import profile, safefile
+from .symbols import printable
 
 OBJDUMP = "riscv64-unknown-elf-objdump"
 ORDERS = ("samples", "address")
@@ -90,37 +91,38 @@ def _disassemble(path, section, start, end):
         p = subprocess.run(
             [OBJDUMP, "-d", "-w", "-j", section,
              "--start-address=0x%x" % start, "--stop-address=0x%x" % end,
-             path], capture_output=True, text=True, timeout=60)
+             path], capture_output=True, timeout=60)
     except FileNotFoundError:
         raise AnnotateError("%s: not found (the RISC-V binutils of the SDK,"
                             " Debian's binutils-riscv64-unknown-elf)"
                             % OBJDUMP)
     except subprocess.TimeoutExpired:
         raise AnnotateError("%s: %s took more than 60 s" % (OBJDUMP, path))
+    # the image's names are bytes: decoded and escaped (printable())
     if p.returncode != 0:
-        why = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])
-        raise AnnotateError("%s: %s" % (path, why[0]))
+        why = (p.stderr.decode("utf-8", "replace").strip().splitlines() or
+               ["exit %d" % p.returncode])
+        raise AnnotateError("%s: %s" % (path, printable(why[0])))
     out = []
-    for line in p.stdout.splitlines():
+    for line in p.stdout.decode("utf-8", "replace").splitlines():
         m = _INSN.match(line)
         if m:
             out.append((int(m.group(1), 16), m.group(2).strip(),
-                        " ".join(m.group(3).split())))
+                        printable(" ".join(m.group(3).split()))))
     return out
 
 
 class _ImageFile:
     """An image's bytes as a file objdump and pyelftools can open: the
-    session's cached copy as it is, an embedded image copied to a private
-    temporary file (0600, removed by close())."""
+    bytes read (and checked: a regular file, bounded, safefile.py) from
+    the session's cached copy or the file it was found in, copied to a
+    private temporary file (0600, removed by close()), so that objdump
+    never opens a name the session gave (a FIFO there would hang it)."""
 
     def __init__(self, image):
         self.path = None
         self._temp = None
         if not image.file:
-            return
-        if not image.base:
-            self.path = image.file
             return
         data = image.read_bytes()
         if data is None:
@@ -142,8 +144,8 @@ def _attr_text(die, name):
     a = die.attributes.get(name)
     if a is None:
         return None
-    v = a.value
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+    return printable(a.value) if isinstance(a.value, (bytes, str)) \
+        else a.value
 
 
 class _Lines:
@@ -194,11 +196,11 @@ class _Lines:
             if not 0 <= k < len(files):
                 return "?"
             e = files[k]
-            name = e.name.decode("utf-8", "replace")
+            name = printable(e.name)
             d = e.dir_index if v5 else e.dir_index - 1
             if not os.path.isabs(name) and 0 <= d < len(dirs) and \
                     (v5 or e.dir_index > 0):
-                name = os.path.join(dirs[d].decode("utf-8", "replace"), name)
+                name = os.path.join(printable(dirs[d]), name)
             if not os.path.isabs(name):
                 name = os.path.join(comp_dir, name)
             return os.path.normpath(name)
@@ -359,9 +361,10 @@ def source_lines(path):
     """The lines of a source file, or None when it cannot be read."""
     if path not in _source_cache:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                _source_cache[path] = f.read().splitlines()
-        except OSError:
+            data = safefile.read_input(path, follow=True)
+            _source_cache[path] = data.decode("utf-8", "replace") \
+                .splitlines()
+        except safefile.SafeFileError:
             _source_cache[path] = None
     return _source_cache[path]
 
@@ -369,7 +372,7 @@ def source_lines(path):
 def _source_text(path, line):
     lines = source_lines(path) if path else None
     if lines and line and 0 < line <= len(lines):
-        return lines[line - 1].strip()
+        return printable(lines[line - 1].strip())
     return ""
 
 

@@ -33,7 +33,7 @@ import tarfile
 import tempfile
 import zlib
 
-from . import profile
+from . import profile, safefile
 from . import session as session_mod
 
 TOP = "session"
@@ -109,7 +109,6 @@ def write(session, out_path):
     """Writes the archive of an open session to out_path; the number of
     images in it."""
     staging = tempfile.mkdtemp(prefix="copreport-archive-")
-    tmp_out = None
     try:
         db_copy = os.path.join(staging, session_mod.DB_NAME)
         try:
@@ -117,24 +116,19 @@ def write(session, out_path):
         except sqlite3.Error as e:
             raise ArchiveError("%s: cannot copy (%s)" % (session.db_path, e))
         images = _image_files(session, db_copy, staging)
-        out_dir = os.path.dirname(os.path.abspath(out_path))
-        fd, tmp_out = tempfile.mkstemp(prefix=".coprof-archive-",
-                                       dir=out_dir)
-        with os.fdopen(fd, "wb") as raw, \
+        with safefile.output(out_path, "wb") as raw, \
                 tarfile.open(fileobj=raw, mode="w:gz") as tar:
             tar.add(db_copy, arcname="%s/%s" % (TOP, session_mod.DB_NAME),
                     recursive=False, filter=_plain)
             for name, path in images:
                 tar.add(path, arcname="%s/images/%s" % (TOP, name),
                         recursive=False, filter=_plain)
-        os.rename(tmp_out, out_path)
-        tmp_out = None
         return len(images)
+    except safefile.SafeFileError as e:
+        raise ArchiveError(str(e))
     except OSError as e:
         raise ArchiveError("%s: %s" % (out_path, e.strerror or e))
     finally:
-        if tmp_out:
-            os.unlink(tmp_out)
         shutil.rmtree(staging, ignore_errors=True)
 
 

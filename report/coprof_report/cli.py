@@ -15,7 +15,7 @@ import os
 import sys
 
 from . import annotate, archive, callgraph, diff, export, html, output
-from . import host as host_mod, profile, timeline
+from . import host as host_mod, profile, safefile, timeline
 from . import session as session_mod
 
 PROG = "copreport"
@@ -581,23 +581,21 @@ def _names(sessions):
     return " + ".join(s.name for s in sessions)
 
 
-def _open_output(path):
+def _open_output(path, mode="w"):
+    """The output file a user named, by safefile's rule (no planted link
+    followed, put in place when complete); a context manager."""
     try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as e:
-        raise RuntimeFailure("%s: %s" % (path, e.strerror or e))
+        return safefile.output(path, mode)
+    except safefile.SafeFileError as e:
+        raise RuntimeFailure(str(e))
 
 
 def _check_writable(path):
     """Fail early (before the work) when path cannot be written."""
-    d = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise RuntimeFailure("%s: Is a directory" % path)
-    if not os.path.isdir(d):
-        raise RuntimeFailure("%s: No such file or directory" % path)
-    if not os.access(d, os.W_OK) or (os.path.exists(path) and
-                                     not os.access(path, os.W_OK)):
-        raise RuntimeFailure("%s: Permission denied" % path)
+    try:
+        safefile.check_output(path)
+    except safefile.SafeFileError as e:
+        raise RuntimeFailure(str(e))
 
 
 def _warn(session):
@@ -669,11 +667,8 @@ def run_timeline(args):
             except ImportError as e:
                 raise RuntimeFailure("%s: needs Debian's python3-matplotlib "
                                      "(%s)" % (args.png, e))
-            try:
-                plot.write_png(tl, args.png, "timeline: %s" % s.name)
-            except OSError as e:
-                raise RuntimeFailure("%s: %s" % (args.png,
-                                                 e.strerror or e))
+            with _open_output(args.png, "wb") as f:
+                plot.write_png(tl, f, "timeline: %s" % s.name)
     finally:
         s.close()
 
@@ -719,6 +714,8 @@ def run_export(args):
         try:
             export.export(sessions, args.format, args.output,
                           _names(sessions))
+        except safefile.SafeFileError as e:
+            raise RuntimeFailure(str(e))
         except OSError as e:
             raise RuntimeFailure("%s: %s" % (args.output, e.strerror or e))
 
@@ -739,7 +736,7 @@ def run_html(args):
     with _opened([args.dir]) as (s,):
         try:
             page = html.write(s, args.output, args.top)
-        except html.HtmlError as e:
+        except (html.HtmlError, safefile.SafeFileError) as e:
             raise RuntimeFailure(str(e))
         except OSError as e:
             raise RuntimeFailure("%s: %s" % (e.filename or args.output,
@@ -876,7 +873,8 @@ def main(argv=None):
     except UsageError as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return 2
-    except (RuntimeFailure, session_mod.SessionError) as e:
+    except (RuntimeFailure, session_mod.SessionError,
+            safefile.SafeFileError) as e:
         sys.stderr.write("%s: %s\n" % (PROG, e))
         return 1
     except BrokenPipeError:

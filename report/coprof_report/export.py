@@ -51,7 +51,7 @@ import collections
 import gzip
 import json
 
-from . import profile
+from . import profile, safefile
 
 FORMATS = ("pprof", "callgrind", "folded", "speedscope")
 
@@ -555,7 +555,7 @@ def _pprof_message(all_st, sampling, places, time_nanos, duration_nanos):
 def write_pprof(all_st, path, sampling):
     """The gzipped profile.proto at path (binary)."""
     data = pprof_message(all_st, sampling).SerializeToString()
-    with open(path, "wb") as f:
+    with safefile.output(path, "wb") as f:
         with gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
             z.write(data)
 
@@ -576,7 +576,7 @@ def export(sessions, fmt, path, name):
     if fmt == "pprof":
         write_pprof(all_st, path, sampling)
         return
-    with open(path, "w", encoding="utf-8") as f:
+    with safefile.output(path) as f:
         TEXT_WRITERS[fmt](all_st, f, sampling, name)
 
 

@@ -50,7 +50,8 @@ import html
 import json
 import os
 
-from . import annotate, callgraph, export, output, profile, timeline
+from . import annotate, callgraph, export, output, profile, safefile
+from . import timeline
 
 # (file in lib/coprof/js, file under report/js/node_modules)
 LIBRARIES = [("d3.min.js", "d3/dist/d3.min.js"),
@@ -413,26 +414,12 @@ def page(session, top=None):
     return "\n".join(parts)
 
 
-def _write_private(path, data):
-    """data (bytes) to path: a new file (0600, no link followed) renamed
-    over path."""
-    tmp = os.path.join(os.path.dirname(path) or ".", ".%s.tmp%d" % (
-        os.path.basename(path), os.getpid()))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
-                 os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.rename(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write(session, path, top=None):
-    """Writes the page to path (an existing directory: path/index.html);
-    the page's path."""
+    """Writes the page to path (an existing directory: path/index.html)
+    by the rule of paths a user names (safefile.py); the page's path."""
     if os.path.isdir(path):
         path = os.path.join(path, "index.html")
-    _write_private(path, page(session, top).encode("utf-8"))
+    data = page(session, top).encode("utf-8")
+    with safefile.output(path, "wb") as f:
+        f.write(data)
     return path

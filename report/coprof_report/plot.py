@@ -417,7 +417,8 @@ def figure(tl, title=None):
 
 
 def write_png(tl, path, title=None):
-    """Draw Timeline tl to path (PNG).  OSError when path is unwritable."""
+    """Draw Timeline tl to path (PNG; a path or a binary file object).
+    OSError when path is unwritable."""
     fig = figure(tl, title)
     try:
         fig.savefig(path, format="png", dpi=100)

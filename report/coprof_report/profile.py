@@ -56,7 +56,7 @@ import functools
 import math
 import os
 
-from . import intervals, symbols
+from . import intervals, safefile, symbols
 from .session import content_hash
 
 SEPARATIONS = ("none", "context", "slot", "image")
@@ -216,10 +216,8 @@ class ImageInfo:
         if not self.file:
             return None
         try:
-            with open(self.file, "rb") as f:
-                f.seek(self.base)
-                data = f.read()
-        except OSError:
+            data = safefile.read_input(self.file, follow=True)[self.base:]
+        except safefile.SafeFileError:
             return None
         if self.base and self.image_size:
             data = data[:self.image_size]

@@ -33,6 +33,7 @@ import time
 import urllib.parse
 
 from coprof_report import session_schema
+from . import safefile
 
 # The schema (abi/session-schema.sql, beside this file): every column a
 # report checks with its kind (COLUMNS), the columns naming a row of
@@ -466,7 +467,7 @@ class Session:
         0) when neither, with a warning in self.warnings."""
         if image["status"] != "ok":
             return None, 0          # coprofd said why (images.message)
-        original = self._original(image)
+        original, why = self._original(image)
         cache = image["cache_file"]
         if cache and os.path.lexists(os.path.join(self.dir, cache)):
             p = os.path.join(self.dir, cache)
@@ -485,16 +486,16 @@ class Session:
             return image["path"], image["image_offset"]
         self._warn("image %s: not in the session's cache, and %s; its "
                    "samples are shown without symbols"
-                   % (_image_name(image), _gone(image)))
+                   % (_image_name(image), _gone(image, why)))
         return None, 0
 
     def _original(self, image):
-        """The bytes of the file the image was found in, when it still is
-        the file the context ran (size and content hash as recorded), else
-        None."""
+        """(bytes, None) of the file the image was found in, when it still
+        is the file the context ran (size and content hash as recorded),
+        else (None, why not or None)."""
         path, want = image["path"], image["hash"]
         if not path or not want:
-            return None
+            return None, None
         key = (path, want.lower(), image["size"])
         if key not in self._originals:
             self._originals[key] = _checked_file(*key)
@@ -561,16 +562,17 @@ def content_hash(data):
 
 
 def _checked_file(path, want_hash, want_size):
-    """The bytes of path when it has the recorded size and content hash,
-    else None."""
+    """(bytes, None) of path when it is a regular file with the recorded
+    size and content hash, else (None, why not) (safefile.read_input: a
+    FIFO or a device is never opened for long or read)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    if want_size is not None and len(data) != want_size:
-        return None
-    return data if content_hash(data) == want_hash else None
+        data = safefile.read_input(path, want_size=want_size,
+                                   follow=True)
+    except safefile.SafeFileError as e:
+        return None, str(e)
+    if content_hash(data) != want_hash:
+        return None, "%s is not the file the context ran (rebuilt?)" % path
+    return data, None
 
 
 def _cache_problem(path, image, original):
@@ -579,11 +581,14 @@ def _cache_problem(path, image, original):
     image was found in still is the one the context ran, the bytes must be
     that file's at image_offset, else (an image with a file of its own)
     the cache must have the recorded content hash."""
+    name = image["cache_file"]
+    if not name.startswith("images/") or "/" in name[7:] or \
+            name[7:] in ("", ".", ".."):
+        return "is not a file in the session's images/"
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        return "cannot be read (%s)" % (e.strerror or e)
+        data = safefile.read_input(path, owned=True)
+    except safefile.SafeFileError as e:
+        return "cannot be used (%s)" % e.reason
     size = image["image_size"]
     if size is not None and len(data) != size:
         return "holds %d bytes, the image has %d (not the image's copy)" \
@@ -593,11 +598,25 @@ def _cache_problem(path, image, original):
         if original[off:off + len(data)] != data:
             return "is not the image's bytes in %s (the cache was changed)" \
                 % image["path"]
+    elif _image_hash(image) is not None:
+        if content_hash(data) != _image_hash(image):
+            return "content hash %s, the image's is %s (the cache was " \
+                "changed)" % (content_hash(data), _image_hash(image))
     elif off == 0 and image["hash"] and image["size"] == len(data) and \
             content_hash(data) != image["hash"].lower():
         return "content hash %s, the image's is %s (not the image's copy)" \
             % (content_hash(data), image["hash"].lower())
     return None
+
+
+def _image_hash(image):
+    """The recorded content hash of the image's own bytes (images.
+    image_hash), or None (a session from before it was recorded)."""
+    try:
+        value = image["image_hash"]
+    except (IndexError, KeyError):
+        return None
+    return value.lower() if value else None
 
 
 def _flush_time(ns):
@@ -608,14 +627,15 @@ def _flush_time(ns):
                                           time.gmtime(ns / 1e9))
 
 
-def _gone(image):
-    """Why the file an image was found in cannot be used instead."""
+def _gone(image, why=None):
+    """Why the file an image was found in cannot be used instead (why:
+    what reading it said)."""
     path = image["path"]
     if not path:
         return "the session names no file for it"
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return "%s is gone" % path
-    return "%s is not the file the context ran (rebuilt?)" % path
+    return why or "%s is not the file the context ran (rebuilt?)" % path
 
 
 def _image_name(image):

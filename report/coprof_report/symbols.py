@@ -28,10 +28,27 @@ import bisect
 import collections
 import io
 import os
+import re
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
+
+from . import safefile
+
+# What never reaches a terminal raw: C0 and C1 controls and DEL.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text):
+    """A name from an image (symbol, section, file) as every output shows
+    it: bytes decoded as UTF-8 with U+FFFD for what is not (pyelftools
+    does the same for the names it reads), and each control character
+    (escape sequences, BEL, newlines) as \\xNN, so a name can neither
+    drive the terminal nor break a line of text, CSV or folded output."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
 
 Function = collections.namedtuple(
     "Function", "name offset size section vaddr source")
@@ -63,12 +80,9 @@ class Symbolizer:
         self.base = base
         self._cache = {}
         try:
-            with open(path, "rb") as f:
-                if base:
-                    f.seek(base)
-                data = f.read()
-        except OSError as e:
-            raise SymbolError("%s: %s" % (path, e.strerror or e))
+            data = safefile.read_input(path, follow=True)[base:]
+        except safefile.SafeFileError as e:
+            raise SymbolError(str(e))
         try:
             self._load(ELFFile(io.BytesIO(data)))
         except (ELFError, ValueError, KeyError, IndexError, TypeError,
@@ -81,7 +95,7 @@ class Symbolizer:
         for i, s in enumerate(elf.iter_sections()):
             if (s["sh_flags"] & SH_FLAGS.SHF_ALLOC) and \
                     s["sh_type"] != "SHT_NOBITS" and s["sh_size"] > 0:
-                sec = _Section(s.name, s["sh_addr"], s["sh_offset"],
+                sec = _Section(printable(s.name), s["sh_addr"], s["sh_offset"],
                                s["sh_size"])
                 self._sections.append(sec)
                 if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR:
@@ -97,11 +111,11 @@ class Symbolizer:
             for sym in symtab.iter_symbols():
                 kind = sym["st_info"]["type"]
                 if kind == "STT_FILE":
-                    source = sym.name or None
+                    source = printable(sym.name) or None
                     continue
                 if kind not in ("STT_FUNC", "STT_NOTYPE"):
                     continue
-                name = sym.name
+                name = printable(sym.name)
                 if not name or name.startswith("$") or name.startswith(".L"):
                     continue
                 sec = by_index.get(sym["st_shndx"]) \

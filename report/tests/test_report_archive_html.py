@@ -333,9 +333,12 @@ def test_html_errors(real_session, copreport, tmp_path):
     f.write_text("")
     p = copreport("html", "-d", real_session.dir, "-o",
                   tmp_path / "none" / "x.html")
+    # the rule of paths a user names (safefile.py): one line naming the
+    # missing parent, which is not created
     assert p.returncode == 1 and p.stderr == \
-        "copreport: %s: No such file or directory\n" % (
-            tmp_path / "none" / "x.html")
+        "copreport: %s: %s: no such directory (a missing parent is not " \
+        "created)\n" % (tmp_path / "none" / "x.html", tmp_path / "none")
+    assert not (tmp_path / "none").exists()
     d = tmp_path / "dir"
     d.mkdir()
     copreport("html", "-d", real_session.dir, "-o", d, "--top", "1",

@@ -53,7 +53,7 @@ def template(new_session, host_schema, test_image, tmp_path_factory):
     os.makedirs(os.path.join(d, "images"))
     shutil.copy(test_image, os.path.join(d, "images", "img.elf"))
     db.execute("INSERT INTO images VALUES (1, '/gone/x.elf', 0, 1, 2, 3,"
-               " '0123', 'ok', NULL, 'ovltest', ?, 'images/img.elf')",
+               " '0123', 'ok', NULL, 'ovltest', ?, 'images/img.elf', NULL)",
                (os.path.getsize(test_image),))
     db.execute("INSERT INTO contexts VALUES (1, 11, 100, 101, '0x10', 1, 0,"
                " 0, '/gone/host+0x1234')")

@@ -37,9 +37,11 @@ def make(new_session, test_image, tmp_path):
         os.makedirs(os.path.join(d, "images"))
         shutil.copy(test_image, os.path.join(d, "images", "i.elf"))
         db.execute("INSERT INTO images VALUES (1, '/gone/host', 0, 1, 2, 3,"
-                   " '01', 'ok', NULL, 'ovltest', 30000, 'images/i.elf')")
+                   " '01', 'ok', NULL, 'ovltest', 30000, 'images/i.elf',"
+                   " NULL)")
         db.execute("INSERT INTO images VALUES (2, '/gone/other', 0, 1, 2, 4,"
-                   " '01', 'ok', NULL, 'second', 30000, 'images/i.elf')")
+                   " '01', 'ok', NULL, 'second', 30000, 'images/i.elf',"
+                   " NULL)")
         for ctx in (1, 2):
             db.execute("INSERT INTO contexts VALUES (?, ?, 100, ?, '0x10',"
                        " ?, ?, 0, NULL)", (ctx, 10 + ctx, 100 + ctx, ctx,

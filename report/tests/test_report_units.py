@@ -120,9 +120,9 @@ def hand(new_session, test_image, tmp_path):
     shutil.copy(test_image, os.path.join(d, "images", "0123-3040.elf"))
     db.execute("INSERT INTO images VALUES (1, '/gone/host', 12352, 1, 2, 3,"
                " '0123', 'ok', NULL, 'ovltest', ?, "
-               "'images/0123-3040.elf')", (os.path.getsize(test_image),))
+               "'images/0123-3040.elf', NULL)", (os.path.getsize(test_image),))
     db.execute("INSERT INTO images VALUES (2, '/gone/other.elf', 0, 1, 3, 3,"
-               " '0456', 'changed', 'not the file', NULL, NULL, NULL)")
+               " '0456', 'changed', 'not the file', NULL, NULL, NULL, NULL)")
     db.execute("INSERT INTO contexts VALUES (1, 11, 100, 101, '0x10', 1, 0,"
                " 0, '/gone/host+0x1234 /lib/libc.so.6+0x10')")
     db.execute("INSERT INTO contexts VALUES (2, 12, 100, 102, '0x20', 2, 1,"
@@ -353,7 +353,7 @@ def test_overlays_example_rows(new_session, build_dir, tmp_path, copreport):
     os.makedirs(os.path.join(d, "images"))
     shutil.copy(elf_path, os.path.join(d, "images", "o.elf"))
     db.execute("INSERT INTO images VALUES (1, ?, 0, 1, 2, 3, '01', 'ok',"
-               " NULL, 'overlays', ?, 'images/o.elf')",
+               " NULL, 'overlays', ?, 'images/o.elf', NULL)",
                (elf_path, os.path.getsize(elf_path)))
     db.execute("INSERT INTO contexts VALUES (1, 1, 1, 1, '0x1', 1, 0, 0,"
                " NULL)")

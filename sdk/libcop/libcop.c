@@ -20,6 +20,7 @@
 
 #include "common/copsim-socket.h"
 #include "sdk/libcop/libcop-int.h"
+#include "common/safe-file.h"
 
 #include <errno.h>
 #include <execinfo.h>
@@ -319,12 +320,19 @@ int cop_context_set_console(cop_context_t *ctx, int fd)
     return 0;
 }
 
+/* The file is made by common/safe-file.h's rule (no planted link
+ * followed, a new 0600 file put in place at once). */
 int cop_context_set_console_file(cop_context_t *ctx, const char *path)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    struct safe_out out;
+    char err[512];
+    int fd;
 
-    if (fd < 0)
-        return libcop_fail("%s: %s", path, strerror(errno));
+    if (safe_out_open(&out, path, SAFE_OUT_PLACE, err, sizeof(err)) < 0)
+        return libcop_fail("%s", err);
+    fd = out.fd;
+    out.fd = -1;                /* the context keeps it */
+    safe_out_close(&out, NULL, 1, err, sizeof(err));
     replace_console(ctx, fd);
     return 0;
 }

@@ -140,4 +140,5 @@ def test_unwritable_output(coprof_bin, test_image):
                    "/nonexistent/dir/x.o")
     assert result.returncode == 1
     assert result.stderr == \
-        "cop-embed: /nonexistent/dir/x.o: No such file or directory\n"
+        "cop-embed: /nonexistent/dir/x.o: /nonexistent: no such directory " \
+        "(a missing parent is not created)\n"
