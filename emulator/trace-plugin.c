@@ -82,7 +82,11 @@
  * (on_block_stacked, on_insn_stacked: the fast and reference modes thus
  * see the same stack at every capture).  Each capture then carries the
  * innermost frames (trace_slot_capture_stack).  Without the area none of
- * this is registered: the callbacks are the ones above.
+ * this is registered: the callbacks are the ones above.  With slot=S the
+ * stack is the bound context's: saved as bytes in the slot's RAM
+ * (SLOT_STACK_SAVE) where the stub hands the context back, restored from
+ * there, where its controller put it, at the context's first block on any
+ * slot (slot_save_stack, slot_restore_stack).
  */
 #include "emulator/copsim/stub/slot-stub.h"
 #include "emulator/qemu-plugin-api.h"
@@ -504,6 +508,8 @@ static void on_block_stacked(unsigned int vcpu_index, void *udata)
 
     if (tu.tail)
         retire_tail();
+    if (!tu.context)
+        slot_take_context();        /* slot=: its stack restored first */
     shadow_settle(&tu.shadow, b->vaddr[0]);
     on_block(vcpu_index, udata);
 }
@@ -513,8 +519,11 @@ static void on_insn_stacked(unsigned int vcpu_index, void *udata)
 {
     uint64_t tag = (uintptr_t)udata;
 
-    if (tag & FIRST_IN_BLOCK)
+    if (tag & FIRST_IN_BLOCK) {
+        if (!tu.context)
+            slot_take_context();    /* slot=: its stack restored first */
         shadow_settle(&tu.shadow, tag & ~(uint64_t)FIRST_IN_BLOCK);
+    }
     on_insn(vcpu_index, udata);
 }
 
@@ -575,8 +584,13 @@ static struct {
     const char *counts_dir;         /* countsdir=DIR */
     const uint8_t *ls;              /* the slot's RAM from the local store
                                        to the stub's control block, mapped */
+    uint8_t *stack_save;            /* stacks: SLOT_STACK_SAVE, mapped
+                                       writable */
     uint64_t no_check;              /* check_cycle while no context */
 } slot_mode;
+
+_Static_assert(SHADOW_SAVE_MAGIC == SLOT_STACK_MAGIC,
+               "slot-stub.h and shadow-stack.h name one saved stack");
 
 static uint32_t slot_bound_context(void)
 {
@@ -762,6 +776,31 @@ static void slot_watch_guards(uint32_t context)
                                                    __ATOMIC_RELAXED));
 }
 
+/* Call stacks: the context's shadow stack as its controller placed it
+ * (slot-stub.h, SLOT_STACK_SAVE), on this slot's local store and the
+ * context's guard words. */
+static void slot_restore_stack(void)
+{
+    shadow_free(&tu.shadow);
+    shadow_init(&tu.shadow, slot_mode.ls, tu.ls_base, tu.ls_size,
+                tu.guard_count ? tu.guards : NULL, tu.guard_count);
+    if (shadow_restore(&tu.shadow, slot_mode.stack_save,
+                       SLOT_STACK_SAVE_SIZE) < 0)
+        stop_emulator("%s: slot %u: context %u's saved call stack is not "
+                      "sound", tu.unit->path, slot_mode.index, tu.context_id);
+}
+
+/* Call stacks: the stack of the context handed back, where its
+ * controller takes it from. */
+static void slot_save_stack(void)
+{
+    if (!shadow_save(&tu.shadow, slot_mode.stack_save, SLOT_STACK_SAVE_SIZE))
+        stop_emulator("%s: slot %u: context %u's call stack (%zu bytes) "
+                      "does not fit in %u", tu.unit->path, slot_mode.index,
+                      tu.context_id, shadow_save_size(&tu.shadow),
+                      SLOT_STACK_SAVE_SIZE);
+}
+
 /* At a context's first block: the context bound to the slot now. */
 static void slot_take_context(void)
 {
@@ -781,6 +820,8 @@ static void slot_take_context(void)
     tu.check_cycle = &ctx->check_cycle;
     tu.instructions = __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE);
     slot_watch_guards(id);
+    if (tu.stacks)
+        slot_restore_stack();
 }
 
 static void slot_let_go(void)
@@ -864,6 +905,8 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
             retire_tail();
         detach();
     }
+    if (tu.stacks)
+        slot_save_stack();
     slot_let_go();
 }
 
@@ -1466,17 +1509,6 @@ static int stacks_supported(const qemu_info_t *info)
     return 0;
 }
 
-/* A shadow stack is one context's: slot=S follows many, whose stacks
- * it would mix. */
-static int stacks_followable(const struct options *opt)
-{
-    if (!tu.unit->header->stack_depth || !opt->have_slot)
-        return 1;
-    fprintf(stderr, "coptrace: %s: call stacks follow one context; slot=%u "
-            "follows every context of its slot\n", tu.unit->path, opt->slot);
-    return 0;
-}
-
 /* The register file has a call-stack area: keep the context's shadow
  * stack, with overlay identity when the guard words are watched. */
 static void keep_stacks(void)
@@ -1508,6 +1540,38 @@ static int attach_context(uint32_t context, const char *ram)
     return 0;
 }
 
+/* Call stacks with slot=S: where contexts' stacks are handed over, the
+ * one part of the slot's RAM the plugin writes (slot-stub.h). */
+static uint8_t *map_stack_save(const char *ram)
+{
+    struct stat st;
+    void *base;
+    int fd = open(ram, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open for the call stacks: "
+                "%s\n", ram, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || (uint64_t)st.st_size
+                              < SLOT_STACK_SAVE - SLOT_LS_BASE
+                                + SLOT_STACK_SAVE_SIZE) {
+        fprintf(stderr, "coptrace: %s: not a slot's RAM file (%u bytes "
+                "needed for the call stacks)\n", ram, SLOT_RAM_SIZE);
+        close(fd);
+        return NULL;
+    }
+    base = mmap(NULL, SLOT_STACK_SAVE_SIZE, PROT_READ | PROT_WRITE,
+                MAP_SHARED, fd, SLOT_STACK_SAVE - SLOT_LS_BASE);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the call stacks' area: "
+                "%s\n", ram, strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
 /* slot=S: no context yet; the slot's local store mapped for the contexts'
  * overlay watches. */
 static int slot_start(uint32_t slot, const char *ram)
@@ -1519,6 +1583,9 @@ static int slot_start(uint32_t slot, const char *ram)
     }
     slot_mode.ls = map_ram(ram, SLOT_CTL_BASE - SLOT_LS_BASE + SLOT_CTL_SIZE);
     if (!slot_mode.ls)
+        return -1;
+    if (tu.unit->header->stack_depth
+        && !(slot_mode.stack_save = map_stack_save(ram)))
         return -1;
     slot_mode.on = 1;
     slot_mode.index = slot;
@@ -1559,7 +1626,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         fprintf(stderr, "coptrace: %s\n", err);
         return -1;
     }
-    if (!stacks_supported(info) || !stacks_followable(&opt)) {
+    if (!stacks_supported(info)) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }

@@ -45,6 +45,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -217,6 +218,9 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
     }
     free(c->saved);
     free(c->console);
+    free(c->call_stack);
+    c->call_stack = NULL;
+    c->call_stack_len = 0;
     c->saved = NULL;
     c->console = NULL;
     c->area = -1;
@@ -349,17 +353,64 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
      * jumps to the entry point; its six instructions count, as there. */
     c->save_area[SLOT_C_PC / 4] = SLOT_RESET_VECTOR;
     c->save_area[SLOT_C_HANDLER / 4] = handler;
+    c->call_stack_len = 0;          /* an empty call stack */
     console_out_init(c->console, -1);
     return 0;
 }
 
 /* ---- The scheduler's side ----------------------------------------------- */
 
+/* --call-graph: the context's shadow stack where the plugin restores it
+ * from (four zero bytes: empty). */
+static void place_call_stack(struct slot_emulator *e,
+                             const struct sim_context *c)
+{
+    unsigned char *at = e->ram + (SLOT_STACK_SAVE - SLOT_LS_BASE);
+
+    if (c->call_stack_len)
+        memcpy(at, c->call_stack, c->call_stack_len);
+    else
+        memset(at, 0, 4);
+}
+
+/* --call-graph: keeps the stack the plugin saved at the hand-back. */
+static void keep_call_stack(const struct slot_emulator *e,
+                            struct sim_context *c)
+{
+    const unsigned char *at = e->ram + (SLOT_STACK_SAVE - SLOT_LS_BASE);
+    uint32_t magic, length;
+    unsigned char *copy;
+
+    memcpy(&magic, at, 4);
+    memcpy(&length, at + SLOT_STACK_LENGTH, 4);
+    if (magic != SLOT_STACK_MAGIC || length < 8
+        || length > SLOT_STACK_SAVE_SIZE) {
+        fprintf(stderr, "copsim: slot %u: no call stack handed back with "
+                "context %" PRIu64 "; it goes on with an empty one\n",
+                e->index, c->info.id);
+        c->call_stack_len = 0;
+        return;
+    }
+    copy = realloc(c->call_stack, length);
+    if (!copy) {
+        fprintf(stderr, "copsim: context %" PRIu64 ": out of memory for its "
+                "call stack (%u bytes); it goes on with an empty one\n",
+                c->info.id, length);
+        c->call_stack_len = 0;
+        return;
+    }
+    memcpy(copy, at, length);
+    c->call_stack = copy;
+    c->call_stack_len = length;
+}
+
 void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
     memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
+    if (m->sim->config.call_graph)
+        place_call_stack(e, c);
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
     c->info.ram = e->ram;
@@ -418,6 +469,8 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
     memcpy(&c->save_area[1], (const void *)entry_word(e, 4),
            SLOT_CTX_SIZE - 4);
+    if (m->sim->config.call_graph)
+        keep_call_stack(e, c);
     drain_console(e);
     return 0;
 }

@@ -16,6 +16,10 @@
  *   0x81000000  ...     staging: SLOT_AREA_SIZE bytes per context: its
  *                       local store and boot block (SLOT_SWAP_SIZE bytes,
  *                       0x80000000..0x80040fff, swapped at every switch)
+ *   0x82f00000  15 MiB  the bound context's call stack (--call-graph), as
+ *                       the trace-unit plugin saved it: written by the
+ *                       controller before the context runs, by the
+ *                       plugin when it is handed back (below)
  *
  * A context's image and data windows are not in the slot's RAM but in
  * "main memory", one file shared by every slot's emulator and the host
@@ -56,6 +60,19 @@
  * outside the guest are not seen by its self-modifying-code detection).
  * That is how copsim runs slots (--context-model=slot).
  *
+ * Call stacks (a register file with a call-stack area): the plugin keeps
+ * the shadow stack of the context it runs; a context's stack travels with
+ * it as bytes in SLOT_STACK_SAVE.  The controller writes the context's
+ * saved stack there before it marks the entry runnable (four zero bytes
+ * for a run's start: an empty stack), the plugin restores it at the
+ * context's first block and saves it there where the stub passes
+ * SLOT_STUB_PARKED, before the entry reads PREEMPTED; the controller then
+ * keeps SLOT_STACK_LENGTH's word of bytes from SLOT_STACK_SAVE (the form
+ * is the plugin's, emulator/shadow-stack.h; only its first two words,
+ * magic and length, are the controller's to read).  Nothing of a context
+ * runs there: it lies above the last staging area and below QEMU's device
+ * tree (the top 2 MiB of the 64 MiB).
+ *
  * Plain #defines only: the assembler, C and Python (which reads the
  * "#define NAME VALUE" lines) share this file.
  */
@@ -76,6 +93,10 @@
 #define SLOT_AREA_SIZE      0x100000
 #define SLOT_SWAP_SIZE      0x41000     /* local store and boot block */
 #define SLOT_RAM_SIZE       0x4000000   /* 64 MiB */
+#define SLOT_STACK_SAVE     0x82f00000  /* the bound context's call stack */
+#define SLOT_STACK_SAVE_SIZE 0xf00000
+#define SLOT_STACK_MAGIC    0x4b534853  /* "SHSK": word 0 of a saved stack */
+#define SLOT_STACK_LENGTH   0x04        /* its bytes, word 1 */
 #define SLOT_MAIN_BASE      0x40000000  /* main memory: ivshmem's BAR 2 */
 #define SLOT_MAIN_SIZE      0x20000000  /* 512 MiB, a power of two */
 #define SLOT_MAIN_AREA      0x1000000   /* one context's windows */
