@@ -228,83 +228,6 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
 
 /* ---- Loading ------------------------------------------------------------ */
 
-/* Notes in the save area that the word at address was the image's `word`
- * (the plugin records that in the exact counts). */
-static void record_patch(struct sim_context *c, uint32_t address,
-                         uint32_t word)
-{
-    uint32_t *patches = &c->save_area[SLOT_C_PATCHES / 4];
-
-    for (uint32_t p = 0; p < SLOT_MAX_PATCHES; p++)
-        if (!patches[2 * p]) {
-            patches[2 * p] = address;
-            patches[2 * p + 1] = word;
-            return;
-        }
-}
-
-/* Points the one instruction matching `match` among the words of symbol
- * `name` at the stub (`change`); exactly one must match. */
-static int patch_one(struct sim_context *c, const char *name,
-                     int (*match)(uint32_t), uint32_t (*change)(uint32_t),
-                     const char *what, char *err, size_t errlen)
-{
-    uint32_t value, size, *hit = NULL;
-    int hits = 0;
-
-    if (cop_image_symbol(&c->image, name, &value, &size) < 0
-        || value < SLOT_LS_BASE || value + size > SLOT_LS_BASE + SLOT_LS_SIZE) {
-        snprintf(err, errlen, "%s: no %s in the local store: cannot run it "
-                 "on a slot", c->image.label, name);
-        return -1;
-    }
-    for (uint32_t at = value; at + 4 <= value + size; at += 4) {
-        uint32_t *word = (uint32_t *)(c->saved + (at - SLOT_LS_BASE));
-
-        if (match(*word)) {
-            hit = word;
-            hits++;
-        }
-    }
-    if (hits != 1) {
-        snprintf(err, errlen, "%s: %d %s in %s, expected one: cannot run it "
-                 "on a slot", c->image.label, hits, what, name);
-        return -1;
-    }
-    record_patch(c, (uint32_t)((unsigned char *)hit - c->saved)
-                    + SLOT_LS_BASE, *hit);
-    *hit = change(*hit);
-    return 0;
-}
-
-static int is_csrw_mtvec(uint32_t w) { return w == 0x30529073u; }
-static uint32_t to_nop(uint32_t w) { (void)w; return 0x00000013u; }
-static int is_lui_test(uint32_t w)
-{
-    return (w & 0x7f) == 0x37 && w >> 12 == COP_TEST_BASE >> 12;
-}
-static uint32_t to_lui_exit(uint32_t w)
-{
-    return (w & 0xfff) | SLOT_EXIT_ADDR;
-}
-
-/* The runtime's exit paths, where the compiler inlines cop_exit. */
-static const char *const exit_paths[] = {
-    "cop_exit", "cop_fatal", "__cop_trap",
-};
-
-static int point_at_stub(struct sim_context *c, char *err, size_t errlen)
-{
-    if (patch_one(c, "_start", is_csrw_mtvec, to_nop, "csrw mtvec", err,
-                  errlen) < 0)
-        return -1;
-    for (size_t i = 0; i < sizeof(exit_paths) / sizeof(exit_paths[0]); i++)
-        if (patch_one(c, exit_paths[i], is_lui_test, to_lui_exit,
-                      "lui of the test device", err, errlen) < 0)
-            return -1;
-    return 0;
-}
-
 /*
  * The context's starting state: the loader lays the image out in the
  * scratch RAM; its local store and boot block become `saved`, its image
@@ -314,7 +237,7 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
                    char **argv, char *err, size_t errlen)
 {
     struct cop_boot_block *boot;
-    uint32_t handler, size, base = SLOT_MAIN_BASE
+    uint32_t base = SLOT_MAIN_BASE
                                    + (uint32_t)c->area * SLOT_MAIN_AREA;
     struct cop_error cerr;
     int status;
@@ -323,11 +246,6 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
         snprintf(err, errlen, "%s: %zu bytes: a slot's main memory keeps "
                  "images of at most %u", c->image.label, c->image.size,
                  SLOT_MAIN_DATA);
-        return -1;
-    }
-    if (cop_image_symbol(&c->image, "__cop_trap_entry", &handler, &size) < 0) {
-        snprintf(err, errlen, "%s: no __cop_trap_entry: not an SDK image",
-                 c->image.label);
         return -1;
     }
     pthread_mutex_lock(&m->scratch_lock);
@@ -347,12 +265,9 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
     boot->image_addr = base;
     boot->data_addr = base + SLOT_MAIN_DATA;
     memset(c->save_area, 0, sizeof(c->save_area));
-    if (point_at_stub(c, err, errlen) < 0)
-        return -1;
     /* It starts where a QEMU of its own starts: the reset code, which
      * jumps to the entry point; its six instructions count, as there. */
     c->save_area[SLOT_C_PC / 4] = SLOT_RESET_VECTOR;
-    c->save_area[SLOT_C_HANDLER / 4] = handler;
     c->call_stack_len = 0;          /* an empty call stack */
     console_out_init(c->console, -1);
     return 0;

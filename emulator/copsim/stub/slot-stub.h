@@ -135,9 +135,17 @@
 #define SLOT_C_TVAL         0x0c    /* mtval of a fault */
 #define SLOT_C_BINDS        0x10    /* times it was put on the slot */
 #define SLOT_C_PC           0x14    /* where it resumes (at a fault: the pc) */
-#define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
+#define SLOT_C_HANDLER      0x18    /* its own trap entry (its mtvec), 0:
+                                       none */
 #define SLOT_C_PREEMPT      0x1c    /* hand it back after its next slice */
 #define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
+#define SLOT_C_MEPC         0xa0    /* the context's own M-mode CSRs, */
+#define SLOT_C_MCAUSE       0xa4    /* which the stub emulates (its mtvec */
+#define SLOT_C_MTVAL        0xa8    /* is SLOT_C_HANDLER) */
+#define SLOT_C_MSCRATCH     0xac
+#define SLOT_C_MSTATUS      0xb0
+#define SLOT_C_MIE          0xb4
+#define SLOT_C_MHARTID      0xb8    /* read-only, 0 */
 #define SLOT_C_PATCHES      0xc0    /* SLOT_MAX_PATCHES pairs {address,
                                        word}: instructions the controller
                                        pointed at the stub and the image's
