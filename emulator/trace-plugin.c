@@ -613,36 +613,6 @@ static uint32_t slot_context_now(void)
                                    __ATOMIC_ACQUIRE));
 }
 
-/*
- * The instructions a slot's controller pointed at the stub (crt0's csrw
- * mtvec, the exit's lui: slot-stub.h) are recorded in counts= as the
- * image's own words, which its save area names, so that a counts file of
- * a slot reads like one of a QEMU of its own.
- */
-static void slot_unpatch(struct code *c)
-{
-    uint32_t entry;
-    const uint32_t *patches;
-
-    if (slot_mode.on)
-        entry = 0;
-    else if (slot_control)
-        entry = le32toh(slot_control[SLOT_H_RESIDENT / 4]);
-    else
-        return;
-    if (entry >= SLOT_MAX_CONTEXTS)
-        return;
-    patches = (slot_mode.on ? (const uint32_t *)(slot_mode.ls
-                                + (SLOT_CTL_BASE - SLOT_LS_BASE))
-                            : slot_control)
-              + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE + SLOT_C_PATCHES) / 4;
-    for (uint32_t p = 0; p < SLOT_MAX_PATCHES && patches[2 * p]; p++)
-        for (uint32_t i = 0, at = 0; i < c->n_insns; at += c->insn_size[i++])
-            if (c->insn_vaddr[i] == le32toh(patches[2 * p])
-                && c->insn_size[i] == 4)
-                memcpy(c->bytes + at, &patches[2 * p + 1], 4);
-}
-
 /* ---- Exact counts (counts=) --------------------------------------------- */
 
 /* Before every instruction, with counts= on. */
@@ -1178,7 +1148,6 @@ static struct code *describe_code(const struct qemu_plugin_tb *tb)
     }
     c->vaddr = n ? c->insn_vaddr[0] : 0;
     c->context = slot_context_now();
-    slot_unpatch(c);
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
     return c;

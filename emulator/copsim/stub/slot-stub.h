@@ -30,14 +30,15 @@
  * need no copy at a switch and its host shares its data window while it
  * runs, as an SPU's host shares main memory.
  *
- * A context's exit is a store to SLOT_EXIT_ADDR, where nothing is mapped:
- * the store faults into the stub, which reads the value the context meant
- * for the virt test device (COP_TEST_PASS, or status << 16 |
- * COP_TEST_FAIL) from the store's source register.  An SDK image's
- * cop_exit stores there once its controller has pointed its lui at it (the
- * runtime writes the test device, which would end the slot's QEMU), and
- * its crt0's `csrw mtvec` is a nop, so the stub keeps the trap vector and
- * passes the context's other exceptions to its own trap entry (`handler`).
+ * A context runs unmodified, in user mode (slot-stub.S): its exit is its
+ * store to the virt test device, whose page PMP denies it (or a store to
+ * SLOT_EXIT_ADDR, where nothing is mapped): the store faults into the
+ * stub, which reads the value the context meant for the device
+ * (COP_TEST_PASS, or status << 16 | COP_TEST_FAIL) from the store's
+ * source register.  Its M-mode CSRs are its own, kept in its save area
+ * (SLOT_C_HANDLER is its mtvec; SLOT_C_MEPC..SLOT_C_MHARTID) and emulated
+ * by the stub at the illegal-instruction trap of each access, and its
+ * exceptions go to its own vector.
  *
  * The controller owns an entry that is EMPTY, EXITED, FAULTED or PREEMPTED:
  * it may
@@ -146,11 +147,6 @@
 #define SLOT_C_MSTATUS      0xb0
 #define SLOT_C_MIE          0xb4
 #define SLOT_C_MHARTID      0xb8    /* read-only, 0 */
-#define SLOT_C_PATCHES      0xc0    /* SLOT_MAX_PATCHES pairs {address,
-                                       word}: instructions the controller
-                                       pointed at the stub and the image's
-                                       own word there; address 0: none */
-#define SLOT_MAX_PATCHES    8
 
 /* A context's state. */
 #define SLOT_EMPTY          0
