@@ -16,6 +16,10 @@
  *   0x81000000  ...     staging: SLOT_AREA_SIZE bytes per context: its
  *                       local store and boot block (SLOT_SWAP_SIZE bytes,
  *                       0x80000000..0x80040fff, swapped at every switch)
+ *   0x82f00000  15 MiB  the bound context's call stack (--call-graph), as
+ *                       the trace-unit plugin saved it: written by the
+ *                       controller before the context runs, by the
+ *                       plugin when it is handed back (below)
  *
  * A context's image and data windows are not in the slot's RAM but in
  * "main memory", one file shared by every slot's emulator and the host
@@ -26,14 +30,15 @@
  * need no copy at a switch and its host shares its data window while it
  * runs, as an SPU's host shares main memory.
  *
- * A context's exit is a store to SLOT_EXIT_ADDR, where nothing is mapped:
- * the store faults into the stub, which reads the value the context meant
- * for the virt test device (COP_TEST_PASS, or status << 16 |
- * COP_TEST_FAIL) from the store's source register.  An SDK image's
- * cop_exit stores there once its controller has pointed its lui at it (the
- * runtime writes the test device, which would end the slot's QEMU), and
- * its crt0's `csrw mtvec` is a nop, so the stub keeps the trap vector and
- * passes the context's other exceptions to its own trap entry (`handler`).
+ * A context runs unmodified, in user mode (slot-stub.S): its exit is its
+ * store to the virt test device, whose page PMP denies it (or a store to
+ * SLOT_EXIT_ADDR, where nothing is mapped): the store faults into the
+ * stub, which reads the value the context meant for the device
+ * (COP_TEST_PASS, or status << 16 | COP_TEST_FAIL) from the store's
+ * source register.  Its M-mode CSRs are its own, kept in its save area
+ * (SLOT_C_HANDLER is its mtvec; SLOT_C_MEPC..SLOT_C_MHARTID) and emulated
+ * by the stub at the illegal-instruction trap of each access, and its
+ * exceptions go to its own vector.
  *
  * The controller owns an entry that is EMPTY, EXITED, FAULTED or PREEMPTED:
  * it may
@@ -68,10 +73,25 @@
  * Who writes and reads (abi/README.md): copsim (slots.c) and slotrun.py
  * are the controller, the stub (emulator/copsim/stub/slot-stub.S) runs
  * the contexts, and the trace-unit plugin (emulator/trace-plugin.c) reads
- * the control block to leave the stub's instructions uncounted.  Version
- * rule: the stub is built with copsim and laid into every slot by it, so
- * the three always come from one build; SLOT_MAGIC changes if the control
- * block's meaning does, so a plugin of another build finds no stub.
+ * the control block to leave the stub's instructions uncounted and, with
+ * --call-graph, moves the bound context's call stack through
+ * SLOT_STACK_SAVE (below).  Version rule: the stub is built with copsim
+ * and laid into every slot by it, so the three always come from one
+ * build; SLOT_MAGIC changes if the control block's or the save area's
+ * meaning does, so a plugin of another build finds no stub.
+ *
+ * Call stacks (a register file with a call-stack area): the plugin keeps
+ * the shadow stack of the context it runs; a context's stack travels with
+ * it as bytes in SLOT_STACK_SAVE.  The controller writes the context's
+ * saved stack there before it marks the entry runnable (four zero bytes
+ * for a run's start: an empty stack), the plugin restores it at the
+ * context's first block and saves it there where the stub passes
+ * SLOT_STUB_PARKED, before the entry reads PREEMPTED; the controller then
+ * keeps SLOT_STACK_LENGTH's word of bytes from SLOT_STACK_SAVE (the form
+ * is the plugin's, emulator/shadow-stack.h; only its first two words,
+ * magic and length, are the controller's to read).  Nothing of a context
+ * runs there: it lies above the last staging area and below QEMU's device
+ * tree (the top 2 MiB of the 64 MiB).
  *
  * Plain #defines only: the assembler, C and Python (abi/cheader.py reads
  * the "#define NAME VALUE" lines) share this file.
@@ -93,6 +113,10 @@
 #define SLOT_AREA_SIZE      0x100000
 #define SLOT_SWAP_SIZE      0x41000     /* local store and boot block */
 #define SLOT_RAM_SIZE       0x4000000   /* 64 MiB */
+#define SLOT_STACK_SAVE     0x82f00000  /* the bound context's call stack */
+#define SLOT_STACK_SAVE_SIZE 0xf00000
+#define SLOT_STACK_MAGIC    0x4b534853  /* "SHSK": word 0 of a saved stack */
+#define SLOT_STACK_LENGTH   0x04        /* its bytes, word 1 */
 #define SLOT_MAIN_BASE      0x40000000  /* main memory: ivshmem's BAR 2 */
 #define SLOT_MAIN_SIZE      0x20000000  /* 512 MiB, a power of two */
 #define SLOT_MAIN_AREA      0x1000000   /* one context's windows */
@@ -107,7 +131,8 @@
 #define SLOT_MAX_CONTEXTS   31
 
 /* The control block's header (byte offsets from SLOT_CTL_BASE). */
-#define SLOT_MAGIC          0x544f4c53  /* "SLOT" */
+#define SLOT_MAGIC          0x32544c53  /* "SLT2": contexts in user mode,
+                                           call stacks saved */
 #define SLOT_H_MAGIC        0x00
 #define SLOT_H_COUNT        0x04    /* contexts in the table */
 #define SLOT_H_CURRENT      0x08    /* index running now, -1 none */
@@ -152,14 +177,17 @@
 #define SLOT_C_TVAL         0x0c    /* mtval of a fault */
 #define SLOT_C_BINDS        0x10    /* times it was put on the slot */
 #define SLOT_C_PC           0x14    /* where it resumes (at a fault: the pc) */
-#define SLOT_C_HANDLER      0x18    /* its own trap entry, 0: none */
+#define SLOT_C_HANDLER      0x18    /* its own trap entry (its mtvec), 0:
+                                       none */
 #define SLOT_C_PREEMPT      0x1c    /* hand it back after its next slice */
 #define SLOT_C_REGS         0x20    /* x0..x31, x0's word unused */
-#define SLOT_C_PATCHES      0xc0    /* SLOT_MAX_PATCHES pairs {address,
-                                       word}: instructions the controller
-                                       pointed at the stub and the image's
-                                       own word there; address 0: none */
-#define SLOT_MAX_PATCHES    8
+#define SLOT_C_MEPC         0xa0    /* the context's own M-mode CSRs, */
+#define SLOT_C_MCAUSE       0xa4    /* which the stub emulates (its mtvec */
+#define SLOT_C_MTVAL        0xa8    /* is SLOT_C_HANDLER) */
+#define SLOT_C_MSCRATCH     0xac
+#define SLOT_C_MSTATUS      0xb0
+#define SLOT_C_MIE          0xb4
+#define SLOT_C_MHARTID      0xb8    /* read-only, 0 */
 
 /* A context's state. */
 #define SLOT_EMPTY          0

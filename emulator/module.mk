@@ -46,8 +46,14 @@ $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@
 
+$(OBJ)/emulator/tests/test-shadow-stack.o: CFLAGS += $(GLIB_CFLAGS)
+$(TESTBIN)/test-shadow-stack: $(OBJ)/emulator/tests/test-shadow-stack.o \
+		$(PLUGIN_OBJ)/emulator/shadow-stack.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
 ALL_TARGETS += $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
-GTESTS += $(TESTBIN)/test-trace-plugin
+GTESTS += $(TESTBIN)/test-trace-plugin $(TESTBIN)/test-shadow-stack
 PYTESTS += emulator/tests
 FAULT_PYTESTS += emulator/tests/fault_full_filesystem.py
 INSTALL_BINS += $(BIN)/coptrace

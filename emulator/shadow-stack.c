@@ -279,3 +279,126 @@ uint32_t shadow_frames(const struct shadow_stack *s, uint32_t *out,
     }
     return s->depth;
 }
+
+/* ---- Saved stacks ------------------------------------------------------- */
+
+/* The header of a saved stack; the sites, then the frames, follow. */
+struct shadow_saved {
+    uint32_t magic;             /* SHADOW_SAVE_MAGIC */
+    uint32_t length;            /* bytes, header included */
+    uint32_t depth;
+    uint32_t pending_op;
+    uint64_t pending_return;
+    uint32_t n_sites;           /* remembered call sites that follow */
+    uint32_t reserved;
+    uint64_t unmatched;
+    uint64_t underflows;
+};
+
+static uint32_t sites_in_use(const struct shadow_stack *s)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < SHADOW_CALL_SITES; i++)
+        n += s->sites[i].return_address != 0;
+    return n;
+}
+
+size_t shadow_save_size(const struct shadow_stack *s)
+{
+    return sizeof(struct shadow_saved)
+           + sites_in_use(s) * sizeof(struct shadow_call_site)
+           + (size_t)s->depth * sizeof(*s->frames);
+}
+
+size_t shadow_save(const struct shadow_stack *s, void *buf, size_t len)
+{
+    size_t size = shadow_save_size(s);
+    struct shadow_saved h = {
+        .magic = SHADOW_SAVE_MAGIC, .length = (uint32_t)size,
+        .depth = s->depth, .pending_op = s->pending_op,
+        .pending_return = s->pending_return, .n_sites = sites_in_use(s),
+        .unmatched = s->unmatched, .underflows = s->underflows,
+    };
+    uint8_t *at = (uint8_t *)buf + sizeof(h);
+
+    if (size > len || size > UINT32_MAX)
+        return 0;
+    memcpy(buf, &h, sizeof(h));
+    for (uint32_t i = 0; i < SHADOW_CALL_SITES; i++)
+        if (s->sites[i].return_address) {
+            memcpy(at, &s->sites[i], sizeof(s->sites[i]));
+            at += sizeof(s->sites[i]);
+        }
+    if (s->depth)
+        memcpy(at, s->frames, (size_t)s->depth * sizeof(*s->frames));
+    return size;
+}
+
+/* Makes room for `depth` frames. */
+static int reserve_frames(struct shadow_stack *s, uint32_t depth)
+{
+    uint32_t want = INITIAL_FRAMES;
+    uint64_t *frames;
+
+    while (want < depth)
+        want *= 2;
+    if (want <= s->allocated)
+        return 0;
+    frames = realloc(s->frames, (size_t)want * sizeof(*frames));
+    if (!frames)
+        return -1;
+    s->frames = frames;
+    s->allocated = want;
+    return 0;
+}
+
+/* Empties the stack, keeping its local store, guard words and frames'
+ * memory; the overlay table is read again at the next call. */
+static void clear(struct shadow_stack *s)
+{
+    free(s->overlays);
+    s->overlays = NULL;
+    s->n_overlays = 0;
+    s->table_read = 0;
+    s->depth = 0;
+    s->pending_op = SHADOW_NONE;
+    s->pending_return = 0;
+    s->unmatched = 0;
+    s->underflows = 0;
+    memset(s->sites, 0, sizeof(s->sites));
+}
+
+int shadow_restore(struct shadow_stack *s, const void *buf, size_t len)
+{
+    struct shadow_saved h;
+    const uint8_t *at = (const uint8_t *)buf + sizeof(h);
+
+    clear(s);
+    if (len >= sizeof(uint32_t) && !*(const uint32_t *)buf)
+        return 0;                           /* an empty stack */
+    if (len < sizeof(h))
+        return -1;
+    memcpy(&h, buf, sizeof(h));
+    if (h.magic != SHADOW_SAVE_MAGIC || h.length > len
+        || h.n_sites > SHADOW_CALL_SITES || h.depth > MAX_FRAMES
+        || h.pending_op > SHADOW_RETURN_CALL
+        || h.length != sizeof(h) + h.n_sites * sizeof(struct shadow_call_site)
+                       + (size_t)h.depth * sizeof(*s->frames)
+        || reserve_frames(s, h.depth) < 0)
+        return -1;
+    for (uint32_t i = 0; i < h.n_sites; i++, at += sizeof(*s->sites)) {
+        struct shadow_call_site site;
+
+        memcpy(&site, at, sizeof(site));
+        *call_site(s, site.return_address) = site;
+    }
+    if (h.depth)
+        memcpy(s->frames, at, (size_t)h.depth * sizeof(*s->frames));
+    s->depth = h.depth;
+    s->pending_op = h.pending_op;
+    s->pending_return = h.pending_return;
+    s->unmatched = h.unmatched;
+    s->underflows = h.underflows;
+    return 0;
+}

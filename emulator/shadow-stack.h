@@ -107,4 +107,30 @@ static inline void shadow_settle(struct shadow_stack *s, uint64_t vaddr)
 uint32_t shadow_frames(const struct shadow_stack *s, uint32_t *out,
                        uint32_t max);
 
+/*
+ * A stack as bytes, to follow its context from one emulator to another
+ * (the slot model: the plugin saves it where the context is let go and
+ * restores it where a slot takes the context again).  The form is this
+ * host's: a header (magic SHADOW_SAVE_MAGIC, then the whole length in
+ * bytes, the two words a controller that only carries it reads), then
+ * the remembered call sites and the frames.  Everything that decides a
+ * later frame travels (frames, the call noted and not yet settled, the
+ * call sites, the counters); the overlay table is read again from the
+ * local store.  A buffer of four zero bytes or more is an empty stack.
+ */
+#define SHADOW_SAVE_MAGIC   0x4b534853u     /* "SHSK" */
+
+/* Bytes shadow_save needs for the stack now. */
+size_t shadow_save_size(const struct shadow_stack *s);
+
+/* Writes the stack into buf (len bytes); returns the bytes written, or 0
+ * when it does not fit. */
+size_t shadow_save(const struct shadow_stack *s, void *buf, size_t len);
+
+/* Replaces the stack's frames, pending operation, call sites and counters
+ * with those saved in buf (len bytes, at least 4); keeps its local store
+ * and guard words.  Returns -1, the stack left empty, when buf holds no
+ * sound saved stack. */
+int shadow_restore(struct shadow_stack *s, const void *buf, size_t len);
+
 #endif /* COPROF_SHADOW_STACK_H */

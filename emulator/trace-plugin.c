@@ -82,7 +82,11 @@
  * (on_block_stacked, on_insn_stacked: the fast and reference modes thus
  * see the same stack at every capture).  Each capture then carries the
  * innermost frames (trace_slot_capture_stack).  Without the area none of
- * this is registered: the callbacks are the ones above.
+ * this is registered: the callbacks are the ones above.  With slot=S the
+ * stack is the bound context's: saved as bytes in the slot's RAM
+ * (SLOT_STACK_SAVE) where the stub hands the context back, restored from
+ * there, where its controller put it, at the context's first block on any
+ * slot (slot_save_stack, slot_restore_stack).
  */
 #include "abi/slot-stub.h"
 #include "emulator/qemu-plugin-api.h"
@@ -505,6 +509,8 @@ static void on_block_stacked(unsigned int vcpu_index, void *udata)
 
     if (tu.tail)
         retire_tail();
+    if (!tu.context)
+        slot_take_context();        /* slot=: its stack restored first */
     shadow_settle(&tu.shadow, b->vaddr[0]);
     on_block(vcpu_index, udata);
 }
@@ -514,8 +520,11 @@ static void on_insn_stacked(unsigned int vcpu_index, void *udata)
 {
     uint64_t tag = (uintptr_t)udata;
 
-    if (tag & FIRST_IN_BLOCK)
+    if (tag & FIRST_IN_BLOCK) {
+        if (!tu.context)
+            slot_take_context();    /* slot=: its stack restored first */
         shadow_settle(&tu.shadow, tag & ~(uint64_t)FIRST_IN_BLOCK);
+    }
     on_insn(vcpu_index, udata);
 }
 
@@ -578,6 +587,8 @@ static struct {
                                        to the stub's control block, mapped */
     uint32_t *stats;                /* the control block's header, mapped
                                        writable: SLOT_H_FLUSHES, _KEPT */
+    uint8_t *stack_save;            /* stacks: SLOT_STACK_SAVE, mapped
+                                       writable */
     uint64_t no_check;              /* check_cycle while no context */
     GHashTable *code;               /* local-store code translated since
                                        the last flush: (vaddr | bytes << 32)
@@ -586,6 +597,9 @@ static struct {
                                        memory a switch changes but that is
                                        not the local store */
 } slot_mode;
+
+_Static_assert(SHADOW_SAVE_MAGIC == SLOT_STACK_MAGIC,
+               "slot-stub.h and shadow-stack.h name one saved stack");
 
 static uint32_t slot_bound_context(void)
 {
@@ -606,36 +620,6 @@ static uint32_t slot_context_now(void)
         return tu.context_id;
     return le32toh(__atomic_load_n(&slot_control[SLOT_H_RESIDENT / 4],
                                    __ATOMIC_ACQUIRE));
-}
-
-/*
- * The instructions a slot's controller pointed at the stub (crt0's csrw
- * mtvec, the exit's lui: slot-stub.h) are recorded in counts= as the
- * image's own words, which its save area names, so that a counts file of
- * a slot reads like one of a QEMU of its own.
- */
-static void slot_unpatch(struct code *c)
-{
-    uint32_t entry;
-    const uint32_t *patches;
-
-    if (slot_mode.on)
-        entry = 0;
-    else if (slot_control)
-        entry = le32toh(slot_control[SLOT_H_RESIDENT / 4]);
-    else
-        return;
-    if (entry >= SLOT_MAX_CONTEXTS)
-        return;
-    patches = (slot_mode.on ? (const uint32_t *)(slot_mode.ls
-                                + (SLOT_CTL_BASE - SLOT_LS_BASE))
-                            : slot_control)
-              + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE + SLOT_C_PATCHES) / 4;
-    for (uint32_t p = 0; p < SLOT_MAX_PATCHES && patches[2 * p]; p++)
-        for (uint32_t i = 0, at = 0; i < c->n_insns; at += c->insn_size[i++])
-            if (c->insn_vaddr[i] == le32toh(patches[2 * p])
-                && c->insn_size[i] == 4)
-                memcpy(c->bytes + at, &patches[2 * p + 1], 4);
 }
 
 /* ---- Exact counts (counts=) --------------------------------------------- */
@@ -771,6 +755,31 @@ static void slot_watch_guards(uint32_t context)
                                                    __ATOMIC_RELAXED));
 }
 
+/* Call stacks: the context's shadow stack as its controller placed it
+ * (slot-stub.h, SLOT_STACK_SAVE), on this slot's local store and the
+ * context's guard words. */
+static void slot_restore_stack(void)
+{
+    shadow_free(&tu.shadow);
+    shadow_init(&tu.shadow, slot_mode.ls, tu.ls_base, tu.ls_size,
+                tu.guard_count ? tu.guards : NULL, tu.guard_count);
+    if (shadow_restore(&tu.shadow, slot_mode.stack_save,
+                       SLOT_STACK_SAVE_SIZE) < 0)
+        stop_emulator("%s: slot %u: context %u's saved call stack is not "
+                      "sound", tu.unit->path, slot_mode.index, tu.context_id);
+}
+
+/* Call stacks: the stack of the context handed back, where its
+ * controller takes it from. */
+static void slot_save_stack(void)
+{
+    if (!shadow_save(&tu.shadow, slot_mode.stack_save, SLOT_STACK_SAVE_SIZE))
+        stop_emulator("%s: slot %u: context %u's call stack (%zu bytes) "
+                      "does not fit in %u", tu.unit->path, slot_mode.index,
+                      tu.context_id, shadow_save_size(&tu.shadow),
+                      SLOT_STACK_SAVE_SIZE);
+}
+
 /* At a context's first block: the context bound to the slot now. */
 static void slot_take_context(void)
 {
@@ -790,6 +799,8 @@ static void slot_take_context(void)
     tu.check_cycle = &ctx->check_cycle;
     tu.instructions = __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE);
     slot_watch_guards(id);
+    if (tu.stacks)
+        slot_restore_stack();
 }
 
 static void slot_let_go(void)
@@ -862,8 +873,9 @@ static void on_stub_ended(unsigned int vcpu_index, void *udata)
     slot_let_go();
 }
 
-/* The stub passes SLOT_STUB_PARKED: the context was handed back at a
- * timer interrupt, between blocks. */
+/* The stub passes SLOT_STUB_PARKED: the context was handed back at an
+ * interrupt (its slice's timer or the ring), between blocks; with call
+ * stacks its stack goes where its controller takes it from. */
 static void on_stub_parked(unsigned int vcpu_index, void *udata)
 {
     if (!tu.context)
@@ -873,6 +885,8 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
             retire_tail();
         detach();
     }
+    if (tu.stacks)
+        slot_save_stack();
     slot_let_go();
 }
 
@@ -1312,7 +1326,6 @@ static struct code *describe_code(const struct qemu_plugin_tb *tb)
     }
     c->vaddr = n ? c->insn_vaddr[0] : 0;
     c->context = slot_context_now();
-    slot_unpatch(c);
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
     return c;
@@ -1654,17 +1667,6 @@ static int stacks_supported(const qemu_info_t *info)
     return 0;
 }
 
-/* A shadow stack is one context's: slot=S follows many, whose stacks
- * it would mix. */
-static int stacks_followable(const struct options *opt)
-{
-    if (!tu.unit->header->stack_depth || !opt->have_slot)
-        return 1;
-    fprintf(stderr, "coptrace: %s: call stacks follow one context; slot=%u "
-            "follows every context of its slot\n", tu.unit->path, opt->slot);
-    return 0;
-}
-
 /* The register file has a call-stack area: keep the context's shadow
  * stack, with overlay identity when the guard words are watched. */
 static void keep_stacks(void)
@@ -1716,6 +1718,38 @@ static uint32_t *map_stats(const char *path)
     return base;
 }
 
+/* Call stacks with slot=S: where contexts' stacks are handed over, the
+ * one part of the slot's RAM the plugin writes (slot-stub.h). */
+static uint8_t *map_stack_save(const char *ram)
+{
+    struct stat st;
+    void *base;
+    int fd = open(ram, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open for the call stacks: "
+                "%s\n", ram, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0 || (uint64_t)st.st_size
+                              < SLOT_STACK_SAVE - SLOT_LS_BASE
+                                + SLOT_STACK_SAVE_SIZE) {
+        fprintf(stderr, "coptrace: %s: not a slot's RAM file (%u bytes "
+                "needed for the call stacks)\n", ram, SLOT_RAM_SIZE);
+        close(fd);
+        return NULL;
+    }
+    base = mmap(NULL, SLOT_STACK_SAVE_SIZE, PROT_READ | PROT_WRITE,
+                MAP_SHARED, fd, SLOT_STACK_SAVE - SLOT_LS_BASE);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the call stacks' area: "
+                "%s\n", ram, strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
 /* slot=S: no context yet; the slot's local store mapped for the contexts'
  * overlay watches. */
 static int slot_start(uint32_t slot, const char *ram)
@@ -1727,6 +1761,9 @@ static int slot_start(uint32_t slot, const char *ram)
     }
     slot_mode.ls = map_ram(ram, SLOT_CTL_BASE - SLOT_LS_BASE + SLOT_CTL_SIZE);
     if (!slot_mode.ls || !(slot_mode.stats = map_stats(ram)))
+        return -1;
+    if (tu.unit->header->stack_depth
+        && !(slot_mode.stack_save = map_stack_save(ram)))
         return -1;
     slot_mode.code = g_hash_table_new_full(g_direct_hash, g_direct_equal,
                                            NULL, g_free);
@@ -1769,7 +1806,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         fprintf(stderr, "coptrace: %s\n", err);
         return -1;
     }
-    if (!stacks_supported(info) || !stacks_followable(&opt)) {
+    if (!stacks_supported(info)) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }

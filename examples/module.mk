@@ -30,3 +30,18 @@ $(eval $(call cop_program,alias))
 ALL_TARGETS += $(alias_IMAGE)
 
 PYTESTS += examples
+
+# examples/bare: a plain RISC-V program built without the SDK (its own
+# start code and linker script, no runtime, no libc), run unmodified on
+# slots (docs/coprocessor-abi.md, "Programs without the SDK").
+BARE_IMAGE := $(BUILD)/examples/bare.elf
+BARE_SOURCES := examples/bare/start.S examples/bare/bare.c
+
+$(BARE_IMAGE): $(BARE_SOURCES) examples/bare/bare.ld
+	@mkdir -p $(@D)
+	$(call say,CC,$@)$(COP_CC) -march=rv32im_zicsr -mabi=ilp32 -O2 -g \
+	    -ffreestanding -nostdlib -nostartfiles -static \
+	    -Wl,--no-warn-rwx-segments \
+	    -T examples/bare/bare.ld -o $@ $(BARE_SOURCES)
+
+ALL_TARGETS += $(BARE_IMAGE)

@@ -27,7 +27,11 @@ what it did before they existed, so this build's fast mode without
 (--main-build, default ../main/build beside this worktree's folder) on
 kernels.elf at a capture every 997 instructions; and what they cost when
 on: calltree.elf (a call or return every few instructions: the worst
-case) with --call-graph 16 against without, pairs alternating.
+case) with --call-graph 16 against without, pairs alternating; and the
+same on copsim's slot model, where a context's stack is saved and
+restored at every switch: four calltree contexts time-sliced on two slots
+under copsim's one command (SPU_CYCLES:997), --call-graph=16 against
+without, pairs alternating.
 
 Then the FIFO-full policy, where the driver drains: host-pipeline under
 copsim's one command (`copsim --event=SPU_CYCLES:997 --stream-out F --
@@ -44,6 +48,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 COUNTERS = re.compile(r"captures=(\d+) dropped=(\d+) instructions=(\d+)")
@@ -255,6 +260,35 @@ def measure_callgraph(args, cop_run):
                              statistics.median(cpus),
                              " ".join("%.2f" % r for r in walls),
                              counters.group(3) if counters else "?"))
+    measure_slot_callgraph(args)
+
+
+def slot_calltree(args, work, call_graph):
+    """copsim's one command: four calltree contexts on two slots."""
+    rounds = str(max(1, args.calltree_rounds // 4))
+    return ([os.path.join(args.build, "bin", "copsim"),
+             "--event=SPU_CYCLES:%d" % args.dither_every, "--stream-out",
+             os.path.join(work, "stream"), "--slots", "2",
+             "--context-model=slot"]
+            + (["--call-graph=16"] if call_graph else []) +
+            ["--", os.path.join(args.build, "tests", "cop-host"),
+             "--contexts", "4", "--threads", "4", "--console-file",
+             "/dev/null", os.path.join(args.build, "tests", "cop",
+                                       "calltree.elf"), rounds])
+
+
+def measure_slot_callgraph(args):
+    """Call stacks on copsim's slot model: on against off."""
+    with tempfile.TemporaryDirectory(prefix="bench-slot-stacks-") as work:
+        walls, cpus, _ = measure(slot_calltree(args, work, True),
+                                 slot_calltree(args, work, False),
+                                 args.pairs)
+    print("call stacks on / off on the slot model: 4 calltree.elf %d "
+          "contexts on 2 slots, one capture every %d, 16 frames: median "
+          "%.2fx wall, %.2fx CPU  (pairs, wall: %s)"
+          % (max(1, args.calltree_rounds // 4), args.dither_every,
+             statistics.median(walls), statistics.median(cpus),
+             " ".join("%.2f" % r for r in walls)))
 
 
 def measure_watch(args, cop_run):

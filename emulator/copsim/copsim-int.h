@@ -78,6 +78,9 @@ struct sim_context {
     /* Slot model (slots.c): the context as saved state between binds. */
     unsigned char *saved;           /* local store and boot block */
     uint32_t save_area[SLOT_CTX_SIZE / 4];  /* the stub's: registers, pc */
+    unsigned char *call_stack;      /* --call-graph: its shadow stack as
+                                       the plugin saved it (slot-stub.h) */
+    uint32_t call_stack_len;        /* bytes; 0: empty (a run's start) */
     int main_fd;                    /* its main-memory file (image and
                                        data windows), or -1 */
     int affinity;                   /* the slot it resumes on, or -1 */

@@ -115,10 +115,11 @@ static void usage(FILE *out)
         "                        reference mode\n"
         "      --context-model=process|slot\n"
         "                        slot: one long-lived QEMU per slot, a\n"
-        "                        context is saved state (SDK images only;\n"
+        "                        context is saved state (images run\n"
+        "                        unmodified in user mode;\n"
         "                        the default, or $COPSIM_CONTEXT_MODEL);\n"
         "                        process: a QEMU per context, from its run\n"
-        "                        to its end, which --call-graph picks\n"
+        "                        to its end, which --ram-dir picks\n"
         "                        unless slot is given here\n"
         "      --exact-counts DIR\n"
         "                        count every instruction exactly: each run of\n"
@@ -413,13 +414,8 @@ static int parse_options(int argc, char **argv, struct options *opts)
         if (parse_option(c, optarg, opts) < 0)
             return EXIT_USAGE;
     }
-    if ((opts->config.call_graph || opts->config.ram_dir) &&
-        !opts->model_given)
+    if (opts->config.ram_dir && !opts->model_given)
         opts->config.slot_model = 0;    /* what only a QEMU per context has */
-    if (opts->config.slot_model && opts->config.call_graph)
-        return cli_fail(EXIT_USAGE, "--call-graph: call stacks are kept per "
-                        "context by a QEMU of its own; the slot model's "
-                        "emulators run many (use --context-model=process)");
     if (opts->config.slot_model && opts->config.ram_dir)
         return cli_fail(EXIT_USAGE, "--ram-dir: a RAM file per context is "
                         "the process model's; the slot model keeps contexts "

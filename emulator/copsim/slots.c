@@ -3,31 +3,35 @@
  * long-lived qemu-system-riscv32 running the resident slot stub
  * (stub/slot-stub.S), and a context is saved state.
  *
- * At start copsim makes main memory (an anonymous 1 GiB file, sparse),
- * which every slot emulator maps as an ivshmem BAR at SLOT_MAIN_BASE, and
- * looks for the QEMU program; a slot's emulator starts at the first bind
- * to that slot (slots_ensure): its own 64 MiB RAM file with the stub and
- * the stub's control block (one entry, in place), and the trace-unit
- * plugin with slot=S, which follows whichever context is bound to S.
+ * At start copsim looks for the QEMU program; a slot's emulator starts at
+ * the first bind to that slot (slots_ensure): its own 64 MiB RAM file with
+ * the stub and the stub's control block (one entry, in place), a
+ * main-memory window (an ivshmem BAR at SLOT_MAIN_BASE, SLOT_MAIN_AREA
+ * bytes), and the trace-unit plugin with slot=S, which follows whichever
+ * context is bound to S.
  *
- * A context owns a main-memory area for its image and data windows (the
- * client maps its data window from main memory, as it mapped its RAM
- * file), and, between binds, its local store and boot block (`saved`) and
- * the stub's save area (registers, pc, trap entry).  A run loads the image
- * through the project's loader into a scratch RAM, keeps its local store
- * and boot block, moves its image window into its area, names the area in
- * the boot block, and points two kinds of instructions at the stub one for
- * one (crt0's `csrw mtvec`, the `lui` of the test device's page in the
- * runtime's exit paths: see slot-stub.h), then queues the context.
+ * A context owns a main-memory file (a memfd of SLOT_MAIN_AREA bytes: its
+ * image window, its data window SLOT_MAIN_DATA bytes in; the client maps
+ * its data window from it, as it mapped its RAM file), and, between
+ * binds, its local store and boot block (`saved`), the stub's save area
+ * (registers, pc, its own M-mode CSRs) and, with --call-graph, its shadow
+ * stack as the plugin saved it.  A run loads the image through the
+ * project's loader into a scratch RAM, keeps its local store and boot
+ * block, writes its image window into its file and names the window in
+ * the boot block; no instruction is changed (the stub runs the context in
+ * user mode and emulates what it does in machine mode: slot-stub.h), then
+ * it queues the context.
  *
  * The scheduler binds it as before (register file, mailbox, bind hook,
  * gate) and around that puts its state on the slot: copsim writes the
  * local store and boot block into the slot's RAM itself while the stub
- * waits (slots_bind), and then marks the entry runnable and rings the
- * doorbell (slots_go); the stub passes SLOT_STUB_FLUSH, where the plugin
- * has QEMU drop every translation of the previous context.  To preempt,
- * it asks the stub for the context back (PREEMPT: saved at the end of the
- * stub's slice, 100 us), sleeps on the entry's state word until the
+ * waits (slots_bind), with the context's file in SLOT_H_WINDOW and its
+ * saved call stack at SLOT_STACK_SAVE, and then marks the entry runnable
+ * and rings the doorbell (slots_go); the stub passes SLOT_STUB_FLUSH,
+ * where the plugin maps the window and has QEMU drop every translation of
+ * the previous context if the incoming code differs.  To preempt,
+ * it asks the stub for the context back (PREEMPT, and a byte to the
+ * slot's UART whose interrupt the stub takes at the next block), sleeps on the entry's state word until the
  * plugin wakes it, and copies its state out (slots_hand_back), then
  * unbinds it as before.  The run's thread sees its
  * end in the entry (EXITED or FAULTED, written after the plugin has
@@ -45,6 +49,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -246,6 +251,9 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
     c->bound_fd = -1;
     free(c->saved);
     free(c->console);
+    free(c->call_stack);
+    c->call_stack = NULL;
+    c->call_stack_len = 0;
     c->saved = NULL;
     c->console = NULL;
 }
@@ -281,83 +289,6 @@ static int place_image(struct sim_context *c, const void *bytes, size_t size,
 
 /* ---- Loading ------------------------------------------------------------ */
 
-/* Notes in the save area that the word at address was the image's `word`
- * (the plugin records that in the exact counts). */
-static void record_patch(struct sim_context *c, uint32_t address,
-                         uint32_t word)
-{
-    uint32_t *patches = &c->save_area[SLOT_C_PATCHES / 4];
-
-    for (uint32_t p = 0; p < SLOT_MAX_PATCHES; p++)
-        if (!patches[2 * p]) {
-            patches[2 * p] = address;
-            patches[2 * p + 1] = word;
-            return;
-        }
-}
-
-/* Points the one instruction matching `match` among the words of symbol
- * `name` at the stub (`change`); exactly one must match. */
-static int patch_one(struct sim_context *c, const char *name,
-                     int (*match)(uint32_t), uint32_t (*change)(uint32_t),
-                     const char *what, char *err, size_t errlen)
-{
-    uint32_t value, size, *hit = NULL;
-    int hits = 0;
-
-    if (cop_image_symbol(&c->image, name, &value, &size) < 0
-        || value < SLOT_LS_BASE || value + size > SLOT_LS_BASE + SLOT_LS_SIZE) {
-        snprintf(err, errlen, "%s: no %s in the local store: cannot run it "
-                 "on a slot", c->image.label, name);
-        return -1;
-    }
-    for (uint32_t at = value; at + 4 <= value + size; at += 4) {
-        uint32_t *word = (uint32_t *)(c->saved + (at - SLOT_LS_BASE));
-
-        if (match(*word)) {
-            hit = word;
-            hits++;
-        }
-    }
-    if (hits != 1) {
-        snprintf(err, errlen, "%s: %d %s in %s, expected one: cannot run it "
-                 "on a slot", c->image.label, hits, what, name);
-        return -1;
-    }
-    record_patch(c, (uint32_t)((unsigned char *)hit - c->saved)
-                    + SLOT_LS_BASE, *hit);
-    *hit = change(*hit);
-    return 0;
-}
-
-static int is_csrw_mtvec(uint32_t w) { return w == 0x30529073u; }
-static uint32_t to_nop(uint32_t w) { (void)w; return 0x00000013u; }
-static int is_lui_test(uint32_t w)
-{
-    return (w & 0x7f) == 0x37 && w >> 12 == COP_TEST_BASE >> 12;
-}
-static uint32_t to_lui_exit(uint32_t w)
-{
-    return (w & 0xfff) | SLOT_EXIT_ADDR;
-}
-
-/* The runtime's exit paths, where the compiler inlines cop_exit. */
-static const char *const exit_paths[] = {
-    "cop_exit", "cop_fatal", "__cop_trap",
-};
-
-static int point_at_stub(struct sim_context *c, char *err, size_t errlen)
-{
-    if (patch_one(c, "_start", is_csrw_mtvec, to_nop, "csrw mtvec", err,
-                  errlen) < 0)
-        return -1;
-    for (size_t i = 0; i < sizeof(exit_paths) / sizeof(exit_paths[0]); i++)
-        if (patch_one(c, exit_paths[i], is_lui_test, to_lui_exit,
-                      "lui of the test device", err, errlen) < 0)
-            return -1;
-    return 0;
-}
-
 /*
  * The context's starting state: the loader lays the image out in the
  * scratch RAM; its local store and boot block become `saved`, its image
@@ -367,7 +298,6 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
                    char **argv, char *err, size_t errlen)
 {
     struct cop_boot_block *boot;
-    uint32_t handler, size;
     struct cop_error cerr;
     int status;
 
@@ -375,11 +305,6 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
         snprintf(err, errlen, "%s: %zu bytes: a slot's main memory keeps "
                  "images of at most %u", c->image.label, c->image.size,
                  SLOT_MAIN_DATA);
-        return -1;
-    }
-    if (cop_image_symbol(&c->image, "__cop_trap_entry", &handler, &size) < 0) {
-        snprintf(err, errlen, "%s: no __cop_trap_entry: not an SDK image",
-                 c->image.label);
         return -1;
     }
     pthread_mutex_lock(&m->scratch_lock);
@@ -400,23 +325,67 @@ static int prepare(struct slot_model *m, struct sim_context *c, int argc,
     boot->image_addr = SLOT_MAIN_BASE;
     boot->data_addr = SLOT_MAIN_BASE + SLOT_MAIN_DATA;
     memset(c->save_area, 0, sizeof(c->save_area));
-    if (point_at_stub(c, err, errlen) < 0)
-        return -1;
     /* It starts where a QEMU of its own starts: the reset code, which
      * jumps to the entry point; its six instructions count, as there. */
     c->save_area[SLOT_C_PC / 4] = SLOT_RESET_VECTOR;
-    c->save_area[SLOT_C_HANDLER / 4] = handler;
+    c->call_stack_len = 0;          /* an empty call stack */
     console_out_init(c->console, -1);
     return 0;
 }
 
 /* ---- The scheduler's side ----------------------------------------------- */
 
+/* --call-graph: the context's shadow stack where the plugin restores it
+ * from (four zero bytes: empty). */
+static void place_call_stack(struct slot_emulator *e,
+                             const struct sim_context *c)
+{
+    unsigned char *at = e->ram + (SLOT_STACK_SAVE - SLOT_LS_BASE);
+
+    if (c->call_stack_len)
+        memcpy(at, c->call_stack, c->call_stack_len);
+    else
+        memset(at, 0, 4);
+}
+
+/* --call-graph: keeps the stack the plugin saved at the hand-back. */
+static void keep_call_stack(const struct slot_emulator *e,
+                            struct sim_context *c)
+{
+    const unsigned char *at = e->ram + (SLOT_STACK_SAVE - SLOT_LS_BASE);
+    uint32_t magic, length;
+    unsigned char *copy;
+
+    memcpy(&magic, at, 4);
+    memcpy(&length, at + SLOT_STACK_LENGTH, 4);
+    if (magic != SLOT_STACK_MAGIC || length < 8
+        || length > SLOT_STACK_SAVE_SIZE) {
+        fprintf(stderr, "copsim: slot %u: no call stack handed back with "
+                "context %" PRIu64 "; it goes on with an empty one\n",
+                e->index, c->info.id);
+        c->call_stack_len = 0;
+        return;
+    }
+    copy = realloc(c->call_stack, length);
+    if (!copy) {
+        fprintf(stderr, "copsim: context %" PRIu64 ": out of memory for its "
+                "call stack (%u bytes); it goes on with an empty one\n",
+                c->info.id, length);
+        c->call_stack_len = 0;
+        return;
+    }
+    memcpy(copy, at, length);
+    c->call_stack = copy;
+    c->call_stack_len = length;
+}
+
 void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
     memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
+    if (m->sim->config.call_graph)
+        place_call_stack(e, c);
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
     __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
@@ -481,6 +450,8 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
     memcpy(&c->save_area[1], (const void *)entry_word(e, 4),
            SLOT_CTX_SIZE - 4);
+    if (m->sim->config.call_graph)
+        keep_call_stack(e, c);
     drain_console(e);
     return 0;
 }

@@ -17,24 +17,42 @@
  * SLOT_STUB_BASE .. + SLOT_STUB_SIZE, so a context's instruction count and
  * samples are what it does on its own, however often it is switched.
  *
- * The stub owns the trap vector (mtvec, direct mode) and mscratch, which
- * holds the running context's save area.  A trap:
+ * The stub runs in machine mode and owns the trap vector (mtvec, direct
+ * mode) and mscratch, which holds the running context's save area.  A
+ * context runs in user mode, unmodified: PMP denies it the virt test
+ * device's page (so the store that would end QEMU faults into the stub)
+ * and the stub's own code and control block, and allows everything else;
+ * the M-mode CSRs a program of the SDK (or a bare-metal one) uses are the
+ * context's own, kept in its save area and emulated here
+ * (docs/coprocessor-abi.md, "What a program may do").  A trap:
  *
  *   machine timer interrupt   the slice is over: if the controller wants
- *                             the context back, save it and hand it back
- *                             (PREEMPTED); if another context is runnable,
- *                             save this one's local store and boot block
- *                             to its staging area and switch; else run on;
- *   ecall                     the context exits with status a0;
- *   a store to SLOT_EXIT_ADDR the context exits with the status it meant
- *                             for the virt test device (slot-stub.h);
- *   any other exception       the context's own trap entry runs, if it
- *                             has one (its registers as they were, sp
- *                             the entry's address: the SDK runtime's
- *                             entry sets its own stack); else the context
- *                             faults (status 132, mcause, mtval and pc
- *                             kept).  Either way the slot goes on with
- *                             the others.
+ *   or the ring (in place:    the context back, save it and hand it back
+ *   the UART's interrupt      (PREEMPTED); if another context is runnable,
+ *   through the PLIC, a       save this one's local store and boot block
+ *   machine external one)     to its staging area and switch; else run on.
+ *                             Both reach the stub while a context runs in
+ *                             user mode (mie has MTIE and MEIE, nothing is
+ *                             delegated; the context's own mie and
+ *                             mstatus are copies in its save area);
+ *   illegal instruction       a csrrw/csrrs/csrrc(i) of mtvec, mscratch,
+ *                             mepc, mcause, mtval, mstatus, mie or (read
+ *                             only) mhartid is done on the context's own
+ *                             copy, an mret returns to its own mepc; the
+ *                             context goes on after it (its slice is not
+ *                             renewed).  Any other is an exception;
+ *   a store to the test       the context exits with the status it meant
+ *   device or SLOT_EXIT_ADDR  for the virt test device (slot-stub.h);
+ *   ecall                     with a trap vector of its own, an exception
+ *                             (mcause 11, as in machine mode); without,
+ *                             the context exits with status a0 (the test
+ *                             guests of slot-crt0.S);
+ *   any other exception       delivered to the context's own trap vector,
+ *                             if it set one (its mepc, mcause, mtval
+ *                             set, as the hardware would); else the
+ *                             context faults (status 132, mcause, mtval
+ *                             and pc kept).  Either way the slot goes on
+ *                             with the others.
  *
  * When no context is runnable the stub passes SLOT_STUB_IDLE, where the
  * plugin of copsim's slot model waits for the controller's doorbell, and
@@ -56,9 +74,22 @@
 #define TEST_PASS       0x5555
 #define MIE_MTIE        0x80
 #define MIE_MEIE        0x800
-#define MSTATUS_RETURN  0x1880          /* MPP = machine, MPIE = 1 */
+#define MSTATUS_MPP     0x1800
+#define MSTATUS_MPIE    0x80            /* mret: MPP = user, MPIE = 1 */
+#define CAUSE_ILLEGAL   2
+#define CAUSE_ECALL_U   8
 #define CAUSE_ECALL_M   11
 #define CAUSE_STORE_FAULT 7
+#define CSR_OPCODE      0x73
+#define MRET            0x30200073
+#define TEST_PAGE       (TEST_DEVICE >> 12)
+/* PMP for the contexts (user mode): entry 0 denies the test device's page
+ * (NAPOT 4 KiB), entries 1-2 the stub and its control block (TOR), entry
+ * 3 allows everything else (NAPOT, all of it). */
+#define PMPADDR_TEST    ((TEST_DEVICE >> 2) | 0x1ff)
+#define PMPADDR_STUB    (SLOT_STUB_BASE >> 2)
+#define PMPADDR_CTL_END ((SLOT_CTL_BASE + SLOT_CTL_SIZE) >> 2)
+#define PMPCFG          0x1f080018
 
 /* Loads x1 and x3..x31 from the save area sp points at. */
     .macro restore_registers
@@ -118,6 +149,19 @@ stub_flush:                             /* SLOT_STUB_FLUSH: the controller
 stub_boot:
     la      t0, stub_vector
     csrw    mtvec, t0
+    li      t0, PMPADDR_TEST
+    csrw    pmpaddr0, t0
+    li      t0, PMPADDR_STUB
+    csrw    pmpaddr1, t0
+    li      t0, PMPADDR_CTL_END
+    csrw    pmpaddr2, t0
+    li      t0, -1
+    csrw    pmpaddr3, t0
+    li      t0, PMPCFG
+    csrw    pmpcfg0, t0
+    li      t0, 7                       /* cycle, time, instret readable */
+    csrw    mcounteren, t0
+    csrw    scounteren, t0
     li      t0, MIE_MTIE
     csrw    mie, t0
     call    place_main_memory
@@ -172,15 +216,24 @@ stub_trap:
     lw      s2, SLOT_H_CURRENT(s0)
     csrr    t0, mcause
     bltz    t0, on_interrupt
-    li      t1, CAUSE_ECALL_M
-    beq     t0, t1, on_ecall
-    li      t1, CAUSE_STORE_FAULT
-    bne     t0, t1, 1f
+    li      t1, CAUSE_ILLEGAL
+    beq     t0, t1, on_illegal
+    li      t1, CAUSE_ECALL_U
+    bne     t0, t1, 2f
+    li      t0, CAUSE_ECALL_M           /* as the context sees it */
+    lw      t1, SLOT_C_HANDLER(s1)
+    beqz    t1, on_ecall
+2:  li      t1, CAUSE_STORE_FAULT
+    bne     t0, t1, exception
     csrr    t1, mtval
     li      t2, SLOT_EXIT_ADDR
     beq     t1, t2, on_exit_store
-1:  lw      t1, SLOT_C_HANDLER(s1)
-    bnez    t1, to_handler
+    srli    t1, t1, 12
+    li      t2, TEST_PAGE
+    beq     t1, t2, on_exit_store
+exception:                              /* t0: the cause */
+    lw      t1, SLOT_C_HANDLER(s1)
+    bnez    t1, deliver
 
 /* ---- A fault: the context ends, the slot goes on -------------------- */
     sw      t0, SLOT_C_CAUSE(s1)
@@ -219,14 +272,110 @@ on_exit_store:
     li      t1, SLOT_EXITED
     j       ended
 
-/* The context's own trap entry, as if the trap had gone there: mcause,
- * mepc and mtval untouched, interrupts still off. */
-to_handler:
-    csrw    mscratch, s1
-    mv      sp, s1
-    restore_registers
-    lw      sp, SLOT_C_HANDLER(sp)
-    jr      sp
+/* The exception t0 goes to the context's own trap vector, as the
+ * hardware would take it there: its mepc, mcause and mtval set. */
+deliver:
+    sw      t0, SLOT_C_MCAUSE(s1)
+    csrr    t1, mtval
+    sw      t1, SLOT_C_MTVAL(s1)
+    lw      t1, SLOT_C_PC(s1)
+    sw      t1, SLOT_C_MEPC(s1)
+    lw      t1, SLOT_C_HANDLER(s1)
+    andi    t1, t1, -4                  /* direct or vectored: the base */
+    sw      t1, SLOT_C_PC(s1)
+    j       go_on
+
+/* ---- An illegal instruction: the context's own M-mode CSRs ---------- */
+on_illegal:
+    lw      t1, SLOT_C_PC(s1)
+    lw      t2, 0(t1)                   /* the instruction */
+    li      t3, MRET
+    beq     t2, t3, emulate_mret
+    andi    t3, t2, 0x7f
+    li      t4, CSR_OPCODE
+    bne     t3, t4, exception
+    srli    t3, t2, 12
+    andi    t3, t3, 7                   /* funct3: 1-3, 5-7 are CSR ops */
+    andi    t4, t3, 3
+    beqz    t4, exception
+    srli    a0, t2, 20                  /* the CSR */
+    call    own_csr
+    beqz    a0, exception
+    srli    t4, t2, 15
+    andi    t4, t4, 31                  /* rs1, or the immediate */
+    andi    t5, t3, 3
+    li      t6, 1
+    beq     t5, t6, 3f                  /* csrrw(i) always writes */
+    beqz    t4, 5f                      /* csrrs/c with x0 or 0: no write */
+3:  beqz    a1, exception               /* writing a read-only CSR */
+    andi    t6, t3, 4
+    bnez    t6, 4f                      /* immediate */
+    slli    t4, t4, 2
+    add     t4, t4, s1
+    lw      t4, SLOT_C_REGS(t4)         /* x0's word is always 0 */
+4:  lw      t6, 0(a0)
+    li      a2, 1
+    beq     t5, a2, 6f                  /* csrrw: the value */
+    li      a2, 2
+    beq     t5, a2, 7f
+    not     t4, t4                      /* csrrc: old & ~value */
+    and     t4, t6, t4
+    j       6f
+7:  or      t4, t6, t4                  /* csrrs: old | value */
+6:  sw      t4, 0(a0)
+    mv      t4, t6
+    j       8f
+5:  lw      t4, 0(a0)                   /* read only */
+8:  srli    t5, t2, 7
+    andi    t5, t5, 31                  /* rd gets the old value */
+    beqz    t5, 9f
+    slli    t5, t5, 2
+    add     t5, t5, s1
+    sw      t4, SLOT_C_REGS(t5)
+9:  lw      t1, SLOT_C_PC(s1)
+    addi    t1, t1, 4
+    sw      t1, SLOT_C_PC(s1)
+    j       go_on
+
+emulate_mret:
+    lw      t1, SLOT_C_MEPC(s1)
+    sw      t1, SLOT_C_PC(s1)
+    j       go_on
+
+/* a0 = the address of the context's own copy of CSR a0 in its save area
+ * (s1), a1 = 1 if it may be written; a0 = 0 if it is not one the stub
+ * emulates. */
+own_csr:
+    li      a1, 1
+    li      t6, 0x305
+    li      t5, SLOT_C_HANDLER
+    beq     a0, t6, 1f
+    li      t6, 0x340
+    li      t5, SLOT_C_MSCRATCH
+    beq     a0, t6, 1f
+    li      t6, 0x341
+    li      t5, SLOT_C_MEPC
+    beq     a0, t6, 1f
+    li      t6, 0x342
+    li      t5, SLOT_C_MCAUSE
+    beq     a0, t6, 1f
+    li      t6, 0x343
+    li      t5, SLOT_C_MTVAL
+    beq     a0, t6, 1f
+    li      t6, 0x300
+    li      t5, SLOT_C_MSTATUS
+    beq     a0, t6, 1f
+    li      t6, 0x304
+    li      t5, SLOT_C_MIE
+    beq     a0, t6, 1f
+    li      a1, 0
+    li      t6, 0xf14
+    li      t5, SLOT_C_MHARTID
+    beq     a0, t6, 1f
+    li      a0, 0
+    ret
+1:  add     a0, s1, t5
+    ret
 
 /* The end (t1: EXITED or FAULTED) passes stub_ended first, so that the
  * plugin has accounted for the context before its controller sees it. */
@@ -320,10 +469,13 @@ bind:
 /* ---- Return into the context in s1 ---------------------------------- */
 resume:
     call    arm_timer
+go_on:                                  /* the same slice goes on */
     csrw    mscratch, s1
     lw      t0, SLOT_C_PC(s1)
     csrw    mepc, t0
-    li      t0, MSTATUS_RETURN
+    li      t0, MSTATUS_MPP
+    csrc    mstatus, t0                 /* mret: user mode */
+    li      t0, MSTATUS_MPIE
     csrs    mstatus, t0
     mv      sp, s1
     restore_registers

@@ -68,7 +68,6 @@ BOOT_IMAGE_ADDR, BOOT_DATA_ADDR = 0x08, 0x10
 
 # The runtime's functions that write the test device (sdk/runtime/exit.c):
 # cop_exit, and the two that end with it inlined.
-EXIT_PATHS = ("cop_exit", "cop_fatal", "__cop_trap")
 
 
 class Image:
@@ -80,14 +79,10 @@ class Image:
 
     A test guest (no boot block, exit by ecall) is its PT_LOAD segments.
     An SDK image is what the project's loader makes of it: cop-run lays it
-    out in a RAM file (without running it) with its arguments, and two
-    kinds of instructions are pointed at the stub: crt0's `csrw mtvec`
-    becomes a nop (the stub keeps the vector and passes traps on to the
-    runtime's __cop_trap_entry) and the `lui` of the test device's page in
-    each of EXIT_PATHS loads SLOT_EXIT_ADDR's instead (the exit store faults into the stub
-    instead of ending the slot's QEMU).  Both keep the instruction count:
-    the context executes what it executes under cop-run.  An image whose
-    code does not have exactly these instructions is refused."""
+    out in a RAM file (without running it) with its arguments, unmodified:
+    the stub runs it in user mode, emulates crt0's `csrw mtvec` and the
+    trap entry's CSR reads, and ends it at its store to the test device
+    (slot-stub.S), so it executes what it executes under cop-run."""
 
     def __init__(self, path, args=(), cop_run="cop-run"):
         self.path = path
@@ -95,7 +90,6 @@ class Image:
         self.window = b""
         self.handler = 0
         self.boot_block = False
-        self.patches = []               # (address, the image's word)
         try:
             f = open(path, "rb")
         except OSError as e:
@@ -111,7 +105,7 @@ class Image:
             if machine != "EM_RISCV" or elfclass != 32:
                 raise SlotError("%s: not a 32-bit RISC-V image" % path)
             if "__cop_trap_entry" in symbols:
-                self._from_loader(cop_run, symbols)
+                self._from_loader(cop_run)
             else:
                 self._from_segments(elf)
 
@@ -137,7 +131,7 @@ class Image:
             swap[ram_offset(start):ram_offset(start) + len(data)] = data
         self.swap = bytes(swap)
 
-    def _from_loader(self, cop_run, symbols):
+    def _from_loader(self, cop_run):
         with tempfile.TemporaryDirectory(prefix="slotrun-") as work:
             ram = os.path.join(work, "ram")
             done = subprocess.run([cop_run, "--ram-file", ram, "--qemu",
@@ -160,31 +154,9 @@ class Image:
             raise SlotError("%s: %d bytes: a slot's main memory keeps images "
                             "of at most %d" % (self.path, size,
                                               L["SLOT_MAIN_DATA"]))
-        self._patch(swap, symbols, "_start", lambda w: w == 0x30529073,
-                    lambda w: 0x00000013, "csrw mtvec")
-        for name in EXIT_PATHS:     # the compiler inlines cop_exit
-            self._patch(swap, symbols, name,
-                        lambda w: w & 0x7f == 0x37 and w >> 12 == 0x100,
-                        lambda w: (w & 0xfff) | L["SLOT_EXIT_ADDR"],
-                        "lui of the test device")
         self.swap = bytes(swap)
         self.window = image[:size]
-        self.handler = symbols["__cop_trap_entry"][0]
         self.boot_block = True
-
-    def _patch(self, swap, symbols, name, match, change, what):
-        if name not in symbols:
-            raise SlotError("%s: no %s to run it on a slot" % (self.path, name))
-        start, size = symbols[name]
-        hits = [at for at in range(ram_offset(start), ram_offset(start + size),
-                                   4)
-                if match(struct.unpack_from("<I", swap, at)[0])]
-        if len(hits) != 1:
-            raise SlotError("%s: %d %s in %s, expected one: cannot run it "
-                            "on a slot" % (self.path, len(hits), what, name))
-        word = struct.unpack_from("<I", swap, hits[0])[0]
-        struct.pack_into("<I", swap, hits[0], change(word))
-        self.patches.append((hits[0] + L["SLOT_LS_BASE"], word))
 
 
 def place_stub(ram, path):
@@ -307,9 +279,6 @@ class Slot:
         self.ram[at:at + L["SLOT_CTX_SIZE"]] = bytes(L["SLOT_CTX_SIZE"])
         struct.pack_into("<3I", self.ram, at + L["SLOT_C_PC"], image.entry,
                          image.handler, 1 if preempt else 0)
-        for n, (address, word) in enumerate(image.patches):
-            struct.pack_into("<2I", self.ram,
-                             at + L["SLOT_C_PATCHES"] + 8 * n, address, word)
         struct.pack_into("<I", self.ram, at + L["SLOT_C_STATE"],
                          L["SLOT_RUNNABLE"])   # last: now the stub's
         self.owner[i] = (image, tag, area)

@@ -196,7 +196,7 @@ def cop_run_counts(coprof_bin, tmp_path, image, args, reference):
 
 def by_pc(counts):
     """Counts by pc inside the local store (cop-run's also hold QEMU's reset
-    code; a slot's have two instructions pointed at the stub, same pcs)."""
+    code, which slotrun's contexts, started at their entry, do not run)."""
     out = collections.Counter()
     for (pc, _), n in counts.items():
         if 0x80000000 <= pc < 0x80040000:
