@@ -61,6 +61,18 @@ def pkg_flags(*packages):
     return out.split()
 
 
+def sanitizer_flags(library):
+    """The flags a program linked with library needs: those of make
+    check-sanitize's build (mk/build.mk SAN_FLAGS) when its objects call
+    the sanitizers' runtime, else none."""
+    undefined = subprocess.run(["nm", "-u", library], capture_output=True,
+                               text=True, check=True).stdout
+    if "__asan_" in undefined or "__ubsan_" in undefined:
+        return ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                "-fno-omit-frame-pointer"]
+    return []
+
+
 def build_store(build_dir, schema_path, work):
     """A program that creates a session with daemon/store.c built against
     the C header generated from schema_path."""
@@ -80,6 +92,7 @@ def build_store(build_dir, schema_path, work):
          os.path.join(lib, "libcoploader.a"),
          os.path.join(lib, "libcopstream.a"), os.path.join(lib, "libcoplog.a"),
          os.path.join(lib, "libcopsafe.a"), "-o", str(exe)] +
+        sanitizer_flags(os.path.join(lib, "libcoprofd.a")) +
         pkg_flags("glib-2.0", "sqlite3", "libelf"),
         capture_output=True, text=True)
     assert p.returncode == 0, p.stderr

@@ -366,8 +366,11 @@ int main(int argc, char **argv)
     }
     copies = calloc((size_t)opts.contexts, sizeof(*copies));
     run_failed = calloc((size_t)opts.contexts, 1);
-    if (opts.all_live && !(live = create_all(&opts, copies)))
+    if (opts.all_live && !(live = create_all(&opts, copies))) {
+        free(copies);
+        free(run_failed);
         return 1;
+    }
     workers = calloc((size_t)opts.threads, sizeof(*workers));
     meeting.windows = calloc((size_t)opts.contexts, sizeof(*meeting.windows));
     for (int t = 0; t < opts.threads; t++) {
