@@ -113,10 +113,42 @@ static void stop_private(void)
     safe_remove_tree(private_dir);  /* what copsim did not remove */
 }
 
+/*
+ * The spawn attributes of the private copsim: no signal blocked and the
+ * ending signals at their default action, whatever the host program did
+ * to its own (a host that blocks SIGTERM for a thread that waits for it,
+ * as examples/host-pipeline does, would hand the block down through the
+ * exec, and stop_private()'s SIGTERM would never reach copsim).
+ */
+static int copsim_spawn_attr(posix_spawnattr_t *attr)
+{
+    sigset_t none, ending;
+    int error = posix_spawnattr_init(attr);
+
+    if (error)
+        return error;
+    sigemptyset(&none);
+    sigemptyset(&ending);
+    sigaddset(&ending, SIGTERM);
+    sigaddset(&ending, SIGINT);
+    sigaddset(&ending, SIGHUP);
+    sigaddset(&ending, SIGQUIT);
+    error = posix_spawnattr_setsigmask(attr, &none);
+    if (!error)
+        error = posix_spawnattr_setsigdefault(attr, &ending);
+    if (!error)
+        error = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK |
+                                               POSIX_SPAWN_SETSIGDEF);
+    if (error)
+        posix_spawnattr_destroy(attr);
+    return error;
+}
+
 /* Spawns copsim with the write end of the ready pipe as READY_FD. */
 static int spawn_copsim(const char *program, int ready_write, pid_t *pid)
 {
     posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
     char parent[32], socket_arg[PATH_MAX], ready[16];
     char *argv[] = {
         (char *)program, "--private", parent, "--socket", socket_arg,
@@ -127,10 +159,13 @@ static int spawn_copsim(const char *program, int ready_write, pid_t *pid)
     snprintf(parent, sizeof(parent), "%ld", (long)getpid());
     snprintf(socket_arg, sizeof(socket_arg), "%s", private_socket);
     snprintf(ready, sizeof(ready), "%d", READY_FD);
+    if ((error = copsim_spawn_attr(&attr)) != 0)
+        return error;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, ready_write, READY_FD);
-    error = posix_spawnp(pid, program, &actions, NULL, argv, environ);
+    error = posix_spawnp(pid, program, &actions, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
     return error;
 }
 

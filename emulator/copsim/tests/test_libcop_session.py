@@ -154,6 +154,27 @@ def test_a_private_copsim_leaves_nothing_after_a_run(test_bin, tmp_path,
     assert os.listdir(tmpdir) == []
 
 
+def test_a_host_that_blocks_sigterm_still_ends_its_private_copsim(
+        test_bin, tmp_path, tmpdir_short):
+    """A host program that blocks the ending signals (for a thread that
+    waits for them, as examples/host-pipeline does) spawns its private
+    copsim with none blocked: libcop's SIGTERM at exit ends it, and the
+    program does not wait for ever (it did: copsim inherited the block)."""
+    env, tmpdir = host_env(tmp_path, tmpdir_short)
+
+    def block_ending_signals():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {
+            signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT})
+
+    result = subprocess.run([test_bin("cop-host"), "--contexts", "2",
+                             "--threads", "2", "embedded", "exit", "0"],
+                            env=env, capture_output=True, text=True,
+                            preexec_fn=block_ending_signals, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("context=") == 2
+    assert os.listdir(tmpdir) == []
+
+
 def test_copsim_one_command_mode_marks_a_session(build_dir, tmp_path):
     """copsim --event ... -- COMMAND profiles COMMAND: its libcop must know
     (COPROF_SESSION), so that a copsim gone is an error there too."""
