@@ -98,8 +98,11 @@
 #include <asm/barrier.h>
 #define trace_load_once(p)              READ_ONCE(*(p))
 #define trace_store_once(p, v)          WRITE_ONCE(*(p), v)
+/* Each use below says which access of the other party it pairs with. */
 #define trace_load_acquire(p)           virt_load_acquire(p)
+/* Each use below says which access of the other party it pairs with. */
 #define trace_store_release(p, v)       virt_store_release(p, v)
+/* Its one use, the seqlock's read side, pairs with the writer's CAS. */
 #define trace_fence_load()              virt_rmb()
 #define trace_cas(p, old, new)          (cmpxchg(p, old, new) == (old))
 #define TRACE_NULL                      NULL

@@ -42,6 +42,8 @@ typedef uint16_t u16;
 typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int32_t s32;
+
+#define BIT_ULL(n)	(1ull << (n))
 #endif
 
 /*
@@ -65,8 +67,11 @@ typedef int32_t s32;
  */
 #ifdef __KERNEL__
 #define copdrv_read_once(p)		READ_ONCE(*(p))
+/* each use in the core says which access of the other party it pairs with */
 #define copdrv_load_acquire(p)		virt_load_acquire(p)
+/* each use in the core says which access of the other party it pairs with */
 #define copdrv_store_release(p, v)	virt_store_release(p, v)
+
 static inline u32 copdrv_load_full_u32(const u32 *p)
 {
 	virt_mb();	/* pairs with the producer's full barrier in its stall */

@@ -40,7 +40,7 @@
 
 /* The event buffer's size: bounds and default, in bytes. */
 #define COPDRV_BUFFER_MIN	(64u << 10)
-#define COPDRV_BUFFER_MAX	(1u << 30)
+#define COPDRV_BUFFER_MAX	(1024u << 20)
 #define COPDRV_BUFFER_DEFAULT	(4u << 20)
 
 /* Poll interval bounds, in nanoseconds. */
@@ -70,8 +70,8 @@ struct copdrv_params {
 	u32 fifo_depth;		/* must be the register file's */
 	u32 buffer_bytes;	/* event buffer size; 0: the default */
 	u32 fifo_full;		/* COPSTREAM_FIFO_DROP or COPSTREAM_FIFO_STALL */
-	u32 watermark;		/* FIFO fill that rings the doorbell, below
-				 * fifo_depth; 0: half the FIFO */
+	/* FIFO fill that rings the doorbell, below fifo_depth; 0: half */
+	u32 watermark;
 	u32 dither;		/* 1: each interval N plus a seeded jitter */
 	u64 dither_seed;
 };
@@ -171,9 +171,11 @@ struct trace_regs_mailbox;
 int copdrv_mailbox_context(const struct trace_regs_mailbox *box, void *ls,
 			   struct copdrv_context *ctx);
 void copdrv_unbind(struct copdrv *drv, u32 slot);
-/* The same for a context that ended (exited, faulted, reaped): it will
+/*
+ * The same for a context that ended (exited, faulted, reaped): it will
  * never be bound again, and the stream says so with an END after the
- * RELEASE (stream 1.3), so the reader can let go of it. */
+ * RELEASE (stream 1.3), so the reader can let go of it.
+ */
 void copdrv_unbind_end(struct copdrv *drv, u32 slot);
 
 void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats);

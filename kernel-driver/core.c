@@ -66,9 +66,9 @@
 #include "kernel-driver/event-buffer.h"
 #include "emulator/trace-regs.h"
 
-static_assert(COPDRV_MAX_SLOTS == TRACE_MAX_SLOTS, "stall counters by slot");
-static_assert(COPSTREAM_FIFO_STALL == TRACE_FIFO_STALL &&
-	       COPSTREAM_FIFO_DROP == TRACE_FIFO_DROP, "FIFO-full policies");
+static_assert(TRACE_MAX_SLOTS == COPDRV_MAX_SLOTS, "stall counters by slot");
+static_assert(TRACE_FIFO_STALL == COPSTREAM_FIFO_STALL, "FIFO-full policies");
+static_assert(TRACE_FIFO_DROP == COPSTREAM_FIFO_DROP, "FIFO-full policies");
 
 #define WORD_BYTES		COPSTREAM_WORD_BYTES
 #define RECORD_BYTES(words)	(WORD_BYTES * (2 + (words)))
@@ -80,7 +80,7 @@ static_assert(COPSTREAM_FIFO_STALL == TRACE_FIFO_STALL &&
 #define LOST_CAUSES		(COPSTREAM_LOST_CAUSE_END - 1)
 
 /* A guard word not reported yet in this binding (real ones are 32-bit). */
-#define GUARD_UNKNOWN		(1ull << 32)
+#define GUARD_UNKNOWN		BIT_ULL(32)
 
 struct copdrv_image {
 	struct copstream_image_id id;
@@ -105,8 +105,8 @@ struct copdrv_slot {
 	u32 watched;		/* the trace unit watches the guard words */
 	u32 event_overflow_seen;	/* event_overflow already counted */
 	u32 n_events;		/* drained into copdrv.events this group */
-	u64 *stalled;		/* placed changes that wait for room, by
-				 * region; GUARD_UNKNOWN: none */
+	/* placed changes that wait for room, by region; GUARD_UNKNOWN: none */
+	u64 *stalled;
 	u32 n_stalled;		/* regions with one */
 	u64 stalls_seen;	/* stall_count already reported */
 	u64 stall_ns_seen;	/* stall_ns already reported */
@@ -586,9 +586,10 @@ static void stack_record(struct copdrv *drv, const struct copdrv_slot *s,
 	for (i = 0; i < n; i++) {
 		u32 frame = record[1 + i];
 
-		copstream_put_frame(drv->frames, i, copstream_frame_word(
-			(u32)TRACE_STACK_FRAME_FIELD(frame) << 2,
-			TRACE_STACK_FRAME_OVERLAY(frame)));
+		u64 word = copstream_frame_word((u32)TRACE_STACK_FRAME_FIELD(frame) << 2,
+						TRACE_STACK_FRAME_OVERLAY(frame));
+
+		copstream_put_frame(drv->frames, i, word);
 	}
 	rec->code = COPSTREAM_CALLSTACK;
 	rec->u.callstack = (struct copstream_callstack){
@@ -597,8 +598,10 @@ static void stack_record(struct copdrv *drv, const struct copdrv_slot *s,
 	};
 }
 
-/* Call stacks: each sample of [from, to) with its CALLSTACK after it,
- * while both fit; returns the samples written. */
+/*
+ * Call stacks: each sample of [from, to) with its CALLSTACK after it,
+ * while both fit; returns the samples written.
+ */
 static u64 put_samples_stacked(struct copdrv *drv, struct copdrv_slot *s,
 			       u64 from, u64 to, u64 keep)
 {
@@ -789,8 +792,10 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 	if (events_lost && s->watched)
 		for (region = 0; region < s->ctx.regions; region++)
 			s->guards[region] = GUARD_UNKNOWN;
-	/* Not reported at all: no read (put_samples_placed() keeps the room
-	 * of the placed OVERLAYs). */
+	/*
+	 * Not reported at all: no read (put_samples_placed() keeps the room
+	 * of the placed OVERLAYs).
+	 */
 	if (flags >= 0)
 		changed = read_guards(drv, s);
 	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES +
@@ -1147,7 +1152,7 @@ static int params_valid(const struct copdrv *drv,
 			const struct copdrv_params *p)
 {
 	if (p->lfsr_value > 0xFFFFFF || p->lfsr_count > 0xFFFFFF ||
-	    (p->lfsr_value == 0) != (p->lfsr_count == 0))
+	    !p->lfsr_value != !p->lfsr_count)
 		return 0;
 	if (p->poll_interval_ns < COPDRV_POLL_MIN_NS ||
 	    p->poll_interval_ns > COPDRV_POLL_MAX_NS)
@@ -1254,7 +1259,6 @@ void copdrv_poll_doorbell(struct copdrv *drv)
 	}
 	unlock_and_wake(drv);
 }
-
 
 int copdrv_stop(struct copdrv *drv)
 {

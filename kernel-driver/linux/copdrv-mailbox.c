@@ -34,8 +34,10 @@
 
 #include "kernel-driver/linux/copdrv-linux.h"
 
-/* How often the thread looks (the issue measured a 100 us hrtimer at
- * 184 us mean latency to a host write). */
+/*
+ * How often the thread looks (a 100 us hrtimer was measured at 184 us
+ * mean latency to a host write).
+ */
 #define MAILBOX_PERIOD_US	100
 
 static struct trace_regs_mailbox *mailbox(struct copdrv_dev *cd, u32 slot)
