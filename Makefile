@@ -14,10 +14,13 @@
 #   make demo       profile the host-pipeline example with coprof record and
 #                   print its report (build/demo/)
 #   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local)
+#   make check-kernel-style  checkpatch.pl --strict and sparse over copdrv.ko
+#                   (kernel-driver/linux/README.md, "Style checks")
 #   make deps       install the Debian packages (as root) or print the command
 #   make clean      remove build/
 
-GOALS := all check check-faults bench install fuzz demo clean-build
+GOALS := all check check-faults bench install fuzz demo clean-build \
+	check-kernel-style
 
 .PHONY: $(GOALS) check-sanitize deps clean
 .DEFAULT_GOAL := all

@@ -10,8 +10,11 @@
  * a core PMU present from the CPU model alone, so a virtual machine that
  * hides the PMU from its kernel still "has" one: a core PMU is listed only
  * when the kernel exposes a core PMU too (a device of type PERF_TYPE_RAW in
- * /sys/bus/event_source/devices).  A host without one shows only the
- * kernel's generic perf events, and a line says so.
+ * /sys/bus/event_source/devices: cpu, cpu_core, cpu_atom, armv8_*).  A
+ * hardware CPU PMU is exactly that, a core PMU both know: uncore PMUs
+ * (rapl, the memory controllers) that a VM still shows count no samples
+ * of the CPU, so a host without a core PMU says so in a line, whatever
+ * else it lists.
  */
 #include "control/events.h"
 
@@ -101,7 +104,7 @@ static int kernel_has_core_pmu(void)
 
 static int list_host(FILE *out)
 {
-    int status = pfm_initialize(), pmus = 0, hardware = 0;
+    int status = pfm_initialize(), pmus = 0, cpu_pmus = 0;
     int core_pmu = kernel_has_core_pmu();
     pfm_pmu_t p;
 
@@ -121,13 +124,13 @@ static int list_host(FILE *out)
         if (pmu.type == PFM_PMU_TYPE_CORE && !core_pmu)
             continue;           /* the CPU has it, the kernel hides it */
         pmus++;
-        if (pmu.type == PFM_PMU_TYPE_CORE || pmu.type == PFM_PMU_TYPE_UNCORE)
-            hardware++;
+        if (pmu.type == PFM_PMU_TYPE_CORE)
+            cpu_pmus++;
         list_pmu(out, &pmu);
     }
     if (pmus == 0)
         fprintf(out, "  libpfm4 knows no PMU on this host\n");
-    else if (hardware == 0)
+    else if (cpu_pmus == 0)
         fprintf(out, "  (libpfm4 finds no hardware CPU PMU on this host, "
                 "e.g. a virtual machine that hides it: only the kernel's "
                 "generic events above)\n");

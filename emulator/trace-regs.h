@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * trace-regs.h — the trace unit's register file: the binary layout of the
  * shared file through which the QEMU plugin (the emulated hardware), copsim
@@ -5,7 +6,7 @@
  * every side uses on it.
  *
  * docs/trace-unit.md is the specification: every offset, width, writer and
- * ordering rule below is documented there, and the _Static_asserts at the end
+ * ordering rule below is documented there, and the static_asserts at the end
  * of this file pin the structures to it.
  *
  * The file is a header followed by n_slots slot blocks and n_contexts context
@@ -64,13 +65,67 @@
  * emulator's per-block store to `cycles` never shares a line with what the
  * controller or the consumer write.
  *
- * Everything here is freestanding C (GCC __atomic builtins, no libc) so the
- * kernel-style driver core can include it.
+ * Everything here is freestanding C (no libc) so the kernel-style driver
+ * core can include it.  Shared words are accessed through the trace_*
+ * accessors below: GCC's __atomic builtins in user space, the kernel's own
+ * READ_ONCE/WRITE_ONCE and virt_* barriers in copdrv.ko (the other party
+ * is a host process, so the barriers must hold on a !SMP guest too).
+ *
+ * The register file is untrusted input for whoever maps it: a reader takes
+ * the header once (trace_regs_snapshot()) into its own memory, checks the
+ * copy (trace_regs_check(), the one validator of the hosted tools and the
+ * module) and never reads a geometry field from the file again; sizes are
+ * computed in 64 bits, so no field value wraps a check.
  */
 #ifndef COPROF_TRACE_REGS_H
 #define COPROF_TRACE_REGS_H
 
 #include <stdint.h>
+
+/*
+ * Accessors of words another agent writes at the same time.  Each is one
+ * whole load or store of a naturally aligned word:
+ *
+ *   trace_load_once(p), trace_store_once(p, v)  no ordering
+ *   trace_load_acquire(p)      later accesses stay after it
+ *   trace_store_release(p, v)  earlier accesses stay before it
+ *   trace_fence_load()         earlier loads before later loads
+ *   trace_cas(p, old, new)     1 if *p was old and is now new (full barrier)
+ */
+#ifdef __KERNEL__
+#include <linux/compiler.h>
+#include <linux/atomic.h>
+#include <asm/barrier.h>
+#define trace_load_once(p)              READ_ONCE(*(p))
+#define trace_store_once(p, v)          WRITE_ONCE(*(p), v)
+/* Each use below says which access of the other party it pairs with. */
+#define trace_load_acquire(p)           virt_load_acquire(p)
+/* Each use below says which access of the other party it pairs with. */
+#define trace_store_release(p, v)       virt_store_release(p, v)
+/* Its one use, the seqlock's read side, pairs with the writer's CAS. */
+#define trace_fence_load()              virt_rmb()
+#define trace_cas(p, old, new)          (cmpxchg(p, old, new) == (old))
+#define TRACE_NULL                      NULL
+#include <linux/build_bug.h>
+#else
+#define trace_load_once(p)              __atomic_load_n(p, __ATOMIC_RELAXED)
+#define trace_store_once(p, v)          __atomic_store_n(p, v, __ATOMIC_RELAXED)
+#define trace_load_acquire(p)           __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define trace_store_release(p, v)       __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#define trace_fence_load()              __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define trace_cas(p, old, new)                                              \
+    trace_cas_hosted(p, old, new)
+#define TRACE_NULL                      ((void *)0)
+#ifndef static_assert
+#define static_assert                   _Static_assert
+#endif
+
+static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
+{
+    return __atomic_compare_exchange_n(p, &old, new_, 0, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_RELAXED);
+}
+#endif
 
 #define TRACE_REGS_MAGIC        "COPTRACE"  /* 8 bytes, no terminator */
 #define TRACE_REGS_MAGIC_SIZE   8
@@ -293,32 +348,32 @@ struct trace_regs_mailbox {
  */
 static inline uint32_t trace_mailbox_post(struct trace_regs_mailbox *box)
 {
-    uint32_t seq = __atomic_load_n(&box->seq, __ATOMIC_RELAXED) + 1;
+    uint32_t seq = trace_load_once(&box->seq) + 1;
 
-    __atomic_store_n(&box->seq, seq, __ATOMIC_RELEASE);
+    trace_store_release(&box->seq, seq);
     return seq;
 }
 
 /* Driver: the seq of a message not acked yet, or 0 when none waits. */
 static inline uint32_t trace_mailbox_pending(const struct trace_regs_mailbox *box)
 {
-    uint32_t seq = __atomic_load_n(&box->seq, __ATOMIC_ACQUIRE);
+    uint32_t seq = trace_load_acquire(&box->seq);
 
-    return seq != __atomic_load_n(&box->ack, __ATOMIC_RELAXED) ? seq : 0;
+    return seq != trace_load_once(&box->ack) ? seq : 0;
 }
 
 /* Driver: says it has acted on message `seq`. */
 static inline void trace_mailbox_ack(struct trace_regs_mailbox *box,
                                      uint32_t seq)
 {
-    __atomic_store_n(&box->ack, seq, __ATOMIC_RELEASE);
+    trace_store_release(&box->ack, seq);
 }
 
 /* Controller: whether the driver acked the slot's last message. */
 static inline int trace_mailbox_acked(const struct trace_regs_mailbox *box)
 {
-    return __atomic_load_n(&box->ack, __ATOMIC_ACQUIRE)
-           == __atomic_load_n(&box->seq, __ATOMIC_RELAXED);
+    return trace_load_acquire(&box->ack)
+           == trace_load_once(&box->seq);
 }
 
 static inline int trace_gate_is_open(uint32_t gate)
@@ -326,19 +381,22 @@ static inline int trace_gate_is_open(uint32_t gate)
     return (gate & 1u) != 0;
 }
 
-/* Offset of a slot block's overlay events: after its FIFO, on a new line. */
-static inline uint32_t trace_regs_slot_events_offset(uint32_t fifo_depth)
+/*
+ * Offset of a slot block's overlay events: after its FIFO, on a new line.
+ * 64-bit: a fifo_depth read from a hostile file must not wrap the sum.
+ */
+static inline uint64_t trace_regs_slot_events_offset(uint32_t fifo_depth)
 {
-    uint32_t bytes = (uint32_t)sizeof(struct trace_regs_slot) + 2u * fifo_depth;
+    uint64_t bytes = sizeof(struct trace_regs_slot) + 2ull * fifo_depth;
 
-    return (bytes + TRACE_LINE_SIZE - 1) & ~(uint32_t)(TRACE_LINE_SIZE - 1);
+    return (bytes + TRACE_LINE_SIZE - 1) & ~(uint64_t)(TRACE_LINE_SIZE - 1);
 }
 
 /* Bytes of one slot block with its FIFO and its events, in whole lines. */
-static inline uint32_t trace_regs_slot_stride(uint32_t fifo_depth)
+static inline uint64_t trace_regs_slot_stride(uint32_t fifo_depth)
 {
     return trace_regs_slot_events_offset(fifo_depth)
-           + TRACE_EVENT_DEPTH * (uint32_t)sizeof(struct trace_ovl_event);
+           + TRACE_EVENT_DEPTH * (uint64_t)sizeof(struct trace_ovl_event);
 }
 
 static inline struct trace_ovl_event *
@@ -358,16 +416,211 @@ static inline uint32_t trace_stack_record_words(uint32_t stack_depth)
 static inline uint64_t trace_stack_slot_bytes(uint32_t fifo_depth,
                                               uint32_t stack_depth)
 {
-    return (uint64_t)fifo_depth * trace_stack_record_words(stack_depth) * 4u;
+    return (uint64_t)fifo_depth * ((uint64_t)stack_depth + 1) * 4u;
 }
 
-/* The stack records of slot `slot`, or NULL when the file has no area. */
+/*
+ * Where each part of a register file lies for its geometry (64-bit, so
+ * any 32-bit field values give exact sums): the context blocks after the
+ * slot blocks, the mailboxes after them, the optional call-stack area
+ * last.
+ */
+static inline uint64_t trace_regs_contexts_at(uint32_t n_slots,
+                                              uint32_t fifo_depth)
+{
+    return sizeof(struct trace_regs_header)
+           + (uint64_t)n_slots * trace_regs_slot_stride(fifo_depth);
+}
+
+static inline uint64_t trace_regs_mailboxes_at(uint32_t n_slots,
+                                               uint32_t n_contexts,
+                                               uint32_t fifo_depth)
+{
+    return trace_regs_contexts_at(n_slots, fifo_depth)
+           + (uint64_t)n_contexts * sizeof(struct trace_regs_context);
+}
+
+/* The call-stack area (0: none, stack_depth 0). */
+static inline uint64_t trace_regs_stacks_at(uint32_t n_slots,
+                                            uint32_t n_contexts,
+                                            uint32_t fifo_depth,
+                                            uint32_t stack_depth)
+{
+    if (!stack_depth)
+        return 0;
+    return trace_regs_mailboxes_at(n_slots, n_contexts, fifo_depth)
+           + (uint64_t)n_slots * sizeof(struct trace_regs_mailbox);
+}
+
+static inline uint64_t trace_regs_size_for(uint32_t n_slots,
+                                           uint32_t n_contexts,
+                                           uint32_t fifo_depth,
+                                           uint32_t stack_depth)
+{
+    uint64_t stacks = stack_depth ? trace_stack_slot_bytes(fifo_depth,
+                                                           stack_depth) : 0;
+
+    return trace_regs_mailboxes_at(n_slots, n_contexts, fifo_depth)
+           + (uint64_t)n_slots * sizeof(struct trace_regs_mailbox)
+           + (uint64_t)n_slots * stacks;
+}
+
+/* What trace_regs_check() and trace_geometry_fault() find wrong. */
+enum trace_regs_fault {
+    TRACE_REGS_OK = 0,
+    TRACE_REGS_SHORT,           /* shorter than the header */
+    TRACE_REGS_BAD_MAGIC,
+    TRACE_REGS_BAD_VERSION,
+    TRACE_REGS_BAD_HEADER_SIZE,
+    TRACE_REGS_BAD_RESERVED,    /* a reserved byte is not zero */
+    TRACE_REGS_BAD_SLOTS,       /* n_slots outside 1..TRACE_MAX_SLOTS */
+    TRACE_REGS_BAD_CONTEXTS,    /* n_contexts outside 1..TRACE_MAX_CONTEXTS */
+    TRACE_REGS_BAD_FIFO_DEPTH,  /* not a power of two in MIN..MAX */
+    TRACE_REGS_BAD_LOCAL_STORE, /* unaligned, too large or past 4 GiB */
+    TRACE_REGS_BAD_STACK_DEPTH, /* above TRACE_MAX_STACK_DEPTH */
+    TRACE_REGS_BAD_LAYOUT,      /* a stride or offset not the geometry's */
+    TRACE_REGS_BAD_FILE_SIZE,   /* not the geometry's, or past the mapping */
+};
+
+/* Whether a geometry is one the trace unit supports. */
+static inline enum trace_regs_fault
+trace_geometry_fault(uint32_t n_slots, uint32_t n_contexts,
+                     uint32_t fifo_depth, uint32_t ls_base, uint32_t ls_size,
+                     uint32_t stack_depth)
+{
+    if (n_slots < 1 || n_slots > TRACE_MAX_SLOTS)
+        return TRACE_REGS_BAD_SLOTS;
+    if (n_contexts < 1 || n_contexts > TRACE_MAX_CONTEXTS)
+        return TRACE_REGS_BAD_CONTEXTS;
+    if ((fifo_depth & (fifo_depth - 1)) != 0
+        || fifo_depth < TRACE_MIN_FIFO_DEPTH
+        || fifo_depth > TRACE_MAX_FIFO_DEPTH)
+        return TRACE_REGS_BAD_FIFO_DEPTH;
+    if (ls_size < 4 || ls_size > TRACE_MAX_LS_SIZE || ls_size % 4
+        || ls_base % 4 || (uint64_t)ls_base + ls_size > 0x100000000ull)
+        return TRACE_REGS_BAD_LOCAL_STORE;
+    if (stack_depth > TRACE_MAX_STACK_DEPTH)
+        return TRACE_REGS_BAD_STACK_DEPTH;
+    return TRACE_REGS_OK;
+}
+
+/*
+ * The one validator of a register file's header, for every host (the
+ * trace unit's tools, the hosted driver, copdrv.ko): `h` is the caller's
+ * own copy (trace_regs_snapshot()), `size` the bytes mapped.  Every
+ * bound the layout has: magic, version, header size, reserved bytes, the
+ * geometry's limits, every stride and offset exactly the geometry's, and
+ * the file inside the mapping (which may be longer: ivshmem maps a power
+ * of two).
+ */
+static inline enum trace_regs_fault
+trace_regs_check(const struct trace_regs_header *h, uint64_t size)
+{
+    enum trace_regs_fault fault;
+    uint32_t i;
+
+    if (size < sizeof(*h))
+        return TRACE_REGS_SHORT;
+    for (i = 0; i < TRACE_REGS_MAGIC_SIZE; i++)
+        if (h->magic[i] != TRACE_REGS_MAGIC[i])
+            return TRACE_REGS_BAD_MAGIC;
+    if (h->version != TRACE_REGS_VERSION)
+        return TRACE_REGS_BAD_VERSION;
+    if (h->header_size != sizeof(*h))
+        return TRACE_REGS_BAD_HEADER_SIZE;
+    for (i = 0; i < sizeof(h->reserved); i++)
+        if (h->reserved[i])
+            return TRACE_REGS_BAD_RESERVED;
+    fault = trace_geometry_fault(h->n_slots, h->n_contexts, h->fifo_depth,
+                                 h->ls_base, h->ls_size, h->stack_depth);
+    if (fault)
+        return fault;
+    if (h->slot_stride != trace_regs_slot_stride(h->fifo_depth)
+        || h->slots_offset != sizeof(*h)
+        || h->context_stride != sizeof(struct trace_regs_context)
+        || h->contexts_offset != trace_regs_contexts_at(h->n_slots,
+                                                        h->fifo_depth)
+        || h->mailbox_stride != sizeof(struct trace_regs_mailbox)
+        || h->mailbox_offset != trace_regs_mailboxes_at(h->n_slots,
+                                                        h->n_contexts,
+                                                        h->fifo_depth)
+        || h->stack_offset != trace_regs_stacks_at(h->n_slots, h->n_contexts,
+                                                   h->fifo_depth,
+                                                   h->stack_depth))
+        return TRACE_REGS_BAD_LAYOUT;
+    if (h->file_size != trace_regs_size_for(h->n_slots, h->n_contexts,
+                                            h->fifo_depth, h->stack_depth)
+        || size < h->file_size)
+        return TRACE_REGS_BAD_FILE_SIZE;
+    return TRACE_REGS_OK;
+}
+
+/* The fault in words, for a one-line error. */
+static inline const char *trace_regs_fault_text(enum trace_regs_fault fault)
+{
+    switch (fault) {
+    case TRACE_REGS_OK:                 return "valid";
+    case TRACE_REGS_SHORT:              return "shorter than its header";
+    case TRACE_REGS_BAD_MAGIC:          return "magic is not " TRACE_REGS_MAGIC;
+    case TRACE_REGS_BAD_VERSION:        return "version is not this build's";
+    case TRACE_REGS_BAD_HEADER_SIZE:    return "header size is wrong";
+    case TRACE_REGS_BAD_RESERVED:       return "a reserved header byte is not zero";
+    case TRACE_REGS_BAD_SLOTS:          return "slot count out of range";
+    case TRACE_REGS_BAD_CONTEXTS:       return "context count out of range";
+    case TRACE_REGS_BAD_FIFO_DEPTH:     return "FIFO depth not a power of two in range";
+    case TRACE_REGS_BAD_LOCAL_STORE:    return "local store out of range";
+    case TRACE_REGS_BAD_STACK_DEPTH:    return "call-stack depth out of range";
+    case TRACE_REGS_BAD_LAYOUT:         return "inconsistent layout";
+    case TRACE_REGS_BAD_FILE_SIZE:      return "file size not the geometry's or past the mapping";
+    }
+    return "unknown fault";
+}
+
+/*
+ * Copies the header of the register file at `src` (shared, maybe being
+ * written) into `dst`, the caller's memory, one whole word at a time, so
+ * that the checks and every later use see the same values.
+ */
+static inline void trace_regs_snapshot(struct trace_regs_header *dst,
+                                       const struct trace_regs_header *src)
+{
+    uint32_t i;
+
+    for (i = 0; i < TRACE_REGS_MAGIC_SIZE; i++)
+        dst->magic[i] = trace_load_once(&src->magic[i]);
+    dst->version = trace_load_once(&src->version);
+    dst->header_size = trace_load_once(&src->header_size);
+    dst->file_size = trace_load_once(&src->file_size);
+    dst->n_slots = trace_load_once(&src->n_slots);
+    dst->n_contexts = trace_load_once(&src->n_contexts);
+    dst->fifo_depth = trace_load_once(&src->fifo_depth);
+    dst->slot_stride = trace_load_once(&src->slot_stride);
+    dst->slots_offset = trace_load_once(&src->slots_offset);
+    dst->context_stride = trace_load_once(&src->context_stride);
+    dst->contexts_offset = trace_load_once(&src->contexts_offset);
+    dst->ls_base = trace_load_once(&src->ls_base);
+    dst->ls_size = trace_load_once(&src->ls_size);
+    dst->controller_pid = trace_load_once(&src->controller_pid);
+    dst->doorbell = trace_load_once(&src->doorbell);
+    dst->mailbox_offset = trace_load_once(&src->mailbox_offset);
+    dst->mailbox_stride = trace_load_once(&src->mailbox_stride);
+    dst->mailbox_reader = trace_load_once(&src->mailbox_reader);
+    dst->stack_offset = trace_load_once(&src->stack_offset);
+    dst->stack_depth = trace_load_once(&src->stack_depth);
+    for (i = 0; i < sizeof(dst->reserved); i++)
+        dst->reserved[i] = trace_load_once(&src->reserved[i]);
+}
+
+/*
+ * The stack records of slot `slot`, or NULL when the file has no area;
+ * `h` is a checked header (the caller's snapshot).
+ */
 static inline uint32_t *trace_stack_area(void *base,
                                          const struct trace_regs_header *h,
                                          uint32_t slot)
 {
     if (!h->stack_depth)
-        return 0;
+        return TRACE_NULL;
     return (uint32_t *)((char *)base + h->stack_offset
                         + slot * trace_stack_slot_bytes(h->fifo_depth,
                                                         h->stack_depth));
@@ -385,8 +638,8 @@ static inline void trace_slot_put_stack(struct trace_regs_slot *slot,
                                         uint32_t stack_depth, uint32_t depth,
                                         const uint32_t *frames)
 {
-    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
-    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_ACQUIRE);
+    uint32_t head = trace_load_once(&slot->fifo_head);
+    uint32_t tail = trace_load_acquire(&slot->fifo_tail);
     uint32_t *rec, n = depth < stack_depth ? depth : stack_depth;
 
     if (head - tail >= fifo_depth)
@@ -408,29 +661,27 @@ static inline void trace_slot_put_stack(struct trace_regs_slot *slot,
 static inline int trace_slot_try_push(struct trace_regs_slot *slot,
                                       uint32_t fifo_depth, uint16_t field)
 {
-    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
-    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_ACQUIRE);
+    uint32_t head = trace_load_once(&slot->fifo_head);
+    uint32_t tail = trace_load_acquire(&slot->fifo_tail);
     uint64_t captures;
 
     if (head - tail >= fifo_depth)
         return 0;
-    captures = __atomic_load_n(&slot->capture_count, __ATOMIC_RELAXED);
+    captures = trace_load_once(&slot->capture_count);
     slot->fifo[head & (fifo_depth - 1)] = field;
-    __atomic_store_n(&slot->fifo_head, head + 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&slot->capture_count, captures + 1, __ATOMIC_RELEASE);
+    trace_store_release(&slot->fifo_head, head + 1);
+    trace_store_release(&slot->capture_count, captures + 1);
     return 1;
 }
 
 /* Producer: counts one expiry dropped because the FIFO was full. */
 static inline void trace_slot_count_overflow(struct trace_regs_slot *slot)
 {
-    uint64_t dropped = __atomic_load_n(&slot->overflow_count,
-                                       __ATOMIC_RELAXED);
-    uint64_t captures = __atomic_load_n(&slot->capture_count,
-                                        __ATOMIC_RELAXED);
+    uint64_t dropped = trace_load_once(&slot->overflow_count);
+    uint64_t captures = trace_load_once(&slot->capture_count);
 
-    __atomic_store_n(&slot->overflow_count, dropped + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->capture_count, captures + 1, __ATOMIC_RELEASE);
+    trace_store_once(&slot->overflow_count, dropped + 1);
+    trace_store_release(&slot->capture_count, captures + 1);
 }
 
 /*
@@ -451,18 +702,18 @@ static inline int trace_slot_push(struct trace_regs_slot *slot,
 /* Entries queued in a slot's FIFO now (producer or consumer). */
 static inline uint32_t trace_slot_queued(const struct trace_regs_slot *slot)
 {
-    return __atomic_load_n(&slot->fifo_head, __ATOMIC_ACQUIRE)
-           - __atomic_load_n(&slot->fifo_tail, __ATOMIC_ACQUIRE);
+    return trace_load_acquire(&slot->fifo_head)
+           - trace_load_acquire(&slot->fifo_tail);
 }
 
 /* Producer: records an expiry whose PC lay outside the local store. */
 static inline void trace_slot_count_outside(struct trace_regs_slot *slot)
 {
-    uint64_t outside = __atomic_load_n(&slot->outside_count, __ATOMIC_RELAXED);
-    uint64_t captures = __atomic_load_n(&slot->capture_count, __ATOMIC_RELAXED);
+    uint64_t outside = trace_load_once(&slot->outside_count);
+    uint64_t captures = trace_load_once(&slot->capture_count);
 
-    __atomic_store_n(&slot->outside_count, outside + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->capture_count, captures + 1, __ATOMIC_RELEASE);
+    trace_store_once(&slot->outside_count, outside + 1);
+    trace_store_release(&slot->capture_count, captures + 1);
 }
 
 /*
@@ -477,22 +728,21 @@ static inline int trace_slot_push_event(struct trace_regs_slot *slot,
                                         uint32_t fifo_depth, uint32_t region,
                                         uint32_t guard)
 {
-    uint32_t head = __atomic_load_n(&slot->event_head, __ATOMIC_RELAXED);
-    uint32_t tail = __atomic_load_n(&slot->event_tail, __ATOMIC_ACQUIRE);
+    uint32_t head = trace_load_once(&slot->event_head);
+    uint32_t tail = trace_load_acquire(&slot->event_tail);
     struct trace_ovl_event *e;
 
     if (head - tail >= TRACE_EVENT_DEPTH) {
-        uint32_t dropped = __atomic_load_n(&slot->event_overflow,
-                                           __ATOMIC_RELAXED);
-        __atomic_store_n(&slot->event_overflow, dropped + 1, __ATOMIC_RELEASE);
+        uint32_t dropped = trace_load_once(&slot->event_overflow);
+        trace_store_release(&slot->event_overflow, dropped + 1);
         return 0;
     }
     e = &trace_slot_events(slot, fifo_depth)[head & (TRACE_EVENT_DEPTH - 1)];
-    e->fifo_pos = __atomic_load_n(&slot->fifo_head, __ATOMIC_RELAXED);
+    e->fifo_pos = trace_load_once(&slot->fifo_head);
     e->region = region;
     e->guard = guard;
     e->reserved = 0;
-    __atomic_store_n(&slot->event_head, head + 1, __ATOMIC_RELEASE);
+    trace_store_release(&slot->event_head, head + 1);
     return 1;
 }
 
@@ -512,8 +762,8 @@ static inline int32_t trace_slot_drain_events_upto(struct trace_regs_slot *slot,
                                                    uint32_t max,
                                                    const uint32_t *end)
 {
-    uint32_t tail = __atomic_load_n(&slot->event_tail, __ATOMIC_RELAXED);
-    uint32_t head = __atomic_load_n(&slot->event_head, __ATOMIC_ACQUIRE);
+    uint32_t tail = trace_load_once(&slot->event_tail);
+    uint32_t head = trace_load_acquire(&slot->event_head);
     const struct trace_ovl_event *ring = trace_slot_events(slot, fifo_depth);
     uint32_t queued = head - tail;
     uint32_t n = 0;
@@ -528,7 +778,7 @@ static inline int32_t trace_slot_drain_events_upto(struct trace_regs_slot *slot,
             break;
         out[n++] = *e;
     }
-    __atomic_store_n(&slot->event_tail, tail + n, __ATOMIC_RELEASE);
+    trace_store_release(&slot->event_tail, tail + n);
     return (int32_t)n;
 }
 
@@ -539,7 +789,7 @@ static inline int32_t trace_slot_drain_events(struct trace_regs_slot *slot,
                                               uint32_t max)
 {
     return trace_slot_drain_events_upto(slot, fifo_depth, out, max,
-                                        (const uint32_t *)0);
+                                        TRACE_NULL);
 }
 
 /*
@@ -551,8 +801,8 @@ static inline int32_t trace_slot_drain(struct trace_regs_slot *slot,
                                        uint32_t fifo_depth,
                                        uint16_t *out, uint32_t max)
 {
-    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_RELAXED);
-    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_ACQUIRE);
+    uint32_t tail = trace_load_once(&slot->fifo_tail);
+    uint32_t head = trace_load_acquire(&slot->fifo_head);
     uint32_t queued = head - tail;
     uint32_t n;
 
@@ -561,7 +811,7 @@ static inline int32_t trace_slot_drain(struct trace_regs_slot *slot,
     n = queued < max ? queued : max;
     for (uint32_t i = 0; i < n; i++)
         out[i] = slot->fifo[(tail + i) & (fifo_depth - 1)];
-    __atomic_store_n(&slot->fifo_tail, tail + n, __ATOMIC_RELEASE);
+    trace_store_release(&slot->fifo_tail, tail + n);
     return (int32_t)n;
 }
 
@@ -576,8 +826,8 @@ static inline int32_t trace_slot_drain_stacks(struct trace_regs_slot *slot,
                                               uint16_t *out, uint32_t *records,
                                               uint32_t max)
 {
-    uint32_t tail = __atomic_load_n(&slot->fifo_tail, __ATOMIC_RELAXED);
-    uint32_t head = __atomic_load_n(&slot->fifo_head, __ATOMIC_ACQUIRE);
+    uint32_t tail = trace_load_once(&slot->fifo_tail);
+    uint32_t head = trace_load_acquire(&slot->fifo_head);
     uint32_t words = trace_stack_record_words(stack_depth);
     uint32_t queued = head - tail;
     uint32_t n;
@@ -593,42 +843,82 @@ static inline int32_t trace_slot_drain_stacks(struct trace_regs_slot *slot,
         for (uint32_t w = 0; w < words; w++)
             records[(uint64_t)i * words + w] = rec[w];
     }
-    __atomic_store_n(&slot->fifo_tail, tail + n, __ATOMIC_RELEASE);
+    trace_store_release(&slot->fifo_tail, tail + n);
     return (int32_t)n;
 }
 
 /*
- * Writer of the LFSR registers (the producer, or the controller while no
- * producer runs on the slot): publishes that the LFSR was loaded with
- * `state` at cycle `cycle`, and advances `cycles` to it.  A seqlock: odd
- * lfsr_seq while writing.
+ * Tries a writer of the LFSR seqlock makes before it gives up: the other
+ * writer is a process that may have died inside, or the file is hostile;
+ * a writer never spins for ever.
  */
-static inline void trace_slot_write_lfsr(struct trace_regs_slot *slot,
-                                         uint64_t cycle, uint32_t state)
-{
-    uint32_t seq = __atomic_load_n(&slot->lfsr_seq, __ATOMIC_RELAXED);
+#define TRACE_LFSR_WRITE_TRIES  (1u << 20)
 
-    __atomic_store_n(&slot->lfsr_seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&slot->cycles, cycle, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->reload_cycle, cycle, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->reload_state, state, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->lfsr_seq, seq + 2, __ATOMIC_RELEASE);
+/*
+ * Enters the write side of the LFSR seqlock: takes lfsr_seq from an even
+ * value to the next odd one with a compare-and-swap, so that two writers
+ * (the producer at a reload, copdrv.ko loading the LFSR while the producer
+ * runs) never both enter and never leave it odd.  Returns 0 with *seq the
+ * even value taken, or -1 after TRACE_LFSR_WRITE_TRIES looks at a held
+ * lock (nothing written).  The CAS is a full barrier: the data stores
+ * after it pair with the reader's trace_fence_load() in
+ * trace_slot_read_lfsr().
+ */
+static inline int trace_lfsr_write_begin(struct trace_regs_slot *slot,
+                                         uint32_t *seq)
+{
+    uint32_t tries;
+
+    for (tries = 0; tries < TRACE_LFSR_WRITE_TRIES; tries++) {
+        *seq = trace_load_once(&slot->lfsr_seq);
+        if (!(*seq & 1u) && trace_cas(&slot->lfsr_seq, *seq, *seq + 1))
+            return 0;
+    }
+    return -1;
 }
 
 /*
- * Controller, while no producer runs on the slot: loads the LFSR with
- * `state` now and restarts the dither's draws (with the dither on, the
- * producer that runs next draws interval 0's jitter before its first
- * cycle).
+ * Writer of the LFSR registers (the producer, or the controller): publishes
+ * that the LFSR was loaded with `state` at cycle `cycle`, and advances
+ * `cycles` to it.  A seqlock: odd lfsr_seq while writing; the release
+ * store of the even value pairs with the reader's acquire load of it.
+ * Returns 0, or -1 when it could not enter (nothing written).
  */
-static inline void trace_slot_load_state(struct trace_regs_slot *slot,
-                                         uint32_t state)
+static inline int trace_slot_write_lfsr(struct trace_regs_slot *slot,
+                                        uint64_t cycle, uint32_t state)
 {
-    uint64_t cycles = __atomic_load_n(&slot->cycles, __ATOMIC_ACQUIRE);
+    uint32_t seq;
 
-    __atomic_store_n(&slot->dither_draws, 0, __ATOMIC_RELAXED);
-    trace_slot_write_lfsr(slot, cycles, state);
+    if (trace_lfsr_write_begin(slot, &seq))
+        return -1;
+    trace_store_once(&slot->cycles, cycle);
+    trace_store_once(&slot->reload_cycle, cycle);
+    trace_store_once(&slot->reload_state, state);
+    trace_store_release(&slot->lfsr_seq, seq + 2);
+    return 0;
+}
+
+/*
+ * Controller: loads the LFSR with `state` now and restarts the dither's
+ * draws (with the dither on, the producer that runs next draws interval
+ * 0's jitter before its first cycle).  The hosted driver
+ * calls it with no producer running on the slot; copdrv.ko cannot hold the
+ * host's emulators and calls it while one may run: the seqlock keeps the
+ * two writers apart, and the producer takes the new value at its next
+ * attach or reload.  Returns 0, or -1 when the lock stayed held.
+ */
+static inline int trace_slot_load_state(struct trace_regs_slot *slot,
+                                        uint32_t state)
+{
+    uint32_t seq;
+
+    if (trace_lfsr_write_begin(slot, &seq))
+        return -1;
+    trace_store_once(&slot->dither_draws, 0);
+    trace_store_once(&slot->reload_cycle, trace_load_once(&slot->cycles));
+    trace_store_once(&slot->reload_state, state);
+    trace_store_release(&slot->lfsr_seq, seq + 2);
+    return 0;
 }
 
 /*
@@ -642,10 +932,10 @@ static inline void trace_slot_configure(struct trace_regs_slot *slot,
                                         uint32_t watermark, uint32_t dither,
                                         uint64_t dither_seed)
 {
-    __atomic_store_n(&slot->fifo_policy, fifo_policy, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->watermark, watermark, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->dither_seed, dither_seed, __ATOMIC_RELAXED);
-    __atomic_store_n(&slot->dither, dither ? 1u : 0u, __ATOMIC_RELEASE);
+    trace_store_once(&slot->fifo_policy, fifo_policy);
+    trace_store_once(&slot->watermark, watermark);
+    trace_store_once(&slot->dither_seed, dither_seed);
+    trace_store_release(&slot->dither, dither ? 1u : 0u);
 }
 
 /* A consistent view of a slot's clock: the LFSR is reload_state advanced by
@@ -663,14 +953,12 @@ static inline void trace_slot_read_lfsr(const struct trace_regs_slot *slot,
     uint32_t before, after;
 
     do {
-        before = __atomic_load_n(&slot->lfsr_seq, __ATOMIC_ACQUIRE);
-        snap->reload_cycle = __atomic_load_n(&slot->reload_cycle,
-                                             __ATOMIC_RELAXED);
-        snap->reload_state = __atomic_load_n(&slot->reload_state,
-                                             __ATOMIC_RELAXED);
-        snap->cycles = __atomic_load_n(&slot->cycles, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        after = __atomic_load_n(&slot->lfsr_seq, __ATOMIC_RELAXED);
+        before = trace_load_acquire(&slot->lfsr_seq);
+        snap->reload_cycle = trace_load_once(&slot->reload_cycle);
+        snap->reload_state = trace_load_once(&slot->reload_state);
+        snap->cycles = trace_load_once(&slot->cycles);
+        trace_fence_load();
+        after = trace_load_once(&slot->lfsr_seq);
     } while (before != after || (before & 1u));
 }
 
@@ -743,54 +1031,54 @@ static inline uint32_t trace_dither_interval(uint32_t count, uint64_t seed,
                                             trace_dither_width(count)));
 }
 
-_Static_assert(sizeof(struct trace_regs_header) == 128, "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_header, file_size) == 16,
+static_assert(sizeof(struct trace_regs_header) == 128, "header layout");
+static_assert(__builtin_offsetof(struct trace_regs_header, file_size) == 16,
                "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_header,
+static_assert(__builtin_offsetof(struct trace_regs_header,
                                   controller_pid) == 60, "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, cycles) == 64,
+static_assert(__builtin_offsetof(struct trace_regs_slot, cycles) == 64,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_head) == 112,
+static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_head) == 112,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, event_head) == 116,
+static_assert(__builtin_offsetof(struct trace_regs_slot, event_head) == 116,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_tail) == 128,
+static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_tail) == 128,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, event_tail) == 132,
+static_assert(__builtin_offsetof(struct trace_regs_slot, event_tail) == 132,
                "slot layout");
-_Static_assert(sizeof(struct trace_ovl_event) == 16, "event layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_header, doorbell) == 64,
+static_assert(sizeof(struct trace_ovl_event) == 16, "event layout");
+static_assert(__builtin_offsetof(struct trace_regs_header, doorbell) == 64,
                "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_policy) == 8,
+static_assert(__builtin_offsetof(struct trace_regs_slot, fifo_policy) == 8,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, dither_seed) == 24,
+static_assert(__builtin_offsetof(struct trace_regs_slot, dither_seed) == 24,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, stall_ns) == 192,
+static_assert(__builtin_offsetof(struct trace_regs_slot, stall_ns) == 192,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, stalled) == 216,
+static_assert(__builtin_offsetof(struct trace_regs_slot, stalled) == 216,
                "slot layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_slot, fifo) == 256,
+static_assert(__builtin_offsetof(struct trace_regs_slot, fifo) == 256,
                "slot layout");
-_Static_assert(sizeof(struct trace_regs_context) == 128, "context layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_context,
+static_assert(sizeof(struct trace_regs_context) == 128, "context layout");
+static_assert(__builtin_offsetof(struct trace_regs_context,
                                   guard_count) == 12, "context layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_context, ack) == 64,
+static_assert(__builtin_offsetof(struct trace_regs_context, ack) == 64,
                "context layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_context,
+static_assert(__builtin_offsetof(struct trace_regs_context,
                                   instructions) == 80, "context layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_context, check_cycle) == 88,
+static_assert(__builtin_offsetof(struct trace_regs_context, check_cycle) == 88,
                "context layout");
 
-_Static_assert(__builtin_offsetof(struct trace_regs_header,
+static_assert(__builtin_offsetof(struct trace_regs_header,
                                   mailbox_offset) == 68, "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_header,
+static_assert(__builtin_offsetof(struct trace_regs_header,
                                   stack_depth) == 84, "header layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_mailbox, image_device)
+static_assert(__builtin_offsetof(struct trace_regs_mailbox, image_device)
                == 64, "mailbox layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_mailbox, ack) == 128,
+static_assert(__builtin_offsetof(struct trace_regs_mailbox, ack) == 128,
                "mailbox layout");
-_Static_assert(__builtin_offsetof(struct trace_regs_mailbox, guards) == 192,
+static_assert(__builtin_offsetof(struct trace_regs_mailbox, guards) == 192,
                "mailbox layout");
-_Static_assert(sizeof(struct trace_regs_mailbox) == 1024, "mailbox layout");
+static_assert(sizeof(struct trace_regs_mailbox) == 1024, "mailbox layout");
 
 #endif /* COPROF_TRACE_REGS_H */

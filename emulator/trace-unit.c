@@ -96,137 +96,120 @@ void trace_geometry_default(struct trace_geometry *geo)
     geo->stack_depth = 0;
 }
 
-static int is_power_of_two(uint32_t n)
-{
-    return n && !(n & (n - 1));
-}
-
+/* A geometry's fault (trace_geometry_fault()) as a one-line reason. */
 static int check_geometry(const struct trace_geometry *geo,
                           char *err, size_t errlen)
 {
-    if (geo->n_slots < 1 || geo->n_slots > TRACE_MAX_SLOTS) {
+    switch (trace_geometry_fault(geo->n_slots, geo->n_contexts,
+                                 geo->fifo_depth, geo->ls_base, geo->ls_size,
+                                 geo->stack_depth)) {
+    case TRACE_REGS_OK:
+        return 0;
+    case TRACE_REGS_BAD_SLOTS:
         fail(err, errlen, "slot count %u is outside 1..%u", geo->n_slots,
              TRACE_MAX_SLOTS);
         return -1;
-    }
-    if (geo->n_contexts < 1 || geo->n_contexts > TRACE_MAX_CONTEXTS) {
+    case TRACE_REGS_BAD_CONTEXTS:
         fail(err, errlen, "context count %u is outside 1..%u",
              geo->n_contexts, TRACE_MAX_CONTEXTS);
         return -1;
-    }
-    if (!is_power_of_two(geo->fifo_depth)
-        || geo->fifo_depth < TRACE_MIN_FIFO_DEPTH
-        || geo->fifo_depth > TRACE_MAX_FIFO_DEPTH) {
+    case TRACE_REGS_BAD_FIFO_DEPTH:
         fail(err, errlen, "FIFO depth %u is not a power of two in %u..%u",
              geo->fifo_depth, TRACE_MIN_FIFO_DEPTH, TRACE_MAX_FIFO_DEPTH);
         return -1;
-    }
-    if (geo->ls_size < 4 || geo->ls_size > TRACE_MAX_LS_SIZE
-        || geo->ls_size % 4 || geo->ls_base % 4
-        || (uint64_t)geo->ls_base + geo->ls_size > 0x100000000ull) {
+    case TRACE_REGS_BAD_LOCAL_STORE:
         fail(err, errlen, "local store 0x%x+0x%x is not 4-byte aligned, "
              "at most 0x%x bytes, below 4 GiB", geo->ls_base, geo->ls_size,
              TRACE_MAX_LS_SIZE);
         return -1;
-    }
-    if (geo->stack_depth > TRACE_MAX_STACK_DEPTH) {
+    default:
         fail(err, errlen, "call-stack depth %u is above %u", geo->stack_depth,
              TRACE_MAX_STACK_DEPTH);
         return -1;
     }
-    return 0;
 }
 
 static uint64_t contexts_offset(const struct trace_geometry *geo)
 {
-    return sizeof(struct trace_regs_header)
-           + (uint64_t)geo->n_slots * trace_regs_slot_stride(geo->fifo_depth);
+    return trace_regs_contexts_at(geo->n_slots, geo->fifo_depth);
 }
 
 static uint64_t mailbox_offset(const struct trace_geometry *geo)
 {
-    return contexts_offset(geo)
-           + (uint64_t)geo->n_contexts * sizeof(struct trace_regs_context);
+    return trace_regs_mailboxes_at(geo->n_slots, geo->n_contexts,
+                                   geo->fifo_depth);
 }
 
-/* The call-stack area, appended after the mailboxes (0: none). */
 static uint64_t stack_offset(const struct trace_geometry *geo)
 {
-    if (!geo->stack_depth)
-        return 0;
-    return mailbox_offset(geo)
-           + (uint64_t)geo->n_slots * sizeof(struct trace_regs_mailbox);
+    return trace_regs_stacks_at(geo->n_slots, geo->n_contexts,
+                                geo->fifo_depth, geo->stack_depth);
 }
 
 static uint64_t file_size_for(const struct trace_geometry *geo)
 {
-    if (geo->stack_depth)
-        return stack_offset(geo)
-               + geo->n_slots * trace_stack_slot_bytes(geo->fifo_depth,
-                                                       geo->stack_depth);
-    return mailbox_offset(geo)
-           + (uint64_t)geo->n_slots * sizeof(struct trace_regs_mailbox);
+    return trace_regs_size_for(geo->n_slots, geo->n_contexts,
+                               geo->fifo_depth, geo->stack_depth);
 }
 
+/*
+ * trace_regs_check() (trace-regs.h) decides; this says why in words, with
+ * the values.
+ */
 int trace_regs_validate(const void *base, uint64_t size,
                         char *err, size_t errlen)
 {
-    const struct trace_regs_header *h = base;
+    struct trace_regs_header h;
     struct trace_geometry geo;
+    enum trace_regs_fault fault;
 
-    if (size < sizeof(*h)) {
+    if (size < sizeof(h)) {
         fail(err, errlen, "file is %llu bytes, shorter than the %zu-byte "
-             "header", (unsigned long long)size, sizeof(*h));
+             "header", (unsigned long long)size, sizeof(h));
         return -1;
     }
-    if (memcmp(h->magic, TRACE_REGS_MAGIC, TRACE_REGS_MAGIC_SIZE) != 0) {
+    trace_regs_snapshot(&h, base);
+    fault = trace_regs_check(&h, size);
+    geo = (struct trace_geometry){ h.n_slots, h.n_contexts, h.fifo_depth,
+                                   h.ls_base, h.ls_size, h.stack_depth };
+    switch (fault) {
+    case TRACE_REGS_OK:
+        return 0;
+    case TRACE_REGS_BAD_MAGIC:
         fail(err, errlen, "not a trace-unit register file (bad magic)");
         return -1;
-    }
-    if (h->version != TRACE_REGS_VERSION) {
+    case TRACE_REGS_BAD_VERSION:
         fail(err, errlen, "register file version %u, this build reads "
-             "version %u", h->version, TRACE_REGS_VERSION);
+             "version %u", h.version, TRACE_REGS_VERSION);
+        return -1;
+    case TRACE_REGS_BAD_HEADER_SIZE:
+        fail(err, errlen, "header size %u, expected %zu", h.header_size,
+             sizeof(h));
+        return -1;
+    case TRACE_REGS_BAD_RESERVED: {
+        size_t i = 0;
+
+        while (i + 1 < sizeof(h.reserved) && !h.reserved[i])
+            i++;
+        fail(err, errlen, "reserved header byte %zu is not zero",
+             offsetof(struct trace_regs_header, reserved) + i);
         return -1;
     }
-    if (h->header_size != sizeof(*h)) {
-        fail(err, errlen, "header size %u, expected %zu", h->header_size,
-             sizeof(*h));
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof(h->reserved); i++) {
-        if (h->reserved[i]) {
-            fail(err, errlen, "reserved header byte %zu is not zero",
-                 offsetof(struct trace_regs_header, reserved) + i);
-            return -1;
-        }
-    }
-    geo = (struct trace_geometry){ h->n_slots, h->n_contexts, h->fifo_depth,
-                                   h->ls_base, h->ls_size, h->stack_depth };
-    if (check_geometry(&geo, err, errlen) < 0)
-        return -1;
-    if (h->slot_stride != trace_regs_slot_stride(h->fifo_depth)
-        || h->slots_offset != sizeof(*h)
-        || h->context_stride != sizeof(struct trace_regs_context)
-        || h->contexts_offset != contexts_offset(&geo)
-        || h->mailbox_stride != sizeof(struct trace_regs_mailbox)
-        || h->mailbox_offset != mailbox_offset(&geo)
-        || h->stack_offset != stack_offset(&geo)) {
+    case TRACE_REGS_BAD_LAYOUT:
         fail(err, errlen, "inconsistent layout (slot stride %u at %u, "
              "context stride %u at %u, mailbox stride %u at %u)",
-             h->slot_stride, h->slots_offset, h->context_stride,
-             h->contexts_offset, h->mailbox_stride, h->mailbox_offset);
+             h.slot_stride, h.slots_offset, h.context_stride,
+             h.contexts_offset, h.mailbox_stride, h.mailbox_offset);
         return -1;
-    }
-    /* A file may be longer than the register file it holds: QEMU's
-     * ivshmem maps a power-of-two size, so a guest pads it. */
-    if (h->file_size != file_size_for(&geo) || size < h->file_size) {
+    case TRACE_REGS_BAD_FILE_SIZE:
         fail(err, errlen, "file is %llu bytes, header says %llu and the "
              "geometry needs %llu", (unsigned long long)size,
-             (unsigned long long)h->file_size,
+             (unsigned long long)h.file_size,
              (unsigned long long)file_size_for(&geo));
         return -1;
+    default:
+        return check_geometry(&geo, err, errlen);
     }
-    return 0;
 }
 
 static struct trace_unit *map_unit(const char *path, int fd, size_t size,
@@ -265,7 +248,7 @@ static void initialise(struct trace_unit *unit,
     h->n_slots = geo->n_slots;
     h->n_contexts = geo->n_contexts;
     h->fifo_depth = geo->fifo_depth;
-    h->slot_stride = trace_regs_slot_stride(geo->fifo_depth);
+    h->slot_stride = (uint32_t)trace_regs_slot_stride(geo->fifo_depth);
     h->slots_offset = sizeof(*h);
     h->context_stride = sizeof(struct trace_regs_context);
     h->contexts_offset = (uint32_t)contexts_offset(geo);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * copstream.h — the escape-coded sample stream: format, encoder, decoder.
  *

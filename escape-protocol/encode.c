@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * encode.c — the writing half of the escape-coded stream, and the record
  * layout table both halves read.

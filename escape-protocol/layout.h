@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * layout.h — what encode.c, decode.c and text.c share: little-endian word
  * access, the header word, and the table of record layouts (which struct
@@ -14,9 +15,10 @@
 
 /*
  * Little-endian words at any alignment.  The load's byte assembly compiles
- * to one move; the store goes through a packed struct, as the Linux
- * kernel's put_unaligned does, because compilers split byte-wise stores
- * whose value has bytes known to be zero.
+ * to one move.  The store is the kernel's put_unaligned_le64() in
+ * copdrv.ko; in user space it goes through a packed struct, as
+ * put_unaligned does, because compilers split byte-wise stores whose value
+ * has bytes known to be zero.
  */
 static inline uint64_t load_word(const uint8_t *p)
 {
@@ -25,6 +27,14 @@ static inline uint64_t load_word(const uint8_t *p)
            (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
 }
 
+#ifdef __KERNEL__
+#include <asm/unaligned.h>
+
+static inline void store_word(uint8_t *p, uint64_t w)
+{
+    put_unaligned_le64(w, p);
+}
+#else
 struct unaligned_word {
     uint64_t value;
 } __attribute__((packed, may_alias));
@@ -36,6 +46,7 @@ static inline void store_word(uint8_t *p, uint64_t w)
 #endif
     ((struct unaligned_word *)p)->value = w;
 }
+#endif
 
 /* Header word: marker 48..63, check 32..47, length 16..31, code 0..15. */
 static inline uint64_t header_word(uint16_t code, uint16_t length,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * copdrv-os.h - the thin OS shim under the portable driver core.
  *
@@ -19,13 +20,14 @@
  *
  * (linux/os-linux.c is the module's shim.)
  *
- * Every function takes the shim instance the host gave to copdrv_init().
+ * Every function takes the shim instance the host gave to copdrv_create().
  * kernel-driver/README.md describes the contract of each.
  */
 #ifndef COPROF_COPDRV_OS_H
 #define COPROF_COPDRV_OS_H
 
 #ifdef __KERNEL__
+#include <linux/build_bug.h>
 #include <linux/types.h>
 #include <linux/errno.h>
 #include <linux/compiler.h>
@@ -40,6 +42,8 @@ typedef uint16_t u16;
 typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int32_t s32;
+
+#define BIT_ULL(n)	(1ull << (n))
 #endif
 
 /*
@@ -55,14 +59,26 @@ typedef int32_t s32;
  *                                earlier store before it (the producer's
  *                                stall handshake, a Dekker pair)
  *
- * Kernel: READ_ONCE, smp_load_acquire, smp_store_release, smp_mb.  Hosted:
- * the GCC __atomic builtins the trace unit's primitives use too.
+ * Kernel: READ_ONCE and the virt_* barriers (the register file's other
+ * party is a host process, not another CPU of this kernel, so the barriers
+ * must hold on a !SMP guest, where the smp_* ones are compiler barriers).
+ * Hosted: the GCC __atomic builtins the trace unit's accessors use too.
+ * Each use in the core names the access of the other party it pairs with.
  */
 #ifdef __KERNEL__
 #define copdrv_read_once(p)		READ_ONCE(*(p))
-#define copdrv_load_acquire(p)		smp_load_acquire(p)
-#define copdrv_store_release(p, v)	smp_store_release(p, v)
-#define copdrv_load_full(p)		({ smp_mb(); READ_ONCE(*(p)); })
+/* each use in the core says which access of the other party it pairs with */
+#define copdrv_load_acquire(p)		virt_load_acquire(p)
+/* each use in the core says which access of the other party it pairs with */
+#define copdrv_store_release(p, v)	virt_store_release(p, v)
+
+static inline u32 copdrv_load_full_u32(const u32 *p)
+{
+	virt_mb();	/* pairs with the producer's full barrier in its stall */
+	return READ_ONCE(*p);
+}
+
+#define copdrv_load_full(p)		copdrv_load_full_u32(p)
 #else
 #define copdrv_read_once(p)		__atomic_load_n(p, __ATOMIC_RELAXED)
 #define copdrv_load_acquire(p)		__atomic_load_n(p, __ATOMIC_ACQUIRE)
@@ -95,7 +111,7 @@ u64 copdrv_os_now_ns(struct copdrv_os *os);
  * a FIFO passes its watermark or stalls.  The core says nothing more: how
  * the wait happens is the shim's (hosted: a futex wait with the time to
  * the next deadline as timeout; a module: the trace unit's interrupt
- * reschedules the delayed work now).  Returns 0 or a negative errno.
+ * wakes the poll thread now).  Returns 0 or a negative errno.
  * timer_stop returns once no poll runs and none will; it is called
  * without the lock.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * copdrv.h - the coprof kernel driver core: what a host (copsim now, a
  * Linux module later) calls.
@@ -39,7 +40,7 @@
 
 /* The event buffer's size: bounds and default, in bytes. */
 #define COPDRV_BUFFER_MIN	(64u << 10)
-#define COPDRV_BUFFER_MAX	(1u << 30)
+#define COPDRV_BUFFER_MAX	(1024u << 20)
 #define COPDRV_BUFFER_DEFAULT	(4u << 20)
 
 /* Poll interval bounds, in nanoseconds. */
@@ -48,6 +49,14 @@
 
 /* The reader is woken at least this often while data waits (ns). */
 #define COPDRV_WAKE_LATENCY_NS	50000000ull		/* 50 ms */
+
+/*
+ * Image identities the driver keeps, at most: each holds its path until
+ * a start forgets those no bound context uses; a bind of one more is
+ * refused (-ENOSPC), so a controller that announces a new identity at
+ * every bind cannot grow the driver's memory without bound.
+ */
+#define COPDRV_MAX_IMAGES	1024u
 
 /* Overlay regions (guard words) of one context, at most. */
 #define COPDRV_MAX_REGIONS	1024u
@@ -61,8 +70,8 @@ struct copdrv_params {
 	u32 fifo_depth;		/* must be the register file's */
 	u32 buffer_bytes;	/* event buffer size; 0: the default */
 	u32 fifo_full;		/* COPSTREAM_FIFO_DROP or COPSTREAM_FIFO_STALL */
-	u32 watermark;		/* FIFO fill that rings the doorbell, below
-				 * fifo_depth; 0: half the FIFO */
+	/* FIFO fill that rings the doorbell, below fifo_depth; 0: half */
+	u32 watermark;
 	u32 dither;		/* 1: each interval N plus a seeded jitter */
 	u64 dither_seed;
 };
@@ -118,11 +127,17 @@ struct copdrv_stats {
 struct copdrv;
 
 /*
- * A driver over the register file mapped at regs (regs_size bytes, already
- * validated by the host).  Returns NULL with *error set (-ENOMEM, -EINVAL).
+ * A driver over the register file mapped at regs (regs_size bytes).  The
+ * header is read once and checked (trace_regs_check()); nothing later
+ * reads it from the file again.  Returns NULL with *error set (-ENOMEM,
+ * -EINVAL for a header the validator refuses).
  */
 struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
 			     u64 regs_size, int *error);
+
+struct trace_regs_header;
+/* The register file's header as the driver read and checked it at create. */
+const struct trace_regs_header *copdrv_header(const struct copdrv *drv);
 
 /* Stops the driver if it runs and frees it. */
 void copdrv_destroy(struct copdrv *drv);
@@ -148,13 +163,19 @@ void copdrv_poll_doorbell(struct copdrv *drv);
  */
 int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx);
 struct trace_regs_mailbox;
-/* The context of a mailbox's BIND message; -EINVAL if it is none. */
+/*
+ * The context of a mailbox's BIND message; -EINVAL if it is none.  `box`
+ * is memory the caller owns (copdrv.ko copies the message out of the
+ * shared file first): ctx->path points into it.
+ */
 int copdrv_mailbox_context(const struct trace_regs_mailbox *box, void *ls,
 			   struct copdrv_context *ctx);
 void copdrv_unbind(struct copdrv *drv, u32 slot);
-/* The same for a context that ended (exited, faulted, reaped): it will
+/*
+ * The same for a context that ended (exited, faulted, reaped): it will
  * never be bound again, and the stream says so with an END after the
- * RELEASE (stream 1.3), so the reader can let go of it. */
+ * RELEASE (stream 1.3), so the reader can let go of it.
+ */
 void copdrv_unbind_end(struct copdrv *drv, u32 slot);
 
 void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats);

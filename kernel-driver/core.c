@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * core.c - the portable core of the coprof kernel driver (see copdrv.h).
  *
@@ -67,9 +68,9 @@
 #include "kernel-driver/event-buffer.h"
 #include "emulator/trace-regs.h"
 
-_Static_assert(COPDRV_MAX_SLOTS == TRACE_MAX_SLOTS, "stall counters by slot");
-_Static_assert(COPSTREAM_FIFO_STALL == TRACE_FIFO_STALL &&
-	       COPSTREAM_FIFO_DROP == TRACE_FIFO_DROP, "FIFO-full policies");
+static_assert(TRACE_MAX_SLOTS == COPDRV_MAX_SLOTS, "stall counters by slot");
+static_assert(TRACE_FIFO_STALL == COPSTREAM_FIFO_STALL, "FIFO-full policies");
+static_assert(TRACE_FIFO_DROP == COPSTREAM_FIFO_DROP, "FIFO-full policies");
 
 #define WORD_BYTES		COPSTREAM_WORD_BYTES
 #define RECORD_BYTES(words)	(WORD_BYTES * (2 + (words)))
@@ -81,7 +82,7 @@ _Static_assert(COPSTREAM_FIFO_STALL == TRACE_FIFO_STALL &&
 #define LOST_CAUSES		(COPSTREAM_LOST_CAUSE_END - 1)
 
 /* A guard word not reported yet in this binding (real ones are 32-bit). */
-#define GUARD_UNKNOWN		(1ull << 32)
+#define GUARD_UNKNOWN		BIT_ULL(32)
 
 struct copdrv_image {
 	struct copstream_image_id id;
@@ -106,24 +107,25 @@ struct copdrv_slot {
 	u32 watched;		/* the trace unit watches the guard words */
 	u32 event_overflow_seen;	/* event_overflow already counted */
 	u32 n_events;		/* drained into copdrv.events this group */
-	u64 *stalled;		/* placed changes that wait for room, by
-				 * region; GUARD_UNKNOWN: none */
+	/* placed changes that wait for room, by region; GUARD_UNKNOWN: none */
+	u64 *stalled;
 	u32 n_stalled;		/* regions with one */
 	u64 stalls_seen;	/* stall_count already reported */
 	u64 stall_ns_seen;	/* stall_ns already reported */
 	u32 end_pending;	/* an ended context's END waits to be written */
 	u64 end_context;	/* its context id ... */
 	u64 end_cycle;		/* ... and the slot's cycle when it left */
-	u32 *stack_area;	/* the slot's stack records, or 0 */
+	u32 *stack_area;	/* the slot's stack records, or NULL */
 };
 
 struct copdrv {
 	struct copdrv_os *os;
 	u8 *regs;
+	struct trace_regs_header header;	/* the file's, checked at create */
 	u32 n_slots;
 	u32 fifo_depth;
 	u32 ls_size;
-	u8 *contexts;		/* context blocks, 0 if they do not fit */
+	u8 *contexts;		/* context blocks */
 	u32 n_contexts;
 	u32 context_stride;
 
@@ -150,67 +152,27 @@ struct copdrv {
 
 /* ---- Register file ------------------------------------------------------ */
 
-static int geometry_fits(const struct trace_regs_header *h, u64 size)
-{
-	u64 slots_end;
-
-	if (size < sizeof(*h) || h->n_slots < 1 ||
-	    h->n_slots > TRACE_MAX_SLOTS)
-		return 0;
-	if (h->fifo_depth < TRACE_MIN_FIFO_DEPTH ||
-	    (h->fifo_depth & (h->fifo_depth - 1)) != 0 ||
-	    h->slot_stride < trace_regs_slot_stride(h->fifo_depth))
-		return 0;
-	if (h->ls_size < 4 || h->ls_size > TRACE_MAX_LS_SIZE ||
-	    h->ls_size % 4 != 0)
-		return 0;
-	slots_end = h->slots_offset + (u64)h->n_slots * h->slot_stride;
-	return h->slots_offset >= sizeof(*h) && slots_end <= size;
-}
-
-/* The call-stack area, when the header has one inside the file. */
-static int stacks_fit(const struct trace_regs_header *h, u64 size)
-{
-	if (!h->stack_depth || h->stack_depth > TRACE_MAX_STACK_DEPTH ||
-	    h->stack_depth > COPSTREAM_MAX_FRAMES || !h->stack_offset)
-		return 0;
-	return h->stack_offset + h->n_slots *
-	       trace_stack_slot_bytes(h->fifo_depth, h->stack_depth) <= size;
-}
-
-/* The context blocks, when the header places them inside the file. */
-static void find_contexts(struct copdrv *drv,
-			  const struct trace_regs_header *h, u64 size)
-{
-	u64 end = h->contexts_offset + (u64)h->n_contexts * h->context_stride;
-
-	if (h->n_contexts < 1 || h->n_contexts > TRACE_MAX_CONTEXTS ||
-	    h->context_stride < sizeof(struct trace_regs_context) ||
-	    h->contexts_offset < sizeof(*h) || end > size)
-		return;
-	drv->contexts = drv->regs + h->contexts_offset;
-	drv->n_contexts = h->n_contexts;
-	drv->context_stride = h->context_stride;
-}
-
 /*
  * Whether the trace unit watches the guard words of the context the
  * register file binds to the slot (its guard_count).
  */
 static u32 slot_watched(const struct copdrv *drv, const struct copdrv_slot *s)
 {
+	/* pairs with the controller's release store of bound_context */
 	u32 index = copdrv_load_acquire(&s->regs->bound_context);
 	const struct trace_regs_context *c;
 
-	if (!drv->contexts || index >= drv->n_contexts)
+	if (index >= drv->n_contexts)
 		return 0;
 	c = (const struct trace_regs_context *)
 		(drv->contexts + (u64)index * drv->context_stride);
+	/* pairs with the controller's release store of guard_count */
 	return copdrv_load_acquire(&c->guard_count) > 0;
 }
 
 static u64 slot_cycles(const struct copdrv_slot *s)
 {
+	/* pairs with the producer's store of cycles after its captures */
 	return copdrv_load_acquire(&s->regs->cycles);
 }
 
@@ -220,6 +182,7 @@ static u64 slot_cycles(const struct copdrv_slot *s)
  */
 static void slot_load(struct copdrv_slot *s, u32 value)
 {
+	/* pairs with the producer's acquire load at its reload */
 	copdrv_store_release(&s->regs->programmed_value, value);
 	trace_slot_load_state(s->regs, value);
 }
@@ -227,6 +190,7 @@ static void slot_load(struct copdrv_slot *s, u32 value)
 /* After a session: no producer may wait for a driver that is gone. */
 static void slot_unconfigure(struct copdrv_slot *s)
 {
+	/* pairs with the producer's acquire load at a full FIFO */
 	copdrv_store_release(&s->regs->fifo_policy, COPSTREAM_FIFO_DROP);
 }
 
@@ -260,6 +224,7 @@ static void discard_events(struct copdrv *drv, struct copdrv_slot *s)
 	for (i = 0; i < s->guards_capacity; i++)
 		s->stalled[i] = GUARD_UNKNOWN;
 	s->n_stalled = 0;
+	/* pairs with the producer's release store in trace_slot_push_event() */
 	s->event_overflow_seen = copdrv_load_acquire(&s->regs->event_overflow);
 }
 
@@ -268,6 +233,7 @@ static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
 {
 	u32 cause;
 
+	/* these pair with the producer's release stores of its counters */
 	s->overflow_seen = copdrv_load_acquire(&s->regs->overflow_count);
 	s->outside_seen = copdrv_load_acquire(&s->regs->outside_count);
 	trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
@@ -282,6 +248,7 @@ static void slot_baseline(struct copdrv *drv, struct copdrv_slot *s)
 /* Hardware losses since the last look become pending LOST counts. */
 static void count_hardware_losses(struct copdrv_slot *s)
 {
+	/* pair with the release store of capture_count after each count */
 	u64 overflow = copdrv_load_acquire(&s->regs->overflow_count);
 	u64 outside = copdrv_load_acquire(&s->regs->outside_count);
 
@@ -421,6 +388,7 @@ static void emit_time(struct copdrv *drv, const struct copdrv_slot *s,
 static void emit_stalls(struct copdrv *drv, struct copdrv_slot *s, u64 cycle)
 {
 	struct copstream_record rec = { .code = COPSTREAM_STALL };
+	/* pair with the producer's stores at the end of each stall */
 	u64 count = copdrv_load_acquire(&s->regs->stall_count);
 	u64 ns = copdrv_load_acquire(&s->regs->stall_ns);
 
@@ -547,6 +515,7 @@ static int drain_events(struct copdrv *drv, struct copdrv_slot *s, u32 end)
 		return 1;
 	}
 	s->n_events = (u32)got;
+	/* pairs with the release store in trace_slot_push_event() */
 	overflow = copdrv_load_acquire(&s->regs->event_overflow);
 	if (overflow == s->event_overflow_seen)
 		return 0;
@@ -624,9 +593,10 @@ static void stack_record(struct copdrv *drv, const struct copdrv_slot *s,
 	for (i = 0; i < n; i++) {
 		u32 frame = record[1 + i];
 
-		copstream_put_frame(drv->frames, i, copstream_frame_word(
-			(u32)TRACE_STACK_FRAME_FIELD(frame) << 2,
-			TRACE_STACK_FRAME_OVERLAY(frame)));
+		u64 word = copstream_frame_word((u32)TRACE_STACK_FRAME_FIELD(frame) << 2,
+						TRACE_STACK_FRAME_OVERLAY(frame));
+
+		copstream_put_frame(drv->frames, i, word);
 	}
 	rec->code = COPSTREAM_CALLSTACK;
 	rec->u.callstack = (struct copstream_callstack){
@@ -635,8 +605,10 @@ static void stack_record(struct copdrv *drv, const struct copdrv_slot *s,
 	};
 }
 
-/* Call stacks: each sample of [from, to) with its CALLSTACK after it,
- * while both fit; returns the samples written. */
+/*
+ * Call stacks: each sample of [from, to) with its CALLSTACK after it,
+ * while both fit; returns the samples written.
+ */
 static u64 put_samples_stacked(struct copdrv *drv, struct copdrv_slot *s,
 			       u64 from, u64 to, u64 keep)
 {
@@ -782,6 +754,11 @@ static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 		drv->stats.fifo_errors++;
 		return 0;
 	}
+	/*
+	 * The full barrier orders the drain's tail store before this load;
+	 * it pairs with the producer's seq-cst store of stalled before its
+	 * re-read of the tail (trace-unit.c), a Dekker pair.
+	 */
 	if (copdrv_load_full(&s->regs->stalled))
 		copdrv_os_wake_producer(drv->os, &s->regs->fifo_tail);
 	return (u64)got;
@@ -822,8 +799,10 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 	if (events_lost && s->watched)
 		for (region = 0; region < s->ctx.regions; region++)
 			s->guards[region] = GUARD_UNKNOWN;
-	/* Not reported at all: no read (put_samples_placed() keeps the room
-	 * of the placed OVERLAYs). */
+	/*
+	 * Not reported at all: no read (put_samples_placed() keeps the room
+	 * of the placed OVERLAYs).
+	 */
 	if (flags >= 0)
 		changed = read_guards(drv, s);
 	keep = changed * OVERLAY_BYTES + LOST_CAUSES * LOST_BYTES +
@@ -926,6 +905,8 @@ static int find_image(struct copdrv *drv, const struct copdrv_context *ctx)
 	for (i = 0; i < drv->n_images; i++)
 		if (same_image(&drv->images[i].id, &ctx->image))
 			return (int)i;
+	if (drv->n_images >= COPDRV_MAX_IMAGES)
+		return -ENOSPC;
 	if (drv->n_images == drv->images_capacity && grow_images(drv))
 		return -ENOMEM;
 	image = &drv->images[drv->n_images];
@@ -938,6 +919,39 @@ static int find_image(struct copdrv *drv, const struct copdrv_context *ctx)
 	image->id = ctx->image;
 	image->sent = 0;
 	return (int)drv->n_images++;
+}
+
+/* Whether a bound context of some slot uses image number `image`. */
+static int image_bound(const struct copdrv *drv, u32 image)
+{
+	u32 i;
+
+	for (i = 0; i < drv->n_slots; i++)
+		if (drv->slots[i].bound && drv->slots[i].image == image)
+			return 1;
+	return 0;
+}
+
+/*
+ * At a start: forgets the images no bound context uses (their IMAGE
+ * would be written again anyway), so the table holds the bound ones and
+ * those of one session, never more than COPDRV_MAX_IMAGES.
+ */
+static void prune_images(struct copdrv *drv)
+{
+	u32 i, slot, kept = 0;
+
+	for (i = 0; i < drv->n_images; i++) {
+		if (!image_bound(drv, i)) {
+			copdrv_os_free(drv->os, drv->images[i].path);
+			continue;
+		}
+		for (slot = 0; slot < drv->n_slots; slot++)
+			if (drv->slots[slot].bound && drv->slots[slot].image == i)
+				drv->slots[slot].image = kept;
+		drv->images[kept++] = drv->images[i];
+	}
+	drv->n_images = kept;
 }
 
 /* ---- The reader ---------------------------------------------------------- */
@@ -1096,7 +1110,7 @@ int copdrv_bind(struct copdrv *drv, const struct copdrv_context *ctx)
 		return err;
 	}
 	s->ctx = *ctx;
-	s->ctx.path = 0;
+	s->ctx.path = NULL;
 	s->image = (u32)image;
 	switch_slot(drv, s, 1);
 	unlock_and_wake(drv);
@@ -1145,7 +1159,7 @@ static int params_valid(const struct copdrv *drv,
 			const struct copdrv_params *p)
 {
 	if (p->lfsr_value > 0xFFFFFF || p->lfsr_count > 0xFFFFFF ||
-	    (p->lfsr_value == 0) != (p->lfsr_count == 0))
+	    !p->lfsr_value != !p->lfsr_count)
 		return 0;
 	if (p->poll_interval_ns < COPDRV_POLL_MIN_NS ||
 	    p->poll_interval_ns > COPDRV_POLL_MAX_NS)
@@ -1181,6 +1195,7 @@ static void reset_session(struct copdrv *drv)
 	u32 i;
 
 	drv->stats = empty;
+	prune_images(drv);
 	for (i = 0; i < drv->n_images; i++)
 		drv->images[i].sent = 0;
 	for (i = 0; i < drv->n_slots; i++) {
@@ -1252,7 +1267,6 @@ void copdrv_poll_doorbell(struct copdrv *drv)
 	unlock_and_wake(drv);
 }
 
-
 int copdrv_stop(struct copdrv *drv)
 {
 	u32 i;
@@ -1297,46 +1311,59 @@ static int alloc_scratch(struct copdrv *drv)
 	       (drv->stacks || !drv->stack_depth) ? 0 : -ENOMEM;
 }
 
+/*
+ * The header is read once, into drv->header, and checked there with the
+ * trace unit's validator (trace_regs_check()): every pointer the driver
+ * keeps into the file is computed from that copy, so a host process that
+ * rewrites the header later changes nothing the driver relies on.
+ */
 struct copdrv *copdrv_create(struct copdrv_os *os, void *regs,
 			     u64 regs_size, int *error)
 {
-	const struct trace_regs_header *header = regs;
+	const struct trace_regs_header *h;
 	struct copdrv *drv;
 	u32 i;
 
-	if (!geometry_fits(header, regs_size)) {
-		*error = -EINVAL;
-		return 0;
-	}
 	drv = copdrv_os_alloc(os, sizeof(*drv));
 	if (!drv) {
 		*error = -ENOMEM;
-		return 0;
+		return NULL;
 	}
+	h = &drv->header;
 	drv->os = os;
 	drv->regs = regs;
-	drv->n_slots = header->n_slots;
-	drv->fifo_depth = header->fifo_depth;
-	drv->ls_size = header->ls_size;
-	find_contexts(drv, header, regs_size);
-	drv->stack_depth = stacks_fit(header, regs_size) ? header->stack_depth
-							  : 0;
+	if (regs_size >= sizeof(*h))
+		trace_regs_snapshot(&drv->header, regs);
+	if (trace_regs_check(h, regs_size) != TRACE_REGS_OK) {
+		copdrv_os_free(os, drv);
+		*error = -EINVAL;
+		return NULL;
+	}
+	drv->n_slots = h->n_slots;
+	drv->fifo_depth = h->fifo_depth;
+	drv->ls_size = h->ls_size;
+	drv->contexts = drv->regs + h->contexts_offset;
+	drv->n_contexts = h->n_contexts;
+	drv->context_stride = h->context_stride;
+	drv->stack_depth = h->stack_depth;
 	for (i = 0; i < drv->n_slots; i++) {
 		drv->slots[i].index = i;
 		drv->slots[i].announced = 1;
 		drv->slots[i].regs = (struct trace_regs_slot *)
-			(drv->regs + header->slots_offset +
-			 (u64)i * header->slot_stride);
-		if (drv->stack_depth)
-			drv->slots[i].stack_area = trace_stack_area(regs,
-								    header, i);
+			(drv->regs + h->slots_offset + (u64)i * h->slot_stride);
+		drv->slots[i].stack_area = trace_stack_area(regs, h, i);
 	}
 	*error = alloc_scratch(drv);
 	if (*error) {
 		copdrv_destroy(drv);
-		return 0;
+		return NULL;
 	}
 	return drv;
+}
+
+const struct trace_regs_header *copdrv_header(const struct copdrv *drv)
+{
+	return &drv->header;
 }
 
 void copdrv_destroy(struct copdrv *drv)
@@ -1372,6 +1399,7 @@ void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats)
 			stats->lost_pending += drv->slots[i].pending[cause];
 	if (drv->buffer.data) {
 		stats->bytes_written = drv->buffer.head;
+		/* pairs with the reader's release store of tail */
 		stats->bytes_read = copdrv_load_acquire(&drv->buffer.tail);
 		stats->buffer_bytes = drv->buffer.size;
 		stats->buffer_used = copdrv_buffer_used(&drv->buffer);
@@ -1383,7 +1411,7 @@ void copdrv_get_stats(struct copdrv *drv, struct copdrv_stats *stats)
 u64 copdrv_buffer_peek(struct copdrv *drv, const u8 **bytes, int *ended)
 {
 	if (!drv->buffer.data) {
-		*bytes = 0;
+		*bytes = NULL;
 		*ended = 0;
 		return 0;
 	}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /*
  * event-buffer.c - the driver's bounded event buffer (see event-buffer.h).
  *
@@ -11,14 +12,21 @@
  */
 #include "kernel-driver/event-buffer.h"
 
+/*
+ * The positions pair across the writer and the reader: the writer's
+ * release store of head (after the bytes) pairs with the reader's acquire
+ * load of it (before it reads them), the reader's release store of tail
+ * (after it read them) with the writer's acquire load of it (before it
+ * overwrites them).
+ */
 static u64 load_position(const u64 *position)
 {
-	return copdrv_load_acquire(position);
+	return copdrv_load_acquire(position);	/* pairs: publish_position() */
 }
 
 static void publish_position(u64 *position, u64 value)
 {
-	copdrv_store_release(position, value);
+	copdrv_store_release(position, value);	/* pairs: load_position() */
 }
 
 void copdrv_buffer_init(struct copdrv_buffer *buf, u8 *data, u64 size,
@@ -116,12 +124,14 @@ u64 copdrv_buffer_put_samples(struct copdrv_buffer *buf, u32 slot,
 
 void copdrv_buffer_end(struct copdrv_buffer *buf)
 {
+	/* pairs with the acquire load in copdrv_buffer_readable() */
 	copdrv_store_release(&buf->ended, 1);
 }
 
 u64 copdrv_buffer_readable(struct copdrv_buffer *buf, const u8 **bytes,
 			   int *ended)
 {
+	/* pairs with copdrv_buffer_end(): ended, then head, as written */
 	u32 end = copdrv_load_acquire(&buf->ended);
 	u64 head = load_position(&buf->head);
 	u64 tail = buf->tail;

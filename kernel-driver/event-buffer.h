@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * event-buffer.h - the driver's bounded event buffer: a byte ring with one
  * writer (the driver, under its lock) and one reader.

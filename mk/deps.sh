@@ -5,8 +5,9 @@
 #
 # The list is what the build, the tests and the reports use (README.md),
 # with the kernel, its headers, QEMU for x86 and busybox-static for the
-# Linux module's guest (kernel-driver/linux/), and the viewers' own tools
-# that read copreport's exports back in its tests (go tool pprof from
+# Linux module's guest (kernel-driver/linux/), sparse and linux-source-6.1
+# (its tarball has checkpatch.pl) for make check-kernel-style, and the
+# viewers' own tools that read copreport's exports back in its tests (go tool pprof from
 # golang-go, callgrind_annotate from valgrind, headless chromium for the
 # HTML report) with python3-protobuf, which writes the pprof export.
 
@@ -15,7 +16,8 @@ libtracefs-dev libtraceevent-dev linux-perf
 libsqlite3-dev qemu-system-misc gcc-riscv64-unknown-elf
 picolibc-riscv64-unknown-elf clang python3-pyelftools python3-matplotlib
 python3-pytest qemu-system-x86 linux-image-amd64 linux-headers-amd64
-busybox-static golang-go valgrind python3-protobuf chromium"
+busybox-static golang-go valgrind python3-protobuf chromium sparse
+linux-source-6.1"
 
 missing=""
 for p in $PACKAGES; do

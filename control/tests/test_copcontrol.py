@@ -181,17 +181,38 @@ def test_saved_settings(cenv, tmp_path):
     assert cenv.copcontrol("--stop").returncode == 0
 
 
+PERF_TYPE_RAW = 4
+EVENT_SOURCES = "/sys/bus/event_source/devices"
+
+
+def kernel_core_pmus():
+    """The kernel's CPU PMUs, as copcontrol decides (control/events.c):
+    event sources of type PERF_TYPE_RAW (cpu, cpu_core, cpu_atom,
+    armv8_*), not uncore ones such as rapl."""
+    found = []
+    for name in sorted(os.listdir(EVENT_SOURCES)) \
+            if os.path.isdir(EVENT_SOURCES) else []:
+        try:
+            with open(os.path.join(EVENT_SOURCES, name, "type")) as f:
+                if int(f.read()) == PERF_TYPE_RAW:
+                    found.append(name)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def test_list_events(cenv):
     result = cenv.copcontrol("--list-events")
     assert result.returncode == 0, result.stderr
     assert re.search(r"SPU_CYCLES:N .* N in 157\.\.16777215", result.stdout)
     pmu_events = re.findall(r"^\s+(\w+)::(\S+)", result.stdout, re.M)
-    if os.path.isdir("/sys/bus/event_source/devices/cpu"):
+    if kernel_core_pmus():
         # A host CPU PMU is exposed: libpfm4 must list its events.
         assert any(p not in ("perf", "perf_raw") for p, _ in pmu_events)
     elif os.path.isdir("/sys/bus/event_source/devices/software"):
-        # perf events without a CPU PMU (this project's VMs): the generic
-        # ones, and a line saying so.
+        # perf events without a CPU PMU (this project's VMs, which may
+        # still show uncore PMUs such as rapl): the generic ones, and a
+        # line saying so.
         assert ("perf", "CYCLES") in pmu_events
         assert "no hardware CPU PMU" in result.stdout
     else:

@@ -1213,10 +1213,34 @@ static void test_plugin_arg(void)
                     ==, -1);
 }
 
+/*
+ * The LFSR seqlock's write side is entered with a compare-and-swap: a
+ * writer that finds it held (odd) neither enters nor leaves it odd, and
+ * gives up after a bounded number of tries; a free one advances it by 2.
+ * copdrv.ko loads the LFSR while the producer may be inside.
+ */
+static void test_lfsr_seqlock_two_writers(void)
+{
+    struct trace_regs_slot *slot = g_malloc0(sizeof(*slot));
+
+    slot->lfsr_seq = 5;                 /* the producer is inside */
+    slot->reload_state = 0x777;
+    trace_slot_load_state(slot, 0x1234);
+    g_assert_cmpuint(slot->lfsr_seq, ==, 5);
+    g_assert_cmphex(slot->reload_state, ==, 0x777);
+    slot->lfsr_seq = 6;                 /* it left */
+    trace_slot_load_state(slot, 0x1234);
+    g_assert_cmpuint(slot->lfsr_seq, ==, 8);
+    g_assert_cmphex(slot->reload_state, ==, 0x1234);
+    g_free(slot);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/trace-unit/default-layout", test_default_layout);
+    g_test_add_func("/trace-unit/lfsr-seqlock-two-writers",
+                    test_lfsr_seqlock_two_writers);
     g_test_add_func("/trace-unit/bad-geometry", test_bad_geometry);
     g_test_add_func("/trace-unit/call-stack-area", test_call_stack_area);
     g_test_add_func("/trace-unit/call-stack-area-damaged",

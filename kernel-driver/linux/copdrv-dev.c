@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * copdrv-dev.c - the stream as /dev/copdrv and its control files.
+ * copdrv-dev.c - the stream as /dev/copdrv, its control files and its
+ * statistics.
  *
  * The reader.  /dev/copdrv (a misc device) is the event buffer's one
  * reader: a second open gets -EBUSY.  read() copies the oldest unread
@@ -12,16 +13,18 @@
  *
  * The control files, in the manner of oprofilefs, are attributes of the
  * PCI device in its directory copdrv/ (/sys/bus/pci/devices/BDF/copdrv/,
- * apart from the PCI core's own files such as `enable`): the session's
- * parameters (struct copdrv_params, one decimal or 0x-hex number each,
- * refused with -EBUSY while a session runs), `enable` (write 1 to start,
- * 0 to stop; reads whether a session runs) and `stats` (the core's
- * statistics, one "name value" line each).  The FIFO depth is the register
- * file's.
+ * apart from the PCI core's own files such as `enable`), one value each:
+ * the session's parameters (struct copdrv_params, one decimal or 0x-hex
+ * number each, refused with -EBUSY while a session runs) and `enable`
+ * (write 1 to start, 0 to stop; reads whether a session runs).  The FIFO
+ * depth is the register file's.  The core's statistics are one debugfs
+ * file, copdrv/stats, one "name value" line each.
  */
+#include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/poll.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -66,8 +69,14 @@ static ssize_t read_now(struct copdrv_dev *cd, char __user *out, size_t len,
 	int ended;
 	u64 n;
 
-	*wakes = atomic_read(&cd->os.wakes);
-	gone = smp_load_acquire(&cd->gone);	/* after remove's STOP */
+	/*
+	 * The wake count before the look: pairs with the barrier before the
+	 * increment in copdrv_os_buffer_wake(), so a look that misses the
+	 * last bytes saw the count from before their wake, and waits for it.
+	 */
+	*wakes = atomic_read_acquire(&cd->os.wakes);
+	/* pairs with remove's smp_store_release: gone means STOP is in */
+	gone = smp_load_acquire(&cd->gone);
 	mutex_lock(&cd->reading);
 	n = copdrv_buffer_peek(cd->drv, &bytes, &ended);
 	if (n) {
@@ -112,6 +121,7 @@ static __poll_t copdrv_poll_file(struct file *file, poll_table *wait)
 	u64 n;
 
 	poll_wait(file, &cd->os.readers, wait);
+	/* pairs with remove's smp_store_release: gone means STOP is in */
 	gone = smp_load_acquire(&cd->gone);
 	mutex_lock(&cd->reading);
 	n = copdrv_buffer_peek(cd->drv, &bytes, &ended);
@@ -223,17 +233,38 @@ COPDRV_PARAM(watermark);
 COPDRV_PARAM(dither);
 COPDRV_PARAM(dither_seed);
 
-/* Starts a session with the parameters set, the reader kept away. */
+/*
+ * Starts a session with the parameters set, the reader kept away, and the
+ * mailbox thread for its duration.  The host's emulators may run: the
+ * module cannot hold them as copsim holds its own around the hosted
+ * driver's start (README.md, "Sessions while the emulators run").
+ */
 static int start_session(struct copdrv_dev *cd)
 {
 	int err;
 
-	cd->params.fifo_depth = cd->fifo_depth;
+	cd->params.fifo_depth = copdrv_header(cd->drv)->fifo_depth;
+	err = copdrv_mailbox_start(cd);
+	if (err) {
+		dev_err(&cd->pdev->dev, "start refused: mailbox thread: error %d\n",
+			err);
+		return err;
+	}
 	mutex_lock(&cd->reading);
 	err = copdrv_start(cd->drv, &cd->params);
 	mutex_unlock(&cd->reading);
-	if (err)
+	if (err) {
+		copdrv_mailbox_stop(cd);
 		dev_err(&cd->pdev->dev, "start refused: error %d\n", err);
+	}
+	return err;
+}
+
+static int stop_session(struct copdrv_dev *cd)
+{
+	int err = copdrv_stop(cd->drv);
+
+	copdrv_mailbox_stop(cd);
 	return err;
 }
 
@@ -260,42 +291,47 @@ static ssize_t enable_store(struct device *dev, struct device_attribute *attr,
 	else if (on)
 		err = start_session(cd);
 	else
-		err = copdrv_stop(cd->drv);
+		err = stop_session(cd);
 	mutex_unlock(&cd->control);
 	return err ? err : count;
 }
 static DEVICE_ATTR_RW(enable);
 
-static ssize_t stats_show(struct device *dev, struct device_attribute *attr,
-			  char *buf)
+/* ---- Statistics (debugfs) ----------------------------------------------- */
+
+static int stats_show(struct seq_file *m, void *unused)
 {
+	struct copdrv_dev *cd = m->private;
 	struct copdrv_stats *s = kzalloc(sizeof(*s), GFP_KERNEL);
-	int n;
 
 	if (!s)
 		return -ENOMEM;
-	copdrv_get_stats(dev_of(dev)->drv, s);
-	n = sysfs_emit(buf,
-		       "running %u\nended %u\npolls %llu\nsamples %llu\n"
-		       "lost_fifo_overflow %llu\nlost_buffer_full %llu\n"
-		       "lost_no_context %llu\nlost_outside_ls %llu\n"
-		       "lost_pending %llu\nbytes_written %llu\n"
-		       "bytes_read %llu\nbuffer_bytes %llu\n"
-		       "buffer_high_water %llu\nfifo_errors %llu\n"
-		       "doorbell_polls %llu\nstalls %llu\nstall_ns %llu\n"
-		       "poll_ns %llu\n",
-		       s->running, s->ended, s->polls, s->samples,
-		       s->lost_by_cause[COPSTREAM_LOST_FIFO_OVERFLOW],
-		       s->lost_by_cause[COPSTREAM_LOST_BUFFER_FULL],
-		       s->lost_by_cause[COPSTREAM_LOST_NO_CONTEXT],
-		       s->lost_by_cause[COPSTREAM_LOST_OUTSIDE_LS],
-		       s->lost_pending, s->bytes_written, s->bytes_read,
-		       s->buffer_bytes, s->buffer_high_water, s->fifo_errors,
-		       s->doorbell_polls, s->stalls, s->stall_ns, s->poll_ns);
+	copdrv_get_stats(cd->drv, s);
+	seq_printf(m, "running %u\nended %u\npolls %llu\nsamples %llu\n",
+		   s->running, s->ended, s->polls, s->samples);
+	seq_printf(m, "lost_fifo_overflow %llu\nlost_buffer_full %llu\n",
+		   s->lost_by_cause[COPSTREAM_LOST_FIFO_OVERFLOW],
+		   s->lost_by_cause[COPSTREAM_LOST_BUFFER_FULL]);
+	seq_printf(m, "lost_no_context %llu\nlost_outside_ls %llu\n",
+		   s->lost_by_cause[COPSTREAM_LOST_NO_CONTEXT],
+		   s->lost_by_cause[COPSTREAM_LOST_OUTSIDE_LS]);
+	seq_printf(m, "lost_pending %llu\nbytes_written %llu\nbytes_read %llu\n",
+		   s->lost_pending, s->bytes_written, s->bytes_read);
+	seq_printf(m, "buffer_bytes %llu\nbuffer_high_water %llu\nfifo_errors %llu\n",
+		   s->buffer_bytes, s->buffer_high_water, s->fifo_errors);
+	seq_printf(m, "doorbell_polls %llu\nstalls %llu\nstall_ns %llu\npoll_ns %llu\n",
+		   s->doorbell_polls, s->stalls, s->stall_ns, s->poll_ns);
 	kfree(s);
-	return n;
+	return 0;
 }
-static DEVICE_ATTR_RO(stats);
+DEFINE_SHOW_ATTRIBUTE(stats);
+
+/* debugfs copdrv/stats; nothing fails for want of debugfs. */
+void copdrv_stats_create(struct copdrv_dev *cd)
+{
+	cd->debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("stats", 0400, cd->debugfs, cd, &stats_fops);
+}
 
 static struct attribute *copdrv_control_attrs[] = {
 	&dev_attr_lfsr_value.attr,
@@ -308,7 +344,6 @@ static struct attribute *copdrv_control_attrs[] = {
 	&dev_attr_dither.attr,
 	&dev_attr_dither_seed.attr,
 	&dev_attr_enable.attr,
-	&dev_attr_stats.attr,
 	NULL,
 };
 

@@ -5,33 +5,44 @@
  * copsim posts every bind, unbind and end of a context on a slot in that
  * slot's mailbox (docs/trace-unit.md, "Mailbox"): what the hosted driver
  * learns through direct calls reaches the guest through the register
- * file.  A kernel thread, running from probe to remove whether or not a
- * session runs, scans the mailboxes every MAILBOX_PERIOD_US: for each
- * message not yet acked it calls the core as the hosted glue does
+ * file.  For each message not yet acked the reader copies the message
+ * into the module's memory, calls the core as the hosted glue does
  * (copdrv_bind with copdrv_mailbox_context's context, copdrv_unbind,
  * copdrv_unbind_end), so a switch drains the slot first, and then stores
- * the ack.  Probe scans once before the thread starts, so the contexts
- * bound before the module was loaded are known when insmod returns.
- * From probe to remove the header's mailbox_reader is 1, so copsim waits
- * for each ack before the switched slot runs again.
+ * the ack.
  *
- * The context's local store handle is its mailbox: the guest has no
- * access to the contexts' RAM, so os-linux.c reads the guard words the
- * message carried at the bind.
+ * When.  Probe scans once, so the contexts bound before the module was
+ * loaded are known when insmod returns.  A session start sets the
+ * header's mailbox_reader to 1 (copsim then waits for each ack before the
+ * switched slot runs again), scans, and starts a kernel thread that scans
+ * every MAILBOX_PERIOD_US until the session stops, when mailbox_reader
+ * goes back to 0.  No thread runs between sessions: copsim does not wait
+ * then, and the scan at the next start reads each slot's latest message,
+ * which says what is bound there now.
+ *
+ * Untrusted input.  The mailboxes' place comes from the core's checked
+ * copy of the header (copdrv_header()), never from the file; a message is
+ * copied before any of it is used, and the core bounds every field (slot,
+ * path length, guard table).  The context's local store handle is its
+ * live mailbox: the guest has no access to the contexts' RAM, so
+ * os-linux.c reads the guard words the message carried, at most
+ * TRACE_MAX_GUARDS of them.
  */
 #include <linux/delay.h>
 #include <linux/kthread.h>
+#include <linux/string.h>
 
 #include "kernel-driver/linux/copdrv-linux.h"
-#include "emulator/trace-regs.h"
 
-/* How often the thread looks (the issue measured a 100 us hrtimer at
- * 184 us mean latency to a host write). */
+/*
+ * How often the thread looks (a 100 us hrtimer was measured at 184 us
+ * mean latency to a host write).
+ */
 #define MAILBOX_PERIOD_US	100
 
 static struct trace_regs_mailbox *mailbox(struct copdrv_dev *cd, u32 slot)
 {
-	const struct trace_regs_header *h = cd->regs;
+	const struct trace_regs_header *h = copdrv_header(cd->drv);
 
 	return (struct trace_regs_mailbox *)((char *)cd->regs +
 		h->mailbox_offset + (size_t)slot * h->mailbox_stride);
@@ -40,16 +51,17 @@ static struct trace_regs_mailbox *mailbox(struct copdrv_dev *cd, u32 slot)
 static void bind_from(struct copdrv_dev *cd, struct trace_regs_mailbox *box,
 		      u32 slot)
 {
+	const struct trace_regs_mailbox *msg = cd->message;
 	struct copdrv_context ctx;
 	int err = -EINVAL;
 
-	if (READ_ONCE(box->slot) == slot)
-		err = copdrv_mailbox_context(box, box, &ctx);
+	if (msg->slot == slot)
+		err = copdrv_mailbox_context(msg, box, &ctx);
 	if (!err)
 		err = copdrv_bind(cd->drv, &ctx);
 	if (err)
 		dev_warn_ratelimited(&cd->pdev->dev, "slot %u: context %llu not bound: error %d; its samples count as lost (no-context)\n",
-				     slot, READ_ONCE(box->context_id), err);
+				     slot, msg->context_id, err);
 }
 
 /* Acts on one slot's pending message, if any, and acks it. */
@@ -60,7 +72,9 @@ static void take_message(struct copdrv_dev *cd, u32 slot)
 
 	if (!seq)
 		return;
-	switch (READ_ONCE(box->op)) {
+	/* After the acquire load of seq: the message as copsim posted it. */
+	memcpy(cd->message, box, sizeof(*cd->message));
+	switch (cd->message->op) {
 	case TRACE_MAILBOX_BIND:
 		bind_from(cd, box, slot);
 		break;
@@ -72,17 +86,17 @@ static void take_message(struct copdrv_dev *cd, u32 slot)
 		break;
 	default:
 		dev_warn_ratelimited(&cd->pdev->dev, "slot %u: mailbox op %u unknown; ignored\n",
-				     slot, READ_ONCE(box->op));
+				     slot, cd->message->op);
 	}
 	trace_mailbox_ack(box, seq);
 }
 
+/* Every slot's mailbox once; called by one thread at a time. */
 void copdrv_mailbox_scan(struct copdrv_dev *cd)
 {
-	const struct trace_regs_header *h = cd->regs;
-	u32 slot;
+	u32 slot, n_slots = copdrv_header(cd->drv)->n_slots;
 
-	for (slot = 0; slot < h->n_slots; slot++)
+	for (slot = 0; slot < n_slots; slot++)
 		take_message(cd, slot);
 }
 
@@ -102,14 +116,22 @@ static void set_reader(struct copdrv_dev *cd, u32 reading)
 {
 	struct trace_regs_header *h = cd->regs;
 
-	smp_store_release(&h->mailbox_reader, reading);
+	/* pairs with copsim's acquire load of mailbox_reader after a post */
+	virt_store_release(&h->mailbox_reader, reading);
 }
 
+/* A session starts: scan, then a thread scans until it stops. */
 int copdrv_mailbox_start(struct copdrv_dev *cd)
 {
 	struct task_struct *task;
 
 	set_reader(cd, 1);
+	/*
+	 * The store of mailbox_reader before the scan's loads of seq: pairs
+	 * with copsim's post (release store of seq) before its load of
+	 * mailbox_reader, so a message is either seen here or waits for us.
+	 */
+	virt_mb();
 	copdrv_mailbox_scan(cd);
 	task = kthread_run(mailbox_thread, cd, "copdrv-mailbox");
 	if (IS_ERR(task)) {

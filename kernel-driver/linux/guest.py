@@ -58,6 +58,7 @@ INIT = """#!/bin/sh
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
 for m in $(cat /modules/order); do insmod /modules/$m || exit 1; done
 # The ports appear as the host announces them: wait for all, at most 10 s.
 tries=0
@@ -240,13 +241,13 @@ def pad_to_power_of_two(path):
 
 
 def qemu_command(vmlinux, initramfs, regs_files, stream_fds=(),
-                 stream_files=(), control_fd=None):
+                 stream_files=(), control_fd=None, kernel_args=""):
     """QEMU's command line; stream_fds (the first ports) and control_fd are
     connected sockets QEMU inherits, stream_files (the next) host files."""
     cmd = [QEMU, "-nodefaults", "-display", "none", "-serial", "stdio",
            "-no-reboot", "-m", "256M", "-kernel", vmlinux,
            "-initrd", initramfs,
-           "-append", "console=ttyS0 quiet panic=-1"]
+           "-append", ("console=ttyS0 quiet panic=-1 " + kernel_args).strip()]
     for i, regs in enumerate(regs_files):
         size = pad_to_power_of_two(regs)
         cmd += ["-object", "memory-backend-file,id=regs%d,share=on,"
@@ -271,9 +272,10 @@ def qemu_command(vmlinux, initramfs, regs_files, stream_fds=(),
 
 
 def run(module, regs_files, script, stream_files=(), timeout=60,
-        cache_dir=None):
+        cache_dir=None, kernel_args=""):
     """Boots the guest, runs script, returns its console output; what the
-    script writes to $STREAMk lands in stream_files[k]."""
+    script writes to $STREAMk lands in stream_files[k].  kernel_args are
+    added to the kernel's command line (panic_on_warn=1, say)."""
     reason = missing_reason()
     if reason:
         raise GuestError(reason)
@@ -288,7 +290,8 @@ def run(module, regs_files, script, stream_files=(), timeout=60,
                         if stream_files else [], len(stream_files))
         try:
             done = subprocess.run(qemu_command(vmlinux, initramfs, regs_files,
-                                               stream_files=stream_files),
+                                               stream_files=stream_files,
+                                               kernel_args=kernel_args),
                                   stdin=subprocess.DEVNULL,
                                   capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -335,7 +338,7 @@ echo 1 > $D/enable 2>/dev/null || fail "enable: $(dmesg | tail -n 1)"
 echo started >&3
 while read -r command <&3; do
     case "$command" in
-    stats) echo "ok $(tr '\\n' ' ' < $D/stats)" >&3 ;;
+    stats) echo "ok $(tr '\\n' ' ' < /sys/kernel/debug/copdrv/stats)" >&3 ;;
     stop) break ;;
     esac
 done
@@ -345,7 +348,7 @@ rmmod copdrv || fail "rmmod copdrv failed"
 dmesg > /tmp/dmesg
 echo "coprof-guest: dmesg:"
 cat /tmp/dmesg
-echo "stopped warnings=$(grep -c -E 'WARNING:|BUG:|Oops|Call Trace' /tmp/dmesg)" >&3
+echo "stopped warnings=$(grep -c -E 'WARNING:|BUG:|Oops|Call Trace|KASAN' /tmp/dmesg)" >&3
 """
 
 NUMBER = re.compile(r"^(0x[0-9a-fA-F]+|[0-9]+)$")
@@ -370,7 +373,7 @@ class Session:
     the guest powers off or dies."""
 
     def __init__(self, module, regs, params, stream_copy=None,
-                 cache_dir=None):
+                 cache_dir=None, kernel_args=""):
         reason = missing_reason()
         if reason:
             raise GuestError(reason)
@@ -379,6 +382,7 @@ class Session:
                              "packages %s are installed)" % (module, PACKAGES))
         self.module, self.regs, self.params = module, regs, params
         self.stream_copy = stream_copy
+        self.kernel_args = kernel_args
         self.cache_dir = cache_dir or os.path.join(
             os.path.dirname(os.path.abspath(module)), "guest")
         self.qemu = None
@@ -410,7 +414,7 @@ class Session:
             sys.stdout.flush()
             self.qemu = subprocess.Popen(
                 qemu_command(vmlinux, initramfs, [self.regs], [fds[0]],
-                             copies, fds[1]),
+                             copies, fds[1], self.kernel_args),
                 stdin=subprocess.DEVNULL, pass_fds=fds)
             guest_stream.close()
             guest_control.close()
@@ -543,6 +547,11 @@ def serve(listener, session, parent):
                                              for p in session.params)
                 elif request == "stop" and session.alive():
                     reply = "ok warnings=%d" % session.stop()
+                    done = True
+                elif session.qemu is not None and not session.alive():
+                    # Dead before serve's own look saw it: say how.
+                    reply = "error guest: %s %s during the session" % (
+                        QEMU, describe_end(session.qemu.returncode))
                     done = True
                 else:
                     reply = "error %r: not now (the guest %s)" % (

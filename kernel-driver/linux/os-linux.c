@@ -76,6 +76,7 @@ u64 copdrv_os_now_ns(struct copdrv_os *os)
 /* One poll: a doorbell poll when a producer rang since the last one. */
 static void poll_once(struct copdrv_os *os)
 {
+	/* pairs with the producers' increment of the doorbell (release) */
 	u32 rung = copdrv_load_acquire(os->doorbell);
 
 	if (rung != os->doorbell_seen) {
@@ -121,7 +122,7 @@ int copdrv_os_timer_start(struct copdrv_os *os, u64 interval_ns,
 
 	os->interval_ns = interval_ns;
 	os->doorbell = doorbell;
-	os->doorbell_seen = copdrv_load_acquire(doorbell);
+	os->doorbell_seen = copdrv_read_once(doorbell);
 	task = kthread_run(poll_thread, os, "copdrv-poll");
 	if (IS_ERR(task))
 		return PTR_ERR(task);
@@ -143,6 +144,12 @@ void copdrv_os_wake_producer(struct copdrv_os *os, u32 *tail)
 
 void copdrv_os_buffer_wake(struct copdrv_os *os)
 {
+	/*
+	 * The buffer's bytes (written under the driver lock, before this
+	 * call) before the new count: pairs with the reader's
+	 * atomic_read_acquire() of the count before its look.
+	 */
+	smp_mb__before_atomic();
 	atomic_inc(&os->wakes);
 	wake_up_interruptible(&os->readers);
 }

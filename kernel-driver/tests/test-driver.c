@@ -291,6 +291,61 @@ static guint count_records(struct fixture *f, guint16 code)
 
 /* START once, with the parameters; IMAGE once per image, then CONTEXT,
  * for every context bound before the start; the LFSRs programmed. */
+/*
+ * A controller that announces a new image identity at every bind cannot
+ * grow the driver's memory without bound: COPDRV_MAX_IMAGES are kept,
+ * one more is refused.
+ */
+static void test_image_identities_bounded(void)
+{
+	struct fixture f;
+	struct copdrv_context ctx;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	ctx = context_for(&f, 0, 1, 0);
+	for (guint32 i = 0; i < COPDRV_MAX_IMAGES; i++) {
+		ctx.image.inode = 1000 + i;
+		g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, 0);
+	}
+	ctx.image.inode = 1000 + COPDRV_MAX_IMAGES;
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, -ENOSPC);
+	ctx.image.inode = 1000;         /* a known one still binds */
+	g_assert_cmpint(copdrv_bind(f.drv, &ctx), ==, 0);
+	teardown(&f);
+}
+
+/*
+ * copdrv_create reads the header once and checks it with the trace
+ * unit's validator: a FIFO depth of 2^31, whose slot stride wrapped to a
+ * small value in 32 bits, is refused, and so is any stride or offset that
+ * is not the geometry's.
+ */
+static void test_create_refuses_a_bad_header(void)
+{
+	struct fixture f;
+	struct trace_regs_header *h;
+	struct copdrv *drv;
+	guint8 *copy;
+	int error = 0;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	copy = g_memdup2(f.unit->base, f.unit->size);
+	h = (struct trace_regs_header *)copy;
+	drv = copdrv_create(f.os, copy, f.unit->size, &error);
+	g_assert_nonnull(drv);
+	copdrv_destroy(drv);
+	h->fifo_depth = 1u << 31;
+	h->slot_stride = (guint32)(256 + 1024 * 16);    /* the 32-bit wrap */
+	g_assert_null(copdrv_create(f.os, copy, f.unit->size, &error));
+	g_assert_cmpint(error, ==, -EINVAL);
+	memcpy(copy, f.unit->base, sizeof(*h));
+	h->slot_stride += 64;
+	g_assert_null(copdrv_create(f.os, copy, f.unit->size, &error));
+	g_assert_cmpint(error, ==, -EINVAL);
+	g_free(copy);
+	teardown(&f);
+}
+
 static void test_start_announces_bound(void)
 {
 	struct fixture f;
@@ -1118,6 +1173,10 @@ static void test_bad_register_file(void)
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/driver/image-identities-bounded",
+			test_image_identities_bounded);
+	g_test_add_func("/driver/create-refuses-a-bad-header",
+			test_create_refuses_a_bad_header);
 	g_test_add_func("/driver/start-announces-bound",
 			test_start_announces_bound);
 	g_test_add_func("/driver/switch-drains-first", test_switch_drains_first);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * stdint.h - the fixed-width names for the module build.
  *

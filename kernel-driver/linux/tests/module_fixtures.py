@@ -33,8 +33,10 @@ def copdrv_ko(build_dir):
 def guest(copdrv_ko):
     """guest(regs_files, script, stream_files) boots the guest and returns
     its console; the script's $STREAMk lands in stream_files[k]."""
-    def run(regs_files, script, stream_files=()):
-        return guest_module.run(copdrv_ko, regs_files, script, stream_files)
+    def run(regs_files, script, stream_files=(), kernel_args="",
+            timeout=60):
+        return guest_module.run(copdrv_ko, regs_files, script, stream_files,
+                                timeout=timeout, kernel_args=kernel_args)
     return run
 
 

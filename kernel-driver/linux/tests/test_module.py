@@ -115,7 +115,7 @@ def test_reader_control_and_removal_mid_session(guest, register_file,
                     "echo set refused while running\n"
                     "echo 0 > %(c)s/enable\n"
                     "wait $reader\n"
-                    "grep ended %(c)s/stats\n"
+                    "grep ended /sys/kernel/debug/copdrv/stats\n"
                     # The device removed during a session: STOP, then
                     # end-of-file for the reader.
                     + read_session(1) +

@@ -21,6 +21,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import time
 
 import pytest
 
@@ -187,6 +188,21 @@ def qemu_of(regs):
     return None
 
 
+def wait_dead(pid):
+    """Returns once process pid is dead: gone, or a zombie its parent
+    (guest.py serve) has not reaped yet.  SIGKILL is delivered
+    asynchronously; the next step must find QEMU dead, not dying."""
+    while True:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
+
+
 def test_a_guest_that_dies_is_one_line_and_an_incomplete_session(
         copdrv_ko, tmp_path, copcontrol):
     """QEMU killed while the session runs: --stop says so in one line and
@@ -198,6 +214,7 @@ def test_a_guest_that_dies_is_one_line_and_an_incomplete_session(
     qemu = qemu_of(str(state / "copsim.regs"))
     assert qemu, "no QEMU runs with %s" % (state / "copsim.regs")
     os.kill(qemu, 9)
+    wait_dead(qemu)
     stopped = run("--stop")
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     lines = stopped.stderr.strip().splitlines()
