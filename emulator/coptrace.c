@@ -44,7 +44,8 @@ static void usage(FILE *out)
         "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
         "                --sample-every N [--reference] [--samples-out FILE]\n"
         "                [--fifo-depth N] [--no-drain] [--exact-counts FILE]\n"
-        "                [--ram FILE] -- EMULATOR [ARGS...]\n"
+        "                [--ram FILE] [--event SPU_CYCLES|SPU_INSTRUCTIONS]\n"
+        "                -- EMULATOR [ARGS...]\n"
         "\n"
         "Creates, shows and uses the register file of the coprocessor trace\n"
         "unit (docs/trace-unit.md): the shared file through which the\n"
@@ -55,7 +56,9 @@ static void usage(FILE *out)
         "        %u-entry FIFOs, the local store at 0x%08x, 0x%x bytes.\n"
         "show    prints the header, every slot and every context in use.\n"
         "run     runs EMULATOR with the trace unit attached as context C on\n"
-        "        slot S (default 0 and 0), one capture every N instructions.\n"
+        "        slot S (default 0 and 0), one capture every N ticks of the\n"
+        "        event: SPU_CYCLES (the timing model's cycles, the default)\n"
+        "        or SPU_INSTRUCTIONS (retired instructions).\n"
         "        It drains the FIFO while the emulator runs, writes the\n"
         "        captured local-store addresses (hex, capture order, one per\n"
         "        line) to --samples-out, prints \"captures=A dropped=B\n"
@@ -216,6 +219,7 @@ struct run_options {
     uint32_t slot;
     uint32_t count;
     uint32_t fifo_depth;
+    struct trace_sampling sampling; /* --event; drop, no dither */
     int reference;
     int drain;
     char **command;
@@ -234,6 +238,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         { "no-drain", no_argument, NULL, 'D' },
         { "exact-counts", required_argument, NULL, 'x' },
         { "ram", required_argument, NULL, 'm' },
+        { "event", required_argument, NULL, 'e' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -249,6 +254,12 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         case 'D': opt->drain = 0; break;
         case 'x': opt->exact_counts = optarg; break;
         case 'm': opt->ram = optarg; break;
+        case 'e':
+            if (trace_parse_event(optarg, &opt->sampling.event) < 0)
+                return cli_fail(EXIT_USAGE, "--event '%s' is not "
+                                TRACE_EVENT_CYCLES_NAME " or "
+                                TRACE_EVENT_INSTRUCTIONS_NAME, optarg);
+            break;
         case 'c':
         case 's':
         case 'd':
@@ -356,7 +367,7 @@ static int cmd_run(int argc, char **argv)
                         opt.exact_counts,
                         opt.ram ? &(struct trace_watch){ opt.ram, 0, 0 }
                                 : NULL,
-                        NULL, err, sizeof(err)) < 0) {
+                        &opt.sampling, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         return EXIT_USAGE;
     }

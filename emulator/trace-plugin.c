@@ -87,6 +87,7 @@
 #include "emulator/copsim/stub/slot-stub.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
+#include "emulator/timing.h"
 #include "emulator/trace-unit.h"
 #include "lfsr/lfsr.h"
 
@@ -106,16 +107,39 @@
 #include <unistd.h>
 
 #define NEVER UINT64_MAX        /* expiry cycle while capture is off */
-#define FIRST_IN_BLOCK 1u       /* reference-mode tag bit on an address */
+#define CLOCKS 2                /* TRACE_EVENT_CYCLES, _INSTRUCTIONS */
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 
-/* What the fast mode needs about one translated block. */
+struct block;
+
+/* Reference mode's callback data: instruction i of block b. */
+struct insn_ref {
+    const struct block *b;
+    uint32_t i;
+};
+
+/*
+ * What the fast and reference modes need about one translated block: its
+ * instructions and their cost in ticks of either clock (the slot's event:
+ * modelled cycles, timing.h, or retired instructions).
+ */
 struct block {
+    uint64_t start;             /* vaddr[0] */
+    uint64_t fallthrough;       /* the address after its last instruction */
+    uint32_t ticks[CLOCKS];     /* the whole block's static cost */
+    uint32_t exit_cost[CLOCKS][2];  /* cycles its exit adds when the next
+                                       block is [0] not the fall-through,
+                                       [1] the fall-through */
     uint32_t n_insns;
     uint32_t n_if_stopped;      /* up to its last memory write; the rest is
                                    its tail */
-    uint64_t vaddr[];           /* guest address of each instruction */
+    uint64_t *vaddr;            /* guest address of each instruction */
+    uint32_t *words;            /* each instruction's bytes */
+    uint32_t *stall;            /* cycles instruction i waits on operands */
+    uint32_t *cycles_end;       /* cycles from the block's start to the end
+                                   of instruction i */
+    struct insn_ref *refs;      /* reference mode: one per instruction */
 };
 
 /* counts=: one distinct piece of translated code and its counters. */
@@ -128,6 +152,10 @@ struct code {
     uint64_t *insn_vaddr;       /* n_insns addresses */
     uint32_t *insn_size;        /* n_insns sizes in bytes */
     uint64_t *counts;           /* n_insns counters; never move */
+    uint32_t *stall;            /* n_insns: static dependency cycles */
+    uint32_t *issue;            /* n_insns: issue cycles */
+    uint64_t branch_cycles;     /* its exit's dynamic cycles, summed */
+    struct timing_exit exit;    /* its last instruction's exit */
     uint8_t bytes[];            /* the instruction bytes, as translated */
 };
 
@@ -139,6 +167,8 @@ static struct {
     struct trace_regs_slot *slot;   /* &detached_slot while detached */
     uint64_t *check_cycle;          /* the context's check_cycle */
     const struct block *current;    /* fast: the block that runs */
+    uint32_t clock;                 /* the slot's event: ticks of blocks */
+    uint64_t retired;               /* instructions since the attach */
 
     /* Cold. */
     struct trace_regs_context *context;
@@ -157,8 +187,11 @@ static struct {
     pid_t vcpu_thread;
     uint32_t cached_value;          /* lfsr_count_for_value cache */
     uint32_t cached_count;
-    uint64_t attached_at;           /* slot cycles when we attached */
     uint64_t instructions;          /* retired on earlier slots */
+    const struct insn_ref *last;    /* reference: the last instruction */
+    struct timing_model model;      /* timing=FILE, or the built-in one */
+    const struct code *count_exit;  /* counts=: the code whose exit ran
+                                       last, settled by the next block */
     GHashTable *blocks;             /* interned struct block */
     GHashTable *codes;              /* counts=: interned struct code */
     const uint8_t *ram;             /* ram=: LS byte 0, mapped up to the
@@ -320,20 +353,65 @@ static void reload(uint64_t at)
     tu.expiry = value ? at + count : NEVER;
 }
 
-/* Fast mode: instructions [from, to) of block b have retired; the slot's
- * cycles stand at instruction `from`. */
-static void retire(const struct block *b, uint32_t from, uint32_t to)
+/* Ticks of the slot's clock from block b's start to its instruction i. */
+static uint32_t ticks_before(const struct block *b, uint32_t i)
 {
-    uint64_t base = slot_cycles() - from;   /* cycles before instruction 0 */
-    uint64_t end = base + to;
+    if (tu.clock == TRACE_EVENT_INSTRUCTIONS || !i)
+        return i;
+    return b->cycles_end[i - 1];
+}
 
-    if (tu.expiry <= base + from)
+static void check_expiry_ahead(void)
+{
+    if (tu.expiry <= slot_cycles())
         stop_emulator("%s: slot registers changed under running context %u",
                       tu.unit->path, tu.context_id);
+}
+
+/* Fast mode: instructions [from, to) of block b have retired; the slot's
+ * cycles stand at instruction `from`.  An expiry at tick `at` captures
+ * the instruction whose ticks hold it. */
+static void retire(const struct block *b, uint32_t from, uint32_t to)
+{
+    uint64_t base = slot_cycles() - ticks_before(b, from);
+    uint64_t end = base + ticks_before(b, to);
+    uint32_t k = from;
+
+    check_expiry_ahead();
     while (tu.expiry <= end) {
         uint64_t at = tu.expiry;
 
-        capture(b->vaddr[at - base - 1]);
+        while (base + ticks_before(b, k + 1) < at)
+            k++;
+        capture(b->vaddr[k]);
+        reload(at);
+    }
+    set_slot_cycles(end);
+    tu.retired += to - from;
+}
+
+/* The ticks block p's exit costs when block b follows it. */
+static uint32_t exit_ticks(const struct block *p, const struct block *b)
+{
+    return p->exit_cost[tu.clock][b->start == p->fallthrough];
+}
+
+/* Block b starts after tu.current: the cycles of its exit (a mispredicted
+ * or indirect branch) belong to that block's last instruction. */
+static void retire_exit(const struct block *b)
+{
+    const struct block *p = tu.current;
+    uint64_t end;
+
+    tu.current = NULL;
+    if (!p || !tu.attached || !exit_ticks(p, b))
+        return;
+    check_expiry_ahead();
+    end = slot_cycles() + exit_ticks(p, b);
+    while (tu.expiry <= end) {
+        uint64_t at = tu.expiry;
+
+        capture(p->vaddr[p->n_insns - 1]);
         reload(at);
     }
     set_slot_cycles(end);
@@ -344,7 +422,8 @@ static void retire(const struct block *b, uint32_t from, uint32_t to)
 static void retire_block(const struct block *b)
 {
     retire(b, 0, b->n_if_stopped);
-    if (tu.expiry <= slot_cycles() + (b->n_insns - b->n_if_stopped))
+    if (tu.expiry <= slot_cycles() + (ticks_before(b, b->n_insns)
+                                      - ticks_before(b, b->n_if_stopped)))
         tu.tail = b;
     else
         retire(b, b->n_if_stopped, b->n_insns);
@@ -380,7 +459,8 @@ static void arm(void)
 
 static void detach(void)
 {
-    tu.instructions += slot_cycles() - tu.attached_at;
+    tu.instructions += tu.retired;
+    tu.retired = 0;
     __atomic_store_n(&tu.context->instructions, tu.instructions,
                      __ATOMIC_RELEASE);
     __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
@@ -411,7 +491,10 @@ static void attach(uint32_t gate)
                                          slot_id);
     tu.attached = 1;
     tu.open_gate = gate;
-    tu.attached_at = snap.cycles;
+    tu.clock = __atomic_load_n(&slot->event, __ATOMIC_ACQUIRE)
+               == TRACE_EVENT_INSTRUCTIONS ? TRACE_EVENT_INSTRUCTIONS
+                                           : TRACE_EVENT_CYCLES;
+    tu.retired = 0;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
 }
@@ -445,43 +528,76 @@ static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
 {
     if (tu.tail)
         retire_tail();
+    retire_exit(b);
+    tu.current = b;
     while (!tu.attached || gate_changed())
         obey_gate();
     retire_block(b);
     arm();
 }
 
-/* Fast mode, at the start of every block. */
+/* Fast mode, at the start of every block: the previous block's exit and
+ * this block's static cost, in the slot clock's ticks. */
 static void on_block(unsigned int vcpu_index, void *udata)
 {
-    const struct block *b = udata;
-    uint64_t end = slot_cycles() + b->n_insns;
+    const struct block *b = udata, *p = tu.current;
+    uint64_t end = slot_cycles() + b->ticks[tu.clock]
+                   + (p ? exit_ticks(p, b) : 0);
 
-    tu.current = b;
     if (__builtin_expect(end < __atomic_load_n(tu.check_cycle,
                                                __ATOMIC_RELAXED), 1)) {
+        tu.current = b;
+        tu.retired += b->n_insns;
         set_slot_cycles(end);
         return;
     }
     on_block_slow(b);
 }
 
+/* Reference mode: `ticks` ticks of instruction `vaddr`, one LFSR step
+ * each. */
+static void step_ticks(uint64_t vaddr, uint32_t ticks)
+{
+    uint64_t cycles = slot_cycles();
+
+    for (uint32_t k = 0; k < ticks; k++) {
+        cycles++;
+        set_slot_cycles(cycles);
+        tu.lfsr = lfsr_step(tu.lfsr);
+        if (tu.lfsr == LFSR_EXPIRY) {
+            capture(vaddr);
+            reload(cycles);
+        }
+    }
+}
+
+/* Reference mode, at a block's first instruction: the exit of the block
+ * whose last instruction ran just before, if it did. */
+static void step_exit(const struct block *b)
+{
+    const struct insn_ref *last = tu.last;
+
+    tu.last = NULL;
+    if (!last || !tu.attached || last->i + 1 != last->b->n_insns)
+        return;
+    step_ticks(last->b->vaddr[last->i], exit_ticks(last->b, b));
+}
+
 /* Reference mode, before every instruction. */
 static void on_insn(unsigned int vcpu_index, void *udata)
 {
-    uint64_t tag = (uintptr_t)udata;
-    uint64_t cycles;
+    const struct insn_ref *r = udata;
+    const struct block *b = r->b;
 
-    if (tag & FIRST_IN_BLOCK)
+    if (!r->i) {
+        step_exit(b);
         while (!tu.attached || gate_changed())
             obey_gate();
-    cycles = slot_cycles() + 1;
-    set_slot_cycles(cycles);
-    tu.lfsr = lfsr_step(tu.lfsr);
-    if (tu.lfsr == LFSR_EXPIRY) {
-        capture(tag & ~(uint64_t)FIRST_IN_BLOCK);
-        reload(cycles);
     }
+    step_ticks(b->vaddr[r->i], ticks_before(b, r->i + 1)
+                               - ticks_before(b, r->i));
+    tu.last = r;
+    tu.retired++;
 }
 
 /* Call stacks: before a call or return instruction (udata: the return
@@ -502,17 +618,21 @@ static void on_block_stacked(unsigned int vcpu_index, void *udata)
 
     if (tu.tail)
         retire_tail();
+    retire_exit(b);         /* with the stack of the branch's block */
     shadow_settle(&tu.shadow, b->vaddr[0]);
     on_block(vcpu_index, udata);
 }
 
-/* Reference mode with call stacks. */
+/* Reference mode with call stacks: the previous block's exit, then the
+ * stack settled, as in the fast mode. */
 static void on_insn_stacked(unsigned int vcpu_index, void *udata)
 {
-    uint64_t tag = (uintptr_t)udata;
+    const struct insn_ref *r = udata;
 
-    if (tag & FIRST_IN_BLOCK)
-        shadow_settle(&tu.shadow, tag & ~(uint64_t)FIRST_IN_BLOCK);
+    if (!r->i) {
+        step_exit(r->b);
+        shadow_settle(&tu.shadow, r->b->start);
+    }
     on_insn(vcpu_index, udata);
 }
 
@@ -532,8 +652,11 @@ static void retire_last_block(void)
         tu.tail = NULL;
         return;
     }
-    if (b)
-        set_slot_cycles(slot_cycles() - (b->n_insns - b->n_if_stopped));
+    if (b) {
+        set_slot_cycles(slot_cycles() - (ticks_before(b, b->n_insns)
+                                         - ticks_before(b, b->n_if_stopped)));
+        tu.retired -= b->n_insns - b->n_if_stopped;
+    }
 }
 
 /* ---- Contexts of a slot stub -------------------------------------------- */
@@ -635,6 +758,30 @@ static void on_count(unsigned int vcpu_index, void *udata)
     (*(uint64_t *)udata)++;
 }
 
+/* counts=: a block starts at `vaddr`; the exit of the code whose last
+ * instruction ran just before costs its cycles for the outcome. */
+static void settle_count_exit(uint64_t vaddr)
+{
+    const struct code *c = tu.count_exit;
+
+    if (!c)
+        return;
+    tu.count_exit = NULL;
+    ((struct code *)c)->branch_cycles += vaddr == c->exit.fallthrough
+                                         ? c->exit.not_taken : c->exit.taken;
+}
+
+static void on_count_first(unsigned int vcpu_index, void *udata)
+{
+    settle_count_exit((uintptr_t)udata);
+}
+
+/* counts=: after the last instruction of code whose exit may cost. */
+static void on_count_exit(unsigned int vcpu_index, void *udata)
+{
+    tu.count_exit = udata;
+}
+
 static gint code_order(gconstpointer a, gconstpointer b)
 {
     const struct code *x = a, *y = b;
@@ -655,6 +802,18 @@ static uint64_t code_total(const struct code *c)
     return total;
 }
 
+/* The cycles code c's instructions cost in all. */
+static uint64_t code_cycles(const struct code *c)
+{
+    uint64_t cycles = c->branch_cycles;
+
+    for (uint32_t i = 0; i < c->n_insns; i++)
+        cycles += c->counts[i] * (c->issue[i] + c->stall[i]);
+    return cycles;
+}
+
+/* A line per instruction: address, bytes, executions, then its cycles by
+ * reason: issue, dependency, branch (its exit's, on the last one). */
 static void write_code(FILE *out, const struct code *c)
 {
     const uint8_t *bytes = c->bytes;
@@ -665,7 +824,12 @@ static void write_code(FILE *out, const struct code *c)
         fprintf(out, "0x%08llx ", (unsigned long long)c->insn_vaddr[i]);
         for (uint32_t k = 0; k < c->insn_size[i]; k++)
             fprintf(out, "%02x", *bytes++);
-        fprintf(out, " %llu\n", (unsigned long long)c->counts[i]);
+        fprintf(out, " %llu %llu %llu %llu\n",
+                (unsigned long long)c->counts[i],
+                (unsigned long long)(c->counts[i] * c->issue[i]),
+                (unsigned long long)(c->counts[i] * c->stall[i]),
+                (unsigned long long)(i + 1 == c->n_insns ? c->branch_cycles
+                                                         : 0));
     }
 }
 
@@ -674,10 +838,10 @@ static void write_code(FILE *out, const struct code *c)
  * line that carries the totals. */
 static void write_run(FILE *out, GList *codes, uint32_t context, uint32_t id)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, cycles = 0;
     unsigned written = 0;
 
-    fprintf(out, "coprof-exact-counts 1\n");
+    fprintf(out, "coprof-exact-counts 2\n");
     fprintf(out, "run context=%u mode=%s ls_base=0x%08llx ls_size=0x%llx\n",
             id, tu.reference ? "reference" : "fast",
             (unsigned long long)tu.ls_base, (unsigned long long)tu.ls_size);
@@ -689,10 +853,11 @@ static void write_run(FILE *out, GList *codes, uint32_t context, uint32_t id)
             continue;
         write_code(out, c);
         total += n;
+        cycles += code_cycles(c);
         written++;
     }
-    fprintf(out, "end instructions=%llu codes=%u\n",
-            (unsigned long long)total, written);
+    fprintf(out, "end instructions=%llu codes=%u cycles=%llu\n",
+            (unsigned long long)total, written, (unsigned long long)cycles);
 }
 
 /* Appends this run's counters to COUNTS: one run, or on a slot stub's RAM
@@ -786,6 +951,8 @@ static void slot_let_go(void)
     tu.context = NULL;
     tu.check_cycle = &slot_mode.no_check;
     tu.current = NULL;
+    tu.last = NULL;
+    tu.count_exit = NULL;
     tu.tail = NULL;
     tu.guard_count = 0;
 }
@@ -842,7 +1009,8 @@ static void on_stub_ended(unsigned int vcpu_index, void *udata)
     if (tu.attached) {
         if (!tu.reference)
             retire_last_block();
-        tu.instructions += slot_cycles() - tu.attached_at;
+        tu.instructions += tu.retired;
+        tu.retired = 0;
         tu.attached = 0;
         tu.slot = &detached_slot;
     }
@@ -931,7 +1099,8 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     if (tu.attached) {
         if (!tu.reference)
             retire_last_block();
-        tu.instructions += slot_cycles() - tu.attached_at;
+        tu.instructions += tu.retired;
+        tu.retired = 0;
     }
     if (tu.counts_out)
         write_counts();     /* before a controller learns we are done */
@@ -974,16 +1143,55 @@ static guint block_hash(gconstpointer key)
     guint hash = b->n_insns * 31u + b->n_if_stopped;
 
     for (uint32_t i = 0; i < b->n_insns; i++)
-        hash = hash * 1000003u ^ (guint)(b->vaddr[i] ^ (b->vaddr[i] >> 32));
+        hash = (hash * 1000003u ^ (guint)(b->vaddr[i] ^ (b->vaddr[i] >> 32)))
+               * 31u + b->words[i];
     return hash;
 }
 
+/* The same addresses with the same bytes: two overlays' code at one
+ * address has two costs. */
 static gboolean block_equal(gconstpointer a, gconstpointer b)
 {
     const struct block *x = a, *y = b;
 
     return x->n_insns == y->n_insns && x->n_if_stopped == y->n_if_stopped
-           && !memcmp(x->vaddr, y->vaddr, x->n_insns * sizeof(x->vaddr[0]));
+           && !memcmp(x->vaddr, y->vaddr, x->n_insns * sizeof(x->vaddr[0]))
+           && !memcmp(x->words, y->words, x->n_insns * sizeof(x->words[0]));
+}
+
+/* The instruction's word; 0 (no registers, the system class) for one
+ * that is not 4 bytes. */
+static uint32_t insn_word(const struct qemu_plugin_insn *insn)
+{
+    uint32_t word = 0;
+
+    if (qemu_plugin_insn_size(insn) != 4)
+        return 0;
+    memcpy(&word, qemu_plugin_insn_data(insn), 4);
+    return le32toh(word);
+}
+
+/* The timing model's static costs of block b (words filled in). */
+static void cost_block(struct block *b)
+{
+    uint32_t *issue = g_new(uint32_t, b->n_insns), cycles = 0;
+    struct timing_exit exit;
+
+    timing_schedule(&tu.model, b->words, b->n_insns, b->stall, issue);
+    for (uint32_t i = 0; i < b->n_insns; i++) {
+        cycles += b->stall[i] + issue[i];
+        b->cycles_end[i] = cycles;
+    }
+    g_free(issue);
+    timing_exit(&tu.model, b->n_insns ? b->words[b->n_insns - 1] : 0,
+                b->n_insns ? b->vaddr[b->n_insns - 1] : 0, &exit);
+    b->ticks[TRACE_EVENT_CYCLES] = cycles;
+    b->ticks[TRACE_EVENT_INSTRUCTIONS] = b->n_insns;
+    b->fallthrough = exit.fallthrough;
+    b->exit_cost[TRACE_EVENT_CYCLES][0] = exit.taken;
+    b->exit_cost[TRACE_EVENT_CYCLES][1] = exit.not_taken;
+    b->exit_cost[TRACE_EVENT_INSTRUCTIONS][0] = 0;
+    b->exit_cost[TRACE_EVENT_INSTRUCTIONS][1] = 0;
 }
 
 /* The block's description, shared by every translation of the same code
@@ -991,23 +1199,35 @@ static gboolean block_equal(gconstpointer a, gconstpointer b)
 static const struct block *intern_block(const struct qemu_plugin_tb *tb)
 {
     uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb);
-    struct block *b = g_malloc(sizeof(*b) + n * sizeof(b->vaddr[0]));
+    struct block *b = g_new0(struct block, 1);
     struct block *known;
 
     b->n_insns = n;
     b->n_if_stopped = n;
+    b->vaddr = g_new(uint64_t, n);
+    b->words = g_new(uint32_t, n);
     for (uint32_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 
         b->vaddr[i] = qemu_plugin_insn_vaddr(insn);
+        b->words[i] = insn_word(insn);
         if (insn_writes_memory(insn))
             b->n_if_stopped = i + 1;
     }
+    b->start = n ? b->vaddr[0] : 0;
     known = g_hash_table_lookup(tu.blocks, b);
     if (known) {
+        g_free(b->vaddr);
+        g_free(b->words);
         g_free(b);
         return known;
     }
+    b->stall = g_new(uint32_t, n);
+    b->cycles_end = g_new(uint32_t, n);
+    b->refs = g_new(struct insn_ref, n);
+    for (uint32_t i = 0; i < n; i++)
+        b->refs[i] = (struct insn_ref){ b, i };
+    cost_block(b);
     g_hash_table_add(tu.blocks, b);
     return b;
 }
@@ -1041,6 +1261,8 @@ static struct code *describe_copy(const struct code *c)
                                  c->n_insns * sizeof(c->insn_vaddr[0]));
     copy->insn_size = g_memdup2(c->insn_size,
                                 c->n_insns * sizeof(c->insn_size[0]));
+    copy->stall = g_memdup2(c->stall, c->n_insns * sizeof(c->stall[0]));
+    copy->issue = g_memdup2(c->issue, c->n_insns * sizeof(c->issue[0]));
     copy->counts = NULL;
     return copy;
 }
@@ -1049,8 +1271,26 @@ static void free_code(struct code *c)
 {
     g_free(c->insn_vaddr);
     g_free(c->insn_size);
+    g_free(c->stall);
+    g_free(c->issue);
     g_free(c->counts);
     g_free(c);
+}
+
+/* counts=: the timing model's static costs of code c and its exit. */
+static void cost_code(struct code *c)
+{
+    uint32_t *words = g_new0(uint32_t, c->n_insns);
+
+    for (uint32_t i = 0, at = 0; i < c->n_insns; at += c->insn_size[i++])
+        if (c->insn_size[i] == 4)
+            words[i] = le32toh(*(const uint32_t *)(c->bytes + at));
+    c->stall = g_new(uint32_t, c->n_insns);
+    c->issue = g_new(uint32_t, c->n_insns);
+    timing_schedule(&tu.model, words, c->n_insns, c->stall, c->issue);
+    timing_exit(&tu.model, c->n_insns ? words[c->n_insns - 1] : 0,
+                c->n_insns ? c->insn_vaddr[c->n_insns - 1] : 0, &c->exit);
+    g_free(words);
 }
 
 /* The counters of the block's code: the same for every translation of the
@@ -1089,6 +1329,7 @@ static struct code *describe_code(const struct qemu_plugin_tb *tb)
     }
     c->vaddr = n ? c->insn_vaddr[0] : 0;
     c->context = slot_context_now();
+    cost_code(c);
     slot_unpatch(c);
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
@@ -1127,6 +1368,8 @@ static void on_count_shared(unsigned int vcpu_index, void *udata)
     const struct shared_insn *si = udata;
     struct code *c;
 
+    if (!si->insn)
+        settle_count_exit(si->shape->vaddr);
     si->shape->context = slot_context_now();
     c = g_hash_table_lookup(tu.codes, si->shape);
     if (!c) {
@@ -1135,6 +1378,8 @@ static void on_count_shared(unsigned int vcpu_index, void *udata)
         g_hash_table_add(tu.codes, c);
     }
     c->counts[si->insn]++;
+    if (si->insn + 1 == c->n_insns && (c->exit.taken || c->exit.not_taken))
+        tu.count_exit = c;
 }
 
 static void count_shared_block(struct qemu_plugin_tb *tb)
@@ -1163,11 +1408,20 @@ static void count_block(struct qemu_plugin_tb *tb)
     }
     c = intern_code(tb);
 
-    for (uint32_t i = 0; i < c->n_insns; i++)
-        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
-                                               on_count,
+    for (uint32_t i = 0; i < c->n_insns; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+        if (!i)
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                insn, on_count_first, QEMU_PLUGIN_CB_NO_REGS,
+                (void *)(uintptr_t)c->vaddr);
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count,
                                                QEMU_PLUGIN_CB_NO_REGS,
                                                &c->counts[i]);
+        if (i + 1 == c->n_insns && (c->exit.taken || c->exit.not_taken))
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_exit,
+                                                   QEMU_PLUGIN_CB_NO_REGS, c);
+    }
 }
 
 /* Call stacks: a callback on each call and return instruction, which QEMU
@@ -1214,6 +1468,7 @@ static int is_stub_block(const struct qemu_plugin_tb *tb)
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
+    const struct block *b;
 
     if (is_stub_block(tb)) {
         slot_watch_stub(tb);
@@ -1222,24 +1477,22 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     if (tu.codes)
         count_block(tb);
 
+    b = intern_block(tb);
     if (!tu.reference) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, tu.stacks ? on_block_stacked
                                                            : on_block,
                                              QEMU_PLUGIN_CB_NO_REGS,
-                                             (void *)intern_block(tb));
+                                             (void *)b);
         if (tu.stacks)
             watch_calls(tb);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        uint64_t tag = qemu_plugin_insn_vaddr(insn) | (i ? 0 : FIRST_IN_BLOCK);
-
-        qemu_plugin_register_vcpu_insn_exec_cb(insn, tu.stacks ? on_insn_stacked
-                                                               : on_insn,
+    for (size_t i = 0; i < n; i++)
+        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
+                                               tu.stacks ? on_insn_stacked
+                                                         : on_insn,
                                                QEMU_PLUGIN_CB_NO_REGS,
-                                               (void *)(uintptr_t)tag);
-    }
+                                               (void *)&b->refs[i]);
     if (tu.stacks)      /* after on_insn_stacked, which settles first */
         watch_calls(tb);
 }
@@ -1251,6 +1504,7 @@ struct options {
     const char *counts;
     const char *counts_dir;
     const char *ram;
+    const char *timing;
     uint32_t context;
     int have_context;
     uint32_t slot;
@@ -1294,6 +1548,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->counts = arg + 7;
         } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
             opt->ram = arg + 4;
+        } else if (!strncmp(arg, "timing=", 7) && arg[7]) {
+            opt->timing = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
             opt->reference = 0;
         } else if (!strcmp(arg, "mode=reference")) {
@@ -1301,7 +1557,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR)\n", arg);
+                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR, timing=FILE)\n",
+                    arg);
             return -1;
         }
     }
@@ -1499,6 +1756,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 
     if (parse_options(argc, argv, &opt) < 0)
         return -1;
+    if (!opt.timing)
+        timing_model_default(&tu.model);
+    else if (timing_model_load(&tu.model, opt.timing, err, sizeof(err)) < 0) {
+        fprintf(stderr, "coptrace: timing=%s: %s\n", opt.timing, err);
+        return -1;
+    }
     if (info->system_emulation && info->system.smp_vcpus != 1) {
         fprintf(stderr, "coptrace: one context runs on one vCPU; this "
                 "machine has %d\n", info->system.smp_vcpus);

@@ -181,6 +181,14 @@ static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
 #define TRACE_FIFO_DROP         0   /* drop the capture, count it (the Cell) */
 #define TRACE_FIFO_STALL        1   /* the producer waits for room */
 
+/*
+ * Events (slot register event, written by the controller): what steps the
+ * slot's LFSR and its `cycles` counter.  0, the value of a file that
+ * predates the field, is the timing model's cycles.
+ */
+#define TRACE_EVENT_CYCLES       0  /* SPU_CYCLES: modelled cycles */
+#define TRACE_EVENT_INSTRUCTIONS 1  /* SPU_INSTRUCTIONS: retired instructions */
+
 /* Emulator modes, written by the emulator. */
 #define TRACE_MODE_FAST         1   /* one callback per translation block */
 #define TRACE_MODE_REFERENCE    2   /* one callback per instruction */
@@ -230,12 +238,12 @@ struct trace_regs_slot {
     uint32_t watermark;             /*  12: queued entries that ring the
                                            doorbell; 0 = never */
     uint32_t dither;                /*  16: 1 = randomize each interval */
-    uint32_t controller_reserved;   /*  20: zero */
+    uint32_t event;                 /*  20: the LFSR's clock: TRACE_EVENT_* */
     uint64_t dither_seed;           /*  24: seed of the jitter generator */
     uint8_t  controller_pad[32];
 
     /* Line 1: written by the producer (the emulator bound to the slot). */
-    uint64_t cycles;                /*  64: instructions retired on the slot */
+    uint64_t cycles;                /*  64: ticks of the slot's event */
     uint64_t capture_count;         /*  72: expiries, including dropped ones */
     uint64_t overflow_count;        /*  80: captures dropped, FIFO full */
     uint64_t outside_count;         /*  88: captures whose PC was outside LS */
@@ -936,6 +944,14 @@ static inline void trace_slot_configure(struct trace_regs_slot *slot,
     trace_store_once(&slot->watermark, watermark);
     trace_store_once(&slot->dither_seed, dither_seed);
     trace_store_release(&slot->dither, dither ? 1u : 0u);
+}
+
+/* Controller: the event that clocks the slot's LFSR (TRACE_EVENT_*); the
+ * producer reads it when it attaches.  Set it while no producer runs. */
+static inline void trace_slot_set_event(struct trace_regs_slot *slot,
+                                        uint32_t event)
+{
+    trace_store_release(&slot->event, event);
 }
 
 /* A consistent view of a slot's clock: the LFSR is reload_state advanced by

@@ -93,6 +93,12 @@ void trace_slot_set_dither(struct trace_regs_slot *slot, uint32_t dither,
 /* "stall" or "drop" as TRACE_FIFO_*; 0, or -1 for other text.
  * trace_fifo_policy_name() is the inverse ("drop" for unknown values). */
 int trace_parse_fifo_policy(const char *text, uint32_t *policy);
+
+/* The events that clock a slot's LFSR (TRACE_EVENT_*) by name: 0, or -1
+ * for another name. */
+#define TRACE_EVENT_CYCLES_NAME       "SPU_CYCLES"
+#define TRACE_EVENT_INSTRUCTIONS_NAME "SPU_INSTRUCTIONS"
+int trace_parse_event(const char *text, uint32_t *event);
 const char *trace_fifo_policy_name(uint32_t policy);
 
 /* The default doorbell watermark: half the FIFO. */
@@ -293,6 +299,7 @@ struct trace_sampling {
     uint32_t fifo_policy;           /* TRACE_FIFO_DROP or TRACE_FIFO_STALL */
     uint32_t dither;                /* 1: randomize each interval */
     uint64_t dither_seed;
+    uint32_t event;                 /* TRACE_EVENT_*: what N counts */
 };
 
 /* One emulator traced on one slot, with the simple consumer. */

@@ -96,10 +96,13 @@ static void usage(FILE *out)
         "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
         "                      for several arguments\n"
         "  -n, --sample-every N\n"
-        "                      attach the trace unit: capture the PC of every\n"
-        "                      N-th instruction (1 to 16777215), exactly; on\n"
+        "                      attach the trace unit: capture the PC every N\n"
+        "                      ticks of --event (1 to 16777215), exactly; on\n"
         "                      exit print \"captures=A dropped=B\n"
         "                      instructions=C outside_ls=D\" on stderr\n"
+        "      --event E       what N counts: SPU_CYCLES (the timing model's\n"
+        "                      cycles, the default) or SPU_INSTRUCTIONS\n"
+        "                      (retired instructions)\n"
         "      --reference     use the plugin's per-instruction reference\n"
         "                      mode (slow; the same captures, to check the\n"
         "                      fast one)\n"
@@ -159,6 +162,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {"qemu", required_argument, NULL, 'q'},
         {"qemu-arg", required_argument, NULL, 'a'},
         {"sample-every", required_argument, NULL, 'n'},
+        {"event", required_argument, NULL, 'E'},
         {"reference", no_argument, NULL, 'R'},
         {"samples-out", required_argument, NULL, 'o'},
         {"events-out", required_argument, NULL, 'e'},
@@ -199,6 +203,12 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
                 return cli_fail(EXIT_RUN_FAILED, "--sample-every '%s': not "
                                 "a count from 1 to %u", optarg, LFSR_PERIOD);
             opts->sample_every = (uint32_t)number;
+            break;
+        case 'E':
+            if (trace_parse_event(optarg, &opts->sampling.event) < 0)
+                return cli_fail(EXIT_RUN_FAILED, "--event '%s': not "
+                                TRACE_EVENT_CYCLES_NAME " or "
+                                TRACE_EVENT_INSTRUCTIONS_NAME, optarg);
             break;
         case 'R':
             opts->reference = 1;

@@ -27,13 +27,16 @@ import io
 
 from elftools.elf.elffile import ELFFile
 
-VERSION_LINE = "coprof-exact-counts 1"
+VERSION_LINE = "coprof-exact-counts 2"
+VERSION_LINES = ("coprof-exact-counts 1", VERSION_LINE)
+REASONS = ("issue", "dependency", "branch")
 PF_OVERLAY = 0x08000000
 
-Insn = collections.namedtuple("Insn", "pc data count")
+Insn = collections.namedtuple("Insn", "pc data count issue dependency branch",
+                              defaults=(0, 0, 0))
 Code = collections.namedtuple("Code", "pc hash insns")
 Run = collections.namedtuple("Run", "context mode ls_base ls_size "
-                                    "instructions codes")
+                                    "instructions codes cycles")
 Attributed = collections.namedtuple("Attributed", "pc where file_offset count")
 
 
@@ -66,7 +69,7 @@ def read_counts(path):
         words = line.split()
         where = "%s:%d" % (path, lineno)
         try:
-            if line == VERSION_LINE:
+            if line in VERSION_LINES:
                 if run is not None:
                     raise CountsError("%s: run without its end line" % where)
                 run = {"codes": [], "head": None}
@@ -82,10 +85,10 @@ def read_counts(path):
                 end = _fields(words[1:], path, lineno)
                 runs.append(_finish_run(run, end, where))
                 run = code = None
-            elif len(words) == 3 and code is not None:
+            elif len(words) in (3, 6) and code is not None:
                 code.insns.append(Insn(int(words[0], 16),
                                        bytes.fromhex(words[1]),
-                                       int(words[2])))
+                                       *(int(w) for w in words[2:])))
             else:
                 raise CountsError("%s: unexpected line %r" % (where, line))
         except (IndexError, ValueError) as e:
@@ -115,8 +118,25 @@ def _finish_run(run, end, where):
                           "run has %d in %d" % (where, end["instructions"],
                                                 end["codes"], total,
                                                 len(codes)))
+    cycles = sum(i.issue + i.dependency + i.branch
+                 for c in codes for i in c.insns)
+    if "cycles" in end and cycles != int(end["cycles"]):
+        raise CountsError("%s: end line says %s cycles, the run has %d"
+                          % (where, end["cycles"], cycles))
     return Run(int(head["context"]), head["mode"], int(head["ls_base"], 16),
-               int(head["ls_size"], 16), total, codes)
+               int(head["ls_size"], 16), total, codes, cycles)
+
+
+def cycles_by_pc(counts_path):
+    """{pc: {reason: cycles}} over every run of a version-2 counts file
+    (reasons: REASONS), the codes at one pc added up."""
+    out = collections.defaultdict(lambda: dict.fromkeys(REASONS, 0))
+    for run in read_counts(counts_path):
+        for code in run.codes:
+            for insn in code.insns:
+                for reason in REASONS:
+                    out[insn.pc][reason] += getattr(insn, reason)
+    return dict(out)
 
 
 def total_instructions(counts_path):

@@ -93,7 +93,7 @@ def reference_trace(cop_run, image, args, every, fifo_depth=1 << 22,
     seed = [] if dither is None else ["--dither", str(dither)]
     with tempfile.NamedTemporaryFile("r") as out:
         result = subprocess.run(
-            [cop_run, "--sample-every", str(every), "--reference",
+            [cop_run, "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every), "--reference",
              "--samples-out", out.name, "--fifo-depth", str(fifo_depth)] +
             seed + [image] + [str(a) for a in args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

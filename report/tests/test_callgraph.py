@@ -53,7 +53,7 @@ def truth(coprof_bin, calltree, tmp_path_factory):
     """{function: (inclusive, self) fraction} of every instruction the
     program ran, from the reference stacks at every instruction."""
     d = tmp_path_factory.mktemp("truth")
-    subprocess.run([coprof_bin("cop-run"), "--sample-every", "1",
+    subprocess.run([coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1",
                     "--call-graph", "64", "--fifo-depth", str(1 << 21),
                     "--samples-out", str(d / "s"), "--events-out",
                     str(d / "e"), calltree, ROUNDS],

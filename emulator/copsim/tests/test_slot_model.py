@@ -58,7 +58,7 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
     assert result.returncode == 0, result.stderr + result.stdout
     alone = tmp_path / "alone.counts"
     done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
-                           "--sample-every", "1000003", "--exact-counts",
+                           "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000003", "--exact-counts",
                            str(alone), probe_image, "spin", "300000"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
