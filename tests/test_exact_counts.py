@@ -264,6 +264,13 @@ def test_identical_overlay_code_is_an_error(coprof_bin, build_dir, tmp_path):
         exact_counts.counts_by_file_offset(str(one), str(twin))
 
 
+def tenfold_count(line):
+    """An instruction line with its count (third column) ten times over."""
+    words = line.split()
+    words[2] += "0"
+    return " ".join(words) + "\n"
+
+
 def test_reader_refuses_damaged_files(coprof_bin, build_dir, tmp_path):
     image = example(build_dir, "kernels")
     counts = tmp_path / "run.counts"
@@ -271,7 +278,7 @@ def test_reader_refuses_damaged_files(coprof_bin, build_dir, tmp_path):
     text = counts.read_text()
     lines = text.splitlines(keepends=True)
     for bad, why in [("".join(lines[:len(lines) // 2]), "cut short"),
-                     ("".join(lines[:3] + [lines[3].rstrip("\n") + "0\n"]
+                     ("".join(lines[:3] + [tenfold_count(lines[3])]
                               + lines[4:]), "end line says"),
                      ("garbage\n", "expected"),
                      ("", "no runs")]:

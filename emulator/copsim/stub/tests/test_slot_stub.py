@@ -134,7 +134,7 @@ def test_stub_counts_for_nobody(slot, tmp_path):
     # Every instruction captured: none outside the local store, as many
     # captures as instructions, and those are the program's own.
     _, err, _, counts = slot(tmp_path, "short", "short", reference=True,
-                             extra=["--event", "SPU_INSTRUCTIONS", "--sample-every", "1"])
+                             extra=["--sample-every", "1"])
     stats = dict(re.findall(r"(\w+)=(\d+)",
                             [l for l in err.splitlines()
                              if l.startswith("captures=")][0]))
