@@ -237,12 +237,19 @@ def attribute(counts_path, image_path, elf_offset=0):
     return out
 
 
-def counts_by_file_offset(counts_path, image_path, elf_offset=0):
-    """{file offset in image_path: instructions}, every run summed;
+def counts_by_file_offset(counts_path, image_path, elf_offset=0,
+                          cycles=False):
+    """{file offset in image_path: instructions} (with cycles: the
+    modelled cycles of every reason instead, version 2), every run summed;
     instructions outside the image are left out (attribute() has them).
     Raises CountsError on a malformed file or code it cannot attribute."""
+    image = _Image(image_path, elf_offset)
     by_offset = collections.Counter()
-    for a in attribute(counts_path, image_path, elf_offset):
-        if a.file_offset is not None:
-            by_offset[a.file_offset] += a.count
+    for run in read_counts(counts_path):
+        for code in run.codes:
+            for insn, _, offset in _attribute_code(image, code, counts_path):
+                if offset is not None:
+                    by_offset[offset] += (sum(getattr(insn, r)
+                                              for r in REASONS)
+                                          if cycles else insn.count)
     return dict(by_offset)
