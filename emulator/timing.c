@@ -268,6 +268,21 @@ void timing_decode(uint32_t word, struct timing_insn *out)
 
 /* ---- Scheduling --------------------------------------------------------- */
 
+/*
+ * After a system instruction the scoreboard is empty, as at a block's
+ * start: QEMU ends its translated block after a CSR write (and may or may
+ * not after another system instruction), so the cost of what follows must
+ * not depend on where the translator cut, nor on whether a slot's stub
+ * replaced the instruction (copsim's slots run crt0's csrw mtvec as a nop,
+ * which is costed as the csrw).  Its own result (csrr's rd) is ready then.
+ */
+static void forget_in_flight(uint64_t *ready, uint64_t now)
+{
+    for (int r = 0; r < 32; r++)
+        if (ready[r] > now)
+            ready[r] = now;
+}
+
 void timing_schedule(const struct timing_model *m, const uint32_t *words,
                      uint32_t n, uint32_t *stall, uint32_t *issue)
 {
@@ -287,6 +302,8 @@ void timing_schedule(const struct timing_model *m, const uint32_t *words,
         next = at + issue[i];
         if (in.rd)
             ready[in.rd] = at + m->latency[in.cls];
+        if (in.cls == TIMING_SYSTEM)
+            forget_in_flight(ready, next);
     }
 }
 

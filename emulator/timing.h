@@ -11,7 +11,9 @@
  * either outcome).  Only the branch outcome is dynamic: the plugin adds
  * the exit's cost for the outcome when the next block starts.  The
  * scoreboard starts empty at every block: a result in flight when a block
- * ends is taken as ready in the next (the documented simplification).
+ * ends is taken as ready in the next (the documented simplification); it
+ * is emptied after every system instruction too, where QEMU may end a
+ * block, so that a cost never depends on where the translator cut.
  *
  * Freestanding apart from the parser's string handling; no QEMU.
  */
@@ -77,9 +79,10 @@ extern const char timing_default_model[];
 void timing_decode(uint32_t word, struct timing_insn *out);
 
 /*
- * Schedules the block's n instruction words on an empty scoreboard:
- * stall[i] is the cycles instruction i waits for its operands, issue[i]
- * the cycles it occupies the issue slot.  Its cost is stall[i] + issue[i].
+ * Schedules the block's n instruction words on an empty scoreboard,
+ * emptied again after each system instruction: stall[i] is the cycles
+ * instruction i waits for its operands, issue[i] the cycles it occupies
+ * the issue slot.  Its cost is stall[i] + issue[i].
  */
 void timing_schedule(const struct timing_model *m, const uint32_t *words,
                      uint32_t n, uint32_t *stall, uint32_t *issue);

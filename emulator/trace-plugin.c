@@ -722,32 +722,55 @@ static uint32_t slot_context_now(void)
 
 /*
  * The instructions a slot's controller pointed at the stub (crt0's csrw
- * mtvec, the exit's lui: slot-stub.h) are recorded in counts= as the
- * image's own words, which its save area names, so that a counts file of
- * a slot reads like one of a QEMU of its own.
+ * mtvec became a nop, the exit's lui names the stub's exit address:
+ * slot-stub.h) are the image's own words to the timing model and in
+ * counts=, which the running context's save area names: a context costs
+ * and counts on a slot what it does in a QEMU of its own.  NULL: no
+ * patches (not a slot stub, or no context resident).
  */
-static void slot_unpatch(struct code *c)
+static const uint32_t *slot_patches(void)
 {
     uint32_t entry;
-    const uint32_t *patches;
 
     if (slot_mode.on)
         entry = 0;
     else if (slot_control)
         entry = le32toh(slot_control[SLOT_H_RESIDENT / 4]);
     else
-        return;
+        return NULL;
     if (entry >= SLOT_MAX_CONTEXTS)
-        return;
-    patches = (slot_mode.on ? (const uint32_t *)(slot_mode.ls
-                                + (SLOT_CTL_BASE - SLOT_LS_BASE))
-                            : slot_control)
-              + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE + SLOT_C_PATCHES) / 4;
-    for (uint32_t p = 0; p < SLOT_MAX_PATCHES && patches[2 * p]; p++)
-        for (uint32_t i = 0, at = 0; i < c->n_insns; at += c->insn_size[i++])
-            if (c->insn_vaddr[i] == le32toh(patches[2 * p])
-                && c->insn_size[i] == 4)
-                memcpy(c->bytes + at, &patches[2 * p + 1], 4);
+        return NULL;
+    return (slot_mode.on ? (const uint32_t *)(slot_mode.ls
+                            + (SLOT_CTL_BASE - SLOT_LS_BASE))
+                         : slot_control)
+           + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE + SLOT_C_PATCHES) / 4;
+}
+
+/* The image's word at vaddr, where the translated word is `word`. */
+static uint32_t image_word(const uint32_t *patches, uint64_t vaddr,
+                           uint32_t word)
+{
+    for (uint32_t p = 0; patches && p < SLOT_MAX_PATCHES && patches[2 * p];
+         p++)
+        if (vaddr == le32toh(patches[2 * p]))
+            return le32toh(patches[2 * p + 1]);
+    return word;
+}
+
+/* counts=: code c's bytes as the image's. */
+static void slot_unpatch(struct code *c)
+{
+    const uint32_t *patches = slot_patches();
+    uint32_t word;
+
+    for (uint32_t i = 0, at = 0; patches && i < c->n_insns;
+         at += c->insn_size[i++]) {
+        if (c->insn_size[i] != 4)
+            continue;
+        memcpy(&word, c->bytes + at, 4);
+        word = htole32(image_word(patches, c->insn_vaddr[i], le32toh(word)));
+        memcpy(c->bytes + at, &word, 4);
+    }
 }
 
 /* ---- Exact counts (counts=) --------------------------------------------- */
@@ -1200,6 +1223,7 @@ static const struct block *intern_block(const struct qemu_plugin_tb *tb)
 {
     uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb);
     struct block *b = g_new0(struct block, 1);
+    const uint32_t *patches = slot_patches();
     struct block *known;
 
     b->n_insns = n;
@@ -1210,7 +1234,8 @@ static const struct block *intern_block(const struct qemu_plugin_tb *tb)
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 
         b->vaddr[i] = qemu_plugin_insn_vaddr(insn);
-        b->words[i] = insn_word(insn);
+        b->words[i] = qemu_plugin_insn_size(insn) != 4 ? 0
+                      : image_word(patches, b->vaddr[i], insn_word(insn));
         if (insn_writes_memory(insn))
             b->n_if_stopped = i + 1;
     }
@@ -1329,8 +1354,8 @@ static struct code *describe_code(const struct qemu_plugin_tb *tb)
     }
     c->vaddr = n ? c->insn_vaddr[0] : 0;
     c->context = slot_context_now();
+    slot_unpatch(c);        /* costed as the image's words */
     cost_code(c);
-    slot_unpatch(c);
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
     return c;

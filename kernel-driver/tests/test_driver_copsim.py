@@ -72,7 +72,7 @@ def run_one_command(coprof_bin, tmp_path, options, command,
     return result, stream_path
 
 
-@pytest.mark.parametrize("event", ["SPU_INSTRUCTIONS"])
+@pytest.mark.parametrize("event", ["SPU_CYCLES", "SPU_INSTRUCTIONS"])
 @pytest.mark.parametrize("dither", [None, 12345])
 def test_one_command_matches_reference(coprof_bin, test_bin, example,
                                        tmp_path, dither, event):

@@ -26,13 +26,18 @@ def host(test_bin, sim, *args, timeout=300):
     return result, parse_host_lines(result.stdout)
 
 
-def counts_by_pc(path):
-    """Exact counts of a file's runs, by pc."""
+def counts_by_pc(path, cycles=False):
+    """Exact counts of a file's runs, by pc: instructions, or with
+    cycles=True (pc, reason): cycles."""
     counts = collections.Counter()
     for run in exact_counts.read_counts(path):
         for code in run.codes:
             for insn in code.insns:
-                counts[insn.pc] += insn.count
+                if not cycles:
+                    counts[insn.pc] += insn.count
+                    continue
+                for reason in exact_counts.REASONS:
+                    counts[insn.pc, reason] += getattr(insn, reason)
     return counts
 
 
@@ -42,8 +47,10 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
     # Four contexts on two slots, gathered so that they certainly wait and
     # are preempted (at 100,000-cycle slices), each moved through the slot
     # emulators as saved state: each executes exactly what cop-run counts
-    # for it alone, instruction by instruction, and the slots' cycles
-    # between its binds and unbinds add up to its instructions.
+    # for it alone, instruction by instruction, costs the cycles it costs
+    # alone, pc by pc and reason by reason (the stub's patched words are
+    # costed as the image's), and the slots' cycles between its binds and
+    # unbinds add up to those cycles.
     counts_dir = tmp_path / "counts"
     counts_dir.mkdir()
     os.environ["COPSIM_TEST_GATHER"] = "4"
@@ -63,6 +70,7 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     want = counts_by_pc(str(alone))
+    want_cycles = counts_by_pc(str(alone), cycles=True)
     events = sched_events(build_dir, sim.log)
     bindings = check_slot_history(events, 2)
     for c in contexts:
@@ -70,6 +78,9 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         got = counts_by_pc(str(counts_dir / ("context-%s.counts"
                                              % c["context"])))
         assert got == want
+        assert counts_by_pc(str(counts_dir / ("context-%s.counts"
+                                              % c["context"])),
+                            cycles=True) == want_cycles
         assert int(c["instructions"]) == sum(want.values())
         # copsim's slots count SPU_CYCLES: the timing model's cycles,
         # which the context's exact counts carry.
