@@ -36,8 +36,8 @@
  * (a futex word the driver waits on, so it drains early), and whether each
  * sampling interval is randomized (dither, dither_seed): interval k after
  * a load is N + trace_dither_jitter(seed, k, width), drawn by the producer
- * at each reload (interval 0 when it first runs after the load).  The producer counts its stalls and their time in the
- * slot's fourth line.
+ * at each reload (interval 0 when it first runs after the load).  The
+ * producer counts its stalls and their time in the slot's fourth line.
  *
  * Mailbox (version 4): after the context blocks, one mailbox per slot
  * through which the controller (copsim) tells the driver what it used to
