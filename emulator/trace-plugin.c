@@ -390,24 +390,25 @@ static void retire(const struct block *b, uint32_t from, uint32_t to)
     tu.retired += to - from;
 }
 
-/* The ticks block p's exit costs when block b follows it. */
-static uint32_t exit_ticks(const struct block *p, const struct block *b)
+/* The ticks block p's exit costs when the next block starts at `next`. */
+static uint32_t exit_ticks(const struct block *p, uint64_t next)
 {
-    return p->exit_cost[tu.clock][b->start == p->fallthrough];
+    return p->exit_cost[tu.clock][next == p->fallthrough];
 }
 
-/* Block b starts after tu.current: the cycles of its exit (a mispredicted
- * or indirect branch) belong to that block's last instruction. */
-static void retire_exit(const struct block *b)
+/* The next block starts at `next` after tu.current: the cycles of its
+ * exit (a mispredicted or indirect branch) belong to that block's last
+ * instruction. */
+static void retire_exit(uint64_t next)
 {
     const struct block *p = tu.current;
     uint64_t end;
 
     tu.current = NULL;
-    if (!p || !tu.attached || !exit_ticks(p, b))
+    if (!p || !tu.attached || !exit_ticks(p, next))
         return;
     check_expiry_ahead();
-    end = slot_cycles() + exit_ticks(p, b);
+    end = slot_cycles() + exit_ticks(p, next);
     while (tu.expiry <= end) {
         uint64_t at = tu.expiry;
 
@@ -528,7 +529,7 @@ static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
 {
     if (tu.tail)
         retire_tail();
-    retire_exit(b);
+    retire_exit(b->start);
     tu.current = b;
     while (!tu.attached || gate_changed())
         obey_gate();
@@ -542,7 +543,7 @@ static void on_block(unsigned int vcpu_index, void *udata)
 {
     const struct block *b = udata, *p = tu.current;
     uint64_t end = slot_cycles() + b->ticks[tu.clock]
-                   + (p ? exit_ticks(p, b) : 0);
+                   + (p ? exit_ticks(p, b->start) : 0);
 
     if (__builtin_expect(end < __atomic_load_n(tu.check_cycle,
                                                __ATOMIC_RELAXED), 1)) {
@@ -571,16 +572,16 @@ static void step_ticks(uint64_t vaddr, uint32_t ticks)
     }
 }
 
-/* Reference mode, at a block's first instruction: the exit of the block
+/* Reference mode, where a block starts at `next`: the exit of the block
  * whose last instruction ran just before, if it did. */
-static void step_exit(const struct block *b)
+static void step_exit(uint64_t next)
 {
     const struct insn_ref *last = tu.last;
 
     tu.last = NULL;
     if (!last || !tu.attached || last->i + 1 != last->b->n_insns)
         return;
-    step_ticks(last->b->vaddr[last->i], exit_ticks(last->b, b));
+    step_ticks(last->b->vaddr[last->i], exit_ticks(last->b, next));
 }
 
 /* Reference mode, before every instruction. */
@@ -590,7 +591,7 @@ static void on_insn(unsigned int vcpu_index, void *udata)
     const struct block *b = r->b;
 
     if (!r->i) {
-        step_exit(b);
+        step_exit(b->start);
         while (!tu.attached || gate_changed())
             obey_gate();
     }
@@ -618,7 +619,7 @@ static void on_block_stacked(unsigned int vcpu_index, void *udata)
 
     if (tu.tail)
         retire_tail();
-    retire_exit(b);         /* with the stack of the branch's block */
+    retire_exit(b->start);  /* with the stack of the branch's block */
     shadow_settle(&tu.shadow, b->vaddr[0]);
     on_block(vcpu_index, udata);
 }
@@ -630,7 +631,7 @@ static void on_insn_stacked(unsigned int vcpu_index, void *udata)
     const struct insn_ref *r = udata;
 
     if (!r->i) {
-        step_exit(r->b);
+        step_exit(r->b->start);
         shadow_settle(&tu.shadow, r->b->start);
     }
     on_insn(vcpu_index, udata);
@@ -728,7 +729,7 @@ static uint32_t slot_context_now(void)
  * and counts on a slot what it does in a QEMU of its own.  NULL: no
  * patches (not a slot stub, or no context resident).
  */
-static const uint32_t *slot_patches(void)
+static const uint32_t *slot_save_area(void)
 {
     uint32_t entry;
 
@@ -743,7 +744,14 @@ static const uint32_t *slot_patches(void)
     return (slot_mode.on ? (const uint32_t *)(slot_mode.ls
                             + (SLOT_CTL_BASE - SLOT_LS_BASE))
                          : slot_control)
-           + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE + SLOT_C_PATCHES) / 4;
+           + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE) / 4;
+}
+
+static const uint32_t *slot_patches(void)
+{
+    const uint32_t *area = slot_save_area();
+
+    return area ? area + SLOT_C_PATCHES / 4 : NULL;
 }
 
 /* The image's word at vaddr, where the translated word is `word`. */
@@ -1043,16 +1051,28 @@ static void on_stub_ended(unsigned int vcpu_index, void *udata)
 }
 
 /* The stub passes SLOT_STUB_PARKED: the context was handed back at a
- * timer interrupt, between blocks. */
+ * timer interrupt, between blocks.  Its last block's exit costs what the
+ * block it resumes at (its save area's pc) makes it cost, charged now: on
+ * whatever slot it runs next, its first block follows no block. */
 static void on_stub_parked(unsigned int vcpu_index, void *udata)
 {
+    const uint32_t *area = slot_save_area();
+    uint64_t resume;
+
     if (!tu.context)
         return;
+    resume = area ? le32toh(__atomic_load_n(&area[SLOT_C_PC / 4],
+                                            __ATOMIC_ACQUIRE)) : 0;
     if (tu.attached) {
         if (tu.tail)
             retire_tail();
+        if (tu.reference)
+            step_exit(resume);
+        else
+            retire_exit(resume);
         detach();
     }
+    settle_count_exit(resume);
     slot_let_go();
 }
 

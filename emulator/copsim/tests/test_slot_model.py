@@ -13,8 +13,10 @@ import os
 import subprocess
 import sys
 
-from copsim_harness import (SOURCE, check_slot_history, parse_host_lines,
-                            sched_events)
+import pytest
+
+from copsim_harness import (SOURCE, check_slot_history, counted_cycles,
+                            parse_host_lines, sched_events)
 
 sys.path.insert(0, os.path.join(SOURCE, "tests"))
 import exact_counts  # noqa: E402
@@ -41,9 +43,13 @@ def counts_by_pc(path, cycles=False):
     return counts
 
 
+# spin: arithmetic; hop: a loop whose every block's exit costs cycles (a
+# mispredicted branch, an indirect jump), so that a preemption lands after
+# such an exit, which must be charged for the block the context resumes at.
+@pytest.mark.parametrize("program", ["spin", "hop"])
 def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                                                    probe_image, build_dir,
-                                                   tmp_path):
+                                                   tmp_path, program):
     # Four contexts on two slots, gathered so that they certainly wait and
     # are preempted (at 100,000-cycle slices), each moved through the slot
     # emulators as saved state: each executes exactly what cop-run counts
@@ -61,12 +67,13 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         del os.environ["COPSIM_TEST_GATHER"]
     result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
                             "4", "--console-file", "/dev/null", "embedded",
-                            "spin", "300000")
+                            program, "300000")
     assert result.returncode == 0, result.stderr + result.stdout
     alone = tmp_path / "alone.counts"
     done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
-                           "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000003", "--exact-counts",
-                           str(alone), probe_image, "spin", "300000"],
+                           "--event", "SPU_INSTRUCTIONS", "--sample-every",
+                           "1000003", "--exact-counts", str(alone),
+                           probe_image, program, "300000"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     want = counts_by_pc(str(alone))
@@ -85,9 +92,8 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         # copsim's slots count SPU_CYCLES: the timing model's cycles,
         # which the context's exact counts carry.
         assert sum(end - start for _, start, end, _ in
-                   bindings[int(c["context"])]) == sum(
-            r.cycles for r in exact_counts.read_counts(str(
-                counts_dir / ("context-%s.counts" % c["context"]))))
+                   bindings[int(c["context"])]) == counted_cycles(
+            counts_dir, c["context"])
 
 
 def test_faults_leave_the_slot_usable(copsim, test_bin):
