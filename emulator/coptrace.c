@@ -257,8 +257,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         case 'e':
             if (trace_parse_event(optarg, &opt->sampling.event) < 0)
                 return cli_fail(EXIT_USAGE, "--event '%s' is not "
-                                TRACE_EVENT_CYCLES_NAME " or "
-                                TRACE_EVENT_INSTRUCTIONS_NAME, optarg);
+                                TRACE_EVENT_NAMES, optarg);
             break;
         case 'c':
         case 's':

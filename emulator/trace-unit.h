@@ -98,6 +98,8 @@ int trace_parse_fifo_policy(const char *text, uint32_t *policy);
  * for another name. */
 #define TRACE_EVENT_CYCLES_NAME       "SPU_CYCLES"
 #define TRACE_EVENT_INSTRUCTIONS_NAME "SPU_INSTRUCTIONS"
+#define TRACE_EVENT_NAMES TRACE_EVENT_CYCLES_NAME " or " \
+                          TRACE_EVENT_INSTRUCTIONS_NAME
 int trace_parse_event(const char *text, uint32_t *event);
 const char *trace_fifo_policy_name(uint32_t policy);
 

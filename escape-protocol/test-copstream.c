@@ -667,6 +667,21 @@ static struct copstream_start decode_start(GByteArray *s)
     return dec.start;
 }
 
+/* A START of an older version, `words` payload words, then STOP, in s
+ * (emptied first): its decoded START. */
+static struct copstream_start decode_short_start(GByteArray *s, uint32_t words)
+{
+    struct copstream_record rec = { .code = COPSTREAM_START };
+
+    rec.u.start = test_start();
+    rec.payload_words = words;
+    g_byte_array_set_size(s, 0);
+    add_record(s, &rec);
+    add_stop(s, 0, 0);
+    g_assert_cmpuint(s->len, ==, 8 * (2 + words) + 8 * (2 + 3));
+    return decode_start(s);
+}
+
 /*
  * START of 1.2: the sampling words (FIFO-full policy, dither, seed,
  * watermark) round-trip; a 1.1 START (9 words) reads them as 0, and is
@@ -688,12 +703,7 @@ static void test_start_sampling(void)
 
     rec.u.start = test_start();
     g_assert_cmpint(copstream_record_bytes(&rec), ==, 8 * (2 + 14));
-    rec.payload_words = COPSTREAM_START_WORDS_1_1;
-    g_byte_array_set_size(s, 0);
-    add_record(s, &rec);
-    add_stop(s, 0, 0);
-    g_assert_cmpuint(s->len, ==, 8 * (2 + 9) + 8 * (2 + 3));
-    got = decode_start(s);
+    got = decode_short_start(s, COPSTREAM_START_WORDS_1_1);
     g_assert_cmpuint(got.version, ==, COPSTREAM_VERSION);
     g_assert_cmpuint(got.fifo_full, ==, 0);
     g_assert_cmpuint(got.dither, ==, 0);
@@ -710,7 +720,6 @@ static void test_start_sampling(void)
 static void test_start_event(void)
 {
     GByteArray *s = g_byte_array_new();
-    struct copstream_record rec = { .code = COPSTREAM_START };
     struct copstream_start got;
 
     add_start(s);
@@ -718,13 +727,7 @@ static void test_start_event(void)
     got = decode_start(s);
     g_assert_cmpuint(got.event, ==, COPSTREAM_EVENT_INSTRUCTIONS);
 
-    rec.u.start = test_start();
-    rec.payload_words = COPSTREAM_START_WORDS - 1;
-    g_byte_array_set_size(s, 0);
-    add_record(s, &rec);
-    add_stop(s, 0, 0);
-    g_assert_cmpuint(s->len, ==, 8 * (2 + 13) + 8 * (2 + 3));
-    got = decode_start(s);
+    got = decode_short_start(s, COPSTREAM_START_WORDS - 1);
     g_assert_cmpuint(got.event, ==, COPSTREAM_EVENT_CYCLES);
     g_assert_cmpuint(got.watermark, ==, 512);
     g_byte_array_unref(s);

@@ -207,8 +207,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         case 'E':
             if (trace_parse_event(optarg, &opts->sampling.event) < 0)
                 return cli_fail(EXIT_RUN_FAILED, "--event '%s': not "
-                                TRACE_EVENT_CYCLES_NAME " or "
-                                TRACE_EVENT_INSTRUCTIONS_NAME, optarg);
+                                TRACE_EVENT_NAMES, optarg);
             break;
         case 'R':
             opts->reference = 1;
