@@ -189,6 +189,22 @@ static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
 #define TRACE_EVENT_CYCLES       0  /* SPU_CYCLES: modelled cycles */
 #define TRACE_EVENT_INSTRUCTIONS 1  /* SPU_INSTRUCTIONS: retired instructions */
 
+/*
+ * Stall reasons: why the coprocessor spent the cycle at which a capture
+ * was taken (docs/trace-unit.md, "Stall reasons").  The emulator knows it
+ * from the timing model; every capture carries one.  Under
+ * SPU_INSTRUCTIONS every capture is TRACE_STALL_ISSUE.
+ */
+enum trace_stall_reason {
+    TRACE_STALL_ISSUE = 0,          /* the instruction occupies the issue slot */
+    TRACE_STALL_DEPENDENCY = 1,     /* it waits for an operand in flight */
+    TRACE_STALL_BRANCH = 2,         /* a mispredicted branch / indirect jump */
+    TRACE_STALL_DMA_WAIT = 3,       /* waiting for DMA tags to complete */
+    TRACE_STALL_MAILBOX_WAIT = 4,   /* waiting on a mailbox (empty / full) */
+    TRACE_STALL_MEMORY = 5          /* a direct access to main memory */
+};
+#define TRACE_STALL_REASONS     6   /* values 0 .. TRACE_STALL_REASONS - 1 */
+
 /* Emulator modes, written by the emulator. */
 #define TRACE_MODE_FAST         1   /* one callback per translation block */
 #define TRACE_MODE_REFERENCE    2   /* one callback per instruction */
