@@ -44,6 +44,8 @@ struct timing_model {
     enum timing_predict predict;
     uint32_t branch_miss;       /* a wrongly predicted conditional branch */
     uint32_t branch_indirect;   /* every jalr */
+    uint32_t dma_latency;       /* a DMA transfer's fixed cycles */
+    uint32_t dma_bytes_per_cycle;   /* the bus's bandwidth, at least 1 */
 };
 
 /* One decoded instruction: its class and registers (0: none, x0 too). */

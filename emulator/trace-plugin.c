@@ -83,8 +83,22 @@
  * see the same stack at every capture).  Each capture then carries the
  * innermost frames (trace_slot_capture_stack).  Without the area none of
  * this is registered: the callbacks are the ones above.
+ *
+ * DMA (mfc.c, docs/coprocessor-abi.md "DMA"): with ram= the plugin maps
+ * the context's channel block read-write.  The runtime's issue and wait
+ * markers (fence.i words that end their block) get one more callback: an
+ * issue is stamped with its modelled completion, a wait's cycles are
+ * charged to the marker as DMA wait (captures in them take the marker's
+ * PC, and the waited transfer is the current-wait info, tu.wait), after
+ * the block's own cycles, in both modes alike.  The runtime's transfer
+ * engine, whose code range the block names, is neither counted nor
+ * captured: its stores stand for the MFC's, whose time the model gives.
+ * The clock of the DMA is the context's own cycles (tu.context_cycles
+ * plus the slot's cycles since the attach, kept in the context's entry
+ * across holds).
  */
 #include "emulator/copsim/stub/slot-stub.h"
+#include "emulator/mfc.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
 #include "emulator/timing.h"
@@ -155,6 +169,7 @@ struct code {
     uint32_t *stall;            /* n_insns: static dependency cycles */
     uint32_t *issue;            /* n_insns: issue cycles */
     uint64_t branch_cycles;     /* its exit's dynamic cycles, summed */
+    uint64_t dma_wait;          /* its last instruction's DMA waits */
     struct timing_exit exit;    /* its last instruction's exit */
     uint8_t bytes[];            /* the instruction bytes, as translated */
 };
@@ -202,6 +217,18 @@ static struct {
                                                capture */
     FILE *counts_out;               /* counts=: appended to at exit */
     const char *counts_path;
+    volatile struct cop_mfc *mfc;   /* ram=: the DMA channel block, mapped
+                                       read-write; NULL: DMA untimed */
+    const volatile struct cop_boot_block *boot;     /* its boot block */
+    uint64_t context_cycles;        /* the context's cycles before the
+                                       attach */
+    uint64_t attach_cycles;         /* the slot's cycles at the attach */
+    uint64_t wait_charge;           /* the last marker's wait, for counts= */
+    struct {                        /* while a wait's cycles are charged:
+                                       the capture path's current wait */
+        enum trace_stall_reason reason;
+        struct mfc_wait_info dma;   /* DMA_WAIT: the transfer waited for */
+    } wait;
     int stacks;                     /* the file has a call-stack area */
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
@@ -396,25 +423,33 @@ static uint32_t exit_ticks(const struct block *p, const struct block *b)
     return p->exit_cost[tu.clock][b->start == p->fallthrough];
 }
 
+/* Fast mode: `ticks` more ticks spent at instruction `vaddr`; every
+ * expiry in them captures it. */
+static void advance(uint64_t vaddr, uint64_t ticks)
+{
+    uint64_t end;
+
+    check_expiry_ahead();
+    end = slot_cycles() + ticks;
+    while (tu.expiry <= end) {
+        uint64_t at = tu.expiry;
+
+        capture(vaddr);
+        reload(at);
+    }
+    set_slot_cycles(end);
+}
+
 /* Block b starts after tu.current: the cycles of its exit (a mispredicted
  * or indirect branch) belong to that block's last instruction. */
 static void retire_exit(const struct block *b)
 {
     const struct block *p = tu.current;
-    uint64_t end;
 
     tu.current = NULL;
     if (!p || !tu.attached || !exit_ticks(p, b))
         return;
-    check_expiry_ahead();
-    end = slot_cycles() + exit_ticks(p, b);
-    while (tu.expiry <= end) {
-        uint64_t at = tu.expiry;
-
-        capture(p->vaddr[p->n_insns - 1]);
-        reload(at);
-    }
-    set_slot_cycles(end);
+    advance(p->vaddr[p->n_insns - 1], exit_ticks(p, b));
 }
 
 /* Fast mode: block b starts.  Its tail is left for the next block to
@@ -459,6 +494,9 @@ static void arm(void)
 
 static void detach(void)
 {
+    tu.context_cycles += slot_cycles() - tu.attach_cycles;
+    __atomic_store_n(&tu.context->cycles, tu.context_cycles,
+                     __ATOMIC_RELEASE);
     tu.instructions += tu.retired;
     tu.retired = 0;
     __atomic_store_n(&tu.context->instructions, tu.instructions,
@@ -495,6 +533,7 @@ static void attach(uint32_t gate)
                == TRACE_EVENT_INSTRUCTIONS ? TRACE_EVENT_INSTRUCTIONS
                                            : TRACE_EVENT_CYCLES;
     tu.retired = 0;
+    tu.attach_cycles = snap.cycles;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
 }
@@ -634,6 +673,135 @@ static void on_insn_stacked(unsigned int vcpu_index, void *udata)
         shadow_settle(&tu.shadow, r->b->start);
     }
     on_insn(vcpu_index, udata);
+}
+
+/* ---- DMA (mfc.c) -------------------------------------------------------- */
+
+/* The context's cycles so far: the clock of its DMA. */
+static uint64_t context_cycles(void)
+{
+    return tu.context_cycles + (slot_cycles() - tu.attach_cycles);
+}
+
+/* `ticks` cycles of a wait for `reason` at instruction `vaddr`, after its
+ * own; tu.wait says what it waits for while captures are taken. */
+static void charge_wait(uint64_t vaddr, uint64_t ticks,
+                        enum trace_stall_reason reason)
+{
+    tu.wait_charge = ticks;
+    if (!ticks)
+        return;
+    tu.wait.reason = reason;
+    if (!tu.reference) {
+        advance(vaddr, ticks);
+        arm();
+    } else {
+        for (; ticks > UINT32_MAX; ticks -= UINT32_MAX)
+            step_ticks(vaddr, UINT32_MAX);
+        step_ticks(vaddr, (uint32_t)ticks);
+    }
+    tu.wait.reason = TRACE_STALL_ISSUE;
+    tu.wait.dma.valid = 0;
+}
+
+static void dma_bounds(struct mfc_bounds *b)
+{
+    b->ls_base = (uint32_t)tu.ls_base;
+    b->ls_size = (uint32_t)tu.ls_size;
+    b->data_base = le32toh(tu.boot->data_addr);
+    b->data_size = le32toh(tu.boot->data_size);
+}
+
+/* A DMA marker, the last instruction of block b, is about to run, its own
+ * cycles counted: an issue is stamped, a wait charged to it.  Under
+ * SPU_INSTRUCTIONS there are no cycles: transfers complete at once. */
+static void on_dma_marker(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+    uint32_t last = b->n_insns - 1;
+    int cycles = tu.clock == TRACE_EVENT_CYCLES;
+    uint64_t wait = 0;
+    char err[512];
+
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return;
+    if (tu.tail == b)
+        retire_tail();
+    if (b->words[last] == COP_MARK_DMA_ISSUE) {
+        struct mfc_bounds bounds;
+
+        dma_bounds(&bounds);
+        if (mfc_issue(tu.mfc, cycles ? &tu.model : NULL, &bounds,
+                      context_cycles(), (uint32_t)b->vaddr[last], err,
+                      sizeof(err)) < 0)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        return;
+    }
+    if (mfc_wait(tu.mfc, context_cycles(), &wait, &tu.wait.dma, err,
+                 sizeof(err)) < 0)
+        stop_emulator("context %u: %s", tu.context_id, err);
+    charge_wait(b->vaddr[last], wait, TRACE_STALL_DMA_WAIT);
+}
+
+/* counts=: after on_dma_marker, the wait it charged. */
+static void on_count_dma(unsigned int vcpu_index, void *udata)
+{
+    ((struct code *)udata)->dma_wait += tu.wait_charge;
+}
+
+/* Whether block b ends with a DMA marker (and the channel is mapped). */
+static int is_dma_marker_block(const struct block *b)
+{
+    uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
+
+    return tu.mfc && (word == COP_MARK_DMA_ISSUE || word == COP_MARK_DMA_WAIT);
+}
+
+/* Whether the block is the runtime's transfer engine, which stands for
+ * the MFC's own work: not the coprocessor's cycles. */
+static int is_engine_block(const struct qemu_plugin_tb *tb)
+{
+    uint32_t start, end;
+    uint64_t vaddr;
+
+    if (!tu.mfc || !qemu_plugin_tb_n_insns(tb)
+        || !mfc_engine_range(tu.mfc, &start, &end))
+        return 0;
+    vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    return vaddr >= start && vaddr < end;
+}
+
+/* ram=: maps the boot block's page, with the channel block, read-write.
+ * A file too small to hold it (a test guest's) leaves DMA untimed. */
+static int map_channel(const char *path)
+{
+    off_t offset = COP_BOOT_BASE - COP_RAM_BASE;
+    struct stat st;
+    void *base;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0 || st.st_size < offset + COP_BOOT_SIZE) {
+        close(fd);
+        return 0;
+    }
+    base = mmap(NULL, COP_BOOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                offset);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the boot block: %s\n",
+                path, strerror(errno));
+        return -1;
+    }
+    tu.boot = base;
+    tu.mfc = (volatile struct cop_mfc *)((char *)base
+                                         + (COP_MFC_BASE - COP_BOOT_BASE));
+    return 0;
 }
 
 /* Fast mode at exit: on the vCPU thread QEMU is exiting from inside the
@@ -809,11 +977,12 @@ static uint64_t code_cycles(const struct code *c)
 
     for (uint32_t i = 0; i < c->n_insns; i++)
         cycles += c->counts[i] * (c->issue[i] + c->stall[i]);
-    return cycles;
+    return cycles + c->dma_wait;
 }
 
 /* A line per instruction: address, bytes, executions, then its cycles by
- * reason: issue, dependency, branch (its exit's, on the last one). */
+ * reason: issue, dependency, branch (its exit's, on the last one), DMA
+ * wait, mailbox wait, memory (a marker's, the last one). */
 static void write_code(FILE *out, const struct code *c)
 {
     const uint8_t *bytes = c->bytes;
@@ -824,12 +993,14 @@ static void write_code(FILE *out, const struct code *c)
         fprintf(out, "0x%08llx ", (unsigned long long)c->insn_vaddr[i]);
         for (uint32_t k = 0; k < c->insn_size[i]; k++)
             fprintf(out, "%02x", *bytes++);
-        fprintf(out, " %llu %llu %llu %llu\n",
+        int last = i + 1 == c->n_insns;
+
+        fprintf(out, " %llu %llu %llu %llu %llu 0 0\n",
                 (unsigned long long)c->counts[i],
                 (unsigned long long)(c->counts[i] * c->issue[i]),
                 (unsigned long long)(c->counts[i] * c->stall[i]),
-                (unsigned long long)(i + 1 == c->n_insns ? c->branch_cycles
-                                                         : 0));
+                (unsigned long long)(last ? c->branch_cycles : 0),
+                (unsigned long long)(last ? c->dma_wait : 0));
     }
 }
 
@@ -943,6 +1114,7 @@ static void slot_take_context(void)
     tu.context_id = id;
     tu.check_cycle = &ctx->check_cycle;
     tu.instructions = __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE);
+    tu.context_cycles = __atomic_load_n(&ctx->cycles, __ATOMIC_ACQUIRE);
     slot_watch_guards(id);
 }
 
@@ -1397,14 +1569,15 @@ static void count_shared_block(struct qemu_plugin_tb *tb)
     }
 }
 
-static void count_block(struct qemu_plugin_tb *tb)
+/* Registers the block's counters; returns its code (NULL: shared). */
+static struct code *count_block(struct qemu_plugin_tb *tb)
 {
     struct code *c;
 
     if (slot_mode.on && (qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0))
                          - tu.ls_base) >= tu.ls_size) {
         count_shared_block(tb);
-        return;
+        return NULL;
     }
     c = intern_code(tb);
 
@@ -1422,6 +1595,7 @@ static void count_block(struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_exit,
                                                    QEMU_PLUGIN_CB_NO_REGS, c);
     }
+    return c;
 }
 
 /* Call stacks: a callback on each call and return instruction, which QEMU
@@ -1465,17 +1639,35 @@ static int is_stub_block(const struct qemu_plugin_tb *tb)
     return vaddr >= SLOT_STUB_BASE && vaddr < SLOT_STUB_BASE + SLOT_STUB_SIZE;
 }
 
+/* A block ending in a DMA marker: its callback after the block's own,
+ * then the counter of its wait. */
+static void watch_dma_marker(struct qemu_plugin_tb *tb, const struct block *b,
+                             struct code *c)
+{
+    struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb,
+                                                            b->n_insns - 1);
+
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, on_dma_marker,
+                                           QEMU_PLUGIN_CB_NO_REGS, (void *)b);
+    if (c)
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_dma,
+                                               QEMU_PLUGIN_CB_NO_REGS, c);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
     const struct block *b;
+    struct code *c = NULL;
 
     if (is_stub_block(tb)) {
         slot_watch_stub(tb);
         return;
     }
+    if (is_engine_block(tb))
+        return;
     if (tu.codes)
-        count_block(tb);
+        c = count_block(tb);
 
     b = intern_block(tb);
     if (!tu.reference) {
@@ -1483,16 +1675,15 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                                            : on_block,
                                              QEMU_PLUGIN_CB_NO_REGS,
                                              (void *)b);
-        if (tu.stacks)
-            watch_calls(tb);
-        return;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                qemu_plugin_tb_get_insn(tb, i),
+                tu.stacks ? on_insn_stacked : on_insn,
+                QEMU_PLUGIN_CB_NO_REGS, (void *)&b->refs[i]);
     }
-    for (size_t i = 0; i < n; i++)
-        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
-                                               tu.stacks ? on_insn_stacked
-                                                         : on_insn,
-                                               QEMU_PLUGIN_CB_NO_REGS,
-                                               (void *)&b->refs[i]);
+    if (is_dma_marker_block(b))
+        watch_dma_marker(tb, b, c);
     if (tu.stacks)      /* after on_insn_stacked, which settles first */
         watch_calls(tb);
 }
@@ -1787,6 +1978,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             return -1;
         }
     } else if (attach_context(opt.context, opt.ram) < 0) {
+        trace_unit_close(tu.unit, 0);
+        return -1;
+    }
+    if (opt.ram && map_channel(opt.ram) < 0) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }

@@ -54,4 +54,80 @@ unsigned cop_overlay_loaded(unsigned region);
 /* How many times the overlay manager has copied an overlay in. */
 unsigned long cop_overlay_load_count(void);
 
+/*
+ * DMA between the local store and the data window, the Cell MFC's way
+ * (docs/coprocessor-abi.md, "DMA").  A get copies size bytes from main
+ * memory at ea (in the data window) to the local store at ls, a put the
+ * other way; both are queued under a tag (0..31) and complete in the
+ * background, after the timing model's latency plus size over the bus's
+ * bandwidth.  Nothing moves until the program waits for the tag: the
+ * local store (get) or main memory (put) holds the old bytes until then.
+ * Addresses and sizes are multiples of 16, a size at most 16 KiB, at
+ * most COP_MFC_QUEUE_DEPTH (16) commands outstanding; anything else ends
+ * the program with "cop: dma: ..." and status 134.  Do not touch a
+ * transfer's local-store bytes before its wait.  Commands still queued
+ * when the program ends are dropped.
+ *
+ * The wait functions return the tags of the mask that have completed:
+ * cop_dma_wait_all the whole mask, cop_dma_wait_any at least one,
+ * cop_dma_status without waiting.  The issue and the wait are inline, so
+ * their cycles (a wait's are DMA wait) show in the calling function.
+ */
+void __cop_mfc_enqueue(uint32_t op, uint32_t ls, uint32_t ea, uint32_t size,
+                       uint32_t tag);
+uint32_t __cop_mfc_complete(void);
+
+static inline __attribute__((always_inline)) void
+cop_dma_issue(uint32_t op, uint32_t ls, uint32_t ea, size_t size, unsigned tag)
+{
+    __cop_mfc_enqueue(op, ls, ea, (uint32_t)size, tag);
+    __asm__ volatile(".word %0" : : "i"(COP_MARK_DMA_ISSUE) : "memory");
+}
+
+static inline __attribute__((always_inline)) void
+cop_dma_get(void *ls, const void *ea, size_t size, unsigned tag)
+{
+    cop_dma_issue(COP_MFC_GET, (uint32_t)(uintptr_t)ls,
+                  (uint32_t)(uintptr_t)ea, size, tag);
+}
+
+static inline __attribute__((always_inline)) void
+cop_dma_put(const void *ls, void *ea, size_t size, unsigned tag)
+{
+    cop_dma_issue(COP_MFC_PUT, (uint32_t)(uintptr_t)ls,
+                  (uint32_t)(uintptr_t)ea, size, tag);
+}
+
+static inline __attribute__((always_inline)) uint32_t
+cop_dma_wait(uint32_t tag_mask, unsigned mode)
+{
+    volatile struct cop_mfc *mfc =
+        (volatile struct cop_mfc *)(uintptr_t)COP_MFC_BASE;
+
+    mfc->wait_mask = tag_mask;
+    mfc->wait_mode = mode;
+    mfc->now_lo = 0xffffffffu;
+    mfc->now_hi = 0xffffffffu;
+    __asm__ volatile(".word %0" : : "i"(COP_MARK_DMA_WAIT) : "memory");
+    return __cop_mfc_complete();
+}
+
+static inline __attribute__((always_inline)) uint32_t
+cop_dma_wait_all(uint32_t tag_mask)
+{
+    return cop_dma_wait(tag_mask, COP_MFC_WAIT_ALL);
+}
+
+static inline __attribute__((always_inline)) uint32_t
+cop_dma_wait_any(uint32_t tag_mask)
+{
+    return cop_dma_wait(tag_mask, COP_MFC_WAIT_ANY);
+}
+
+static inline __attribute__((always_inline)) uint32_t
+cop_dma_status(uint32_t tag_mask)
+{
+    return cop_dma_wait(tag_mask, COP_MFC_WAIT_NONE);
+}
+
 #endif
