@@ -16,6 +16,7 @@ PLUGIN_PARTS := $(PLUGIN_OBJ)/emulator/libcoptrace-parts.a
 $(PLUGIN_PARTS): $(PLUGIN_OBJ)/emulator/trace-unit.o \
                  $(PLUGIN_OBJ)/emulator/shadow-stack.o $(PLUGIN_OBJ)/lfsr/lfsr.o \
                  $(PLUGIN_OBJ)/emulator/timing.o $(PLUGIN_OBJ)/emulator/mfc.o \
+                 $(PLUGIN_OBJ)/emulator/mbox.o \
                  $(PLUGIN_OBJ)/emulator/timing-model.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^

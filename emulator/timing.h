@@ -46,6 +46,9 @@ struct timing_model {
     uint32_t branch_indirect;   /* every jalr */
     uint32_t dma_latency;       /* a DMA transfer's fixed cycles */
     uint32_t dma_bytes_per_cycle;   /* the bus's bandwidth, at least 1 */
+    uint32_t mailbox_host_latency;  /* an outbound message to the host's
+                                       answer, and to its slot freed */
+    uint32_t memory_latency;    /* a load or store in the data window */
 };
 
 /* One decoded instruction: its class and registers (0: none, x0 too). */

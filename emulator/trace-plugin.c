@@ -98,6 +98,7 @@
  * across holds).
  */
 #include "emulator/copsim/stub/slot-stub.h"
+#include "emulator/mbox.h"
 #include "emulator/mfc.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
@@ -110,6 +111,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,6 +120,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NEVER UINT64_MAX        /* expiry cycle while capture is off */
@@ -170,6 +173,7 @@ struct code {
     uint32_t *issue;            /* n_insns: issue cycles */
     uint64_t branch_cycles;     /* its exit's dynamic cycles, summed */
     uint64_t dma_wait;          /* its last instruction's DMA waits */
+    uint64_t mbox_wait;         /* its last instruction's mailbox waits */
     struct timing_exit exit;    /* its last instruction's exit */
     uint8_t bytes[];            /* the instruction bytes, as translated */
 };
@@ -224,6 +228,11 @@ static struct {
                                        attach */
     uint64_t attach_cycles;         /* the slot's cycles at the attach */
     uint64_t wait_charge;           /* the last marker's wait, for counts= */
+    const char *ram_path;           /* ram=: the guest RAM file */
+    const char *main_path;          /* main=: the slot model's main memory */
+    uint8_t *main_map;              /* main=: mapped read-write, whole */
+    volatile struct cop_mbox *mbox; /* the mailbox block, mapped */
+    uint32_t mbox_addr;             /* its guest address */
     struct {                        /* while a wait's cycles are charged:
                                        the capture path's current wait */
         enum trace_stall_reason reason;
@@ -758,6 +767,160 @@ static int is_dma_marker_block(const struct block *b)
     return tu.mfc && (word == COP_MARK_DMA_ISSUE || word == COP_MARK_DMA_WAIT);
 }
 
+/* ---- Mailboxes (mbox.c) ------------------------------------------------- */
+
+/* Maps the page of `path` at `offset` read-write; NULL with a line on
+ * stderr when it cannot. */
+static void *map_page(const char *path, off_t offset, size_t bytes)
+{
+    void *base;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
+/* The context's mailbox block: the last page of the data window its boot
+ * block names, in the guest RAM file (a QEMU of its own) or in main
+ * memory (main=, the slot model). */
+static volatile struct cop_mbox *mbox_block(void)
+{
+    uint32_t addr = le32toh(tu.boot->data_addr) + COP_MBOX_OFFSET;
+    void *page = NULL;
+
+    if (tu.mbox && addr == tu.mbox_addr)
+        return tu.mbox;
+    if (tu.mbox && !tu.main_map)
+        munmap((void *)tu.mbox, COP_MBOX_SIZE);
+    tu.mbox = NULL;
+    if (addr >= SLOT_MAIN_BASE && addr - SLOT_MAIN_BASE
+                                  <= SLOT_MAIN_SIZE - COP_MBOX_SIZE) {
+        if (!tu.main_map && tu.main_path)
+            tu.main_map = map_page(tu.main_path, 0, SLOT_MAIN_SIZE);
+        if (tu.main_map)
+            page = tu.main_map + (addr - SLOT_MAIN_BASE);
+    } else if (addr >= COP_RAM_BASE && addr - COP_RAM_BASE
+                                       <= COP_RAM_SIZE - COP_MBOX_SIZE) {
+        page = map_page(tu.ram_path, addr - COP_RAM_BASE, COP_MBOX_SIZE);
+    }
+    if (!page)
+        stop_emulator("context %u: mailbox block at 0x%08x is in no memory "
+                      "the trace unit maps", tu.context_id, addr);
+    tu.mbox = page;
+    tu.mbox_addr = addr;
+    return tu.mbox;
+}
+
+/* Sleeps (no CPU) until `word` may differ from `seen`, or 10 ms; a hold
+ * of the context (a gate closed meanwhile) is obeyed before it returns:
+ * a context blocked on a mailbox may be held like a running one. */
+static void mbox_sleep(volatile uint32_t *word, uint32_t seen)
+{
+    struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+    syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    if (!gate_changed())
+        return;
+    while (!tu.attached || gate_changed())
+        obey_gate();
+    if (!tu.reference)
+        arm();
+}
+
+static void mbox_wake(volatile uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* A read or write marker at context cycle `now`, until it is served. */
+static uint64_t mbox_serve(volatile struct cop_mbox *mb, uint32_t word)
+{
+    int reading = word == COP_MARK_MBOX_READ;
+    const struct timing_model *m = tu.clock == TRACE_EVENT_CYCLES ? &tu.model
+                                                                  : NULL;
+    volatile uint32_t *sleep_on = reading ? &mb->in_put : &mb->out_taken;
+    uint32_t value = le32toh(tu.mfc->mbox_value);
+    uint64_t wait = 0;
+    char err[512];
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(sleep_on, __ATOMIC_ACQUIRE);
+        enum mbox_result r = reading
+            ? mbox_read(mb, m, context_cycles(), &value, &wait, err,
+                        sizeof(err))
+            : mbox_write(mb, m, context_cycles(), value, &wait, err,
+                         sizeof(err));
+
+        if (r == MBOX_ERROR)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        if (r == MBOX_DONE)
+            break;
+        mbox_sleep(sleep_on, seen);
+    }
+    mbox_wake(reading ? &mb->in_taken : &mb->out_put);
+    tu.mfc->mbox_value = htole32(value);
+    return wait;
+}
+
+/* A mailbox marker, the last instruction of block b, is about to run, its
+ * own cycles counted: a read or write is served (sleeping while the
+ * mailbox is empty or full) and its modelled wait charged to it; a count
+ * is answered. */
+static void on_mbox_marker(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+    uint32_t last = b->n_insns - 1, word = b->words[last];
+    volatile struct cop_mbox *mb;
+    uint64_t wait = 0;
+    char err[512];
+
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return;
+    if (tu.tail == b)
+        retire_tail();
+    mb = mbox_block();
+    if (word == COP_MARK_MBOX_COUNT) {
+        int n = mbox_count(mb, tu.clock == TRACE_EVENT_CYCLES ? &tu.model
+                                                              : NULL,
+                           context_cycles(), err, sizeof(err));
+
+        if (n < 0)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        tu.mfc->mbox_value = htole32((uint32_t)n);
+    } else {
+        wait = mbox_serve(mb, word);
+    }
+    __atomic_store_n(&tu.mfc->mbox_done, htole32(1), __ATOMIC_RELEASE);
+    charge_wait(b->vaddr[last], wait, TRACE_STALL_MAILBOX_WAIT);
+}
+
+/* counts=: after on_mbox_marker, the wait it charged. */
+static void on_count_mbox(unsigned int vcpu_index, void *udata)
+{
+    ((struct code *)udata)->mbox_wait += tu.wait_charge;
+}
+
+/* Whether block b ends with a mailbox marker (and the channel is mapped). */
+static int is_mbox_marker_block(const struct block *b)
+{
+    uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
+
+    return tu.mfc && (word == COP_MARK_MBOX_READ || word == COP_MARK_MBOX_WRITE
+                      || word == COP_MARK_MBOX_COUNT);
+}
+
 /* Whether the block is the runtime's transfer engine, which stands for
  * the MFC's own work: not the coprocessor's cycles. */
 static int is_engine_block(const struct qemu_plugin_tb *tb)
@@ -977,7 +1140,7 @@ static uint64_t code_cycles(const struct code *c)
 
     for (uint32_t i = 0; i < c->n_insns; i++)
         cycles += c->counts[i] * (c->issue[i] + c->stall[i]);
-    return cycles + c->dma_wait;
+    return cycles + c->dma_wait + c->mbox_wait;
 }
 
 /* A line per instruction: address, bytes, executions, then its cycles by
@@ -995,12 +1158,13 @@ static void write_code(FILE *out, const struct code *c)
             fprintf(out, "%02x", *bytes++);
         int last = i + 1 == c->n_insns;
 
-        fprintf(out, " %llu %llu %llu %llu %llu 0 0\n",
+        fprintf(out, " %llu %llu %llu %llu %llu %llu 0\n",
                 (unsigned long long)c->counts[i],
                 (unsigned long long)(c->counts[i] * c->issue[i]),
                 (unsigned long long)(c->counts[i] * c->stall[i]),
                 (unsigned long long)(last ? c->branch_cycles : 0),
-                (unsigned long long)(last ? c->dma_wait : 0));
+                (unsigned long long)(last ? c->dma_wait : 0),
+                (unsigned long long)(last ? c->mbox_wait : 0));
     }
 }
 
@@ -1639,18 +1803,19 @@ static int is_stub_block(const struct qemu_plugin_tb *tb)
     return vaddr >= SLOT_STUB_BASE && vaddr < SLOT_STUB_BASE + SLOT_STUB_SIZE;
 }
 
-/* A block ending in a DMA marker: its callback after the block's own,
- * then the counter of its wait. */
-static void watch_dma_marker(struct qemu_plugin_tb *tb, const struct block *b,
-                             struct code *c)
+/* A block ending in a DMA or mailbox marker: its callback after the
+ * block's own, then the counter of its wait. */
+static void watch_marker(struct qemu_plugin_tb *tb, const struct block *b,
+                         struct code *c, qemu_plugin_vcpu_udata_cb_t serve,
+                         qemu_plugin_vcpu_udata_cb_t count)
 {
     struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb,
                                                             b->n_insns - 1);
 
-    qemu_plugin_register_vcpu_insn_exec_cb(insn, on_dma_marker,
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, serve,
                                            QEMU_PLUGIN_CB_NO_REGS, (void *)b);
     if (c)
-        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_dma,
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, count,
                                                QEMU_PLUGIN_CB_NO_REGS, c);
 }
 
@@ -1683,7 +1848,9 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                 QEMU_PLUGIN_CB_NO_REGS, (void *)&b->refs[i]);
     }
     if (is_dma_marker_block(b))
-        watch_dma_marker(tb, b, c);
+        watch_marker(tb, b, c, on_dma_marker, on_count_dma);
+    if (is_mbox_marker_block(b))
+        watch_marker(tb, b, c, on_mbox_marker, on_count_mbox);
     if (tu.stacks)      /* after on_insn_stacked, which settles first */
         watch_calls(tb);
 }
@@ -1695,6 +1862,7 @@ struct options {
     const char *counts;
     const char *counts_dir;
     const char *ram;
+    const char *main;
     const char *timing;
     uint32_t context;
     int have_context;
@@ -1739,6 +1907,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->counts = arg + 7;
         } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
             opt->ram = arg + 4;
+        } else if (!strncmp(arg, "main=", 5) && arg[5]) {
+            opt->main = arg + 5;
         } else if (!strncmp(arg, "timing=", 7) && arg[7]) {
             opt->timing = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
@@ -1748,7 +1918,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR, timing=FILE)\n",
+                    "counts=FILE, ram=FILE, main=FILE, slot=N, countsdir=DIR, "
+                    "timing=FILE)\n",
                     arg);
             return -1;
         }
@@ -1981,6 +2152,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         trace_unit_close(tu.unit, 0);
         return -1;
     }
+    tu.ram_path = opt.ram;
+    tu.main_path = opt.main;
     if (opt.ram && map_channel(opt.ram) < 0) {
         trace_unit_close(tu.unit, 0);
         return -1;

@@ -130,4 +130,56 @@ cop_dma_status(uint32_t tag_mask)
     return cop_dma_wait(tag_mask, COP_MFC_WAIT_NONE);
 }
 
+/*
+ * The mailboxes, the Cell's way (docs/coprocessor-abi.md, "Mailboxes"):
+ * 32-bit messages from the host program (the inbound mailbox, 4 deep)
+ * and to it (the outbound one, 1 deep), which the host reaches with
+ * libcop's cop_mailbox_write and cop_mailbox_read.  cop_mbox_read takes
+ * the oldest inbound message, waiting while there is none;
+ * cop_mbox_write sends one, waiting while the outbound mailbox is full
+ * (until the host reads); cop_mbox_count says how many inbound messages
+ * have arrived.  They are inline, so a wait (mailbox wait, in the model's
+ * cycles: its rule is in the docs) shows in the calling function.  The
+ * trace unit serves them; without one the program ends with "cop:
+ * mailbox: ..." and status 134.
+ */
+_Noreturn void __cop_mbox_unserved(void);
+
+static inline __attribute__((always_inline)) uint32_t
+cop_mbox_call(uint32_t value, int marker_read, int marker_write)
+{
+    volatile struct cop_mfc *mfc =
+        (volatile struct cop_mfc *)(uintptr_t)COP_MFC_BASE;
+
+    mfc->mbox_value = value;
+    mfc->mbox_done = 0;
+    if (marker_read)
+        __asm__ volatile(".word %0" : : "i"(COP_MARK_MBOX_READ) : "memory");
+    else if (marker_write)
+        __asm__ volatile(".word %0" : : "i"(COP_MARK_MBOX_WRITE) : "memory");
+    else
+        __asm__ volatile(".word %0" : : "i"(COP_MARK_MBOX_COUNT) : "memory");
+    if (!mfc->mbox_done)
+        __cop_mbox_unserved();
+    return mfc->mbox_value;
+}
+
+static inline __attribute__((always_inline)) uint32_t
+cop_mbox_read(void)
+{
+    return cop_mbox_call(0, 1, 0);
+}
+
+static inline __attribute__((always_inline)) void
+cop_mbox_write(uint32_t value)
+{
+    cop_mbox_call(value, 0, 1);
+}
+
+static inline __attribute__((always_inline)) unsigned
+cop_mbox_count(void)
+{
+    return cop_mbox_call(0, 0, 0);
+}
+
 #endif

@@ -127,3 +127,11 @@ uint32_t __cop_mfc_complete(void)
     __asm__ volatile("fence.i" ::: "memory");
     return mfc->wait_mask & ~pending;
 }
+
+/* A mailbox marker nobody served (no trace unit with the channel mapped):
+ * the message cannot arrive, so the program ends here. */
+void __cop_mbox_unserved(void)
+{
+    cop_fatal("mailbox: no trace unit serves the mailboxes (run the "
+              "program under copsim or cop-run with its trace unit)");
+}
