@@ -6,9 +6,8 @@
  * A description is lines of `KEY VALUE` (emulator/timing/spu.model):
  * CLASS.issue and CLASS.latency for the seven classes, branch.predict,
  * branch.miss and branch.indirect, and the memory flow controller's
- * dma.latency and dma.bytes_per_cycle (emulator/mfc.h), the mailboxes'
- * mailbox.host_latency (emulator/mbox.h) and the data window's
- * memory.latency, each exactly once.  The scheduler is an
+ * dma.latency and dma.bytes_per_cycle (emulator/mfc.h) and the
+ * mailboxes' mailbox.host_latency (emulator/mbox.h), each exactly once.  The scheduler is an
  * in-order single-issue core: instruction i issues at
  * max(previous issue + previous issue cycles, ready[rs1], ready[rs2]),
  * and its rd is ready latency cycles after it issues.
@@ -40,7 +39,6 @@ static const struct {
                                       dma_bytes_per_cycle), 1 },
     { "mailbox.host_latency", offsetof(struct timing_model,
                                        mailbox_host_latency), 0 },
-    { "memory.latency", offsetof(struct timing_model, memory_latency), 0 },
 };
 
 #define NUMBER_KEYS (sizeof(number_keys) / sizeof(number_keys[0]))

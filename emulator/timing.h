@@ -48,7 +48,6 @@ struct timing_model {
     uint32_t dma_bytes_per_cycle;   /* the bus's bandwidth, at least 1 */
     uint32_t mailbox_host_latency;  /* an outbound message to the host's
                                        answer, and to its slot freed */
-    uint32_t memory_latency;    /* a load or store in the data window */
 };
 
 /* One decoded instruction: its class and registers (0: none, x0 too). */
