@@ -15,7 +15,8 @@ $(TRACE_LIB): $(OBJ)/emulator/trace-unit.o
 PLUGIN_PARTS := $(PLUGIN_OBJ)/emulator/libcoptrace-parts.a
 $(PLUGIN_PARTS): $(PLUGIN_OBJ)/emulator/trace-unit.o \
                  $(PLUGIN_OBJ)/emulator/shadow-stack.o $(PLUGIN_OBJ)/lfsr/lfsr.o \
-                 $(PLUGIN_OBJ)/emulator/timing.o \
+                 $(PLUGIN_OBJ)/emulator/timing.o $(PLUGIN_OBJ)/emulator/mfc.o \
+                 $(PLUGIN_OBJ)/emulator/mbox.o \
                  $(PLUGIN_OBJ)/emulator/timing-model.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^

@@ -5,7 +5,9 @@
  *
  * A description is lines of `KEY VALUE` (emulator/timing/spu.model):
  * CLASS.issue and CLASS.latency for the seven classes, branch.predict,
- * branch.miss and branch.indirect, each exactly once.  The scheduler is an
+ * branch.miss and branch.indirect, and the memory flow controller's
+ * dma.latency and dma.bytes_per_cycle (emulator/mfc.h) and the
+ * mailboxes' mailbox.host_latency (emulator/mbox.h), each exactly once.  The scheduler is an
  * in-order single-issue core: instruction i issues at
  * max(previous issue + previous issue cycles, ready[rs1], ready[rs2]),
  * and its rd is ready latency cycles after it issues.
@@ -13,6 +15,7 @@
 #include "emulator/timing.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +26,25 @@ static const char *const class_names[TIMING_CLASSES] = {
     "integer", "multiply", "divide", "load", "store", "branch", "system",
 };
 
+/* The keys after the classes' and branch.predict: plain cycle counts. */
+static const struct {
+    const char *name;
+    size_t offset;              /* in struct timing_model */
+    uint32_t least;             /* the smallest value that makes sense */
+} number_keys[] = {
+    { "branch.miss", offsetof(struct timing_model, branch_miss), 0 },
+    { "branch.indirect", offsetof(struct timing_model, branch_indirect), 0 },
+    { "dma.latency", offsetof(struct timing_model, dma_latency), 0 },
+    { "dma.bytes_per_cycle", offsetof(struct timing_model,
+                                      dma_bytes_per_cycle), 1 },
+    { "mailbox.host_latency", offsetof(struct timing_model,
+                                       mailbox_host_latency), 0 },
+};
+
+#define NUMBER_KEYS (sizeof(number_keys) / sizeof(number_keys[0]))
+
 /* The keys of a description, in the order of struct timing_model's use. */
-enum { KEYS = 2 * TIMING_CLASSES + 3 };
+enum { KEYS = 2 * TIMING_CLASSES + 1 + NUMBER_KEYS };
 
 static int parse_number(const char *text, uint32_t *out)
 {
@@ -72,25 +92,20 @@ static int key_slot(struct timing_model *m, const char *key, uint32_t **num)
     *num = NULL;
     if (!strcmp(key, "branch.predict"))
         return 2 * TIMING_CLASSES;
-    if (!strcmp(key, "branch.miss")) {
-        *num = &m->branch_miss;
-        return 2 * TIMING_CLASSES + 1;
-    }
-    if (!strcmp(key, "branch.indirect")) {
-        *num = &m->branch_indirect;
-        return 2 * TIMING_CLASSES + 2;
-    }
+    for (size_t k = 0; k < NUMBER_KEYS; k++)
+        if (!strcmp(key, number_keys[k].name)) {
+            *num = (uint32_t *)((char *)m + number_keys[k].offset);
+            return 2 * TIMING_CLASSES + 1 + (int)k;
+        }
     return -1;
 }
 
 static const char *key_name(int k, char *buf, size_t len)
 {
-    static const char *const branch[] = {
-        "branch.predict", "branch.miss", "branch.indirect",
-    };
-
-    if (k >= 2 * TIMING_CLASSES)
-        return branch[k - 2 * TIMING_CLASSES];
+    if (k == 2 * TIMING_CLASSES)
+        return "branch.predict";
+    if (k > 2 * TIMING_CLASSES)
+        return number_keys[k - 2 * TIMING_CLASSES - 1].name;
     snprintf(buf, len, "%s.%s", class_names[k / 2],
              k % 2 ? "latency" : "issue");
     return buf;
@@ -171,6 +186,13 @@ int timing_model_parse(struct timing_model *m, const char *text,
         if (!m->issue[c]) {
             snprintf(err, errlen, "%s: %s.issue must be at least 1", name,
                      class_names[c]);
+            return -1;
+        }
+    for (size_t k = 0; k < NUMBER_KEYS; k++)
+        if (*(const uint32_t *)((const char *)m + number_keys[k].offset)
+            < number_keys[k].least) {
+            snprintf(err, errlen, "%s: %s must be at least %u", name,
+                     number_keys[k].name, number_keys[k].least);
             return -1;
         }
     return 0;

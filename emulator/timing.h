@@ -46,6 +46,10 @@ struct timing_model {
     enum timing_predict predict;
     uint32_t branch_miss;       /* a wrongly predicted conditional branch */
     uint32_t branch_indirect;   /* every jalr */
+    uint32_t dma_latency;       /* a DMA transfer's fixed cycles */
+    uint32_t dma_bytes_per_cycle;   /* the bus's bandwidth, at least 1 */
+    uint32_t mailbox_host_latency;  /* an outbound message to the host's
+                                       answer, and to its slot freed */
 };
 
 /* One decoded instruction: its class and registers (0: none, x0 too). */

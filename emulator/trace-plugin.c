@@ -83,8 +83,23 @@
  * see the same stack at every capture).  Each capture then carries the
  * innermost frames (trace_slot_capture_stack).  Without the area none of
  * this is registered: the callbacks are the ones above.
+ *
+ * DMA (mfc.c, docs/coprocessor-abi.md "DMA"): with ram= the plugin maps
+ * the context's channel block read-write.  The runtime's issue and wait
+ * markers (fence.i words that end their block) get one more callback: an
+ * issue is stamped with its modelled completion, a wait's cycles are
+ * charged to the marker as DMA wait (captures in them take the marker's
+ * PC, and the waited transfer is the current-wait info, tu.wait), after
+ * the block's own cycles, in both modes alike.  The runtime's transfer
+ * engine, whose code range the block names, is neither counted nor
+ * captured: its stores stand for the MFC's, whose time the model gives.
+ * The clock of the DMA is the context's own cycles (tu.context_cycles
+ * plus the slot's cycles since the attach, kept in the context's entry
+ * across holds).
  */
 #include "emulator/copsim/stub/slot-stub.h"
+#include "emulator/mbox.h"
+#include "emulator/mfc.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
 #include "emulator/timing.h"
@@ -96,6 +111,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,6 +120,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NEVER UINT64_MAX        /* expiry cycle while capture is off */
@@ -155,6 +172,8 @@ struct code {
     uint32_t *stall;            /* n_insns: static dependency cycles */
     uint32_t *issue;            /* n_insns: issue cycles */
     uint64_t branch_cycles;     /* its exit's dynamic cycles, summed */
+    uint64_t dma_wait;          /* its last instruction's DMA waits */
+    uint64_t mbox_wait;         /* its last instruction's mailbox waits */
     struct timing_exit exit;    /* its last instruction's exit */
     uint8_t bytes[];            /* the instruction bytes, as translated */
 };
@@ -202,6 +221,23 @@ static struct {
                                                capture */
     FILE *counts_out;               /* counts=: appended to at exit */
     const char *counts_path;
+    volatile struct cop_mfc *mfc;   /* ram=: the DMA channel block, mapped
+                                       read-write; NULL: DMA untimed */
+    const volatile struct cop_boot_block *boot;     /* its boot block */
+    uint64_t context_cycles;        /* the context's cycles before the
+                                       attach */
+    uint64_t attach_cycles;         /* the slot's cycles at the attach */
+    uint64_t wait_charge;           /* the last marker's wait, for counts= */
+    const char *ram_path;           /* ram=: the guest RAM file */
+    const char *main_path;          /* main=: the slot model's main memory */
+    uint8_t *main_map;              /* main=: mapped read-write, whole */
+    volatile struct cop_mbox *mbox; /* the mailbox block, mapped */
+    uint32_t mbox_addr;             /* its guest address */
+    struct {                        /* while a wait's cycles are charged:
+                                       the capture path's current wait */
+        enum trace_stall_reason reason;
+        struct mfc_wait_info dma;   /* DMA_WAIT: the transfer waited for */
+    } wait;
     int stacks;                     /* the file has a call-stack area */
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
@@ -396,26 +432,34 @@ static uint32_t exit_ticks(const struct block *p, uint64_t next)
     return p->exit_cost[tu.clock][next == p->fallthrough];
 }
 
+/* Fast mode: `ticks` more ticks spent at instruction `vaddr`; every
+ * expiry in them captures it. */
+static void advance(uint64_t vaddr, uint64_t ticks)
+{
+    uint64_t end;
+
+    check_expiry_ahead();
+    end = slot_cycles() + ticks;
+    while (tu.expiry <= end) {
+        uint64_t at = tu.expiry;
+
+        capture(vaddr);
+        reload(at);
+    }
+    set_slot_cycles(end);
+}
+
 /* The next block starts at `next` after tu.current: the cycles of its
  * exit (a mispredicted or indirect branch) belong to that block's last
  * instruction. */
 static void retire_exit(uint64_t next)
 {
     const struct block *p = tu.current;
-    uint64_t end;
 
     tu.current = NULL;
     if (!p || !tu.attached || !exit_ticks(p, next))
         return;
-    check_expiry_ahead();
-    end = slot_cycles() + exit_ticks(p, next);
-    while (tu.expiry <= end) {
-        uint64_t at = tu.expiry;
-
-        capture(p->vaddr[p->n_insns - 1]);
-        reload(at);
-    }
-    set_slot_cycles(end);
+    advance(p->vaddr[p->n_insns - 1], exit_ticks(p, next));
 }
 
 /* Fast mode: block b starts.  Its tail is left for the next block to
@@ -460,6 +504,9 @@ static void arm(void)
 
 static void detach(void)
 {
+    tu.context_cycles += slot_cycles() - tu.attach_cycles;
+    __atomic_store_n(&tu.context->cycles, tu.context_cycles,
+                     __ATOMIC_RELEASE);
     tu.instructions += tu.retired;
     tu.retired = 0;
     __atomic_store_n(&tu.context->instructions, tu.instructions,
@@ -496,6 +543,7 @@ static void attach(uint32_t gate)
                == TRACE_EVENT_INSTRUCTIONS ? TRACE_EVENT_INSTRUCTIONS
                                            : TRACE_EVENT_CYCLES;
     tu.retired = 0;
+    tu.attach_cycles = snap.cycles;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
 }
@@ -635,6 +683,289 @@ static void on_insn_stacked(unsigned int vcpu_index, void *udata)
         shadow_settle(&tu.shadow, r->b->start);
     }
     on_insn(vcpu_index, udata);
+}
+
+/* ---- DMA (mfc.c) -------------------------------------------------------- */
+
+/* The context's cycles so far: the clock of its DMA. */
+static uint64_t context_cycles(void)
+{
+    return tu.context_cycles + (slot_cycles() - tu.attach_cycles);
+}
+
+/* `ticks` cycles of a wait for `reason` at instruction `vaddr`, after its
+ * own; tu.wait says what it waits for while captures are taken. */
+static void charge_wait(uint64_t vaddr, uint64_t ticks,
+                        enum trace_stall_reason reason)
+{
+    tu.wait_charge = ticks;
+    if (!ticks)
+        return;
+    tu.wait.reason = reason;
+    if (!tu.reference) {
+        advance(vaddr, ticks);
+        arm();
+    } else {
+        for (; ticks > UINT32_MAX; ticks -= UINT32_MAX)
+            step_ticks(vaddr, UINT32_MAX);
+        step_ticks(vaddr, (uint32_t)ticks);
+    }
+    tu.wait.reason = TRACE_STALL_ISSUE;
+    tu.wait.dma.valid = 0;
+}
+
+static void dma_bounds(struct mfc_bounds *b)
+{
+    b->ls_base = (uint32_t)tu.ls_base;
+    b->ls_size = (uint32_t)tu.ls_size;
+    b->data_base = le32toh(tu.boot->data_addr);
+    b->data_size = le32toh(tu.boot->data_size);
+}
+
+/* A DMA marker, the last instruction of block b, is about to run, its own
+ * cycles counted: an issue is stamped, a wait charged to it.  Under
+ * SPU_INSTRUCTIONS there are no cycles: transfers complete at once. */
+static void on_dma_marker(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+    uint32_t last = b->n_insns - 1;
+    int cycles = tu.clock == TRACE_EVENT_CYCLES;
+    uint64_t wait = 0;
+    char err[512];
+
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return;
+    if (tu.tail == b)
+        retire_tail();
+    if (b->words[last] == COP_MARK_DMA_ISSUE) {
+        struct mfc_bounds bounds;
+
+        dma_bounds(&bounds);
+        if (mfc_issue(tu.mfc, cycles ? &tu.model : NULL, &bounds,
+                      context_cycles(), (uint32_t)b->vaddr[last], err,
+                      sizeof(err)) < 0)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        return;
+    }
+    if (mfc_wait(tu.mfc, context_cycles(), &wait, &tu.wait.dma, err,
+                 sizeof(err)) < 0)
+        stop_emulator("context %u: %s", tu.context_id, err);
+    charge_wait(b->vaddr[last], wait, TRACE_STALL_DMA_WAIT);
+}
+
+/* counts=: after on_dma_marker, the wait it charged. */
+static void on_count_dma(unsigned int vcpu_index, void *udata)
+{
+    ((struct code *)udata)->dma_wait += tu.wait_charge;
+}
+
+/* Whether block b ends with a DMA marker (and the channel is mapped). */
+static int is_dma_marker_block(const struct block *b)
+{
+    uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
+
+    return tu.mfc && (word == COP_MARK_DMA_ISSUE || word == COP_MARK_DMA_WAIT);
+}
+
+/* ---- Mailboxes (mbox.c) ------------------------------------------------- */
+
+/* Maps the page of `path` at `offset` read-write; NULL with a line on
+ * stderr when it cannot. */
+static void *map_page(const char *path, off_t offset, size_t bytes)
+{
+    void *base;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
+/* The context's mailbox block: the last page of the data window its boot
+ * block names, in the guest RAM file (a QEMU of its own) or in main
+ * memory (main=, the slot model). */
+static volatile struct cop_mbox *mbox_block(void)
+{
+    uint32_t addr = le32toh(tu.boot->data_addr) + COP_MBOX_OFFSET;
+    void *page = NULL;
+
+    if (tu.mbox && addr == tu.mbox_addr)
+        return tu.mbox;
+    if (tu.mbox && !tu.main_map)
+        munmap((void *)tu.mbox, COP_MBOX_SIZE);
+    tu.mbox = NULL;
+    if (addr >= SLOT_MAIN_BASE && addr - SLOT_MAIN_BASE
+                                  <= SLOT_MAIN_SIZE - COP_MBOX_SIZE) {
+        if (!tu.main_map && tu.main_path)
+            tu.main_map = map_page(tu.main_path, 0, SLOT_MAIN_SIZE);
+        if (tu.main_map)
+            page = tu.main_map + (addr - SLOT_MAIN_BASE);
+    } else if (addr >= COP_RAM_BASE && addr - COP_RAM_BASE
+                                       <= COP_RAM_SIZE - COP_MBOX_SIZE) {
+        page = map_page(tu.ram_path, addr - COP_RAM_BASE, COP_MBOX_SIZE);
+    }
+    if (!page)
+        stop_emulator("context %u: mailbox block at 0x%08x is in no memory "
+                      "the trace unit maps", tu.context_id, addr);
+    tu.mbox = page;
+    tu.mbox_addr = addr;
+    return tu.mbox;
+}
+
+/* Sleeps (no CPU) until `word` may differ from `seen`, or 10 ms; a hold
+ * of the context (a gate closed meanwhile) is obeyed before it returns:
+ * a context blocked on a mailbox may be held like a running one. */
+static void mbox_sleep(volatile uint32_t *word, uint32_t seen)
+{
+    struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+    syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    if (!gate_changed())
+        return;
+    while (!tu.attached || gate_changed())
+        obey_gate();
+    if (!tu.reference)
+        arm();
+}
+
+static void mbox_wake(volatile uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* A read or write marker at context cycle `now`, until it is served. */
+static uint64_t mbox_serve(volatile struct cop_mbox *mb, uint32_t word)
+{
+    int reading = word == COP_MARK_MBOX_READ;
+    const struct timing_model *m = tu.clock == TRACE_EVENT_CYCLES ? &tu.model
+                                                                  : NULL;
+    volatile uint32_t *sleep_on = reading ? &mb->in_put : &mb->out_taken;
+    uint32_t value = le32toh(tu.mfc->mbox_value);
+    uint64_t wait = 0;
+    char err[512];
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(sleep_on, __ATOMIC_ACQUIRE);
+        enum mbox_result r = reading
+            ? mbox_read(mb, m, context_cycles(), &value, &wait, err,
+                        sizeof(err))
+            : mbox_write(mb, m, context_cycles(), value, &wait, err,
+                         sizeof(err));
+
+        if (r == MBOX_ERROR)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        if (r == MBOX_DONE)
+            break;
+        mbox_sleep(sleep_on, seen);
+    }
+    mbox_wake(reading ? &mb->in_taken : &mb->out_put);
+    tu.mfc->mbox_value = htole32(value);
+    return wait;
+}
+
+/* A mailbox marker, the last instruction of block b, is about to run, its
+ * own cycles counted: a read or write is served (sleeping while the
+ * mailbox is empty or full) and its modelled wait charged to it; a count
+ * is answered. */
+static void on_mbox_marker(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+    uint32_t last = b->n_insns - 1, word = b->words[last];
+    volatile struct cop_mbox *mb;
+    uint64_t wait = 0;
+    char err[512];
+
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return;
+    if (tu.tail == b)
+        retire_tail();
+    mb = mbox_block();
+    if (word == COP_MARK_MBOX_COUNT) {
+        int n = mbox_count(mb, tu.clock == TRACE_EVENT_CYCLES ? &tu.model
+                                                              : NULL,
+                           context_cycles(), err, sizeof(err));
+
+        if (n < 0)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        tu.mfc->mbox_value = htole32((uint32_t)n);
+    } else {
+        wait = mbox_serve(mb, word);
+    }
+    __atomic_store_n(&tu.mfc->mbox_done, htole32(1), __ATOMIC_RELEASE);
+    charge_wait(b->vaddr[last], wait, TRACE_STALL_MAILBOX_WAIT);
+}
+
+/* counts=: after on_mbox_marker, the wait it charged. */
+static void on_count_mbox(unsigned int vcpu_index, void *udata)
+{
+    ((struct code *)udata)->mbox_wait += tu.wait_charge;
+}
+
+/* Whether block b ends with a mailbox marker (and the channel is mapped). */
+static int is_mbox_marker_block(const struct block *b)
+{
+    uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
+
+    return tu.mfc && (word == COP_MARK_MBOX_READ || word == COP_MARK_MBOX_WRITE
+                      || word == COP_MARK_MBOX_COUNT);
+}
+
+/* Whether the block is the runtime's transfer engine, which stands for
+ * the MFC's own work: not the coprocessor's cycles. */
+static int is_engine_block(const struct qemu_plugin_tb *tb)
+{
+    uint32_t start, end;
+    uint64_t vaddr;
+
+    if (!tu.mfc || !qemu_plugin_tb_n_insns(tb)
+        || !mfc_engine_range(tu.mfc, &start, &end))
+        return 0;
+    vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    return vaddr >= start && vaddr < end;
+}
+
+/* ram=: maps the boot block's page, with the channel block, read-write.
+ * A file too small to hold it (a test guest's) leaves DMA untimed. */
+static int map_channel(const char *path)
+{
+    off_t offset = COP_BOOT_BASE - COP_RAM_BASE;
+    struct stat st;
+    void *base;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0 || st.st_size < offset + COP_BOOT_SIZE) {
+        close(fd);
+        return 0;
+    }
+    base = mmap(NULL, COP_BOOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                offset);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the boot block: %s\n",
+                path, strerror(errno));
+        return -1;
+    }
+    tu.boot = base;
+    tu.mfc = (volatile struct cop_mfc *)((char *)base
+                                         + (COP_MFC_BASE - COP_BOOT_BASE));
+    return 0;
 }
 
 /* Fast mode at exit: on the vCPU thread QEMU is exiting from inside the
@@ -840,11 +1171,12 @@ static uint64_t code_cycles(const struct code *c)
 
     for (uint32_t i = 0; i < c->n_insns; i++)
         cycles += c->counts[i] * (c->issue[i] + c->stall[i]);
-    return cycles;
+    return cycles + c->dma_wait + c->mbox_wait;
 }
 
 /* A line per instruction: address, bytes, executions, then its cycles by
- * reason: issue, dependency, branch (its exit's, on the last one). */
+ * reason: issue, dependency, branch (its exit's, on the last one), DMA
+ * wait, mailbox wait, memory (a marker's, the last one). */
 static void write_code(FILE *out, const struct code *c)
 {
     const uint8_t *bytes = c->bytes;
@@ -855,12 +1187,15 @@ static void write_code(FILE *out, const struct code *c)
         fprintf(out, "0x%08llx ", (unsigned long long)c->insn_vaddr[i]);
         for (uint32_t k = 0; k < c->insn_size[i]; k++)
             fprintf(out, "%02x", *bytes++);
-        fprintf(out, " %llu %llu %llu %llu\n",
+        int last = i + 1 == c->n_insns;
+
+        fprintf(out, " %llu %llu %llu %llu %llu %llu 0\n",
                 (unsigned long long)c->counts[i],
                 (unsigned long long)(c->counts[i] * c->issue[i]),
                 (unsigned long long)(c->counts[i] * c->stall[i]),
-                (unsigned long long)(i + 1 == c->n_insns ? c->branch_cycles
-                                                         : 0));
+                (unsigned long long)(last ? c->branch_cycles : 0),
+                (unsigned long long)(last ? c->dma_wait : 0),
+                (unsigned long long)(last ? c->mbox_wait : 0));
     }
 }
 
@@ -974,6 +1309,7 @@ static void slot_take_context(void)
     tu.context_id = id;
     tu.check_cycle = &ctx->check_cycle;
     tu.instructions = __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE);
+    tu.context_cycles = __atomic_load_n(&ctx->cycles, __ATOMIC_ACQUIRE);
     slot_watch_guards(id);
 }
 
@@ -1442,14 +1778,15 @@ static void count_shared_block(struct qemu_plugin_tb *tb)
     }
 }
 
-static void count_block(struct qemu_plugin_tb *tb)
+/* Registers the block's counters; returns its code (NULL: shared). */
+static struct code *count_block(struct qemu_plugin_tb *tb)
 {
     struct code *c;
 
     if (slot_mode.on && (qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0))
                          - tu.ls_base) >= tu.ls_size) {
         count_shared_block(tb);
-        return;
+        return NULL;
     }
     c = intern_code(tb);
 
@@ -1467,6 +1804,7 @@ static void count_block(struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_exit,
                                                    QEMU_PLUGIN_CB_NO_REGS, c);
     }
+    return c;
 }
 
 /* Call stacks: a callback on each call and return instruction, which QEMU
@@ -1510,17 +1848,36 @@ static int is_stub_block(const struct qemu_plugin_tb *tb)
     return vaddr >= SLOT_STUB_BASE && vaddr < SLOT_STUB_BASE + SLOT_STUB_SIZE;
 }
 
+/* A block ending in a DMA or mailbox marker: its callback after the
+ * block's own, then the counter of its wait. */
+static void watch_marker(struct qemu_plugin_tb *tb, const struct block *b,
+                         struct code *c, qemu_plugin_vcpu_udata_cb_t serve,
+                         qemu_plugin_vcpu_udata_cb_t count)
+{
+    struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb,
+                                                            b->n_insns - 1);
+
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, serve,
+                                           QEMU_PLUGIN_CB_NO_REGS, (void *)b);
+    if (c)
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, count,
+                                               QEMU_PLUGIN_CB_NO_REGS, c);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
     const struct block *b;
+    struct code *c = NULL;
 
     if (is_stub_block(tb)) {
         slot_watch_stub(tb);
         return;
     }
+    if (is_engine_block(tb))
+        return;
     if (tu.codes)
-        count_block(tb);
+        c = count_block(tb);
 
     b = intern_block(tb);
     if (!tu.reference) {
@@ -1528,16 +1885,17 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                                            : on_block,
                                              QEMU_PLUGIN_CB_NO_REGS,
                                              (void *)b);
-        if (tu.stacks)
-            watch_calls(tb);
-        return;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                qemu_plugin_tb_get_insn(tb, i),
+                tu.stacks ? on_insn_stacked : on_insn,
+                QEMU_PLUGIN_CB_NO_REGS, (void *)&b->refs[i]);
     }
-    for (size_t i = 0; i < n; i++)
-        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
-                                               tu.stacks ? on_insn_stacked
-                                                         : on_insn,
-                                               QEMU_PLUGIN_CB_NO_REGS,
-                                               (void *)&b->refs[i]);
+    if (is_dma_marker_block(b))
+        watch_marker(tb, b, c, on_dma_marker, on_count_dma);
+    if (is_mbox_marker_block(b))
+        watch_marker(tb, b, c, on_mbox_marker, on_count_mbox);
     if (tu.stacks)      /* after on_insn_stacked, which settles first */
         watch_calls(tb);
 }
@@ -1549,6 +1907,7 @@ struct options {
     const char *counts;
     const char *counts_dir;
     const char *ram;
+    const char *main;
     const char *timing;
     uint32_t context;
     int have_context;
@@ -1593,6 +1952,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->counts = arg + 7;
         } else if (!strncmp(arg, "ram=", 4) && arg[4]) {
             opt->ram = arg + 4;
+        } else if (!strncmp(arg, "main=", 5) && arg[5]) {
+            opt->main = arg + 5;
         } else if (!strncmp(arg, "timing=", 7) && arg[7]) {
             opt->timing = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
@@ -1602,7 +1963,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
         } else {
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
-                    "counts=FILE, ram=FILE, slot=N, countsdir=DIR, timing=FILE)\n",
+                    "counts=FILE, ram=FILE, main=FILE, slot=N, countsdir=DIR, "
+                    "timing=FILE)\n",
                     arg);
             return -1;
         }
@@ -1832,6 +2194,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             return -1;
         }
     } else if (attach_context(opt.context, opt.ram) < 0) {
+        trace_unit_close(tu.unit, 0);
+        return -1;
+    }
+    tu.ram_path = opt.ram;
+    tu.main_path = opt.main;
+    if (opt.ram && map_channel(opt.ram) < 0) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }

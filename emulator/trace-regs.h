@@ -318,7 +318,10 @@ struct trace_regs_context {
     uint64_t instructions;          /*  80: retired, as of the last hold/exit */
     uint64_t check_cycle;           /*  88: fast mode's next slow path; the
                                            controller zeroes it at a hold */
-    uint8_t  emulator_pad[32];
+    uint64_t cycles;                /*  96: the context's modelled cycles,
+                                           as of the last hold (the clock of
+                                           its DMA, emulator/mfc.h) */
+    uint8_t  emulator_pad[24];
 };
 
 /* Mailbox operations (struct trace_regs_mailbox.op). */

@@ -1137,13 +1137,14 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
 
 int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
                           const char *regs, uint32_t slot, uint32_t mode,
-                          const char *counts_dir, const char *ram)
+                          const char *counts_dir, const char *ram,
+                          const char *main)
 {
-    static const char *const keys[] = { ",ram=", ",countsdir=" };
-    const char *const paths[] = { ram, counts_dir };
+    static const char *const keys[] = { ",ram=", ",countsdir=", ",main=" };
+    const char *const paths[] = { ram, counts_dir, main };
 
     return plugin_arg(buf, len, plugin, regs, "slot", slot, mode, keys,
-                      paths, 2);
+                      paths, 3);
 }
 
 int trace_counts_create(const char *path, char *err, size_t errlen)

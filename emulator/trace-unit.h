@@ -271,10 +271,13 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
 /* The same for slot S of copsim's slot model (emulator/copsim/stub/): the
  * plugin serves whichever context is bound to S in the slot emulator whose
  * RAM file is ram; counts_dir, unless NULL, gets each context's exact
- * counts (countsdir=, files named TRACE_COUNTS_NAME). */
+ * counts (countsdir=, files named TRACE_COUNTS_NAME); main, unless NULL,
+ * the main-memory file where the contexts' data windows, and so their
+ * mailboxes, are (main=). */
 int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
                           const char *regs, uint32_t slot, uint32_t mode,
-                          const char *counts_dir, const char *ram);
+                          const char *counts_dir, const char *ram,
+                          const char *main);
 
 /* Makes `path` an empty exact counts file, for the plugin's counts= to
  * append to (docs/trace-unit.md), so that a path that cannot be written is

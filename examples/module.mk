@@ -29,4 +29,9 @@ $(eval $(call cop_program,alias))
 
 ALL_TARGETS += $(alias_IMAGE)
 
+stream_SOURCES := examples/stream/stream.c
+$(eval $(call cop_program,stream))
+
+ALL_TARGETS += $(stream_IMAGE)
+
 PYTESTS += examples

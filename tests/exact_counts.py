@@ -29,11 +29,12 @@ from elftools.elf.elffile import ELFFile
 
 VERSION_LINE = "coprof-exact-counts 2"
 VERSION_LINES = ("coprof-exact-counts 1", VERSION_LINE)
-REASONS = ("issue", "dependency", "branch")
+REASONS = ("issue", "dependency", "branch", "dma_wait", "mailbox_wait",
+           "memory")
 PF_OVERLAY = 0x08000000
 
-Insn = collections.namedtuple("Insn", "pc data count issue dependency branch",
-                              defaults=(0, 0, 0))
+Insn = collections.namedtuple("Insn", "pc data count " + " ".join(REASONS),
+                              defaults=(0,) * len(REASONS))
 Code = collections.namedtuple("Code", "pc hash insns")
 Run = collections.namedtuple("Run", "context mode ls_base ls_size "
                                     "instructions codes cycles")
@@ -85,7 +86,7 @@ def read_counts(path):
                 end = _fields(words[1:], path, lineno)
                 runs.append(_finish_run(run, end, where))
                 run = code = None
-            elif len(words) in (3, 6) and code is not None:
+            elif len(words) in (3, 6, 9) and code is not None:
                 code.insns.append(Insn(int(words[0], 16),
                                        bytes.fromhex(words[1]),
                                        *(int(w) for w in words[2:])))
@@ -118,7 +119,7 @@ def _finish_run(run, end, where):
                           "run has %d in %d" % (where, end["instructions"],
                                                 end["codes"], total,
                                                 len(codes)))
-    cycles = sum(i.issue + i.dependency + i.branch
+    cycles = sum(getattr(i, reason) for reason in REASONS
                  for c in codes for i in c.insns)
     if "cycles" in end and cycles != int(end["cycles"]):
         raise CountsError("%s: end line says %s cycles, the run has %d"

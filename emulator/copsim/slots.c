@@ -625,7 +625,8 @@ static int build_command(struct copsim *sim, struct slot_emulator *e,
                               sim->regs_path, e->index,
                               sim->config.reference_mode
                                   ? TRACE_MODE_REFERENCE : TRACE_MODE_FAST,
-                              sim->counts_dir, e->ram_path) < 0) {
+                              sim->counts_dir, e->ram_path,
+                              m->main_path) < 0) {
         snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
         return -1;
     }

@@ -18,6 +18,7 @@
  */
 #include "sdk/libcop.h"
 
+#include "common/cop-abi.h"
 #include "emulator/copsim/protocol.h"
 #include "sdk/libcop/libcop-int.h"
 
@@ -337,8 +338,13 @@ void cop_context_set_cycle_limit(cop_context_t *ctx, uint64_t cycles)
 void *cop_context_data(cop_context_t *ctx, size_t *size)
 {
     if (size)
-        *size = ctx->data_size;
+        *size = ctx->data_size - COP_MBOX_SIZE;
     return ctx->data;
+}
+
+volatile struct cop_mbox *libcop_mailbox(cop_context_t *ctx)
+{
+    return (volatile struct cop_mbox *)(ctx->data + COP_MBOX_OFFSET);
 }
 
 /* Packs argv into the request; -1 when it does not fit. */
