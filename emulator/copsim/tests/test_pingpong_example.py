@@ -67,3 +67,31 @@ def test_pingpong_waits_at_the_read(copsim, build_dir, tmp_path, model):
     # Every wait is at a read: the outbound slot was always free again.
     assert waits == (cycles[first_read]["mailbox_wait"]
                      + cycles[answer_read]["mailbox_wait"])
+
+
+def pingpong_cycles(copsim, build_dir, tmp_path, model, rounds):
+    """cycles_by_pc of a run of pingpong-host ROUNDS in copsim's model."""
+    counts_dir = tmp_path / model
+    counts_dir.mkdir()
+    sim = copsim("--context-model=" + model, "--exact-counts",
+                 str(counts_dir))
+    proc = subprocess.run([os.path.join(build_dir, "examples",
+                                        "pingpong-host"), str(rounds)],
+                          env=sim.env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (counts,) = glob.glob(str(counts_dir / "*.counts"))
+    return exact_counts.cycles_by_pc(counts)
+
+
+def test_pingpong_costs_the_same_in_both_models(copsim, build_dir,
+                                                tmp_path):
+    # A context costs on a slot (the stub's patched words costed as the
+    # image's) what it costs in a QEMU of its own, waits included: every
+    # wait is computed on the context's cycles, so one cycle of difference
+    # before a read changes its wait.
+    rounds = 20
+    slot = pingpong_cycles(copsim, build_dir, tmp_path, "slot", rounds)
+    process = pingpong_cycles(copsim, build_dir, tmp_path, "process",
+                              rounds)
+    assert slot == process

@@ -195,3 +195,30 @@ def test_ram_dir_takes_processes(copsim, build_dir, tmp_path):
         "copsim: --ram-dir: a RAM file per context is the process model's; "
         "the slot model keeps contexts in its own memory (use "
         "--context-model=process)\n")
+
+
+# examples/stream's DMA waits are computed on the context's cycles: a
+# context that costs one cycle more or less on a slot waits differently.
+@pytest.mark.parametrize("mode", ["single", "double"])
+@pytest.mark.parametrize("model", ["slot", "process"])
+def test_dma_kernel_costs_as_under_cop_run(copsim, test_bin, build_dir,
+                                           tmp_path, model, mode):
+    image = os.path.join(build_dir, "examples", "stream.elf")
+    counts_dir = tmp_path / "counts"
+    counts_dir.mkdir()
+    sim = copsim("--context-model=" + model, "--exact-counts",
+                 str(counts_dir))
+    result, contexts = host(test_bin, sim, "--console-file", "/dev/null",
+                            image, mode, "4")
+    assert result.returncode == 0, result.stderr + result.stdout
+    alone = tmp_path / "alone.counts"
+    done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
+                           "--sample-every", "1000003", "--exact-counts",
+                           str(alone), image, mode, "4"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (c,) = contexts
+    got = exact_counts.cycles_by_pc(str(counts_dir / ("context-%s.counts"
+                                                      % c["context"])))
+    assert got == exact_counts.cycles_by_pc(str(alone))
+    assert sum(r["dma_wait"] for r in got.values()) > 0
