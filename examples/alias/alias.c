@@ -32,7 +32,8 @@ int main(int argc, char **argv)
     uint32_t digest = 0;
 
     if (rounds < 1 || iterations < 1 || errno == ERANGE) {
-        cop_printf("alias: ROUNDS and ITERATIONS must be positive numbers\n");
+        cop_printf("alias: ROUNDS and ITERATIONS: each must be a positive "
+                   "number\n");
         return 2;
     }
     for (long round = 0; round < rounds; round++)
