@@ -23,7 +23,8 @@
  *   0x80040000  boot block, 4 KiB: arguments and window addresses
  *   0x80041000  reserved
  *   0x80100000  image window, 7 MiB: the whole ELF file, byte for byte
- *   0x80800000  data window, 6 MiB: shared with the host program
+ *   0x80800000  data window, 6 MiB: shared with the host program (its
+ *               last 4 KiB: the mailboxes, struct cop_mbox)
  *   0x80e00000  reserved, 2 MiB: QEMU copies its device tree here at reset
  *   0x81000000  end of RAM
  *
@@ -108,6 +109,115 @@ struct cop_boot_block {
 #define COP_BOOT_STARTED    0x4e555243u     /* "CRUN" */
 
 #define COP_BOOT_ARGS_OFFSET 64u    /* where argv[] starts in the block */
+#define COP_BOOT_ARGS_END   0xc00u  /* argv and its strings end below it */
+
+/*
+ * The memory flow controller (MFC): DMA between the local store and the
+ * data window, the Cell's way (docs/coprocessor-abi.md, "DMA").  Its
+ * channel is this block, the last KiB of the boot block (so it is the
+ * context's, saved and restored with the local store): the runtime
+ * (sdk/runtime/mfc.c) queues commands in it and marks each with an issue
+ * marker, a wait with a wait marker; the trace unit (emulator/mfc.c)
+ * stamps each command's modelled completion and each wait's end; the
+ * runtime's transfer engine then moves the bytes of the commands that
+ * have completed, with guest stores.  Words are little-endian; 64-bit
+ * cycle counts are two words, low first.
+ */
+#define COP_MFC_BASE        (COP_BOOT_BASE + COP_BOOT_ARGS_END)
+#define COP_MFC_MAGIC       0x3143464du     /* "MFC1": the runtime set it up */
+#define COP_MFC_QUEUE_DEPTH 16u             /* commands outstanding */
+#define COP_MFC_TAGS        32u             /* tag groups 0..31 */
+#define COP_MFC_ALIGN       16u             /* of addresses and sizes */
+#define COP_MFC_MAX_SIZE    16384u          /* bytes of one transfer */
+
+/* struct cop_mfc_command.op */
+#define COP_MFC_GET         1u              /* data window -> local store */
+#define COP_MFC_PUT         2u              /* local store -> data window */
+
+/* struct cop_mfc.wait_mode */
+#define COP_MFC_WAIT_ALL    0u              /* until every tag of the mask */
+#define COP_MFC_WAIT_ANY    1u              /* until one tag of the mask */
+#define COP_MFC_WAIT_NONE   2u              /* no wait: the status now */
+
+/*
+ * The markers: fence.i with its reserved immediate set (QEMU decodes any
+ * immediate as fence.i, which ends the translation block, so a marker is
+ * always the last instruction of its block).  The trace unit knows them
+ * by their word.
+ */
+#define COP_MARK_DMA_ISSUE  0x7c10100fu     /* fence.i, imm 0x7c1 */
+#define COP_MARK_DMA_WAIT   0x7c20100fu     /* fence.i, imm 0x7c2 */
+#define COP_MARK_MBOX_READ  0x7c30100fu     /* fence.i, imm 0x7c3 */
+#define COP_MARK_MBOX_WRITE 0x7c40100fu     /* fence.i, imm 0x7c4 */
+#define COP_MARK_MBOX_COUNT 0x7c50100fu     /* fence.i, imm 0x7c5 */
+
+struct cop_mfc_command {
+    uint32_t op;            /* COP_MFC_GET, COP_MFC_PUT */
+    uint32_t ls;            /* local-store address */
+    uint32_t ea;            /* main-memory address, in the data window */
+    uint32_t size;          /* bytes */
+    uint32_t tag;           /* 0 .. COP_MFC_TAGS - 1 */
+    uint32_t pc;            /* trace unit: the issue marker's address */
+    uint32_t done_lo;       /* trace unit: modelled completion, in the */
+    uint32_t done_hi;       /*   context's cycles */
+};
+
+struct cop_mfc {
+    uint32_t magic;         /* runtime: COP_MFC_MAGIC */
+    uint32_t engine_start;  /* runtime: the transfer engine's code, which */
+    uint32_t engine_end;    /*   the trace unit neither counts nor samples */
+    uint32_t count;         /* runtime: commands in queue[] */
+    uint32_t wait_mask;     /* runtime: the tags a wait marker waits for */
+    uint32_t wait_mode;     /* runtime: COP_MFC_WAIT_* */
+    uint32_t now_lo;        /* runtime: all ones before a wait marker; */
+    uint32_t now_hi;        /*   trace unit: the context's cycle at its end */
+    uint32_t bus_lo;        /* trace unit: the cycle the bus is free */
+    uint32_t bus_hi;
+    uint32_t mbox_value;    /* runtime: the message a mailbox write
+                               marker sends; trace unit: the message a
+                               read marker took, the count of a count */
+    uint32_t mbox_done;     /* runtime: 0 before a mailbox marker; trace
+                               unit: 1 once it has served it */
+    uint32_t reserved[20];  /* zero */
+    struct cop_mfc_command queue[COP_MFC_QUEUE_DEPTH];
+};
+
+/*
+ * The mailboxes (docs/coprocessor-abi.md, "Mailboxes"), the Cell's shape:
+ * per context an inbound mailbox (host -> coprocessor, COP_MBOX_IN_DEPTH
+ * 32-bit messages) and an outbound one (coprocessor -> host,
+ * COP_MBOX_OUT_DEPTH).  Their block is the data window's last page, in
+ * memory the host program (libcop) and the trace unit both map in either
+ * context model; the runtime neither reads nor writes it: it asks the
+ * trace unit through the mailbox markers and struct cop_mfc's mbox_value
+ * and mbox_done.  Counters only grow (a slot is counter % depth); the
+ * side named writes each word.  A message's stamp is in the context's
+ * cycles (see the timing rule in the docs).  in_put, out_taken,
+ * in_taken and out_put are futex words: the writer wakes them.
+ */
+#define COP_MBOX_SIZE       0x1000u         /* the data window's last page */
+#define COP_MBOX_OFFSET     (COP_DATA_SIZE - COP_MBOX_SIZE)
+#define COP_MBOX_IN_DEPTH   4u
+#define COP_MBOX_OUT_DEPTH  1u
+
+struct cop_mbox_message {
+    uint32_t value;
+    uint32_t stamp_lo;      /* inbound: the write cycle of the newest */
+    uint32_t stamp_hi;      /*   outbound message the host had read, 0 */
+    uint32_t reserved;      /* outbound: the cycle the coprocessor wrote */
+};
+
+struct cop_mbox {
+    uint32_t in_put;        /* host: inbound messages written so far */
+    uint32_t in_taken;      /* trace unit: inbound messages read so far */
+    uint32_t out_put;       /* trace unit: outbound messages written */
+    uint32_t out_taken;     /* host: outbound messages read */
+    uint32_t seen_lo;       /* host: the write cycle of the newest */
+    uint32_t seen_hi;       /*   outbound message it has read */
+    uint32_t reserved[10];  /* zero */
+    struct cop_mbox_message in[COP_MBOX_IN_DEPTH];
+    struct cop_mbox_message out[COP_MBOX_OUT_DEPTH];
+};
 
 /*
  * Overlay tables, with the SPU toolchain's layout.  _ovly_table ..

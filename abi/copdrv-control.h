@@ -18,10 +18,13 @@
  *   SET    the session's parameters: LFSR value and count N (computed by
  *          lfsr/: the value must be the one for N, and N at least
  *          lfsr_min_count()), poll interval, event buffer size, FIFO-full
- *          policy, doorbell watermark, dither and its seed.  Refused
- *          while a session runs.  A SET of the first form (24-byte
- *          parameters, up to buffer_bytes and a zero word) is taken with
- *          the rest zero: drop, half-FIFO watermark, no dither.
+ *          policy, doorbell watermark, dither and its seed, and the
+ *          event that clocks the LFSRs (SPU_CYCLES or SPU_INSTRUCTIONS).
+ *          Refused while a session runs.  A SET of an earlier form is
+ *          taken with the rest zero: the first (24-byte parameters, up to
+ *          buffer_bytes and a zero word) as drop, half-FIFO watermark, no
+ *          dither; the second (40 bytes, up to dither_seed) as
+ *          SPU_CYCLES.
  *   GET    the parameters, and what the driver is: slots, FIFO depth,
  *          nominal clock, whether a session runs.
  *   START  starts a session with the parameters set; the reply carries the
@@ -49,6 +52,10 @@
 #define COPDRV_CONTROL_STOP	0x103u
 #define COPDRV_CONTROL_STATS	0x104u
 
+/* event: what clocks the slots' LFSRs (the trace unit's TRACE_EVENT_*). */
+#define COPDRV_EVENT_CYCLES	0u	/* SPU_CYCLES: modelled cycles */
+#define COPDRV_EVENT_INSTRUCTIONS 1u	/* SPU_INSTRUCTIONS: retired insns */
+
 /* fifo_full: what a capture does when the slot's FIFO is full. */
 #define COPDRV_FIFO_DROP	0u	/* dropped, counted (the Cell) */
 #define COPDRV_FIFO_STALL	1u	/* the coprocessor waits: no loss */
@@ -63,10 +70,14 @@ struct copdrv_control_params {
 	uint32_t watermark;		/* FIFO fill that wakes the driver, below
 					 * the FIFO depth; 0: half the FIFO */
 	uint64_t dither_seed;		/* the jitter generator's seed */
+	uint32_t event;			/* COPDRV_EVENT_*; 0 in the second form */
+	uint32_t reserved;		/* zero */
 };
 
 /* The parameters' first form, which SET still takes. */
 #define COPDRV_CONTROL_PARAMS_V1_SIZE	24u
+/* Their second form (up to dither_seed), which SET takes as SPU_CYCLES. */
+#define COPDRV_CONTROL_PARAMS_V2_SIZE	40u
 
 struct copdrv_control_params_v1 {
 	uint32_t lfsr_value;

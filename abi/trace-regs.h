@@ -36,8 +36,8 @@
  * (a futex word the driver waits on, so it drains early), and whether each
  * sampling interval is randomized (dither, dither_seed): interval k after
  * a load is N + trace_dither_jitter(seed, k, width), drawn by the producer
- * at each reload (interval 0 when it first runs after the load).  The producer counts its stalls and their time in the
- * slot's fourth line.
+ * at each reload (interval 0 when it first runs after the load).  The
+ * producer counts its stalls and their time in the slot's fourth line.
  *
  * Mailbox (version 4): after the context blocks, one mailbox per slot
  * through which the controller (copsim) tells the driver what it used to
@@ -191,6 +191,30 @@ static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
 #define TRACE_FIFO_DROP         0   /* drop the capture, count it (the Cell) */
 #define TRACE_FIFO_STALL        1   /* the producer waits for room */
 
+/*
+ * Events (slot register event, written by the controller): what steps the
+ * slot's LFSR and its `cycles` counter.  0, the value of a file that
+ * predates the field, is the timing model's cycles.
+ */
+#define TRACE_EVENT_CYCLES       0  /* SPU_CYCLES: modelled cycles */
+#define TRACE_EVENT_INSTRUCTIONS 1  /* SPU_INSTRUCTIONS: retired instructions */
+
+/*
+ * Stall reasons: why the coprocessor spent the cycle at which a capture
+ * was taken (docs/trace-unit.md, "Stall reasons").  The emulator knows it
+ * from the timing model; every capture carries one.  Under
+ * SPU_INSTRUCTIONS every capture is TRACE_STALL_ISSUE.
+ */
+enum trace_stall_reason {
+    TRACE_STALL_ISSUE = 0,          /* the instruction occupies the issue slot */
+    TRACE_STALL_DEPENDENCY = 1,     /* it waits for an operand in flight */
+    TRACE_STALL_BRANCH = 2,         /* a mispredicted branch / indirect jump */
+    TRACE_STALL_DMA_WAIT = 3,       /* waiting for DMA tags to complete */
+    TRACE_STALL_MAILBOX_WAIT = 4,   /* waiting on a mailbox (empty / full) */
+    TRACE_STALL_MEMORY = 5          /* a direct access to main memory */
+};
+#define TRACE_STALL_REASONS     6   /* values 0 .. TRACE_STALL_REASONS - 1 */
+
 /* Emulator modes, written by the emulator. */
 #define TRACE_MODE_FAST         1   /* one callback per translation block */
 #define TRACE_MODE_REFERENCE    2   /* one callback per instruction */
@@ -240,12 +264,12 @@ struct trace_regs_slot {
     uint32_t watermark;             /*  12: queued entries that ring the
                                            doorbell; 0 = never */
     uint32_t dither;                /*  16: 1 = randomize each interval */
-    uint32_t controller_reserved;   /*  20: zero */
+    uint32_t event;                 /*  20: the LFSR's clock: TRACE_EVENT_* */
     uint64_t dither_seed;           /*  24: seed of the jitter generator */
     uint8_t  controller_pad[32];
 
     /* Line 1: written by the producer (the emulator bound to the slot). */
-    uint64_t cycles;                /*  64: instructions retired on the slot */
+    uint64_t cycles;                /*  64: ticks of the slot's event */
     uint64_t capture_count;         /*  72: expiries, including dropped ones */
     uint64_t overflow_count;        /*  80: captures dropped, FIFO full */
     uint64_t outside_count;         /*  88: captures whose PC was outside LS */
@@ -304,7 +328,10 @@ struct trace_regs_context {
     uint64_t instructions;          /*  80: retired, as of the last hold/exit */
     uint64_t check_cycle;           /*  88: fast mode's next slow path; the
                                            controller zeroes it at a hold */
-    uint8_t  emulator_pad[32];
+    uint64_t cycles;                /*  96: the context's modelled cycles,
+                                           as of the last hold (the clock of
+                                           its DMA, emulator/mfc.h) */
+    uint8_t  emulator_pad[24];
 };
 
 /* Mailbox operations (struct trace_regs_mailbox.op). */
@@ -946,6 +973,14 @@ static inline void trace_slot_configure(struct trace_regs_slot *slot,
     trace_store_once(&slot->watermark, watermark);
     trace_store_once(&slot->dither_seed, dither_seed);
     trace_store_release(&slot->dither, dither ? 1u : 0u);
+}
+
+/* Controller: the event that clocks the slot's LFSR (TRACE_EVENT_*); the
+ * producer reads it when it attaches.  Set it while no producer runs. */
+static inline void trace_slot_set_event(struct trace_regs_slot *slot,
+                                        uint32_t event)
+{
+    trace_store_release(&slot->event, event);
 }
 
 /* A consistent view of a slot's clock: the LFSR is reload_state advanced by

@@ -198,10 +198,11 @@ static int write_boot_block(struct cop_ram *ram, const struct cop_image *image,
 
     for (int i = 0; i < argc; i++) {
         size_t len = strlen(argv[i]) + 1;
-        if (strings + len > COP_BOOT_SIZE) {
+        if (strings + len > COP_BOOT_ARGS_END) {
             cop_error_set(err, "%s: arguments too long: argv and its strings "
-                          "must fit in the %u-byte boot block", image->label,
-                          COP_BOOT_SIZE - COP_BOOT_ARGS_OFFSET);
+                          "must fit in the %u bytes of the boot block before "
+                          "its DMA channel", image->label,
+                          COP_BOOT_ARGS_END - COP_BOOT_ARGS_OFFSET);
             return -1;
         }
         memcpy(block + strings, argv[i], len);

@@ -517,7 +517,7 @@ static void test_arguments_too_long(void)
     g_assert_cmpint(cop_ram_create(&ram, NULL, &err), ==, 0);
     g_assert_cmpint(cop_ram_load(&ram, &image, 2, argv, &err), ==, -1);
     g_assert_nonnull(strstr(err.message, "arguments too long"));
-    big[COP_BOOT_SIZE - COP_BOOT_ARGS_OFFSET - 12 - 7] = '\0';
+    big[COP_BOOT_ARGS_END - COP_BOOT_ARGS_OFFSET - 12 - 7] = '\0';
     g_assert_cmpint(cop_ram_load(&ram, &image, 2, argv, &err), ==, 0);
     check_boot_block(&ram, &image, 2, argv);
     g_assert_cmpint(cop_ram_load(&ram, &image, 0, argv, &err), ==, -1);

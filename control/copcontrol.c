@@ -123,17 +123,20 @@ static void usage(FILE *out)
 "    --status          what runs: event, count, LFSR value, rate and period\n"
 "                      at the nominal clock, poll interval, samples, lost by\n"
 "                      cause, contexts, coprofd's pid, the session directory\n"
-"    --list-events     SPU_CYCLES with its valid range, and the host CPU's\n"
+"    --list-events     SPU_CYCLES and SPU_INSTRUCTIONS with their valid\n"
+"                      range, and the host CPU's\n"
 "                      events that libpfm4 knows on this machine\n"
 "    -h, --help        this text\n"
 "\n"
 "SETTINGS (saved; given without an action they are only saved)\n"
-"    --event=SPU_CYCLES:N\n"
-"                      one sample every N slot cycles (retired coprocessor\n"
-"                      instructions); N in 1..16777215, and no smaller than\n"
-"                      what keeps the poll interval at or above the driver's\n"
-"                      floor of 100 us (157 with copsim's defaults: 3.2 GHz,\n"
-"                      4096-entry FIFO; a deeper FIFO allows less)\n"
+"    --event=SPU_CYCLES:N, --event=SPU_INSTRUCTIONS:N\n"
+"                      one sample every N slot cycles (modelled cycles:\n"
+"                      the timing model's, stalls included), or every N\n"
+"                      retired instructions; N in 1..16777215, and no\n"
+"                      smaller than what keeps the poll interval at or\n"
+"                      above the driver's floor of 100 us (157 with\n"
+"                      copsim's defaults: 3.2 GHz, 4096-entry FIFO; a\n"
+"                      deeper FIFO allows less)\n"
 "    --sample-period=TIME\n"
 "                      a sample every TIME (ns, us, ms, s: e.g. 50us) at\n"
 "                      copsim's nominal clock\n"
@@ -1241,8 +1244,12 @@ static void status_sampling(const struct copdrv_control_reply *get,
 static void status_driver(const struct copdrv_control_reply *get,
                           const struct copdrv_control_stats *stats)
 {
-    struct rate rate = {get->params.lfsr_count, get->params.lfsr_value,
-                        get->params.poll_interval_ns, (double)get->clock_hz};
+    struct rate rate = {
+        .count = get->params.lfsr_count, .event = get->params.event,
+        .value = get->params.lfsr_value,
+        .poll_ns = get->params.poll_interval_ns,
+        .clock_hz = (double)get->clock_hz,
+    };
     char line[512];
 
     printf("running:        %s\n", get->running ? "yes" : "no");

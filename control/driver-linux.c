@@ -234,6 +234,8 @@ static void guest_params(struct driver *d, struct copdrv_control_params *p)
             p->watermark = (uint32_t)v;
         else if (strcmp(name, "dither_seed") == 0)
             p->dither_seed = v;
+        else if (strcmp(name, "event") == 0)
+            p->event = (uint32_t)v;
     }
 }
 
@@ -329,6 +331,7 @@ static pid_t start_guest(struct driver *d, int listener, char *err,
     param(pv, &np, params, "watermark", p->watermark);
     param(pv, &np, params, "dither", p->dither);
     param(pv, &np, params, "dither_seed", p->dither_seed);
+    param(pv, &np, params, "event", p->event);
     argv[n++] = PYTHON;
     argv[n++] = script;
     argv[n++] = "serve";

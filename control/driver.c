@@ -18,6 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+_Static_assert(RATE_SPU_CYCLES == COPDRV_EVENT_CYCLES &&
+               RATE_SPU_INSTRUCTIONS == COPDRV_EVENT_INSTRUCTIONS,
+               "the rate's events are the driver's");
+
 int driver_parse_kind(const char *text, enum driver_kind *kind, char *err,
                       size_t errlen)
 {
@@ -166,6 +170,7 @@ int driver_set(struct driver *d, const struct rate *rate,
     set.params.fifo_full = sampling->fifo_full;
     set.params.dither = sampling->dither ? 1u : 0u;
     set.params.dither_seed = sampling->seed;
+    set.params.event = rate->event;
     set.params.watermark = 0;           /* the driver's: half the FIFO */
     if (d->kind == DRIVER_LINUX) {
         d->guest.params = set.params;

@@ -1,8 +1,9 @@
 /*
  * events.c — --list-events (events.h).
  *
- * SPU_CYCLES comes first, with the N that rate.c accepts at the clock and
- * FIFO depth given (the smallest N is the poll floor's).  Then the host:
+ * The coprocessor's events come first, SPU_CYCLES (modelled cycles) and
+ * SPU_INSTRUCTIONS (retired instructions), with the N that rate.c accepts
+ * at the clock and FIFO depth given (the smallest N is the poll floor's).  Then the host:
  * libpfm4's PMUs that are present on this machine (pfm_get_pmu_info's
  * is_present), each with its events (pfm_get_event_next from the PMU's
  * first event, pfm_get_event_info for the name and description), as
@@ -41,10 +42,14 @@ static void list_spu_cycles(FILE *out, double clock_hz, uint32_t fifo_depth,
     fprintf(out, "Coprocessor events (copsim%s: nominal clock %s, %u-entry "
             "FIFO):\n", from_copsim ? "" : "'s defaults, none runs", clock,
             fifo_depth);
-    fprintf(out, "  %s:N  one sample every N slot cycles (retired "
-            "instructions); N in %u..%u (%s..%s per slot); the LFSR takes "
-            "1..%u, a smaller N needs a deeper FIFO (copsim --fifo-depth)\n",
+    fprintf(out, "  %s:N  one sample every N slot cycles (modelled "
+            "cycles: the timing model's, stalls included); N in %u..%u "
+            "(%s..%s per slot); the LFSR takes 1..%u, a smaller N needs a "
+            "deeper FIFO (copsim --fifo-depth)\n",
             RATE_EVENT_NAME, min, LFSR_PERIOD, low, high, LFSR_PERIOD);
+    fprintf(out, "  %s:N  one sample every N retired instructions of a "
+            "slot; N in %u..%u, as %s\n", RATE_INSTRUCTIONS_NAME, min,
+            LFSR_PERIOD, RATE_EVENT_NAME);
 }
 
 /* The events of one present PMU; returns how many were listed. */

@@ -1,6 +1,7 @@
 /*
- * events.h — --list-events: the coprocessor's one event, SPU_CYCLES, with
- * its valid range, and the host CPU's events as libpfm4 knows them.
+ * events.h — --list-events: the coprocessor's events, SPU_CYCLES and
+ * SPU_INSTRUCTIONS, with their valid range, and the host CPU's events as
+ * libpfm4 knows them.
  */
 #ifndef COPROF_CONTROL_EVENTS_H
 #define COPROF_CONTROL_EVENTS_H

@@ -32,24 +32,46 @@ const char *rate_option(enum rate_kind kind)
     }
 }
 
-/* "SPU_CYCLES:N": the name, then a count in range. */
+static const char *const event_names[] = {
+    [RATE_SPU_CYCLES] = RATE_EVENT_NAME,
+    [RATE_SPU_INSTRUCTIONS] = RATE_INSTRUCTIONS_NAME,
+};
+#define N_EVENTS (sizeof(event_names) / sizeof(event_names[0]))
+
+const char *rate_event_name(uint32_t event)
+{
+    return event < N_EVENTS ? event_names[event] : RATE_EVENT_NAME;
+}
+
+/* The event named by text[0..len), or -1. */
+static int event_by_name(const char *text, size_t len)
+{
+    for (uint32_t e = 0; e < N_EVENTS; e++)
+        if (strlen(event_names[e]) == len &&
+            strncmp(text, event_names[e], len) == 0)
+            return (int)e;
+    return -1;
+}
+
+/* "SPU_CYCLES:N" or "SPU_INSTRUCTIONS:N": the name, then a count in range. */
 static int parse_event(const char *text, struct rate_spec *spec, char *err,
                        size_t errlen)
 {
     const char *colon = strchr(text, ':');
     size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+    int event = event_by_name(text, name_len);
     uint64_t count;
 
-    if (name_len != strlen(RATE_EVENT_NAME) ||
-        strncmp(text, RATE_EVENT_NAME, name_len) != 0) {
+    if (event < 0) {
         snprintf(err, errlen, "--event=%s: unknown event %.*s; the valid "
-                 "event is %s:N with N in 1..%u (see --list-events)", text,
-                 (int)name_len, text, RATE_EVENT_NAME, LFSR_PERIOD);
+                 "events are %s:N and %s:N with N in 1..%u (see "
+                 "--list-events)", text, (int)name_len, text,
+                 RATE_EVENT_NAME, RATE_INSTRUCTIONS_NAME, LFSR_PERIOD);
         return -1;
     }
     if (!colon) {
         snprintf(err, errlen, "--event=%s: no count; give %s:N with N in "
-                 "1..%u", text, RATE_EVENT_NAME, LFSR_PERIOD);
+                 "1..%u", text, event_names[event], LFSR_PERIOD);
         return -1;
     }
     if (lfsr_parse_count(colon + 1, &count) < 0) {
@@ -63,6 +85,7 @@ static int parse_event(const char *text, struct rate_spec *spec, char *err,
         return -1;
     }
     spec->count = (uint32_t)count;
+    spec->event = (uint32_t)event;
     return 0;
 }
 
@@ -217,6 +240,7 @@ int rate_resolve(const struct rate_spec *spec, double clock_hz,
         return -1;
     }
     rate->count = count;
+    rate->event = spec->kind == RATE_EVENT ? spec->event : RATE_SPU_CYCLES;
     rate->value = lfsr_value_for_count(count);
     rate->poll_ns = lfsr_poll_interval_ns(count, clock_hz, fifo_depth);
     rate->clock_hz = clock_hz;
@@ -231,6 +255,13 @@ void rate_describe(const struct rate *rate, char *buf, size_t len)
     rate_format_hz(rate->clock_hz / rate->count, hz, sizeof(hz));
     rate_format_hz(rate->clock_hz, clock, sizeof(clock));
     rate_format_seconds(rate->poll_ns / 1e9, poll, sizeof(poll));
+    if (rate->event == RATE_SPU_INSTRUCTIONS) {
+        snprintf(buf, len, "%s:%u (LFSR value 0x%06x), a sample every %u "
+                 "retired instructions per slot (at most %s at the nominal "
+                 "clock of %s), polled every %s", RATE_INSTRUCTIONS_NAME,
+                 rate->count, rate->value, rate->count, hz, clock, poll);
+        return;
+    }
     snprintf(buf, len, "%s:%u (LFSR value 0x%06x), a sample every %s = %s "
              "per slot at the nominal clock of %s, polled every %s",
              RATE_EVENT_NAME, rate->count, rate->value, period, hz, clock,

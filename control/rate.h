@@ -2,8 +2,9 @@
  * rate.h — what a user asks to sample at, turned into what the driver needs.
  *
  * A rate is given one of three ways: --event=SPU_CYCLES:N (one sample every
- * N slot cycles), --sample-period=TIME or --frequency=HZ (converted into N
- * through copsim's nominal clock, 3.2 GHz by default).  rate_parse() checks what
+ * N modelled cycles of a slot) or --event=SPU_INSTRUCTIONS:N (every N
+ * retired instructions), --sample-period=TIME or --frequency=HZ (converted
+ * into SPU_CYCLES:N through copsim's nominal clock, 3.2 GHz by default).  rate_parse() checks what
  * can be checked without copsim (the syntax, the event's name, N's range);
  * rate_resolve() finishes the job once copsim's nominal clock and FIFO
  * depth are known: N, the LFSR value for N (lfsr_value_for_count) and the
@@ -19,6 +20,7 @@
 #include <stdint.h>
 
 #define RATE_EVENT_NAME     "SPU_CYCLES"
+#define RATE_INSTRUCTIONS_NAME "SPU_INSTRUCTIONS"
 #define RATE_TEXT_MAX       96
 /*
  * The rate when none is given: at least 10,000 samples of
@@ -31,17 +33,32 @@
 
 enum rate_kind { RATE_NONE, RATE_EVENT, RATE_PERIOD, RATE_FREQUENCY };
 
+/*
+ * The event that clocks the slots' LFSRs; the values are the driver's
+ * (COPDRV_EVENT_*, the trace unit's TRACE_EVENT_*).
+ */
+enum rate_event {
+    RATE_SPU_CYCLES = 0,        /* the timing model's cycles */
+    RATE_SPU_INSTRUCTIONS = 1   /* retired instructions */
+};
+
+/* "SPU_CYCLES", "SPU_INSTRUCTIONS"; "SPU_CYCLES" for another value. */
+const char *rate_event_name(uint32_t event);
+
 /* A rate as the user gave it. */
 struct rate_spec {
     enum rate_kind kind;
     char text[RATE_TEXT_MAX];   /* the option's value, e.g. "SPU_CYCLES:997" */
     uint32_t count;             /* RATE_EVENT: N */
+    uint32_t event;             /* enum rate_event (period, frequency:
+                                   SPU_CYCLES) */
     double amount;              /* RATE_PERIOD: seconds; RATE_FREQUENCY: Hz */
 };
 
 /* A rate resolved at a clock and FIFO depth. */
 struct rate {
-    uint32_t count;             /* cycles per sample */
+    uint32_t count;             /* events per sample */
+    uint32_t event;             /* enum rate_event */
     uint32_t value;             /* the LFSR value for count */
     uint64_t poll_ns;           /* the driver's poll interval */
     double clock_hz;            /* the nominal clock it was resolved at */
@@ -84,7 +101,8 @@ void rate_format_seconds(double seconds, char *buf, size_t len);
 /*
  * One line describing a resolved rate: "SPU_CYCLES:N (LFSR value 0x..),
  * one sample every T = F Hz per slot at the nominal clock of C, polled
- * every P".
+ * every P"; for SPU_INSTRUCTIONS:N "a sample every N retired instructions
+ * per slot (at most F at the nominal clock of C), polled every P".
  */
 void rate_describe(const struct rate *rate, char *buf, size_t len);
 

@@ -1381,6 +1381,23 @@ void session_get_totals(struct session *s, struct session_totals *t)
 /* ---- writing ------------------------------------------------------------ */
 
 /* The START's FIFO-full policy and dither (0 in a 1.1 START: drop, off). */
+/* START's event (1.5) as a session word; an earlier START has none. */
+static int write_event(const struct copstream_start *st, struct store *store)
+{
+    char text[32];
+
+    if (st->version >> 16 != COPSTREAM_VERSION_MAJOR ||
+        (st->version & 0xffff) < 5)
+        return 0;
+    if (st->event == COPSTREAM_EVENT_CYCLES)
+        g_strlcpy(text, "SPU_CYCLES", sizeof text);
+    else if (st->event == COPSTREAM_EVENT_INSTRUCTIONS)
+        g_strlcpy(text, "SPU_INSTRUCTIONS", sizeof text);
+    else
+        g_snprintf(text, sizeof text, "%u", st->event);
+    return store_put_meta_text(store, "sampling.event", text);
+}
+
 static int write_sampling(const struct copstream_start *st,
                           struct store *store)
 {
@@ -1396,7 +1413,7 @@ static int write_sampling(const struct copstream_start *st,
         store_put_meta_text(store, "sampling.dither_seed", seed) != 0 ||
         store_put_meta_int(store, "sampling.watermark", st->watermark) != 0)
         return -1;
-    return 0;
+    return write_event(st, store);
 }
 
 static int write_start(struct session *s, struct store *store)

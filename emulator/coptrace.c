@@ -45,7 +45,8 @@ static void usage(FILE *out)
         "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
         "                --sample-every N [--reference] [--samples-out FILE]\n"
         "                [--fifo-depth N] [--no-drain] [--exact-counts FILE]\n"
-        "                [--ram FILE] -- EMULATOR [ARGS...]\n"
+        "                [--ram FILE] [--event SPU_CYCLES|SPU_INSTRUCTIONS]\n"
+        "                -- EMULATOR [ARGS...]\n"
         "\n"
         "Creates, shows and uses the register file of the coprocessor trace\n"
         "unit (docs/trace-unit.md): the shared file through which the\n"
@@ -56,7 +57,9 @@ static void usage(FILE *out)
         "        %u-entry FIFOs, the local store at 0x%08x, 0x%x bytes.\n"
         "show    prints the header, every slot and every context in use.\n"
         "run     runs EMULATOR with the trace unit attached as context C on\n"
-        "        slot S (default 0 and 0), one capture every N instructions.\n"
+        "        slot S (default 0 and 0), one capture every N ticks of the\n"
+        "        event: SPU_CYCLES (the timing model's cycles, the default)\n"
+        "        or SPU_INSTRUCTIONS (retired instructions).\n"
         "        It drains the FIFO while the emulator runs, writes the\n"
         "        captured local-store addresses (hex, capture order, one per\n"
         "        line) to --samples-out, prints \"captures=A dropped=B\n"
@@ -219,6 +222,7 @@ struct run_options {
     uint32_t slot;
     uint32_t count;
     uint32_t fifo_depth;
+    struct trace_sampling sampling; /* --event; drop, no dither */
     int reference;
     int drain;
     char **command;
@@ -237,6 +241,7 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         { 0, "no-drain", no_argument, 'D' },
         { 0, "exact-counts", required_argument, 'x' },
         { 0, "ram", required_argument, 'm' },
+        { 0, "event", required_argument, 'e' },
         CLI_END,
     };
     struct cli_parser parser;
@@ -254,6 +259,11 @@ static int parse_run(int argc, char **argv, struct run_options *opt)
         case 'D': opt->drain = 0; break;
         case 'x': opt->exact_counts = optarg; break;
         case 'm': opt->ram = optarg; break;
+        case 'e':
+            if (trace_parse_event(optarg, &opt->sampling.event) < 0)
+                return cli_fail(EXIT_USAGE, "--event '%s' is not "
+                                TRACE_EVENT_NAMES, optarg);
+            break;
         case 'c':
         case 's':
         case 'd':
@@ -367,7 +377,7 @@ static int cmd_run(int argc, char **argv)
                         opt.exact_counts ? counts_path : NULL,
                         opt.ram ? &(struct trace_watch){ opt.ram, 0, 0 }
                                 : NULL,
-                        NULL, err, sizeof(err)) < 0) {
+                        &opt.sampling, err, sizeof(err)) < 0) {
         cli_fail(0, "%s", err);
         safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return EXIT_USAGE;

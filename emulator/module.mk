@@ -1,6 +1,6 @@
-# emulator/: the trace unit's hardware (the QEMU plugin), coptrace and
-# their tests; the register file's library is trace-unit/, copsim is
-# emulator/copsim/.
+# emulator/: the trace unit's hardware (the QEMU plugin with its timing
+# model, DMA and mailboxes), coptrace and their tests; the register file's
+# library is trace-unit/, copsim is emulator/copsim/.
 
 TRACE_PLUGIN := $(LIB)/libcoptrace.so
 
@@ -10,7 +10,10 @@ TRACE_PLUGIN := $(LIB)/libcoptrace.so
 # ASan under make check-sanitize, as QEMU has no ASan runtime (mk/build.mk).
 PLUGIN_PARTS := $(PLUGIN_OBJ)/emulator/libcoptrace-parts.a
 $(PLUGIN_PARTS): $(PLUGIN_OBJ)/trace-unit/trace-unit.o \
-                 $(PLUGIN_OBJ)/emulator/shadow-stack.o $(PLUGIN_OBJ)/lfsr/lfsr.o
+                 $(PLUGIN_OBJ)/emulator/shadow-stack.o $(PLUGIN_OBJ)/lfsr/lfsr.o \
+                 $(PLUGIN_OBJ)/emulator/timing.o $(PLUGIN_OBJ)/emulator/mfc.o \
+                 $(PLUGIN_OBJ)/emulator/mbox.o \
+                 $(PLUGIN_OBJ)/emulator/timing-model.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 
@@ -20,6 +23,24 @@ $(TRACE_PLUGIN): $(PLUGIN_OBJ)/emulator/trace-plugin.o $(PLUGIN_PARTS)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(PLUGIN_LDFLAGS) -shared \
 		-Wl,--exclude-libs,ALL $^ $(GLIB_LIBS) -o $@
+
+# The timing model's built-in machine description (emulator/timing/spu.model)
+# becomes a C string, timing_default_model.
+TIMING_MODEL_C := $(BUILD)/gen/emulator/timing-model.c
+$(TIMING_MODEL_C): emulator/timing/spu.model
+	@mkdir -p $(@D)
+	$(call say,GEN,$@){ echo 'const char timing_default_model[] ='; \
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/.*/    "&\\n"/' $<; \
+		echo '    ;'; } > $@
+$(PLUGIN_OBJ)/emulator/timing-model.o: $(TIMING_MODEL_C)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) \
+		$(filter-out $(SAN_FLAGS),$(CFLAGS)) $(PLUGIN_SAN_FLAGS) -c $< -o $@
+ifneq ($(PLUGIN_OBJ),$(OBJ))
+$(OBJ)/emulator/timing-model.o: $(TIMING_MODEL_C)
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+endif
 
 $(BIN)/coptrace: $(OBJ)/emulator/coptrace.o $(OBJ)/common/cli.o $(LIB)/libtraceunit.a \
                  $(LIB)/liblfsr.a $(LIB)/libcopsafe.a
@@ -52,8 +73,15 @@ $(TESTBIN)/test-shadow-stack: $(OBJ)/emulator/tests/test-shadow-stack.o \
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
 
+$(OBJ)/emulator/tests/test-timing.o: CFLAGS += $(GLIB_CFLAGS)
+$(TESTBIN)/test-timing: $(OBJ)/emulator/tests/test-timing.o \
+		$(OBJ)/emulator/timing.o $(OBJ)/emulator/timing-model.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $^ $(GLIB_LIBS) -o $@
+
 ALL_TARGETS += $(TRACE_PLUGIN) $(BIN)/coptrace $(GUEST_ELVES)
-GTESTS += $(TESTBIN)/test-trace-plugin $(TESTBIN)/test-shadow-stack
+GTESTS += $(TESTBIN)/test-trace-plugin $(TESTBIN)/test-shadow-stack \
+	$(TESTBIN)/test-timing
 PYTESTS += emulator/tests
 FAULT_PYTESTS += emulator/tests/fault_full_filesystem.py
 INSTALL_BINS += $(BIN)/coptrace

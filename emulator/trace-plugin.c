@@ -87,10 +87,26 @@
  * (SLOT_STACK_SAVE) where the stub hands the context back, restored from
  * there, where its controller put it, at the context's first block on any
  * slot (slot_save_stack, slot_restore_stack).
+ *
+ * DMA (mfc.c, docs/coprocessor-abi.md "DMA"): with ram= the plugin maps
+ * the context's channel block read-write.  The runtime's issue and wait
+ * markers (fence.i words that end their block) get one more callback: an
+ * issue is stamped with its modelled completion, a wait's cycles are
+ * charged to the marker as DMA wait (captures in them take the marker's
+ * PC, and the waited transfer is the current-wait info, tu.wait), after
+ * the block's own cycles, in both modes alike.  The runtime's transfer
+ * engine, whose code range the block names, is neither counted nor
+ * captured: its stores stand for the MFC's, whose time the model gives.
+ * The clock of the DMA is the context's own cycles (tu.context_cycles
+ * plus the slot's cycles since the attach, kept in the context's entry
+ * across holds).
  */
 #include "abi/slot-stub.h"
+#include "emulator/mbox.h"
+#include "emulator/mfc.h"
 #include "emulator/qemu-plugin-api.h"
 #include "emulator/shadow-stack.h"
+#include "emulator/timing.h"
 #include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
 
@@ -109,19 +125,43 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NEVER UINT64_MAX        /* expiry cycle while capture is off */
-#define FIRST_IN_BLOCK 1u       /* reference-mode tag bit on an address */
+#define CLOCKS 2                /* TRACE_EVENT_CYCLES, _INSTRUCTIONS */
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 
-/* What the fast mode needs about one translated block. */
+struct block;
+
+/* Reference mode's callback data: instruction i of block b. */
+struct insn_ref {
+    const struct block *b;
+    uint32_t i;
+};
+
+/*
+ * What the fast and reference modes need about one translated block: its
+ * instructions and their cost in ticks of either clock (the slot's event:
+ * modelled cycles, timing.h, or retired instructions).
+ */
 struct block {
+    uint64_t start;             /* vaddr[0] */
+    uint64_t fallthrough;       /* the address after its last instruction */
+    uint32_t ticks[CLOCKS];     /* the whole block's static cost */
+    uint32_t exit_cost[CLOCKS][2];  /* cycles its exit adds when the next
+                                       block is [0] not the fall-through,
+                                       [1] the fall-through */
     uint32_t n_insns;
     uint32_t n_if_stopped;      /* up to its last memory write; the rest is
                                    its tail */
-    uint64_t vaddr[];           /* guest address of each instruction */
+    uint64_t *vaddr;            /* guest address of each instruction */
+    uint32_t *words;            /* each instruction's bytes */
+    uint32_t *stall;            /* cycles instruction i waits on operands */
+    uint32_t *cycles_end;       /* cycles from the block's start to the end
+                                   of instruction i */
+    struct insn_ref *refs;      /* reference mode: one per instruction */
 };
 
 /* counts=: one distinct piece of translated code and its counters. */
@@ -134,6 +174,12 @@ struct code {
     uint64_t *insn_vaddr;       /* n_insns addresses */
     uint32_t *insn_size;        /* n_insns sizes in bytes */
     uint64_t *counts;           /* n_insns counters; never move */
+    uint32_t *stall;            /* n_insns: static dependency cycles */
+    uint32_t *issue;            /* n_insns: issue cycles */
+    uint64_t branch_cycles;     /* its exit's dynamic cycles, summed */
+    uint64_t dma_wait;          /* its last instruction's DMA waits */
+    uint64_t mbox_wait;         /* its last instruction's mailbox waits */
+    struct timing_exit exit;    /* its last instruction's exit */
     uint8_t bytes[];            /* the instruction bytes, as translated */
 };
 
@@ -145,6 +191,8 @@ static struct {
     struct trace_regs_slot *slot;   /* &detached_slot while detached */
     uint64_t *check_cycle;          /* the context's check_cycle */
     const struct block *current;    /* fast: the block that runs */
+    uint32_t clock;                 /* the slot's event: ticks of blocks */
+    uint64_t retired;               /* instructions since the attach */
 
     /* Cold. */
     struct trace_regs_context *context;
@@ -163,8 +211,11 @@ static struct {
     pid_t vcpu_thread;
     uint32_t cached_value;          /* lfsr_count_for_value cache */
     uint32_t cached_count;
-    uint64_t attached_at;           /* slot cycles when we attached */
     uint64_t instructions;          /* retired on earlier slots */
+    const struct insn_ref *last;    /* reference: the last instruction */
+    struct timing_model model;      /* timing=FILE, or the built-in one */
+    const struct code *count_exit;  /* counts=: the code whose exit ran
+                                       last, settled by the next block */
     GHashTable *blocks;             /* interned struct block */
     GHashTable *codes;              /* counts=: interned struct code */
     const uint8_t *ram;             /* ram=: LS byte 0, mapped up to the
@@ -175,6 +226,22 @@ static struct {
                                                capture */
     FILE *counts_out;               /* counts=: appended to at exit */
     const char *counts_path;
+    volatile struct cop_mfc *mfc;   /* ram=: the DMA channel block, mapped
+                                       read-write; NULL: DMA untimed */
+    const volatile struct cop_boot_block *boot;     /* its boot block */
+    uint64_t context_cycles;        /* the context's cycles before the
+                                       attach */
+    uint64_t attach_cycles;         /* the slot's cycles at the attach */
+    uint64_t wait_charge;           /* the last marker's wait, for counts= */
+    const char *ram_path;           /* ram=: the guest RAM file */
+    volatile struct cop_mbox *mbox; /* the mailbox block, mapped */
+    int mbox_in_window;             /* it is in the main-memory window */
+    uint32_t mbox_addr;             /* its guest address */
+    struct {                        /* while a wait's cycles are charged:
+                                       the capture path's current wait */
+        enum trace_stall_reason reason;
+        struct mfc_wait_info dma;   /* DMA_WAIT: the transfer waited for */
+    } wait;
     int stacks;                     /* the file has a call-stack area */
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
@@ -327,23 +394,77 @@ static void reload(uint64_t at)
     tu.expiry = value ? at + count : NEVER;
 }
 
-/* Fast mode: instructions [from, to) of block b have retired; the slot's
- * cycles stand at instruction `from`. */
-static void retire(const struct block *b, uint32_t from, uint32_t to)
+/* Ticks of the slot's clock from block b's start to its instruction i. */
+static uint32_t ticks_before(const struct block *b, uint32_t i)
 {
-    uint64_t base = slot_cycles() - from;   /* cycles before instruction 0 */
-    uint64_t end = base + to;
+    if (tu.clock == TRACE_EVENT_INSTRUCTIONS || !i)
+        return i;
+    return b->cycles_end[i - 1];
+}
 
-    if (tu.expiry <= base + from)
+static void check_expiry_ahead(void)
+{
+    if (tu.expiry <= slot_cycles())
         stop_emulator("%s: slot registers changed under running context %u",
                       tu.unit->path, tu.context_id);
+}
+
+/* Fast mode: instructions [from, to) of block b have retired; the slot's
+ * cycles stand at instruction `from`.  An expiry at tick `at` captures
+ * the instruction whose ticks hold it. */
+static void retire(const struct block *b, uint32_t from, uint32_t to)
+{
+    uint64_t base = slot_cycles() - ticks_before(b, from);
+    uint64_t end = base + ticks_before(b, to);
+    uint32_t k = from;
+
+    check_expiry_ahead();
     while (tu.expiry <= end) {
         uint64_t at = tu.expiry;
 
-        capture(b->vaddr[at - base - 1]);
+        while (base + ticks_before(b, k + 1) < at)
+            k++;
+        capture(b->vaddr[k]);
         reload(at);
     }
     set_slot_cycles(end);
+    tu.retired += to - from;
+}
+
+/* The ticks block p's exit costs when the next block starts at `next`. */
+static uint32_t exit_ticks(const struct block *p, uint64_t next)
+{
+    return p->exit_cost[tu.clock][next == p->fallthrough];
+}
+
+/* Fast mode: `ticks` more ticks spent at instruction `vaddr`; every
+ * expiry in them captures it. */
+static void advance(uint64_t vaddr, uint64_t ticks)
+{
+    uint64_t end;
+
+    check_expiry_ahead();
+    end = slot_cycles() + ticks;
+    while (tu.expiry <= end) {
+        uint64_t at = tu.expiry;
+
+        capture(vaddr);
+        reload(at);
+    }
+    set_slot_cycles(end);
+}
+
+/* The next block starts at `next` after tu.current: the cycles of its
+ * exit (a mispredicted or indirect branch) belong to that block's last
+ * instruction. */
+static void retire_exit(uint64_t next)
+{
+    const struct block *p = tu.current;
+
+    tu.current = NULL;
+    if (!p || !tu.attached || !exit_ticks(p, next))
+        return;
+    advance(p->vaddr[p->n_insns - 1], exit_ticks(p, next));
 }
 
 /* Fast mode: block b starts.  Its tail is left for the next block to
@@ -351,7 +472,8 @@ static void retire(const struct block *b, uint32_t from, uint32_t to)
 static void retire_block(const struct block *b)
 {
     retire(b, 0, b->n_if_stopped);
-    if (tu.expiry <= slot_cycles() + (b->n_insns - b->n_if_stopped))
+    if (tu.expiry <= slot_cycles() + (ticks_before(b, b->n_insns)
+                                      - ticks_before(b, b->n_if_stopped)))
         tu.tail = b;
     else
         retire(b, b->n_if_stopped, b->n_insns);
@@ -387,7 +509,11 @@ static void arm(void)
 
 static void detach(void)
 {
-    tu.instructions += slot_cycles() - tu.attached_at;
+    tu.context_cycles += slot_cycles() - tu.attach_cycles;
+    __atomic_store_n(&tu.context->cycles, tu.context_cycles,
+                     __ATOMIC_RELEASE);
+    tu.instructions += tu.retired;
+    tu.retired = 0;
     __atomic_store_n(&tu.context->instructions, tu.instructions,
                      __ATOMIC_RELEASE);
     __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
@@ -418,7 +544,11 @@ static void attach(uint32_t gate)
                                          slot_id);
     tu.attached = 1;
     tu.open_gate = gate;
-    tu.attached_at = snap.cycles;
+    tu.clock = __atomic_load_n(&slot->event, __ATOMIC_ACQUIRE)
+               == TRACE_EVENT_INSTRUCTIONS ? TRACE_EVENT_INSTRUCTIONS
+                                           : TRACE_EVENT_CYCLES;
+    tu.retired = 0;
+    tu.attach_cycles = snap.cycles;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
 }
@@ -452,43 +582,76 @@ static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
 {
     if (tu.tail)
         retire_tail();
+    retire_exit(b->start);
+    tu.current = b;
     while (!tu.attached || gate_changed())
         obey_gate();
     retire_block(b);
     arm();
 }
 
-/* Fast mode, at the start of every block. */
+/* Fast mode, at the start of every block: the previous block's exit and
+ * this block's static cost, in the slot clock's ticks. */
 static void on_block(unsigned int vcpu_index, void *udata)
 {
-    const struct block *b = udata;
-    uint64_t end = slot_cycles() + b->n_insns;
+    const struct block *b = udata, *p = tu.current;
+    uint64_t end = slot_cycles() + b->ticks[tu.clock]
+                   + (p ? exit_ticks(p, b->start) : 0);
 
-    tu.current = b;
     if (__builtin_expect(end < __atomic_load_n(tu.check_cycle,
                                                __ATOMIC_RELAXED), 1)) {
+        tu.current = b;
+        tu.retired += b->n_insns;
         set_slot_cycles(end);
         return;
     }
     on_block_slow(b);
 }
 
+/* Reference mode: `ticks` ticks of instruction `vaddr`, one LFSR step
+ * each. */
+static void step_ticks(uint64_t vaddr, uint32_t ticks)
+{
+    uint64_t cycles = slot_cycles();
+
+    for (uint32_t k = 0; k < ticks; k++) {
+        cycles++;
+        set_slot_cycles(cycles);
+        tu.lfsr = lfsr_step(tu.lfsr);
+        if (tu.lfsr == LFSR_EXPIRY) {
+            capture(vaddr);
+            reload(cycles);
+        }
+    }
+}
+
+/* Reference mode, where a block starts at `next`: the exit of the block
+ * whose last instruction ran just before, if it did. */
+static void step_exit(uint64_t next)
+{
+    const struct insn_ref *last = tu.last;
+
+    tu.last = NULL;
+    if (!last || !tu.attached || last->i + 1 != last->b->n_insns)
+        return;
+    step_ticks(last->b->vaddr[last->i], exit_ticks(last->b, next));
+}
+
 /* Reference mode, before every instruction. */
 static void on_insn(unsigned int vcpu_index, void *udata)
 {
-    uint64_t tag = (uintptr_t)udata;
-    uint64_t cycles;
+    const struct insn_ref *r = udata;
+    const struct block *b = r->b;
 
-    if (tag & FIRST_IN_BLOCK)
+    if (!r->i) {
+        step_exit(b->start);
         while (!tu.attached || gate_changed())
             obey_gate();
-    cycles = slot_cycles() + 1;
-    set_slot_cycles(cycles);
-    tu.lfsr = lfsr_step(tu.lfsr);
-    if (tu.lfsr == LFSR_EXPIRY) {
-        capture(tag & ~(uint64_t)FIRST_IN_BLOCK);
-        reload(cycles);
     }
+    step_ticks(b->vaddr[r->i], ticks_before(b, r->i + 1)
+                               - ticks_before(b, r->i));
+    tu.last = r;
+    tu.retired++;
 }
 
 /* Call stacks: before a call or return instruction (udata: the return
@@ -509,23 +672,315 @@ static void on_block_stacked(unsigned int vcpu_index, void *udata)
 
     if (tu.tail)
         retire_tail();
+    retire_exit(b->start);  /* with the stack of the branch's block */
     if (!tu.context)
         slot_take_context();        /* slot=: its stack restored first */
     shadow_settle(&tu.shadow, b->vaddr[0]);
     on_block(vcpu_index, udata);
 }
 
-/* Reference mode with call stacks. */
+/* Reference mode with call stacks: the previous block's exit, then the
+ * stack settled, as in the fast mode. */
 static void on_insn_stacked(unsigned int vcpu_index, void *udata)
 {
-    uint64_t tag = (uintptr_t)udata;
+    const struct insn_ref *r = udata;
 
-    if (tag & FIRST_IN_BLOCK) {
+    if (!r->i) {
+        step_exit(r->b->start);
         if (!tu.context)
             slot_take_context();    /* slot=: its stack restored first */
-        shadow_settle(&tu.shadow, tag & ~(uint64_t)FIRST_IN_BLOCK);
+        shadow_settle(&tu.shadow, r->b->start);
     }
     on_insn(vcpu_index, udata);
+}
+
+/* ---- DMA (mfc.c) -------------------------------------------------------- */
+
+/* The context's cycles so far: the clock of its DMA. */
+static uint64_t context_cycles(void)
+{
+    return tu.context_cycles + (slot_cycles() - tu.attach_cycles);
+}
+
+/* `ticks` cycles of a wait for `reason` at instruction `vaddr`, after its
+ * own; tu.wait says what it waits for while captures are taken. */
+static void charge_wait(uint64_t vaddr, uint64_t ticks,
+                        enum trace_stall_reason reason)
+{
+    tu.wait_charge = ticks;
+    if (!ticks)
+        return;
+    tu.wait.reason = reason;
+    if (!tu.reference) {
+        advance(vaddr, ticks);
+        arm();
+    } else {
+        for (; ticks > UINT32_MAX; ticks -= UINT32_MAX)
+            step_ticks(vaddr, UINT32_MAX);
+        step_ticks(vaddr, (uint32_t)ticks);
+    }
+    tu.wait.reason = TRACE_STALL_ISSUE;
+    tu.wait.dma.valid = 0;
+}
+
+static void dma_bounds(struct mfc_bounds *b)
+{
+    b->ls_base = (uint32_t)tu.ls_base;
+    b->ls_size = (uint32_t)tu.ls_size;
+    b->data_base = le32toh(tu.boot->data_addr);
+    b->data_size = le32toh(tu.boot->data_size);
+}
+
+/* A DMA marker, the last instruction of block b, is about to run, its own
+ * cycles counted: an issue is stamped, a wait charged to it.  Under
+ * SPU_INSTRUCTIONS there are no cycles: transfers complete at once. */
+static void on_dma_marker(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+    uint32_t last = b->n_insns - 1;
+    int cycles = tu.clock == TRACE_EVENT_CYCLES;
+    uint64_t wait = 0;
+    char err[512];
+
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return;
+    if (tu.tail == b)
+        retire_tail();
+    if (b->words[last] == COP_MARK_DMA_ISSUE) {
+        struct mfc_bounds bounds;
+
+        dma_bounds(&bounds);
+        if (mfc_issue(tu.mfc, cycles ? &tu.model : NULL, &bounds,
+                      context_cycles(), (uint32_t)b->vaddr[last], err,
+                      sizeof(err)) < 0)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        return;
+    }
+    if (mfc_wait(tu.mfc, context_cycles(), &wait, &tu.wait.dma, err,
+                 sizeof(err)) < 0)
+        stop_emulator("context %u: %s", tu.context_id, err);
+    charge_wait(b->vaddr[last], wait, TRACE_STALL_DMA_WAIT);
+}
+
+/* counts=: after on_dma_marker, the wait it charged. */
+static void on_count_dma(unsigned int vcpu_index, void *udata)
+{
+    ((struct code *)udata)->dma_wait += tu.wait_charge;
+}
+
+/* Whether block b ends with a DMA marker (and the channel is mapped). */
+static int is_dma_marker_block(const struct block *b)
+{
+    uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
+
+    return tu.mfc && (word == COP_MARK_DMA_ISSUE || word == COP_MARK_DMA_WAIT);
+}
+
+/* ---- Mailboxes (mbox.c) ------------------------------------------------- */
+
+/* Maps the page of `path` at `offset` read-write; NULL with a line on
+ * stderr when it cannot. */
+static void *map_page(const char *path, off_t offset, size_t bytes)
+{
+    void *base;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map: %s\n", path,
+                strerror(errno));
+        return NULL;
+    }
+    return base;
+}
+
+static uint8_t *window_host(void);
+
+/* The context's mailbox block: the last page of the data window its boot
+ * block names, in the guest RAM file (a QEMU of its own) or in the
+ * main-memory window (window=, the slot model), where the bound context's
+ * main-memory file is mapped: the same address, each context's bytes. */
+static volatile struct cop_mbox *mbox_block(void)
+{
+    uint32_t addr = le32toh(tu.boot->data_addr) + COP_MBOX_OFFSET;
+    uint8_t *host;
+    void *page = NULL;
+
+    if (tu.mbox && addr == tu.mbox_addr)
+        return tu.mbox;
+    if (tu.mbox && !tu.mbox_in_window)
+        munmap((void *)tu.mbox, COP_MBOX_SIZE);
+    tu.mbox = NULL;
+    tu.mbox_in_window = 0;
+    if (addr >= SLOT_MAIN_BASE && addr - SLOT_MAIN_BASE
+                                  <= SLOT_MAIN_AREA - COP_MBOX_SIZE) {
+        host = window_host();
+        if (host) {
+            page = host + (addr - SLOT_MAIN_BASE);
+            tu.mbox_in_window = 1;
+        }
+    } else if (addr >= COP_RAM_BASE && addr - COP_RAM_BASE
+                                       <= COP_RAM_SIZE - COP_MBOX_SIZE) {
+        page = map_page(tu.ram_path, addr - COP_RAM_BASE, COP_MBOX_SIZE);
+    }
+    if (!page)
+        stop_emulator("context %u: mailbox block at 0x%08x is in no memory "
+                      "the trace unit maps", tu.context_id, addr);
+    tu.mbox = page;
+    tu.mbox_addr = addr;
+    return tu.mbox;
+}
+
+/* Sleeps (no CPU) until `word` may differ from `seen`, or 10 ms; a hold
+ * of the context (a gate closed meanwhile) is obeyed before it returns:
+ * a context blocked on a mailbox may be held like a running one. */
+static void mbox_sleep(volatile uint32_t *word, uint32_t seen)
+{
+    struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+    syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    if (!gate_changed())
+        return;
+    while (!tu.attached || gate_changed())
+        obey_gate();
+    if (!tu.reference)
+        arm();
+}
+
+static void mbox_wake(volatile uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* A read or write marker at context cycle `now`, until it is served. */
+static uint64_t mbox_serve(volatile struct cop_mbox *mb, uint32_t word)
+{
+    int reading = word == COP_MARK_MBOX_READ;
+    const struct timing_model *m = tu.clock == TRACE_EVENT_CYCLES ? &tu.model
+                                                                  : NULL;
+    volatile uint32_t *sleep_on = reading ? &mb->in_put : &mb->out_taken;
+    uint32_t value = le32toh(tu.mfc->mbox_value);
+    uint64_t wait = 0;
+    char err[512];
+
+    for (;;) {
+        uint32_t seen = __atomic_load_n(sleep_on, __ATOMIC_ACQUIRE);
+        enum mbox_result r = reading
+            ? mbox_read(mb, m, context_cycles(), &value, &wait, err,
+                        sizeof(err))
+            : mbox_write(mb, m, context_cycles(), value, &wait, err,
+                         sizeof(err));
+
+        if (r == MBOX_ERROR)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        if (r == MBOX_DONE)
+            break;
+        mbox_sleep(sleep_on, seen);
+    }
+    mbox_wake(reading ? &mb->in_taken : &mb->out_put);
+    tu.mfc->mbox_value = htole32(value);
+    return wait;
+}
+
+/* A mailbox marker, the last instruction of block b, is about to run, its
+ * own cycles counted: a read or write is served (sleeping while the
+ * mailbox is empty or full) and its modelled wait charged to it; a count
+ * is answered. */
+static void on_mbox_marker(unsigned int vcpu_index, void *udata)
+{
+    const struct block *b = udata;
+    uint32_t last = b->n_insns - 1, word = b->words[last];
+    volatile struct cop_mbox *mb;
+    uint64_t wait = 0;
+    char err[512];
+
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return;
+    if (tu.tail == b)
+        retire_tail();
+    mb = mbox_block();
+    if (word == COP_MARK_MBOX_COUNT) {
+        int n = mbox_count(mb, tu.clock == TRACE_EVENT_CYCLES ? &tu.model
+                                                              : NULL,
+                           context_cycles(), err, sizeof(err));
+
+        if (n < 0)
+            stop_emulator("context %u: %s", tu.context_id, err);
+        tu.mfc->mbox_value = htole32((uint32_t)n);
+    } else {
+        wait = mbox_serve(mb, word);
+    }
+    __atomic_store_n(&tu.mfc->mbox_done, htole32(1), __ATOMIC_RELEASE);
+    charge_wait(b->vaddr[last], wait, TRACE_STALL_MAILBOX_WAIT);
+}
+
+/* counts=: after on_mbox_marker, the wait it charged. */
+static void on_count_mbox(unsigned int vcpu_index, void *udata)
+{
+    ((struct code *)udata)->mbox_wait += tu.wait_charge;
+}
+
+/* Whether block b ends with a mailbox marker (and the channel is mapped). */
+static int is_mbox_marker_block(const struct block *b)
+{
+    uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
+
+    return tu.mfc && (word == COP_MARK_MBOX_READ || word == COP_MARK_MBOX_WRITE
+                      || word == COP_MARK_MBOX_COUNT);
+}
+
+/* Whether the block is the runtime's transfer engine, which stands for
+ * the MFC's own work: not the coprocessor's cycles. */
+static int is_engine_block(const struct qemu_plugin_tb *tb)
+{
+    uint32_t start, end;
+    uint64_t vaddr;
+
+    if (!tu.mfc || !qemu_plugin_tb_n_insns(tb)
+        || !mfc_engine_range(tu.mfc, &start, &end))
+        return 0;
+    vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
+    return vaddr >= start && vaddr < end;
+}
+
+/* ram=: maps the boot block's page, with the channel block, read-write.
+ * A file too small to hold it (a test guest's) leaves DMA untimed. */
+static int map_channel(const char *path)
+{
+    off_t offset = COP_BOOT_BASE - COP_RAM_BASE;
+    struct stat st;
+    void *base;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+
+    if (fd < 0) {
+        fprintf(stderr, "coptrace: %s: cannot open: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) < 0 || st.st_size < offset + COP_BOOT_SIZE) {
+        close(fd);
+        return 0;
+    }
+    base = mmap(NULL, COP_BOOT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                offset);
+    close(fd);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "coptrace: %s: cannot map the boot block: %s\n",
+                path, strerror(errno));
+        return -1;
+    }
+    tu.boot = base;
+    tu.mfc = (volatile struct cop_mfc *)((char *)base
+                                         + (COP_MFC_BASE - COP_BOOT_BASE));
+    return 0;
 }
 
 /* Fast mode at exit: on the vCPU thread QEMU is exiting from inside the
@@ -544,8 +999,11 @@ static void retire_last_block(void)
         tu.tail = NULL;
         return;
     }
-    if (b)
-        set_slot_cycles(slot_cycles() - (b->n_insns - b->n_if_stopped));
+    if (b) {
+        set_slot_cycles(slot_cycles() - (ticks_before(b, b->n_insns)
+                                         - ticks_before(b, b->n_if_stopped)));
+        tu.retired -= b->n_insns - b->n_if_stopped;
+    }
 }
 
 /* ---- Contexts of a slot stub -------------------------------------------- */
@@ -630,6 +1088,30 @@ static void on_count(unsigned int vcpu_index, void *udata)
     (*(uint64_t *)udata)++;
 }
 
+/* counts=: a block starts at `vaddr`; the exit of the code whose last
+ * instruction ran just before costs its cycles for the outcome. */
+static void settle_count_exit(uint64_t vaddr)
+{
+    const struct code *c = tu.count_exit;
+
+    if (!c)
+        return;
+    tu.count_exit = NULL;
+    ((struct code *)c)->branch_cycles += vaddr == c->exit.fallthrough
+                                         ? c->exit.not_taken : c->exit.taken;
+}
+
+static void on_count_first(unsigned int vcpu_index, void *udata)
+{
+    settle_count_exit((uintptr_t)udata);
+}
+
+/* counts=: after the last instruction of code whose exit may cost. */
+static void on_count_exit(unsigned int vcpu_index, void *udata)
+{
+    tu.count_exit = udata;
+}
+
 static gint code_order(gconstpointer a, gconstpointer b)
 {
     const struct code *x = a, *y = b;
@@ -650,6 +1132,19 @@ static uint64_t code_total(const struct code *c)
     return total;
 }
 
+/* The cycles code c's instructions cost in all. */
+static uint64_t code_cycles(const struct code *c)
+{
+    uint64_t cycles = c->branch_cycles;
+
+    for (uint32_t i = 0; i < c->n_insns; i++)
+        cycles += c->counts[i] * (c->issue[i] + c->stall[i]);
+    return cycles + c->dma_wait + c->mbox_wait;
+}
+
+/* A line per instruction: address, bytes, executions, then its cycles by
+ * reason: issue, dependency, branch (its exit's, on the last one), DMA
+ * wait, mailbox wait, memory (a marker's, the last one). */
 static void write_code(FILE *out, const struct code *c)
 {
     const uint8_t *bytes = c->bytes;
@@ -660,7 +1155,15 @@ static void write_code(FILE *out, const struct code *c)
         fprintf(out, "0x%08llx ", (unsigned long long)c->insn_vaddr[i]);
         for (uint32_t k = 0; k < c->insn_size[i]; k++)
             fprintf(out, "%02x", *bytes++);
-        fprintf(out, " %llu\n", (unsigned long long)c->counts[i]);
+        int last = i + 1 == c->n_insns;
+
+        fprintf(out, " %llu %llu %llu %llu %llu %llu 0\n",
+                (unsigned long long)c->counts[i],
+                (unsigned long long)(c->counts[i] * c->issue[i]),
+                (unsigned long long)(c->counts[i] * c->stall[i]),
+                (unsigned long long)(last ? c->branch_cycles : 0),
+                (unsigned long long)(last ? c->dma_wait : 0),
+                (unsigned long long)(last ? c->mbox_wait : 0));
     }
 }
 
@@ -669,10 +1172,10 @@ static void write_code(FILE *out, const struct code *c)
  * line that carries the totals. */
 static void write_run(FILE *out, GList *codes, uint32_t context, uint32_t id)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, cycles = 0;
     unsigned written = 0;
 
-    fprintf(out, "coprof-exact-counts 1\n");
+    fprintf(out, "coprof-exact-counts 2\n");
     fprintf(out, "run context=%u mode=%s ls_base=0x%08llx ls_size=0x%llx\n",
             id, tu.reference ? "reference" : "fast",
             (unsigned long long)tu.ls_base, (unsigned long long)tu.ls_size);
@@ -684,10 +1187,11 @@ static void write_run(FILE *out, GList *codes, uint32_t context, uint32_t id)
             continue;
         write_code(out, c);
         total += n;
+        cycles += code_cycles(c);
         written++;
     }
-    fprintf(out, "end instructions=%llu codes=%u\n",
-            (unsigned long long)total, written);
+    fprintf(out, "end instructions=%llu codes=%u cycles=%llu\n",
+            (unsigned long long)total, written, (unsigned long long)cycles);
 }
 
 /* Appends this run's counters to COUNTS: one run, or on a slot stub's RAM
@@ -798,6 +1302,7 @@ static void slot_take_context(void)
     tu.context_id = id;
     tu.check_cycle = &ctx->check_cycle;
     tu.instructions = __atomic_load_n(&ctx->instructions, __ATOMIC_ACQUIRE);
+    tu.context_cycles = __atomic_load_n(&ctx->cycles, __ATOMIC_ACQUIRE);
     slot_watch_guards(id);
     if (tu.stacks)
         slot_restore_stack();
@@ -808,6 +1313,8 @@ static void slot_let_go(void)
     tu.context = NULL;
     tu.check_cycle = &slot_mode.no_check;
     tu.current = NULL;
+    tu.last = NULL;
+    tu.count_exit = NULL;
     tu.tail = NULL;
     tu.guard_count = 0;
 }
@@ -864,7 +1371,8 @@ static void on_stub_ended(unsigned int vcpu_index, void *udata)
     if (tu.attached) {
         if (!tu.reference)
             retire_last_block();
-        tu.instructions += slot_cycles() - tu.attached_at;
+        tu.instructions += tu.retired;
+        tu.retired = 0;
         tu.attached = 0;
         tu.slot = &detached_slot;
     }
@@ -873,18 +1381,51 @@ static void on_stub_ended(unsigned int vcpu_index, void *udata)
     slot_let_go();
 }
 
+/* The running context's save area in the stub's table (slot-stub.h);
+ * NULL: not a slot stub, or no context resident. */
+static const uint32_t *slot_save_area(void)
+{
+    uint32_t entry;
+
+    if (slot_mode.on)
+        entry = 0;
+    else if (slot_control)
+        entry = le32toh(slot_control[SLOT_H_RESIDENT / 4]);
+    else
+        return NULL;
+    if (entry >= SLOT_MAX_CONTEXTS)
+        return NULL;
+    return (slot_mode.on ? (const uint32_t *)(slot_mode.ls
+                            + (SLOT_CTL_BASE - SLOT_LS_BASE))
+                         : slot_control)
+           + (SLOT_H_SIZE + entry * SLOT_CTX_SIZE) / 4;
+}
+
 /* The stub passes SLOT_STUB_PARKED: the context was handed back at an
- * interrupt (its slice's timer or the ring), between blocks; with call
- * stacks its stack goes where its controller takes it from. */
+ * interrupt (its slice's timer or the ring), between blocks.  Its last
+ * block's exit costs what the block it resumes at (its save area's pc)
+ * makes it cost, charged now: on whatever slot it runs next, its first
+ * block follows no block.  With call stacks its stack goes where its
+ * controller takes it from. */
 static void on_stub_parked(unsigned int vcpu_index, void *udata)
 {
+    const uint32_t *area = slot_save_area();
+    uint64_t resume;
+
     if (!tu.context)
         return;
+    resume = area ? le32toh(__atomic_load_n(&area[SLOT_C_PC / 4],
+                                            __ATOMIC_ACQUIRE)) : 0;
     if (tu.attached) {
         if (tu.tail)
             retire_tail();
+        if (tu.reference)
+            step_exit(resume);
+        else
+            retire_exit(resume);
         detach();
     }
+    settle_count_exit(resume);
     if (tu.stacks)
         slot_save_stack();
     slot_let_go();
@@ -1083,6 +1624,17 @@ static void window_locate(void)
     window.ino = st.st_ino;
 }
 
+/* QEMU's mapping of the window, where the bound context's main memory
+ * is; NULL without window=. */
+static uint8_t *window_host(void)
+{
+    if (!window.path)
+        return NULL;
+    if (!window.host)
+        window_locate();
+    return window.host;
+}
+
 /* Maps the bound context's main-memory file over the window, unless it
  * is there already. */
 static void window_map(void)
@@ -1168,7 +1720,8 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     if (tu.attached) {
         if (!tu.reference)
             retire_last_block();
-        tu.instructions += slot_cycles() - tu.attached_at;
+        tu.instructions += tu.retired;
+        tu.retired = 0;
     }
     if (tu.counts_out)
         write_counts();     /* before a controller learns we are done */
@@ -1211,16 +1764,55 @@ static guint block_hash(gconstpointer key)
     guint hash = b->n_insns * 31u + b->n_if_stopped;
 
     for (uint32_t i = 0; i < b->n_insns; i++)
-        hash = hash * 1000003u ^ (guint)(b->vaddr[i] ^ (b->vaddr[i] >> 32));
+        hash = (hash * 1000003u ^ (guint)(b->vaddr[i] ^ (b->vaddr[i] >> 32)))
+               * 31u + b->words[i];
     return hash;
 }
 
+/* The same addresses with the same bytes: two overlays' code at one
+ * address has two costs. */
 static gboolean block_equal(gconstpointer a, gconstpointer b)
 {
     const struct block *x = a, *y = b;
 
     return x->n_insns == y->n_insns && x->n_if_stopped == y->n_if_stopped
-           && !memcmp(x->vaddr, y->vaddr, x->n_insns * sizeof(x->vaddr[0]));
+           && !memcmp(x->vaddr, y->vaddr, x->n_insns * sizeof(x->vaddr[0]))
+           && !memcmp(x->words, y->words, x->n_insns * sizeof(x->words[0]));
+}
+
+/* The instruction's word; 0 (no registers, the system class) for one
+ * that is not 4 bytes. */
+static uint32_t insn_word(const struct qemu_plugin_insn *insn)
+{
+    uint32_t word = 0;
+
+    if (qemu_plugin_insn_size(insn) != 4)
+        return 0;
+    memcpy(&word, qemu_plugin_insn_data(insn), 4);
+    return le32toh(word);
+}
+
+/* The timing model's static costs of block b (words filled in). */
+static void cost_block(struct block *b)
+{
+    uint32_t *issue = g_new(uint32_t, b->n_insns), cycles = 0;
+    struct timing_exit exit;
+
+    timing_schedule(&tu.model, b->words, b->n_insns, b->stall, issue);
+    for (uint32_t i = 0; i < b->n_insns; i++) {
+        cycles += b->stall[i] + issue[i];
+        b->cycles_end[i] = cycles;
+    }
+    g_free(issue);
+    timing_exit(&tu.model, b->n_insns ? b->words[b->n_insns - 1] : 0,
+                b->n_insns ? b->vaddr[b->n_insns - 1] : 0, &exit);
+    b->ticks[TRACE_EVENT_CYCLES] = cycles;
+    b->ticks[TRACE_EVENT_INSTRUCTIONS] = b->n_insns;
+    b->fallthrough = exit.fallthrough;
+    b->exit_cost[TRACE_EVENT_CYCLES][0] = exit.taken;
+    b->exit_cost[TRACE_EVENT_CYCLES][1] = exit.not_taken;
+    b->exit_cost[TRACE_EVENT_INSTRUCTIONS][0] = 0;
+    b->exit_cost[TRACE_EVENT_INSTRUCTIONS][1] = 0;
 }
 
 /* The block's description, shared by every translation of the same code
@@ -1228,23 +1820,36 @@ static gboolean block_equal(gconstpointer a, gconstpointer b)
 static const struct block *intern_block(const struct qemu_plugin_tb *tb)
 {
     uint32_t n = (uint32_t)qemu_plugin_tb_n_insns(tb);
-    struct block *b = g_malloc(sizeof(*b) + n * sizeof(b->vaddr[0]));
+    struct block *b = g_new0(struct block, 1);
     struct block *known;
 
     b->n_insns = n;
     b->n_if_stopped = n;
+    b->vaddr = g_new(uint64_t, n);
+    b->words = g_new(uint32_t, n);
     for (uint32_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 
         b->vaddr[i] = qemu_plugin_insn_vaddr(insn);
+        b->words[i] = qemu_plugin_insn_size(insn) != 4 ? 0
+                      : insn_word(insn);
         if (insn_writes_memory(insn))
             b->n_if_stopped = i + 1;
     }
+    b->start = n ? b->vaddr[0] : 0;
     known = g_hash_table_lookup(tu.blocks, b);
     if (known) {
+        g_free(b->vaddr);
+        g_free(b->words);
         g_free(b);
         return known;
     }
+    b->stall = g_new(uint32_t, n);
+    b->cycles_end = g_new(uint32_t, n);
+    b->refs = g_new(struct insn_ref, n);
+    for (uint32_t i = 0; i < n; i++)
+        b->refs[i] = (struct insn_ref){ b, i };
+    cost_block(b);
     g_hash_table_add(tu.blocks, b);
     return b;
 }
@@ -1278,6 +1883,8 @@ static struct code *describe_copy(const struct code *c)
                                  c->n_insns * sizeof(c->insn_vaddr[0]));
     copy->insn_size = g_memdup2(c->insn_size,
                                 c->n_insns * sizeof(c->insn_size[0]));
+    copy->stall = g_memdup2(c->stall, c->n_insns * sizeof(c->stall[0]));
+    copy->issue = g_memdup2(c->issue, c->n_insns * sizeof(c->issue[0]));
     copy->counts = NULL;
     return copy;
 }
@@ -1286,8 +1893,26 @@ static void free_code(struct code *c)
 {
     g_free(c->insn_vaddr);
     g_free(c->insn_size);
+    g_free(c->stall);
+    g_free(c->issue);
     g_free(c->counts);
     g_free(c);
+}
+
+/* counts=: the timing model's static costs of code c and its exit. */
+static void cost_code(struct code *c)
+{
+    uint32_t *words = g_new0(uint32_t, c->n_insns);
+
+    for (uint32_t i = 0, at = 0; i < c->n_insns; at += c->insn_size[i++])
+        if (c->insn_size[i] == 4)
+            words[i] = le32toh(*(const uint32_t *)(c->bytes + at));
+    c->stall = g_new(uint32_t, c->n_insns);
+    c->issue = g_new(uint32_t, c->n_insns);
+    timing_schedule(&tu.model, words, c->n_insns, c->stall, c->issue);
+    timing_exit(&tu.model, c->n_insns ? words[c->n_insns - 1] : 0,
+                c->n_insns ? c->insn_vaddr[c->n_insns - 1] : 0, &c->exit);
+    g_free(words);
 }
 
 /* The counters of the block's code: the same for every translation of the
@@ -1326,6 +1951,7 @@ static struct code *describe_code(const struct qemu_plugin_tb *tb)
     }
     c->vaddr = n ? c->insn_vaddr[0] : 0;
     c->context = slot_context_now();
+    cost_code(c);
     for (uint32_t k = 0; k < size; k++)
         c->hash = (c->hash ^ c->bytes[k]) * 16777619u;
     return c;
@@ -1363,6 +1989,8 @@ static void on_count_shared(unsigned int vcpu_index, void *udata)
     const struct shared_insn *si = udata;
     struct code *c;
 
+    if (!si->insn)
+        settle_count_exit(si->shape->vaddr);
     si->shape->context = slot_context_now();
     c = g_hash_table_lookup(tu.codes, si->shape);
     if (!c) {
@@ -1371,6 +1999,8 @@ static void on_count_shared(unsigned int vcpu_index, void *udata)
         g_hash_table_add(tu.codes, c);
     }
     c->counts[si->insn]++;
+    if (si->insn + 1 == c->n_insns && (c->exit.taken || c->exit.not_taken))
+        tu.count_exit = c;
 }
 
 static void count_shared_block(struct qemu_plugin_tb *tb)
@@ -1388,22 +2018,33 @@ static void count_shared_block(struct qemu_plugin_tb *tb)
     }
 }
 
-static void count_block(struct qemu_plugin_tb *tb)
+/* Registers the block's counters; returns its code (NULL: shared). */
+static struct code *count_block(struct qemu_plugin_tb *tb)
 {
     struct code *c;
 
     if (slot_mode.on && (qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0))
                          - tu.ls_base) >= tu.ls_size) {
         count_shared_block(tb);
-        return;
+        return NULL;
     }
     c = intern_code(tb);
 
-    for (uint32_t i = 0; i < c->n_insns; i++)
-        qemu_plugin_register_vcpu_insn_exec_cb(qemu_plugin_tb_get_insn(tb, i),
-                                               on_count,
+    for (uint32_t i = 0; i < c->n_insns; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+        if (!i)
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                insn, on_count_first, QEMU_PLUGIN_CB_NO_REGS,
+                (void *)(uintptr_t)c->vaddr);
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count,
                                                QEMU_PLUGIN_CB_NO_REGS,
                                                &c->counts[i]);
+        if (i + 1 == c->n_insns && (c->exit.taken || c->exit.not_taken))
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_exit,
+                                                   QEMU_PLUGIN_CB_NO_REGS, c);
+    }
+    return c;
 }
 
 /* Call stacks: a callback on each call and return instruction, which QEMU
@@ -1447,37 +2088,56 @@ static int is_stub_block(const struct qemu_plugin_tb *tb)
     return vaddr >= SLOT_STUB_BASE && vaddr < SLOT_STUB_BASE + SLOT_STUB_SIZE;
 }
 
+/* A block ending in a DMA or mailbox marker: its callback after the
+ * block's own, then the counter of its wait. */
+static void watch_marker(struct qemu_plugin_tb *tb, const struct block *b,
+                         struct code *c, qemu_plugin_vcpu_udata_cb_t serve,
+                         qemu_plugin_vcpu_udata_cb_t count)
+{
+    struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb,
+                                                            b->n_insns - 1);
+
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, serve,
+                                           QEMU_PLUGIN_CB_NO_REGS, (void *)b);
+    if (c)
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, count,
+                                               QEMU_PLUGIN_CB_NO_REGS, c);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     size_t n = qemu_plugin_tb_n_insns(tb);
+    const struct block *b;
+    struct code *c = NULL;
 
     if (is_stub_block(tb)) {
         slot_watch_stub(tb);
         return;
     }
     if (slot_mode.on && n)
-        slot_note_code(tb);
+        slot_note_code(tb);     /* the engine's too: a switch compares it */
+    if (is_engine_block(tb))
+        return;
     if (tu.codes)
-        count_block(tb);
+        c = count_block(tb);
 
+    b = intern_block(tb);
     if (!tu.reference) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, tu.stacks ? on_block_stacked
                                                            : on_block,
                                              QEMU_PLUGIN_CB_NO_REGS,
-                                             (void *)intern_block(tb));
-        if (tu.stacks)
-            watch_calls(tb);
-        return;
+                                             (void *)b);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                qemu_plugin_tb_get_insn(tb, i),
+                tu.stacks ? on_insn_stacked : on_insn,
+                QEMU_PLUGIN_CB_NO_REGS, (void *)&b->refs[i]);
     }
-    for (size_t i = 0; i < n; i++) {
-        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        uint64_t tag = qemu_plugin_insn_vaddr(insn) | (i ? 0 : FIRST_IN_BLOCK);
-
-        qemu_plugin_register_vcpu_insn_exec_cb(insn, tu.stacks ? on_insn_stacked
-                                                               : on_insn,
-                                               QEMU_PLUGIN_CB_NO_REGS,
-                                               (void *)(uintptr_t)tag);
-    }
+    if (is_dma_marker_block(b))
+        watch_marker(tb, b, c, on_dma_marker, on_count_dma);
+    if (is_mbox_marker_block(b))
+        watch_marker(tb, b, c, on_mbox_marker, on_count_mbox);
     if (tu.stacks)      /* after on_insn_stacked, which settles first */
         watch_calls(tb);
 }
@@ -1490,6 +2150,7 @@ struct options {
     const char *counts_dir;
     const char *ram;
     const char *window;
+    const char *timing;
     uint32_t context;
     int have_context;
     uint32_t slot;
@@ -1535,6 +2196,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
             opt->ram = arg + 4;
         } else if (!strncmp(arg, "window=", 7) && arg[7]) {
             opt->window = arg + 7;
+        } else if (!strncmp(arg, "timing=", 7) && arg[7]) {
+            opt->timing = arg + 7;
         } else if (!strcmp(arg, "mode=fast")) {
             opt->reference = 0;
         } else if (!strcmp(arg, "mode=reference")) {
@@ -1543,7 +2206,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
             fprintf(stderr, "coptrace: unknown option '%s' (expected "
                     "regs=FILE, context=N, mode=fast|reference, "
                     "counts=FILE, ram=FILE, slot=N, countsdir=DIR, "
-                    "window=FILE)\n", arg);
+                    "window=FILE, timing=FILE)\n", arg);
             return -1;
         }
     }
@@ -1792,6 +2455,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 
     if (parse_options(argc, argv, &opt) < 0)
         return -1;
+    if (!opt.timing)
+        timing_model_default(&tu.model);
+    else if (timing_model_load(&tu.model, opt.timing, err, sizeof(err)) < 0) {
+        fprintf(stderr, "coptrace: timing=%s: %s\n", opt.timing, err);
+        return -1;
+    }
     if (info->system_emulation && info->system.smp_vcpus != 1) {
         fprintf(stderr, "coptrace: one context runs on one vCPU; this "
                 "machine has %d\n", info->system.smp_vcpus);
@@ -1819,6 +2488,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             return -1;
         }
     } else if (attach_context(opt.context, opt.ram) < 0) {
+        trace_unit_close(tu.unit, 0);
+        return -1;
+    }
+    tu.ram_path = opt.ram;
+    if (opt.ram && map_channel(opt.ram) < 0) {
         trace_unit_close(tu.unit, 0);
         return -1;
     }

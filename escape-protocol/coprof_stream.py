@@ -48,10 +48,10 @@ ADDRESS_ALIGN = 4
 MASK64 = (1 << 64) - 1
 CHECK_MULTIPLIER = 0x9E3779B97F4A7C15
 
-# ---- Version 1.4 -------------------------------------------------------------
+# ---- Version 1.5 -------------------------------------------------------------
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 4
+VERSION_MINOR = 5
 VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
@@ -89,7 +89,7 @@ LAYOUTS = {
             ("ls_size", 64, "dec"), ("poll_interval_ns", 64, "dec"),
             ("start_time_ns", 64, "dec"), ("fifo_full", 32, "dec"),
             ("dither", 32, "dec"), ("dither_seed", 64, "dec"),
-            ("watermark", 32, "dec")),
+            ("watermark", 32, "dec"), ("event", 32, "dec")),
     CONTEXT: (("slot", 32, "dec"), ("pid", 32, "dec"), ("tid", 32, "dec"),
               ("context_id", 64, "dec"), ("object_id", 64, "hex"),
               ("device", 64, "dec"), ("inode", 64, "dec"),
@@ -120,9 +120,11 @@ MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 # when its writer did not send them.  OVERLAY's placed (1.1) is the flags
 # word: bit 0, OVERLAY_PLACED, says the change sits exactly at this point of
 # the slot's sample sequence.  START's sampling words (1.2: fifo_full,
-# dither, dither_seed, watermark) are absent from a 1.1 START.
+# dither, dither_seed, watermark) are absent from a 1.1 START, its event
+# (1.5: EVENT_CYCLES or EVENT_INSTRUCTIONS) from a 1.4 one.
 MIN_WORDS = {OVERLAY: 4, START: 9}
 OVERLAY_PLACED = 0x1
+EVENT_CYCLES, EVENT_INSTRUCTIONS = 0, 1
 
 
 def min_words(code):

@@ -43,10 +43,10 @@
 #define COPSTREAM_MAX_SLOTS      256u
 #define COPSTREAM_ADDRESS_ALIGN  4u          /* PC fields are address >> 2 */
 
-/* ---- Version 1.4 -------------------------------------------------------- */
+/* ---- Version 1.5 -------------------------------------------------------- */
 
 #define COPSTREAM_VERSION_MAJOR  1u
-#define COPSTREAM_VERSION_MINOR  4u
+#define COPSTREAM_VERSION_MINOR  5u
 #define COPSTREAM_VERSION \
     (COPSTREAM_VERSION_MAJOR << 16 | COPSTREAM_VERSION_MINOR)
 
@@ -62,16 +62,16 @@ enum copstream_code {
     COPSTREAM_STALL    = 9,           /* 1.2 */
     COPSTREAM_END      = 10,          /* 1.3 */
     COPSTREAM_CALLSTACK = 11,         /* 1.4 */
-    COPSTREAM_CODE_END = 12           /* codes at or above are unknown in 1.4 */
+    COPSTREAM_CODE_END = 12           /* codes at or above are unknown in 1.5 */
 };
 
 /*
- * Payload words of each record in version 1.2 (IMAGE: plus the path).  1.1
+ * Payload words of each record in version 1.5 (IMAGE: plus the path).  1.1
  * appended OVERLAY's flags word, 1.2 START's sampling words (FIFO-full
- * policy, dither, seed, watermark); a record in its earlier form (without
- * them) is still sound and reads them as 0.
+ * policy, dither, seed, watermark), 1.5 START's event; a record in its
+ * earlier form (without them) is still sound and reads them as 0.
  */
-#define COPSTREAM_START_WORDS    13u
+#define COPSTREAM_START_WORDS    14u
 #define COPSTREAM_START_WORDS_1_1 9u
 #define COPSTREAM_CONTEXT_WORDS  11u
 #define COPSTREAM_OVERLAY_WORDS  5u
@@ -127,7 +127,13 @@ struct copstream_start {
     uint32_t dither;              /* 1: each interval N plus a jitter */
     uint64_t dither_seed;         /* the jitter generator's seed */
     uint32_t watermark;           /* FIFO fill that rings the doorbell */
+    /* 1.5; 0 (SPU_CYCLES) in an earlier START. */
+    uint32_t event;               /* COPSTREAM_EVENT_*: what N counts */
 };
+
+/* START's event (1.5; the trace unit's TRACE_EVENT_* values). */
+#define COPSTREAM_EVENT_CYCLES       0u  /* SPU_CYCLES: modelled cycles */
+#define COPSTREAM_EVENT_INSTRUCTIONS 1u  /* SPU_INSTRUCTIONS */
 
 /* START's fifo_full (the trace unit's TRACE_FIFO_* values). */
 #define COPSTREAM_FIFO_DROP      0u

@@ -180,7 +180,8 @@ static int starts_equal(const struct copstream_start *a,
            a->poll_interval_ns == b->poll_interval_ns &&
            a->start_time_ns == b->start_time_ns &&
            a->fifo_full == b->fifo_full && a->dither == b->dither &&
-           a->dither_seed == b->dither_seed && a->watermark == b->watermark;
+           a->dither_seed == b->dither_seed && a->watermark == b->watermark &&
+           a->event == b->event;
 }
 
 /* The path of an IMAGE record: 0, or the error kind. */

@@ -39,6 +39,7 @@ static const struct field_layout start_fields[COPSTREAM_START_WORDS] = {
     FIELD(struct copstream_start, dither, "dither", FIELD_DECIMAL),
     FIELD(struct copstream_start, dither_seed, "dither_seed", FIELD_DECIMAL),
     FIELD(struct copstream_start, watermark, "watermark", FIELD_DECIMAL),
+    FIELD(struct copstream_start, event, "event", FIELD_DECIMAL),
 };
 
 static const struct field_layout context_fields[COPSTREAM_CONTEXT_WORDS] = {

@@ -62,6 +62,7 @@ static struct copstream_start test_start(void)
         .ls_size = 262144, .poll_interval_ns = 512, .start_time_ns = 1000,
         .fifo_full = COPSTREAM_FIFO_STALL, .dither = 1,
         .dither_seed = 18446744073709551557ull, .watermark = 512,
+        .event = COPSTREAM_EVENT_INSTRUCTIONS,
     };
     return start;
 }
@@ -350,28 +351,28 @@ static void test_round_trip_every_record(void)
 {
     GByteArray *s = g_byte_array_new();
     static const char *const expected =
-        "0 start version=1.4 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
+        "0 start version=1.5 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
         "clock_hz=1000000000 fifo_depth=1024 ls_size=262144 "
         "poll_interval_ns=512 start_time_ns=1000 fifo_full=1 dither=1 "
-        "dither_seed=18446744073709551557 watermark=512\n"
-        "120 image device=2049 inode=77 size=40960 hash=0x0123456789abcdef "
+        "dither_seed=18446744073709551557 watermark=512 event=1\n"
+        "128 image device=2049 inode=77 size=40960 hash=0x0123456789abcdef "
         "path=/a\\x20b\\x5c\\x0a\\xff\n"
-        "184 context slot=5 pid=4000 tid=4006 context_id=9 "
+        "192 context slot=5 pid=4000 tid=4006 context_id=9 "
         "object_id=0x55550009 device=2049 inode=77 size=40960 "
         "hash=0x0123456789abcdef image_offset=4096 cycle=123\n"
-        "288 overlay slot=5 region=2 guard=3 cycle=200 placed=1\n"
-        "344 overlay slot=5 region=1 guard=0 cycle=200\n"
-        "392 sample slot=5 address=0x3fffc\n"
-        "400 callstack slot=5 depth=3 frames=0x00238,0x3fffc@65535\n"
-        "456 sample slot=5 address=0x00000\n"
-        "464 callstack slot=5 depth=0 frames=-\n"
-        "504 lost slot=5 cause=buffer-full count=4 cycle=999\n"
-        "552 lost slot=5 cause=77 count=1 cycle=999\n"
-        "600 stall slot=5 count=3 ns=120000 cycle=350\n"
-        "648 time slot=5 cycle=300 time_ns=1234567\n"
-        "688 release slot=5 cycle=400\n"
-        "720 end slot=5 context_id=9 cycle=400\n"
-        "760 stop time_ns=5000000 samples=2 lost=5\n";
+        "296 overlay slot=5 region=2 guard=3 cycle=200 placed=1\n"
+        "352 overlay slot=5 region=1 guard=0 cycle=200\n"
+        "400 sample slot=5 address=0x3fffc\n"
+        "408 callstack slot=5 depth=3 frames=0x00238,0x3fffc@65535\n"
+        "464 sample slot=5 address=0x00000\n"
+        "472 callstack slot=5 depth=0 frames=-\n"
+        "512 lost slot=5 cause=buffer-full count=4 cycle=999\n"
+        "560 lost slot=5 cause=77 count=1 cycle=999\n"
+        "608 stall slot=5 count=3 ns=120000 cycle=350\n"
+        "656 time slot=5 cycle=300 time_ns=1234567\n"
+        "696 release slot=5 cycle=400\n"
+        "728 end slot=5 context_id=9 cycle=400\n"
+        "768 stop time_ns=5000000 samples=2 lost=5\n";
     static const uint64_t frames[] = { 0x238, 0xFFFFull << 32 | 0x3fffc };
 
     add_start(s);
@@ -666,6 +667,21 @@ static struct copstream_start decode_start(GByteArray *s)
     return dec.start;
 }
 
+/* A START of an older version, `words` payload words, then STOP, in s
+ * (emptied first): its decoded START. */
+static struct copstream_start decode_short_start(GByteArray *s, uint32_t words)
+{
+    struct copstream_record rec = { .code = COPSTREAM_START };
+
+    rec.u.start = test_start();
+    rec.payload_words = words;
+    g_byte_array_set_size(s, 0);
+    add_record(s, &rec);
+    add_stop(s, 0, 0);
+    g_assert_cmpuint(s->len, ==, 8 * (2 + words) + 8 * (2 + 3));
+    return decode_start(s);
+}
+
 /*
  * START of 1.2: the sampling words (FIFO-full policy, dither, seed,
  * watermark) round-trip; a 1.1 START (9 words) reads them as 0, and is
@@ -686,18 +702,34 @@ static void test_start_sampling(void)
     g_assert_cmpuint(got.watermark, ==, 512);
 
     rec.u.start = test_start();
-    g_assert_cmpint(copstream_record_bytes(&rec), ==, 8 * (2 + 13));
-    rec.payload_words = COPSTREAM_START_WORDS_1_1;
-    g_byte_array_set_size(s, 0);
-    add_record(s, &rec);
-    add_stop(s, 0, 0);
-    g_assert_cmpuint(s->len, ==, 8 * (2 + 9) + 8 * (2 + 3));
-    got = decode_start(s);
+    g_assert_cmpint(copstream_record_bytes(&rec), ==, 8 * (2 + 14));
+    got = decode_short_start(s, COPSTREAM_START_WORDS_1_1);
     g_assert_cmpuint(got.version, ==, COPSTREAM_VERSION);
     g_assert_cmpuint(got.fifo_full, ==, 0);
     g_assert_cmpuint(got.dither, ==, 0);
     g_assert_cmpuint(got.dither_seed, ==, 0);
     g_assert_cmpuint(got.watermark, ==, 0);
+    g_assert_cmpuint(got.event, ==, COPSTREAM_EVENT_CYCLES);
+    g_byte_array_unref(s);
+}
+
+/*
+ * START of 1.5: the event round-trips; a 1.4 START (13 words) is sound
+ * and reads it as 0, SPU_CYCLES, with its 1.2 words intact.
+ */
+static void test_start_event(void)
+{
+    GByteArray *s = g_byte_array_new();
+    struct copstream_start got;
+
+    add_start(s);
+    add_stop(s, 0, 0);
+    got = decode_start(s);
+    g_assert_cmpuint(got.event, ==, COPSTREAM_EVENT_INSTRUCTIONS);
+
+    got = decode_short_start(s, COPSTREAM_START_WORDS - 1);
+    g_assert_cmpuint(got.event, ==, COPSTREAM_EVENT_CYCLES);
+    g_assert_cmpuint(got.watermark, ==, 512);
     g_byte_array_unref(s);
 }
 
@@ -1122,6 +1154,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/copstream/golden-bytes", test_golden_bytes);
     g_test_add_func("/copstream/callstack-fields", test_callstack_fields);
+    g_test_add_func("/copstream/start-event", test_start_event);
     g_test_add_func("/copstream/round-trip-every-record",
                     test_round_trip_every_record);
     g_test_add_func("/copstream/round-trip-values", test_round_trip_values);

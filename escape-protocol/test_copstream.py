@@ -370,3 +370,15 @@ def test_library_builds_freestanding(tmp_path):
                         "-Werror", "-I", source, "-c",
                         os.path.join(HERE, name), "-o",
                         str(tmp_path / (name + ".o"))], check=True)
+
+
+def test_start_event_1_5():
+    """START's event (1.5) round-trips; a 1.4 START has none."""
+    stop = cs.encode_record("stop", time_ns=1, samples=0, lost=0)
+    new = cs.encode_record("start", **dict(fuzz_seeds.START,
+                                           event=cs.EVENT_INSTRUCTIONS))
+    old = cs.encode_record("start", **fuzz_seeds.START)
+    assert len(new) == len(old) + 8
+    assert cs.decode(new + stop)[0][0].fields["event"] == \
+        cs.EVENT_INSTRUCTIONS
+    assert "event" not in cs.decode(old + stop)[0][0].fields

@@ -29,6 +29,11 @@ $(eval $(call cop_program,alias))
 
 ALL_TARGETS += $(alias_IMAGE)
 
+stream_SOURCES := examples/stream/stream.c
+$(eval $(call cop_program,stream))
+
+ALL_TARGETS += $(stream_IMAGE)
+
 PYTESTS += examples
 
 # examples/bare: a plain RISC-V program built without the SDK (its own

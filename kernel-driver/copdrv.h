@@ -63,6 +63,8 @@ struct copdrv_params {
 	u32 watermark;
 	u32 dither;		/* 1: each interval N plus a seeded jitter */
 	u64 dither_seed;
+	/* what clocks the LFSRs: COPSTREAM_EVENT_CYCLES or _INSTRUCTIONS */
+	u32 event;
 };
 
 /* Slots whose stall counters STATS carries (the trace unit's maximum). */

@@ -71,6 +71,9 @@
 static_assert(TRACE_MAX_SLOTS == COPDRV_MAX_SLOTS, "stall counters by slot");
 static_assert(TRACE_FIFO_STALL == COPSTREAM_FIFO_STALL, "FIFO-full policies");
 static_assert(TRACE_FIFO_DROP == COPSTREAM_FIFO_DROP, "FIFO-full policies");
+static_assert(TRACE_EVENT_CYCLES == COPSTREAM_EVENT_CYCLES, "events");
+static_assert(TRACE_EVENT_INSTRUCTIONS == COPSTREAM_EVENT_INSTRUCTIONS,
+	      "events");
 
 #define WORD_BYTES		COPSTREAM_WORD_BYTES
 #define RECORD_BYTES(words)	(WORD_BYTES * (2 + (words)))
@@ -195,9 +198,11 @@ static void slot_unconfigure(struct copdrv_slot *s)
 }
 
 /*
- * The session's FIFO-full policy, doorbell watermark and dither: each
- * slot's jitter generator is seeded from the session's seed and the slot,
- * so that no two slots draw the same intervals.
+ * The session's FIFO-full policy, doorbell watermark, dither and event:
+ * each slot's jitter generator is seeded from the session's seed and the
+ * slot, so that no two slots draw the same intervals; the event (cycles
+ * or instructions) is what the slot's LFSR counts from the producer's
+ * next attach.
  */
 static void slot_configure(struct copdrv *drv, struct copdrv_slot *s)
 {
@@ -207,6 +212,7 @@ static void slot_configure(struct copdrv *drv, struct copdrv_slot *s)
 			     p->watermark ? p->watermark : drv->fifo_depth / 2,
 			     p->dither,
 			     trace_dither_slot_seed(p->dither_seed, s->index));
+	trace_slot_set_event(s->regs, p->event);
 }
 
 /*
@@ -298,6 +304,7 @@ static int emit_start(struct copdrv *drv)
 	start->dither_seed = drv->params.dither_seed;
 	start->watermark = drv->params.watermark ? drv->params.watermark :
 			   drv->fifo_depth / 2;
+	start->event = drv->params.event;
 	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
 }
 
@@ -1167,7 +1174,8 @@ static int params_valid(const struct copdrv *drv,
 	if (p->clock_hz < 1 || p->fifo_depth != drv->fifo_depth)
 		return 0;
 	if (p->fifo_full > COPSTREAM_FIFO_STALL || p->dither > 1 ||
-	    p->watermark >= drv->fifo_depth)
+	    p->watermark >= drv->fifo_depth ||
+	    p->event > COPSTREAM_EVENT_INSTRUCTIONS)
 		return 0;
 	return p->buffer_bytes == 0 ||
 	       (p->buffer_bytes >= COPDRV_BUFFER_MIN &&

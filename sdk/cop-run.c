@@ -98,10 +98,13 @@ static void usage(FILE *out)
         "  -a, --qemu-arg ARG  append ARG to the QEMU command line; repeat it\n"
         "                      for several arguments\n"
         "  -n, --sample-every N\n"
-        "                      attach the trace unit: capture the PC of every\n"
-        "                      N-th instruction (1 to 16777215), exactly; on\n"
+        "                      attach the trace unit: capture the PC every N\n"
+        "                      ticks of --event (1 to 16777215), exactly; on\n"
         "                      exit print \"captures=A dropped=B\n"
         "                      instructions=C outside_ls=D\" on stderr\n"
+        "      --event E       what N counts: SPU_CYCLES (the timing model's\n"
+        "                      cycles, the default) or SPU_INSTRUCTIONS\n"
+        "                      (retired instructions)\n"
         "      --reference     use the plugin's per-instruction reference\n"
         "                      mode (slow; the same captures, to check the\n"
         "                      fast one)\n"
@@ -161,6 +164,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {'q', "qemu", required_argument, 0},
         {'a', "qemu-arg", required_argument, 0},
         {'n', "sample-every", required_argument, 0},
+        {0, "event", required_argument, 'E'},
         {0, "reference", no_argument, 'R'},
         {'o', "samples-out", required_argument, 0},
         {'e', "events-out", required_argument, 0},
@@ -202,6 +206,11 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
                 return cli_fail(EXIT_RUN_FAILED, "--sample-every '%s': not "
                                 "a count from 1 to %u", optarg, LFSR_PERIOD);
             opts->sample_every = (uint32_t)number;
+            break;
+        case 'E':
+            if (trace_parse_event(optarg, &opts->sampling.event) < 0)
+                return cli_fail(EXIT_RUN_FAILED, "--event '%s': not "
+                                TRACE_EVENT_NAMES, optarg);
             break;
         case 'R':
             opts->reference = 1;

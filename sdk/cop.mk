@@ -88,7 +88,7 @@ COP_RUNTIME_LIB := $(COP_LIB)/libcoprt.a
 
 ifndef COP_INSTALLED
 COP_RUNTIME_OBJECTS := $(addprefix $(COP_OBJ)/runtime/,\
-    start.c.o exit.c.o console.c.o overlay.c.o overlay-call.S.o)
+    start.c.o exit.c.o console.c.o overlay.c.o overlay-call.S.o mfc.c.o)
 
 $(COP_OBJ)/runtime/%.o: $(COP_SDK)/runtime/% | cop-toolchain-check
 	@mkdir -p $(@D)

@@ -118,6 +118,25 @@ int cop_context_image(const cop_context_t *ctx,
 /* Ends the context (and hangs up on copsim); NULL is ignored. */
 int cop_context_destroy(cop_context_t *ctx);
 
+/*
+ * The context's mailboxes (docs/coprocessor-abi.md, "Mailboxes"), the
+ * host's side of cop.h's cop_mbox_*: 32-bit messages to the program (the
+ * inbound mailbox, COP_MBOX_IN_DEPTH = 4 deep) and from it (the outbound
+ * one, 1 deep).  They may be called from another thread while one is
+ * blocked in cop_context_run (one thread writing and one reading at a
+ * time), and touch only memory shared with the context, never copsim.
+ *
+ * cop_mailbox_write queues value, or fails with EAGAIN when the inbound
+ * mailbox is full (the program has not read 4 messages yet).
+ * cop_mailbox_read takes the oldest outbound message, waiting up to
+ * timeout_ms milliseconds (negative: for ever; 0: not at all) without
+ * spinning, or fails with ETIMEDOUT.  The program's modelled wait for an
+ * answer is mailbox.host_latency cycles from the message the host read
+ * last, however long the host takes.
+ */
+int cop_mailbox_write(cop_context_t *ctx, uint32_t value);
+int cop_mailbox_read(cop_context_t *ctx, uint32_t *value, int timeout_ms);
+
 /* The reason of the calling thread's last failure. */
 const char *cop_last_error(void);
 

@@ -27,13 +27,17 @@ import io
 
 from elftools.elf.elffile import ELFFile
 
-VERSION_LINE = "coprof-exact-counts 1"
+VERSION_LINE = "coprof-exact-counts 2"
+VERSION_LINES = ("coprof-exact-counts 1", VERSION_LINE)
+REASONS = ("issue", "dependency", "branch", "dma_wait", "mailbox_wait",
+           "memory")
 PF_OVERLAY = 0x08000000
 
-Insn = collections.namedtuple("Insn", "pc data count")
+Insn = collections.namedtuple("Insn", "pc data count " + " ".join(REASONS),
+                              defaults=(0,) * len(REASONS))
 Code = collections.namedtuple("Code", "pc hash insns")
 Run = collections.namedtuple("Run", "context mode ls_base ls_size "
-                                    "instructions codes")
+                                    "instructions codes cycles")
 Attributed = collections.namedtuple("Attributed", "pc where file_offset count")
 
 
@@ -66,7 +70,7 @@ def read_counts(path):
         words = line.split()
         where = "%s:%d" % (path, lineno)
         try:
-            if line == VERSION_LINE:
+            if line in VERSION_LINES:
                 if run is not None:
                     raise CountsError("%s: run without its end line" % where)
                 run = {"codes": [], "head": None}
@@ -82,10 +86,10 @@ def read_counts(path):
                 end = _fields(words[1:], path, lineno)
                 runs.append(_finish_run(run, end, where))
                 run = code = None
-            elif len(words) == 3 and code is not None:
+            elif len(words) in (3, 6, 9) and code is not None:
                 code.insns.append(Insn(int(words[0], 16),
                                        bytes.fromhex(words[1]),
-                                       int(words[2])))
+                                       *(int(w) for w in words[2:])))
             else:
                 raise CountsError("%s: unexpected line %r" % (where, line))
         except (IndexError, ValueError) as e:
@@ -115,8 +119,25 @@ def _finish_run(run, end, where):
                           "run has %d in %d" % (where, end["instructions"],
                                                 end["codes"], total,
                                                 len(codes)))
+    cycles = sum(getattr(i, reason) for reason in REASONS
+                 for c in codes for i in c.insns)
+    if "cycles" in end and cycles != int(end["cycles"]):
+        raise CountsError("%s: end line says %s cycles, the run has %d"
+                          % (where, end["cycles"], cycles))
     return Run(int(head["context"]), head["mode"], int(head["ls_base"], 16),
-               int(head["ls_size"], 16), total, codes)
+               int(head["ls_size"], 16), total, codes, cycles)
+
+
+def cycles_by_pc(counts_path):
+    """{pc: {reason: cycles}} over every run of a version-2 counts file
+    (reasons: REASONS), the codes at one pc added up."""
+    out = collections.defaultdict(lambda: dict.fromkeys(REASONS, 0))
+    for run in read_counts(counts_path):
+        for code in run.codes:
+            for insn in code.insns:
+                for reason in REASONS:
+                    out[insn.pc][reason] += getattr(insn, reason)
+    return dict(out)
 
 
 def total_instructions(counts_path):
@@ -217,12 +238,19 @@ def attribute(counts_path, image_path, elf_offset=0):
     return out
 
 
-def counts_by_file_offset(counts_path, image_path, elf_offset=0):
-    """{file offset in image_path: instructions}, every run summed;
+def counts_by_file_offset(counts_path, image_path, elf_offset=0,
+                          cycles=False):
+    """{file offset in image_path: instructions} (with cycles: the
+    modelled cycles of every reason instead, version 2), every run summed;
     instructions outside the image are left out (attribute() has them).
     Raises CountsError on a malformed file or code it cannot attribute."""
+    image = _Image(image_path, elf_offset)
     by_offset = collections.Counter()
-    for a in attribute(counts_path, image_path, elf_offset):
-        if a.file_offset is not None:
-            by_offset[a.file_offset] += a.count
+    for run in read_counts(counts_path):
+        for code in run.codes:
+            for insn, _, offset in _attribute_code(image, code, counts_path):
+                if offset is not None:
+                    by_offset[offset] += (sum(getattr(insn, r)
+                                              for r in REASONS)
+                                          if cycles else insn.count)
     return dict(by_offset)

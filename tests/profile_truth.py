@@ -7,9 +7,10 @@ the accuracy and aliasing tests share.
         every context) and returns a Recorded: the session, the counts
         folder, the summary line, and the `copreport --format json`
         profile.
-    true_counts(recorded, symbols)
-        {(image id, function, section): instructions} over every context,
-        by the report's own symbolizer: the keys of sampled_counts().
+    true_counts(recorded, symbols, cycles=False)
+        {(image id, function, section): instructions} over every context
+        (cycles: modelled cycles, the truth of SPU_CYCLES samples), by
+        the report's own symbolizer: the keys of sampled_counts().
     sampled_counts(profile)
         {(image id, function, section): exact samples} of the report.
     judge(truth, sampled, samples, above, sigmas)
@@ -78,7 +79,7 @@ def image_id_of(profile, context):
     raise AssertionError("context %r names no image" % (context,))
 
 
-def true_counts(recorded, symbols):
+def true_counts(recorded, symbols, cycles=False):
     profile = recorded.profile
     images = {i["id"]: i for i in profile["images"]}
     truth = {}
@@ -89,7 +90,7 @@ def true_counts(recorded, symbols):
         counts_file = os.path.join(recorded.counts, "context-%d.counts"
                                    % context["context_id"])
         for offset, n in exact_counts.counts_by_file_offset(
-                counts_file, path, base).items():
+                counts_file, path, base, cycles).items():
             f = sym.function_at(offset - base)
             key = (image["id"], f.name if f else None,
                    f.section if f else None)

@@ -2,7 +2,8 @@
 
 examples/alias runs a loop of exactly 7 instructions over three functions
 (alias_head 1/7, alias_mid 2/7, alias_tail 4/7).  Sampled every
-N = 1001 = 7 x 143 cycles, a fixed period puts every capture of a round
+N = 1001 = 7 x 143 instructions (SPU_INSTRUCTIONS, whose truth is the
+exact instruction counts), a fixed period puts every capture of a round
 on the same instruction of the loop, so the function shares are wrong by
 far more than their intervals say.  `coprof record` profiles it (one
 context, through build/tests/cop-host, on a private copsim whose
@@ -52,7 +53,7 @@ def record_alias(build_dir, coprof_bin, tmp_path_factory):
                 coprof_bin("coprof"), coprof_bin("copreport"),
                 tmp_path_factory.mktemp("alias-" + name), [host, image,
                                                            ROUNDS],
-                ["--event=SPU_CYCLES:%d" % COUNT] + flags)
+                ["--event=SPU_INSTRUCTIONS:%d" % COUNT] + flags)
         return made[name]
     return get
 

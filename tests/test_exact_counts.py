@@ -42,7 +42,7 @@ def counters_of(stderr):
 
 def cop_run(coprof_bin, image, args, every, *options, counts=None,
             samples=None):
-    command = [coprof_bin("cop-run"), "--sample-every", str(every),
+    command = [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every),
                "--fifo-depth", BIG_FIFO, *options]
     if counts:
         command += ["--exact-counts", str(counts)]
@@ -140,7 +140,7 @@ def test_counts_equal_captures_at_every_instruction(coprof_bin, build_dir,
     are the exact counts.  short.elf exits in the middle of a block."""
     samples, counts = tmp_path / "samples", tmp_path / "run.counts"
     proc = subprocess.run(
-        [coprof_bin("coptrace"), "run", "--sample-every", "1",
+        [coprof_bin("coptrace"), "run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "1",
          "--fifo-depth", BIG_FIFO, "--samples-out", str(samples),
          "--exact-counts", str(counts)]
         + (["--reference"] if mode == "reference" else [])
@@ -185,7 +185,7 @@ def test_traps_and_errors_counted_exactly(coprof_bin, build_dir, tmp_path,
     for mode in ("fast", "reference"):
         samples, counts = tmp_path / (mode + ".s"), tmp_path / (mode + ".c")
         proc = subprocess.run(
-            [coprof_bin("cop-run"), "--sample-every", "1", "--fifo-depth",
+            [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1", "--fifo-depth",
              BIG_FIFO, "--samples-out", str(samples), "--exact-counts",
              str(counts)] + (["--reference"] if mode == "reference" else [])
             + [image, command], capture_output=True, text=True, timeout=120)
@@ -264,6 +264,13 @@ def test_identical_overlay_code_is_an_error(coprof_bin, build_dir, tmp_path):
         exact_counts.counts_by_file_offset(str(one), str(twin))
 
 
+def tenfold_count(line):
+    """An instruction line with its count (third column) ten times over."""
+    words = line.split()
+    words[2] += "0"
+    return " ".join(words) + "\n"
+
+
 def test_reader_refuses_damaged_files(coprof_bin, build_dir, tmp_path):
     image = example(build_dir, "kernels")
     counts = tmp_path / "run.counts"
@@ -271,7 +278,7 @@ def test_reader_refuses_damaged_files(coprof_bin, build_dir, tmp_path):
     text = counts.read_text()
     lines = text.splitlines(keepends=True)
     for bad, why in [("".join(lines[:len(lines) // 2]), "cut short"),
-                     ("".join(lines[:3] + [lines[3].rstrip("\n") + "0\n"]
+                     ("".join(lines[:3] + [tenfold_count(lines[3])]
                               + lines[4:]), "end line says"),
                      ("garbage\n", "expected"),
                      ("", "no runs")]:
@@ -288,7 +295,7 @@ def test_reader_refuses_damaged_files(coprof_bin, build_dir, tmp_path):
 def test_unwritable_counts_file(coprof_bin, build_dir, tmp_path):
     bad = tmp_path / "missing" / "run.counts"
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", "1000", "--exact-counts",
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000", "--exact-counts",
          str(bad), example(build_dir, "kernels"), "1"],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 125
@@ -301,7 +308,7 @@ def test_unwritable_counts_file(coprof_bin, build_dir, tmp_path):
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 125 and "need --sample-every" in proc.stderr
     proc = subprocess.run(
-        [coprof_bin("coptrace"), "run", "--sample-every", "1000",
+        [coprof_bin("coptrace"), "run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000",
          "--exact-counts", str(bad), "--", *qemu_command(build_dir, "short")],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2

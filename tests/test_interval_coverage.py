@@ -54,7 +54,7 @@ def name_at(funcs, pc):
 
 def truth_of(cop_run, image, work, funcs):
     counts = os.path.join(work, "counts")
-    subprocess.run([cop_run, "--sample-every", str(EVERY), "--exact-counts",
+    subprocess.run([cop_run, "--event", "SPU_INSTRUCTIONS", "--sample-every", str(EVERY), "--exact-counts",
                     counts, image] + ARGS, check=True,
                    capture_output=True, timeout=120)
     by_name = collections.Counter()
@@ -69,7 +69,7 @@ def truth_of(cop_run, image, work, funcs):
 def captures(cop_run, image, work, seed, funcs, ls_base):
     """The function of every capture of the seeded run, in order."""
     out = os.path.join(work, "samples")
-    subprocess.run([cop_run, "--sample-every", str(EVERY), "--dither",
+    subprocess.run([cop_run, "--event", "SPU_INSTRUCTIONS", "--sample-every", str(EVERY), "--dither",
                     str(seed), "--fifo-full", "stall", "--samples-out", out,
                     image] + ARGS, check=True, capture_output=True,
                    timeout=120)

@@ -5,10 +5,11 @@ beside two CPU-burning processes.
 overlays contexts, embedded in the host executable) at SPU_CYCLES:997
 with the defaults a user gets (the 4096-entry FIFO, FIFO-full policy
 stall, dither on) while its private copsim also writes every context's
-exact instruction counts (`copsim --exact-counts`, reference mode).
+exact counts (`copsim --exact-counts`, reference mode).
 `copreport --format json` then gives the per-symbol profile;
-profile_truth.py and the report's own symbolizer turn the exact counts
-into the true share of every function.
+profile_truth.py and the report's own symbolizer turn the exact counts'
+modelled cycles (what SPU_CYCLES samples) into the true share of every
+function.
 
 The run is made twice: alone, and with two processes spinning on the CPU
 beside it (as many as this machine's cores: the case where the driver's
@@ -109,7 +110,8 @@ def test_shares_agree_with_exact_counts(recorded, build_dir):
     n = profile["totals"]["samples"]
     assert n > 5000, "too few samples to judge: %d" % n
 
-    verdicts = profile_truth.judge(profile_truth.true_counts(rec, symbols),
+    verdicts = profile_truth.judge(profile_truth.true_counts(rec, symbols,
+                                                             cycles=True),
                                    profile_truth.sampled_counts(profile), n,
                                    ABOVE, SIGMAS)
     wrong = [profile_truth.describe(v) for v in verdicts

@@ -1,7 +1,7 @@
 """Identical contexts on different slots are sampled independently, and
 QEMU's reset code is no loss.
 
-`coprof record --event=SPU_CYCLES:1001` of 8 identical contexts of
+`coprof record --event=SPU_INSTRUCTIONS:1001` of 8 identical contexts of
 examples/alias (its 7-instruction loop, 1 round: 7 M instructions each)
 run at once by build/tests/cop-host on copsim's 8 slots, with the exact
 counts (profile_truth.record).  When every slot drew the same jitter the
@@ -44,7 +44,7 @@ def recorded(build_dir, coprof_bin, tmp_path_factory):
         tmp_path_factory.mktemp("slots"),
         [host, "--contexts", str(CONTEXTS), "--threads", str(CONTEXTS),
          image, "1"],
-        ["--event=SPU_CYCLES:%d" % COUNT, "--dither-seed=20261125"])
+        ["--event=SPU_INSTRUCTIONS:%d" % COUNT, "--dither-seed=20261125"])
 
 
 def per_instruction(session):

@@ -473,6 +473,17 @@ const char *trace_fifo_policy_name(uint32_t policy)
     return policy == TRACE_FIFO_STALL ? "stall" : "drop";
 }
 
+int trace_parse_event(const char *text, uint32_t *event)
+{
+    if (!strcmp(text, TRACE_EVENT_CYCLES_NAME))
+        *event = TRACE_EVENT_CYCLES;
+    else if (!strcmp(text, TRACE_EVENT_INSTRUCTIONS_NAME))
+        *event = TRACE_EVENT_INSTRUCTIONS;
+    else
+        return -1;
+    return 0;
+}
+
 void trace_slot_set_policy(struct trace_regs_slot *slot, uint32_t fifo_policy,
                            uint32_t watermark)
 {
@@ -1157,6 +1168,7 @@ static int bind_and_load(struct trace_run *run, uint32_t count,
                          trace_default_watermark(run->unit->header->fifo_depth),
                          sampling && sampling->dither,
                          sampling ? sampling->dither_seed : 0);
+    trace_slot_set_event(slot, sampling ? sampling->event : TRACE_EVENT_CYCLES);
     trace_slot_program(slot, value);
     trace_slot_load(slot, value);
     trace_unit_set_controller(run->unit, getpid());

@@ -93,6 +93,14 @@ void trace_slot_set_dither(struct trace_regs_slot *slot, uint32_t dither,
 /* "stall" or "drop" as TRACE_FIFO_*; 0, or -1 for other text.
  * trace_fifo_policy_name() is the inverse ("drop" for unknown values). */
 int trace_parse_fifo_policy(const char *text, uint32_t *policy);
+
+/* The events that clock a slot's LFSR (TRACE_EVENT_*) by name: 0, or -1
+ * for another name. */
+#define TRACE_EVENT_CYCLES_NAME       "SPU_CYCLES"
+#define TRACE_EVENT_INSTRUCTIONS_NAME "SPU_INSTRUCTIONS"
+#define TRACE_EVENT_NAMES TRACE_EVENT_CYCLES_NAME " or " \
+                          TRACE_EVENT_INSTRUCTIONS_NAME
+int trace_parse_event(const char *text, uint32_t *event);
 const char *trace_fifo_policy_name(uint32_t policy);
 
 /* The default doorbell watermark: half the FIFO. */
@@ -265,12 +273,12 @@ int trace_plugin_arg(char *buf, size_t len, const char *plugin,
  * RAM file is ram; counts_dir, unless NULL, gets each context's exact
  * counts (countsdir=, files named TRACE_COUNTS_NAME); window, unless NULL,
  * is the file QEMU maps as the main-memory window, over which the plugin
- * maps the bound context's main-memory file (window=, slot-stub.h). */
+ * maps the bound context's main-memory file (window=, slot-stub.h): its
+ * data window, and so its mailboxes, are there. */
 int trace_plugin_slot_arg(char *buf, size_t len, const char *plugin,
                           const char *regs, uint32_t slot, uint32_t mode,
                           const char *counts_dir, const char *ram,
                           const char *window);
-
 
 /* The name of a context's exact counts file in copsim's --exact-counts
  * directory (printf format, the context id as unsigned long long): copsim
@@ -291,6 +299,7 @@ struct trace_sampling {
     uint32_t fifo_policy;           /* TRACE_FIFO_DROP or TRACE_FIFO_STALL */
     uint32_t dither;                /* 1: randomize each interval */
     uint64_t dither_seed;
+    uint32_t event;                 /* TRACE_EVENT_*: what N counts */
 };
 
 /* One emulator traced on one slot, with the simple consumer. */

@@ -43,6 +43,7 @@ that long, so its share of its own run time is at least this).
 """
 
 import argparse
+import glob
 import os
 import re
 import statistics
@@ -110,7 +111,8 @@ def parse_args():
                         help="calltree.elf's argument for the cost of call "
                              "stacks (default 40000, about 460 million "
                              "instructions)")
-    parser.add_argument("--only", choices=("trace", "watch", "dither",
+    parser.add_argument("--only", choices=("trace", "timing", "watch",
+                                           "dither",
                                            "callgraph", "policy"),
                         help="run one part only")
     return parser.parse_args()
@@ -165,6 +167,9 @@ def main():
     if args.only == "callgraph":
         measure_callgraph(args, cop_run)
         return
+    if args.only == "timing":
+        measure_timing(args, cop_run)
+        return
     traced = [cop_run, "--sample-every", str(args.sample_every), example,
               str(args.rounds)]
     bare = [cop_run, "--sample-every", str(args.sample_every), "--no-trace",
@@ -195,10 +200,46 @@ def main():
                  match.group(1) if match else "?"))
     if args.only == "trace":
         return
+    measure_timing(args, cop_run)
     measure_watch(args, cop_run)
     measure_dither(args, cop_run)
     measure_callgraph(args, cop_run)
     measure_policy(args)
+
+
+def measure_timing(args, cop_run):
+    """The timing model (SPU_CYCLES) against instruction counting
+    (SPU_INSTRUCTIONS) on the long-running example, fast mode, side by
+    side; then each example's cycles per instruction from its exact
+    counts."""
+    kernels = os.path.join(args.build, "examples", "kernels.elf")
+    every = str(args.sample_every)
+    cycles = [cop_run, "--event", "SPU_CYCLES", "--sample-every", every,
+              kernels, str(args.rounds)]
+    insns = [cop_run, "--event", "SPU_INSTRUCTIONS", "--sample-every", every,
+             kernels, str(args.rounds)]
+    walls, cpus, _ = measure(cycles, insns, args.pairs)
+    print("timing    / instructions: median %.2fx wall, %.2fx CPU  (pairs, "
+          "wall: %s; target at most 1.2x wall)"
+          % (statistics.median(walls), statistics.median(cpus),
+             " ".join("%.2f" % r for r in walls)))
+    for elf in sorted(glob.glob(os.path.join(args.build, "examples",
+                                             "*.elf"))):
+        with tempfile.TemporaryDirectory() as tmp:
+            counts = os.path.join(tmp, "counts")
+            subprocess.run([cop_run, "--event", "SPU_INSTRUCTIONS",
+                            "--sample-every", "1000003", "--exact-counts",
+                            counts, elf], capture_output=True, timeout=600)
+            ends = [line.split() for line in open(counts)
+                    if line.startswith("end ")]
+        fields = dict(w.split("=") for w in ends[-1][1:]) if ends else {}
+        if "cycles" in fields:
+            print("%-13s %d instructions, %d cycles: %.2f cycles per "
+                  "instruction" % (os.path.basename(elf),
+                                   int(fields["instructions"]),
+                                   int(fields["cycles"]),
+                                   int(fields["cycles"])
+                                   / int(fields["instructions"])))
 
 
 def measure_dither(args, cop_run):

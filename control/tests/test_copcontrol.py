@@ -206,7 +206,10 @@ def kernel_core_pmus():
 def test_list_events(cenv):
     result = cenv.copcontrol("--list-events")
     assert result.returncode == 0, result.stderr
-    assert re.search(r"SPU_CYCLES:N .* N in 157\.\.16777215", result.stdout)
+    assert re.search(r"SPU_CYCLES:N .*modelled cycles.* N in "
+                     r"157\.\.16777215", result.stdout)
+    assert re.search(r"SPU_INSTRUCTIONS:N .*retired instructions.* N in "
+                     r"157\.\.16777215", result.stdout)
     pmu_events = re.findall(r"^\s+(\w+)::(\S+)", result.stdout, re.M)
     if kernel_core_pmus():
         # A host CPU PMU is exposed: libpfm4 must list its events.
@@ -226,7 +229,8 @@ def test_list_events(cenv):
     (["--event=SPU_CYCLES:16777216"], 2, "outside 1..16777215"),
     (["--event=SPU_CYCLES:ten"], 2, "not a number; N is in 1..16777215"),
     (["--event=SPU_CYCLES"], 2, "no count"),
-    (["--event=CPU_CYCLES:1000"], 2, "valid event is SPU_CYCLES:N"),
+    (["--event=CPU_CYCLES:1000"], 2,
+     "valid events are SPU_CYCLES:N and SPU_INSTRUCTIONS:N"),
     (["--frequency=fast"], 2, "not a positive frequency"),
     (["--frequency=0Hz"], 2, "not a positive frequency"),
     (["--sample-period=50"], 2, "not a positive time with a unit"),

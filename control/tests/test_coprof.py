@@ -250,7 +250,7 @@ def test_record_interrupted(cenv, tmp_path):
      "outside 1..16777215"),
     (["record", "--event=SPU_CYCLES:x", "--", "true"], 2, "not a number"),
     (["record", "--event=INSTRUCTIONS:5", "--", "true"], 2,
-     "valid event is SPU_CYCLES:N"),
+     "valid events are SPU_CYCLES:N and SPU_INSTRUCTIONS:N"),
     (["record", "--frequency=often", "--", "true"], 2,
      "not a positive frequency"),
     (["record", "--sample-period=-1ms", "--", "true"], 2,

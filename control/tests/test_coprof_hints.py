@@ -57,6 +57,8 @@ def test_list_events(cenv):
     assert result.returncode == 0, result.stderr
     assert "copsim's defaults" in result.stdout
     assert re.search(r"SPU_CYCLES:N .* N in 157\.\.16777215", result.stdout)
+    assert re.search(r"SPU_INSTRUCTIONS:N .* N in 157\.\.16777215",
+                     result.stdout)
     assert "Host CPU events" in result.stdout or "libpfm4" in result.stdout
 
 

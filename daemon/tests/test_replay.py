@@ -184,7 +184,7 @@ def test_sampling_and_stalls(tmp_path, test_image, coprofd):
     ident = identity(image)
     w = Writer()
     w.start(fifo_full=cs.FIFO_STALL, dither=1, dither_seed=2 ** 64 - 5,
-            watermark=512)
+            watermark=512, event=cs.EVENT_INSTRUCTIONS)
     w.image(image)
     w.context(1, 7, ident, cycle=100)
     w.sample(1, 0x150, 2)
@@ -203,6 +203,7 @@ def test_sampling_and_stalls(tmp_path, test_image, coprofd):
     assert meta["sampling.dither"] == "on"
     assert meta["sampling.dither_seed"] == str(2 ** 64 - 5)
     assert meta["sampling.watermark"] == 512
+    assert meta["sampling.event"] == "SPU_INSTRUCTIONS"
     ids = dict(db.execute("SELECT context_id, id FROM contexts"))
     assert db.execute("SELECT slot, context, count, ns, cycle FROM stalls"
                       " ORDER BY id").fetchall() == [
@@ -223,4 +224,18 @@ def test_sampling_and_stalls(tmp_path, test_image, coprofd):
     assert (meta["sampling.fifo_full"], meta["sampling.dither"],
             meta["sampling.dither_seed"]) == ("drop", "off", "0")
     assert db.execute("SELECT COUNT(*) FROM stalls").fetchone() == (0,)
+    db.close()
+
+    # A 1.4 START (no event word): its SPU_CYCLES counted instructions,
+    # so the session records no event.
+    v14 = Writer()
+    v14.record("start", version=1 << 16 | 4, slots=8, lfsr_value=0xFFFFFE,
+               lfsr_count=1, clock_hz=10**9, fifo_depth=1024,
+               ls_size=0x40000, poll_interval_ns=10**6, start_time_ns=1000,
+               fifo_full=0, dither=0, dither_seed=0, watermark=512)
+    v14.stop(20_000)
+    _, session, _ = replay(coprofd, v14.bytes(), tmp_path, name="v14")
+    db = open_session(session)
+    meta = dict(db.execute("SELECT key, value FROM session"))
+    assert meta["stream.version"] == "1.4" and "sampling.event" not in meta
     db.close()

@@ -35,6 +35,11 @@
 
 #define HOLD_TIMEOUT_MS	1000
 
+_Static_assert(offsetof(struct copdrv_control_params, event) ==
+	       COPDRV_CONTROL_PARAMS_V2_SIZE, "the second form ends there");
+_Static_assert(COPDRV_EVENT_INSTRUCTIONS == TRACE_EVENT_INSTRUCTIONS &&
+	       COPDRV_EVENT_CYCLES == TRACE_EVENT_CYCLES, "events");
+
 enum pending_hook {
 	HOOK_SYNC,		/* only learn what is bound */
 	HOOK_START,		/* start a session */
@@ -179,6 +184,7 @@ static struct copdrv_params core_params(const struct copsim_driver *d)
 		.watermark = d->params.watermark,
 		.dither = d->params.dither,
 		.dither_seed = d->params.dither_seed,
+		.event = d->params.event,
 	};
 
 	return p;
@@ -275,6 +281,12 @@ static int params_valid(const struct copsim_driver *d,
 	if (p->fifo_full > COPDRV_FIFO_STALL || p->dither > 1) {
 		snprintf(err, errlen, "kernel driver: FIFO-full policy %u or "
 			 "dither %u is not 0 or 1", p->fifo_full, p->dither);
+		return 0;
+	}
+	if (p->event > COPDRV_EVENT_INSTRUCTIONS || p->reserved) {
+		snprintf(err, errlen, "kernel driver: event %u is not 0 "
+			 "(SPU_CYCLES) or 1 (SPU_INSTRUCTIONS), or the reserved "
+			 "word %u is not 0", p->event, p->reserved);
 		return 0;
 	}
 	if (p->watermark >= depth) {
@@ -499,7 +511,8 @@ static int handle_set(struct copsim_driver *d, int sock,
 		return reply_result(d, sock, COPDRV_CONTROL_SET, -1,
 				    "kernel driver: SET too short", NULL);
 	}
-	/* The first form ends at buffer_bytes and a zero word. */
+	/* The first form ends at buffer_bytes and a zero word, the second
+	 * at dither_seed: what they lack is zero. */
 	memset(&params, 0, sizeof(params));
 	memcpy(&params, &set->params,
 	       given < sizeof(params) ? given : sizeof(params));

@@ -38,7 +38,8 @@ struct copsim_driver;
 
 /* What `copsim --event=SPU_CYCLES:N --stream-out FILE -- CMD` asks for. */
 struct copsim_run_session {
-	uint32_t count;		/* N: one capture every N cycles */
+	uint32_t count;		/* N: one capture every N events */
+	uint32_t event;		/* COPDRV_EVENT_* (SPU_CYCLES, default) */
 	uint32_t fifo_full;	/* COPDRV_FIFO_STALL (default) or _DROP */
 	uint32_t dither;	/* 1 (default): each interval N + jitter */
 	uint64_t dither_seed;	/* its seed (default: from getrandom) */

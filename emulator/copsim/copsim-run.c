@@ -136,6 +136,7 @@ static int start_session(struct copsim_driver *d,
 	params.fifo_full = run->fifo_full;
 	params.dither = run->dither;
 	params.dither_seed = run->dither_seed;
+	params.event = run->event;
 	if (copsim_driver_set(d, &params, err, errlen) < 0)
 		return -1;
 	return copsim_driver_start(d, &copy->fd, err, errlen);

@@ -250,7 +250,7 @@ static int build_command(struct copsim *sim, struct sim_context *c,
                          sim->config.reference_mode ? TRACE_MODE_REFERENCE
                                                     : TRACE_MODE_FAST,
                          sim->counts_dir ? counts : NULL,
-                         c->info.n_regions ? c->ram.path : NULL) < 0) {
+                         c->ram.path) < 0) {
         snprintf(err, errlen, "%s: plugin argument too long", sim->regs_path);
         return -1;
     }

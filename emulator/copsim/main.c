@@ -58,6 +58,8 @@ static void usage(FILE *out)
         "With a COMMAND it runs only that command, against a private copsim\n"
         "whose driver samples from the start, and exits with its status:\n"
         "      --event=SPU_CYCLES:N  one sample every N cycles of each slot\n"
+        "                            (the timing model's); SPU_INSTRUCTIONS:N\n"
+        "                            every N retired instructions\n"
         "      --stream-out FILE     write the whole sample stream to FILE;\n"
         "                            each slot's trace-unit counters and the\n"
         "                            stream's totals go to stderr\n"
@@ -208,17 +210,28 @@ static int parse_clock(const char *text, uint64_t *hz)
     return 0;
 }
 
-/* SPU_CYCLES:N, the OProfile event of the Cell SPU's cycle counter. */
-static int parse_event(const char *text, uint32_t *count)
+/*
+ * SPU_CYCLES:N (the OProfile event of the Cell SPU's cycle counter: here
+ * the timing model's cycles) or SPU_INSTRUCTIONS:N (retired instructions).
+ */
+static int parse_event(const char *text, uint32_t *count, uint32_t *event)
 {
-    static const char name[] = "SPU_CYCLES:";
+    const char *colon = strchr(text, ':');
+    char name[32];
     uint64_t value;
 
-    if (strncmp(text, name, sizeof(name) - 1) != 0
-        || lfsr_parse_count(text + sizeof(name) - 1, &value) < 0
+    if (!colon || (size_t)(colon - text) >= sizeof(name)) {
+        name[0] = 0;
+    } else {
+        memcpy(name, text, (size_t)(colon - text));
+        name[colon - text] = 0;
+    }
+    if (!colon || trace_parse_event(name, event) < 0
+        || lfsr_parse_count(colon + 1, &value) < 0
         || value < 1 || value > LFSR_PERIOD) {
-        cli_fail(EXIT_USAGE, "--event: '%s' is not SPU_CYCLES:N with N from "
-                 "1 to %u", text, LFSR_PERIOD);
+        cli_fail(EXIT_USAGE, "--event: '%s' is not SPU_CYCLES:N or "
+                 "SPU_INSTRUCTIONS:N with N from 1 to %u", text,
+                 LFSR_PERIOD);
         return -1;
     }
     *count = (uint32_t)value;
@@ -312,7 +325,7 @@ static int parse_option(int c, const char *arg, struct options *opts)
         opts->no_driver = 1;
         return 0;
     case 'e':
-        return parse_event(arg, &opts->event_count);
+        return parse_event(arg, &opts->event_count, &opts->session.event);
     case 'o':
         opts->stream_out = arg;
         return 0;

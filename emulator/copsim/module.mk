@@ -78,6 +78,24 @@ $(TESTBIN)/cop-host: $(COPSIM_TEST_OBJ)/cop-host.o \
 		-Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../lib' -o $@
 
 ALL_TARGETS += $(copsim_probe_IMAGE) $(TESTBIN)/cop-host
+
+# mbox-probe and mbox-host: the mailboxes' test program and its host.
+mbox_probe_SOURCES := emulator/copsim/tests/mbox-probe.c
+mbox_probe_NAME := mbox-probe
+mbox_probe_OUT := $(TESTBIN)/cop/mbox-probe.elf
+$(eval $(call cop_program,mbox_probe))
+
+$(COPSIM_TEST_OBJ)/mbox-probe-embed.o: $(mbox_probe_IMAGE) $(BIN)/cop-embed
+	@mkdir -p $(@D)
+	$(call say,EMBED,$@)$(BIN)/cop-embed $< mbox_probe $@
+
+$(TESTBIN)/mbox-host: $(COPSIM_TEST_OBJ)/mbox-host.o \
+		$(COPSIM_TEST_OBJ)/mbox-probe-embed.o $(LIB)/libcop.so
+	@mkdir -p $(@D)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o,$^) -L$(LIB) -lcop \
+		-lpthread -Wl,-rpath,'$$ORIGIN/../lib' -o $@
+
+ALL_TARGETS += $(mbox_probe_IMAGE) $(TESTBIN)/mbox-host
 PYTESTS += emulator/copsim/tests
 
 # GLib tests of object-id resolution and message framing.

@@ -73,7 +73,7 @@ def test_copsim_register_file(coprof_bin, full_dir, tmp_path):
 
 
 def test_cop_run_sample_every_in_tmpdir(coprof_bin, build_dir, full_dir):
-    result = run([coprof_bin("cop-run"), "--sample-every", "1000",
+    result = run([coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000",
                   os.path.join(build_dir, "examples", "kernels.elf")],
                  env=dict(os.environ, TMPDIR=str(full_dir)))
     assert_one_line(result, "cop-run", full_dir, "register file")

@@ -54,6 +54,12 @@ static void setup_geometry(struct fixture *f, uint32_t slots, uint32_t depth)
     if (!f->unit)
         g_error("%s", err);
     trace_unit_set_controller(f->unit, getpid());
+    /* These tests check captures against QEMU's instruction log and the
+     * slot's cycles against the context's instructions: the instruction
+     * event (test_timing_model.py checks the cycles event). */
+    for (uint32_t s = 0; s < geo.n_slots; s++)
+        trace_slot_set_event(trace_unit_slot(f->unit, s),
+                             TRACE_EVENT_INSTRUCTIONS);
 }
 
 static void setup(struct fixture *f, gconstpointer data)

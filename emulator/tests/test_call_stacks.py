@@ -21,7 +21,7 @@ def run(coprof_bin, tmp_path, image, args, every, depth, *options):
     samples = tmp_path / ("stacks-%d-%d-%s" % (every, depth,
                                                "-".join(options)))
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", str(every),
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every),
          "--call-graph", str(depth), "--samples-out", str(samples),
          "--fifo-depth", str(1 << 21), *options, image, *args],
         capture_output=True, text=True, timeout=300)
@@ -49,7 +49,7 @@ def test_stacks_leave_captures_unchanged(coprof_bin, build_dir, tmp_path):
     image = os.path.join(build_dir, "tests", "cop", "calltree.elf")
     stacked = run(coprof_bin, tmp_path, image, ["2"], 7, 8)
     plain = tmp_path / "plain"
-    subprocess.run([coprof_bin("cop-run"), "--sample-every", "7",
+    subprocess.run([coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "7",
                     "--samples-out", str(plain), "--fifo-depth",
                     str(1 << 21), image, "2"], check=True,
                    capture_output=True)

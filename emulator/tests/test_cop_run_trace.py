@@ -28,7 +28,7 @@ PROGRAMS = [
 def cop_run(coprof_bin, tmp_path, image, args, every, *options):
     samples = tmp_path / ("samples-%d-%s" % (every, "-".join(options)))
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", str(every),
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every),
          "--samples-out", str(samples), "--fifo-depth", str(1 << 21),
          *options, image, *args],
         capture_output=True, text=True, timeout=300)
@@ -90,7 +90,7 @@ def test_small_fifo_stall_loses_nothing(coprof_bin, build_dir, tmp_path):
     image = os.path.join(build_dir, "examples", "pipeline.elf")
     samples = tmp_path / "samples"
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", "7", "--fifo-depth", "4",
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "7", "--fifo-depth", "4",
          "--fifo-full", "stall", "--samples-out", str(samples), image, "1"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -119,7 +119,7 @@ def test_no_trace_runs_without_the_plugin(coprof_bin, build_dir, tmp_path):
     image = os.path.join(build_dir, "examples", "kernels.elf")
     samples = tmp_path / "samples"
     bare = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", "100", "--samples-out",
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "100", "--samples-out",
          str(samples), "--no-trace", image, "1"],
         capture_output=True, text=True, timeout=120)
     traced, counters, _ = cop_run(coprof_bin, tmp_path, image, ["1"], 100)
@@ -134,7 +134,7 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
     image = os.path.join(build_dir, "examples", "pipeline.elf")
     samples = tmp_path / "samples"
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", "1", "--fifo-depth", "2",
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1", "--fifo-depth", "2",
          "--samples-out", str(samples), image, "1"],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
@@ -146,28 +146,31 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
 
 
 @pytest.mark.parametrize("options,message", [
-    (["--sample-every", "5", "--fifo-full", "wait"],
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--fifo-full", "wait"],
      "--fifo-full 'wait': not stall or drop"),
-    (["--sample-every", "5", "--dither", "x"],
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--dither", "x"],
      "--dither 'x': not a decimal seed"),
-    (["--sample-every", "0"], "--sample-every '0': not a count from 1 to "
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "0"], "--sample-every '0': not a count from 1 to "
                               "16777215"),
-    (["--sample-every", "16777216"], "not a count from 1 to 16777215"),
-    (["--sample-every", "9x"], "--sample-every '9x'"),
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "16777216"], "not a count from 1 to 16777215"),
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "9x"], "--sample-every '9x'"),
     (["--reference"], "--reference, --samples-out, --events-out, --no-watch, "
                       "--exact-counts and --call-graph need --sample-every N"),
     (["--call-graph", "4"], "need --sample-every N"),
-    (["--sample-every", "5", "--call-graph", "65"],
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--call-graph", "65"],
      "--call-graph '65': not a depth from 1 to 64"),
     (["--samples-out", "x"], "need --sample-every N"),
     (["--exact-counts", "x"], "need --sample-every N"),
     (["--events-out", "x"], "need --sample-every N"),
     (["--no-watch"], "need --sample-every N"),
-    (["--sample-every", "5", "--events-out", "/nonexistent/dir/e"],
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5",
+      "--events-out", "/nonexistent/dir/e"],
      "/nonexistent/dir/e: /nonexistent: no such directory"),
-    (["--sample-every", "5", "--fifo-depth", "1000"],
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5",
+      "--fifo-depth", "1000"],
      "FIFO depth 1000 is not a power of two"),
-    (["--sample-every", "5", "--samples-out", "/nonexistent/dir/s"],
+    (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5",
+      "--samples-out", "/nonexistent/dir/s"],
      "/nonexistent/dir/s: /nonexistent: no such directory"),
 ])
 def test_trace_option_errors(coprof_bin, build_dir, options, message):
@@ -183,7 +186,7 @@ def test_trace_option_errors(coprof_bin, build_dir, options, message):
 def test_missing_plugin_is_reported(coprof_bin, build_dir, tmp_path):
     image = os.path.join(build_dir, "examples", "kernels.elf")
     env = dict(os.environ, COPROF_TRACE_PLUGIN=str(tmp_path / "nothing.so"))
-    proc = subprocess.run([coprof_bin("cop-run"), "--sample-every", "5",
+    proc = subprocess.run([coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "5",
                            image, "1"], capture_output=True, text=True,
                           env=env, timeout=60)
     assert proc.returncode == 125
@@ -196,7 +199,7 @@ def test_private_register_file_is_never_left_behind(coprof_bin, build_dir,
     run killed from outside leaves nothing in $TMPDIR."""
     image = os.path.join(build_dir, "examples", "kernels.elf")
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    proc = subprocess.Popen([coprof_bin("cop-run"), "--sample-every", "1000",
+    proc = subprocess.Popen([coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000",
                              image, "100000"], env=env,
                             stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

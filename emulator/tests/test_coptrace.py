@@ -38,7 +38,7 @@ class Traced:
 
 def trace_args(every, samples, reference=False, depth=None, regs=None,
                context=None, slot=None, drain=True):
-    args = ["run", "--sample-every", str(every), "--samples-out", samples]
+    args = ["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every), "--samples-out", samples]
     if reference:
         args.append("--reference")
     if depth:
@@ -254,12 +254,12 @@ def test_context_in_use_refused(coprof_bin, build_dir, qemu_command, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["run", "--", "true"], "run needs --sample-every N"),
-    (["run", "--sample-every", "0", "--", "true"], "outside 1..16777215"),
-    (["run", "--sample-every", "16777216", "--", "true"], "outside 1..16777215"),
-    (["run", "--sample-every", "5"], "needs an emulator command"),
-    (["run", "--sample-every", "5", "--fifo-depth", "1000", "--", "true"],
+    (["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "0", "--", "true"], "outside 1..16777215"),
+    (["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "16777216", "--", "true"], "outside 1..16777215"),
+    (["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "5"], "needs an emulator command"),
+    (["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--fifo-depth", "1000", "--", "true"],
      "FIFO depth 1000 is not a power of two"),
-    (["run", "--sample-every", "5", "--slot", "8", "--", "true"],
+    (["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--slot", "8", "--", "true"],
      "out of range"),
     (["create"], "create needs exactly one FILE"),
     (["show", "/nonexistent/regs"], "/nonexistent/regs: cannot open"),

@@ -53,7 +53,7 @@ def cop_run(coprof_bin, tmp_path, image, every, *options):
     samples = tmp_path / ("samples-" + tag)
     events = tmp_path / ("events-" + tag)
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", str(every),
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every),
          "--fifo-depth", str(1 << 21), "--samples-out", str(samples),
          "--events-out", str(events), *options, image, ROUNDS],
         capture_output=True, text=True, timeout=300)
@@ -172,7 +172,7 @@ def test_image_without_overlays_is_not_watched(coprof_bin, tmp_path,
     image = os.path.join(build_dir, "examples", "kernels.elf")
     events = tmp_path / "events"
     proc = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", "1000", "--events-out",
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000", "--events-out",
          str(events), image, "1"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

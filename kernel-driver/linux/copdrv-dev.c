@@ -232,6 +232,7 @@ COPDRV_PARAM(fifo_full);
 COPDRV_PARAM(watermark);
 COPDRV_PARAM(dither);
 COPDRV_PARAM(dither_seed);
+COPDRV_PARAM(event);
 
 /*
  * Starts a session with the parameters set, the reader kept away, and the
@@ -343,6 +344,7 @@ static struct attribute *copdrv_control_attrs[] = {
 	&dev_attr_watermark.attr,
 	&dev_attr_dither.attr,
 	&dev_attr_dither_seed.attr,
+	&dev_attr_event.attr,
 	&dev_attr_enable.attr,
 	NULL,
 };

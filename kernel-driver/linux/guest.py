@@ -312,7 +312,7 @@ def run(module, regs_files, script, stream_files=(), timeout=60,
 # order they are written.
 SESSION_PARAMS = ("lfsr_value", "lfsr_count", "poll_interval_ns", "clock_hz",
                   "buffer_bytes", "fifo_full", "watermark", "dither",
-                  "dither_seed")
+                  "dither_seed", "event")
 START_TIMEOUT = 60      # boot, insmod, parameters, enable
 STATS_TIMEOUT = 10
 STOP_TIMEOUT = 60       # STOP, the reader's end, rmmod, power-off

@@ -43,6 +43,7 @@
 
 struct options {
 	guint32 sample_every;
+	guint32 event;			/* TRACE_EVENT_*: what N counts */
 	guint64 poll_us;		/* 0: from lfsr_poll_interval_ns */
 	guint64 clock_hz;
 	guint32 buffer_bytes;
@@ -99,7 +100,9 @@ static void usage(FILE *out)
 	fputs("usage: copdrv-qemu --sample-every N --stream FILE [OPTIONS]\n"
 	      "                   -- IMAGE [ARGS...] [+ IMAGE [ARGS...]]...\n"
 	      "\n"
-	      "  -n, --sample-every N  one capture every N instructions\n"
+	      "  -n, --sample-every N  one capture every N events\n"
+	      "      --event E         SPU_CYCLES (default: the timing\n"
+	      "                        model's cycles) or SPU_INSTRUCTIONS\n"
 	      "  -s, --stream FILE     write the driver's stream to FILE\n"
 	      "      --poll-us U       poll interval (default: from lfsr/)\n"
 	      "      --clock-hz HZ     nominal clock (default 1000000000)\n"
@@ -132,6 +135,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "slice-us", required_argument, NULL, 'S' },
 		{ "reference", no_argument, NULL, 'R' },
 		{ "console", required_argument, NULL, 'C' },
+		{ "event", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	guint64 v;
@@ -171,6 +175,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'R':
 			o->reference = 1;
+			break;
+		case 'e':
+			bad = trace_parse_event(optarg, &o->event);
 			break;
 		case 'C':
 			o->console_path = optarg;
@@ -449,6 +456,7 @@ static int start_driver(struct harness *h)
 		.clock_hz = h->opts.clock_hz,
 		.fifo_depth = h->opts.fifo_depth,
 		.buffer_bytes = h->opts.buffer_bytes,
+		.event = h->opts.event,
 	};
 	char err[512];
 

@@ -87,13 +87,15 @@ class Stream:
 
 
 def reference_trace(cop_run, image, args, every, fifo_depth=1 << 22,
-                    dither=None):
+                    dither=None, event="SPU_INSTRUCTIONS"):
     """Runs cop-run in reference mode (dithered with seed `dither` unless
-    None); returns (addresses, counters)."""
+    None), one capture every `every` of `event`; returns (addresses,
+    counters)."""
     seed = [] if dither is None else ["--dither", str(dither)]
     with tempfile.NamedTemporaryFile("r") as out:
         result = subprocess.run(
-            [cop_run, "--sample-every", str(every), "--reference",
+            [cop_run, "--event", event, "--sample-every", str(every),
+             "--reference",
              "--samples-out", out.name, "--fifo-depth", str(fifo_depth)] +
             seed + [image] + [str(a) for a in args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

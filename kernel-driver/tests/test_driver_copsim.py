@@ -77,17 +77,19 @@ def run_one_command(coprof_bin, tmp_path, options, command,
     return result, stream_path
 
 
+@pytest.mark.parametrize("event", ["SPU_CYCLES", "SPU_INSTRUCTIONS"])
 @pytest.mark.parametrize("dither", [None, 12345])
 def test_one_command_matches_reference(coprof_bin, test_bin, example,
-                                       tmp_path, dither):
+                                       tmp_path, dither, event):
     """One context on its own: the stream is the reference capture
-    sequence of cop-run, sample for sample, and conservation holds; with
-    --dither=SEED the dithered sequence of cop-run --dither SEED, and the
-    START record and the session carry the seed."""
+    sequence of cop-run counting the same event, sample for sample, and
+    conservation holds; with --dither=SEED the dithered sequence of
+    cop-run --dither SEED, and the START record carries the seed and the
+    event."""
     image = example("overlays")
     seed = ["--no-dither"] if dither is None else ["--dither=%d" % dither]
     result, path = run_one_command(
-        coprof_bin, tmp_path, ["--event=SPU_CYCLES:997"] + seed,
+        coprof_bin, tmp_path, ["--event=%s:997" % event] + seed,
         [test_bin("cop-host"), image, "5"])
     assert result.returncode == 0, result.stderr
     check_rules(test_bin, path)
@@ -95,9 +97,10 @@ def test_one_command_matches_reference(coprof_bin, test_bin, example,
     assert_conservation(slot_counters(result.stderr), stream)
     context, = host_contexts(result.stdout)
     want, counters = reference_trace(coprof_bin("cop-run"), image, [5], 997,
-                                     dither=dither)
+                                     dither=dither, event=event)
     assert stream.samples[context] == want
     assert stream.start["lfsr_count"] == 997
+    assert stream.start["event"] == (event == "SPU_INSTRUCTIONS")
     assert stream.start["dither"] == (dither is not None)
     assert stream.start["dither_seed"] == (dither or 0)
     assert stream.start["fifo_full"] == 1       # stall, the default
@@ -140,7 +143,7 @@ def test_one_command_time_slicing(coprof_bin, test_bin, example, tmp_path,
     images = [example("overlays"), example("pipeline")]
     result, path = run_one_command(
         coprof_bin, tmp_path,
-        ["--event=SPU_CYCLES:%d" % every, "--no-dither", "--slots", "1",
+        ["--event=SPU_INSTRUCTIONS:%d" % every, "--no-dither", "--slots", "1",
          "--slice", "50000"] + options,
         ["sh", "-c", SLICING_SCRIPT, "sh", test_bin("cop-host")] + images,
         fifo_depth=fifo_depth)
@@ -257,6 +260,10 @@ SetRequest = CONTROL.struct("copdrv_control_set")
 BareRequest = CONTROL.struct("copdrv_control_request")
 Reply = CONTROL.struct("copdrv_control_reply")
 StatsReply = CONTROL.struct("copdrv_control_stats")
+# The parameters' second form: the full form's first bytes, up to
+# dither_seed (no event), as an older sender sends them.
+SET_V2_SIZE = (ctypes.sizeof(Header)
+               + CONTROL.defines["COPDRV_CONTROL_PARAMS_V2_SIZE"])
 
 
 class Control:
@@ -266,9 +273,12 @@ class Control:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.connect(path)
 
-    def request(self, message, type_, reply_type=Reply):
-        message.header = Header(VERSION, type_, ctypes.sizeof(message))
-        self.sock.sendmsg([bytes(message)])
+    def request(self, message, type_, reply_type=Reply, size=None):
+        """Sends message (its first size bytes, if given); the reply and
+        the descriptors it carried."""
+        size = ctypes.sizeof(message) if size is None else size
+        message.header = Header(VERSION, type_, size)
+        self.sock.sendmsg([bytes(message)[:size]])
         data, ancillary, _, _ = self.sock.recvmsg(16384, socket.CMSG_SPACE(8))
         fds = []
         for level, kind, payload in ancillary:
@@ -352,12 +362,21 @@ def test_control_interface(coprof_bin, test_bin, example, daemon, tmp_path):
     reply, _ = control.request(old, SET)
     assert reply.status.error == 0 and reply.params.fifo_full == 0
     assert reply.params.dither == 0
+    # The second form (no event): SPU_CYCLES.
+    second = SetRequest(params=Params(lfsr_value=value, lfsr_count=count,
+                                      poll_interval_ns=200000, dither=1))
+    reply, _ = control.request(second, SET, size=SET_V2_SIZE)
+    assert reply.status.error == 0 and reply.params.dither == 1
+    assert reply.params.event == 0
+    reply = control.set(value, count, 200000, event=2)
+    assert reply.status.error == errno.EINVAL
+    assert b"event 2 is not 0" in reply.status.message
     reply = control.set(value, count, 200000, fifo_full=1, dither=1,
-                        dither_seed=2 ** 64 - 1, watermark=100)
+                        dither_seed=2 ** 64 - 1, watermark=100, event=1)
     assert reply.status.error == 0 and reply.params.lfsr_count == count
     assert (reply.params.fifo_full, reply.params.dither,
-            reply.params.dither_seed, reply.params.watermark) == \
-        (1, 1, 2 ** 64 - 1, 100)
+            reply.params.dither_seed, reply.params.watermark,
+            reply.params.event) == (1, 1, 2 ** 64 - 1, 100, 1)
 
     reply, fds = control.simple(START)
     assert reply.status.error == 0 and reply.running == 1
@@ -390,8 +409,8 @@ def test_control_interface(coprof_bin, test_bin, example, daemon, tmp_path):
     assert stats.stalls == sum(stats.slot_stalls)
     assert stats.stall_ns == sum(stats.slot_stall_ns)
     assert (stream.start["fifo_full"], stream.start["dither"],
-            stream.start["dither_seed"], stream.start["watermark"]) == \
-        (1, 1, 2 ** 64 - 1, 100)
+            stream.start["dither_seed"], stream.start["watermark"],
+            stream.start["event"]) == (1, 1, 2 ** 64 - 1, 100, 1)
     context, = host_contexts(host.stdout)
     want, _ = reference_trace(coprof_bin("cop-run"), example("kernels"), [1],
                               count, dither=2 ** 64 - 1)

@@ -51,7 +51,8 @@ def assert_conservation(report, stream):
 
 @pytest.fixture(scope="module")
 def side_by_side(test_bin, example, tmp_path_factory):
-    """kernels and overlays at once, each on its own slot, N = 997."""
+    """kernels and overlays at once, each on its own slot, SPU_CYCLES:997
+    (the default event)."""
     return run_harness(test_bin, tmp_path_factory.mktemp("side"),
                        ["--sample-every", "997", "--poll-us", "200"],
                        [(example("kernels"), 2), (example("overlays"), 20)])
@@ -63,16 +64,19 @@ def test_side_by_side_conservation(side_by_side):
     assert_conservation(report, stream)
     assert stream.start["lfsr_count"] == 997
     assert stream.start["poll_interval_ns"] == 200000
+    assert stream.start["event"] == 0           # SPU_CYCLES
 
 
 @pytest.mark.parametrize("context,name,args", [(1, "kernels", 2),
                                                (2, "overlays", 20)])
 def test_side_by_side_matches_reference(side_by_side, coprof_bin, example,
                                         context, name, args):
-    """Sample for sample the reference mode's capture sequence."""
+    """Sample for sample the reference mode's capture sequence of the
+    timing model's cycles."""
     report, stream = side_by_side
     addresses, counters = reference_trace(coprof_bin("cop-run"),
-                                          example(name), [args], 997)
+                                          example(name), [args], 997,
+                                          event="SPU_CYCLES")
     assert counters["dropped"] == 0
     assert report["slot"][context - 1]["dropped"] == 0
     assert stream.samples[context] == addresses
@@ -105,13 +109,16 @@ def test_time_slicing_attributes_every_sample(test_bin, coprof_bin, example,
     runs on across switches.  From each context's slices (CONTEXT to
     RELEASE cycles) and its every-instruction reference trace, the
     captures it must own are known exactly: the stream gives it those and
-    no others."""
+    no others.  The slot counts SPU_INSTRUCTIONS, so that a slice's
+    length is its instructions."""
     runs = [("kernels", 2), ("overlays", 2), ("pipeline", 1)]
     every = 101
     report, stream = run_harness(
-        test_bin, tmp_path, ["--sample-every", str(every), "--slice-us", "300"],
+        test_bin, tmp_path, ["--sample-every", str(every), "--slice-us", "300",
+                             "--event", "SPU_INSTRUCTIONS"],
         [(example(name), args) for name, args in runs])
     assert_conservation(report, stream)
+    assert stream.start["event"] == 1
     assert sum(len(s) for s in stream.slices.values()) > len(runs)
     assert stream.slices[1][0][0] == 0
     outside_total = 0

@@ -330,8 +330,7 @@ def _write_callgrind(all_st, out, sampling, name, places):
     out.write("# callgrind format\nversion: 1\ncreator: copreport\n")
     out.write("cmd: %s\n" % name)
     if sampling is not None and sampling.period:
-        out.write("desc: Sampling: a capture every %d cycles "
-                  "(SPU_CYCLES:%d)\n" % (sampling.period, sampling.period))
+        out.write("desc: Sampling: %s\n" % sampling.period_text())
     out.write("positions: line\nevents: Samples\n")
     out.write("summary: %d\n" % total)
     by_caller = collections.OrderedDict()

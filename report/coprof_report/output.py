@@ -87,6 +87,7 @@ def _group_json(g):
 
 def _sampling_json(smp):
     return {"period_cycles": smp.period or None,
+            "event": smp.event,
             "fifo_full": smp.fifo_full,
             "dither": smp.dither,
             "dither_seed": int(smp.dither_seed)
@@ -183,8 +184,7 @@ def _stall_text(smp, count, ns, slots=1):
 def _sampling_lines(prof):
     """The header's account of how the session was sampled."""
     smp = prof.sampling
-    period = ("a capture every %d cycles (SPU_CYCLES:%d)"
-              % (smp.period, smp.period) if smp.period
+    period = (smp.period_text() if smp.period
               else "capture period not recorded")
     if smp.dither == "on":
         dither = "dither on (seed %s)" % smp.dither_seed

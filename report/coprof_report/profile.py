@@ -412,15 +412,18 @@ class Profile:
 
 
 class Sampling:
-    """How a session was sampled: the period N (cycles per capture), the
-    FIFO-full policy, the dither and the time stalled on a full FIFO.
-    fifo_full, dither: the session's words, None when not recorded."""
+    """How a session was sampled: the event and its period N (events per
+    capture), the FIFO-full policy, the dither and the time stalled on a
+    full FIFO.  event, fifo_full, dither: the session's words, None when
+    not recorded (event: a session of stream 1.4 or older, whose
+    SPU_CYCLES counted retired instructions)."""
 
     def __init__(self, session):
         self.period = session.int_key("stream.lfsr_count")
         self.fifo_full = session.keys.get("sampling.fifo_full")
         self.dither = session.keys.get("sampling.dither")
         self.dither_seed = session.keys.get("sampling.dither_seed")
+        self.event = session.keys.get("sampling.event")
         self.slots = session.int_key("stream.slots")
         start = session.int_key("stream.start_time_ns")
         stop = session.int_key("stream.stop_time_ns")
@@ -435,6 +438,22 @@ class Sampling:
         s[1] += ns
         self.stall_count += count
         self.stall_ns += ns
+
+    def period_text(self):
+        """How often a capture was taken, e.g. "SPU_CYCLES:2003 (modelled
+        cycles), a capture every 2003 cycles"; a session that does not
+        record its event (stream 1.4 and older) keeps the old words."""
+        n = self.period
+        if self.event == "SPU_CYCLES":
+            return ("SPU_CYCLES:%d (modelled cycles), a capture every %d "
+                    "cycles" % (n, n))
+        if self.event == "SPU_INSTRUCTIONS":
+            return ("SPU_INSTRUCTIONS:%d, a capture every %d retired "
+                    "instructions" % (n, n))
+        if self.event is not None:
+            return "event %s:%d, a capture every %d events" % (
+                self.event, n, n)
+        return "a capture every %d cycles (SPU_CYCLES:%d)" % (n, n)
 
     def share(self, ns, slots=1):
         """ns as a percent of `slots` slots' run time; None if unknown."""

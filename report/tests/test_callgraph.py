@@ -3,8 +3,9 @@ a program whose call tree is known: main -> a -> hot_b (three times the
 work of) main -> c -> hot_b, a tail call e => d, recursion, overlays that
 replace their caller, a longjmp.
 
-The truth is the trace unit's own stack at every instruction (cop-run
---sample-every 1 --call-graph): the sampled session's inclusive and self
+The truth is the trace unit's own stack at every modelled cycle (cop-run
+--event SPU_CYCLES --sample-every 1 --call-graph, the event the session
+samples): the sampled session's inclusive and self
 shares must hold it within their 95% intervals (the recording's dither
 seed is fixed, so the test is deterministic), and the edges must be the
 program's."""
@@ -50,10 +51,12 @@ def recorded(coprof_bin, build_dir, calltree, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def truth(coprof_bin, calltree, tmp_path_factory):
-    """{function: (inclusive, self) fraction} of every instruction the
-    program ran, from the reference stacks at every instruction."""
+    """{function: (inclusive, self) fraction} of every cycle the program
+    ran, from the trace unit's stacks at every cycle (SPU_CYCLES, as the
+    session records)."""
     d = tmp_path_factory.mktemp("truth")
-    subprocess.run([coprof_bin("cop-run"), "--sample-every", "1",
+    subprocess.run([coprof_bin("cop-run"), "--event", "SPU_CYCLES",
+                    "--sample-every", "1",
                     "--call-graph", "64", "--fifo-depth", str(1 << 21),
                     "--samples-out", str(d / "s"), "--events-out",
                     str(d / "e"), calltree, ROUNDS],

@@ -258,3 +258,22 @@ def test_intervals_are_wilsons_in_every_format(make, copreport):
     assert "95% Wilson score interval" in text and "not aliasing" in text
     (row,) = as_json(copreport, d)["rows"]
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((r.ci_low, 100))
+
+
+@pytest.mark.parametrize("event,words", [
+    ("SPU_CYCLES", "SPU_CYCLES:2003 (modelled cycles), a capture every 2003"
+                   " cycles"),
+    ("SPU_INSTRUCTIONS", "SPU_INSTRUCTIONS:2003, a capture every 2003"
+                         " retired instructions")])
+def test_header_says_the_event(make, copreport, event, words):
+    """A session of stream 1.5 records its event: the header names it,
+    and JSON's sampling.event carries it (null for an older session)."""
+    d = make("ev", {1: 10}, [],
+             {"stream.lfsr_count": 2003, "sampling.event": event,
+              "sampling.fifo_full": "drop", "sampling.dither": "off",
+              "sampling.dither_seed": 0}, stalls=[])
+    line = report(copreport, d).splitlines()[2]
+    assert line.startswith("sampling: %s, dither off" % words)
+    assert as_json(copreport, d)["sampling"]["event"] == event
+    old = make("ev-old", {1: 10}, [], {"stream.lfsr_count": 2003})
+    assert as_json(copreport, old)["sampling"]["event"] is None

@@ -28,4 +28,9 @@ int libcop_connect(void);
  */
 int libcop_copsim_gone(const char *socket_path, int error);
 
+/* The context's mailbox block, the last page of its mapped data window
+ * (mailbox.c). */
+struct cop_context;
+volatile struct cop_mbox *libcop_mailbox(struct cop_context *ctx);
+
 #endif /* COPROF_LIBCOP_INT_H */

@@ -18,6 +18,7 @@
  */
 #include "sdk/libcop.h"
 
+#include "abi/cop-abi.h"
 #include "common/copsim-socket.h"
 #include "sdk/libcop/libcop-int.h"
 #include "common/safe-file.h"
@@ -345,8 +346,13 @@ void cop_context_set_cycle_limit(cop_context_t *ctx, uint64_t cycles)
 void *cop_context_data(cop_context_t *ctx, size_t *size)
 {
     if (size)
-        *size = ctx->data_size;
+        *size = ctx->data_size - COP_MBOX_SIZE;
     return ctx->data;
+}
+
+volatile struct cop_mbox *libcop_mailbox(cop_context_t *ctx)
+{
+    return (volatile struct cop_mbox *)(ctx->data + COP_MBOX_OFFSET);
 }
 
 /* Packs argv into the request; -1 when it does not fit. */

@@ -11,6 +11,7 @@ LIBCOP_SONAME := libcop.so.1
 LIBCOP := $(LIB)/$(LIBCOP_SONAME)
 LIBCOP_LINK := $(LIB)/libcop.so
 LIBCOP_OBJS := $(OBJ)/sdk/libcop/libcop.o $(OBJ)/sdk/libcop/private.o \
+	$(OBJ)/sdk/libcop/mailbox.o \
 	$(OBJ)/common/copsim-socket.o $(OBJ)/common/safe-file.o
 LIBCOP_PC := $(LIB)/pkgconfig/libcop.pc
 

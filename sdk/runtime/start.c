@@ -5,7 +5,7 @@
  * starts (docs/coprocessor-abi.md): where the image and the data window are
  * in main memory, and argc/argv.  __cop_start checks it, marks it started
  * (so that the runner can tell a QEMU that never ran the program from a
- * program that exited) and runs main.
+ * program that exited), sets up the DMA channel (mfc.c) and runs main.
  */
 #include "sdk/cop.h"
 
@@ -20,6 +20,7 @@ static const struct cop_boot_block *boot_block(void)
 
 int main(int argc, char **argv);
 void __cop_start(void);
+void __cop_mfc_init(void);
 
 void __cop_start(void)
 {
@@ -29,6 +30,7 @@ void __cop_start(void)
         cop_fatal("no boot block at 0x%08x: start the program with cop-run "
                   "or copsim", COP_BOOT_BASE);
     ((volatile struct cop_boot_block *)boot)->started = COP_BOOT_STARTED;
+    __cop_mfc_init();
     cop_exit(main((int)boot->argc, (char **)(uintptr_t)boot->argv_addr));
 }
 

@@ -491,7 +491,8 @@ def load_images(args):
 def trace_command(args, ram, main, regs=None, context=0, counts_suffix=""):
     """coptrace run with the trace unit's options, then QEMU on ram (with
     several slots, each its own exact-counts file, FILE.slotN)."""
-    cmd = [args.coptrace, "run", "--sample-every", str(args.sample_every)]
+    cmd = [args.coptrace, "run", "--event", "SPU_INSTRUCTIONS",
+           "--sample-every", str(args.sample_every)]
     if regs:
         cmd += ["--regs", regs, "--context", str(context),
                 "--slot", str(context)]

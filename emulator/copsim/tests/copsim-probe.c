@@ -6,6 +6,11 @@
  *   hello             print "hello from CONTEXT-NAME" and exit 0
  *   spin N            N rounds of arithmetic (about 8 instructions each),
  *                     then print the result
+ *   hop N             N rounds of a loop whose every block ends in a
+ *                     branch the timing model charges: a taken forward
+ *                     branch (mispredicted) and an indirect jump, so that
+ *                     wherever a context is preempted, its last block's
+ *                     exit costs cycles
  *   loop              never end
  *   data N            data[i] = data[i] * 3 + 1 for the first N words of
  *                     the data window, then print their sum
@@ -29,6 +34,22 @@ static int spin(unsigned rounds)
         x = x * 1103515245u + 12345u + (x >> 7);
     sink = x;
     cop_printf("spin %u -> %08x\n", rounds, (unsigned)sink);
+    return 0;
+}
+
+static int hop(unsigned rounds)
+{
+    unsigned left = rounds;
+
+    __asm__ volatile(
+        "   la      t0, 1f\n"
+        "1: addi    %0, %0, -1\n"
+        "   bnez    %0, 2f\n"          /* forward, taken: 18 cycles */
+        "   j       3f\n"
+        "2: jr      t0\n"              /* indirect: 18 cycles */
+        "3:\n"
+        : "+r"(left) : : "t0", "memory");
+    cop_printf("hop %u\n", rounds);
     return 0;
 }
 
@@ -77,6 +98,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(command, "spin") == 0)
         return spin(number);
+    if (strcmp(command, "hop") == 0)
+        return hop(number);
     if (strcmp(command, "loop") == 0)
         loop_forever();
     if (strcmp(command, "data") == 0)

@@ -9,7 +9,9 @@ checking that it exited cleanly.  sched_events(log) reads the log with
 (the format's first word) and every key=value of the format with its
 argument.  check_slot_history() is the consistency check of the issue:
 per slot, bind and unbind alternate, name the same context, and the slot's
-cycle counter only moves while a context is bound.
+cycle counter only moves while a context is bound.  counted_cycles()
+is a context's modelled cycles by its exact counts (copsim --exact-counts
+DIR), the truth of the slot cycles its bindings add up to.
 """
 
 import json
@@ -18,6 +20,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -25,6 +28,8 @@ import pytest
 
 SOURCE = os.environ.get("COPROF_SOURCE", os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+sys.path.insert(0, os.path.join(SOURCE, "tests"))
+import exact_counts  # noqa: E402  (needs the path above)
 FIELD = re.compile(r"(\w+)=(?:0x)?%[-0-9]*(?:ll|l|z)?[a-z]")
 
 
@@ -156,6 +161,14 @@ def check_slot_history(events, n_slots):
                 (slot, start["cycles"], e["cycles"], e["reason"]))
     assert not bound, ("still bound at the end", bound)
     return bindings
+
+
+def counted_cycles(counts_dir, context):
+    """The timing model's cycles of every run of context `context` in
+    copsim's --exact-counts DIR: what its slots counted (SPU_CYCLES) while
+    it was bound."""
+    path = os.path.join(str(counts_dir), "context-%d.counts" % int(context))
+    return sum(r.cycles for r in exact_counts.read_counts(path))
 
 
 def wait_for(predicate, timeout=30, interval=0.05):

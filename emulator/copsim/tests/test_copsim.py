@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from copsim_harness import (SOURCE, check_slot_history, parse_host_lines,
-                            sched_events, wait_for)
+from copsim_harness import (SOURCE, check_slot_history, counted_cycles,
+                            parse_host_lines, sched_events, wait_for)
 
 sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
 import coprof_stream  # noqa: E402  (needs the path above)
@@ -43,8 +43,8 @@ def test_runs_an_embedded_program(copsim, test_bin, build_dir):
 
 
 def test_sched_records_carry_identity_and_clocks(copsim, test_bin,
-                                                 build_dir):
-    sim = copsim()
+                                                 build_dir, tmp_path):
+    sim = copsim("--exact-counts", str(tmp_path))
     before = time.monotonic_ns()
     result, (ctx,) = host(test_bin, sim, "embedded", "spin", "1000")
     after = time.monotonic_ns()
@@ -59,7 +59,9 @@ def test_sched_records_carry_identity_and_clocks(copsim, test_bin,
     # within the host's run (the log's TSC calibration within 10 us)
     assert before <= create["mono"] and exit_["mono"] <= after
     assert before - 10_000 <= bind["time_ns"] <= after + 10_000
-    assert exit_["cycles"] - bind["cycles"] == int(ctx["instructions"])
+    # The slot's clock counts SPU_CYCLES, the context's its instructions.
+    assert exit_["cycles"] - bind["cycles"] == counted_cycles(
+        tmp_path, ctx["context"])
     assert exit_["instructions"] == int(ctx["instructions"])
     # The creation call stack names the host program and libc.
     frames = create["stack"].split()
@@ -98,7 +100,10 @@ def test_consoles_sharing_stdout_keep_whole_lines(copsim, test_bin):
 
 def test_time_slices_preempt_every_context(copsim, test_bin, build_dir,
                                            tmp_path):
-    sim = copsim("--slots", "2", "--slice", "100000")
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    sim = copsim("--slots", "2", "--slice", "100000", "--exact-counts",
+                 str(counts))
     _, contexts = host(test_bin, sim, "--threads", "4", "--contexts", "4",
                        "--console-file", str(tmp_path / "console-%d"),
                        "--rendezvous", "embedded", "rendezvous", "5000000")
@@ -113,7 +118,7 @@ def test_time_slices_preempt_every_context(copsim, test_bin, build_dir,
         runs = bindings[int(c["context"])]
         # Every cycle the context ran is on one of its bindings.
         assert sum(end - start for _, start, end, _ in runs) == \
-            int(c["instructions"])
+            counted_cycles(counts, c["context"])
         assert [r for _, _, _, r in runs][-1] == "exit"
         assert len(runs) == int(c["binds"]) == int(c["preemptions"]) + 1
 

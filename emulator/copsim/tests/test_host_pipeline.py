@@ -7,7 +7,8 @@ import re
 import subprocess
 import sys
 
-from copsim_harness import SOURCE, check_slot_history, sched_events
+from copsim_harness import (SOURCE, check_slot_history, counted_cycles,
+                            sched_events)
 
 sys.path.insert(0, os.path.join(SOURCE, "examples"))
 import example_models  # noqa: E402  (needs the path above)
@@ -21,7 +22,10 @@ def host_pipeline(build_dir, sim, *args):
 
 
 def test_host_pipeline_checks_every_result(copsim, build_dir, tmp_path):
-    sim = copsim("--slots", "3", "--slice", "200000")
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    sim = copsim("--slots", "3", "--slice", "200000", "--exact-counts",
+                 str(counts))
     consoles = tmp_path / "consoles"
     consoles.mkdir()
     result = host_pipeline(build_dir, sim, "--threads", "6", "--contexts",
@@ -55,7 +59,7 @@ def test_host_pipeline_checks_every_result(copsim, build_dir, tmp_path):
             assert e["status"] == 0
             ran = sum(end - start
                       for _, start, end, _ in bindings[e["context"]])
-            assert ran == e["instructions"]
+            assert ran == counted_cycles(counts, e["context"])
     # Contexts came from several host threads of one process.
     creators = {e["tid"] for e in events if e["kind"] == "create"}
     assert len(creators) == 6

@@ -255,8 +255,8 @@ def test_exact_counts_of_a_context_that_runs_twice(copsim, probe_image,
     client.close()
     path = counts_dir / ("context-%d.counts" % created.context_id)
     text = path.read_text()
-    assert text.startswith("coprof-exact-counts 1\n")
-    assert text.count("coprof-exact-counts 1\n") == 2
+    assert text.startswith("coprof-exact-counts 2\n")
+    assert text.count("coprof-exact-counts 2\n") == 2
     totals = [int(n) for n in re.findall(r"^end instructions=(\d+) ", text,
                                          re.M)]
     assert totals == instructions and all(instructions)

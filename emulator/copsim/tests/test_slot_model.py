@@ -16,8 +16,10 @@ import subprocess
 import sys
 import time
 
-from copsim_harness import (SOURCE, check_slot_history, parse_host_lines,
-                            sched_events)
+import pytest
+
+from copsim_harness import (SOURCE, check_slot_history, counted_cycles,
+                            parse_host_lines, sched_events)
 
 sys.path.insert(0, os.path.join(SOURCE, "tests"))
 import exact_counts  # noqa: E402
@@ -29,25 +31,36 @@ def host(test_bin, sim, *args, timeout=300):
     return result, parse_host_lines(result.stdout)
 
 
-def counts_by_pc(path):
-    """Exact counts of a file's runs, by pc."""
+def counts_by_pc(path, cycles=False):
+    """Exact counts of a file's runs, by pc: instructions, or with
+    cycles=True (pc, reason): cycles."""
     counts = collections.Counter()
     for run in exact_counts.read_counts(path):
         for code in run.codes:
             for insn in code.insns:
-                counts[insn.pc] += insn.count
+                if not cycles:
+                    counts[insn.pc] += insn.count
+                    continue
+                for reason in exact_counts.REASONS:
+                    counts[insn.pc, reason] += getattr(insn, reason)
     return counts
 
 
+# spin: arithmetic; hop: a loop whose every block's exit costs cycles (a
+# mispredicted branch, an indirect jump), so that a preemption lands after
+# such an exit, which must be charged for the block the context resumes at.
+@pytest.mark.parametrize("program", ["spin", "hop"])
 def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
                                                    probe_image, build_dir,
-                                                   tmp_path):
+                                                   tmp_path, program):
     # Four contexts on two slots, gathered so that they certainly wait and
     # are preempted (at 100,000-cycle slices; 24 M instructions each, many
     # of copsim's 1 ms ticks), each moved through the slot
     # emulators as saved state: each executes exactly what cop-run counts
-    # for it alone, instruction by instruction, and the slots' cycles
-    # between its binds and unbinds add up to its instructions.
+    # for it alone, instruction by instruction, costs the cycles it costs
+    # alone, pc by pc and reason by reason (the stub's patched words are
+    # costed as the image's), and the slots' cycles between its binds and
+    # unbinds add up to those cycles.
     counts_dir = tmp_path / "counts"
     counts_dir.mkdir()
     os.environ["COPSIM_TEST_GATHER"] = "4"
@@ -58,15 +71,17 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         del os.environ["COPSIM_TEST_GATHER"]
     result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
                             "4", "--console-file", "/dev/null", "embedded",
-                            "spin", "3000000")
+                            program, "3000000")
     assert result.returncode == 0, result.stderr + result.stdout
     alone = tmp_path / "alone.counts"
     done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
-                           "--sample-every", "1000003", "--exact-counts",
-                           str(alone), probe_image, "spin", "3000000"],
+                           "--event", "SPU_INSTRUCTIONS", "--sample-every",
+                           "1000003", "--exact-counts", str(alone),
+                           probe_image, program, "3000000"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     want = counts_by_pc(str(alone))
+    want_cycles = counts_by_pc(str(alone), cycles=True)
     events = sched_events(build_dir, sim.log)
     bindings = check_slot_history(events, 2)
     for c in contexts:
@@ -74,9 +89,15 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
         got = counts_by_pc(str(counts_dir / ("context-%s.counts"
                                              % c["context"])))
         assert got == want
+        assert counts_by_pc(str(counts_dir / ("context-%s.counts"
+                                              % c["context"])),
+                            cycles=True) == want_cycles
         assert int(c["instructions"]) == sum(want.values())
+        # copsim's slots count SPU_CYCLES: the timing model's cycles,
+        # which the context's exact counts carry.
         assert sum(end - start for _, start, end, _ in
-                   bindings[int(c["context"])]) == int(c["instructions"])
+                   bindings[int(c["context"])]) == counted_cycles(
+            counts_dir, c["context"])
 
 
 def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
@@ -406,3 +427,30 @@ def test_ram_dir_takes_processes(copsim, build_dir, tmp_path):
         "copsim: --ram-dir: a RAM file per context is the process model's; "
         "the slot model keeps contexts in its own memory (use "
         "--context-model=process)\n")
+
+
+# examples/stream's DMA waits are computed on the context's cycles: a
+# context that costs one cycle more or less on a slot waits differently.
+@pytest.mark.parametrize("mode", ["single", "double"])
+@pytest.mark.parametrize("model", ["slot", "process"])
+def test_dma_kernel_costs_as_under_cop_run(copsim, test_bin, build_dir,
+                                           tmp_path, model, mode):
+    image = os.path.join(build_dir, "examples", "stream.elf")
+    counts_dir = tmp_path / "counts"
+    counts_dir.mkdir()
+    sim = copsim("--context-model=" + model, "--exact-counts",
+                 str(counts_dir))
+    result, contexts = host(test_bin, sim, "--console-file", "/dev/null",
+                            image, mode, "4")
+    assert result.returncode == 0, result.stderr + result.stdout
+    alone = tmp_path / "alone.counts"
+    done = subprocess.run([os.path.join(build_dir, "bin", "cop-run"),
+                           "--sample-every", "1000003", "--exact-counts",
+                           str(alone), image, mode, "4"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (c,) = contexts
+    got = exact_counts.cycles_by_pc(str(counts_dir / ("context-%s.counts"
+                                                      % c["context"])))
+    assert got == exact_counts.cycles_by_pc(str(alone))
+    assert sum(r["dma_wait"] for r in got.values()) > 0

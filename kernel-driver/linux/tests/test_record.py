@@ -4,7 +4,11 @@ driver records.
 host-pipeline is recorded twice at SPU_CYCLES:2003 with --no-dither, once
 through copdrv.ko in a guest and once through the driver hosted in copsim;
 neither may lose a sample, and the two sessions must hold the same samples
-per context and per (context, image, file offset).  The program runs its
+per context and per (context, image, file offset).  A capture that falls in
+QEMU's reset code, before a context's first instruction, is counted by the
+stream as LOST with cause outside-ls (stream.lost includes it) but is no
+loss (no context's code: README.md, "Profile a program"); the two drivers
+must count the same of those.  The program runs its
 contexts from one thread (--threads 1): the trace unit's LFSR belongs to
 the slot, not the context (docs/trace-unit.md), so with several threads the
 order in which contexts reach the slots is a race, and so is each
@@ -73,6 +77,17 @@ def processes_with(text):
     return found
 
 
+def losses(path):
+    """{cause name: captures} of a session's LOST records, but outside-ls
+    (the reset code's, no loss), and its outside-ls count."""
+    db = sqlite3.connect(os.path.join(path, "session.db"))
+    causes = dict(db.execute("SELECT cause_name, SUM(count) FROM "
+                             "lost_by_cause GROUP BY cause"))
+    db.close()
+    outside = causes.pop("outside-ls", 0)
+    return {c: n for c, n in causes.items() if n}, outside
+
+
 @pytest.fixture
 def copcontrol(build_dir, tmp_path):
     """(its state directory, the environment, run(*ARGS)) of a copcontrol
@@ -126,10 +141,14 @@ def test_module_records_what_the_hosted_driver_records(copdrv_ko, build_dir,
     lkeys, lcontexts, loffsets = session(str(tmp_path / "linux"))
     hkeys, hcontexts, hoffsets = session(str(tmp_path / "hosted"))
     assert (lkeys["driver"], hkeys["driver"]) == ("linux", "hosted")
-    for keys in (lkeys, hkeys):
+    for path, keys in ((tmp_path / "linux", lkeys),
+                       (tmp_path / "hosted", hkeys)):
         assert keys["end_state"] == "complete", keys
-        assert int(keys["stream.lost"]) == 0, keys
+        lost, outside = losses(str(path))
+        assert lost == {}, keys
+        assert int(keys["stream.lost"]) == outside <= 8, keys
         assert int(keys["stream.errors"]) == 0, keys
+    assert lkeys["stream.lost"] == hkeys["stream.lost"]
     assert len(lcontexts) == 8
     assert sum(lcontexts.values()) > 5000
     assert lcontexts == hcontexts
@@ -138,8 +157,9 @@ def test_module_records_what_the_hosted_driver_records(copdrv_ko, build_dir,
     check = subprocess.run([os.path.join(build_dir, "bin", "copstream"),
                             "check", copy], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert re.search(r"samples=%s lost=0 contexts=8 errors=0"
-                     % lkeys["stream.samples"], check.stdout), check.stdout
+    assert re.search(r"samples=%s lost=%s contexts=8 errors=0"
+                     % (lkeys["stream.samples"], lkeys["stream.lost"]),
+                     check.stdout), check.stdout
 
     with open(tmp_path / "linux" / "guest.log") as f:
         console = f.read()
@@ -191,11 +211,13 @@ def test_copcontrol_with_the_module(copdrv_ko, build_dir, tmp_path,
     assert stopped.returncode == 0, stopped.stderr
     shutdown = run("--shutdown")
     assert shutdown.returncode == 0, shutdown.stderr
-    keys, contexts, _ = session(str(tmp_path / "data" / "coprof" /
-                                    "current"))
+    current = str(tmp_path / "data" / "coprof" / "current")
+    keys, contexts, _ = session(current)
     assert keys["driver"] == "linux"
     assert keys["end_state"] == "complete", keys
-    assert int(keys["stream.lost"]) == 0
+    lost, outside = losses(current)
+    assert lost == {}, keys
+    assert int(keys["stream.lost"]) == outside <= 8, keys
     assert len(contexts) == 8
     assert not (state / "guest.sock").exists()
     assert "stop -> ok warnings=0" in (state / "guest.log").read_text()

@@ -188,7 +188,7 @@ def cop_run_counts(coprof_bin, tmp_path, image, args, reference):
     status, console, exact counts by pc inside the local store."""
     counts = str(tmp_path / ("cop-run-%d.counts" % len(os.listdir(tmp_path))))
     done = subprocess.run(
-        [coprof_bin("cop-run"), "--sample-every", "1000003",
+        [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", "1000003",
          "--exact-counts", counts] + (["--reference"] if reference else [])
         + [image] + args, capture_output=True, text=True, timeout=600)
     return done.returncode, done.stdout, by_pc(by_instruction(counts)[0])

@@ -1,0 +1,189 @@
+/*
+ * test-timing.c - the timing model (emulator/timing.h): the built-in
+ * machine description, the parser's errors, the decoder's classes, the
+ * scheduler's dependency stalls and the exits' branch costs, each against
+ * the arithmetic of emulator/timing/spu.model.
+ */
+#include "emulator/timing.h"
+
+#include <glib.h>
+#include <string.h>
+
+/* RV32IM encodings. */
+static uint32_t r_type(uint32_t f7, uint32_t rs2, uint32_t rs1, uint32_t f3,
+                       uint32_t rd)
+{
+    return f7 << 25 | rs2 << 20 | rs1 << 15 | f3 << 12 | rd << 7 | 0x33;
+}
+
+static uint32_t addi(uint32_t rd, uint32_t rs1, int32_t imm)
+{
+    return (uint32_t)imm << 20 | rs1 << 15 | rd << 7 | 0x13;
+}
+
+static uint32_t lw(uint32_t rd, uint32_t rs1)
+{
+    return rs1 << 15 | 2u << 12 | rd << 7 | 0x03;
+}
+
+/* bne rs1, rs2, offset (a multiple of 2). */
+static uint32_t bne(uint32_t rs1, uint32_t rs2, int32_t off)
+{
+    uint32_t imm = (uint32_t)off;
+
+    return ((imm >> 12) & 1) << 31 | ((imm >> 5) & 0x3f) << 25 | rs2 << 20
+           | rs1 << 15 | 1u << 12 | ((imm >> 1) & 0xf) << 8
+           | ((imm >> 11) & 1) << 7 | 0x63;
+}
+
+static void test_default_model(void)
+{
+    struct timing_model m;
+
+    timing_model_default(&m);
+    g_assert_cmpuint(m.latency[TIMING_INTEGER], ==, 2);
+    g_assert_cmpuint(m.latency[TIMING_MULTIPLY], ==, 7);
+    g_assert_cmpuint(m.latency[TIMING_LOAD], ==, 6);
+    g_assert_cmpuint(m.issue[TIMING_DIVIDE], ==, 32);
+    g_assert_cmpuint(m.branch_miss, ==, 18);
+    g_assert_cmpuint(m.branch_indirect, ==, 18);
+    g_assert_cmpint(m.predict, ==, TIMING_BACKWARD_TAKEN);
+}
+
+static void expect_error(const char *text, const char *message)
+{
+    struct timing_model m;
+    char err[256];
+
+    g_assert_cmpint(timing_model_parse(&m, text, "t.model", err, sizeof(err)),
+                    ==, -1);
+    g_assert_cmpstr(err, ==, message);
+}
+
+static void test_parse_errors(void)
+{
+    GString *text = g_string_new(timing_default_model);
+
+    expect_error("integer.issue 1\nfoo 3\n", "t.model:2: unknown key 'foo'");
+    expect_error("integer.issue x\n",
+                 "t.model:1: integer.issue: 'x' is not a cycle count in "
+                 "0..1000");
+    expect_error("integer.issue 1\ninteger.issue 2\n",
+                 "t.model:2: integer.issue given twice");
+    expect_error("branch.predict sideways\n",
+                 "t.model:1: branch.predict: 'sideways' is not "
+                 "backward-taken, never-taken or always-taken");
+    expect_error("integer.issue 1 2\n",
+                 "t.model:1: integer.issue: expected one value");
+    expect_error("# nothing\n", "t.model: integer.issue is missing");
+    g_string_replace(text, "integer.issue      1", "integer.issue 0", 1);
+    expect_error(text->str, "t.model: integer.issue must be at least 1");
+    g_string_free(text, TRUE);
+}
+
+static void test_decode(void)
+{
+    struct timing_insn in;
+
+    timing_decode(r_type(1, 3, 2, 0, 1), &in);          /* mul x1,x2,x3 */
+    g_assert_cmpint(in.cls, ==, TIMING_MULTIPLY);
+    g_assert_cmpuint(in.rd, ==, 1);
+    g_assert_cmpuint(in.rs1, ==, 2);
+    g_assert_cmpuint(in.rs2, ==, 3);
+    timing_decode(r_type(1, 3, 2, 4, 1), &in);          /* div */
+    g_assert_cmpint(in.cls, ==, TIMING_DIVIDE);
+    timing_decode(r_type(0, 3, 2, 0, 1), &in);          /* add */
+    g_assert_cmpint(in.cls, ==, TIMING_INTEGER);
+    timing_decode(lw(5, 2), &in);
+    g_assert_cmpint(in.cls, ==, TIMING_LOAD);
+    g_assert_cmpuint(in.rs2, ==, 0);
+    timing_decode(bne(5, 0, -8), &in);
+    g_assert_cmpint(in.cls, ==, TIMING_BRANCH);
+    g_assert_cmpuint(in.rd, ==, 0);
+}
+
+/* mul a0,a0,a1 four times: each waits 6 cycles for the previous (latency
+ * 7, issue 1); a load's consumer waits 5. */
+static void test_schedule(void)
+{
+    struct timing_model m;
+    uint32_t words[6], stall[6], issue[6];
+
+    timing_model_default(&m);
+    for (int i = 0; i < 4; i++)
+        words[i] = r_type(1, 11, 10, 0, 10);
+    words[4] = lw(12, 2);
+    words[5] = addi(13, 12, 1);
+    timing_schedule(&m, words, 6, stall, issue);
+    g_assert_cmpuint(stall[0], ==, 0);
+    for (int i = 1; i < 4; i++)
+        g_assert_cmpuint(stall[i], ==, 6);
+    g_assert_cmpuint(stall[4], ==, 0);
+    g_assert_cmpuint(stall[5], ==, 5);
+    for (int i = 0; i < 6; i++)
+        g_assert_cmpuint(issue[i], ==, 1);
+    words[0] = addi(0, 10, 1);              /* writes x0: no dependency */
+    words[1] = addi(5, 0, 1);
+    timing_schedule(&m, words, 2, stall, issue);
+    g_assert_cmpuint(stall[1], ==, 0);
+}
+
+/*
+ * A system instruction empties the scoreboard, as a block's end does: a
+ * load's consumer right after a csrw costs the same whether QEMU cut the
+ * block after the csrw or (a slot's stub ran it as a nop) did not.
+ */
+static void test_schedule_system(void)
+{
+    struct timing_model m;
+    uint32_t words[3], stall[3], issue[3];
+    uint32_t split_stall[1], split_issue[1];
+
+    timing_model_default(&m);
+    words[0] = lw(12, 2);
+    words[1] = 0x30529073u;                 /* csrw mtvec, t0 */
+    words[2] = addi(13, 12, 1);             /* reads the load's a2 */
+    timing_schedule(&m, words, 3, stall, issue);
+    timing_schedule(&m, &words[2], 1, split_stall, split_issue);
+    g_assert_cmpuint(stall[1], ==, 0);
+    g_assert_cmpuint(stall[2], ==, split_stall[0]);
+    g_assert_cmpuint(stall[2], ==, 0);
+    words[0] = addi(5, 0, 1);               /* t0, read by the csrw */
+    timing_schedule(&m, words, 2, stall, issue);
+    g_assert_cmpuint(stall[1], ==, 1);
+}
+
+static void test_exit(void)
+{
+    struct timing_model m;
+    struct timing_exit e;
+
+    timing_model_default(&m);
+    timing_exit(&m, bne(5, 0, -8), 0x1000, &e);     /* a loop's branch */
+    g_assert_cmpuint(e.fallthrough, ==, 0x1004);
+    g_assert_cmpuint(e.taken, ==, 0);
+    g_assert_cmpuint(e.not_taken, ==, 18);
+    timing_exit(&m, bne(5, 0, 16), 0x1000, &e);     /* forward */
+    g_assert_cmpuint(e.taken, ==, 18);
+    g_assert_cmpuint(e.not_taken, ==, 0);
+    timing_exit(&m, 0x00008067, 0x1000, &e);        /* ret */
+    g_assert_cmpuint(e.taken, ==, 18);
+    g_assert_cmpuint(e.not_taken, ==, 18);
+    timing_exit(&m, 0x0000006f, 0x1000, &e);        /* jal x0, 0 */
+    g_assert_cmpuint(e.taken + e.not_taken, ==, 0);
+    m.predict = TIMING_NEVER_TAKEN;
+    timing_exit(&m, bne(5, 0, -8), 0x1000, &e);
+    g_assert_cmpuint(e.taken, ==, 18);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/timing/default-model", test_default_model);
+    g_test_add_func("/timing/parse-errors", test_parse_errors);
+    g_test_add_func("/timing/decode", test_decode);
+    g_test_add_func("/timing/schedule", test_schedule);
+    g_test_add_func("/timing/schedule-system", test_schedule_system);
+    g_test_add_func("/timing/exit", test_exit);
+    return g_test_run();
+}
