@@ -135,7 +135,8 @@
                                            call stacks saved */
 #define SLOT_H_MAGIC        0x00
 #define SLOT_H_COUNT        0x04    /* contexts in the table */
-#define SLOT_H_CURRENT      0x08    /* index running now, -1 none */
+#define SLOT_H_CURRENT      0x08    /* index running now, -1 none;
+                                       SLOT_BOOTING until the stub ran */
 #define SLOT_H_RESIDENT     0x0c    /* whose local store is in place, -1 */
 #define SLOT_H_SLICE        0x10    /* timer ticks (10 MHz) per slice */
 #define SLOT_H_CLOSED       0x14    /* controller: no more contexts come */
@@ -188,6 +189,11 @@
 #define SLOT_C_MSTATUS      0xb0
 #define SLOT_C_MIE          0xb4
 #define SLOT_C_MHARTID      0xb8    /* read-only, 0 */
+
+/* SLOT_H_CURRENT as the controller lays the stub out: the stub writes -1
+ * there when it has set itself up, so a controller knows its emulator
+ * booted. */
+#define SLOT_BOOTING        0xfffffffeu
 
 /* A context's state. */
 #define SLOT_EMPTY          0

@@ -304,6 +304,9 @@ void slots_stop(struct copsim *sim);
 int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
                  size_t errlen);
 
+/* Whether slot's emulator was started and its stub has set itself up. */
+int slots_booted(struct slot_model *m, uint32_t slot);
+
 /* A context's main-memory file (its windows: a sparse memfd the slot's
  * plugin maps over the window while it is bound), and the file and offset
  * of its data window for the client (CREATE).  -1 with err (and errno)

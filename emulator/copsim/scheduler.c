@@ -30,10 +30,11 @@
  * nothing else is bound to a slot between an unbind and its hook.
  *
  * A test hook, the environment variable COPSIM_TEST_GATHER=N, makes the
- * scheduler bind nothing until N contexts wait in the run queue (once):
- * then contexts certainly wait while others run, so a test with more
- * contexts than slots sees preemptions however the emulators' starts
- * overlap.
+ * scheduler bind nothing until N contexts wait in the run queue (once)
+ * and, in the slot model, every slot's emulator has booted (they are
+ * started when the first context comes): then contexts certainly wait
+ * while others run on every slot, so a test with more contexts than slots
+ * sees preemptions on each slot however the emulators' starts overlap.
  */
 #include "emulator/copsim/copsim-int.h"
 
@@ -357,26 +358,45 @@ static void check_slots(struct scheduler *s)
     }
 }
 
+/* The slot model: the slots whose emulators have not booted yet, each
+ * started now if it was not (a slot that cannot start is left to the
+ * bind, which says why). */
+static uint32_t slots_booting(struct scheduler *s)
+{
+    uint32_t booting = 0;
+    char err[256];
+
+    for (uint32_t slot = 0; s->model && slot < s->n_slots; slot++)
+        if (slots_ensure(s->model, slot, err, sizeof(err)) == 0
+            && !slots_booted(s->model, slot))
+            booting++;
+    return booting;
+}
+
 /* Whether the COPSIM_TEST_GATHER hook still holds binds back: fewer than
- * s->gather contexts wait.  It ends once they did, or GATHER_TIMEOUT_NS
- * after the first came (a test whose other contexts failed to start: said
- * on stderr, and the contexts run). */
+ * s->gather contexts wait, or a slot's emulator is booting.  It ends once
+ * neither is so, or GATHER_TIMEOUT_NS after the first came (a test whose
+ * other contexts failed to start: said on stderr, and the contexts run). */
 static int scheduler_gathering(struct scheduler *s)
 {
-    uint32_t waiting = 0;
+    uint32_t waiting = 0, booting;
 
     if (s->gather == 0 || !s->queue_head)
         return s->gather != 0;
     for (const struct sim_context *c = s->queue_head; c; c = c->next)
         waiting++;
+    booting = slots_booting(s);
     if (s->gather_until_ns == 0)
         s->gather_until_ns = schedlog_monotonic_ns() + GATHER_TIMEOUT_NS;
-    if (waiting < s->gather &&
+    if ((waiting < s->gather || booting) &&
         schedlog_monotonic_ns() < s->gather_until_ns)
         return 1;
     if (waiting < s->gather)
         fprintf(stderr, "copsim: %s: only %u of %u contexts came to the "
                 "run queue\n", GATHER_ENV, waiting, s->gather);
+    if (booting)
+        fprintf(stderr, "copsim: %s: %u slot emulators did not boot\n",
+                GATHER_ENV, booting);
     s->gather = 0;
     return 0;
 }

@@ -748,7 +748,7 @@ static void lay_out_stub(struct slot_emulator *e)
            _binary_slot_stub_bin_start, size);
     *control_word(e, SLOT_H_MAGIC) = SLOT_MAGIC;
     *control_word(e, SLOT_H_COUNT) = 1;
-    *control_word(e, SLOT_H_CURRENT) = UINT32_MAX;
+    *control_word(e, SLOT_H_CURRENT) = SLOT_BOOTING;
     *control_word(e, SLOT_H_RESIDENT) = UINT32_MAX;
     *control_word(e, SLOT_H_SLICE) = STUB_SLICE_TICKS;
     *control_word(e, SLOT_H_INPLACE) = 1;
@@ -900,6 +900,14 @@ int slots_ensure(struct slot_model *m, uint32_t slot, char *err,
         return -1;
     }
     return start_emulator(m->sim, e, err, errlen);
+}
+
+int slots_booted(struct slot_model *m, uint32_t slot)
+{
+    const struct slot_emulator *e = &m->slots[slot];
+
+    return e->pid > 0 && __atomic_load_n(control_word(e, SLOT_H_CURRENT),
+                                         __ATOMIC_ACQUIRE) != SLOT_BOOTING;
 }
 
 /* Ends a slot's emulator: closed, the stub ends QEMU once nothing runs;

@@ -43,14 +43,8 @@ def _tool(name, package):
 
 
 def _top(report, n):
-    """The report's n functions with the most samples, by name: pprof
-    -top's granularity (functions) adds up the functions of one name in
-    every image and overlay (each image's main), which are separate rows
-    of the report and separate Functions of the export."""
-    by_name = collections.Counter()
-    for r in report["rows"]:
-        by_name[r["symbol"]] += r["samples"]
-    return sorted(by_name.items(), key=lambda item: (-item[1], item[0]))[:n]
+    rows = sorted(report["rows"], key=lambda r: -r["samples"])
+    return [(r["symbol"], r["samples"]) for r in rows[:n]]
 
 
 def test_pprof_top_is_the_report(real_session, copreport, report_json,

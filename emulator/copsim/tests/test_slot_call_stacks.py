@@ -3,7 +3,7 @@ travels with it from slot to slot.
 
 Three contexts of tests/cop/calltree (recursion, tail calls, overlays
 calling each other through the manager, a longjmp) run time-sliced on two
-slots, every instruction captured (SPU_CYCLES:1, undithered, FIFOs that
+slots, every instruction captured (SPU_INSTRUCTIONS:1, undithered, FIFOs that
 stall: nothing is lost), once on the slot model and once on the process
 model.  Since every instruction of every context is a sample with its
 stack, each context's stacks table (frames -> count) is the exact
@@ -27,13 +27,14 @@ MAIN_DEPTH = 2          # main's frames: __cop_start, _start
 def record(build_dir, test_bin, tmp_path, model, mode):
     """The stream of CONTEXTS calltree contexts on 2 slots under copsim's
     one-command mode, and its event log.  copsim binds nothing until all
-    of them wait (COPSIM_TEST_GATHER), so one always waits and the running
-    ones are preempted."""
+    of them wait and both slots' emulators have booted
+    (COPSIM_TEST_GATHER), so one always waits and the running ones are
+    preempted on both slots."""
     out = tmp_path / ("%s-%s" % (model, mode))
     out.mkdir()
     image = os.path.join(build_dir, "tests", "cop", "calltree.elf")
     proc = subprocess.run(
-        [os.path.join(build_dir, "bin", "copsim"), "--event=SPU_CYCLES:1",
+        [os.path.join(build_dir, "bin", "copsim"), "--event=SPU_INSTRUCTIONS:1",
          "--stream-out", str(out / "stream"), "--no-dither",
          "--fifo-depth", "1024", "--clock", "100kHz", "--slots", "2",
          "--slice", "5000", "--call-graph=64", "--event-log",
