@@ -16,9 +16,10 @@
  * (aggregate.c; the contexts' lives from copsim's event log, lives.c),
  * the newest kept in a ring (--sched-ring); the aggregates' rows are
  * stored when many waited, and with the ring at a dump (SIGHUP with
- * --follow-session).  At the end tracing stops, the instance is removed,
- * the samples are symbolized (symbols.c) and the rest is written into
- * DIR/session.db (store.c).  The death of the
+ * --follow-session).  At the end tracing stops, the instance is removed
+ * (in a thread: the kernel takes about 0.1 s) while the samples are
+ * symbolized (symbols.c) and the rest is written into DIR/session.db
+ * (store.c).  The death of the
  * process that started it (coprof killed with SIGKILL) stops it the same
  * way with --end-with-parent (PR_SET_PDEATHSIG).
  *
@@ -483,6 +484,7 @@ int main(int argc, char **argv)
     else if (!o.quiet)
         summary(&hp);
     free(chain);
+    host_sched_finish(&sched);
     hostprof_free(&hp);
     return rc;
 }
