@@ -53,6 +53,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,7 @@ struct record {
     pid_t copsim, coprofd, command;
     pid_t host;                 /* coprof-host while it runs, or 0 */
     pid_t host_pid;             /* the coprof-host that was started, or 0 */
+    int host_ready_fd;          /* where it says "ready", until it did */
     int host_status;            /* how it ended; -1: it had to be killed */
     struct relay host_relay;
     pid_t top;                  /* --top's copreport top, or 0 */
@@ -498,7 +500,7 @@ static void relay_line(struct relay *relay)
 static void relay_drain(struct relay *relay)
 {
     char buf[4096];
-    ssize_t n;
+    ssize_t n = -1;
 
     while (relay->fd >= 0 && (n = read(relay->fd, buf, sizeof(buf))) > 0) {
         if (relay->log >= 0 && write(relay->log, buf, (size_t)n) != n) {
@@ -515,6 +517,10 @@ static void relay_drain(struct relay *relay)
             relay_line(relay);
             relay->used = 0;
         }
+    }
+    if (relay->fd >= 0 && n == 0) {     /* the daemon's output ended */
+        close(relay->fd);
+        relay->fd = -1;
     }
 }
 
@@ -674,10 +680,12 @@ static void wait_coprofd(struct record *r)
 
 /*
  * coprof-host, for CMD (held before its exec, since host sampling starts
- * there) and copsim; it says itself what it cannot record, and CMD runs
- * without it when it cannot start.
+ * there) and copsim; started, not waited for: it makes its tracefs
+ * instance while copsim boots and coprofd starts (host_ready() waits).
+ * It says itself what it cannot record, and CMD runs without it when it
+ * cannot start.
  */
-static void start_host(struct record *r)
+static void spawn_host(struct record *r)
 {
     struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
     const char *args[16 + HOST_ARGS_MAX];
@@ -698,17 +706,19 @@ static void start_host(struct record *r)
     args[n++] = r->dir;
     args[n++] = "--command";
     args[n++] = command;
-    args[n++] = "--copsim";
-    args[n++] = copsim;
+    if (r->copsim > 0) {
+        args[n++] = "--copsim";
+        args[n++] = copsim;
+    }
     args[n++] = "--event-log";  /* the contexts' lives */
     args[n++] = r->event_log;
     args[n++] = "--quiet";      /* its totals are in our summary */
     args[n++] = "--end-with-parent";
     host_args(&r->opt.host, args, &n);
     args[n] = NULL;
-    r->host = daemons_start_host(&spec, args, err, sizeof(err));
+    r->host = daemons_spawn_host(&spec, args, &r->host_ready_fd, err,
+                                 sizeof(err));
     close(spec.output_fd);
-    relay_drain(&r->host_relay);
     if (r->host < 0) {
         relay_close(&r->host_relay);
         fprintf(stderr, "coprof: %s; the host side is not recorded\n", err);
@@ -716,8 +726,46 @@ static void start_host(struct record *r)
         return;
     }
     r->host_pid = r->host;
+}
+
+/* coprof-host recording (CMD may go on), or given up on and said. */
+static void host_ready(struct record *r)
+{
+    char err[ERR_MAX];
+    int rc;
+
+    if (r->host <= 0 || r->host_ready_fd < 0)
+        return;
+    rc = daemons_wait_ready(r->host, r->host_ready_fd, "coprof-host", NULL,
+                            err, sizeof(err));
+    r->host_ready_fd = -1;
+    relay_drain(&r->host_relay);
+    if (rc < 0) {
+        relay_close(&r->host_relay);
+        fprintf(stderr, "coprof: %s; the host side is not recorded\n", err);
+        r->host = r->host_pid = 0;
+        return;
+    }
     if (session_host_begin(r->dir, err, sizeof(err)) < 0)
         fprintf(stderr, "coprof: %s\n", err);
+}
+
+/*
+ * coprof-host told to stop and store nothing (SIGUSR1): the recording
+ * was not made (coprof record failed before CMD ran).
+ */
+static void discard_host(struct record *r)
+{
+    if (r->host_ready_fd >= 0)
+        close(r->host_ready_fd);
+    r->host_ready_fd = -1;
+    if (r->host <= 0)
+        return;
+    kill(r->host, SIGUSR1);
+    if (daemons_wait(r->host, HOST_STOP_MS, NULL) < 0)
+        daemons_terminate(r->host, COPSIM_STOP_MS);
+    relay_close(&r->host_relay);
+    r->host = r->host_pid = 0;
 }
 
 /* CMD goes on to its exec. */
@@ -730,6 +778,17 @@ static void release_command(struct record *r)
     }
     close(r->hold_fd);
     r->hold_fd = -1;
+}
+
+/* CMD, held and not run: it ends (EOF on its pipe) and is reaped. */
+static void drop_command(struct record *r)
+{
+    if (r->hold_fd < 0)
+        return;
+    close(r->hold_fd);
+    r->hold_fd = -1;
+    daemons_wait(r->command, COPSIM_STOP_MS, NULL);
+    r->command = 0;
 }
 
 /* A child of ours (coprof-host, --top's copreport) sent SIGTERM and given
@@ -802,6 +861,8 @@ static void finish(struct record *r)
     relay_close(&r->relay);
     cli_test_point("coprof-after-coprofd");
     check_copsim(r);
+    if (r->host > 0)    /* it stores while copsim stops */
+        kill(r->host, SIGTERM);
     if (r->copsim > 0 && !r->copsim_died)
         stop_copsim(r);
     stop_host(r);
@@ -905,6 +966,11 @@ static pid_t start_command(struct record *r)
         r->hold_fd = hold[1];
         return pid;
     }
+    /* held: a signal for CMD (ours forwarded, a terminal's) ends it */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
     if (hold[0] >= 0) {
         close(hold[1]);
         if (read(hold[0], &go, 1) != 1)
@@ -971,12 +1037,39 @@ static void progress(struct record *r, enum progress_mode mode,
             mode == PROGRESS_REDRAW ? "" : "\n");
 }
 
+static uint64_t monotonic_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
+
+/*
+ * Up to TICK_MS: woken early when CMD ends (its pidfd) or a daemon says
+ * something (the relays' pipes), so that the end of CMD is seen at once;
+ * the milliseconds that passed.
+ */
+static int tick(struct record *r, int pidfd)
+{
+    struct pollfd fds[3] = {{pidfd, POLLIN, 0}, {r->relay.fd, POLLIN, 0},
+                            {r->host_relay.fd, POLLIN, 0}};
+    uint64_t start = monotonic_ms();
+
+    if (poll(fds, 3, TICK_MS) < 0 && errno != EINTR) {
+        struct timespec pause = {0, TICK_MS * 1000000L};
+
+        nanosleep(&pause, NULL);
+    }
+    return (int)(monotonic_ms() - start);
+}
+
 /* Waits for CMD with progress lines; its exit status. */
 static int wait_command(struct record *r)
 {
-    struct timespec tick = {0, TICK_MS * 1000000L};
     enum progress_mode mode = progress_mode(r);
     int every, since = 0, drawn = 0, wstatus, status = EXIT_FAILED;
+    int pidfd = daemons_pidfd(r->command);
     uint64_t last = 0;
 
     every = mode == PROGRESS_REDRAW ? PROGRESS_TTY_MS : PROGRESS_LOG_MS;
@@ -992,14 +1085,15 @@ static int wait_command(struct record *r)
         relay_drain(&r->relay);
         relay_drain(&r->host_relay);
         check_top(r);
-        nanosleep(&tick, NULL);
-        since += TICK_MS;
+        since += tick(r, pidfd);
         if (mode != PROGRESS_NONE && since >= every) {
             progress(r, mode, &last, since);
             drawn = 1;
             since = 0;
         }
     }
+    if (pidfd >= 0)
+        close(pidfd);
     if (drawn && mode == PROGRESS_REDRAW)
         fputs("\r\033[K", stderr);   /* the summary takes its place */
     return status;
@@ -1179,6 +1273,28 @@ static int prepare(struct record *r)
     return 0;
 }
 
+/*
+ * CMD forked and held before its exec, and coprof-host started for it
+ * without waiting: when the host side is wanted, before copsim starts
+ * (after it with --host-sched=all, whose threads coprof-host reads at its
+ * start), so that coprof-host's set-up runs while copsim boots and
+ * coprofd starts.  --top forks CMD later (its output goes to
+ * DIR/command.log).  0, or -1 with err.
+ */
+static int launch(struct record *r, int after_copsim)
+{
+    if (!host_wanted(&r->opt.host) || r->opt.top || r->command ||
+        (r->opt.host.sched == HOST_SCHED_ALL) != after_copsim)
+        return 0;
+    if ((r->command = start_command(r)) < 0) {
+        snprintf(r->err, sizeof(r->err), "fork: %s", strerror(errno));
+        r->command = 0;
+        return -1;
+    }
+    spawn_host(r);
+    return 0;
+}
+
 /* Everything before CMD; on failure, everything undone. */
 static int begin(struct record *r)
 {
@@ -1186,12 +1302,15 @@ static int begin(struct record *r)
 
     if (status)
         return cli_fail(status, "%s", r->err);
-    if (make_private_dir(r) == 0 && start_copsim(r) == 0)
+    if (make_private_dir(r) == 0 && launch(r, 0) == 0 &&
+        start_copsim(r) == 0 && launch(r, 1) == 0)
         status = start_session(r);
     else
         status = -1;
     if (status == 0)
         return 0;
+    drop_command(r);
+    discard_host(r);
     finish(r);
     session_restore(r->dir, r->moved);
     return cli_fail(status == -2 ? EXIT_USAGE : EXIT_FAILED, "%s", r->err);
@@ -1275,20 +1394,24 @@ static int run_command(struct record *r)
 {
     int status;
 
-    r->command = early_signal ? -2 : start_command(r);
-    if (r->command == -2) {
+    if (!r->command && !early_signal) {     /* not launched early */
+        if ((r->command = start_command(r)) < 0) {
+            r->command = 0;
+            cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
+            return EXIT_FAILED;
+        }
+        spawn_host(r);
+    }
+    command_pid = r->command;
+    if (early_signal) {  /* before CMD ran, or before command_pid was set */
+        command_pid = 0;
+        drop_command(r);
+        discard_host(r);
         fprintf(stderr, "coprof: %s before %s ran: not running it\n",
                 strsignal(early_signal), r->opt.command[0]);
         return 128 + early_signal;
     }
-    if (r->command < 0) {
-        cli_fail(EXIT_FAILED, "fork: %s", strerror(errno));
-        return EXIT_FAILED;
-    }
-    command_pid = r->command;
-    if (early_signal)   /* came between the check and command_pid */
-        kill(r->command, early_signal);
-    start_host(r);
+    host_ready(r);
     if (r->opt.top)
         start_top(r);
     release_command(r);
@@ -1369,6 +1492,7 @@ int main(int argc, char **argv)
     r.relay.fd = r.relay.log = -1;
     r.host_relay.fd = r.host_relay.log = -1;
     r.hold_fd = -1;
+    r.host_ready_fd = -1;
     r.command_out = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "

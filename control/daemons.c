@@ -9,9 +9,12 @@
  * as --ready-fd 3, and the pipe's read end gives "ready\n" once it serves,
  * or end of file if it could not start.
  *
- * Waiting: our children are polled with waitpid(WNOHANG); other processes
- * (a coprofd started by an earlier copcontrol) through /proc/PID/stat,
- * where a zombie counts as ended, since whoever inherited it may not reap.
+ * Waiting: our children are reaped with waitpid(WNOHANG); other processes
+ * (a coprofd started by an earlier copcontrol) are looked at in
+ * /proc/PID/stat, where a zombie counts as ended, since whoever inherited
+ * it may not reap.  Between looks, a wait sleeps on the process's pidfd,
+ * which wakes it as the process ends (without pidfds: 20 ms at a time),
+ * so that coprof record's end does not wait out polling intervals.
  */
 #include "control/daemons.h"
 #include "common/copsim-socket.h"
@@ -19,10 +22,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,15 +158,16 @@ static void explain_failure(const char *what, const char *log_path,
     snprintf(err, errlen, "%s did not start: it %s", what, line);
 }
 
-/* program (found by daemons_find) with args and --ready-fd, waited for
- * until it writes "ready\n" there. */
-static pid_t start_ready(const char *name, const struct daemon_spec *base,
-                         const char *const *args, char *err, size_t errlen)
+/* program (found by daemons_find) with args and --ready-fd, started; the
+ * pipe's read end, where it will say "ready", in *ready_fd. */
+static pid_t spawn_ready(const char *name, const struct daemon_spec *base,
+                         const char *const *args, int *ready_fd, char *err,
+                         size_t errlen)
 {
     char program[PATH_MAX], ready_arg[16];
     char *argv[ARGS_MAX];
     struct daemon_spec spec = *base;
-    int ready[2], n = 0, status;
+    int ready[2], n = 0;
     pid_t pid;
 
     daemons_find(name, program, sizeof(program));
@@ -177,16 +184,44 @@ static pid_t start_ready(const char *name, const struct daemon_spec *base,
     spec.pass_fd = ready[1];
     pid = daemons_start(&spec, argv, err, errlen);
     close(ready[1]);
-    if (pid > 0 && copsim_wait_ready(ready[0], COPSIM_READY_MS) < 0) {
+    if (pid < 0) {
+        close(ready[0]);
+        return -1;
+    }
+    *ready_fd = ready[0];
+    return pid;
+}
+
+int daemons_wait_ready(pid_t pid, int ready_fd, const char *name,
+                       const char *log_path, char *err, size_t errlen)
+{
+    char program[PATH_MAX];
+    int status, rc = 0;
+
+    if (copsim_wait_ready(ready_fd, COPSIM_READY_MS) < 0) {
         /* Ended, or hung before serving: never leave it behind. */
         if (daemons_wait(pid, EXIT_GRACE_MS, &status) < 0) {
             daemons_terminate(pid, EXIT_GRACE_MS);
             status = -1;
         }
-        explain_failure(program, spec.log_path, status, err, errlen);
-        pid = -1;
+        daemons_find(name, program, sizeof(program));
+        explain_failure(program, log_path, status, err, errlen);
+        rc = -1;
     }
-    close(ready[0]);
+    close(ready_fd);
+    return rc;
+}
+
+/* spawn_ready(), waited for until it writes "ready\n" there. */
+static pid_t start_ready(const char *name, const struct daemon_spec *base,
+                         const char *const *args, char *err, size_t errlen)
+{
+    int ready_fd;
+    pid_t pid = spawn_ready(name, base, args, &ready_fd, err, errlen);
+
+    if (pid > 0 && daemons_wait_ready(pid, ready_fd, name, base->log_path,
+                                      err, errlen) < 0)
+        return -1;
     return pid;
 }
 
@@ -200,6 +235,13 @@ pid_t daemons_start_host(const struct daemon_spec *base,
                          const char *const *args, char *err, size_t errlen)
 {
     return start_ready("coprof-host", base, args, err, errlen);
+}
+
+pid_t daemons_spawn_host(const struct daemon_spec *base,
+                         const char *const *args, int *ready_fd, char *err,
+                         size_t errlen)
+{
+    return spawn_ready("coprof-host", base, args, ready_fd, err, errlen);
 }
 
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
@@ -269,33 +311,83 @@ void daemons_describe_status(int status, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", status);
 }
 
-static void sleep_ms(int ms)
+static uint64_t now_ms(void)
 {
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    struct timespec t;
 
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+int daemons_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Up to ms for pid to end: on its pidfd, which is readable from its end
+ * on (a kernel without pidfds: POLL_MS at most). */
+static void pause_for(pid_t pid, int *pidfd, int ms)
+{
+    struct pollfd p = {*pidfd, POLLIN, 0};
+    struct timespec t;
+
+    if (*pidfd == -2)
+        *pidfd = p.fd = daemons_pidfd(pid);
+    if (p.fd >= 0) {
+        poll(&p, 1, ms);
+        return;
+    }
+    ms = ms < POLL_MS ? ms : POLL_MS;
+    t.tv_sec = 0;
+    t.tv_nsec = (long)ms * 1000000L;
     nanosleep(&t, NULL);
+}
+
+/* Whether pid ended: reaped (our child), or gone or a zombie (another's). */
+static int ended(pid_t pid, int *status)
+{
+    int wstatus;
+    pid_t got = waitpid(pid, &wstatus, WNOHANG);
+
+    if (got == pid) {
+        if (status)
+            *status = daemons_exit_status(wstatus);
+        return 1;
+    }
+    if (got < 0 && errno == ECHILD && !daemons_alive(pid)) {
+        if (status)
+            *status = 0;
+        return 1;
+    }
+    return 0;
 }
 
 int daemons_wait(pid_t pid, int timeout_ms, int *status)
 {
-    for (int waited = 0;; waited += POLL_MS) {
-        int wstatus;
-        pid_t got = waitpid(pid, &wstatus, WNOHANG);
+    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms :
+                                              0);
+    int pidfd = -2, rc = -1;
 
-        if (got == pid) {
-            if (status)
-                *status = daemons_exit_status(wstatus);
-            return 0;
+    for (;;) {
+        uint64_t now;
+
+        if (ended(pid, status)) {
+            rc = 0;
+            break;
         }
-        if (got < 0 && errno == ECHILD && !daemons_alive(pid)) {
-            if (status)
-                *status = 0;
-            return 0;
-        }
-        if (waited >= timeout_ms)
-            return -1;
-        sleep_ms(POLL_MS);
+        if ((now = now_ms()) >= deadline)
+            break;
+        pause_for(pid, &pidfd, (int)(deadline - now));
     }
+    if (pidfd >= 0)
+        close(pidfd);
+    return rc;
 }
 
 int daemons_terminate(pid_t pid, int timeout_ms)

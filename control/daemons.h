@@ -61,6 +61,24 @@ pid_t daemons_start_copsim(const struct daemon_spec *spec,
 pid_t daemons_start_host(const struct daemon_spec *spec,
                          const char *const *args, char *err, size_t errlen);
 
+/*
+ * coprof-host started and not waited for: it prepares its recording
+ * while the caller does something else (coprof record boots copsim), and
+ * daemons_wait_ready(pid, *ready_fd, "coprof-host", NULL, ...) then waits
+ * for its "ready".
+ */
+pid_t daemons_spawn_host(const struct daemon_spec *spec,
+                         const char *const *args, int *ready_fd, char *err,
+                         size_t errlen);
+
+/* Waits for "ready" on ready_fd (closed here) from program name (pid);
+ * 0, or -1 with why in err, the program then ended or stopped. */
+int daemons_wait_ready(pid_t pid, int ready_fd, const char *name,
+                       const char *log_path, char *err, size_t errlen);
+
+/* A pidfd of pid (readable once it ended), or -1 (errno). */
+int daemons_pidfd(pid_t pid);
+
 /* coprofd --input-fd 3 --session-dir DIR [--event-log LOG]. */
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,

@@ -16,9 +16,10 @@
  * (aggregate.c; the contexts' lives from copsim's event log, lives.c),
  * the newest kept in a ring (--sched-ring); the aggregates' rows are
  * stored when many waited, and with the ring at a dump (SIGHUP with
- * --follow-session).  At the end tracing stops, the instance is removed,
- * the samples are symbolized (symbols.c) and the rest is written into
- * DIR/session.db (store.c).  The death of the
+ * --follow-session).  At the end tracing stops, the instance is removed
+ * (in a thread: the kernel takes about 0.1 s) while the samples are
+ * symbolized (symbols.c) and the rest is written into DIR/session.db
+ * (store.c).  The death of the
  * process that started it (coprof killed with SIGKILL) stops it the same
  * way with --end-with-parent (PR_SET_PDEATHSIG).
  *
@@ -69,7 +70,7 @@ struct follower {
     int said;                   /* a failure to attach was said */
 };
 
-static volatile sig_atomic_t stopping, follow_now;
+static volatile sig_atomic_t stopping, follow_now, discarding;
 
 static void usage(FILE *out)
 {
@@ -85,7 +86,8 @@ static void usage(FILE *out)
 "                [--ready-fd N] [--end-with-parent] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
-"    Records, until SIGTERM or SIGINT, the Linux scheduler's events\n"
+"    Records, until SIGTERM or SIGINT (SIGUSR1: stop and store nothing),\n"
+"    the Linux scheduler's events\n"
 "    (sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task,\n"
 "    sched_process_fork, sched_process_exit, task_newtask) of the\n"
 "    command's threads and every task they create (with --sched=all\n"
@@ -246,6 +248,14 @@ static void on_signal(int sig)
     stopping = 1;
 }
 
+/* SIGUSR1: the recording was not made (coprof record failed before the
+ * command ran): stop, store nothing. */
+static void on_discard(int sig)
+{
+    (void)sig;
+    stopping = discarding = 1;
+}
+
 static void on_follow(int sig)
 {
     (void)sig;
@@ -265,6 +275,8 @@ static void catch_signals(int follow)
     sigaction(SIGINT, &action, NULL);
     action.sa_handler = follow ? on_follow : on_signal;
     sigaction(SIGHUP, &action, NULL);
+    action.sa_handler = on_discard;
+    sigaction(SIGUSR1, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -446,6 +458,21 @@ static void summary(const struct hostprof *hp)
                 (unsigned long long)hp->lost_samples, hp->locations.n);
 }
 
+/* The samples symbolized, everything stored; the exit status. */
+static int end(const struct options *o, struct hostprof *hp, int **chain)
+{
+    char err[HOST_ERR_MAX];
+
+    if (host_symbolize(hp, chain) < 0)
+        return cli_fail(EXIT_FAILED, "symbols: out of memory");
+    if (host_store(o->dir, hp, *chain, HOST_STORE_END, err,
+                   sizeof(err)) < 0)
+        return cli_fail(EXIT_FAILED, "%s/%s", o->dir, err);
+    if (!o->quiet)
+        summary(hp);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct hostprof hp;
@@ -453,7 +480,6 @@ int main(int argc, char **argv)
                         HOST_RING_DEFAULT};
     struct host_sched sched;
     struct host_sampler sampler;
-    char err[HOST_ERR_MAX];
     int *chain = NULL, rc;
 
     memset(&sched, 0, sizeof(sched));
@@ -475,14 +501,10 @@ int main(int argc, char **argv)
     start(&o, &hp, &sched, &sampler);
     say_ready(o.ready_fd);
     record(&o, &hp, &sched, &sampler);
-    if (host_symbolize(&hp, &chain) < 0)
-        rc = cli_fail(EXIT_FAILED, "symbols: out of memory");
-    else if (host_store(o.dir, &hp, chain, HOST_STORE_END, err,
-                        sizeof(err)) < 0)
-        rc = cli_fail(EXIT_FAILED, "%s/%s", o.dir, err);
-    else if (!o.quiet)
-        summary(&hp);
+    if (!discarding)
+        rc = end(&o, &hp, &chain);
     free(chain);
+    host_sched_finish(&sched);
     hostprof_free(&hp);
     return rc;
 }

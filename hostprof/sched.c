@@ -14,6 +14,7 @@
 #include "hostprof/sched.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,13 +178,37 @@ static void destroy(struct host_sched *s)
     }
 }
 
+/* The instance's removal, in a thread of its own: the kernel takes about
+ * 0.1 s to take the instance down (its events' probes, its buffers). */
+static void *remove_instance(void *instance)
+{
+    tracefs_instance_destroy(instance);
+    tracefs_instance_free(instance);
+    return NULL;
+}
+
 void host_sched_stop(struct host_sched *s)
 {
-    if (!s->instance)
+    struct tracefs_instance *instance = s->instance;
+
+    if (!instance)
         return;
-    tracefs_trace_off(s->instance);
+    tracefs_trace_off(instance);
     host_sched_read(s);
-    destroy(s);
+    s->instance = NULL;
+    tep_free(s->tep);
+    s->tep = NULL;
+    if (pthread_create(&s->remover, NULL, remove_instance, instance) == 0)
+        s->removing = 1;
+    else
+        remove_instance(instance);
+}
+
+void host_sched_finish(struct host_sched *s)
+{
+    if (s->removing)
+        pthread_join(s->remover, NULL);
+    s->removing = 0;
 }
 
 static int remove_if_stale(const char *name, void *context)
@@ -244,6 +269,48 @@ int host_sched_follow(struct host_sched *s, size_t from)
     return write_pids(s, from);
 }
 
+/*
+ * The formats of the ring buffer's pages and of the seven events, parsed
+ * into s->tep: all that reading the instance's raw events needs.  (libtracefs's
+ * tracefs_local_events_system() also loads every kernel symbol and printk
+ * format, which took most of this program's start-up, about 0.1 s.)
+ */
+static int load_formats(struct host_sched *s, const char **what)
+{
+    enum tep_endian endian = tep_is_bigendian() ? TEP_BIG_ENDIAN :
+                             TEP_LITTLE_ENDIAN;
+    char *text;
+    int size, rc;
+
+    *what = "events/header_page";
+    if (!(s->tep = tep_alloc()))
+        return -1;
+    tep_set_file_bigendian(s->tep, endian);
+    tep_set_local_bigendian(s->tep, endian);
+    tep_set_long_size(s->tep, (int)sizeof(long));
+    tep_set_page_size(s->tep, (int)sysconf(_SC_PAGESIZE));
+    if (!(text = tracefs_instance_file_read(NULL, "events/header_page",
+                                            &size)))
+        return -1;
+    rc = tep_parse_header_page(s->tep, text, (unsigned long)size,
+                               (int)sizeof(long));
+    free(text);
+    for (int kind = 0; rc == 0 && kind < HOST_KINDS; kind++) {
+        *what = sources[kind].name;
+        text = tracefs_event_file_read(NULL, sources[kind].system,
+                                       sources[kind].name, "format", &size);
+        if (!text ||
+            tep_parse_event(s->tep, text, (unsigned long)size,
+                            sources[kind].system) != TEP_ERRNO__SUCCESS)
+            rc = -1;
+        free(text);
+        if (rc == 0 && !(s->events[kind] = tep_find_event_by_name(
+                s->tep, sources[kind].system, sources[kind].name)))
+            rc = -1;
+    }
+    return rc;
+}
+
 /* The instance's settings and events; the step that failed in *what. */
 static int configure(struct host_sched *s, const char **what)
 {
@@ -261,12 +328,8 @@ static int configure(struct host_sched *s, const char **what)
         return -1;
     for (int kind = 0; kind < HOST_KINDS; kind++) {
         *what = sources[kind].name;
-        s->events[kind] = tep_find_event_by_name(s->tep,
-                                                 sources[kind].system,
-                                                 sources[kind].name);
-        if (!s->events[kind] ||
-            tracefs_event_enable(s->instance, sources[kind].system,
-                                 sources[kind].name) < 0)
+        if (tracefs_event_file_write(s->instance, sources[kind].system,
+                                     sources[kind].name, "enable", "1") < 0)
             return -1;
     }
     *what = "tracing_on";
@@ -276,7 +339,6 @@ static int configure(struct host_sched *s, const char **what)
 int host_sched_start(struct host_sched *s, struct hostprof *hp, char *err,
                      size_t errlen)
 {
-    const char *systems[] = {"sched", "task", NULL};
     const char *dir, *what;
     char name[64];
 
@@ -297,9 +359,7 @@ int host_sched_start(struct host_sched *s, struct hostprof *hp, char *err,
         return -1;
     }
     errno = 0;
-    if (!(s->tep = tracefs_local_events_system(NULL, systems)))
-        what = "events/sched";
-    else if (configure(s, &what) == 0)
+    if (load_formats(s, &what) == 0 && configure(s, &what) == 0)
         return 0;
     snprintf(err, errlen, "%s/instances/%s: %s: %s", dir, name, what,
              strerror(errno ? errno : EINVAL));

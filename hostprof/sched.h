@@ -12,13 +12,22 @@
  * flags tell a new thread from a new process).  host_sched_read() drains
  * the instance's buffers into hp->sched (call it often: the buffers are
  * 8 MiB per CPU, and what overflows is counted in hp->lost_sched);
- * host_sched_stop() stops tracing, drains the rest and removes the
- * instance, as every error path of host_sched_start() does.
+ * host_sched_stop() stops tracing, drains the rest and starts removing
+ * the instance in a thread (the kernel takes about 0.1 s), so that the
+ * session is stored meanwhile; host_sched_finish() waits for the
+ * removal.  Every error path of host_sched_start() removes it at once.
+ *
+ * Start-up is what `coprof record` waits for before the command runs, so
+ * it is kept to what the kernel must do: the instance, its clock and
+ * buffers, the seven events' enable files; libtraceevent parses only
+ * the ring buffer's page header and the seven formats.
  */
 #ifndef COPROF_HOSTPROF_SCHED_H
 #define COPROF_HOSTPROF_SCHED_H
 
 #include "hostprof/hostprof.h"
+
+#include <pthread.h>
 
 struct tracefs_instance;
 struct tep_handle;
@@ -29,6 +38,8 @@ struct host_sched {
     struct tep_handle *tep;
     struct tep_event *events[HOST_KINDS];
     struct hostprof *hp;
+    pthread_t remover;          /* removing the instance, if removing */
+    int removing;
 };
 
 /* 0, or -1 with one line in err (no privilege: "Permission denied"). */
@@ -41,6 +52,7 @@ void host_sched_read(struct host_sched *s);
  * had).  0, or -1. */
 int host_sched_follow(struct host_sched *s, size_t from);
 void host_sched_stop(struct host_sched *s);
+void host_sched_finish(struct host_sched *s);
 
 /* Removes the instances left by coprof-host processes that are gone
  * (killed with SIGKILL, which no cleanup survives). */

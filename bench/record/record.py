@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """bench/record — what `coprof record` costs the program it profiles.
 
-The same host program (examples/host-pipeline, made longer than its
-defaults) runs two ways, in pairs whose order alternates:
+The same host program (examples/host-pipeline --frames 200 --rounds 20,
+issue 25's command: about 1.5 s alone on an idle 2-core machine) runs two
+ways, in pairs whose order alternates:
 
   base     alone: libcop starts a private copsim for it, whose kernel
            driver never starts a session (no sampling, no coprofd);
@@ -59,10 +60,10 @@ def parse_args():
         "SPU_CYCLES:997, with the losses and stall time.")
     parser.add_argument("--pairs", type=int, default=5,
                         help="pairs per rate (default 5)")
-    parser.add_argument("--frames", type=int, default=24,
-                        help="host-pipeline --frames (default 24)")
-    parser.add_argument("--rounds", type=int, default=12,
-                        help="host-pipeline --rounds (default 12)")
+    parser.add_argument("--frames", type=int, default=200,
+                        help="host-pipeline --frames (default 200)")
+    parser.add_argument("--rounds", type=int, default=20,
+                        help="host-pipeline --rounds (default 20)")
     return parser.parse_args()
 
 
@@ -126,7 +127,7 @@ def measure(args, rate, host_options, host, work):
     record = [coprof, "record", "--quiet", "-o", session] + \
         (["--event=" + rate] if rate else []) + host_options + ["--"] + \
         command
-    walls, cpus, numbers = [], [], []
+    walls, cpus, numbers, extra = [], [], [], []
     for i in range(args.pairs):
         runs = {}
         order = ("base", "record") if i % 2 == 0 else ("record", "base")
@@ -135,17 +136,19 @@ def measure(args, rate, host_options, host, work):
                                 base_env if which == "base" else env)
         walls.append(runs["record"][0] / runs["base"][0])
         cpus.append(runs["record"][1] / runs["base"][1])
+        extra.append((runs["record"][0] - runs["base"][0],
+                      runs["record"][1] - runs["base"][1]))
         numbers.append(session_numbers(session))
         shutil.rmtree(session, ignore_errors=True)
         shutil.rmtree(session + ".old", ignore_errors=True)
-    return walls, cpus, numbers
+    return walls, cpus, numbers, extra
 
 
 def share(ns, run_ns, slots=1):
     return 100.0 * ns / (run_ns * slots) if run_ns > 0 and slots else 0.0
 
 
-def report(label, walls, cpus, numbers):
+def report(label, walls, cpus, numbers, extra):
     name = label if label != "default" else \
         "default (SPU_CYCLES:%d)" % numbers[0]["count"]
     stall = [share(n["stall_ns"], n["run_ns"], n["slots"]) for n in numbers]
@@ -153,6 +156,9 @@ def report(label, walls, cpus, numbers):
     print("%-26s wall %.3fx  CPU %.3fx  (pairs, wall: %s)"
           % (name, statistics.median(walls), statistics.median(cpus),
              " ".join("%.3f" % w for w in walls)))
+    print("%-26s what recording added (median of pairs): %+.3f s wall, "
+          "%+.3f s CPU" % ("", statistics.median(e[0] for e in extra),
+                          statistics.median(e[1] for e in extra)))
     print("%-26s samples %d..%d, lost %d..%d, stalled %.3f%% of the slots'"
           " run time (median; worst slot: median %.3f%%, max %.3f%%)%s"
           % ("", min(n["samples"] for n in numbers),
@@ -174,16 +180,19 @@ def main():
         sys.exit("bench/record: %s is not built: run make" % host)
     print("coprof record -- host-pipeline --frames %d --rounds %d against "
           "the program alone (driver off), %d pairs per setting, order "
-          "alternating; ratios record/alone"
-          % (args.frames, args.rounds, args.pairs))
+          "alternating; ratios record/alone; load average %.2f on %d CPUs"
+          % (args.frames, args.rounds, args.pairs, os.getloadavg()[0],
+             os.cpu_count()))
     work = tempfile.mkdtemp(prefix="bench-record-", dir="/tmp")
     try:
         results = {}
         for label, rate, options in RUNS:
-            walls, cpus, numbers = measure(args, rate, options, host, work)
-            results[label] = report(label, walls, cpus, numbers)
+            walls, cpus, numbers, extra = measure(args, rate, options,
+                                                  host, work)
+            results[label] = report(label, walls, cpus, numbers, extra)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    print("load average at the end: %.2f" % os.getloadavg()[0])
     wall, _, _, cpu = results["default"]
     print("target at the default, host side on: at most %.2fx wall and "
           "CPU: %s (%.3fx wall, %.3fx CPU)"

@@ -439,6 +439,33 @@ def test_instances_removed(coprof_bin, split_host, tmp_path):
             os.rmdir(stale)
 
 
+@needs_root
+@pytest.mark.parametrize("sched", ["command", "all"])
+def test_command_recorded_from_before_its_exec(coprof_bin, tmp_path, sched):
+    """coprof record starts coprof-host beside copsim (after it with
+    --host-sched=all) and holds the command until coprof-host records: the
+    command's first thread has events from before its exec (the wake-up
+    that releases it), so nothing of its start is lost."""
+    d = tmp_path / "s"
+    prog = "import os, time; print(os.getpid(), time.monotonic_ns())"
+    p = run([coprof_bin("coprof"), "record", "-q", "--host-sched=" + sched,
+             "-o", d, "--", "/usr/bin/python3", "-c", prog])
+    assert p.returncode == 0, p.stderr
+    pid, started = (int(w) for w in p.stdout.split())
+    con = sqlite3.connect(d / "session.db")
+    try:
+        k = keys(con)
+        assert k["host.sched"] == "recorded" and int(k["host.sched_lost"]) == 0
+        assert con.execute("SELECT role FROM host_threads WHERE tid = ?",
+                           (pid,)).fetchone() == ("command",)
+        before = [kind for (kind,) in con.execute(
+            "SELECT kind FROM host_sched_events WHERE tid = ? AND "
+            "time_ns < ? ORDER BY id", (pid, started))]
+    finally:
+        con.close()
+    assert "wakeup" in before and "switch" in before, before
+
+
 # --- without privilege -------------------------------------------------------
 
 @pytest.fixture
