@@ -221,3 +221,97 @@ def test_empty_tables_beside_samples_are_not_recorded(new_session,
     db.commit()
     db.close()
     assert _json(copreport, d)["stall_reasons"] is False
+
+
+def test_annotate_per_instruction(stalled, old, copreport):
+    doc = json.loads(copreport("annotate", "-d", stalled, "--format", "json",
+                               "main", check=True).stdout)
+    f = doc["functions"][0]
+    by_off = {i["file_offset"]: i for i in f["instructions"]}
+    assert by_off[MAIN]["stall"]["dma_wait"] == 25
+    assert by_off[MAIN]["stall"]["issue"] == 70
+    assert by_off[MAIN]["stall"]["memory"] == 10
+    assert by_off[MAIN + 4]["stall"]["dependency"] == 5
+    for i in f["instructions"]:
+        assert sum(i["stall"].values()) == i["samples"]
+    text = copreport("annotate", "-d", stalled, "main", check=True).stdout
+    assert re.search(r"^\s+105\s.*\| issue 70 dma_wait 25 memory 10$",
+                     text, re.M)
+    p = copreport("annotate", "-d", stalled, "--format", "csv", "main",
+                  check=True)
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert [r["stall"] for r in rows if r["samples"] == "5"] == \
+        ["dependency=5"]
+    text = copreport("annotate", "-d", old, "main", check=True).stdout
+    assert text.count(stalls.NOT_RECORDED) == 1
+
+
+def _export(copreport, d, fmt, tmp_path):
+    out = tmp_path / ("out." + fmt)
+    copreport("export", "-d", d, "--format", fmt, "-o", out, check=True)
+    return out
+
+
+def test_folded_leaf_frames_from_stack_stalls(stalled, copreport,
+                                              tmp_path):
+    lines = _export(copreport, stalled, "folded",
+                    tmp_path).read_text().splitlines()
+    counts = {ln.rsplit(" ", 1)[0]: int(ln.rsplit(" ", 1)[1])
+              for ln in lines}
+    assert sum(counts.values()) == 30           # the stacks' samples
+    waits = [k for k in counts if k.endswith(";[mailbox_wait]")]
+    assert len(waits) == 1 and counts[waits[0]] == 20
+    assert waits[0].split(";")[-2].startswith("bump ")
+    doc = json.loads(_export(copreport, stalled, "speedscope",
+                             tmp_path).read_text())
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    assert "[mailbox_wait]" in names
+
+
+def test_folded_without_stacks_splits_leaves(new_session, test_image,
+                                             tmp_path, copreport):
+    d = _make(new_session, test_image, str(tmp_path / "ns"))
+    import sqlite3
+    db = sqlite3.connect(os.path.join(d, "session.db"))
+    db.execute("DELETE FROM stacks")
+    db.execute("DELETE FROM stack_stalls")
+    db.commit()
+    db.close()
+    lines = _export(copreport, d, "folded",
+                    tmp_path).read_text().splitlines()
+    total = {}
+    for ln in lines:
+        stack, n = ln.rsplit(" ", 1)
+        leaf = stack.split(";")[-1]
+        total[leaf] = total.get(leaf, 0) + int(n)
+    assert total["[dma_wait]"] == 25 and total["[memory]"] == 10
+    assert total["[dependency]"] == 5 and total["[mailbox_wait]"] == 20
+    assert sum(total.values()) == 147
+
+
+def test_pprof_stall_label(stalled, copreport, tmp_path):
+    path = _export(copreport, stalled, "pprof", tmp_path)
+    msg = export._pprof_classes()()
+    msg.ParseFromString(gzip.decompress(path.read_bytes()))
+    st = list(msg.string_table)
+    got = {}
+    for smp in msg.sample:
+        for lab in smp.label:
+            if st[lab.key] == "stall":
+                got[st[lab.str]] = got.get(st[lab.str], 0) + smp.value[0]
+    assert got == {"issue": 10, "mailbox_wait": 20}
+    go = shutil.which("go")
+    if go is None:
+        return
+    p = subprocess.run([go, "tool", "pprof", "-tags", str(path)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"stall: Total 30\.0\n\s+20\.0 \(66\.67%\): "
+                     r"mailbox_wait\n\s+10\.0 \(33\.33%\): issue\n",
+                     p.stdout), p.stdout
+
+
+def test_callgrind_event_per_reason(stalled, copreport, tmp_path):
+    text = _export(copreport, stalled, "callgrind", tmp_path).read_text()
+    assert "events: Samples %s\n" % " ".join(stalls.REASONS) in text
+    assert "totals: 30 10 0 0 0 20 0\n" in text
