@@ -315,3 +315,36 @@ def test_callgrind_event_per_reason(stalled, copreport, tmp_path):
     text = _export(copreport, stalled, "callgrind", tmp_path).read_text()
     assert "events: Samples %s\n" % " ".join(stalls.REASONS) in text
     assert "totals: 30 10 0 0 0 20 0\n" in text
+
+
+def test_timeline_reason_share_per_slot(stalled, old, copreport, tmp_path):
+    out = tmp_path / "t.json"
+    png = tmp_path / "t.png"
+    copreport("timeline", "-d", stalled, "-o", out, "--png", png,
+              check=True)
+    doc = json.loads(out.read_text())
+    assert doc["otherData"]["stall_reasons"] is True
+    counters = [e for e in doc["traceEvents"] if e["ph"] == "C"]
+    names = {e["name"] for e in counters}
+    assert names == {"stall reasons slot 0", "stall reasons slot 1"}
+    # stall_timeline: issue 3 or 4, dma_wait 2 or 1 per bucket (even,
+    # odd): shares 60/40 and 80/20
+    first = [e for e in counters if e["name"] == "stall reasons slot 0"]
+    assert first[0]["ts"] == 0 and first[0]["args"]["issue"] == 60.0
+    assert first[0]["args"]["dma_wait"] == 40.0
+    assert first[1]["args"]["issue"] == 80.0
+    assert len([e for e in first if e["args"]["issue"]]) == 20
+    assert first[-1]["args"]["issue"] == 0.0       # after the last bucket
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    from coprof_report import plot, timeline
+    from coprof_report.session import Session
+    s = Session.open(stalled)
+    try:
+        fig = plot.figure(timeline.build(s))
+        assert "stall reasons" in [ax.get_label() for ax in fig.axes]
+    finally:
+        s.close()
+    copreport("timeline", "-d", old, "-o", out, check=True)
+    doc = json.loads(out.read_text())
+    assert doc["otherData"]["stall_reasons"] is False
+    assert not [e for e in doc["traceEvents"] if e["ph"] == "C"]
