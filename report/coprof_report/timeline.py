@@ -248,16 +248,17 @@ def _stall_events(tl):
         name = "stall reasons %s" % ("slot %d" % slot if slot is not None
                                      else "no slot")
         buckets.sort(key=lambda x: x[0])
+        tid = slot + 1 if slot is not None else 0   # the slot's track
         for i, (bucket, b) in enumerate(buckets):
             total = b.total
             ev.append({"ph": "C", "name": name, "cat": "stall",
-                       "pid": PID_SLOTS, "ts": _us(bucket),
+                       "pid": PID_SLOTS, "tid": tid, "ts": _us(bucket),
                        "args": {r: round(100.0 * n / total, 3) if total
                                 else 0.0 for r, n in b.to_json().items()}})
             end = bucket + (tl.bucket_ns or 1)
             if i + 1 == len(buckets) or buckets[i + 1][0] != end:
                 ev.append({"ph": "C", "name": name, "cat": "stall",
-                           "pid": PID_SLOTS, "ts": _us(end),
+                           "pid": PID_SLOTS, "tid": tid, "ts": _us(end),
                            "args": {r: 0.0 for r in b.to_json()}})
     return ev
 

@@ -348,3 +348,20 @@ def test_timeline_reason_share_per_slot(stalled, old, copreport, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["otherData"]["stall_reasons"] is False
     assert not [e for e in doc["traceEvents"] if e["ph"] == "C"]
+
+
+def test_html_shows_the_breakdown(stalled, old, copreport, tmp_path):
+    page = tmp_path / "r.html"
+    copreport("html", "-d", stalled, "-o", page, check=True)
+    text = page.read_text()
+    assert "By stall reason" in text and "DMA waits by transfer" in text
+    # main: 110 samples, 36.4% waiting, dma_wait the most; the reasons'
+    # columns in stalls.REASONS order
+    assert re.search(r"<tr><td class=\"n\">110</td><td class=\"n\">36\.4%"
+                     r"</td><td>dma_wait</td><td class=\"n\">70</td>"
+                     r"<td class=\"n\">5</td><td class=\"n\">0</td>"
+                     r"<td class=\"n\">25</td><td class=\"n\">0</td>"
+                     r"<td class=\"n\">10</td>", text)
+    copreport("html", "-d", old, "-o", page, check=True)
+    text = page.read_text()
+    assert "id=\"no-stalls\"" in text and "By stall reason" not in text
