@@ -36,7 +36,7 @@ import tempfile
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from . import profile, safefile
+from . import profile, safefile, stalls
 from .symbols import printable
 
 OBJDUMP = "riscv64-unknown-elf-objdump"
@@ -44,7 +44,8 @@ ORDERS = ("samples", "address")
 FORMATS = ("text", "csv", "json")
 
 Instruction = collections.namedtuple(
-    "Instruction", "address offset raw text samples source_file source_line")
+    "Instruction", "address offset raw text samples source_file source_line "
+    "stall", defaults=(None,))
 
 
 class AnnotateError(Exception):
@@ -59,6 +60,8 @@ class AnnotatedFunction:
         self.function = function    # symbols.Function
         self.overlay = overlay      # overlay number, 0 for resident
         self.counts = {}            # file offset -> samples
+        self.stalls = None          # file offset -> stalls.Breakdown, of
+        #                             a session with reasons
         self.instructions = []
         self.source = None          # its source file, when DWARF says
         self.no_source = None       # why there is no source
@@ -78,6 +81,23 @@ class AnnotatedFunction:
     @property
     def overlay_label(self):
         return self.section if self.overlay else ""
+
+    def stall_at(self, off):
+        """The samples at a file offset by reason: a Breakdown (empty
+        where it has none), or None when the session has no reasons."""
+        if self.stalls is None:
+            return None
+        return self.stalls.get(off) or stalls.Breakdown()
+
+    @property
+    def stall(self):
+        """The function's samples by reason, or None."""
+        if self.stalls is None:
+            return None
+        b = stalls.Breakdown()
+        for x in self.stalls.values():
+            b.merge(x)
+        return b
 
 
 # --- disassembly ------------------------------------------------------
@@ -265,7 +285,25 @@ def _functions(session, images):
         if a is None:
             a = out[key] = AnnotatedFunction(info, f, ovl)
         a.counts[off] = a.counts.get(off, 0) + count
+    if stalls.recorded(session):
+        _add_stalls(session, out, images)
     return out
+
+
+def _add_stalls(session, functions, images):
+    """Each function's instructions' samples by reason (sample_stalls)."""
+    by_function = {}
+    for a in functions.values():
+        a.stalls = {}
+        by_function[(a.image.id, a.function.offset)] = a
+    for _, img, off, code, count in session.sample_stalls(by_context=False):
+        info = images.get(img)
+        sym = info.symbolizer if info else None
+        f = sym.function_at(off) if sym else None
+        a = by_function.get((img, f.offset)) if f else None
+        if a is None or off not in a.counts:
+            continue
+        a.stalls.setdefault(off, stalls.Breakdown()).add(code, count)
 
 
 def _fill(a, path, lines):
@@ -277,7 +315,8 @@ def _fill(a, path, lines):
         off = f.offset + (addr - f.vaddr)
         src = lookup(addr) if lookup else (None, None)
         a.instructions.append(Instruction(addr, off, raw, text,
-                                          a.counts.get(off, 0), *src))
+                                          a.counts.get(off, 0), *src,
+                                          a.stall_at(off)))
     files = collections.Counter(i.source_file for i in a.instructions
                                 if i.source_file)
     a.source = files.most_common(1)[0][0] if files else None
@@ -287,7 +326,7 @@ def _fill(a, path, lines):
         if off not in listed:
             a.instructions.append(Instruction(
                 f.vaddr + (off - f.offset), off, "", "(not an instruction "
-                "objdump lists)", n, None, None))
+                "objdump lists)", n, None, None, a.stall_at(off)))
     a.instructions.sort(key=lambda i: i.offset)
 
 
@@ -332,6 +371,31 @@ def annotate(session, names=(), image_filter=(), top=None):
         finally:
             handle.close()
     return wanted
+
+
+def source_lines_at(image, offsets):
+    """{file offset: (file, line)} of the offsets of an image that its
+    DWARF places (dma.py names instructions with it)."""
+    out = {}
+    sym = image.symbolizer
+    if sym is None:
+        return out
+    handle = _ImageFile(image)
+    try:
+        if handle.path is None:
+            return out
+        lines = _Lines(handle.path)
+        for off in offsets:
+            f = sym.function_at(off)
+            if f is None:
+                continue
+            lookup, _ = lines.for_function(f.name, f.vaddr)
+            where = lookup(f.vaddr + (off - f.offset)) if lookup else None
+            if where and where[0] is not None:
+                out[off] = where
+    finally:
+        handle.close()
+    return out
 
 
 def by_source(functions, wanted_file=None):
@@ -397,10 +461,18 @@ def write_text(functions, out, total, order="samples", session_dir=""):
         session_dir, len(functions), "" if len(functions) == 1 else "s",
         "hottest" if order == "samples" else "lowest address"))
     out.write("percent: of the function's samples\n")
+    recorded = any(a.stalls is not None for a in functions)
+    if functions and not recorded:
+        out.write(stalls.NOT_RECORDED + "\n")
+    elif recorded:
+        out.write("reasons: after each instruction, \"| REASON SAMPLES "
+                  "...\" (issue: executing; the others: waiting)\n")
     for a in functions:
         out.write("\n" + _header(a, total) + "\n")
         if a.no_source:
             out.write("  no source: %s\n" % a.no_source)
+        if a.stall is not None and a.stall.total:
+            out.write("  by reason: %s\n" % a.stall.tag())
         out.write("%8s %7s  %-8s  %-8s  %s\n" % (
             "samples", "%", "address", "offset", "instruction"))
         insns = a.instructions if order == "address" else sorted(
@@ -416,6 +488,8 @@ def write_text(functions, out, total, order="samples", session_dir=""):
             tail = "" if order == "address" or not i.source_file else \
                 "    # %s:%d" % (os.path.basename(i.source_file),
                                  i.source_line)
+            if i.stall is not None and i.stall.total:
+                tail += "    | " + i.stall.tag()
             out.write("%8d %6.2f%%  %08x  %08x  %s%s\n" % (
                 i.samples, _pct(i.samples, a.samples), i.address, i.offset,
                 i.text, tail))
@@ -425,7 +499,8 @@ def _insn_json(i, a):
     return {"address": i.address, "file_offset": i.offset, "bytes": i.raw,
             "instruction": i.text, "samples": i.samples,
             "percent": round(_pct(i.samples, a.samples), 4),
-            "source_file": i.source_file, "source_line": i.source_line}
+            "source_file": i.source_file, "source_line": i.source_line,
+            "stall": i.stall.to_json() if i.stall is not None else None}
 
 
 def to_json(functions, total, session_dir):
@@ -440,6 +515,7 @@ def to_json(functions, total, session_dir):
                 "samples": a.samples,
                 "percent": round(_pct(a.samples, total), 4),
                 "source": a.source, "no_source": a.no_source,
+                "stall": a.stall.to_json() if a.stall is not None else None,
                 "instructions": [_insn_json(i, a) for i in a.instructions]}
                 for a in functions]}
 
@@ -451,7 +527,7 @@ def write_json(functions, out, total, order="samples", session_dir=""):
 
 CSV_FIELDS = ["image", "overlay", "symbol", "address", "file_offset",
               "samples", "percent", "instruction", "source_file",
-              "source_line"]
+              "source_line", "stall"]
 
 
 def write_csv(functions, out, total, order="samples", session_dir=""):
@@ -464,7 +540,15 @@ def write_csv(functions, out, total, order="samples", session_dir=""):
             w.writerow([a.image.short_name, a.overlay_label, a.name,
                         "0x%x" % i.address, i.offset, i.samples,
                         "%.4f" % _pct(i.samples, a.samples), i.text,
-                        i.source_file or "", i.source_line or ""])
+                        i.source_file or "", i.source_line or "",
+                        _stall_cell(i.stall)])
+
+
+def _stall_cell(b):
+    """A CSV cell of a Breakdown: "issue=40;dma_wait=12", "" for none."""
+    if b is None:
+        return ""
+    return ";".join("%s=%d" % (stalls.name(c), n) for c, n in b.items())
 
 
 WRITERS = {"text": write_text, "csv": write_csv, "json": write_json}

@@ -113,15 +113,35 @@ def call_stacks(session, images=None, contexts=None):
     without the table yields nothing."""
     if not session.has_table("stacks"):
         return
+    for context, frames, _, count in _stacks(
+            session, images, contexts,
+            "SELECT context, image, frames, NULL, SUM(count) FROM stacks"
+            " GROUP BY context, frames ORDER BY context, frames"):
+        yield context, frames, count
+
+
+def call_stacks_by_stall(session, images=None, contexts=None):
+    """call_stacks() of the stack_stalls table: (context, frames, stall,
+    count), each stack's samples by stall reason (stalls.py).  A session
+    without the table yields nothing."""
+    if not session.has_table("stack_stalls"):
+        return
+    yield from _stacks(
+        session, images, contexts,
+        "SELECT context, image, frames, stall, SUM(count) FROM stack_stalls"
+        " GROUP BY context, frames, stall ORDER BY context, frames, stall")
+
+
+def _stacks(session, images, contexts, sql):
+    """(context, frames, stall, count) of a query of rows (context, image,
+    frames text, stall, count)."""
     if images is None or contexts is None:
         images, contexts = profile.load_images_and_contexts(session)
     made = _Frames()
-    for context, image, text, count in session.iterate(
-            "SELECT context, image, frames, SUM(count) FROM stacks"
-            " GROUP BY context, frames ORDER BY context, frames"):
+    for context, image, text, stall, count in session.iterate(sql):
         img = images.get(image)
         frames = tuple(made.frame(img, p) for p in _parse(session, text))
-        yield contexts.get(context), frames, count
+        yield contexts.get(context), frames, stall, count
 
 
 def function_key(frame):

@@ -15,7 +15,7 @@ import os
 import sys
 
 from . import annotate, archive, callgraph, diff, export, html, output
-from . import host as host_mod, profile, safefile, timeline
+from . import host as host_mod, profile, safefile, stalls, timeline
 from . import session as session_mod
 
 PROG = "copreport"
@@ -272,6 +272,12 @@ def report_parser():
                         "program's CPU samples (coprof record "
                         "--host-event), by ELF file and symbol; all: both, "
                         "apart (default all; several sessions: cop)")
+    p.add_argument("--by", default="symbol", choices=output.BYS,
+                   metavar="WHAT",
+                   help="symbol: a row per symbol, with its wait share and "
+                        "top wait; reason: a row per symbol and stall reason "
+                        "(issue, dependency, branch, dma_wait, mailbox_wait, "
+                        "memory) (default symbol)")
     _format_output_args(p, output.FORMATS)
     return p
 
@@ -629,6 +635,10 @@ def run_report(args):
             raise RuntimeFailure("%s: %s" % (_names(sessions), e))
         for s in sessions:
             _warn(s)
+        prof.by = args.by
+        if args.by == "reason" and not prof.stalls_recorded:
+            sys.stderr.write("%s: %s: %s\n" % (PROG, _names(sessions),
+                                                 stalls.NOT_RECORDED))
         writer = output.WRITERS[args.format]
         _write(args.output, lambda f: writer(prof, f, _names(sessions)))
     finally:

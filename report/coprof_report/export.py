@@ -51,7 +51,7 @@ import collections
 import gzip
 import json
 
-from . import profile, safefile
+from . import profile, safefile, stalls
 
 FORMATS = ("pprof", "callgrind", "folded", "speedscope")
 
@@ -61,10 +61,12 @@ overlay (its section, "" for resident code), function (a name, or a
 report's "[...]" name for samples it could not place), offset (the file
 offset of the first sampled instruction in it, or None)."""
 
-Stack = collections.namedtuple("Stack", "context frames count")
+Stack = collections.namedtuple("Stack", "context frames count stall",
+                               defaults=(None,))
 Stack.__doc__ = """count samples of context (profile.ContextInfo, None for
 samples of no context) whose call stack was frames (Frames, outermost
-caller first, the sampled function last)."""
+caller first, the sampled function last), with the stall reason stall
+(stalls.py's value; None when the session has none for them)."""
 
 
 def leaf_frame(row):
@@ -84,14 +86,17 @@ def stacks(session, prof):
     alone, one Stack per row of its context."""
     from . import callgraph     # callgraph builds on profile, as this does
     got = False
-    for context, frames, count in callgraph.call_stacks(
-            session, prof.images, prof.contexts):
+    by_stall = stalls.recorded(session, "stack_stalls")
+    read = callgraph.call_stacks_by_stall if by_stall else \
+        lambda *a: ((c, f, None, n) for c, f, n in callgraph.call_stacks(*a))
+    for context, frames, stall, count in read(session, prof.images,
+                                              prof.contexts):
         got = True
         yield Stack(context, tuple(call_frame(f) for f in reversed(frames)),
-                    count)
+                    count, stall)
     if got:
         return
-    offsets = _exact_offsets(session, prof)
+    offsets = _exact_offsets(session, prof, prof.stalls_recorded)
     for g in prof.groups:
         for r in g.sorted:
             frame = leaf_frame(r)
@@ -100,9 +105,10 @@ def stacks(session, prof):
                     sum(places.values()) != r.samples:
                 yield Stack(g.context, (frame,), r.samples)
                 continue
-            for off in sorted(places):
+            for off, stall in sorted(places, key=lambda k: (k[0], k[1]
+                                                            or 0)):
                 yield Stack(g.context, (frame._replace(offset=off),),
-                            places[off])
+                            places[(off, stall)], stall)
 
 
 def _row_key(context, row):
@@ -110,22 +116,44 @@ def _row_key(context, row):
             id(row.image), row.section if row.overlay else "", row.symbol)
 
 
-def _exact_offsets(session, prof):
-    """{(context, image, overlay, function): {file offset: samples}} of
-    the exact samples, to split a function's row by instruction."""
+def _exact_offsets(session, prof, by_stall=False):
+    """{(context, image, overlay, function): {(file offset, stall):
+    samples}} of the exact samples, to split a function's row by
+    instruction (and by stall reason when by_stall, else stall None)."""
     images = {i.id: i for i in prof.images.values()} \
         if isinstance(prof.images, dict) else {}
     out = collections.defaultdict(dict)
+    overlay = {}
     for ctx, img, off, ovl, count in session.samples(by_context=True):
-        info = images.get(img)
-        f = info.symbolizer.function_at(off) \
-            if info is not None and info.symbolizer else None
-        if f is None:
-            continue
-        key = (ctx, id(info), f.section if ovl else "", f.name)
-        d = out[key]
-        d[off] = d.get(off, 0) + count
+        overlay[(img, off)] = ovl
+        if not by_stall:
+            _add_place(out, images, ctx, img, off, ovl, None, count)
+    if by_stall:
+        for ctx, img, off, stall, count in session.sample_stalls():
+            if (img, off) in overlay:
+                _add_place(out, images, ctx, img, off, overlay[(img, off)],
+                           stall, count)
     return out
+
+
+def _add_place(out, images, ctx, img, off, ovl, stall, count):
+    info = images.get(img)
+    f = info.symbolizer.function_at(off) \
+        if info is not None and info.symbolizer else None
+    if f is None:
+        return
+    d = out[(ctx, id(info), f.section if ovl else "", f.name)]
+    d[(off, stall)] = d.get((off, stall), 0) + count
+
+
+def with_stall_leaf(st):
+    """A Stack's frames, with a leaf frame "[dma_wait]" after the sampled
+    function when its samples were waiting (not issue), for the formats
+    that have no other place for a reason (folded, speedscope)."""
+    if st.stall is None or st.stall == stalls.ISSUE:
+        return st.frames
+    return st.frames + (Frame(None, None, "[%s]" % stalls.name(st.stall),
+                              None),)
 
 
 def call_frame(frame):
@@ -207,13 +235,17 @@ def image_name(frame):
 
 def file_name(frame):
     """"overlays:.overlay.crc", "pipeline:.text": the image and the
-    section of the function."""
+    section of the function ("stall reason" for with_stall_leaf()'s)."""
+    if frame.overlay is None:
+        return "stall reason"
     return "%s:%s" % (image_name(frame), frame.overlay or "resident")
 
 
 def frame_name(frame):
     """"crc16_bitwise (overlays .overlay.crc)", "main (kernels)": unique
     per image and overlay, no ";" (a folded line's separator)."""
+    if frame.overlay is None:       # with_stall_leaf()'s reason frame
+        return frame.function
     where = image_name(frame)
     if frame.overlay:
         where += " " + frame.overlay
@@ -228,7 +260,7 @@ def write_folded(all_st, out, sampling, name):
     lines = collections.OrderedDict()
     for st in all_st:
         key = ";".join([context_name(st.context).replace(";", ",")] +
-                       [frame_name(f) for f in st.frames])
+                       [frame_name(f) for f in with_stall_leaf(st)])
         lines[key] = lines.get(key, 0) + st.count
     for key, count in lines.items():
         out.write("%s %d\n" % (key, count))
@@ -256,7 +288,7 @@ def speedscope_json(all_st, name):
             "type": "sampled", "name": context_name(st.context),
             "unit": "none", "startValue": 0, "endValue": 0,
             "samples": [], "weights": []})
-        p["samples"].append([frame_index(f) for f in st.frames])
+        p["samples"].append([frame_index(f) for f in with_stall_leaf(st)])
         p["weights"].append(st.count)
         p["endValue"] += st.count
     return {"$schema": SPEEDSCOPE_SCHEMA, "version": "0.7.1",
@@ -309,30 +341,51 @@ def write_callgrind(all_st, out, sampling, name):
         places.close()
 
 
+def _cost(st, width):
+    """A Stack's cost vector: its samples, then (width > 1) its samples
+    under each stall reason's event (0 under the others)."""
+    v = [st.count] + [0] * (width - 1)
+    if width > 1 and st.stall is not None and st.stall < len(stalls.REASONS):
+        v[1 + st.stall] = st.count
+    return v
+
+
+def _add(into, key, cost):
+    have = into.get(key)
+    into[key] = cost if have is None else [a + b for a, b in zip(have, cost)]
+
+
+def _costs(v):
+    return " ".join("%d" % x for x in v)
+
+
 def _write_callgrind(all_st, out, sampling, name, places):
-    self_cost = collections.OrderedDict()   # function -> {line: samples}
-    calls = collections.OrderedDict()       # (caller, line, callee) -> n
+    all_st = list(all_st)
+    by_reason = any(st.stall is not None for st in all_st)
+    events = ["Samples"] + (list(stalls.REASONS) if by_reason else [])
+    width = len(events)
+    self_cost = collections.OrderedDict()   # function -> {line: costs}
+    calls = collections.OrderedDict()       # (caller, line, callee) -> costs
     where = {}                              # function -> its (ob, fl)
-    total = 0
+    total = [0] * width
     for st in all_st:
+        cost = _cost(st, width)
         root = ("contexts", "contexts", context_name(st.context), 0)
         chain = [root] + [_callgrind_place(f, places) for f in st.frames]
         for p in chain:
             where.setdefault(p[2], p[:2])
             self_cost.setdefault(p[2], {})
         for caller, callee in zip(chain, chain[1:]):
-            k = (caller[2], caller[3], callee[2])
-            calls[k] = calls.get(k, 0) + st.count
-        leaf = self_cost[chain[-1][2]]
-        leaf[chain[-1][3]] = leaf.get(chain[-1][3], 0) + st.count
-        total += st.count
+            _add(calls, (caller[2], caller[3], callee[2]), cost)
+        _add(self_cost[chain[-1][2]], chain[-1][3], cost)
+        total = [a + b for a, b in zip(total, cost)]
     ob, fl, fn = _Names(), _Names(), _Names()
     out.write("# callgrind format\nversion: 1\ncreator: copreport\n")
     out.write("cmd: %s\n" % name)
     if sampling is not None and sampling.period:
         out.write("desc: Sampling: %s\n" % sampling.period_text())
-    out.write("positions: line\nevents: Samples\n")
-    out.write("summary: %d\n" % total)
+    out.write("positions: line\nevents: %s\n" % " ".join(events))
+    out.write("summary: %s\n" % _costs(total))
     by_caller = collections.OrderedDict()
     for (caller, line, callee), n in calls.items():
         by_caller.setdefault(caller, []).append((line, callee, n))
@@ -340,13 +393,13 @@ def _write_callgrind(all_st, out, sampling, name, places):
         o, f = where[func]
         out.write("\nob=%s\nfl=%s\nfn=%s\n" % (ob(o), fl(f), fn(func)))
         for line in sorted(lines):
-            out.write("%d %d\n" % (line, lines[line]))
+            out.write("%d %s\n" % (line, _costs(lines[line])))
         for line, callee, n in by_caller.get(func, ()):
             co, cf = where[callee]
-            out.write("cob=%s\ncfi=%s\ncfn=%s\ncalls=%d %d\n%d %d\n"
-                      % (ob(co), fl(cf), fn(callee), n,
-                         min(self_cost[callee] or {0: 0}), line, n))
-    out.write("\ntotals: %d\n" % total)
+            out.write("cob=%s\ncfi=%s\ncfn=%s\ncalls=%d %d\n%d %s\n"
+                      % (ob(co), fl(cf), fn(callee), n[0],
+                         min(self_cost[callee] or {0: 0}), line, _costs(n)))
+    out.write("\ntotals: %s\n" % _costs(total))
 
 
 # --- pprof --------------------------------------------------------------
@@ -548,6 +601,8 @@ def _pprof_message(all_st, sampling, places, time_nanos, duration_nanos):
         smp.label.add(key=st_("image"), str=st_(image_name(leaf)))
         smp.label.add(key=st_("overlay"), str=st_(leaf.overlay or
                                                   "resident"))
+        if s.stall is not None:
+            smp.label.add(key=st_("stall"), str=st_(stalls.name(s.stall)))
     return p
 
 

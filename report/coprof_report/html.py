@@ -50,8 +50,8 @@ import html
 import json
 import os
 
-from . import annotate, callgraph, export, output, profile, safefile
-from . import timeline
+from . import annotate, callgraph, dma, export, output, profile, safefile
+from . import stalls, timeline
 
 # (file in lib/coprof/js, file under report/js/node_modules)
 LIBRARIES = [("d3.min.js", "d3/dist/d3.min.js"),
@@ -170,7 +170,57 @@ def _profile_view(prof, anchors):
                % e(", ".join(output._interval_text(g) for g in prof.groups)))
     for g in prof.groups:
         out += _rows_table(g, anchors)
+    out += _stalls_view(prof, anchors)
     out += ["<p>%s</p>" % e(line) for line in output._footer_lines(prof)]
+    return out
+
+
+def _stalls_view(prof, anchors):
+    """The breakdown by stall reason: per group its reasons' shares, a
+    table of each symbol's samples by reason, and the DMA waits by
+    transfer; one line when the session has no reasons."""
+    if not prof.stalls_recorded:
+        return ["<p class=\"note\" id=\"no-stalls\">%s</p>"
+                % e(stalls.NOT_RECORDED)]
+    out = ["<h3 id=\"stalls\">By stall reason</h3>"]
+    head = "".join("<th>%s</th>" % e(n) for n in stalls.REASONS)
+    for g in prof.groups:
+        line = output._group_reason_line(g)
+        if line:
+            out.append("<p class=\"note\">%s</p>" % e(line.strip()))
+        out += ["<table class=\"profile stalls\">",
+                "<tr><th>samples</th><th>wait%%</th><th>top wait</th>%s"
+                "<th>symbol</th></tr>" % head]
+        for r in g.sorted:
+            if r.stall is None:
+                continue
+            wait, top = stalls.wait_columns(r.stall)
+            out.append("<tr><td class=\"n\">%d</td><td class=\"n\">%s</td>"
+                       "<td>%s</td>%s%s</tr>" % (
+                           r.samples, e(wait), e(top), "".join(
+                               "<td class=\"n\">%d</td>"
+                               % r.stall.counts.get(c, 0)
+                               for c in range(len(stalls.REASONS))),
+                           _symbol_cell(r, anchors)))
+        out.append("</table>")
+    out += _dma_view(prof.dma_waits)
+    return out
+
+
+def _dma_view(waits):
+    """The DMA waits by transfer (dma.py) as a table."""
+    if waits is None:
+        return []
+    out = ["<h3 id=\"dma-waits\">DMA waits by transfer</h3>",
+           "<table class=\"profile dma\"><tr><th>samples</th>"
+           "<th>waiting at</th><th>tag</th><th>issued by (get/put)</th>"
+           "</tr>"]
+    for w in waits:
+        out.append("<tr><td class=\"n\">%d</td><td>%s</td><td class=\"n\">"
+                   "%d</td><td>%s</td></tr>" % (
+                       w.samples, e(w.where + dma.source_text(w.source)),
+                       w.tag, e(w.issuer + dma.source_text(w.issuer_source))))
+    out.append("</table>")
     return out
 
 
@@ -312,6 +362,8 @@ def timeline_data(trace):
     names, name_index, by_track = [], {}, {}
     t0, t1 = None, None
     for ev in trace["traceEvents"]:
+        if ev["ph"] == "C":
+            continue        # counters (stall reasons): no canvas track
         key = (ev["pid"], ev["tid"])
         if ev["ph"] == "M":
             v = ev["args"]

@@ -25,9 +25,10 @@ import csv
 import json
 import os
 
-from . import host as host_mod, profile
+from . import dma, host as host_mod, profile, stalls
 
 FORMATS = ("text", "csv", "json")
+BYS = ("symbol", "reason")      # --by: rows per symbol, or symbol and reason
 
 
 def _causes_json(causes):
@@ -82,7 +83,20 @@ def _group_json(g):
          "interval_method": g.interval_method,
          "interval_blocks": sum(b.n_blocks for b in g.blocks)}
     d.update(_losses_json(g.losses, g.total))
+    d.update(_group_stall_json(g))
     return d
+
+
+def _group_stall_json(g):
+    """A group's samples by reason and each reason's share of them."""
+    if g.stall is None:
+        return {"stall": None, "stall_shares": None,
+                "stall_interval_method": None}
+    return {"stall": g.stall.to_json(),
+            "stall_shares": {stalls.name(c): {
+                "percent": 100 * p, "ci_low": 100 * lo, "ci_high": 100 * hi}
+                for c, (p, lo, hi) in sorted(g.stall_shares.items())},
+            "stall_interval_method": g.stall_method}
 
 
 def _sampling_json(smp):
@@ -126,7 +140,30 @@ def _row_json(group, r):
         "ci_low": r.ci_low,
         "ci_high": r.ci_high,
         "interval_method": r.interval_method,
+        "stall": r.stall.to_json() if r.stall is not None else None,
     }
+
+
+def _reason_row_json(group, r):
+    """A row of --by=reason: _row_json's, and its reason."""
+    d = _row_json(group, r)
+    d["stall_reason"] = stalls.name(r.stall_reason) \
+        if r.stall_reason is not None else None
+    return d
+
+
+def _rows(prof, g):
+    """A group's rows as the report shows them: by symbol, or (--by=
+    reason) by symbol and reason."""
+    if prof.by == "reason":
+        return profile.reason_rows(g)
+    return g.sorted
+
+
+def _row_dict(prof, g, r):
+    if prof.by == "reason":
+        return _reason_row_json(g, r)
+    return _row_json(g, r)
 
 
 def _host_row_json(r):
@@ -207,7 +244,37 @@ def _sampling_lines(prof):
             "slot %s %s%s" % (slot, _ms(ns), " (%.2f%%)" % smp.share(ns)
                               if smp.share(ns) is not None else "")
             for slot, c, ns in stalled))
+    lines.append(_clock_line(prof))
     return lines
+
+
+def _clock_line(prof):
+    """What a sample's stall reason says under the session's clock, or
+    that the session has none."""
+    if not prof.stalls_recorded:
+        return stalls.NOT_RECORDED
+    event = prof.sampling.event
+    if event == "SPU_INSTRUCTIONS":
+        return ("clock: SPU_INSTRUCTIONS (retired instructions): every "
+                "sample is an issuing instruction, none waits")
+    return ("clock: %s (modelled cycles): a waiting coprocessor is sampled "
+            "at the waiting instruction; wait%% = samples not issuing "
+            "(%s), top wait = the most of them"
+            % (event or "SPU_CYCLES", ", ".join(stalls.REASONS[1:])))
+
+
+def _group_reason_line(g):
+    """"  by reason: issue 70.00% (65.1-74.5), dma_wait ..." of a group
+    with reasons."""
+    if g.stall is None or not g.stall.total:
+        return None
+    return "  by reason (%s intervals): %s" % (
+        "batch" if g.stall_method == "batches" else "Wilson"
+        if g.stall_method == "wilson" else g.stall_method,
+        ", ".join("%s %.2f%% (%.2f-%.2f)" % (
+            stalls.name(c), 100 * g.stall_shares[c][0],
+            100 * g.stall_shares[c][1], 100 * g.stall_shares[c][2])
+            for c, _ in g.stall.items()))
 
 
 def _group_footer_lines(prof, g):
@@ -332,6 +399,8 @@ def write_text(prof, out, session_dir):
         for line in _host_lines(prof):
             out.write(line + "\n")
     if prof.side != "host":
+        for line in dma.text_lines(prof.dma_waits):
+            out.write(line + "\n")
         out.write("\n")
         for line in _footer_lines(prof):
             out.write(line + "\n")
@@ -339,10 +408,29 @@ def write_text(prof, out, session_dir):
         out.write(state_line(prof) + "\n")
 
 
+def _row_text(prof, r):
+    """A row's line: samples, percent, interval, (with reasons) its wait
+    share and top wait, or with --by=reason its reason, image, overlay,
+    symbol."""
+    s = "%9d %7.2f%% %13s  " % (r.samples, r.percent,
+                                "%.2f-%.2f" % (r.ci_low, r.ci_high))
+    if prof.by == "reason":
+        s += "%-12s " % (stalls.name(r.stall_reason)
+                         if r.stall_reason is not None else "-")
+    elif prof.stalls_recorded:
+        s += "%6s %-12s " % stalls.wait_columns(r.stall)
+    return s + "%-34s %-18s %s\n" % (r.image.label if r.image else "-",
+                                      r.overlay_label or "-", r.symbol)
+
+
 def _write_cop_text(prof, out):
     out.write(INTERVAL_TEXT)
-    hdr = "%9s %8s %13s  %-34s %-18s %s\n" % (
-        "samples", "%", "95% interval", "image", "overlay", "symbol")
+    cols = "%9s %8s %13s  " % ("samples", "%", "95% interval")
+    if prof.by == "reason":
+        cols += "%-12s " % "reason"
+    elif prof.stalls_recorded:
+        cols += "%6s %-12s " % ("wait%", "top wait")
+    hdr = cols + "%-34s %-18s %s\n" % ("image", "overlay", "symbol")
     for g in prof.groups:
         out.write("\n")
         if g.context is not None:
@@ -355,13 +443,13 @@ def _write_cop_text(prof, out):
         out.write("  %d samples%s, %s\n" % (
             g.total, ", %d rows under the threshold" % g.hidden
             if g.hidden else "", _interval_text(g)))
+        line = _group_reason_line(g)
+        if line:
+            out.write(line + "\n")
         if g.sorted:
             out.write(hdr)
-        for r in g.sorted:
-            out.write("%9d %7.2f%% %13s  %-34s %-18s %s\n" % (
-                r.samples, r.percent, "%.2f-%.2f" % (r.ci_low, r.ci_high),
-                r.image.label if r.image else "-",
-                r.overlay_label or "-", r.symbol))
+        for r in _rows(prof, g):
+            out.write(_row_text(prof, r))
         for line in _group_footer_lines(prof, g):
             out.write(line + "\n")
 
@@ -369,15 +457,19 @@ def _write_cop_text(prof, out):
 CSV_FIELDS = ["group", "samples", "percent", "ci_low", "ci_high", "image",
               "path", "image_offset", "overlay", "symbol", "kind",
               "file_offset_lo", "file_offset_hi", "group_lost",
-              "group_lost_by_cause", "group_biased", "side"]
+              "group_lost_by_cause", "group_biased", "side", "stall",
+              "stall_reason"]
 
 
 def write_csv(prof, out, session_dir):
     w = csv.writer(out, lineterminator="\n")
     w.writerow(CSV_FIELDS)
     for g in prof.groups:
-        for r in g.sorted:
-            d = _row_json(g, r)
+        for r in _rows(prof, g):
+            d = _row_dict(prof, g, r)
+            d["stall"] = ";".join("%s=%d" % (stalls.name(c), n)
+                                  for c, n in r.stall.items()) \
+                if r.stall is not None else None
             d["percent"] = "%.4f" % r.percent
             d["ci_low"] = "%.4f" % r.ci_low
             d["ci_high"] = "%.4f" % r.ci_high
@@ -386,7 +478,7 @@ def write_csv(prof, out, session_dir):
                 "%s=%d" % (name or "cause %s" % cause, n)
                 for cause, name, n in g.losses.causes())
             d["group_biased"] = int(g.biased)
-            w.writerow(["" if d[k] is None else d[k] for k in CSV_FIELDS])
+            w.writerow(["" if d.get(k) is None else d[k] for k in CSV_FIELDS])
     for r in prof.host_rows:
         d = _host_row_json(r)
         d["percent"] = "%.4f" % r.percent
@@ -424,7 +516,7 @@ def to_json(prof, session_dir):
     groups, rows = [], []
     for g in prof.groups:       # ContextGroups: one chunk at a time
         groups.append(_group_json(g))
-        rows += [_row_json(g, r) for r in g.sorted]
+        rows += [_row_dict(prof, g, r) for r in _rows(prof, g)]
     return {
         "format": "copreport-profile",
         "version": 1,
@@ -435,7 +527,10 @@ def to_json(prof, session_dir):
         "groups": groups,
         "interval_method": interval_method(groups),
         "side": prof.side,
+        "by": prof.by,
+        "stall_reasons": prof.stalls_recorded,
         "rows": rows + [_host_row_json(r) for r in prof.host_rows],
+        "dma_waits": dma.to_json(prof.dma_waits),
         "host": _host_json(prof),
         "totals": dict(prof.totals),
         "lost_by_cause": _causes_json(prof.lost),

@@ -304,6 +304,42 @@ def draw_functions(ax, tl, axis, colours):
                  "samples" % len(colours), fontsize=9)
 
 
+# The stall reasons' colours (stalls.REASONS order): issue grey, waits warm.
+REASON_COLOURS = ("#b0b0b0", "#1f77b4", "#9467bd", "#d62728", "#ff7f0e",
+                  "#8c564b")
+
+
+def draw_stalls(ax, tl, axis):
+    """The stall reasons panel: a band per slot, each bucket a column cut
+    into its reasons' shares of the slot's samples there (stall_timeline),
+    issue at the bottom."""
+    from . import stalls
+    slots = sorted({s for s, _ in tl.stall_buckets},
+                   key=lambda s: (s is None, s or 0))
+    rows = {s: i for i, s in enumerate(slots)}
+    width = tl.bucket_ns / 1e6 if tl.bucket_ns else 1.0
+    for (slot, bucket), b in sorted(tl.stall_buckets.items(),
+                                    key=lambda x: x[0][1]):
+        total = b.total
+        base = rows[slot] + 0.1
+        for code, n in sorted(b.counts.items()):
+            h = 0.8 * n / total if total else 0
+            ax.bar([axis.ms(bucket)], [h], width=width, bottom=base,
+                   align="edge", linewidth=0,
+                   color=REASON_COLOURS[code % len(REASON_COLOURS)],
+                   label=stalls.name(code))
+            base += h
+    ax.set_yticks([i + 0.5 for i in range(len(slots))])
+    ax.set_yticklabels(["slot %d" % s if s is not None else "no slot"
+                        for s in slots], fontsize=7)
+    ax.set_ylim(0, max(len(slots), 1))
+    ax.set_title("stall reasons: each slot's samples per bucket by reason "
+                 "(%s)" % ", ".join(
+                     "%s %s" % (n, c) for n, c in zip(
+                         stalls.REASONS, ("grey", "blue", "purple", "red",
+                                          "orange", "brown"))), fontsize=9)
+
+
 def _legend(fig, tl, colours):
     handles = [Patch(color=c, label=fn) for fn, c in colours.items()]
     handles.append(Patch(color=OTHER_COLOUR, label=OTHER))
@@ -387,6 +423,9 @@ def figure(tl, title=None):
     rows = len(_slot_rows(tl)) + 1
     host_tids = host_tracks(tl)
     heights = [0.42 * rows + 0.6, 2.6]
+    stall_slots = len({s for s, _ in tl.stall_buckets})
+    if stall_slots:
+        heights.append(0.42 * stall_slots + 0.8)
     if host_tids:
         heights.append(0.3 * len(host_tids) + 0.8)
     fig, panels = plt.subplots(
@@ -399,9 +438,12 @@ def figure(tl, title=None):
     bottom.set_label("functions")
     draw_slots(top, tl, axis, colours)
     draw_functions(bottom, tl, axis, colours)
+    if stall_slots:
+        panels[2].set_label("stall reasons")
+        draw_stalls(panels[2], tl, axis)
     if host_tids:
-        panels[2].set_label("host threads")
-        host_panel(panels[2], tl, host_tids, axis)
+        panels[-1].set_label("host threads")
+        host_panel(panels[-1], tl, host_tids, axis)
     panels[-1].set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)%s"
                           % ("; the boot's %.0f ms drawn compressed, left "
                              "of the dashed break" % axis.boot

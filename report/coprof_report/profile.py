@@ -56,7 +56,7 @@ import functools
 import math
 import os
 
-from . import intervals, safefile, symbols
+from . import intervals, safefile, stalls, symbols
 from .session import content_hash
 
 SEPARATIONS = ("none", "context", "slot", "image")
@@ -128,7 +128,7 @@ class Share:
 class Row(Share):
     __slots__ = ("kind", "image", "symbol", "overlay", "section", "region",
                  "offset_lo", "offset_hi", "samples", "share", "reason",
-                 "candidates", "batch_key", "interval_method")
+                 "candidates", "batch_key", "interval_method", "stall")
 
     def __init__(self, kind, image, symbol, overlay=None, section=None,
                  region=None, reason=None, candidates=()):
@@ -146,6 +146,8 @@ class Row(Share):
         self.share = (0.0, 0.0, 0.0)    # of its group: interval()
         self.interval_method = "wilson"   # how share's bounds were drawn
         self.batch_key = None       # its key in the timeline's Blocks
+        self.stall = None           # stalls.Breakdown of an exact row of
+        #                             a session with reasons, else None
 
     def set_total(self, total, group=None):
         """Its group's samples are total: its share and interval (from
@@ -176,6 +178,41 @@ class Row(Share):
         if self.overlay:
             return self.section or "overlay %d" % self.overlay
         return ""
+
+
+class ReasonRow(Row):
+    """A row of --by=reason: one reason's samples of a Row (stall_reason:
+    its value; None for a row with no reason: not exact, or a session
+    without them)."""
+
+    __slots__ = ("stall_reason",)
+
+
+def reason_rows(g):
+    """The rows of a finished group by symbol and reason, the most samples
+    first, each with its share of the group's samples (Wilson's: a
+    place's reasons have no timeline to batch)."""
+    out = []
+    for r in g.sorted:
+        parts = r.stall.items() if r.stall is not None else []
+        rest = r.samples - sum(n for _, n in parts)
+        if rest > 0:            # samples without a reason
+            parts.append((None, rest))
+        for code, n in parts:
+            rr = ReasonRow(r.kind, r.image, r.symbol, r.overlay, r.section,
+                           r.region, r.reason, r.candidates)
+            rr.stall_reason = code
+            rr.add(n)
+            rr.offset_lo, rr.offset_hi = r.offset_lo, r.offset_hi
+            rr.share = interval(n, g.total)
+            if code is not None:
+                rr.stall = stalls.Breakdown()
+                rr.stall.add(code, n)
+            out.append(rr)
+    out.sort(key=lambda r: (-r.samples, r.symbol, r.overlay_label,
+                            r.stall_reason if r.stall_reason is not None
+                            else -1))
+    return out
 
 
 class ImageInfo:
@@ -346,6 +383,10 @@ class Group:
         self.blocks = []            # its contexts' intervals.Blocks
         self.blocked = 0            # the samples of those contexts
         self.interval_method = "wilson"
+        self.stall = None           # stalls.Breakdown of its exact rows
+        self.stall_blocks = []      # its contexts' Blocks by reason
+        self.stall_shares = {}      # reason -> (p, low, high) of stall
+        self.stall_method = "wilson"
 
     @property
     def unblocked(self):
@@ -383,6 +424,9 @@ class Profile:
         self.host_rows = []         # [host.HostRow] shown
         self.host_total = 0
         self.host_hidden = 0
+        self.stalls_recorded = False    # the session has stall reasons
+        self.by = "symbol"          # rows by symbol, or by symbol and reason
+        self.dma_waits = None       # dma.DmaWaits, of reports that show it
 
     def group_summaries(self):
         """The groups, or (for ContextGroups) their totals and losses
@@ -544,6 +588,25 @@ def finish_group(g, threshold):
     g.image_ids = {r.image.id for r in g.rows.values()
                    if r.image is not None}
     g.rows = None       # by key: no longer needed
+    if g.stall is not None:
+        _reason_shares(g)
+
+
+def _reason_shares(g):
+    """A group's reason shares of its samples with a reason: from its
+    contexts' blocks of stall_timeline when they have enough (as its
+    rows'), else Wilson's."""
+    total = g.stall.total
+    batches = intervals.batch_df(g.stall_blocks) >= intervals.MIN_BATCH_DF
+    unblocked = max(total - sum(b.total for b in g.stall_blocks), 0)
+    methods = set()
+    for code, n in g.stall.items():
+        share = intervals.batch_interval(code, n, total, g.stall_blocks,
+                                         unblocked) if batches else None
+        methods.add("batches" if share else "wilson")
+        g.stall_shares[code] = share or interval(n, total)
+    g.stall_method = methods.pop() if len(methods) == 1 else \
+        ("mixed" if methods else "wilson")
 
 
 CONTEXT_CHUNK = 2000    # contexts whose rows are in memory at once
@@ -573,6 +636,7 @@ class _Builder:
         # filters need it
         self.by_context = separation in ("context", "slot") or \
             want_contexts is not None
+        self.stalls = stalls.recorded(session)
 
     def keep(self, ctx, img):
         if self.want_contexts is not None and ctx not in self.want_contexts:
@@ -662,6 +726,7 @@ class _Builder:
         s, images = self.session, self.images
         span = (first, last) if first is not None else None
         self.last = (None, None)    # groups is a new dict
+        placed = {}             # (group, image, offset) -> its exact Row
         for ctx, img, off, ovl, count in s.samples(self.by_context, span):
             if not self.keep(ctx, img):
                 continue
@@ -682,6 +747,9 @@ class _Builder:
                                        section=section))
             r.add(count, off)
             r.batch_key = self.batch_key(info, img, off)
+            placed[(id(g), img, off)] = r
+        if self.stalls:
+            self.fill_stalls(groups, placed, span)
         for ctx, img, ls, region, count, pending in \
                 s.ambiguous(self.by_context, span):
             if not self.keep(ctx, img):
@@ -704,6 +772,24 @@ class _Builder:
                                    "[unmapped %s]" % reason,
                                    reason=reason)).add(count)
 
+    def fill_stalls(self, groups, placed, span):
+        """Each exact row's samples by reason (sample_stalls), and its
+        group's."""
+        for ctx, img, off, code, count in \
+                self.session.sample_stalls(self.by_context, span):
+            if not self.keep(ctx, img):
+                continue
+            g = self.group_of(groups, ctx, img)
+            r = placed.get((id(g), img, off))
+            if r is None:
+                continue        # no sample there: not a row of the report
+            if r.stall is None:
+                r.stall = stalls.Breakdown()
+            r.stall.add(code, count)
+            if g.stall is None:
+                g.stall = stalls.Breakdown()
+            g.stall.add(code, count)
+
     def batch_key(self, info, img, off):
         """What the timeline and a row have in common for a file offset:
         (image, its function's offset) or (image, None, its section)."""
@@ -716,16 +802,35 @@ class _Builder:
 
     def add_blocks(self, groups, span=None):
         """Each context's exact samples in blocks of consecutive ones
-        (the session's sample_timeline), to its group (intervals.py)."""
+        (the session's sample_timeline), to its group (intervals.py);
+        with reasons, the same of stall_timeline by reason."""
+        def key(img, off):
+            return self.batch_key(self.images.get(img), img, off)
+        for ctx, g, b in self._blocks(groups, self.session.timeline_of(span),
+                                      key):
+            # the context's samples of every kind, its blocks' exact ones
+            b.weight = self.totals_by_context.get(ctx, b.total) / b.total
+            g.blocks.append(b)
+            g.blocked += self.totals_by_context.get(ctx, b.total)
+        if not self.stalls or not self.session.has_table("stall_timeline"):
+            return
+        for ctx, g, b in self._blocks(
+                groups, self.session.stall_timeline_of(span),
+                lambda img, code: code):
+            g.stall_blocks.append(b)
+
+    def _blocks(self, groups, timeline, key):
+        """(context, its group, its Blocks) of each context of the
+        timeline rows (context, image, bucket, what, count) with enough
+        blocks, key(image, what) the blocks' key."""
         blocks, last = {}, None
-        for ctx, img, bucket, off, count in self.session.timeline_of(span):
+        for ctx, img, bucket, what, count in timeline:
             if not self.keep(ctx, img) or ctx not in self.contexts:
                 continue
             b = blocks.get(ctx)
             if b is None:
                 b = blocks[ctx] = intervals.Blocks()
-            b.add(self.batch_key(self.images.get(img), img, off), count,
-                  (ctx, bucket) != last)
+            b.add(key(img, what), count, (ctx, bucket) != last)
             last = (ctx, bucket)
         for ctx, b in blocks.items():
             c = self.contexts[ctx]
@@ -734,12 +839,8 @@ class _Builder:
             if g is None or not b.total:
                 continue
             b.cut()
-            if b.n_blocks < intervals.MIN_CONTEXT_BLOCKS:
-                continue
-            # the context's samples of every kind, its blocks' exact ones
-            b.weight = self.totals_by_context.get(ctx, b.total) / b.total
-            g.blocks.append(b)
-            g.blocked += self.totals_by_context.get(ctx, b.total)
+            if b.n_blocks >= intervals.MIN_CONTEXT_BLOCKS:
+                yield ctx, g, b
 
     def fill_orphans(self, groups):
         """Orphans: no context, no image."""
@@ -912,6 +1013,7 @@ def build(session, separation="none", image_filter=(), context_filter=(),
         if context_filter else None
     builder = _Builder(session, separation, images, contexts, want_images,
                        want_contexts, threshold)
+    prof.stalls_recorded = builder.stalls
     totals = builder.totals()
     builder.group_losses()
     if side == "host":
@@ -936,6 +1038,9 @@ def build(session, separation="none", image_filter=(), context_filter=(),
     prof.session_name = session_name or session.name
     session_state(prof, session)
     prof.sampling = _load_sampling(session, contexts)
+    if side != "host" and session_name is None:
+        from . import dma       # dma.py names instructions as annotate
+        prof.dma_waits = dma.build(session, images, builder.keep)
     return prof
 
 
@@ -1078,12 +1183,22 @@ def merge(profs, threshold=0.0):
                 for off in (r.offset_lo, r.offset_hi):
                     if off is not None:
                         mr.add(0, off)
+                if r.stall is not None:
+                    mr.stall = _merged(mr.stall, r.stall)
+                    m.stall = _merged(m.stall, r.stall)
     for g in groups.values():
         finish_group(g, threshold)
     out.groups = list(groups.values())
     out.images = {i.id: i for i in reps.values()}
     _merge_totals(out, profs)
     return out
+
+
+def _merged(into, breakdown):
+    """into (a stalls.Breakdown, or None: a new one) plus breakdown."""
+    into = into or stalls.Breakdown()
+    into.merge(breakdown)
+    return into
 
 
 def _merge_totals(out, profs):
@@ -1101,6 +1216,7 @@ def _merge_totals(out, profs):
                       key=lambda x: -x[2])
     out.decode_errors = sorted(errors.items())
     out.filtered = any(p.filtered for p in profs)
+    out.stalls_recorded = all(p.stalls_recorded for p in profs)
     out.stream_samples = sum(p.stream_samples for p in profs)
     out.warnings = [w for p in profs for w in p.warnings]
     bad = [p for p in profs if p.end_state != "complete"]

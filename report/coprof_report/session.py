@@ -456,6 +456,37 @@ class Session:
                           "function_offset, count FROM sample_timeline%s "
                           "ORDER BY context, bucket_start_ns" % where, args)
 
+    # --- stall reasons (issue 29; stalls.py) ---------------------------
+
+    def sample_stalls(self, by_context=True, span=None):
+        """(context, image, file_offset, stall, count) of sample_stalls;
+        context None when not by_context (summed over contexts)."""
+        return self._summed("image, file_offset, stall", "sample_stalls",
+                            "image, file_offset, stall", by_context, span)
+
+    def dma_waits(self):
+        """(context, image, file_offset, tag, issuer_ls_addr,
+        issuer_offset, count) of dma_wait_samples."""
+        return self.iterate("SELECT context, image, file_offset, tag, "
+                            "issuer_ls_addr, issuer_offset, count FROM "
+                            "dma_wait_samples")
+
+    def stall_timeline_of(self, span=None):
+        """(context, image, bucket_start_ns, stall, count) of
+        stall_timeline, by context and time (of contexts span[0]..span[1]
+        only when given)."""
+        where, args = "", ()
+        if span is not None:
+            where, args = " WHERE context BETWEEN ? AND ?", span
+        return self.query("SELECT context, image, bucket_start_ns, stall, "
+                          "count FROM stall_timeline%s "
+                          "ORDER BY context, bucket_start_ns" % where, args)
+
+    def stack_stalls(self):
+        """(context, image, frames, stall, count) of stack_stalls."""
+        return self.iterate("SELECT context, image, frames, stall, count "
+                            "FROM stack_stalls")
+
     def sched_events(self):
         return self.query("SELECT * FROM sched_events ORDER BY order_num")
 

@@ -62,7 +62,7 @@ import re
 import sys
 import time
 
-from . import host as host_mod, profile
+from . import host as host_mod, profile, stalls
 
 PID_SLOTS, PID_CONTEXTS, PID_SCHED, PID_HOST = 1, 2, 3, 4
 GROUP_CONTEXTS = 100    # more contexts than this: tracks per slot and image
@@ -130,6 +130,8 @@ class Timeline:
         self.host = None            # host.HostSide
         self.host_states = {}       # {tid: [host.Interval]}
         self.host_samples = []      # [(time_ns, tid, symbol, file, inlined)]
+        self.stalls_recorded = False    # the session has stall_timeline
+        self.stall_buckets = {}     # {(slot, bucket_start): Breakdown}
 
 
 def context_label(c):
@@ -199,6 +201,7 @@ def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
         tl.buckets[(bucket, series)] = tl.buckets.get((bucket, series),
                                                       0) + count
     tl.slices = _function_slices(tl, per_bucket, order, width or 1)
+    _stall_buckets(tl, session, bucket_ns)
     progress.step("%d slices of %d contexts read" % (len(tl.slices),
                                                      len(tl.contexts)))
     tl.sched = [r for r in session.sched_events() if in_session(tl, r)]
@@ -213,6 +216,61 @@ def build(session, host_threads="command", host_merge_ns=host_mod.MERGE_NS,
     progress.step("%d host state slices" % sum(
         len(v) for v in tl.host_states.values()))
     return tl
+
+
+def _stall_buckets(tl, session, bucket_ns):
+    """Each slot's samples by reason per bucket (stall_timeline), each
+    context's bucket on the slot it was bound to then."""
+    tl.stalls_recorded = stalls.recorded(session, "stall_timeline")
+    if not tl.stalls_recorded:
+        return
+    bindings_of = _bindings_of(tl)
+    for ctx, img, bucket, code, count in session.stall_timeline_of():
+        if bucket_ns:
+            bucket -= (bucket - (tl.start_ns or 0)) % bucket_ns
+        slot = _slot_at(bindings_of, ctx, bucket)
+        b = tl.stall_buckets.get((slot, bucket))
+        if b is None:
+            b = tl.stall_buckets[(slot, bucket)] = stalls.Breakdown()
+        b.add(code, count)
+
+
+def _stall_events(tl):
+    """A counter track per slot ("stall reasons slot N", on the slots
+    process): at each bucket's start every reason's percent of the slot's
+    samples in it, back to 0 at the bucket's end when no bucket follows."""
+    ev = []
+    by_slot = collections.defaultdict(list)
+    for (slot, bucket), b in tl.stall_buckets.items():
+        by_slot[slot].append((bucket, b))
+    for slot, buckets in sorted(by_slot.items(),
+                                key=lambda x: (x[0] is None, x[0] or 0)):
+        name = "stall reasons %s" % ("slot %d" % slot if slot is not None
+                                     else "no slot")
+        buckets.sort(key=lambda x: x[0])
+        tid = slot + 1 if slot is not None else 0   # the slot's track
+        for i, (bucket, b) in enumerate(buckets):
+            total = b.total
+            ev.append({"ph": "C", "name": name, "cat": "stall",
+                       "pid": PID_SLOTS, "tid": tid, "ts": _us(bucket),
+                       "args": {r: round(100.0 * n / total, 3) if total
+                                else 0.0 for r, n in b.to_json().items()}})
+            end = bucket + (tl.bucket_ns or 1)
+            if i + 1 == len(buckets) or buckets[i + 1][0] != end:
+                ev.append({"ph": "C", "name": name, "cat": "stall",
+                           "pid": PID_SLOTS, "tid": tid, "ts": _us(end),
+                           "args": {r: 0.0 for r in b.to_json()}})
+    return ev
+
+
+def _bindings_of(tl):
+    """{context: [(start_ns, slot)]} of its bindings, in time order."""
+    bindings_of = collections.defaultdict(list)
+    for b in tl.bindings:
+        bindings_of[b.context].append((b.start_ns, b.slot))
+    for spans in bindings_of.values():
+        spans.sort()
+    return bindings_of
 
 
 def _bound_spans(tl):
@@ -347,11 +405,7 @@ def _slot_at(bindings_of, ctx, time_ns):
 def _grouped_slices(tl):
     """[(track name, slice, start_ns)]: every slice on the track of its
     (slot, image), clipped so that a track's slices never overlap."""
-    bindings_of = collections.defaultdict(list)
-    for b in tl.bindings:
-        bindings_of[b.context].append((b.start_ns, b.slot))
-    for spans in bindings_of.values():
-        spans.sort()
+    bindings_of = _bindings_of(tl)
     out, last_end = [], {}
     for sl in sorted(tl.slices, key=lambda x: (x.start_ns, x.context)):
         c = tl.contexts.get(sl.context)
@@ -450,6 +504,7 @@ def trace_events(tl, tracks="auto"):
                    "pid": PID_SLOTS if on_slot else PID_SCHED,
                    "tid": r["slot"] + 1 if on_slot else 1,
                    "ts": _us(event_time_ns(r)), "args": args})
+    ev.extend(_stall_events(tl))
     ev.extend(_host_events(tl, meta))
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"clock": "CLOCK_MONOTONIC",
@@ -461,6 +516,7 @@ def trace_events(tl, tracks="auto"):
                           "bucket_ns": tl.bucket_ns,
                           "session_bucket_ns": tl.session_bucket_ns,
                           "function_slices": FUNCTION_SLICES,
+                          "stall_reasons": tl.stalls_recorded,
                           "start_time_ns": tl.start_ns,
                           "stop_time_ns": tl.stop_ns,
                           "host": tl.host.describe()}}

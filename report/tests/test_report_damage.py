@@ -74,6 +74,13 @@ def template(new_session, host_schema, test_image, tmp_path_factory):
                " 3000000, 'switch')")
     db.execute("INSERT INTO sample_timeline VALUES (1, 1, 0, ?, 1)", (MAIN,))
     db.execute("INSERT INTO stacks VALUES (1, 1, ?, 1)", ("0x%x" % MAIN,))
+    # the stall reasons (issue 29): the sample's, issuing
+    db.execute("INSERT INTO sample_stalls VALUES (1, 1, ?, 0, 1)", (MAIN,))
+    db.execute("INSERT INTO dma_wait_samples VALUES (1, 1, ?, 2, 256, ?,"
+               " 1)", (MAIN, MAIN))
+    db.execute("INSERT INTO stall_timeline VALUES (1, 1, 0, 0, 1)")
+    db.execute("INSERT INTO stack_stalls VALUES (1, 1, ?, 0, 1)",
+               ("0x%x" % MAIN,))
     db.execute("INSERT INTO sched_events (order_num, ring, seq, time_ns,"
                " kind, slot, context_id, cycle, host_pid, host_tid, message)"
                " VALUES (1, 0, 0, 1500000, 'bind', 0, 11, 5, 100, 101,"
