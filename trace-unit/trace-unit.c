@@ -802,13 +802,24 @@ static int stall_for_room(const struct trace_unit *unit,
 int trace_slot_capture(const struct trace_unit *unit,
                        struct trace_regs_slot *slot, uint16_t field)
 {
-    return trace_slot_capture_stack(unit, slot, NULL, field, 0, NULL);
+    return trace_slot_capture_entry(unit, slot, NULL, field,
+                                    TRACE_STALL_ISSUE, 0, NULL);
 }
 
 int trace_slot_capture_stack(const struct trace_unit *unit,
                              struct trace_regs_slot *slot, uint32_t *area,
                              uint16_t field, uint32_t depth_of_stack,
                              const uint32_t *frames)
+{
+    return trace_slot_capture_entry(unit, slot, area, field,
+                                    TRACE_STALL_ISSUE, depth_of_stack,
+                                    frames);
+}
+
+int trace_slot_capture_entry(const struct trace_unit *unit,
+                             struct trace_regs_slot *slot, uint32_t *area,
+                             uint16_t field, uint32_t cause,
+                             uint32_t depth_of_stack, const uint32_t *frames)
 {
     uint32_t depth = unit->header->fifo_depth;
     uint32_t watermark = __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED);
@@ -828,6 +839,7 @@ int trace_slot_capture_stack(const struct trace_unit *unit,
     if (area)
         trace_slot_put_stack(slot, depth, area, unit->header->stack_depth,
                              depth_of_stack, frames);
+    trace_slot_put_cause(slot, depth, cause);
     return trace_slot_push(slot, depth, field);
 }
 

@@ -237,6 +237,14 @@ int trace_slot_capture_stack(const struct trace_unit *unit,
                              uint16_t field, uint32_t depth,
                              const uint32_t *frames);
 
+/* The same with the capture's cause word (trace-regs.h, "Cause words"),
+ * and its call stack when `area` is not NULL; the others queue
+ * TRACE_STALL_ISSUE. */
+int trace_slot_capture_entry(const struct trace_unit *unit,
+                             struct trace_regs_slot *slot, uint32_t *area,
+                             uint16_t field, uint32_t cause, uint32_t depth,
+                             const uint32_t *frames);
+
 /* Claims a context for this process and records its mode.  Fails when the
  * id is out of range or a live process already owns it. */
 struct trace_regs_context *trace_context_attach(struct trace_unit *unit,
