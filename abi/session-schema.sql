@@ -185,6 +185,40 @@ CREATE TABLE stacks (                   -- [optional]
     count INTEGER NOT NULL,             -- [count]
     PRIMARY KEY (context, frames)
 ) WITHOUT ROWID;
+CREATE TABLE sample_stalls (            -- [optional]
+    context INTEGER,                    -- [id? -> contexts]
+    image INTEGER,                      -- [id? -> images]
+    file_offset INTEGER,                -- [uint]
+    stall INTEGER,                      -- [uint]
+    count INTEGER NOT NULL,             -- [count]
+    PRIMARY KEY (context, image, file_offset, stall)
+) WITHOUT ROWID;
+CREATE TABLE dma_wait_samples (         -- [optional]
+    context INTEGER,                    -- [id? -> contexts]
+    image INTEGER,                      -- [id? -> images]
+    file_offset INTEGER,                -- [uint]
+    tag INTEGER,                        -- [uint]
+    issuer_ls_addr INTEGER,             -- [uint]
+    issuer_offset INTEGER,              -- [uint?]
+    count INTEGER NOT NULL,             -- [count]
+    PRIMARY KEY (context, image, file_offset, tag, issuer_ls_addr)
+) WITHOUT ROWID;
+CREATE TABLE stall_timeline (           -- [optional]
+    context INTEGER,                    -- [id? -> contexts]
+    image INTEGER,                      -- [id? -> images]
+    bucket_start_ns INTEGER,            -- [int]
+    stall INTEGER,                      -- [uint]
+    count INTEGER NOT NULL,             -- [count]
+    PRIMARY KEY (context, image, bucket_start_ns, stall)
+) WITHOUT ROWID;
+CREATE TABLE stack_stalls (             -- [optional]
+    context INTEGER,                    -- [id? -> contexts]
+    image INTEGER,                      -- [id? -> images]
+    frames TEXT,                        -- [text]
+    stall INTEGER,                      -- [uint]
+    count INTEGER NOT NULL,             -- [count]
+    PRIMARY KEY (context, frames, stall)
+) WITHOUT ROWID;
 CREATE TABLE time_sync (
     slot INTEGER,
     cycle INTEGER,
