@@ -38,7 +38,8 @@ def traced(run, probe, case, tmp_path, every=1000, reference=False):
     counts = str(tmp_path / (case + ".counts"))
     samples = str(tmp_path / (case + ".samples"))
     options = ["--sample-every", str(every), "--exact-counts", counts,
-               "--samples-out", samples, "--fifo-depth", "65536"]
+               "--samples-out", samples, "--fifo-depth", "65536",
+               "--reasons-out", samples + ".reasons"]
     if reference:
         options.append("--reference")
     proc = run(probe, case, options=options)
@@ -125,6 +126,24 @@ def test_bad_transfers_are_a_clean_fault(run, probe, tmp_path, case, message):
     assert "not refused" not in proc.stdout
 
 
+def test_dma_wait_captures_name_the_transfer(run, probe, tmp_path):
+    """cop-run --reasons-out: every DMA-wait capture of time_one is at its
+    wait, on tag 5, issued by its get (the issue marker's LS address)."""
+    proc, counts, samples = traced(run, probe, "time", tmp_path, every=37)
+    assert proc.returncode == 0, proc.stderr
+    ls_base = exact_counts.read_counts(counts)[0].ls_base
+    mark = markers(counts)
+    waits = [line.split() for line in open(samples + ".reasons")
+             if line.split()[1] == "3"]
+    assert len(waits) > 20
+    assert {tuple(w) for w in waits} == {
+        ("0x%05x" % (mark[WAIT_MARK] - ls_base), "3", "5",
+         "0x%05x" % (mark[ISSUE_MARK] - ls_base))}
+    with open(samples) as f:
+        assert [line.split()[0] for line in open(samples + ".reasons")] \
+            == f.read().split()
+
+
 @pytest.mark.parametrize("case", ["time", "tags"])
 def test_fast_and_reference_captures_agree(run, probe, tmp_path, case):
     fast, counts_fast, samples_fast = traced(run, probe, case,
@@ -134,5 +153,12 @@ def test_fast_and_reference_captures_agree(run, probe, tmp_path, case):
     assert fast.returncode == ref.returncode == 0
     with open(samples_fast) as f, open(samples_ref) as r:
         assert f.read() == r.read()
+    # The same reason (and transfer) for every capture, DMA waits among them.
+    with open(samples_fast + ".reasons") as f, \
+            open(samples_ref + ".reasons") as r:
+        fast_reasons, ref_reasons = f.read(), r.read()
+    assert fast_reasons == ref_reasons
+    assert any(line.split()[1] == "3"
+               for line in fast_reasons.splitlines())
     assert (exact_counts.cycles_by_pc(counts_fast)
             == exact_counts.cycles_by_pc(counts_ref))

@@ -167,7 +167,7 @@ static void test_call_stack_area(void)
                                              frames + 1), ==, 0);
     g_assert_cmpuint(area[0], ==, 0);
     out = open_memstream(&text, &size);
-    g_assert_cmpint(trace_slot_drain_to(f.unit, 1, out, &drained, err,
+    g_assert_cmpint(trace_slot_drain_to(f.unit, 1, out, NULL, &drained, err,
                                         sizeof(err)), ==, 0);
     fclose(out);
     g_assert_cmpstr(text, ==, "0x00004\n"
@@ -322,7 +322,7 @@ static void test_overflow_counted(struct fixture *f, gconstpointer data)
  * reason than DMA_WAIT reads as ISSUE. */
 static void test_cause_words(struct fixture *f, gconstpointer data)
 {
-    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 2);
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 1);
     uint32_t depth = f->unit->header->fifo_depth;
     uint32_t dma = trace_cause_transfer(31, 0xABCD), causes[8];
     const uint32_t sent[8] = {
@@ -1091,7 +1091,7 @@ static void test_drain_to_file(struct fixture *f, gconstpointer data)
     trace_slot_push(slot, 64, 0);
     trace_slot_push(slot, 64, 0x1234);
     trace_slot_push(slot, 64, 0xFFFF);
-    g_assert_cmpint(trace_slot_drain_to(f->unit, 0, out, &drained, err,
+    g_assert_cmpint(trace_slot_drain_to(f->unit, 0, out, NULL, &drained, err,
                                         sizeof(err)), ==, 0);
     fclose(out);
     g_assert_cmpstr(text, ==, "0x00000\n0x048d0\n0x3fffc\n");
@@ -1194,7 +1194,7 @@ static void test_trace_run(void)
     if (child == 0)
         _exit(0);
     events = open_memstream(&event_text, &event_size);
-    g_assert_cmpint(trace_run_consume(&run, child, 1, NULL, events, err,
+    g_assert_cmpint(trace_run_consume(&run, child, 1, NULL, NULL, events, err,
                                       sizeof(err)), ==, 0);
     fclose(events);
     waitpid(child, NULL, 0);
