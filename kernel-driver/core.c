@@ -649,8 +649,10 @@ static u64 put_samples_stacked(struct copdrv *drv, struct copdrv_slot *s,
 	return i - from;
 }
 
-/* Writes drained entries [from, to), all of one cause, as samples;
- * returns how many fitted. */
+/*
+ * Writes drained entries [from, to), all of one cause, as samples;
+ * returns how many fitted.
+ */
 static u64 put_run(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 		   u64 to, u64 keep)
 {
