@@ -1,7 +1,7 @@
 """Every C tool's output a user names, against another local user (issue
 32, item 2; common/safe-file.h's rule, safe_out_open()).
 
-For each of `copsim --stream-out`, `cop-run -r/-o/-e/-c`, `cop-embed`,
+For each of `copsim --stream-out`, `cop-run -r/-o/--reasons-out/-e/-c`, `cop-embed`,
 `copstream encode -o` and `coptrace run --samples-out/--exact-counts`:
 a symbolic link of nobody's planted at the name, or as a parent directory
 of it, in a directory nobody owns (the issue's /tmp/pub) is refused with
@@ -40,6 +40,8 @@ def commands(coprof_bin, build_dir, tmp_path):
         "cop-run -r": [coprof_bin("cop-run"), "-r", "OUT", img],
         "cop-run -o": [coprof_bin("cop-run"), "--sample-every", "1000",
                        "-o", "OUT", img],
+        "cop-run --reasons-out": [coprof_bin("cop-run"), "--sample-every",
+                                  "1000", "--reasons-out", "OUT", img],
         "cop-run -e": [coprof_bin("cop-run"), "--sample-every", "1000",
                        "-e", "OUT", img],
         "cop-run -c": [coprof_bin("cop-run"), "--sample-every", "1000",
@@ -56,7 +58,8 @@ def commands(coprof_bin, build_dir, tmp_path):
     }
 
 
-TOOLS = ["copsim --stream-out", "cop-run -r", "cop-run -o", "cop-run -e",
+TOOLS = ["copsim --stream-out", "cop-run -r", "cop-run -o",
+         "cop-run --reasons-out", "cop-run -e",
          "cop-run -c", "cop-embed", "copstream encode",
          "coptrace --samples-out", "coptrace --exact-counts"]
 
