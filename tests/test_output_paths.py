@@ -1,8 +1,9 @@
 """Every C tool's output a user names, against another local user (issue
 32, item 2; common/safe-file.h's rule, safe_out_open()).
 
-For each of `copsim --stream-out`, `cop-run -r/-o/--reasons-out/-e/-c`, `cop-embed`,
-`copstream encode -o` and `coptrace run --samples-out/--exact-counts`:
+For each of `copsim --stream-out`, `cop-run -r/-o/--reasons-out/-e/-c`,
+`cop-embed`, `copstream encode -o` and `coptrace run
+--samples-out/--exact-counts`:
 a symbolic link of nobody's planted at the name, or as a parent directory
 of it, in a directory nobody owns (the issue's /tmp/pub) is refused with
 one line naming it, and the file it points to is left as it was.  A
