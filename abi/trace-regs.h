@@ -61,6 +61,15 @@
  * 0..15 and in bits 16..31 the overlay (1-based index) that held the
  * return address when the call was made, 0 for resident code or unknown.
  *
+ * Cause words (version 5): each FIFO entry has a parallel 32-bit cause
+ * word, entry i's at index i of the slot's cause array (after the FIFO,
+ * on a new line), like the Cell trace array's per-entry status bits: the
+ * stall reason of the captured cycle and, for a DMA-wait capture, the
+ * transfer waited on (its tag and the LS offset of the get/put that
+ * issued it).  The producer writes it before the release store of
+ * fifo_head, the consumer copies it with the entry (trace_slot_drain_
+ * entries(), which bounds every field: trace_cause_checked()).
+ *
  * Each block is split into 64-byte lines with a single writer each, so the
  * emulator's per-block store to `cycles` never shares a line with what the
  * controller or the consumer write.
@@ -139,7 +148,7 @@ static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
 
 #define TRACE_REGS_MAGIC        "COPTRACE"  /* 8 bytes, no terminator */
 #define TRACE_REGS_MAGIC_SIZE   8
-#define TRACE_REGS_VERSION      4
+#define TRACE_REGS_VERSION      5
 #define TRACE_LINE_SIZE         64
 
 #define TRACE_NONE              0xFFFFFFFFu /* no slot / no context */
@@ -214,6 +223,66 @@ enum trace_stall_reason {
     TRACE_STALL_MEMORY = 5          /* a direct access to main memory */
 };
 #define TRACE_STALL_REASONS     6   /* values 0 .. TRACE_STALL_REASONS - 1 */
+
+/*
+ * A FIFO entry's cause word (docs/trace-unit.md, "FIFO entries"):
+ *   bits  0..3   the stall reason (enum trace_stall_reason)
+ *   bit   4      TRACE_CAUSE_TRANSFER: the entry names a DMA transfer
+ *   bits  8..12  its tag (0..31)
+ *   bits 16..31  the PC field (LS offset >> 2) of the get/put that issued it
+ * Every other bit is zero.  A transfer is named only with TRACE_STALL_DMA_WAIT.
+ */
+#define TRACE_CAUSE_TRANSFER    0x10u
+#define TRACE_DMA_TAGS          32u
+#define TRACE_CAUSE_RESERVED    0x0000E0E0u
+
+/* The cause word of a DMA-wait capture waiting on transfer `tag`, issued
+ * at PC field `issuer_field`. */
+static inline uint32_t trace_cause_transfer(uint32_t tag,
+                                            uint32_t issuer_field)
+{
+    return TRACE_STALL_DMA_WAIT | TRACE_CAUSE_TRANSFER
+           | (tag & (TRACE_DMA_TAGS - 1)) << 8 | (issuer_field & 0xFFFFu) << 16;
+}
+
+static inline uint32_t trace_cause_reason(uint32_t cause)
+{
+    return cause & 0xFu;
+}
+
+static inline int trace_cause_has_transfer(uint32_t cause)
+{
+    return (cause & TRACE_CAUSE_TRANSFER) != 0;
+}
+
+static inline uint32_t trace_cause_tag(uint32_t cause)
+{
+    return (cause >> 8) & (TRACE_DMA_TAGS - 1);
+}
+
+static inline uint32_t trace_cause_issuer_field(uint32_t cause)
+{
+    return cause >> 16;
+}
+
+/*
+ * A cause word read from the (untrusted) register file, bounded: a
+ * reason outside the enum, a reserved bit set, or a transfer on another
+ * reason than DMA_WAIT gives TRACE_STALL_ISSUE (the PC field beside it is
+ * still the capture's).  The issuer field is 16 bits like a PC field.
+ */
+static inline uint32_t trace_cause_checked(uint32_t cause)
+{
+    uint32_t reason = trace_cause_reason(cause);
+
+    if (reason >= TRACE_STALL_REASONS || (cause & TRACE_CAUSE_RESERVED)
+        || (trace_cause_has_transfer(cause)
+            && reason != TRACE_STALL_DMA_WAIT))
+        return TRACE_STALL_ISSUE;
+    if (!trace_cause_has_transfer(cause))
+        return reason;
+    return cause;
+}
 
 /* Emulator modes, written by the emulator. */
 #define TRACE_MODE_FAST         1   /* one callback per translation block */
@@ -295,8 +364,10 @@ struct trace_regs_slot {
     uint32_t stalled;               /* 216: 1 while the producer waits */
     uint8_t  stall_pad[36];
 
-    uint16_t fifo[];                /* 256: fifo_depth PC fields, then the
-                                           events (trace_slot_events()) */
+    uint16_t fifo[];                /* 256: fifo_depth PC fields, then their
+                                           cause words (trace_slot_causes()),
+                                           then the events
+                                           (trace_slot_events()) */
 };
 
 /*
@@ -418,15 +489,26 @@ static inline int trace_gate_is_open(uint32_t gate)
     return (gate & 1u) != 0;
 }
 
+static inline uint64_t trace_line_round(uint64_t bytes)
+{
+    return (bytes + TRACE_LINE_SIZE - 1) & ~(uint64_t)(TRACE_LINE_SIZE - 1);
+}
+
 /*
- * Offset of a slot block's overlay events: after its FIFO, on a new line.
+ * Offset of a slot block's cause words: after its FIFO, on a new line.
  * 64-bit: a fifo_depth read from a hostile file must not wrap the sum.
  */
+static inline uint64_t trace_regs_slot_causes_offset(uint32_t fifo_depth)
+{
+    return trace_line_round(sizeof(struct trace_regs_slot)
+                            + 2ull * fifo_depth);
+}
+
+/* Offset of a slot block's overlay events: after its cause words. */
 static inline uint64_t trace_regs_slot_events_offset(uint32_t fifo_depth)
 {
-    uint64_t bytes = sizeof(struct trace_regs_slot) + 2ull * fifo_depth;
-
-    return (bytes + TRACE_LINE_SIZE - 1) & ~(uint64_t)(TRACE_LINE_SIZE - 1);
+    return trace_line_round(trace_regs_slot_causes_offset(fifo_depth)
+                            + 4ull * fifo_depth);
 }
 
 /* Bytes of one slot block with its FIFO and its events, in whole lines. */
@@ -441,6 +523,13 @@ trace_slot_events(struct trace_regs_slot *slot, uint32_t fifo_depth)
 {
     return (struct trace_ovl_event *)((char *)slot
             + trace_regs_slot_events_offset(fifo_depth));
+}
+
+static inline uint32_t *trace_slot_causes(struct trace_regs_slot *slot,
+                                          uint32_t fifo_depth)
+{
+    return (uint32_t *)((char *)slot
+                        + trace_regs_slot_causes_offset(fifo_depth));
 }
 
 /* Words of one stack record: the depth, then stack_depth frames. */
@@ -689,6 +778,22 @@ static inline void trace_slot_put_stack(struct trace_regs_slot *slot,
 }
 
 /*
+ * Producer: writes the cause word of the capture about to be queued as FIFO
+ * entry fifo_head, when that entry is free, as trace_slot_put_stack().
+ * Call it before the push that publishes the entry.
+ */
+static inline void trace_slot_put_cause(struct trace_regs_slot *slot,
+                                        uint32_t fifo_depth, uint32_t cause)
+{
+    uint32_t head = trace_load_once(&slot->fifo_head);
+    uint32_t tail = trace_load_acquire(&slot->fifo_tail);
+
+    if (head - tail >= fifo_depth)
+        return;
+    trace_slot_causes(slot, fifo_depth)[head & (fifo_depth - 1)] = cause;
+}
+
+/*
  * Producer: queues one expiry whose PC field is `field` if the FIFO has
  * room.  The entry is written before the release store of fifo_head
  * publishes it, and capture_count is stored last (release), so a reader
@@ -830,26 +935,54 @@ static inline int32_t trace_slot_drain_events(struct trace_regs_slot *slot,
 }
 
 /*
- * Consumer: moves up to `max` queued PC fields into out[], oldest first, and
- * frees their entries.  Returns the number moved, or -1 when head and tail
- * are more than fifo_depth apart (a corrupt register file; nothing moved).
+ * Consumer: moves up to `max` queued entries out, oldest first, and frees
+ * them: each PC field into out[], with causes not NULL its cause word,
+ * bounded by trace_cause_checked(), into causes[], and with `area` not
+ * NULL its stack record (trace_stack_record_words(stack_depth) words)
+ * into records[].  Returns the number moved, or -1 when head and tail are
+ * more than fifo_depth apart (a corrupt register file; nothing moved).
  */
-static inline int32_t trace_slot_drain(struct trace_regs_slot *slot,
-                                       uint32_t fifo_depth,
-                                       uint16_t *out, uint32_t max)
+static inline int32_t trace_slot_drain_entries(struct trace_regs_slot *slot,
+                                               uint32_t fifo_depth,
+                                               uint16_t *out,
+                                               uint32_t *causes,
+                                               const uint32_t *area,
+                                               uint32_t stack_depth,
+                                               uint32_t *records,
+                                               uint32_t max)
 {
     uint32_t tail = trace_load_once(&slot->fifo_tail);
     uint32_t head = trace_load_acquire(&slot->fifo_head);
+    const uint32_t *cause = trace_slot_causes(slot, fifo_depth);
+    uint32_t words = trace_stack_record_words(stack_depth);
     uint32_t queued = head - tail;
     uint32_t n;
 
     if (queued > fifo_depth)
         return -1;
     n = queued < max ? queued : max;
-    for (uint32_t i = 0; i < n; i++)
-        out[i] = slot->fifo[(tail + i) & (fifo_depth - 1)];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t at = (tail + i) & (fifo_depth - 1);
+
+        out[i] = slot->fifo[at];
+        if (causes)
+            causes[i] = trace_cause_checked(cause[at]);
+        if (!area)
+            continue;
+        for (uint32_t w = 0; w < words; w++)
+            records[(uint64_t)i * words + w] = area[(uint64_t)at * words + w];
+    }
     trace_store_release(&slot->fifo_tail, tail + n);
     return (int32_t)n;
+}
+
+/* Consumer: trace_slot_drain_entries() of the PC fields alone. */
+static inline int32_t trace_slot_drain(struct trace_regs_slot *slot,
+                                       uint32_t fifo_depth,
+                                       uint16_t *out, uint32_t max)
+{
+    return trace_slot_drain_entries(slot, fifo_depth, out, TRACE_NULL,
+                                    TRACE_NULL, 0, TRACE_NULL, max);
 }
 
 /*
@@ -863,25 +996,8 @@ static inline int32_t trace_slot_drain_stacks(struct trace_regs_slot *slot,
                                               uint16_t *out, uint32_t *records,
                                               uint32_t max)
 {
-    uint32_t tail = trace_load_once(&slot->fifo_tail);
-    uint32_t head = trace_load_acquire(&slot->fifo_head);
-    uint32_t words = trace_stack_record_words(stack_depth);
-    uint32_t queued = head - tail;
-    uint32_t n;
-
-    if (queued > fifo_depth)
-        return -1;
-    n = queued < max ? queued : max;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t at = (tail + i) & (fifo_depth - 1);
-        const uint32_t *rec = area + (uint64_t)at * words;
-
-        out[i] = slot->fifo[at];
-        for (uint32_t w = 0; w < words; w++)
-            records[(uint64_t)i * words + w] = rec[w];
-    }
-    trace_store_release(&slot->fifo_tail, tail + n);
-    return (int32_t)n;
+    return trace_slot_drain_entries(slot, fifo_depth, out, TRACE_NULL, area,
+                                    stack_depth, records, max);
 }
 
 /*

@@ -22,7 +22,7 @@ static void tally_allocate(struct addr_tally *tally, unsigned bits)
 {
     uint32_t capacity = 1u << bits;
 
-    tally->keys = g_new0(uint32_t, capacity);
+    tally->keys = g_new0(uint64_t, capacity);
     tally->counts = g_new(uint32_t, capacity);
     tally->used = g_new(uint32_t, capacity / 2 + 1);
     tally->mask = capacity - 1;
@@ -58,7 +58,8 @@ void addr_tally_grow(struct addr_tally *tally)
     tally_allocate(tally, bits);
     for (uint32_t i = 0; i < old.used_count; i++) {
         uint32_t cell = old.used[i];
-        addr_tally_add_n(tally, old.keys[cell] & ~1u, old.counts[cell]);
+        addr_tally_add_n(tally, (uint32_t)old.keys[cell] & ~1u,
+                         (uint32_t)(old.keys[cell] >> 32), old.counts[cell]);
     }
     addr_tally_free(&old);
 }
@@ -77,6 +78,7 @@ static size_t key_hash(const struct count_key *key)
     uint64_t h = (uint64_t)key->context << 32 | key->image;
 
     h = mix(h, (uint64_t)key->kind << 32 | key->detail);
+    h = mix(h, key->cause);
     h = mix(h, key->position);
     h = mix(h, (uint64_t)key->guard_from);
     h = mix(h, (uint64_t)key->guard_to);
@@ -140,7 +142,7 @@ static void table_grow(struct count_table *table)
 }
 
 void count_table_add(struct count_table *table, const struct count_key *key,
-                     uint32_t overlay, uint64_t n)
+                     uint32_t overlay, int64_t issuer_offset, uint64_t n)
 {
     size_t cell = table_probe(table, key);
     struct count_entry *entry = &table->entries[cell];
@@ -148,6 +150,7 @@ void count_table_add(struct count_table *table, const struct count_key *key,
     if (!entry->occupied) {
         entry->key = *key;
         entry->overlay = overlay;
+        entry->issuer_offset = issuer_offset;
         entry->occupied = true;
         table->occupied++;
     }

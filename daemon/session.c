@@ -55,6 +55,19 @@
  * it at the call; the chain is a text key (docs/session-format.md,
  * stacks) counted per context until the next flush adds it to the table.
  *
+ * Stall reasons (stream 1.6): each slot has a current cause, the session's
+ * index of the (stall, transfer) its last REASON gave (0, ISSUE, after the
+ * START and each CONTEXT).  A sample is tallied under its address and its
+ * slot's cause, and every step after keeps the cause with it (held, tail
+ * and settled samples alike): an exact count's key holds it, and a flush
+ * writes each exact count to samples and, by its stall, to sample_stalls
+ * (so these agree exactly), a DMA wait's also to dma_wait_samples (the
+ * issuer resolved under the guards the sample was).  Timeline buckets
+ * count by stall beside by function (stall_timeline), and a call stack's
+ * key holds its sample's stall (stack_stalls).  Distinct causes are kept up
+ * to CAUSES_MAX; a REASON beyond gives CAUSE_DROPPED (its stall shown as
+ * STALL_DROPPED) and counts an error.
+ *
  * The sample path is on_samples(): one tally add per sample.  Everything
  * else happens per record or per distinct address of a group.
  */
@@ -74,6 +87,10 @@
 #define ENDED_MAX       65536u  /* ended context ids remembered, latest */
 #define NO_SLOT         UINT32_MAX
 #define DEFAULT_CLOCK   1000000000u
+#define CAUSES_MAX      65536u  /* distinct (stall, transfer) kept */
+#define CAUSE_ISSUE     0u      /* the session's cause indexes */
+#define CAUSE_DROPPED   1u
+#define STALL_DROPPED   UINT32_MAX  /* a reason beyond CAUSES_MAX */
 
 /* One overlay region of a context, 0-based as in the stream. */
 struct region_state {
@@ -94,17 +111,20 @@ struct context_state {
     unsigned regions;               /* entries of guard and region */
     uint32_t *guard;                /* the guard words now, for ovl_resolve */
     struct region_state *region;
-    struct addr_tally tail;         /* pending samples, if has_tail */
+    struct addr_tally tail;         /* pending samples, if has_tail (made
+                                       at the first, freed once judged) */
     bool has_tail;
     struct addr_tally settled;      /* decided, resolved at the next settle */
     bool ended;                     /* its END came: freed after a flush */
     int64_t bucket;                 /* timeline bucket being counted */
     GHashTable *bucket_counts;      /* function offset -> function_count */
+    GHashTable *bucket_stalls;      /* stall -> function_count (by stall) */
 };
 
 /* A call stack's samples since the last flush. */
 struct stack_count {
     uint32_t context, image;
+    uint32_t stall;                 /* its sample's */
     size_t frames;                  /* where the frames start in the key */
     uint64_t count;
 };
@@ -116,7 +136,7 @@ struct function_count {
 
 struct timeline_row {
     uint32_t context, image;
-    uint64_t bucket_start_ns, function;
+    uint64_t bucket_start_ns, function;     /* function: or the stall */
     uint64_t count;
 };
 
@@ -129,6 +149,7 @@ struct context_key {
 /* Samples of the open group taken before a placed change of their region. */
 struct held_samples {
     uint32_t address;
+    uint32_t cause;
     uint32_t n;
     unsigned region;                /* 1-based */
     int64_t guard;                  /* the region's guard then, or NONE */
@@ -145,6 +166,7 @@ struct slot_state {
     bool have_time;                 /* a TIME seen during this binding */
     uint64_t time_cycle, time_ns;
     uint64_t last_cycle;            /* latest cycle seen on the slot */
+    uint32_t cause;                 /* its samples' now (CAUSE_ISSUE...) */
 };
 
 struct time_row {
@@ -194,7 +216,13 @@ struct session {
     GArray *time_rows;              /* struct time_row */
     GArray *error_rows;             /* struct error_row */
     GArray *timeline_rows;          /* struct timeline_row */
-    GHashTable *stacks;             /* "CONTEXT FRAMES" -> stack_count */
+    GArray *stall_timeline_rows;    /* struct timeline_row, by stall */
+    GHashTable *stacks;             /* "CONTEXT STALL FRAMES" -> stack_count */
+
+    /* Stall reasons: the distinct causes, by index. */
+    GArray *causes;                 /* struct count_cause */
+    GHashTable *cause_index;        /* struct count_cause -> index */
+    uint64_t causes_dropped;        /* REASONs beyond CAUSES_MAX */
 
     /* Call stacks: the sample a CALLSTACK record may follow. */
     struct copstream_sample last_sample;
@@ -290,10 +318,12 @@ static struct context_state *find_context(struct session *s,
                        rec->image.size > INT64_MAX;
     if (context->image->ovl != NULL)
         ensure_regions(context, ovl_image_region_count(context->image->ovl));
-    addr_tally_init(&context->tail);
     addr_tally_init(&context->settled);
     context->bucket = -1;
     context->bucket_counts = g_hash_table_new_full(g_int64_hash,
+                                                   g_int64_equal, NULL,
+                                                   g_free);
+    context->bucket_stalls = g_hash_table_new_full(g_int64_hash,
                                                    g_int64_equal, NULL,
                                                    g_free);
     g_ptr_array_add(s->contexts, context);
@@ -302,12 +332,64 @@ static struct context_state *find_context(struct session *s,
     return context;
 }
 
+/* ---- causes ------------------------------------------------------------- */
+
+static guint cause_hash(gconstpointer p)
+{
+    const struct count_cause *c = p;
+
+    return c->stall * 2654435761u ^ c->transfer ^ c->tag * 40503u ^
+           c->issuer;
+}
+
+static gboolean cause_equal(gconstpointer a, gconstpointer b)
+{
+    return memcmp(a, b, sizeof(struct count_cause)) == 0;
+}
+
+static const struct count_cause *cause_at(const struct session *s,
+                                          uint32_t index)
+{
+    return &g_array_index(s->causes, struct count_cause, index);
+}
+
+static void add_cause(struct session *s, const struct count_cause *cause)
+{
+    guint index = s->causes->len;
+
+    g_array_append_val(s->causes, *cause);
+    g_hash_table_insert(s->cause_index, g_memdup2(cause, sizeof *cause),
+                        GUINT_TO_POINTER(index));
+}
+
+/* The index of a REASON's cause, numbering it if new (CAUSE_DROPPED once
+ * CAUSES_MAX are numbered). */
+static uint32_t cause_of(struct session *s, const struct copstream_reason *r)
+{
+    struct count_cause cause = {
+        .stall = r->stall,
+        .transfer = (r->flags & COPSTREAM_REASON_TRANSFER) != 0,
+        .tag = r->tag,
+        .issuer = r->issuer,
+    };
+    gpointer index;
+
+    if (g_hash_table_lookup_extended(s->cause_index, &cause, NULL, &index))
+        return GPOINTER_TO_UINT(index);
+    if (s->causes->len >= CAUSES_MAX) {
+        s->causes_dropped++;
+        return CAUSE_DROPPED;
+    }
+    add_cause(s, &cause);
+    return s->causes->len - 1;
+}
+
 /* ---- counting ----------------------------------------------------------- */
 
+/* Samples that did not resolve to a file offset (no cause kept). */
 static void count(struct session *s, const struct context_state *context,
                   enum count_kind kind, uint32_t detail, uint64_t position,
-                  int64_t guard_from, int64_t guard_to, uint32_t overlay,
-                  uint64_t n)
+                  int64_t guard_from, int64_t guard_to, uint64_t n)
 {
     struct count_key key;
 
@@ -319,22 +401,60 @@ static void count(struct session *s, const struct context_state *context,
     key.position = position;
     key.guard_from = guard_from;
     key.guard_to = guard_to;
-    count_table_add(&s->counts, &key, overlay, n);
+    count_table_add(&s->counts, &key, 0, -1, n);
+}
+
+static void resolve(const struct context_state *context, uint32_t address,
+                    struct ovl_location *loc);
+
+/* The file offset of a DMA wait's issuer, under the guards of now (those
+ * its sample resolved with), or -1. */
+static int64_t issuer_offset(const struct session *s,
+                             const struct context_state *context,
+                             uint32_t cause)
+{
+    const struct count_cause *c = cause_at(s, cause);
+    struct ovl_location loc;
+
+    if (!c->transfer)
+        return -1;
+    resolve(context, c->issuer, &loc);
+    return loc.reason == OVL_MAPPED ? (int64_t)loc.file_offset : -1;
+}
+
+/* Exact samples: at a file offset, under a cause. */
+static void count_exact(struct session *s, const struct context_state *context,
+                        const struct ovl_location *loc, uint32_t cause,
+                        uint64_t n)
+{
+    struct count_key key;
+
+    memset(&key, 0, sizeof key);
+    key.context = context->id;
+    key.image = context->image->id;
+    key.kind = COUNT_EXACT;
+    key.cause = cause;
+    key.position = loc->file_offset;
+    int64_t issuer = -1;
+    if (cause_at(s, cause)->transfer &&
+        count_table_find(&s->counts, &key) == NULL)
+        issuer = issuer_offset(s, context, cause);
+    count_table_add(&s->counts, &key, loc->overlay, issuer, n);
 }
 
 /* A resolved location, exact or unmapped. */
 static void count_location(struct session *s,
                            const struct context_state *context,
-                           const struct ovl_location *loc, uint64_t n)
+                           const struct ovl_location *loc, uint32_t cause,
+                           uint64_t n)
 {
     if (loc->reason == OVL_MAPPED) {
-        count(s, context, COUNT_EXACT, 0, loc->file_offset, 0, 0,
-              loc->overlay, n);
+        count_exact(s, context, loc, cause, n);
         return;
     }
     int64_t guard = loc->region != 0 && loc->reason != OVL_GUARD_UNKNOWN ?
                     (int64_t)loc->guard : COUNT_GUARD_NONE;
-    count(s, context, COUNT_UNMAPPED, loc->reason, loc->ls_addr, guard, 0, 0,
+    count(s, context, COUNT_UNMAPPED, loc->reason, loc->ls_addr, guard, 0,
           n);
 }
 
@@ -344,7 +464,7 @@ static void count_ambiguous(struct session *s,
                             int64_t guard_from, int64_t guard_to, uint64_t n)
 {
     count(s, context, COUNT_AMBIGUOUS, region, address, guard_from, guard_to,
-          0, n);
+          n);
 }
 
 static void resolve(const struct context_state *context, uint32_t address,
@@ -358,28 +478,49 @@ static void resolve(const struct context_state *context, uint32_t address,
 
 /* ---- settled samples and the timeline ---------------------------------- */
 
-/* The counts of the context's current bucket become rows. */
-static void emit_bucket(struct session *s, struct context_state *context)
+/* The counts of one of the context's bucket tables become rows. */
+static void emit_counts(struct session *s, struct context_state *context,
+                        GHashTable *counts, GArray *rows)
 {
     GHashTableIter iter;
     gpointer value;
 
-    g_hash_table_iter_init(&iter, context->bucket_counts);
+    g_hash_table_iter_init(&iter, counts);
     while (g_hash_table_iter_next(&iter, NULL, &value)) {
         const struct function_count *f = value;
         struct timeline_row row = {
             context->id, context->image->id,
             (uint64_t)context->bucket * s->timeline_ns, f->function, f->count,
         };
-        g_array_append_val(s->timeline_rows, row);
+        g_array_append_val(rows, row);
     }
-    g_hash_table_remove_all(context->bucket_counts);
+    g_hash_table_remove_all(counts);
 }
 
-/* n exact samples at file_offset in the context's current bucket, by the
- * function symbol covering them (else by the offset itself). */
-static void add_to_bucket(struct context_state *context, uint64_t file_offset,
-                          uint64_t n)
+/* The counts of the context's current bucket become rows. */
+static void emit_bucket(struct session *s, struct context_state *context)
+{
+    emit_counts(s, context, context->bucket_counts, s->timeline_rows);
+    emit_counts(s, context, context->bucket_stalls, s->stall_timeline_rows);
+}
+
+static void add_function_count(GHashTable *counts, uint64_t key, uint64_t n)
+{
+    struct function_count *f = g_hash_table_lookup(counts, &key);
+
+    if (f == NULL) {
+        f = g_new0(struct function_count, 1);
+        f->function = key;
+        g_hash_table_insert(counts, &f->function, f);
+    }
+    f->count += n;
+}
+
+/* n exact samples at file_offset under a cause in the context's current
+ * bucket, by the function symbol covering them (else by the offset
+ * itself), and by the cause's stall. */
+static void add_to_bucket(struct session *s, struct context_state *context,
+                          uint64_t file_offset, uint32_t cause, uint64_t n)
 {
     struct ovl_symbol symbol;
 
@@ -388,14 +529,8 @@ static void add_to_bucket(struct context_state *context, uint64_t file_offset,
     uint64_t function = ovl_symbol_at(context->image->ovl, file_offset,
                                       &symbol) == 0 ? symbol.file_offset
                                                     : file_offset;
-    struct function_count *f = g_hash_table_lookup(context->bucket_counts,
-                                                   &function);
-    if (f == NULL) {
-        f = g_new0(struct function_count, 1);
-        f->function = function;
-        g_hash_table_insert(context->bucket_counts, &f->function, f);
-    }
-    f->count += n;
+    add_function_count(context->bucket_counts, function, n);
+    add_function_count(context->bucket_stalls, cause_at(s, cause)->stall, n);
 }
 
 /*
@@ -411,10 +546,11 @@ static void settle(struct session *s, struct context_state *context)
 
     for (uint32_t i = 0; i < context->settled.used_count; i++) {
         uint32_t n = addr_tally_count(&context->settled, i);
+        uint32_t cause = addr_tally_cause(&context->settled, i);
         resolve(context, addr_tally_address(&context->settled, i), &loc);
-        count_location(s, context, &loc, n);
+        count_location(s, context, &loc, cause, n);
         if (loc.reason == OVL_MAPPED)
-            add_to_bucket(context, loc.file_offset, n);
+            add_to_bucket(s, context, loc.file_offset, cause, n);
     }
     addr_tally_clear(&context->settled);
 }
@@ -470,27 +606,29 @@ enum group_end {
 /* Samples whose place the guards now decide: at once in a trailing group
  * (no timeline bucket), else at the next settle. */
 static void decided(struct session *s, struct context_state *context,
-                    uint32_t address, uint32_t n, enum group_end end)
+                    uint32_t address, uint32_t cause, uint32_t n,
+                    enum group_end end)
 {
     struct ovl_location loc;
 
     if (end == GROUP_READ) {
-        addr_tally_add_n(&context->settled, address, n);
+        addr_tally_add_n(&context->settled, address, cause, n);
         return;
     }
     resolve(context, address, &loc);
-    count_location(s, context, &loc, n);
+    count_location(s, context, &loc, cause, n);
 }
 
-/* Attributes n samples of address, drained in the group now closing. */
+/* Attributes n samples of address under a cause, drained in the group now
+ * closing. */
 static void attribute(struct session *s, struct context_state *context,
-                      const uint16_t *regions, uint32_t address, uint32_t n,
-                      enum group_end end)
+                      const uint16_t *regions, uint32_t address,
+                      uint32_t cause, uint32_t n, enum group_end end)
 {
     unsigned r = address < COP_LS_SIZE ? regions[address / 4] : 0;
 
     if (r == 0) {
-        decided(s, context, address, n, end);
+        decided(s, context, address, cause, n, end);
         return;
     }
     const struct region_state *region = &context->region[r - 1];
@@ -501,12 +639,14 @@ static void attribute(struct session *s, struct context_state *context,
                         n);
     } else if (!region->known) {
         count(s, context, COUNT_UNMAPPED, OVL_GUARD_UNKNOWN, address,
-              COUNT_GUARD_NONE, 0, 0, n);
+              COUNT_GUARD_NONE, 0, n);
     } else if (end == GROUP_TRAILING) {
-        addr_tally_add_n(&context->tail, address, n);
+        if (context->tail.keys == NULL)
+            addr_tally_init(&context->tail);
+        addr_tally_add_n(&context->tail, address, cause, n);
         context->has_tail = true;
     } else {
-        decided(s, context, address, n, end);
+        decided(s, context, address, cause, n, end);
     }
 }
 
@@ -529,16 +669,16 @@ static void attribute_held(struct session *s, struct context_state *context,
     }
     if (h->guard == COUNT_GUARD_NONE) {
         count(s, context, COUNT_UNMAPPED, OVL_GUARD_UNKNOWN, h->address,
-              COUNT_GUARD_NONE, 0, 0, h->n);
+              COUNT_GUARD_NONE, 0, h->n);
         return;
     }
     uint32_t now = context->guard[h->region - 1];
     context->guard[h->region - 1] = (uint32_t)h->guard;
     resolve(context, h->address, &loc);
+    count_location(s, context, &loc, h->cause, h->n);
     context->guard[h->region - 1] = now;
-    count_location(s, context, &loc, h->n);
     if (end == GROUP_READ && loc.reason == OVL_MAPPED)
-        add_to_bucket(context, loc.file_offset, h->n);
+        add_to_bucket(s, context, loc.file_offset, h->cause, h->n);
 }
 
 /* A context whose image cannot be used keeps raw LS addresses. */
@@ -547,7 +687,7 @@ static void keep_raw(struct session *s, struct context_state *context,
 {
     for (uint32_t i = 0; i < group->used_count; i++)
         count(s, context, COUNT_UNMAPPED, COUNT_REASON_NO_IMAGE,
-              addr_tally_address(group, i), COUNT_GUARD_NONE, 0, 0,
+              addr_tally_address(group, i), COUNT_GUARD_NONE, 0,
               addr_tally_count(group, i));
 }
 
@@ -602,6 +742,7 @@ static void close_group(struct session *s, struct slot_state *slot,
         for (uint32_t i = 0; i < slot->group.used_count; i++)
             attribute(s, context, regions,
                       addr_tally_address(&slot->group, i),
+                      addr_tally_cause(&slot->group, i),
                       addr_tally_count(&slot->group, i), end);
     }
     addr_tally_clear(&slot->group);
@@ -623,22 +764,23 @@ static void judge_tail(struct session *s, struct context_state *context)
 
     for (uint32_t i = 0; i < context->tail.used_count; i++) {
         uint32_t address = addr_tally_address(&context->tail, i);
+        uint32_t cause = addr_tally_cause(&context->tail, i);
         uint32_t n = addr_tally_count(&context->tail, i);
         resolve(context, address, &loc);
         if (loc.region == 0) {          /* cannot happen: tails hold */
-            count_location(s, context, &loc, n);    /* region addresses */
+            count_location(s, context, &loc, cause, n); /* region addresses */
             continue;
         }
         const struct region_state *region = &context->region[loc.region - 1];
         int64_t to = region->reread ? (int64_t)context->guard[loc.region - 1]
                                     : COUNT_GUARD_NONE;
         if (to != COUNT_GUARD_NONE && to == region->tail_from)
-            count_location(s, context, &loc, n);
+            count_location(s, context, &loc, cause, n);
         else
             count_ambiguous(s, context, address, loc.region,
                             region->tail_from, to, n);
     }
-    addr_tally_clear(&context->tail);
+    addr_tally_free(&context->tail);     /* held only while pending */
     context->has_tail = false;
 }
 
@@ -652,13 +794,14 @@ static void abandon_tail(struct session *s, struct context_state *context)
         uint32_t n = addr_tally_count(&context->tail, i);
         resolve(context, address, &loc);
         if (loc.region == 0)
-            count_location(s, context, &loc, n);
+            count_location(s, context, &loc,
+                           addr_tally_cause(&context->tail, i), n);
         else
             count_ambiguous(s, context, address, loc.region,
                             context->region[loc.region - 1].tail_from,
                             COUNT_GUARD_NONE, n);
     }
-    addr_tally_clear(&context->tail);
+    addr_tally_free(&context->tail);     /* held only while pending */
     context->has_tail = false;
 }
 
@@ -757,6 +900,9 @@ static void on_start(struct session *s, const struct copstream_record *rec)
     s->start = rec->u.start;
     s->started = true;
     s->start_dirty = true;
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (s->slots[i] != NULL)
+            s->slots[i]->cause = CAUSE_ISSUE;
 }
 
 static void on_image(struct session *s, const struct copstream_record *rec)
@@ -788,6 +934,7 @@ static void on_context(struct session *s, const struct copstream_record *rec)
     struct slot_state *slot = get_slot(s, c->slot);
 
     unbind(s, slot, "switch", c->cycle, STORE_TIME_NONE);
+    slot->cause = CAUSE_ISSUE;
     if (was_ended(s, c->context_id)) {
         s->bind_after_end++;    /* a writer's error: its samples are */
         return;                 /* orphans of the idle slot */
@@ -830,12 +977,14 @@ static void hold_region(struct session *s, struct slot_state *slot,
     addr_tally_clear(&slot->rest);
     for (uint32_t i = 0; i < slot->group.used_count; i++) {
         uint32_t address = addr_tally_address(&slot->group, i);
+        uint32_t cause = addr_tally_cause(&slot->group, i);
         uint32_t n = addr_tally_count(&slot->group, i);
         if (address >= COP_LS_SIZE || regions[address / 4] != r) {
-            addr_tally_add_n(&slot->rest, address, n);
+            addr_tally_add_n(&slot->rest, address, cause, n);
             continue;
         }
-        struct held_samples h = { address, n, r, guard_now(context, r - 1) };
+        struct held_samples h = { address, cause, n, r,
+                                  guard_now(context, r - 1) };
         g_array_append_val(slot->held, h);
     }
     struct addr_tally swap = slot->group;
@@ -904,6 +1053,14 @@ static void on_stall(struct session *s, const struct copstream_record *rec)
 
     s->out_of_range += t->ns > INT64_MAX;
     g_array_append_val(s->stall_rows, row);
+}
+
+/* The slot's samples from now on are taken under the REASON's cause. */
+static void on_reason(struct session *s, const struct copstream_record *rec)
+{
+    const struct copstream_reason *r = &rec->u.reason;
+
+    get_slot(s, r->slot)->cause = cause_of(s, r);
 }
 
 static void on_time(struct session *s, const struct copstream_record *rec)
@@ -1015,9 +1172,9 @@ static void slow_sample(struct session *s, const struct copstream_sample *sm)
     if (slot->first_read)
         end_first_read(s, slot);
     if (slot->context == NULL)
-        count(s, NULL, COUNT_ORPHAN, sm->slot, sm->address, 0, 0, 0, 1);
+        count(s, NULL, COUNT_ORPHAN, sm->slot, sm->address, 0, 0, 1);
     else
-        addr_tally_add(&slot->group, sm->address);
+        addr_tally_add(&slot->group, sm->address, slot->cause);
 }
 
 static void on_samples(void *user, uint64_t offset,
@@ -1032,7 +1189,7 @@ static void on_samples(void *user, uint64_t offset,
             slow_sample(s, &samples[i]);
             continue;
         }
-        addr_tally_add(&slot->group, samples[i].address);
+        addr_tally_add(&slot->group, samples[i].address, slot->cause);
     }
     if (n > 0) {
         s->last_sample = samples[n - 1];
@@ -1092,8 +1249,9 @@ static void on_callstack(struct session *s, const struct copstream_record *rec)
     if (slot == NULL || slot->context == NULL)
         return;                 /* an orphan sample: so is its stack */
     struct context_state *context = slot->context;
+    uint32_t stall = cause_at(s, slot->cause)->stall;
     GString *key = g_string_new(NULL);
-    g_string_printf(key, "%u ", context->id);
+    g_string_printf(key, "%u %u ", context->id, stall);
     size_t frames = key->len;
     bool usable = context->image->ovl != NULL;
     if (usable)
@@ -1113,7 +1271,7 @@ static void on_callstack(struct session *s, const struct copstream_record *rec)
     if (count == NULL) {
         count = g_new0(struct stack_count, 1);
         *count = (struct stack_count){ context->id, context->image->id,
-                                       frames, 0 };
+                                       stall, frames, 0 };
         g_hash_table_insert(s->stacks, g_string_free(key, FALSE), count);
     } else {
         g_string_free(key, TRUE);
@@ -1162,6 +1320,9 @@ static void on_record(void *user, const struct copstream_record *rec)
     case COPSTREAM_END:
         on_end(s, rec);
         break;
+    case COPSTREAM_REASON:
+        on_reason(s, rec);
+        break;
     }
 }
 
@@ -1208,6 +1369,13 @@ struct session *session_new(const char *session_dir, uint64_t timeline_ns,
     s->time_rows = g_array_new(FALSE, FALSE, sizeof(struct time_row));
     s->error_rows = g_array_new(FALSE, FALSE, sizeof(struct error_row));
     s->timeline_rows = g_array_new(FALSE, FALSE, sizeof(struct timeline_row));
+    s->stall_timeline_rows = g_array_new(FALSE, FALSE,
+                                         sizeof(struct timeline_row));
+    s->causes = g_array_new(FALSE, FALSE, sizeof(struct count_cause));
+    s->cause_index = g_hash_table_new_full(cause_hash, cause_equal, g_free,
+                                           NULL);
+    add_cause(s, &(struct count_cause){ .stall = 0 });     /* CAUSE_ISSUE */
+    add_cause(s, &(struct count_cause){ .stall = STALL_DROPPED });
     s->stacks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                       g_free);
     s->region_maps = g_ptr_array_new_with_free_func(g_free);
@@ -1219,6 +1387,7 @@ static void context_free(struct context_state *context)
     addr_tally_free(&context->tail);
     addr_tally_free(&context->settled);
     g_hash_table_destroy(context->bucket_counts);
+    g_hash_table_destroy(context->bucket_stalls);
     g_free(context->guard);
     g_free(context->region);
     g_free(context);
@@ -1252,6 +1421,9 @@ void session_free(struct session *s)
     g_array_free(s->time_rows, TRUE);
     g_array_free(s->error_rows, TRUE);
     g_array_free(s->timeline_rows, TRUE);
+    g_array_free(s->stall_timeline_rows, TRUE);
+    g_array_free(s->causes, TRUE);
+    g_hash_table_destroy(s->cause_index);
     g_hash_table_destroy(s->stacks);
     g_ptr_array_free(s->region_maps, TRUE);
     g_free(s);
@@ -1313,7 +1485,10 @@ static size_t tally_bytes(const struct addr_tally *tally)
 {
     size_t cells = (size_t)tally->mask + 1;
 
-    return cells * 2 * sizeof(uint32_t) + (cells / 2 + 1) * sizeof(uint32_t);
+    if (tally->keys == NULL)
+        return 0;
+    return cells * (sizeof(uint64_t) + sizeof(uint32_t)) +
+           (cells / 2 + 1) * sizeof(uint32_t);
 }
 
 /* What the session holds for its contexts, by its own accounting: their
@@ -1327,7 +1502,8 @@ static uint64_t context_bytes(const struct session *s)
         bytes += sizeof *c + sizeof(struct context_key) +
                  tally_bytes(&c->tail) + tally_bytes(&c->settled) +
                  c->regions * (sizeof *c->guard + sizeof *c->region) +
-                 g_hash_table_size(c->bucket_counts) *
+                 (g_hash_table_size(c->bucket_counts) +
+                  g_hash_table_size(c->bucket_stalls)) *
                      sizeof(struct function_count);
     }
     return bytes;
@@ -1468,7 +1644,10 @@ static int write_end_errors(struct session *s, struct store *store)
                                s->bind_after_end) != 0) ||
         (s->out_of_range != 0 &&
          store_put_error_count(store, "out-of-range",
-                               s->out_of_range) != 0))
+                               s->out_of_range) != 0) ||
+        (s->causes_dropped != 0 &&
+         store_put_error_count(store, "reasons-dropped",
+                               s->causes_dropped) != 0))
         return -1;
     return 0;
 }
@@ -1558,7 +1737,8 @@ static int write_counts(struct session *s, struct store *store)
 {
     for (size_t i = 0; i < s->counts.dirty_count; i++) {
         const struct count_entry *e = count_table_dirty_entry(&s->counts, i);
-        if (store_add_count(store, e, e->unflushed) != 0)
+        if (store_add_count(store, e, cause_at(s, e->key.cause),
+                            e->unflushed) != 0)
             return -1;
         if (e->key.kind != COUNT_AMBIGUOUS)
             continue;
@@ -1571,26 +1751,44 @@ static int write_counts(struct session *s, struct store *store)
     return 0;
 }
 
-static int write_pending(struct session *s, struct store *store)
+/* A context's pending samples by address, whatever their causes. */
+static int write_context_pending(struct store *store,
+                                 const struct context_state *c,
+                                 struct addr_tally *by_address)
 {
     struct ovl_location loc;
 
-    if (store_clear_pending(store) != 0)
-        return -1;
-    for (guint i = 0; i < s->contexts->len; i++) {
-        const struct context_state *c = g_ptr_array_index(s->contexts, i);
-        for (uint32_t j = 0; j < c->tail.used_count; j++) {
-            uint32_t address = addr_tally_address(&c->tail, j);
-            resolve(c, address, &loc);
-            int64_t guard = loc.region ? c->region[loc.region - 1].tail_from
-                                       : COUNT_GUARD_NONE;
-            if (store_put_pending(store, c->id, c->image->id, address,
-                                  loc.region, guard,
-                                  addr_tally_count(&c->tail, j)) != 0)
-                return -1;
-        }
+    addr_tally_clear(by_address);
+    for (uint32_t j = 0; j < c->tail.used_count; j++)
+        addr_tally_add_n(by_address, addr_tally_address(&c->tail, j),
+                         CAUSE_ISSUE, addr_tally_count(&c->tail, j));
+    for (uint32_t j = 0; j < by_address->used_count; j++) {
+        uint32_t address = addr_tally_address(by_address, j);
+        resolve(c, address, &loc);
+        int64_t guard = loc.region ? c->region[loc.region - 1].tail_from
+                                   : COUNT_GUARD_NONE;
+        if (store_put_pending(store, c->id, c->image->id, address,
+                              loc.region, guard,
+                              addr_tally_count(by_address, j)) != 0)
+            return -1;
     }
     return 0;
+}
+
+static int write_pending(struct session *s, struct store *store)
+{
+    struct addr_tally by_address;
+    int rc = 0;
+
+    if (store_clear_pending(store) != 0)
+        return -1;
+    addr_tally_init(&by_address);
+    for (guint i = 0; i < s->contexts->len && rc == 0; i++) {
+        const struct context_state *c = g_ptr_array_index(s->contexts, i);
+        rc = write_context_pending(store, c, &by_address);
+    }
+    addr_tally_free(&by_address);
+    return rc;
 }
 
 static int write_rows(struct session *s, struct store *store)
@@ -1628,37 +1826,54 @@ static int write_rows(struct session *s, struct store *store)
     return 0;
 }
 
+/* A timeline row: by function, or (by_stall) by stall. */
 static int write_timeline_row(struct store *store,
-                              const struct timeline_row *row)
+                              const struct timeline_row *row, bool by_stall)
 {
+    if (by_stall)
+        return store_add_stall_timeline(store, row->context, row->image,
+                                        row->bucket_start_ns,
+                                        (uint32_t)row->function, row->count);
     return store_add_timeline(store, row->context, row->image,
                               row->bucket_start_ns, row->function,
                               row->count);
 }
 
-/* The buckets closed since the last flush, and the open ones so far. */
-static int write_timeline(struct session *s, struct store *store)
+/* Rows of closed buckets, then the open buckets' counts so far. */
+static int write_timeline_table(struct session *s, struct store *store,
+                                const GArray *rows, bool by_stall)
 {
     GHashTableIter iter;
     gpointer value;
 
-    for (guint i = 0; i < s->timeline_rows->len; i++)
-        if (write_timeline_row(store, &g_array_index(
-                s->timeline_rows, struct timeline_row, i)) != 0)
+    for (guint i = 0; i < rows->len; i++)
+        if (write_timeline_row(store, &g_array_index(rows,
+                                                     struct timeline_row, i),
+                               by_stall) != 0)
             return -1;
     for (guint i = 0; i < s->contexts->len; i++) {
         const struct context_state *c = g_ptr_array_index(s->contexts, i);
-        g_hash_table_iter_init(&iter, c->bucket_counts);
+        g_hash_table_iter_init(&iter, by_stall ? c->bucket_stalls
+                                               : c->bucket_counts);
         while (g_hash_table_iter_next(&iter, NULL, &value)) {
             const struct function_count *f = value;
             struct timeline_row row = {
                 c->id, c->image->id, (uint64_t)c->bucket * s->timeline_ns,
                 f->function, f->count,
             };
-            if (write_timeline_row(store, &row) != 0)
+            if (write_timeline_row(store, &row, by_stall) != 0)
                 return -1;
         }
     }
+    return 0;
+}
+
+/* The buckets closed since the last flush, and the open ones so far. */
+static int write_timeline(struct session *s, struct store *store)
+{
+    if (write_timeline_table(s, store, s->timeline_rows, false) != 0 ||
+        write_timeline_table(s, store, s->stall_timeline_rows, true) != 0)
+        return -1;
     return 0;
 }
 
@@ -1672,7 +1887,7 @@ static int write_stacks(struct session *s, struct store *store)
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         const struct stack_count *c = value;
 
-        if (store_add_stack(store, c->context, c->image,
+        if (store_add_stack(store, c->context, c->image, c->stall,
                             (const char *)key + c->frames, c->count) != 0)
             return -1;
     }
@@ -1740,10 +1955,12 @@ void session_written(struct session *s)
     g_array_set_size(s->time_rows, 0);
     g_array_set_size(s->error_rows, 0);
     g_array_set_size(s->timeline_rows, 0);
+    g_array_set_size(s->stall_timeline_rows, 0);
     g_hash_table_remove_all(s->stacks);
     for (guint i = 0; i < s->contexts->len; i++) {
         struct context_state *c = g_ptr_array_index(s->contexts, i);
         g_hash_table_remove_all(c->bucket_counts);  /* written; the bucket */
-    }                                               /* may get more */
+        g_hash_table_remove_all(c->bucket_stalls);  /* may get more */
+    }
     free_ended(s);
 }

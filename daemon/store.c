@@ -40,9 +40,9 @@ enum statement {
     ST_META, ST_GET_META,
     ST_IMAGE, ST_REGION, ST_OVERLAY,
     ST_CONTEXT, ST_BINDING,
-    ST_EXACT, ST_UNMAPPED, ST_AMBIGUOUS, ST_ORPHAN, ST_CANDIDATE,
-    ST_TIMELINE, ST_CLEAR_PENDING, ST_PENDING,
-    ST_OVERLAY_EVENT, ST_LOST, ST_STALL, ST_STACK, ST_TIME, ST_ERROR_COUNT,
+    ST_EXACT, ST_SAMPLE_STALL, ST_DMA_WAIT, ST_UNMAPPED, ST_AMBIGUOUS, ST_ORPHAN, ST_CANDIDATE,
+    ST_TIMELINE, ST_STALL_TIMELINE, ST_CLEAR_PENDING, ST_PENDING,
+    ST_OVERLAY_EVENT, ST_LOST, ST_STALL, ST_STACK, ST_STACK_STALL, ST_TIME, ST_ERROR_COUNT,
     ST_ERROR,
     ST_SCHED, ST_LINK_STACKS, ST_SET_STACK,
     ST_COUNT
@@ -72,6 +72,13 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_EXACT] = "INSERT INTO samples (context, image, file_offset, overlay,"
         " count) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO UPDATE"
         " SET count = count + excluded.count",
+    [ST_SAMPLE_STALL] = "INSERT INTO sample_stalls (context, image,"
+        " file_offset, stall, count) VALUES (?1, ?2, ?3, ?4, ?5)"
+        " ON CONFLICT DO UPDATE SET count = count + excluded.count",
+    [ST_DMA_WAIT] = "INSERT INTO dma_wait_samples (context, image,"
+        " file_offset, tag, issuer_ls_addr, issuer_offset, count) VALUES (?1,"
+        " ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO UPDATE"
+        " SET count = count + excluded.count",
     [ST_UNMAPPED] = "INSERT INTO unmapped_samples (context, image, ls_addr,"
         " reason, guard, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
         " ON CONFLICT DO UPDATE SET count = count + excluded.count",
@@ -86,6 +93,9 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_TIMELINE] = "INSERT INTO sample_timeline (context, image,"
         " bucket_start_ns, function_offset, count) VALUES (?1, ?2, ?3, ?4,"
         " ?5) ON CONFLICT DO UPDATE SET count = count + excluded.count",
+    [ST_STALL_TIMELINE] = "INSERT INTO stall_timeline (context, image,"
+        " bucket_start_ns, stall, count) VALUES (?1, ?2, ?3, ?4, ?5)"
+        " ON CONFLICT DO UPDATE SET count = count + excluded.count",
     [ST_CLEAR_PENDING] = "DELETE FROM pending_samples",
     [ST_PENDING] = "INSERT INTO pending_samples (context, image, ls_addr,"
         " region, guard, count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -97,6 +107,9 @@ static const char *const statement_sql[ST_COUNT] = {
         " count, cycle) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_STACK] = "INSERT INTO stacks (context, image, frames, count)"
         " VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO UPDATE"
+        " SET count = count + excluded.count",
+    [ST_STACK_STALL] = "INSERT INTO stack_stalls (context, image, frames,"
+        " stall, count) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO UPDATE"
         " SET count = count + excluded.count",
     [ST_TIME] = "INSERT INTO time_sync (slot, cycle, time_ns)"
         " VALUES (?1, ?2, ?3)",
@@ -606,8 +619,39 @@ static const char *unmapped_reason_name(uint32_t reason)
     return ovl_reason_name((enum ovl_reason)reason);
 }
 
+/* An exact entry's samples by their stall reason (sample_stalls). */
+static int add_sample_stall(struct store *store,
+                            const struct count_entry *entry,
+                            const struct count_cause *cause, uint64_t delta)
+{
+    sqlite3_stmt *st = statement(store, ST_SAMPLE_STALL);
+
+    sqlite3_bind_int64(st, 1, entry->key.context);
+    sqlite3_bind_int64(st, 2, entry->key.image);
+    sqlite3_bind_int64(st, 3, (int64_t)entry->key.position);
+    sqlite3_bind_int64(st, 4, cause->stall);
+    sqlite3_bind_int64(st, 5, (int64_t)delta);
+    return run(store, st);
+}
+
+/* A DMA wait's samples by the transfer waited on (dma_wait_samples). */
+static int add_dma_wait(struct store *store, const struct count_entry *entry,
+                        const struct count_cause *cause, uint64_t delta)
+{
+    sqlite3_stmt *st = statement(store, ST_DMA_WAIT);
+
+    sqlite3_bind_int64(st, 1, entry->key.context);
+    sqlite3_bind_int64(st, 2, entry->key.image);
+    sqlite3_bind_int64(st, 3, (int64_t)entry->key.position);
+    sqlite3_bind_int64(st, 4, cause->tag);
+    sqlite3_bind_int64(st, 5, cause->issuer);
+    bind_int_or_null(st, 6, entry->issuer_offset, -1);
+    sqlite3_bind_int64(st, 7, (int64_t)delta);
+    return run(store, st);
+}
+
 static int add_exact(struct store *store, const struct count_entry *entry,
-                     uint64_t delta)
+                     const struct count_cause *cause, uint64_t delta)
 {
     sqlite3_stmt *st = statement(store, ST_EXACT);
 
@@ -616,7 +660,10 @@ static int add_exact(struct store *store, const struct count_entry *entry,
     sqlite3_bind_int64(st, 3, (int64_t)entry->key.position);
     sqlite3_bind_int64(st, 4, entry->overlay);
     sqlite3_bind_int64(st, 5, (int64_t)delta);
-    return run(store, st);
+    if (run(store, st) != 0 ||
+        add_sample_stall(store, entry, cause, delta) != 0)
+        return -1;
+    return cause->transfer ? add_dma_wait(store, entry, cause, delta) : 0;
 }
 
 static int add_unmapped(struct store *store, const struct count_entry *entry,
@@ -661,11 +708,11 @@ static int add_orphan(struct store *store, const struct count_entry *entry,
 }
 
 int store_add_count(struct store *store, const struct count_entry *entry,
-                    uint64_t delta)
+                    const struct count_cause *cause, uint64_t delta)
 {
     switch (entry->key.kind) {
     case COUNT_EXACT:
-        return add_exact(store, entry, delta);
+        return add_exact(store, entry, cause, delta);
     case COUNT_UNMAPPED:
         return add_unmapped(store, entry, delta);
     case COUNT_AMBIGUOUS:
@@ -709,6 +756,20 @@ int store_add_timeline(struct store *store, uint32_t context, uint32_t image,
     sqlite3_bind_int64(st, 2, image);
     sqlite3_bind_int64(st, 3, (int64_t)bucket_start_ns);
     sqlite3_bind_int64(st, 4, (int64_t)function_offset);
+    sqlite3_bind_int64(st, 5, (int64_t)count);
+    return run(store, st);
+}
+
+int store_add_stall_timeline(struct store *store, uint32_t context,
+                             uint32_t image, uint64_t bucket_start_ns,
+                             uint32_t stall, uint64_t count)
+{
+    sqlite3_stmt *st = statement(store, ST_STALL_TIMELINE);
+
+    sqlite3_bind_int64(st, 1, context);
+    sqlite3_bind_int64(st, 2, image);
+    sqlite3_bind_int64(st, 3, (int64_t)bucket_start_ns);
+    sqlite3_bind_int64(st, 4, stall);
     sqlite3_bind_int64(st, 5, (int64_t)count);
     return run(store, st);
 }
@@ -776,7 +837,7 @@ int store_put_stall(struct store *store, const struct store_stall *stall)
 }
 
 int store_add_stack(struct store *store, uint32_t context, uint32_t image,
-                    const char *frames, uint64_t count)
+                    uint32_t stall, const char *frames, uint64_t count)
 {
     sqlite3_stmt *st = statement(store, ST_STACK);
 
@@ -784,6 +845,14 @@ int store_add_stack(struct store *store, uint32_t context, uint32_t image,
     sqlite3_bind_int64(st, 2, image);
     sqlite3_bind_text(st, 3, frames, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 4, (int64_t)count);
+    if (run(store, st) != 0)
+        return -1;
+    st = statement(store, ST_STACK_STALL);
+    sqlite3_bind_int64(st, 1, context);
+    sqlite3_bind_int64(st, 2, image);
+    sqlite3_bind_text(st, 3, frames, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, stall);
+    sqlite3_bind_int64(st, 5, (int64_t)count);
     return run(store, st);
 }
 

@@ -93,9 +93,13 @@ struct store_binding {
 int store_put_binding(struct store *store,
                       const struct store_binding *binding);
 
-/* Adds delta samples to the row of entry's key. */
+/*
+ * Adds delta samples to the row of entry's key; an exact entry's also to
+ * sample_stalls under its cause's stall, and a DMA wait's to
+ * dma_wait_samples.
+ */
 int store_add_count(struct store *store, const struct count_entry *entry,
-                    uint64_t delta);
+                    const struct count_cause *cause, uint64_t delta);
 /* Records the candidates of an ambiguous LS address of an image once. */
 int store_put_candidates(struct store *store, uint32_t image,
                          const struct ovl_image *ovl, uint32_t ls_addr);
@@ -104,6 +108,10 @@ int store_put_candidates(struct store *store, uint32_t image,
 int store_add_timeline(struct store *store, uint32_t context, uint32_t image,
                        uint64_t bucket_start_ns, uint64_t function_offset,
                        uint64_t count);
+/* Adds count exact samples of one stall reason to a timeline bucket. */
+int store_add_stall_timeline(struct store *store, uint32_t context,
+                             uint32_t image, uint64_t bucket_start_ns,
+                             uint32_t stall, uint64_t count);
 
 /* pending_samples is replaced whole at each flush. */
 int store_clear_pending(struct store *store);
@@ -145,10 +153,10 @@ int store_put_stall(struct store *store, const struct store_stall *stall);
 int store_put_time(struct store *store, uint32_t slot, uint64_t cycle,
                    uint64_t time_ns);
 
-/* Adds count samples to a call stack of a context (table stacks; frames:
- * docs/session-format.md). */
+/* Adds count samples to a call stack of a context (tables stacks and, by
+ * the samples' stall, stack_stalls; frames: docs/session-format.md). */
 int store_add_stack(struct store *store, uint32_t context, uint32_t image,
-                    const char *frames, uint64_t count);
+                    uint32_t stall, const char *frames, uint64_t count);
 
 /* Sets the count of an error kind (a total, not a delta). */
 int store_put_error_count(struct store *store, const char *kind,

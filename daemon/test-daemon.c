@@ -12,6 +12,7 @@
  * is which samples are exact, ambiguous, pending, unmapped or orphan, and
  * that nothing is lost or counted twice.
  */
+#include "abi/trace-regs.h"
 #include "daemon/counts.h"
 #include "daemon/images.h"
 #include "daemon/recorder.h"
@@ -203,6 +204,21 @@ static void put_lost(struct builder *b, uint32_t slot, uint32_t cause,
     b->lost += count;
 }
 
+/* REASON (1.6): the slot's samples from now on; tag >= 0: a DMA wait on
+ * the transfer (tag, issuer). */
+static void put_reason(struct builder *b, uint32_t slot, uint32_t stall,
+                       int tag, uint32_t issuer)
+{
+    struct copstream_record rec = { .code = COPSTREAM_REASON };
+
+    rec.u.reason = (struct copstream_reason){
+        .slot = slot, .stall = stall,
+        .flags = tag >= 0 ? COPSTREAM_REASON_TRANSFER : 0,
+        .tag = tag >= 0 ? (uint32_t)tag : 0, .issuer = tag >= 0 ? issuer : 0,
+    };
+    put(b, &rec);
+}
+
 static void put_release(struct builder *b, uint32_t slot, uint64_t cycle)
 {
     struct copstream_record rec = { .code = COPSTREAM_RELEASE };
@@ -365,6 +381,16 @@ static void assert_conserved(const struct recording *rec)
     g_assert_cmpint(query(rec->db, "SELECT value FROM session"
                           " WHERE key = 'stream.samples'"), ==,
                     (int64_t)rec->totals.samples);
+    /* sample_stalls: every exact sample by reason, no more. */
+    g_assert_cmpint(query(rec->db, "SELECT COUNT(*) FROM samples s WHERE"
+                          " count != (SELECT IFNULL(SUM(t.count), 0) FROM"
+                          " sample_stalls t WHERE t.context = s.context AND"
+                          " t.image = s.image AND"
+                          " t.file_offset = s.file_offset)"), ==, 0);
+    g_assert_cmpint(query(rec->db, "SELECT IFNULL(SUM(count), 0) FROM"
+                          " sample_stalls"), ==,
+                    query(rec->db, "SELECT IFNULL(SUM(count), 0) FROM"
+                          " samples"));
 }
 
 /* ---- counts.c ----------------------------------------------------------- */
@@ -380,14 +406,16 @@ static void test_tally_matches_reference(void)
         uint32_t spread = round % 2 ? 40000u : 100u;
         for (int i = 0; i < 100000; i++) {
             uint32_t address = 4 * g_rand_int_range(rand, 0, (gint32)spread);
-            addr_tally_add(&tally, address);
-            gpointer key = GUINT_TO_POINTER(address + 1);
+            uint32_t cause = g_rand_int_range(rand, 0, 3);
+            addr_tally_add(&tally, address, cause);
+            gpointer key = GUINT_TO_POINTER((address | cause) + 1);
             g_hash_table_insert(reference, key, GUINT_TO_POINTER(
                 GPOINTER_TO_UINT(g_hash_table_lookup(reference, key)) + 1));
         }
         g_assert_cmpuint(tally.used_count, ==, g_hash_table_size(reference));
         for (uint32_t i = 0; i < tally.used_count; i++) {
-            gpointer key = GUINT_TO_POINTER(addr_tally_address(&tally, i) + 1);
+            gpointer key = GUINT_TO_POINTER((addr_tally_address(&tally, i) |
+                                             addr_tally_cause(&tally, i)) + 1);
             g_assert_cmpuint(addr_tally_count(&tally, i), ==,
                              GPOINTER_TO_UINT(g_hash_table_lookup(reference,
                                                                   key)));
@@ -411,14 +439,14 @@ static void test_count_table_dirty_and_growth(void)
     key.kind = COUNT_EXACT;
     for (uint64_t i = 0; i < 5000; i++) {
         key.position = i;
-        count_table_add(&table, &key, 0, i + 1);
+        count_table_add(&table, &key, 0, -1, i + 1);
     }
     g_assert_cmpuint(table.dirty_count, ==, 5000);
     count_table_mark_flushed(&table);
     g_assert_cmpuint(table.dirty_count, ==, 0);
     key.position = 7;
-    count_table_add(&table, &key, 0, 10);
-    count_table_add(&table, &key, 0, 5);
+    count_table_add(&table, &key, 0, -1, 10);
+    count_table_add(&table, &key, 0, -1, 5);
     g_assert_cmpuint(table.dirty_count, ==, 1);
     const struct count_entry *e = count_table_find(&table, &key);
     g_assert_nonnull(e);
@@ -426,7 +454,7 @@ static void test_count_table_dirty_and_growth(void)
     g_assert_cmpuint(e->unflushed, ==, 15);
     for (uint64_t i = 5000; i < 20000; i++) {   /* grows with a dirty entry */
         key.position = i;
-        count_table_add(&table, &key, 0, 1);
+        count_table_add(&table, &key, 0, -1, 1);
     }
     g_assert_cmpuint(table.dirty_count, ==, 15001);
     key.position = 7;
@@ -463,6 +491,11 @@ static void test_exact_steady_guards(void)
                           " file_offset = %" G_GUINT64_FORMAT,
                           where(REGION1_ADDR2, 2, 5).file_offset), ==, 2);
     g_assert_cmpint(rec.totals.ambiguous + rec.totals.unmapped, ==, 0);
+    /* No REASON (as a 1.5 stream): every sample is ISSUE. */
+    g_assert_cmpint(query(rec.db, "SELECT COUNT(*) FROM sample_stalls WHERE"
+                          " stall != 0"), ==, 0);
+    g_assert_cmpint(query(rec.db, "SELECT COUNT(*) FROM stall_timeline WHERE"
+                          " stall != 0"), ==, 0);
     assert_conserved(&rec);
     recording_free(&rec);
     builder_free(&b);
@@ -970,6 +1003,80 @@ static void test_sample_timeline(void)
     g_free(path);
 }
 
+/* The count of sample_stalls at address under guards (g1, g2, 0). */
+static int64_t stall_at(sqlite3 *db, uint32_t context, uint32_t address,
+                        uint32_t g1, uint32_t g2, uint32_t stall)
+{
+    return query(db, "SELECT count FROM sample_stalls WHERE context = %u AND"
+                 " file_offset = %" G_GUINT64_FORMAT " AND stall = %u",
+                 context, where(address, g1, g2).file_offset, stall);
+}
+
+/*
+ * Stream 1.6: samples keep the reason of their slot's last REASON through
+ * every path (settled, held at a placed change, pending at a switch), a
+ * CONTEXT sets ISSUE again; DMA waits keep their transfer, the issuer
+ * resolved when it lies in the image; the timeline counts by reason.
+ */
+static void test_stall_reasons(void)
+{
+    struct builder b;
+    char *path = begin_on_slot_0(&b, 2, 4);
+
+    put_samples(&b, 0, RESIDENT_ADDR, 3);               /* ISSUE */
+    put_reason(&b, 0, TRACE_STALL_DEPENDENCY, -1, 0);
+    put_samples(&b, 0, RESIDENT_ADDR, 5);
+    put_samples(&b, 0, RESIDENT_ADDR + 4, 2);
+    put_reason(&b, 0, TRACE_STALL_DMA_WAIT, 5, RESIDENT_ADDR + 4);
+    put_samples(&b, 0, RESIDENT_ADDR, 4);
+    put_reason(&b, 0, TRACE_STALL_DMA_WAIT, 6, 0x3fffc);    /* no file */
+    put_samples(&b, 0, RESIDENT_ADDR, 1);
+    put_reason(&b, 0, TRACE_STALL_MAILBOX_WAIT, -1, 0);
+    put_samples(&b, 0, REGION1_ADDR2, 2);               /* held: guard 2 */
+    put_placed(&b, 0, 0, 3);
+    put_samples(&b, 0, REGION1_ADDR2, 3);
+    put_time(&b, 0, 100, 5000);                         /* bucket 0 */
+    put_samples(&b, 0, REGION1_ADDR2, 6);               /* pending */
+    put_bind(&b, 0, 2, 3, 4);
+    put_samples(&b, 0, RESIDENT_ADDR, 2);               /* ISSUE again */
+    put_bind(&b, 0, 1, 3, 4);                           /* 1 back: exact */
+    put_time(&b, 0, 200, 6000);
+    put_stop(&b);
+    struct recording rec = record(&b);
+    sqlite3 *db = rec.db;
+
+    g_assert_cmpint(stall_at(db, 1, RESIDENT_ADDR, 2, 4, 0), ==, 3);
+    g_assert_cmpint(stall_at(db, 1, RESIDENT_ADDR, 2, 4, 1), ==, 5);
+    g_assert_cmpint(stall_at(db, 1, RESIDENT_ADDR, 2, 4, 3), ==, 5);
+    g_assert_cmpint(stall_at(db, 1, RESIDENT_ADDR + 4, 2, 4, 1), ==, 2);
+    g_assert_cmpint(stall_at(db, 1, REGION1_ADDR2, 2, 4, 4), ==, 2);
+    g_assert_cmpint(stall_at(db, 1, REGION1_ADDR2, 3, 4, 4), ==, 3 + 6);
+    g_assert_cmpint(stall_at(db, 2, RESIDENT_ADDR, 3, 4, 0), ==, 2);
+    g_assert_cmpint(query(db, "SELECT COUNT(*) FROM sample_stalls"), ==, 7);
+    g_assert_cmpint(query(db, "SELECT count FROM dma_wait_samples WHERE"
+                          " tag = 5 AND issuer_ls_addr = %u AND"
+                          " issuer_offset = %" G_GUINT64_FORMAT " AND"
+                          " file_offset = %" G_GUINT64_FORMAT,
+                          RESIDENT_ADDR + 4,
+                          where(RESIDENT_ADDR + 4, 2, 4).file_offset,
+                          where(RESIDENT_ADDR, 2, 4).file_offset), ==, 4);
+    g_assert_cmpint(query(db, "SELECT count FROM dma_wait_samples WHERE"
+                          " tag = 6 AND issuer_ls_addr = %u AND"
+                          " issuer_offset IS NULL", 0x3fffc), ==, 1);
+    g_assert_cmpint(query(db, "SELECT COUNT(*) FROM dma_wait_samples"), ==,
+                    2);
+    /* Bucket 0 of context 1: the groups closed by a TIME, by reason. */
+    char *timeline = query_text(db, "SELECT GROUP_CONCAT(stall || ':' ||"
+                                " count, ' ') FROM (SELECT stall, count FROM"
+                                " stall_timeline WHERE context = 1 AND"
+                                " bucket_start_ns = 0 ORDER BY stall)");
+    g_assert_cmpstr(timeline, ==, "0:3 1:7 3:5 4:5");
+    g_free(timeline);
+    g_assert_cmpint(query(db, "SELECT SUM(count) FROM stall_timeline"), ==,
+                    query(db, "SELECT SUM(count) FROM sample_timeline"));
+    recording_done(&rec, &b, path);
+}
+
 /* ---- images ------------------------------------------------------------- */
 
 static char *copy_image(const char *name)
@@ -1427,7 +1534,8 @@ static char *per_context(sqlite3 *db)
 #define SHORT_CONTEXTS  50000u
 #define SHORT_BATCH     500u
 /* Bytes a session may hold for one batch of live contexts: the states
- * with their two tallies (about 21 KiB each) and buckets. */
+ * with their settled tally (about 14 KiB; a tail tally only while samples
+ * are pending) and buckets. */
 #define BATCH_BYTES_MAX (SHORT_BATCH * 24u * 1024u)
 
 /*
@@ -1582,6 +1690,7 @@ int main(int argc, char **argv)
                     test_lost_time_and_bindings);
     g_test_add_func("/daemon/attribution/context-moves", test_context_moves);
     g_test_add_func("/daemon/attribution/timeline", test_sample_timeline);
+    g_test_add_func("/daemon/attribution/stall-reasons", test_stall_reasons);
     g_test_add_func("/daemon/images/cached", test_image_cached);
     g_test_add_func("/daemon/images/unreadable", test_image_unreadable);
     g_test_add_func("/daemon/images/not-elf", test_image_not_elf);

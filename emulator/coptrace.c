@@ -337,7 +337,7 @@ static int run_emulator(struct trace_run *run, const struct run_options *opt,
                 strerror(errno));
         return EXIT_USAGE;
     }
-    if (trace_run_consume(run, child, opt->drain, samples, NULL, err,
+    if (trace_run_consume(run, child, opt->drain, samples, NULL, NULL, err,
                           sizeof(err)) < 0)
         cli_fail(0, "%s", err);
     while (waitpid(child, &status, 0) < 0 && errno == EINTR)

@@ -305,29 +305,55 @@ static void place_guard_changes(void)
     }
 }
 
-/* A capture with the shadow stack's innermost frames. */
-static void capture_stack(uint16_t field)
+/* A capture with its cause word and, with a call-stack area, the shadow
+ * stack's innermost frames. */
+static void capture_entry(uint16_t field, uint32_t cause)
 {
     uint32_t frames[TRACE_MAX_STACK_DEPTH];
-    uint32_t depth = shadow_frames(&tu.shadow, frames,
-                                   tu.unit->header->stack_depth);
+    uint32_t depth = 0;
 
-    trace_slot_capture_stack(tu.unit, tu.slot, tu.stack_area, field, depth,
-                             frames);
+    if (tu.stack_area)
+        depth = shadow_frames(&tu.shadow, frames,
+                              tu.unit->header->stack_depth);
+    trace_slot_capture_entry(tu.unit, tu.slot, tu.stack_area, field, cause,
+                             depth, frames);
 }
 
-static void capture(uint64_t vaddr)
+/* A capture of the instruction at `vaddr` at a cycle spent for `cause`
+ * (a cause word: trace-regs.h). */
+static void capture(uint64_t vaddr, uint32_t cause)
 {
     uint64_t offset = vaddr - tu.ls_base;
 
     if (tu.guard_count)
         place_guard_changes();
-    if (vaddr >= tu.ls_base && offset < tu.ls_size && tu.stack_area)
-        capture_stack((uint16_t)(offset >> 2));
-    else if (vaddr >= tu.ls_base && offset < tu.ls_size)
-        trace_slot_capture(tu.unit, tu.slot, (uint16_t)(offset >> 2));
+    if (vaddr >= tu.ls_base && offset < tu.ls_size)
+        capture_entry((uint16_t)(offset >> 2), cause);
     else
         trace_slot_count_outside(tu.slot);
+}
+
+/* The cause of a capture at tick `tick` (1-based) of instruction i of
+ * block b: its first stall[i] cycles wait on operands, the rest issue.
+ * Under SPU_INSTRUCTIONS every tick is an issue. */
+static uint32_t insn_cause(const struct block *b, uint32_t i, uint64_t tick)
+{
+    if (tu.clock == TRACE_EVENT_CYCLES && tick <= b->stall[i])
+        return TRACE_STALL_DEPENDENCY;
+    return TRACE_STALL_ISSUE;
+}
+
+/* The cause of the captures in the current wait's cycles (tu.wait): for
+ * a DMA wait on a known transfer, its tag and the get/put that issued it. */
+static uint32_t wait_cause(void)
+{
+    const struct mfc_wait_info *dma = &tu.wait.dma;
+    uint64_t offset = (uint64_t)dma->pc - tu.ls_base;
+
+    if (tu.wait.reason != TRACE_STALL_DMA_WAIT || !dma->valid
+        || dma->pc < tu.ls_base || offset >= tu.ls_size)
+        return tu.wait.reason;
+    return trace_cause_transfer(dma->tag, (uint32_t)(offset >> 2));
 }
 
 static uint64_t slot_cycles(void)
@@ -424,7 +450,8 @@ static void retire(const struct block *b, uint32_t from, uint32_t to)
 
         while (base + ticks_before(b, k + 1) < at)
             k++;
-        capture(b->vaddr[k]);
+        capture(b->vaddr[k], insn_cause(b, k,
+                                        at - base - ticks_before(b, k)));
         reload(at);
     }
     set_slot_cycles(end);
@@ -437,9 +464,9 @@ static uint32_t exit_ticks(const struct block *p, uint64_t next)
     return p->exit_cost[tu.clock][next == p->fallthrough];
 }
 
-/* Fast mode: `ticks` more ticks spent at instruction `vaddr`; every
- * expiry in them captures it. */
-static void advance(uint64_t vaddr, uint64_t ticks)
+/* Fast mode: `ticks` more ticks spent at instruction `vaddr` for
+ * `cause`; every expiry in them captures it. */
+static void advance(uint64_t vaddr, uint64_t ticks, uint32_t cause)
 {
     uint64_t end;
 
@@ -448,7 +475,7 @@ static void advance(uint64_t vaddr, uint64_t ticks)
     while (tu.expiry <= end) {
         uint64_t at = tu.expiry;
 
-        capture(vaddr);
+        capture(vaddr, cause);
         reload(at);
     }
     set_slot_cycles(end);
@@ -464,7 +491,8 @@ static void retire_exit(uint64_t next)
     tu.current = NULL;
     if (!p || !tu.attached || !exit_ticks(p, next))
         return;
-    advance(p->vaddr[p->n_insns - 1], exit_ticks(p, next));
+    advance(p->vaddr[p->n_insns - 1], exit_ticks(p, next),
+            TRACE_STALL_BRANCH);
 }
 
 /* Fast mode: block b starts.  Its tail is left for the next block to
@@ -608,9 +636,9 @@ static void on_block(unsigned int vcpu_index, void *udata)
     on_block_slow(b);
 }
 
-/* Reference mode: `ticks` ticks of instruction `vaddr`, one LFSR step
- * each. */
-static void step_ticks(uint64_t vaddr, uint32_t ticks)
+/* Reference mode: `ticks` ticks of instruction `vaddr` spent for
+ * `cause`, one LFSR step each. */
+static void step_ticks(uint64_t vaddr, uint32_t ticks, uint32_t cause)
 {
     uint64_t cycles = slot_cycles();
 
@@ -619,7 +647,7 @@ static void step_ticks(uint64_t vaddr, uint32_t ticks)
         set_slot_cycles(cycles);
         tu.lfsr = lfsr_step(tu.lfsr);
         if (tu.lfsr == LFSR_EXPIRY) {
-            capture(vaddr);
+            capture(vaddr, cause);
             reload(cycles);
         }
     }
@@ -634,7 +662,8 @@ static void step_exit(uint64_t next)
     tu.last = NULL;
     if (!last || !tu.attached || last->i + 1 != last->b->n_insns)
         return;
-    step_ticks(last->b->vaddr[last->i], exit_ticks(last->b, next));
+    step_ticks(last->b->vaddr[last->i], exit_ticks(last->b, next),
+               TRACE_STALL_BRANCH);
 }
 
 /* Reference mode, before every instruction. */
@@ -642,14 +671,17 @@ static void on_insn(unsigned int vcpu_index, void *udata)
 {
     const struct insn_ref *r = udata;
     const struct block *b = r->b;
+    uint32_t ticks, waits;
 
     if (!r->i) {
         step_exit(b->start);
         while (!tu.attached || gate_changed())
             obey_gate();
     }
-    step_ticks(b->vaddr[r->i], ticks_before(b, r->i + 1)
-                               - ticks_before(b, r->i));
+    ticks = ticks_before(b, r->i + 1) - ticks_before(b, r->i);
+    waits = tu.clock == TRACE_EVENT_CYCLES ? b->stall[r->i] : 0;
+    step_ticks(b->vaddr[r->i], waits, TRACE_STALL_DEPENDENCY);
+    step_ticks(b->vaddr[r->i], ticks - waits, TRACE_STALL_ISSUE);
     tu.last = r;
     tu.retired++;
 }
@@ -712,12 +744,12 @@ static void charge_wait(uint64_t vaddr, uint64_t ticks,
         return;
     tu.wait.reason = reason;
     if (!tu.reference) {
-        advance(vaddr, ticks);
+        advance(vaddr, ticks, wait_cause());
         arm();
     } else {
         for (; ticks > UINT32_MAX; ticks -= UINT32_MAX)
-            step_ticks(vaddr, UINT32_MAX);
-        step_ticks(vaddr, (uint32_t)ticks);
+            step_ticks(vaddr, UINT32_MAX, wait_cause());
+        step_ticks(vaddr, (uint32_t)ticks, wait_cause());
     }
     tu.wait.reason = TRACE_STALL_ISSUE;
     tu.wait.dma.valid = 0;

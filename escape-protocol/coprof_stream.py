@@ -48,18 +48,23 @@ ADDRESS_ALIGN = 4
 MASK64 = (1 << 64) - 1
 CHECK_MULTIPLIER = 0x9E3779B97F4A7C15
 
-# ---- Version 1.5 -------------------------------------------------------------
+# ---- Version 1.6 -------------------------------------------------------------
 
 VERSION_MAJOR = 1
-VERSION_MINOR = 5
+VERSION_MINOR = 6
 VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
          "stop": 6, "image": 7, "release": 8, "stall": 9, "end": 10,
-         "callstack": 11}
+         "callstack": 11, "reason": 12}
 CODE_NAMES = {code: name for name, code in CODES.items()}
 (START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE, STALL,
- END, CALLSTACK) = range(1, 12)
+ END, CALLSTACK, REASON) = range(1, 13)
+
+# REASON (1.6): the stall reason of the slot's samples that follow, with
+# REASON_TRANSFER a DMA transfer's tag (below DMA_TAGS) and issuer.
+REASON_TRANSFER = 0x1
+DMA_TAGS = 32
 
 # CALLSTACK (1.4): at most this many frames, each (address, overlay).
 MAX_FRAMES = 64
@@ -112,6 +117,9 @@ LAYOUTS = {
           ("cycle", 64, "dec")),
     CALLSTACK: (("slot", 32, "dec"), ("depth", 32, "dec"),
                 ("frames", 32, "frames")),
+    REASON: (("slot", 32, "dec"), ("stall", 32, "dec"),
+             ("transfer", 32, "dec"), ("tag", 32, "dec"),
+             ("issuer", 32, "hex")),
 }
 MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 
@@ -191,11 +199,23 @@ def fields_error(code, fields, slot_limit):
                 any(not 0 <= a < 1 << 32 or a % ADDRESS_ALIGN or
                     not 0 <= o <= 0xFFFF for a, o in frames)):
             return BAD_FIELD
+    if code == REASON and not reason_sound(fields):
+        return BAD_FIELD
     if code in (LOST, STALL) and fields["count"] == 0:
         return BAD_FIELD
     if "slot" in fields and fields["slot"] >= slot_limit:
         return BAD_FIELD
     return None
+
+
+def reason_sound(fields):
+    """Whether a REASON's transfer fields agree with its flags word."""
+    flags, tag, issuer = fields["transfer"], fields["tag"], fields["issuer"]
+    if flags & ~REASON_TRANSFER:
+        return False
+    if flags:
+        return tag < DMA_TAGS and issuer % ADDRESS_ALIGN == 0
+    return tag == 0 and issuer == 0
 
 
 # ---- Encoder ---------------------------------------------------------------

@@ -43,10 +43,10 @@
 #define COPSTREAM_MAX_SLOTS      256u
 #define COPSTREAM_ADDRESS_ALIGN  4u          /* PC fields are address >> 2 */
 
-/* ---- Version 1.5 -------------------------------------------------------- */
+/* ---- Version 1.6 -------------------------------------------------------- */
 
 #define COPSTREAM_VERSION_MAJOR  1u
-#define COPSTREAM_VERSION_MINOR  5u
+#define COPSTREAM_VERSION_MINOR  6u
 #define COPSTREAM_VERSION \
     (COPSTREAM_VERSION_MAJOR << 16 | COPSTREAM_VERSION_MINOR)
 
@@ -62,7 +62,8 @@ enum copstream_code {
     COPSTREAM_STALL    = 9,           /* 1.2 */
     COPSTREAM_END      = 10,          /* 1.3 */
     COPSTREAM_CALLSTACK = 11,         /* 1.4 */
-    COPSTREAM_CODE_END = 12           /* codes at or above are unknown in 1.5 */
+    COPSTREAM_REASON   = 12,          /* 1.6 */
+    COPSTREAM_CODE_END = 13           /* codes at or above are unknown in 1.6 */
 };
 
 /*
@@ -84,6 +85,7 @@ enum copstream_code {
 #define COPSTREAM_STALL_WORDS    4u
 #define COPSTREAM_END_WORDS      3u
 #define COPSTREAM_CALLSTACK_WORDS 3u     /* fixed part, before the frames */
+#define COPSTREAM_REASON_WORDS   5u
 #define COPSTREAM_MAX_FRAMES     64u     /* frames one CALLSTACK carries */
 #define COPSTREAM_MAX_PATH \
     (COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD - COPSTREAM_IMAGE_WORDS))
@@ -227,6 +229,26 @@ struct copstream_callstack {
     const uint8_t *frames;
 };
 
+/*
+ * 1.6: the stall reason of the slot's samples that follow, up to the next
+ * REASON of the slot; a CONTEXT of the slot sets it back to ISSUE (0), as
+ * does the START.  stall is the trace unit's enum trace_stall_reason (0
+ * issue, 1 dependency, 2 branch, 3 DMA wait, 4 mailbox wait, 5 memory;
+ * readers show another value as a number).  With COPSTREAM_REASON_TRANSFER
+ * in flags the samples wait on a DMA transfer: its tag (0..31) and the
+ * local-store byte address of the get/put that issued it.
+ */
+#define COPSTREAM_REASON_TRANSFER 0x1u
+#define COPSTREAM_DMA_TAGS        32u
+
+struct copstream_reason {
+    uint32_t slot;
+    uint32_t stall;
+    uint32_t flags;               /* COPSTREAM_REASON_* */
+    uint32_t tag;                 /* with TRANSFER; else 0 */
+    uint32_t issuer;              /* with TRANSFER: LS address; else 0 */
+};
+
 /* A frame word: the return address's local-store byte address (a multiple
  * of 4) in bits 0..31, the overlay's 1-based index (0: resident or not
  * known) in bits 32..47, zero above. */
@@ -281,6 +303,7 @@ struct copstream_record {
         struct copstream_stall stall;
         struct copstream_end end;
         struct copstream_callstack callstack;
+        struct copstream_reason reason;
     } u;
 };
 

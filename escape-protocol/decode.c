@@ -575,7 +575,7 @@ const char *copstream_code_name(uint16_t code)
         [COPSTREAM_TIME] = "time",       [COPSTREAM_STOP] = "stop",
         [COPSTREAM_IMAGE] = "image",     [COPSTREAM_RELEASE] = "release",
         [COPSTREAM_STALL] = "stall",     [COPSTREAM_END] = "end",
-        [COPSTREAM_CALLSTACK] = "callstack",
+        [COPSTREAM_CALLSTACK] = "callstack", [COPSTREAM_REASON] = "reason",
     };
 
     return code < COPSTREAM_CODE_END ? names[code] : NULL;

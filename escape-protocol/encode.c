@@ -116,6 +116,14 @@ static const struct field_layout callstack_fields[COPSTREAM_CALLSTACK_WORDS] = {
     FIELD(struct copstream_callstack, n_frames, "frames", FIELD_FRAMES),
 };
 
+static const struct field_layout reason_fields[COPSTREAM_REASON_WORDS] = {
+    FIELD(struct copstream_reason, slot, "slot", FIELD_DECIMAL),
+    FIELD(struct copstream_reason, stall, "stall", FIELD_DECIMAL),
+    FIELD(struct copstream_reason, flags, "transfer", FIELD_DECIMAL),
+    FIELD(struct copstream_reason, tag, "tag", FIELD_DECIMAL),
+    FIELD(struct copstream_reason, issuer, "issuer", FIELD_HEX),
+};
+
 const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
     [COPSTREAM_START]   = { COPSTREAM_START_WORDS, COPSTREAM_START_WORDS_1_1,
                             start_fields },
@@ -139,6 +147,8 @@ const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
                             end_fields },
     [COPSTREAM_CALLSTACK] = { COPSTREAM_CALLSTACK_WORDS,
                               COPSTREAM_CALLSTACK_WORDS, callstack_fields },
+    [COPSTREAM_REASON]  = { COPSTREAM_REASON_WORDS, COPSTREAM_REASON_WORDS,
+                            reason_fields },
 };
 
 uint16_t copstream_check(uint16_t code, uint16_t length,
@@ -202,6 +212,20 @@ static int callstack_check(const struct copstream_callstack *c,
     return slot_check(c->slot, slot_limit);
 }
 
+/* Only the TRANSFER flag; a transfer's tag below 32 and its issuer an
+ * aligned address; without one, tag and issuer 0. */
+static int reason_check(const struct copstream_reason *r,
+                        uint32_t slot_limit)
+{
+    if (r->flags & ~COPSTREAM_REASON_TRANSFER)
+        return COPSTREAM_ERR_BAD_FIELD;
+    if (r->flags ? r->tag >= COPSTREAM_DMA_TAGS
+                   || r->issuer % COPSTREAM_ADDRESS_ALIGN
+                 : r->tag || r->issuer)
+        return COPSTREAM_ERR_BAD_FIELD;
+    return slot_check(r->slot, slot_limit);
+}
+
 int copstream_fields_check(const struct copstream_record *rec,
                            uint32_t slot_limit)
 {
@@ -232,6 +256,8 @@ int copstream_fields_check(const struct copstream_record *rec,
         return slot_check(rec->u.end.slot, slot_limit);
     case COPSTREAM_CALLSTACK:
         return callstack_check(&rec->u.callstack, slot_limit);
+    case COPSTREAM_REASON:
+        return reason_check(&rec->u.reason, slot_limit);
     default:
         return COPSTREAM_ERR_BAD_FIELD;
     }

@@ -10,6 +10,7 @@
  * intact part of the stream and that every byte is accounted for.
  */
 #include "escape-protocol/copstream.h"
+#include "escape-protocol/layout.h"
 #include "escape-protocol/text.h"
 
 #include <glib.h>
@@ -127,6 +128,17 @@ static void add_end(GByteArray *s, uint32_t slot, uint64_t context_id,
     struct copstream_record rec = { .code = COPSTREAM_END };
 
     rec.u.end = (struct copstream_end){ slot, context_id, cycle };
+    add_record(s, &rec);
+}
+
+/* 1.6: the stall reason of the slot's samples that follow. */
+static void add_reason(GByteArray *s, uint32_t slot, uint32_t stall,
+                       uint32_t flags, uint32_t tag, uint32_t issuer)
+{
+    struct copstream_record rec = { .code = COPSTREAM_REASON };
+
+    rec.u.reason = (struct copstream_reason){ slot, stall, flags, tag,
+                                              issuer };
     add_record(s, &rec);
 }
 
@@ -347,11 +359,36 @@ static void test_golden_bytes(void)
     g_assert_cmphex(copstream_sample_word(7, 0x3fffc), ==, 0x70003fffcull);
 }
 
+/* A REASON's transfer fields must agree with its flags word; an unknown
+ * stall value is kept for the reader to show as a number. */
+static void test_reason_fields(void)
+{
+    struct copstream_record rec = { .code = COPSTREAM_REASON };
+    static const struct copstream_reason bad[] = {
+        { 0, 3, COPSTREAM_REASON_TRANSFER, 32, 0x100 },   /* tag */
+        { 0, 3, COPSTREAM_REASON_TRANSFER, 1, 0x102 },    /* unaligned */
+        { 0, 3, 0x2, 0, 0 },                              /* flag */
+        { 0, 1, 0, 5, 0 },                  /* tag without a transfer */
+        { 8, 0, 0, 0, 0 },                                /* slot */
+    };
+    guint8 out[128];
+
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        rec.u.reason = bad[i];
+        g_assert_cmpint(copstream_fields_check(&rec, 8), ==,
+                        COPSTREAM_ERR_BAD_FIELD);
+    }
+    rec.u.reason = (struct copstream_reason){ 7, 99, 0, 0, 0 };
+    g_assert_cmpint(copstream_fields_check(&rec, 8), ==, 0);
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    16 + 8 * COPSTREAM_REASON_WORDS);
+}
+
 static void test_round_trip_every_record(void)
 {
     GByteArray *s = g_byte_array_new();
     static const char *const expected =
-        "0 start version=1.5 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
+        "0 start version=1.6 slots=8 lfsr_value=0xfffffe lfsr_count=1 "
         "clock_hz=1000000000 fifo_depth=1024 ls_size=262144 "
         "poll_interval_ns=512 start_time_ns=1000 fifo_full=1 dither=1 "
         "dither_seed=18446744073709551557 watermark=512 event=1\n"
@@ -366,13 +403,14 @@ static void test_round_trip_every_record(void)
         "408 callstack slot=5 depth=3 frames=0x00238,0x3fffc@65535\n"
         "464 sample slot=5 address=0x00000\n"
         "472 callstack slot=5 depth=0 frames=-\n"
-        "512 lost slot=5 cause=buffer-full count=4 cycle=999\n"
-        "560 lost slot=5 cause=77 count=1 cycle=999\n"
-        "608 stall slot=5 count=3 ns=120000 cycle=350\n"
-        "656 time slot=5 cycle=300 time_ns=1234567\n"
-        "696 release slot=5 cycle=400\n"
-        "728 end slot=5 context_id=9 cycle=400\n"
-        "768 stop time_ns=5000000 samples=2 lost=5\n";
+        "512 reason slot=5 stall=3 transfer=1 tag=31 issuer=0x3fffc\n"
+        "568 lost slot=5 cause=buffer-full count=4 cycle=999\n"
+        "616 lost slot=5 cause=77 count=1 cycle=999\n"
+        "664 stall slot=5 count=3 ns=120000 cycle=350\n"
+        "712 time slot=5 cycle=300 time_ns=1234567\n"
+        "752 release slot=5 cycle=400\n"
+        "784 end slot=5 context_id=9 cycle=400\n"
+        "824 stop time_ns=5000000 samples=2 lost=5\n";
     static const uint64_t frames[] = { 0x238, 0xFFFFull << 32 | 0x3fffc };
 
     add_start(s);
@@ -384,6 +422,7 @@ static void test_round_trip_every_record(void)
     add_callstack(s, 5, 3, frames, 2);
     add_sample(s, 5, 0);
     add_callstack(s, 5, 0, NULL, 0);
+    add_reason(s, 5, 3, COPSTREAM_REASON_TRANSFER, 31, 0x3fffc);
     add_lost(s, 5, COPSTREAM_LOST_BUFFER_FULL, 4);
     add_lost(s, 5, 77, 1);
     add_stall(s, 5, 3, 120000);
@@ -620,7 +659,7 @@ static void test_unknown_codes_skipped(void)
     g_assert_cmpuint(d.stats.records[COPSTREAM_TIME], ==, 1);
     g_assert_nonnull(strstr(d.text, " time slot=0 cycle=77 time_ns=88 "
                             "extra=0xffffffffffffffff,0x5\n"));
-    g_assert_nonnull(strstr(d.text, " unknown code=12 "
+    g_assert_nonnull(strstr(d.text, " unknown code=13 "
                             "words=0x0,0xffffffffffffffff,0xffffffffffffffff\n"));
     g_assert_nonnull(strstr(d.text, " unknown code=0\n"));
     g_free(d.text);
@@ -1155,6 +1194,7 @@ int main(int argc, char **argv)
     g_test_add_func("/copstream/golden-bytes", test_golden_bytes);
     g_test_add_func("/copstream/callstack-fields", test_callstack_fields);
     g_test_add_func("/copstream/start-event", test_start_event);
+    g_test_add_func("/copstream/reason-fields", test_reason_fields);
     g_test_add_func("/copstream/round-trip-every-record",
                     test_round_trip_every_record);
     g_test_add_func("/copstream/round-trip-values", test_round_trip_values);

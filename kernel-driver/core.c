@@ -61,6 +61,13 @@
  * samples and never splits one from its stack.  Without the area nothing
  * changes: the samples go out in one copy, as before.
  *
+ * Stall reasons.  A drain copies each entry's cause word with it, bounded
+ * by the trace unit (trace_cause_checked()).  The stream gives each slot
+ * a current reason, ISSUE after the START and after each CONTEXT; a run
+ * of samples whose cause differs is preceded by a REASON record (stream
+ * 1.6), written only with room for a sample after it, so samples of
+ * ISSUE alone cost nothing and no sample goes out under a wrong reason.
+ *
  * Portable: the OS shim (copdrv-os.h), the freestanding stream encoder and
  * the trace unit's freestanding register primitives, nothing else.
  */
@@ -119,6 +126,7 @@ struct copdrv_slot {
 	u64 end_context;	/* its context id ... */
 	u64 end_cycle;		/* ... and the slot's cycle when it left */
 	u32 *stack_area;	/* the slot's stack records, or NULL */
+	u32 cause_sent;		/* the cause word the stream's REASON says */
 };
 
 struct copdrv {
@@ -144,6 +152,7 @@ struct copdrv {
 
 	struct copdrv_buffer buffer;
 	u16 *fields;		/* drain scratch, fifo_depth entries */
+	u32 *causes;		/* their cause words, the same */
 	struct trace_ovl_event events[TRACE_EVENT_DEPTH];	/* the same */
 	u32 *guard_words;	/* guard read scratch, COPDRV_MAX_REGIONS */
 	u8 scratch[COPSTREAM_MAX_RECORD_BYTES];
@@ -640,14 +649,15 @@ static u64 put_samples_stacked(struct copdrv *drv, struct copdrv_slot *s,
 	return i - from;
 }
 
-/* Writes drained entries [from, to) as samples; returns how many fitted. */
-static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
-		       u64 to, u64 keep)
+/*
+ * Writes drained entries [from, to), all of one cause, as samples;
+ * returns how many fitted.
+ */
+static u64 put_run(struct copdrv *drv, struct copdrv_slot *s, u64 from,
+		   u64 to, u64 keep)
 {
 	u64 written;
 
-	if (to <= from)
-		return 0;
 	if (drv->stack_depth)
 		return put_samples_stacked(drv, s, from, to, keep);
 	written = copdrv_buffer_put_samples(&drv->buffer, s->index,
@@ -655,6 +665,53 @@ static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 					    keep);
 	drv->stats.samples += written;
 	return written;
+}
+
+/* The REASON record of cause word `cause` (a bounded one: the drain's). */
+static int emit_reason(struct copdrv *drv, struct copdrv_slot *s, u32 cause,
+		       u64 keep)
+{
+	struct copstream_record rec = { .code = COPSTREAM_REASON };
+	struct copstream_reason *r = &rec.u.reason;
+
+	r->slot = s->index;
+	r->stall = trace_cause_reason(cause);
+	if (trace_cause_has_transfer(cause)) {
+		r->flags = COPSTREAM_REASON_TRANSFER;
+		r->tag = trace_cause_tag(cause);
+		r->issuer = trace_cause_issuer_field(cause) << 2;
+	}
+	if (emit(drv, &rec, COPDRV_BUFFER_NORMAL, keep))
+		return -ENOSPC;
+	s->cause_sent = cause;
+	return 0;
+}
+
+/*
+ * Writes drained entries [from, to) as samples, a REASON before each run
+ * whose cause differs from the one the stream gives the slot (stream
+ * 1.6), with room for one sample after it; returns how many fitted.
+ */
+static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
+		       u64 to, u64 keep)
+{
+	u64 done = from;
+
+	while (done < to) {
+		u32 cause = drv->causes[done];
+		u64 end = done + 1, n;
+
+		while (end < to && drv->causes[end] == cause)
+			end++;
+		if (cause != s->cause_sent &&
+		    emit_reason(drv, s, cause, keep + WORD_BYTES))
+			break;
+		n = put_run(drv, s, done, end, keep);
+		done += n;
+		if (done < end)
+			break;
+	}
+	return done - from;
 }
 
 /*
@@ -722,6 +779,7 @@ static int announce_switch(struct copdrv *drv, struct copdrv_slot *s)
 	if (err)
 		return err;
 	s->announced = 1;
+	s->cause_sent = TRACE_STALL_ISSUE;	/* a CONTEXT resets the reason */
 	for (region = 0; region < s->ctx.regions; region++)
 		s->guards[region] = GUARD_UNKNOWN;
 	if (read_guards(drv, s))
@@ -749,13 +807,10 @@ static int announce(struct copdrv *drv, struct copdrv_slot *s)
 /* Drains the slot's FIFO into drv->fields; returns the entries drained. */
 static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 {
-	int got = drv->stack_depth ?
-		trace_slot_drain_stacks(s->regs, drv->fifo_depth,
-					s->stack_area, drv->stack_depth,
-					drv->fields, drv->stacks,
-					drv->fifo_depth) :
-		trace_slot_drain(s->regs, drv->fifo_depth, drv->fields,
-				 drv->fifo_depth);
+	int got = trace_slot_drain_entries(s->regs, drv->fifo_depth,
+					   drv->fields, drv->causes,
+					   s->stack_area, drv->stack_depth,
+					   drv->stacks, drv->fifo_depth);
 
 	if (got < 0) {
 		drv->stats.fifo_errors++;
@@ -1214,6 +1269,7 @@ static void reset_session(struct copdrv *drv)
 		slot_baseline(drv, s);
 		s->announced = !s->bound;
 		s->end_pending = 0;
+		s->cause_sent = TRACE_STALL_ISSUE;	/* as the START says */
 	}
 }
 
@@ -1309,13 +1365,15 @@ static int alloc_scratch(struct copdrv *drv)
 {
 	drv->fields = copdrv_os_alloc(drv->os,
 				      drv->fifo_depth * sizeof(*drv->fields));
+	drv->causes = copdrv_os_alloc(drv->os,
+				      drv->fifo_depth * sizeof(*drv->causes));
 	drv->guard_words = copdrv_os_alloc(drv->os, COPDRV_MAX_REGIONS *
 					   sizeof(*drv->guard_words));
 	if (drv->stack_depth)
 		drv->stacks = copdrv_os_alloc(drv->os, (u64)drv->fifo_depth *
 			trace_stack_record_words(drv->stack_depth) *
 			sizeof(*drv->stacks));
-	return drv->fields && drv->guard_words &&
+	return drv->fields && drv->causes && drv->guard_words &&
 	       (drv->stacks || !drv->stack_depth) ? 0 : -ENOMEM;
 }
 
@@ -1389,6 +1447,7 @@ void copdrv_destroy(struct copdrv *drv)
 	copdrv_os_free(drv->os, drv->images);
 	copdrv_os_free(drv->os, drv->buffer.data);
 	copdrv_os_free(drv->os, drv->fields);
+	copdrv_os_free(drv->os, drv->causes);
 	copdrv_os_free(drv->os, drv->stacks);
 	copdrv_os_free(drv->os, drv->guard_words);
 	copdrv_os_free(drv->os, drv);

@@ -3,7 +3,7 @@
  *
  *   cop-run [--ram-file F] [--data-file D] [--qemu PROG] [--qemu-arg ARG]...
  *           [--sample-every N [--reference] [--samples-out FILE]
- *            [--events-out E] [--no-watch] [--fifo-depth D]
+ *            [--reasons-out R] [--events-out E] [--no-watch] [--fifo-depth D]
  *            [--fifo-full stall|drop] [--dither SEED [--slot S]]
  *            [--exact-counts C] [--no-trace]]
  *           IMAGE [ARGS...]
@@ -16,7 +16,8 @@
  * With --sample-every it attaches the trace unit (emulator/, docs/
  * trace-unit.md): a private register file whose slot 0 captures every N-th
  * instruction, the libcoptrace.so plugin on the QEMU command line, and a
- * simple consumer that drains the slot's FIFO into FILE while QEMU runs.
+ * simple consumer that drains the slot's FIFO into FILE while QEMU runs
+ * (and each capture's stall reason into R with --reasons-out).
  * --exact-counts C also has the plugin count every instruction exactly and
  * write the counts to C at the end (counts=, docs/trace-unit.md).  For an
  * image with overlays the context watches its guard words (the plugin's
@@ -61,6 +62,7 @@ struct run_options {
     uint32_t sample_every;          /* 0: no trace unit */
     int reference;                  /* the plugin's reference mode */
     const char *samples_out;        /* NULL: count captures only */
+    const char *reasons_out;        /* NULL: stall reasons not written */
     const char *events_out;         /* NULL: overlay events counted only */
     int no_watch;                   /* no overlay watch after all */
     uint32_t fifo_depth;
@@ -111,6 +113,14 @@ static void usage(FILE *out)
         "  -o, --samples-out FILE\n"
         "                      write the captured local-store addresses to\n"
         "                      FILE, one per line in hex, in capture order\n"
+        "      --reasons-out R write each capture's stall reason to R, one\n"
+        "                      line per capture in capture order: \"PC STALL\"\n"
+        "                      (PC as in --samples-out, STALL the reason: 0\n"
+        "                      issue, 1 dependency, 2 branch, 3 DMA wait,\n"
+        "                      4 mailbox wait, 5 memory), a DMA wait's\n"
+        "                      followed by \" TAG ISSUER\": the tag waited on\n"
+        "                      and the LS address of the get/put that issued\n"
+        "                      it (docs/trace-unit.md, \"Stall reasons\")\n"
         "  -e, --events-out E  write the overlay events to E, one per line:\n"
         "                      \"POS REGION GUARD\", guard word REGION (from\n"
         "                      0) became GUARD before the capture on line POS\n"
@@ -167,6 +177,7 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
         {0, "event", required_argument, 'E'},
         {0, "reference", no_argument, 'R'},
         {'o', "samples-out", required_argument, 0},
+        {0, "reasons-out", required_argument, 'Y'},
         {'e', "events-out", required_argument, 0},
         {0, "no-watch", no_argument, 'W'},
         {0, "fifo-depth", required_argument, 'D'},
@@ -217,6 +228,9 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
             break;
         case 'o':
             opts->samples_out = optarg;
+            break;
+        case 'Y':
+            opts->reasons_out = optarg;
             break;
         case 'e':
             opts->events_out = optarg;
@@ -279,10 +293,12 @@ static int parse_options(int argc, char **argv, struct run_options *opts)
     }
     if (!opts->sample_every
         && (opts->reference || opts->samples_out || opts->events_out
-            || opts->no_watch || opts->exact_counts || opts->call_graph))
+            || opts->reasons_out || opts->no_watch || opts->exact_counts
+            || opts->call_graph))
         return cli_fail(EXIT_RUN_FAILED, "--reference, --samples-out, "
-                        "--events-out, --no-watch, --exact-counts and "
-                        "--call-graph need --sample-every N");
+                        "--reasons-out, --events-out, --no-watch, "
+                        "--exact-counts and --call-graph need "
+                        "--sample-every N");
     if (opts->has_dither_slot && !opts->sampling.dither)
         return cli_fail(EXIT_RUN_FAILED, "--slot needs --dither SEED");
     opts->sampling.dither_seed =
@@ -313,8 +329,10 @@ static int build_command(const struct run_options *opts,
 struct traced {
     struct trace_run run;
     FILE *samples;
+    FILE *reasons;
     FILE *events;
     struct safe_out samples_out;
+    struct safe_out reasons_out;
     struct safe_out events_out;
 };
 
@@ -340,7 +358,8 @@ static int run_qemu(const struct cop_argv *command, const struct cop_ram *ram,
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
     if (trace && trace_run_consume(&trace->run, pid, 1, trace->samples,
-                                   trace->events, reason, sizeof(reason)) < 0)
+                                   trace->reasons, trace->events, reason,
+                                   sizeof(reason)) < 0)
         cli_fail(0, "%s", reason);
     switch (cop_qemu_wait(pid, &status, &err)) {
     case 0:
@@ -425,7 +444,8 @@ static int run_traced(const struct run_options *opts,
                        : trace_watchable_guards(image->nregions),
     };
     struct trace_geometry geo;
-    struct traced trace = { .samples = NULL, .events = NULL };
+    struct traced trace = { .samples = NULL, .reasons = NULL,
+                            .events = NULL };
     struct safe_out counts;
     char err[512], counts_path[64];
     int status = EXIT_RUN_FAILED;
@@ -451,15 +471,19 @@ static int run_traced(const struct run_options *opts,
         return cli_fail(EXIT_RUN_FAILED, "out of memory");
     }
     if (open_output(opts->samples_out, &trace.samples_out, &trace.samples) < 0
+        || open_output(opts->reasons_out, &trace.reasons_out,
+                       &trace.reasons) < 0
         || open_output(opts->events_out, &trace.events_out,
                        &trace.events) < 0) {
         close_output(&trace.samples_out, trace.samples, &status);
+        close_output(&trace.reasons_out, trace.reasons, &status);
         trace_run_end(&trace.run);
         safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return EXIT_RUN_FAILED;
     }
     status = run_qemu(command, ram, &trace);
     close_output(&trace.samples_out, trace.samples, &status);
+    close_output(&trace.reasons_out, trace.reasons, &status);
     close_output(&trace.events_out, trace.events, &status);
     if (safe_out_close(&counts, NULL, 1, err, sizeof(err)) < 0)
         status = cli_fail(status ? status : EXIT_RUN_FAILED, "%s", err);

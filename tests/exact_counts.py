@@ -238,19 +238,36 @@ def attribute(counts_path, image_path, elf_offset=0):
     return out
 
 
+def _in_image(counts_path, image_path, elf_offset):
+    """(Insn, file offset) of every counted instruction in the image."""
+    image = _Image(image_path, elf_offset)
+    for run in read_counts(counts_path):
+        for code in run.codes:
+            for insn, _, offset in _attribute_code(image, code, counts_path):
+                if offset is not None:
+                    yield insn, offset
+
+
 def counts_by_file_offset(counts_path, image_path, elf_offset=0,
                           cycles=False):
     """{file offset in image_path: instructions} (with cycles: the
     modelled cycles of every reason instead, version 2), every run summed;
     instructions outside the image are left out (attribute() has them).
     Raises CountsError on a malformed file or code it cannot attribute."""
-    image = _Image(image_path, elf_offset)
     by_offset = collections.Counter()
-    for run in read_counts(counts_path):
-        for code in run.codes:
-            for insn, _, offset in _attribute_code(image, code, counts_path):
-                if offset is not None:
-                    by_offset[offset] += (sum(getattr(insn, r)
-                                              for r in REASONS)
-                                          if cycles else insn.count)
+    for insn, offset in _in_image(counts_path, image_path, elf_offset):
+        by_offset[offset] += (sum(getattr(insn, r) for r in REASONS)
+                              if cycles else insn.count)
     return dict(by_offset)
+
+
+def cycles_by_file_offset_and_stall(counts_path, image_path, elf_offset=0):
+    """{(file offset, stall): modelled cycles} of a version-2 file, stall
+    the index of the reason in REASONS (enum trace_stall_reason's value, a
+    session's `stall`), every run summed; outside the image left out."""
+    out = collections.Counter()
+    for insn, offset in _in_image(counts_path, image_path, elf_offset):
+        for stall, reason in enumerate(REASONS):
+            if getattr(insn, reason):
+                out[(offset, stall)] += getattr(insn, reason)
+    return dict(out)

@@ -1,8 +1,9 @@
 """Every C tool's output a user names, against another local user (issue
 32, item 2; common/safe-file.h's rule, safe_out_open()).
 
-For each of `copsim --stream-out`, `cop-run -r/-o/-e/-c`, `cop-embed`,
-`copstream encode -o` and `coptrace run --samples-out/--exact-counts`:
+For each of `copsim --stream-out`, `cop-run -r/-o/--reasons-out/-e/-c`,
+`cop-embed`, `copstream encode -o` and `coptrace run
+--samples-out/--exact-counts`:
 a symbolic link of nobody's planted at the name, or as a parent directory
 of it, in a directory nobody owns (the issue's /tmp/pub) is refused with
 one line naming it, and the file it points to is left as it was.  A
@@ -40,6 +41,8 @@ def commands(coprof_bin, build_dir, tmp_path):
         "cop-run -r": [coprof_bin("cop-run"), "-r", "OUT", img],
         "cop-run -o": [coprof_bin("cop-run"), "--sample-every", "1000",
                        "-o", "OUT", img],
+        "cop-run --reasons-out": [coprof_bin("cop-run"), "--sample-every",
+                                  "1000", "--reasons-out", "OUT", img],
         "cop-run -e": [coprof_bin("cop-run"), "--sample-every", "1000",
                        "-e", "OUT", img],
         "cop-run -c": [coprof_bin("cop-run"), "--sample-every", "1000",
@@ -56,7 +59,8 @@ def commands(coprof_bin, build_dir, tmp_path):
     }
 
 
-TOOLS = ["copsim --stream-out", "cop-run -r", "cop-run -o", "cop-run -e",
+TOOLS = ["copsim --stream-out", "cop-run -r", "cop-run -o",
+         "cop-run --reasons-out", "cop-run -e",
          "cop-run -c", "cop-embed", "copstream encode",
          "coptrace --samples-out", "coptrace --exact-counts"]
 

@@ -802,13 +802,24 @@ static int stall_for_room(const struct trace_unit *unit,
 int trace_slot_capture(const struct trace_unit *unit,
                        struct trace_regs_slot *slot, uint16_t field)
 {
-    return trace_slot_capture_stack(unit, slot, NULL, field, 0, NULL);
+    return trace_slot_capture_entry(unit, slot, NULL, field,
+                                    TRACE_STALL_ISSUE, 0, NULL);
 }
 
 int trace_slot_capture_stack(const struct trace_unit *unit,
                              struct trace_regs_slot *slot, uint32_t *area,
                              uint16_t field, uint32_t depth_of_stack,
                              const uint32_t *frames)
+{
+    return trace_slot_capture_entry(unit, slot, area, field,
+                                    TRACE_STALL_ISSUE, depth_of_stack,
+                                    frames);
+}
+
+int trace_slot_capture_entry(const struct trace_unit *unit,
+                             struct trace_regs_slot *slot, uint32_t *area,
+                             uint16_t field, uint32_t cause,
+                             uint32_t depth_of_stack, const uint32_t *frames)
 {
     uint32_t depth = unit->header->fifo_depth;
     uint32_t watermark = __atomic_load_n(&slot->watermark, __ATOMIC_RELAXED);
@@ -828,6 +839,7 @@ int trace_slot_capture_stack(const struct trace_unit *unit,
     if (area)
         trace_slot_put_stack(slot, depth, area, unit->header->stack_depth,
                              depth_of_stack, frames);
+    trace_slot_put_cause(slot, depth, cause);
     return trace_slot_push(slot, depth, field);
 }
 
@@ -858,8 +870,21 @@ static void write_capture(FILE *out, uint16_t field, const uint32_t *rec,
     fputc('\n', out);
 }
 
+/* One drained capture's stall reason as a line: its LS address, the
+ * reason (enum trace_stall_reason), and a DMA wait's tag and issuer. */
+static void write_reason(FILE *out, uint16_t field, uint32_t cause)
+{
+    fprintf(out, "0x%05x %u", (unsigned)field << 2,
+            trace_cause_reason(cause));
+    if (trace_cause_has_transfer(cause))
+        fprintf(out, " %u 0x%05x", trace_cause_tag(cause),
+                trace_cause_issuer_field(cause) << 2);
+    fputc('\n', out);
+}
+
 int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
-                        uint64_t *drained, char *err, size_t errlen)
+                        FILE *reasons, uint64_t *drained, char *err,
+                        size_t errlen)
 {
     struct trace_regs_slot *s = trace_unit_slot(unit, slot);
     uint32_t depth = unit->header->fifo_depth;
@@ -868,20 +893,23 @@ int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
     const uint32_t *area = trace_stack_area(unit->base, unit->header, slot);
     uint32_t *records = NULL;
     uint16_t batch[DRAIN_BATCH];
+    uint32_t causes[DRAIN_BATCH];
     int32_t n;
 
     if (area && !(records = malloc((size_t)DRAIN_BATCH * words * 4))) {
         fail(err, errlen, "%s: out of memory for call stacks", unit->path);
         return -1;
     }
-    while ((n = area ? trace_slot_drain_stacks(s, depth, area, stack_depth,
-                                               batch, records, DRAIN_BATCH)
-                     : trace_slot_drain(s, depth, batch, DRAIN_BATCH)) > 0) {
+    while ((n = trace_slot_drain_entries(s, depth, batch, causes, area,
+                                         stack_depth, records,
+                                         DRAIN_BATCH)) > 0) {
         trace_slot_wake_producer(s);
         for (int32_t i = 0; out && i < n; i++)
             write_capture(out, batch[i],
                           records ? records + (size_t)i * words : NULL,
                           stack_depth);
+        for (int32_t i = 0; reasons && i < n; i++)
+            write_reason(reasons, batch[i], causes[i]);
         *drained += (uint64_t)n;
     }
     free(records);
@@ -1275,11 +1303,11 @@ static void forget_private_file(struct trace_run *run)
 }
 
 /* Drains the FIFO, then the overlay events (the order trace-regs.h asks). */
-static int drain_run(struct trace_run *run, FILE *out, FILE *events,
-                     char *err, size_t errlen)
+static int drain_run(struct trace_run *run, FILE *out, FILE *reasons,
+                     FILE *events, char *err, size_t errlen)
 {
-    if (trace_slot_drain_to(run->unit, run->slot, out, &run->drained,
-                            err, errlen) < 0)
+    if (trace_slot_drain_to(run->unit, run->slot, out, reasons,
+                            &run->drained, err, errlen) < 0)
         return -1;
     return trace_slot_drain_events_to(run->unit, run->slot, run->fifo_base,
                                       events, &run->events_drained,
@@ -1287,7 +1315,8 @@ static int drain_run(struct trace_run *run, FILE *out, FILE *events,
 }
 
 int trace_run_consume(struct trace_run *run, pid_t child, int drain,
-                      FILE *out, FILE *events, char *err, size_t errlen)
+                      FILE *out, FILE *reasons, FILE *events,
+                      char *err, size_t errlen)
 {
     int pidfd = pidfd_open(child, 0);
     long interval = POLL_MIN_US;
@@ -1303,7 +1332,7 @@ int trace_run_consume(struct trace_run *run, pid_t child, int drain,
             break;
         forget_private_file(run);
         if ((drain || ended) && !failed
-            && drain_run(run, out, events, err, errlen) < 0)
+            && drain_run(run, out, reasons, events, err, errlen) < 0)
             failed = 1;     /* keep waiting for the child, then report */
         if (ended)
             break;

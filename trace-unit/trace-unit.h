@@ -183,9 +183,13 @@ uint32_t trace_lfsr_snapshot_state(const struct trace_lfsr_snapshot *snap);
 /* ---- Consumer ---------------------------------------------------------- */
 
 /* Drains every queued entry of a slot, writing each as its local-store
- * address in hex ("0x%05x\n") to out (NULL: discard).  Adds the number of
- * entries to *drained.  Returns 0, or -1 on a corrupt FIFO. */
+ * address in hex ("0x%05x\n") to out (NULL: discard), and its stall reason
+ * to reasons (NULL: discard) as a line "0x%05x STALL" with " TAG 0x%05x"
+ * (the waited transfer's tag and issuer's LS address) after a DMA wait's.
+ * Adds the number of entries to *drained.  Returns 0, or -1 on a corrupt
+ * FIFO. */
 int trace_slot_drain_to(struct trace_unit *unit, uint32_t slot, FILE *out,
+                        FILE *reasons,
                         uint64_t *drained, char *err, size_t errlen);
 
 /* Drains every queued overlay event of a slot (after its FIFO: see
@@ -235,6 +239,14 @@ int trace_slot_capture(const struct trace_unit *unit,
 int trace_slot_capture_stack(const struct trace_unit *unit,
                              struct trace_regs_slot *slot, uint32_t *area,
                              uint16_t field, uint32_t depth,
+                             const uint32_t *frames);
+
+/* The same with the capture's cause word (trace-regs.h, "Cause words"),
+ * and its call stack when `area` is not NULL; the others queue
+ * TRACE_STALL_ISSUE. */
+int trace_slot_capture_entry(const struct trace_unit *unit,
+                             struct trace_regs_slot *slot, uint32_t *area,
+                             uint16_t field, uint32_t cause, uint32_t depth,
                              const uint32_t *frames);
 
 /* Claims a context for this process and records its mode.  Fails when the
@@ -336,8 +348,10 @@ int trace_run_start(struct trace_run *run, const char *regs,
                     char *err, size_t errlen);
 
 /*
- * The simple consumer: drains the run's slot into out until process
- * `child` (the emulator) ends, then once more; after each drain of the
+ * The simple consumer: drains the run's slot into out (and each capture's
+ * stall reason into reasons, as trace_slot_drain_to(); NULL: discard)
+ * until process `child` (the emulator) ends, then once more; after each
+ * drain of the
  * FIFO it drains the overlay events into events (NULL: discard), their
  * positions counted from the run's first capture (a line of out).  It does not reap the child:
  * the caller waits for it and reads its status.  With drain 0 it drains
@@ -349,7 +363,8 @@ int trace_run_start(struct trace_run *run, const char *regs,
  * is left behind however the run ends.  Returns 0, or -1 with the reason.
  */
 int trace_run_consume(struct trace_run *run, pid_t child, int drain,
-                      FILE *out, FILE *events, char *err, size_t errlen);
+                      FILE *out, FILE *reasons, FILE *events,
+                      char *err, size_t errlen);
 
 /* Prints "captures=A dropped=B instructions=C outside_ls=D" for the run
  * (the slot's counters since the start, the context's instructions), after

@@ -88,6 +88,14 @@ class Writer:
                     depth=len(frames) if depth is None else depth,
                     frames=list(frames))
 
+    def reason(self, slot, stall, tag=None, issuer=None):
+        """REASON (1.6): the stall reason of the slot's samples that
+        follow; tag and issuer make it a DMA wait on that transfer."""
+        transfer = tag is not None
+        self.record("reason", slot=slot, stall=stall,
+                    transfer=cs.REASON_TRANSFER if transfer else 0,
+                    tag=tag or 0, issuer=issuer or 0)
+
     def time(self, slot, cycle, time_ns):
         self.record("time", slot=slot, cycle=cycle, time_ns=time_ns)
 

@@ -9,7 +9,9 @@ the overlay watch on) and poll groups for the prefix's two slots with
 overlay swaps (some placed among the samples), releases, lost samples,
 END records (of a context, twice or of none, with samples after) and
 the samples' call stacks (1.4 CALLSTACK records, some with frames in an
-overlay, some deeper than their frames, some stray), and one stream of
+overlay, some deeper than their frames, some stray) and their stall
+reasons (1.6 REASON records, DMA waits with a tag and issuer among
+them, and a reason outside the enum), and one stream of
 64-bit extremes (offsets, sizes, cycles, times of 2^63 and more).
 """
 
@@ -31,6 +33,13 @@ def prefixed_seed(rng, image):
     for poll in range(rng.randrange(2, 8)):
         for slot in (0, 1):
             for _ in range(rng.randrange(0, 6)):
+                if rng.random() < 0.3:
+                    stall = rng.choice((0, 1, 2, 3, 4, 5, 99))
+                    if stall == 3:
+                        w.reason(slot, stall, tag=rng.randrange(32),
+                                 issuer=rng.choice(image.addresses))
+                    else:
+                        w.reason(slot, stall)
                 w.sample(slot, rng.choice(image.addresses))
                 if rng.random() < 0.5:
                     frames = [(rng.choice(image.addresses) + 4,

@@ -65,6 +65,36 @@ def test_frames_resolve_in_their_own_overlay(coprofd, resolver, test_image,
                     "stream.callstacks_unattached": 0}
 
 
+def test_stacks_by_stall_reason_add_up_to_the_stacks(coprofd, test_image,
+                                                   tmp_path):
+    """stack_stalls: each stack by its sample's stall reason (the slot's
+    REASON before it; ISSUE again after a CONTEXT), summing to `stacks`."""
+    image = test_image("plain.elf")
+    w = Writer()
+    w.start()
+    w.image(image)
+    w.context(0, 1, identity(image))
+    for stall, n in ((0, 2), (1, 3), (3, 1)):
+        if stall == 3:
+            w.reason(0, stall, tag=4, issuer=RESIDENT)
+        else:
+            w.reason(0, stall)
+        for _ in range(n):
+            w.sample(0, RESIDENT)
+            w.callstack(0, [(RESIDENT + 8, 0)])
+    w.context(0, 1, identity(image))    # back to ISSUE
+    w.sample(0, RESIDENT)
+    w.callstack(0, [(RESIDENT + 8, 0)])
+    w.stop()
+    db = replay(coprofd, w, tmp_path)
+    by_stall = dict(db.execute("SELECT stall, count FROM stack_stalls"))
+    assert by_stall == {0: 3, 1: 3, 3: 1}
+    assert db.execute("SELECT frames FROM stack_stalls GROUP BY frames"
+                      ).fetchall() == db.execute(
+                          "SELECT frames FROM stacks").fetchall()
+    assert db.execute("SELECT SUM(count) FROM stacks").fetchone()[0] == 7
+
+
 def test_stacks_add_up_across_flushes_and_strays_are_counted(
         coprofd, test_image, tmp_path):
     image, w = run_with_stacks(test_image)

@@ -25,17 +25,24 @@ PROGRAMS = [
 ]
 
 
-def cop_run(coprof_bin, tmp_path, image, args, every, *options):
+def cop_run(coprof_bin, tmp_path, image, args, every, *options,
+            reasons=None):
+    """The run, its counters and its samples; with reasons (a list) also
+    its --reasons-out lines into it."""
     samples = tmp_path / ("samples-%d-%s" % (every, "-".join(options)))
+    out = tmp_path / ("reasons-%d-%s" % (every, "-".join(options)))
+    more = ["--reasons-out", str(out)] if reasons is not None else []
     proc = subprocess.run(
         [coprof_bin("cop-run"), "--event", "SPU_INSTRUCTIONS", "--sample-every", str(every),
          "--samples-out", str(samples), "--fifo-depth", str(1 << 21),
-         *options, image, *args],
+         *more, *options, image, *args],
         capture_output=True, text=True, timeout=300)
     match = COUNTERS.search(proc.stderr)
     assert match, proc.stderr
     counters = dict(zip(("captures", "dropped", "instructions", "outside"),
                         (int(g) for g in match.groups())))
+    if reasons is not None:
+        reasons.extend(out.read_text().splitlines())
     return proc, counters, samples.read_text().split()
 
 
@@ -45,11 +52,17 @@ def cop_run(coprof_bin, tmp_path, image, args, every, *options):
 def test_fast_mode_equals_reference_mode(coprof_bin, build_dir, tmp_path,
                                          name, folder, args, every):
     image = os.path.join(build_dir, folder, name + ".elf")
+    fast_reasons, ref_reasons = [], []
     fast, fast_counters, fast_samples = cop_run(coprof_bin, tmp_path, image,
-                                                args, every)
+                                                args, every,
+                                                reasons=fast_reasons)
     ref, ref_counters, ref_samples = cop_run(coprof_bin, tmp_path, image,
-                                             args, every, "--reference")
+                                             args, every, "--reference",
+                                             reasons=ref_reasons)
     assert fast.returncode == ref.returncode == 0, fast.stderr
+    # SPU_INSTRUCTIONS: every capture is ISSUE, in both modes alike.
+    assert fast_reasons == ref_reasons
+    assert fast_reasons == [pc + " 0" for pc in fast_samples]
     assert fast.stdout == ref.stdout
     assert fast_counters == ref_counters
     assert fast_counters["dropped"] == 0
@@ -154,8 +167,10 @@ def test_small_fifo_drops_are_counted(coprof_bin, build_dir, tmp_path):
                               "16777215"),
     (["--event", "SPU_INSTRUCTIONS", "--sample-every", "16777216"], "not a count from 1 to 16777215"),
     (["--event", "SPU_INSTRUCTIONS", "--sample-every", "9x"], "--sample-every '9x'"),
-    (["--reference"], "--reference, --samples-out, --events-out, --no-watch, "
-                      "--exact-counts and --call-graph need --sample-every N"),
+    (["--reference"], "--reference, --samples-out, --reasons-out, "
+                      "--events-out, --no-watch, --exact-counts and "
+                      "--call-graph need --sample-every N"),
+    (["--reasons-out", "x"], "need --sample-every N"),
     (["--call-graph", "4"], "need --sample-every N"),
     (["--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--call-graph", "65"],
      "--call-graph '65': not a depth from 1 to 64"),

@@ -179,7 +179,7 @@ def damage_truncate(data):
 
 @pytest.mark.parametrize("damage,reason", [
     (damage_magic, "not a trace-unit register file (bad magic)"),
-    (damage_version, "register file version 2, this build reads version 4"),
+    (damage_version, "register file version 2, this build reads version 5"),
     (damage_depth, "is not a power of two"),
     (damage_truncate, "header says"),
 ])

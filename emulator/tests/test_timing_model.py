@@ -7,7 +7,9 @@ of tests/guest/timing.c:
 - SPU_CYCLES captures are the same in the fast and reference modes, and
   SPU_INSTRUCTIONS ones count instructions as before;
 - the share of SPU_CYCLES samples of each function is within 3.5 sigma of
-  its share of the exact cycles.
+  its share of the exact cycles, and through copsim and coprofd (the
+  session's sample_stalls) so is each (function, stall reason)'s, on an
+  idle and on a busy machine; SPU_INSTRUCTIONS samples are all ISSUE.
 """
 
 import math
@@ -21,6 +23,7 @@ from elftools.elf.elffile import ELFFile
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "tests"))
 import exact_counts  # noqa: E402
+import stall_shares  # noqa: E402
 
 # emulator/timing/spu.model
 INT_LAT, MUL_LAT, LOAD_LAT, MISS = 2, 7, 6, 18
@@ -180,3 +183,41 @@ def test_sampled_cycle_shares(coprof_bin, qemu_command, guest, tmp_path):
         sigma = math.sqrt(p * (1 - p) / n_samples)
         assert abs(got.get(name, 0) / n_samples - p) <= 3.5 * sigma, (
             name, got.get(name, 0) / n_samples, p)
+
+
+def cop_host(build_dir):
+    return os.path.join(build_dir, "tests", "cop-host")
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_session_stall_shares(build_dir, guest, tmp_path, busy):
+    """Through copsim and coprofd: each (function, stall reason) share of
+    the session's sample_stalls is within 3.5 sigma of its share of the
+    exact cycles, with two CPU burners beside it too; the multiply chain
+    is sampled waiting on its operands, the taken branch on its branch."""
+    with stall_shares.burners(2 if busy else 0):
+        db, counts = stall_shares.record(
+            build_dir, [cop_host(build_dir), guest("timing")], tmp_path)
+    got, want = stall_shares.compare(db, counts, guest("timing"))
+    dependency, branch = exact_counts.REASONS.index("dependency"), \
+        exact_counts.REASONS.index("branch")
+    assert got[("mul_chain", dependency)] > 0.5 * want[("mul_chain",
+                                                        dependency)] \
+        * sum(got.values()) / sum(want.values())
+    assert got[("branch_loop", branch)] > 0
+    assert sum(n for (f, s), n in got.items() if f == "mul_chain"
+               and s == branch) <= 3       # one fall-through: 18 cycles
+
+
+def test_session_instructions_are_all_issue(build_dir, guest, tmp_path):
+    """Under SPU_INSTRUCTIONS every sample is ISSUE, and sample_stalls
+    holds every exact sample."""
+    db, _ = stall_shares.record(build_dir,
+                                [cop_host(build_dir), guest("timing")],
+                                tmp_path, every=157,
+                                event="SPU_INSTRUCTIONS")
+    rows = dict(db.execute("SELECT stall, SUM(count) FROM sample_stalls"
+                           " GROUP BY stall"))
+    assert list(rows) == [0]
+    assert rows[0] == db.execute("SELECT SUM(count) FROM samples"
+                                 ).fetchone()[0] > 300

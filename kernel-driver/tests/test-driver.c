@@ -951,6 +951,106 @@ static void test_call_stacks(void)
 	teardown(&f);
 }
 
+/* The cause word the test gives a capture of PC field `field`: runs of
+ * 7 of one reason, a DMA wait naming the tag and issuer, some ISSUE. */
+static guint32 cause_of(guint16 field)
+{
+	guint32 run = field / 7u % 8u;
+
+	if (run == 3)
+		return trace_cause_transfer(field % 32u, 0x3000u + run);
+	return run < TRACE_STALL_REASONS ? run : TRACE_STALL_ISSUE;
+}
+
+/* Reads the stream back: each slot's reason as REASON and CONTEXT set it
+ * must be the cause its samples were captured with. */
+struct reason_reader {
+	guint32 cause[COPSTREAM_MAX_SLOTS];
+	guint64 samples, mismatches;
+};
+
+static void reason_record(void *user, const struct copstream_record *rec)
+{
+	struct reason_reader *r = user;
+	const struct copstream_reason *why = &rec->u.reason;
+
+	if (rec->code == COPSTREAM_CONTEXT)
+		r->cause[rec->u.context.slot] = TRACE_STALL_ISSUE;
+	if (rec->code != COPSTREAM_REASON)
+		return;
+	r->cause[why->slot] = why->flags ?
+		trace_cause_transfer(why->tag, why->issuer >> 2) : why->stall;
+}
+
+static void reason_samples(void *user, guint64 offset,
+			   const struct copstream_sample *samples, size_t n)
+{
+	struct reason_reader *r = user;
+
+	for (size_t i = 0; i < n; i++, r->samples++)
+		if (cause_of((guint16)(samples[i].address >> 2)) !=
+		    r->cause[samples[i].slot])
+			r->mismatches++;
+}
+
+/* Every sample is read under the reason it was captured with (stream
+ * 1.6), through runs, DMA transfers and a context switch, and a REASON
+ * is written only where the reason changes. */
+static void test_stall_reasons(void)
+{
+	struct copstream_handler h = { .samples = reason_samples,
+				       .record = reason_record };
+	struct reason_reader r = { { 0 }, 0, 0 };
+	struct copstream_decoder dec;
+	struct fixture f;
+	guint32 changes = 0;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	bind_context(&f, 0, 1);
+	bind_context(&f, 1, 2);
+	start(&f, 1000000, 0, 1);
+	for (guint32 poll = 0; poll < 4; poll++) {
+		for (guint32 slot = 0; slot < 2; slot++) {
+			struct trace_regs_slot *s = trace_unit_slot(f.unit,
+								    slot);
+
+			for (guint32 i = 0; i < 200; i++) {
+				guint32 id = slot + 1;
+				guint16 field = field_of(id,
+							 f.queued[id]->len);
+				guint32 address = (guint32)field << 2;
+
+				if (trace_slot_capture_entry(f.unit, s, NULL,
+						field, cause_of(field), 0,
+						NULL))
+					g_array_append_val(f.queued[id],
+							   address);
+			}
+		}
+		copdrv_poll(f.drv);
+	}
+	stop_and_check(&f);
+	assert_addresses(&f, 1);
+	assert_addresses(&f, 2);
+	assert_conservation(&f, 2);
+	for (guint32 id = 1; id <= 2; id++)
+		for (guint i = 1; i < f.queued[id]->len; i++)
+			changes += cause_of((guint16)(g_array_index(
+				f.queued[id], guint32, i) >> 2)) !=
+				cause_of((guint16)(g_array_index(
+				f.queued[id], guint32, i - 1) >> 2));
+	copstream_decoder_init(&dec, &h);
+	dec.handler.user = &r;
+	copstream_decoder_feed(&dec, f.stream->data, f.stream->len);
+	copstream_decoder_finish(&dec);
+	g_assert_cmpuint(r.samples, ==, 1600);
+	g_assert_cmpuint(r.mismatches, ==, 0);
+	/* One per change, plus at most one per slot for its first run. */
+	g_assert_cmpuint(count_records(&f, COPSTREAM_REASON), >=, changes);
+	g_assert_cmpuint(count_records(&f, COPSTREAM_REASON), <=, changes + 2);
+	teardown(&f);
+}
+
 /* A buffer that cannot take everything loses whole samples: never a
  * sample without its stack, nor a stack without its sample. */
 static void test_call_stacks_buffer_full(void)
@@ -1190,6 +1290,7 @@ int main(int argc, char **argv)
 			test_conservation_slicing);
 	g_test_add_func("/driver/stall-doorbell", test_stall_doorbell);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);
+	g_test_add_func("/driver/stall-reasons", test_stall_reasons);
 	g_test_add_func("/driver/call-stacks", test_call_stacks);
 	g_test_add_func("/driver/call-stacks-buffer-full",
 			test_call_stacks_buffer_full);

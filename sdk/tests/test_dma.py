@@ -11,7 +11,13 @@ the dma-probe program (sdk/tests/dma-probe.c):
 - a bad tag, a range outside the local store or the data window, a
   misaligned size and a 17th outstanding command end the program with
   one "cop: dma:" line and status 134;
-- the captures are the same in the fast and the reference modes.
+- the captures are the same in the fast and the reference modes, and so
+  are their stall reasons; a DMA-wait capture names the tag and the get
+  that issued it (cop-run --reasons-out);
+- through copsim and coprofd, each (function, stall reason) share of the
+  session's samples is within 3.5 sigma of the exact share, on an idle
+  and a busy machine, and dma_wait_samples names the wait, the tag and
+  the issuing get (its file offset resolved).
 """
 
 import os
@@ -22,6 +28,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "tests"))
 import exact_counts  # noqa: E402
+import stall_shares  # noqa: E402
 
 # emulator/timing/spu.model
 DMA_LATENCY, DMA_BYTES_PER_CYCLE = 300, 8
@@ -38,7 +45,8 @@ def traced(run, probe, case, tmp_path, every=1000, reference=False):
     counts = str(tmp_path / (case + ".counts"))
     samples = str(tmp_path / (case + ".samples"))
     options = ["--sample-every", str(every), "--exact-counts", counts,
-               "--samples-out", samples, "--fifo-depth", "65536"]
+               "--samples-out", samples, "--fifo-depth", "65536",
+               "--reasons-out", samples + ".reasons"]
     if reference:
         options.append("--reference")
     proc = run(probe, case, options=options)
@@ -125,6 +133,24 @@ def test_bad_transfers_are_a_clean_fault(run, probe, tmp_path, case, message):
     assert "not refused" not in proc.stdout
 
 
+def test_dma_wait_captures_name_the_transfer(run, probe, tmp_path):
+    """cop-run --reasons-out: every DMA-wait capture of time_one is at its
+    wait, on tag 5, issued by its get (the issue marker's LS address)."""
+    proc, counts, samples = traced(run, probe, "time", tmp_path, every=37)
+    assert proc.returncode == 0, proc.stderr
+    ls_base = exact_counts.read_counts(counts)[0].ls_base
+    mark = markers(counts)
+    waits = [line.split() for line in open(samples + ".reasons")
+             if line.split()[1] == "3"]
+    assert len(waits) > 20
+    assert {tuple(w) for w in waits} == {
+        ("0x%05x" % (mark[WAIT_MARK] - ls_base), "3", "5",
+         "0x%05x" % (mark[ISSUE_MARK] - ls_base))}
+    with open(samples) as f:
+        assert [line.split()[0] for line in open(samples + ".reasons")] \
+            == f.read().split()
+
+
 @pytest.mark.parametrize("case", ["time", "tags"])
 def test_fast_and_reference_captures_agree(run, probe, tmp_path, case):
     fast, counts_fast, samples_fast = traced(run, probe, case,
@@ -134,5 +160,32 @@ def test_fast_and_reference_captures_agree(run, probe, tmp_path, case):
     assert fast.returncode == ref.returncode == 0
     with open(samples_fast) as f, open(samples_ref) as r:
         assert f.read() == r.read()
+    # The same reason (and transfer) for every capture, DMA waits among them.
+    with open(samples_fast + ".reasons") as f, \
+            open(samples_ref + ".reasons") as r:
+        fast_reasons, ref_reasons = f.read(), r.read()
+    assert fast_reasons == ref_reasons
+    assert any(line.split()[1] == "3"
+               for line in fast_reasons.splitlines())
     assert (exact_counts.cycles_by_pc(counts_fast)
             == exact_counts.cycles_by_pc(counts_ref))
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_session_dma_wait_shares(build_dir, probe, tmp_path, busy):
+    with stall_shares.burners(2 if busy else 0):
+        db, counts = stall_shares.record(
+            build_dir, [os.path.join(build_dir, "tests", "cop-host"), probe,
+                        "time"], tmp_path)
+    got, want = stall_shares.compare(db, counts, probe)
+    dma_wait = exact_counts.REASONS.index("dma_wait")
+    assert got[("time_one", dma_wait)] > 0
+    [(run,)] = [exact_counts.read_counts(path) for path in counts]
+    mark = markers(counts[0])
+    offsets = {a.pc: a.file_offset
+               for a in exact_counts.attribute(counts[0], probe)}
+    rows = db.execute("SELECT file_offset, tag, issuer_ls_addr,"
+                      " issuer_offset, count FROM dma_wait_samples").fetchall()
+    assert rows == [(offsets[mark[WAIT_MARK]], 5,
+                     mark[ISSUE_MARK] - run.ls_base,
+                     offsets[mark[ISSUE_MARK]], got[("time_one", dma_wait)])]

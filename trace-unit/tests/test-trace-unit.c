@@ -70,19 +70,24 @@ static void test_default_layout(void)
     g_assert_nonnull(f.unit);
     h = f.unit->header;
     g_assert_cmpmem(h->magic, 8, "COPTRACE", 8);
-    g_assert_cmpuint(h->version, ==, 4);
+    g_assert_cmpuint(h->version, ==, 5);
     g_assert_cmpuint(h->n_slots, ==, 8);
     g_assert_cmpuint(h->fifo_depth, ==, 4096);
-    /* 256-byte slot head, 8192 FIFO bytes, 1024 events of 16 bytes. */
-    g_assert_cmpuint(trace_regs_slot_events_offset(4096), ==, 256 + 8192);
-    g_assert_cmpuint(h->slot_stride, ==, 256 + 8192 + 16384);
+    /* 256-byte slot head, 8192 FIFO bytes, 16384 bytes of cause words,
+     * 1024 events of 16 bytes. */
+    g_assert_cmpuint(trace_regs_slot_causes_offset(4096), ==, 256 + 8192);
+    g_assert_cmpuint(trace_regs_slot_events_offset(4096), ==,
+                     256 + 8192 + 16384);
+    g_assert_cmpuint(h->slot_stride, ==, 256 + 8192 + 16384 + 16384);
     g_assert_cmpuint(h->slots_offset, ==, 128);
-    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 24832);
-    g_assert_cmpuint(h->mailbox_offset, ==, 128 + 8 * 24832 + 64 * 128);
+    g_assert_cmpuint(h->contexts_offset, ==, 128 + 8 * 41216);
+    g_assert_cmpuint(h->mailbox_offset, ==, 128 + 8 * 41216 + 64 * 128);
     g_assert_cmpuint(h->mailbox_stride, ==, 1024);
-    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 24832 + 64 * 128
+    g_assert_cmpuint(h->file_size, ==, 128 + 8 * 41216 + 64 * 128
                      + 8 * 1024);
-    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 320);  /* a line */
+    /* Each on a line of its own. */
+    g_assert_cmpuint(trace_regs_slot_causes_offset(2), ==, 320);
+    g_assert_cmpuint(trace_regs_slot_events_offset(2), ==, 384);
     g_assert_cmpuint(h->doorbell, ==, 0);
     g_assert_cmphex(h->ls_base, ==, 0x80000000);
     g_assert_cmphex(h->ls_size, ==, 0x40000);
@@ -162,7 +167,7 @@ static void test_call_stack_area(void)
                                              frames + 1), ==, 0);
     g_assert_cmpuint(area[0], ==, 0);
     out = open_memstream(&text, &size);
-    g_assert_cmpint(trace_slot_drain_to(f.unit, 1, out, &drained, err,
+    g_assert_cmpint(trace_slot_drain_to(f.unit, 1, out, NULL, &drained, err,
                                         sizeof(err)), ==, 0);
     fclose(out);
     g_assert_cmpstr(text, ==, "0x00004\n"
@@ -260,7 +265,7 @@ static void test_corrupt_files(struct fixture *f, gconstpointer data)
 
     expect_open_error(f, damage_magic, "bad magic");
     expect_open_error(f, damage_version,
-                      "version 2, this build reads version 4");
+                      "version 2, this build reads version 5");
     expect_open_error(f, damage_reserved, "reserved header byte 100");
     expect_open_error(f, damage_depth, "not a power of two");
     expect_open_error(f, damage_stride, "inconsistent layout");
@@ -312,6 +317,45 @@ static void test_overflow_counted(struct fixture *f, gconstpointer data)
     g_assert_cmpint(trace_slot_drain(slot, 64, out, 200), ==, -1);
 }
 
+/* Every entry carries its cause word; the drain bounds what it copies:
+ * a reason outside the enum, a reserved bit or a transfer on another
+ * reason than DMA_WAIT reads as ISSUE. */
+static void test_cause_words(struct fixture *f, gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 1);
+    uint32_t depth = f->unit->header->fifo_depth;
+    uint32_t dma = trace_cause_transfer(31, 0xABCD), causes[8];
+    const uint32_t sent[8] = {
+        TRACE_STALL_ISSUE, TRACE_STALL_DEPENDENCY, TRACE_STALL_BRANCH, dma,
+        TRACE_STALL_MAILBOX_WAIT, TRACE_STALL_MEMORY,
+        TRACE_STALL_REASONS,                            /* out of range */
+        TRACE_STALL_BRANCH | TRACE_CAUSE_TRANSFER,      /* not a DMA wait */
+    };
+    const uint32_t got[8] = { 0, 1, 2, dma, 4, 5, 0, 0 };
+    uint16_t out[8];
+
+    for (uint32_t i = 0; i < 8; i++)
+        g_assert_cmpint(trace_slot_capture_entry(f->unit, slot, NULL,
+                                                 (uint16_t)i, sent[i], 0,
+                                                 NULL), ==, 1);
+    g_assert_cmpint(trace_slot_drain_entries(slot, depth, out, causes, NULL,
+                                             0, NULL, 8), ==, 8);
+    for (uint32_t i = 0; i < 8; i++) {
+        g_assert_cmpuint(out[i], ==, i);
+        g_assert_cmphex(causes[i], ==, got[i]);
+    }
+    g_assert_cmpuint(trace_cause_reason(dma), ==, TRACE_STALL_DMA_WAIT);
+    g_assert_true(trace_cause_has_transfer(dma));
+    g_assert_cmpuint(trace_cause_tag(dma), ==, 31);
+    g_assert_cmphex(trace_cause_issuer_field(dma), ==, 0xABCD);
+    g_assert_cmphex(trace_cause_checked(dma | 0x20), ==, TRACE_STALL_ISSUE);
+    /* The plain capture queues ISSUE whatever the word held before. */
+    trace_slot_causes(slot, depth)[8] = TRACE_STALL_BRANCH;
+    g_assert_cmpint(trace_slot_capture(f->unit, slot, 9), ==, 1);
+    g_assert_cmpint(trace_slot_drain_entries(slot, depth, out, causes, NULL,
+                                             0, NULL, 8), ==, 1);
+    g_assert_cmphex(causes[0], ==, TRACE_STALL_ISSUE);
+}
 
 /* ---- FIFO-full policy, doorbell, dither --------------------------------- */
 
@@ -1047,7 +1091,7 @@ static void test_drain_to_file(struct fixture *f, gconstpointer data)
     trace_slot_push(slot, 64, 0);
     trace_slot_push(slot, 64, 0x1234);
     trace_slot_push(slot, 64, 0xFFFF);
-    g_assert_cmpint(trace_slot_drain_to(f->unit, 0, out, &drained, err,
+    g_assert_cmpint(trace_slot_drain_to(f->unit, 0, out, NULL, &drained, err,
                                         sizeof(err)), ==, 0);
     fclose(out);
     g_assert_cmpstr(text, ==, "0x00000\n0x048d0\n0x3fffc\n");
@@ -1150,7 +1194,7 @@ static void test_trace_run(void)
     if (child == 0)
         _exit(0);
     events = open_memstream(&event_text, &event_size);
-    g_assert_cmpint(trace_run_consume(&run, child, 1, NULL, events, err,
+    g_assert_cmpint(trace_run_consume(&run, child, 1, NULL, NULL, events, err,
                                       sizeof(err)), ==, 0);
     fclose(events);
     waitpid(child, NULL, 0);
@@ -1251,6 +1295,8 @@ int main(int argc, char **argv)
                test_padded_file, teardown);
     g_test_add("/trace-unit/overflow-counted", struct fixture, NULL, setup,
                test_overflow_counted, teardown);
+    g_test_add("/trace-unit/cause-words", struct fixture, NULL, setup,
+               test_cause_words, teardown);
     g_test_add("/trace-unit/concurrent-fifo", struct fixture, NULL, setup,
                test_concurrent_fifo, teardown);
     g_test_add("/trace-unit/lfsr-seqlock", struct fixture, NULL, setup,

@@ -10,7 +10,11 @@ mbox-probe program (emulator/copsim/tests/):
   is refused, a second outbound write waits until the host has read the
   first (and is charged the model's wait), a read of an empty outbound
   mailbox times out;
-- a mailbox block the host corrupted is a clean fault of the context.
+- a mailbox block the host corrupted is a clean fault of the context;
+- through copsim --stream-out and coprofd, each (function, stall reason)
+  share of the ping-pong's session samples is within 3.5 sigma of its
+  exact share, the mailbox waits at the read among them, on an idle and
+  a busy machine.
 """
 
 import glob
@@ -23,6 +27,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "tests"))
 import exact_counts  # noqa: E402
+import stall_shares  # noqa: E402
 
 HOST_LATENCY = 600       # emulator/timing/spu.model, mailbox.host_latency
 READ_MARK, WRITE_MARK, COUNT_MARK = 0x7c30100f, 0x7c40100f, 0x7c50100f
@@ -135,3 +140,24 @@ def test_a_corrupt_mailbox_is_a_clean_fault(copsim, test_bin, tmp_path,
     assert " reason=fault " in lines[-1]
     assert ("mailbox: the inbound mailbox says 100 messages written and 0 "
             "read (it holds 4)") in lines[-1]
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_session_mailbox_wait_shares(build_dir, test_bin, tmp_path, busy):
+    with stall_shares.burners(2 if busy else 0):
+        db, counts = stall_shares.record(
+            build_dir, [test_bin("mbox-host"), "pingpong", "200"], tmp_path)
+    got, want = stall_shares.compare(db, counts, test_bin("mbox-host"))
+    mailbox = exact_counts.REASONS.index("mailbox_wait")
+    # Each round's read waits the host's latency less the cycles from the
+    # write to it (test_pingpong_wait_is_the_models_arithmetic).
+    assert 0.9 * 200 * HOST_LATENCY < want[("main", mailbox)] \
+        <= 200 * HOST_LATENCY
+    assert got[("main", mailbox)] > sum(got.values()) / 2
+    image_offset = db.execute("SELECT image_offset FROM images").fetchone()[0]
+    offsets = {a.pc: a.file_offset for a in exact_counts.attribute(
+        counts[0], test_bin("mbox-host"), image_offset)}
+    [read] = markers(counts[0])[READ_MARK]
+    assert db.execute("SELECT file_offset FROM sample_stalls WHERE stall = ?",
+                      (mailbox,)).fetchall() == [(offsets[read]
+                                                  - image_offset,)]

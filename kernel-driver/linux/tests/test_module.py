@@ -55,7 +55,7 @@ def test_probe_unload_and_refusals(guest, register_file):
         "local store 262144 bytes"], console
     assert "refused: register file magic is not COPTRACE" in \
         device_lines(console, 0x11), console
-    assert "refused: register file version 2, this driver speaks 4" in \
+    assert "refused: register file version 2, this driver speaks 5" in \
         device_lines(console, 0x12), console
     assert "bound: 0000:00:10.0\n" in console, console
     assert kernel_trouble(console) == [], console

@@ -20,4 +20,4 @@ def test_padded_register_file_still_opens(build_dir, register_file):
     shown = subprocess.run([os.path.join(build_dir, "bin", "coptrace"),
                             "show", path], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
-    assert "version 4, 3 slots" in shown.stdout
+    assert "version 5, 3 slots" in shown.stdout
