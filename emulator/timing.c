@@ -6,8 +6,9 @@
  * A description is lines of `KEY VALUE` (emulator/timing/spu.model):
  * CLASS.issue and CLASS.latency for the seven classes, branch.predict,
  * branch.miss and branch.indirect, and the memory flow controller's
- * dma.latency and dma.bytes_per_cycle (emulator/mfc.h) and the
- * mailboxes' mailbox.host_latency (emulator/mbox.h), each exactly once.  The scheduler is an
+ * dma.latency and dma.bytes_per_cycle (emulator/mfc.h), the
+ * mailboxes' mailbox.host_latency (emulator/mbox.h) and main memory's
+ * memory.latency, each exactly once.  The scheduler is an
  * in-order single-issue core: instruction i issues at
  * max(previous issue + previous issue cycles, ready[rs1], ready[rs2]),
  * and its rd is ready latency cycles after it issues.
@@ -39,6 +40,7 @@ static const struct {
                                       dma_bytes_per_cycle), 1 },
     { "mailbox.host_latency", offsetof(struct timing_model,
                                        mailbox_host_latency), 0 },
+    { "memory.latency", offsetof(struct timing_model, memory_latency), 0 },
 };
 
 #define NUMBER_KEYS (sizeof(number_keys) / sizeof(number_keys[0]))
@@ -286,6 +288,23 @@ void timing_decode(uint32_t word, struct timing_insn *out)
         out->cls = TIMING_SYSTEM;
         break;
     }
+}
+
+/* x0 and the registers the ABI keeps pointing into the local store (sp,
+ * gp, tp: the stack, the small data, the thread-local block), whose
+ * 12-bit offsets cannot reach a data window. */
+static int is_local_base(uint32_t reg)
+{
+    return reg == 0 || reg == 2 || reg == 3 || reg == 4;
+}
+
+int timing_may_reach_memory(uint32_t word)
+{
+    uint32_t opcode = word & 0x7f;
+
+    if (opcode != 0x03 && opcode != 0x23)
+        return 0;
+    return !is_local_base((word >> 15) & 31);
 }
 
 /* ---- Scheduling --------------------------------------------------------- */

@@ -50,6 +50,8 @@ struct timing_model {
     uint32_t dma_bytes_per_cycle;   /* the bus's bandwidth, at least 1 */
     uint32_t mailbox_host_latency;  /* an outbound message to the host's
                                        answer, and to its slot freed */
+    uint32_t memory_latency;    /* a direct load or store to the data
+                                   window (main memory) */
 };
 
 /* One decoded instruction: its class and registers (0: none, x0 too). */
@@ -81,6 +83,14 @@ extern const char timing_default_model[];
 
 /* Decodes one 32-bit RV32IM instruction word. */
 void timing_decode(uint32_t word, struct timing_insn *out);
+
+/*
+ * Whether the load or store `word` may reach main memory: one whose base
+ * register is not x0, sp, gp or tp (the ABI keeps those in or near the
+ * local store; docs/trace-unit.md, "Main-memory access").  0 for any
+ * other instruction.
+ */
+int timing_may_reach_memory(uint32_t word);
 
 /*
  * Schedules the block's n instruction words on an empty scoreboard,
