@@ -48,6 +48,7 @@ static void test_default_model(void)
     g_assert_cmpuint(m.branch_miss, ==, 18);
     g_assert_cmpuint(m.branch_indirect, ==, 18);
     g_assert_cmpint(m.predict, ==, TIMING_BACKWARD_TAKEN);
+    g_assert_cmpuint(m.memory_latency, ==, 1000);
 }
 
 static void expect_error(const char *text, const char *message)
@@ -79,6 +80,29 @@ static void test_parse_errors(void)
     g_string_replace(text, "integer.issue      1", "integer.issue 0", 1);
     expect_error(text->str, "t.model: integer.issue must be at least 1");
     g_string_free(text, TRUE);
+}
+
+/* sw rs2, 0(rs1). */
+static uint32_t sw(uint32_t rs2, uint32_t rs1)
+{
+    return rs2 << 20 | rs1 << 15 | 2u << 12 | 0x23;
+}
+
+/* Loads and stores not based on x0, sp, gp or tp may reach main memory;
+ * nothing else does. */
+static void test_may_reach_memory(void)
+{
+    g_assert_true(timing_may_reach_memory(lw(13, 10)));     /* lw a3,0(a0) */
+    g_assert_true(timing_may_reach_memory(sw(11, 10)));     /* sw a1,0(a0) */
+    g_assert_true(timing_may_reach_memory(lw(1, 1)));
+    for (uint32_t base = 0; base <= 4; base++) {
+        if (base == 1)
+            continue;
+        g_assert_false(timing_may_reach_memory(lw(13, base)));
+        g_assert_false(timing_may_reach_memory(sw(11, base)));
+    }
+    g_assert_false(timing_may_reach_memory(addi(10, 10, 4)));
+    g_assert_false(timing_may_reach_memory(r_type(1, 12, 10, 0, 10)));
 }
 
 static void test_decode(void)
@@ -182,6 +206,7 @@ int main(int argc, char **argv)
     g_test_add_func("/timing/default-model", test_default_model);
     g_test_add_func("/timing/parse-errors", test_parse_errors);
     g_test_add_func("/timing/decode", test_decode);
+    g_test_add_func("/timing/may-reach-memory", test_may_reach_memory);
     g_test_add_func("/timing/schedule", test_schedule);
     g_test_add_func("/timing/schedule-system", test_schedule_system);
     g_test_add_func("/timing/exit", test_exit);
