@@ -290,21 +290,109 @@ void timing_decode(uint32_t word, struct timing_insn *out)
     }
 }
 
-/* x0 and the registers the ABI keeps pointing into the local store (sp,
- * gp, tp: the stack, the small data, the thread-local block), whose
- * 12-bit offsets cannot reach a data window. */
-static int is_local_base(uint32_t reg)
+/*
+ * Which loads and stores of a block may reach a data window (main memory):
+ * a forward pass over the block from its first instruction, keeping for
+ * each register either "unknown" or an interval its value lies in.  At
+ * the block's entry sp, gp and tp are in the local store (the ABI keeps
+ * them there: the stack, the small data, the thread-local block; they stay
+ * so whatever the block writes to them) and x0 is 0; every other register
+ * is unknown.  addi moves an interval by its immediate (mv is addi 0), lui
+ * and auipc make a constant (auipc's pc is the instruction's own), and any
+ * other instruction writing a register makes it unknown.  An access whose
+ * address interval (its base's plus the 12-bit offset) lies within
+ * TIMING_LOCAL_MARGIN of the local store, or whose base is x0 (the first
+ * or last 2 KiB of the address space), cannot reach a window, which the
+ * plugin checks lies farther away (docs/trace-unit.md, "Main-memory
+ * access").  Only what ran before in the same block is used, so the answer
+ * holds however the block was entered and wherever it stops.
+ */
+struct value_range {
+    int known;
+    int64_t lo, hi;             /* lo <= value <= hi */
+};
+
+static int32_t imm_i(uint32_t word)
 {
-    return reg == 0 || reg == 2 || reg == 3 || reg == 4;
+    return (int32_t)word >> 20;
 }
 
-int timing_may_reach_memory(uint32_t word)
+static int32_t imm_s(uint32_t word)
 {
-    uint32_t opcode = word & 0x7f;
+    return ((int32_t)word >> 25) * 32 + (int32_t)((word >> 7) & 31);
+}
 
-    if (opcode != 0x03 && opcode != 0x23)
+static struct value_range range_of(const struct value_range *regs,
+                                   uint32_t reg, uint64_t ls_base,
+                                   uint64_t ls_size)
+{
+    struct value_range r = { 1, 0, 0 };
+
+    if (reg >= 2 && reg <= 4) {
+        r.lo = (int64_t)ls_base;
+        r.hi = (int64_t)(ls_base + ls_size - 1);
+        return r;
+    }
+    return reg ? regs[reg] : r;
+}
+
+/* Whether the access at base + imm may fall outside the margin. */
+static int may_reach(const struct value_range *regs, uint32_t base,
+                     int32_t imm, uint64_t ls_base, uint64_t ls_size)
+{
+    struct value_range r = range_of(regs, base, ls_base, ls_size);
+
+    if (!base)
         return 0;
-    return !is_local_base((word >> 15) & 31);
+    return !r.known
+           || r.lo + imm < (int64_t)ls_base - TIMING_LOCAL_MARGIN
+           || r.hi + imm >= (int64_t)(ls_base + ls_size) + TIMING_LOCAL_MARGIN;
+}
+
+/* The register the instruction at pc writes, with its new range. */
+static void track_write(struct value_range *regs, uint32_t word, uint64_t pc,
+                        uint64_t ls_base, uint64_t ls_size)
+{
+    uint32_t opcode = word & 0x7f, funct3 = (word >> 12) & 7;
+    struct timing_insn insn;
+    struct value_range r = { 0, 0, 0 };
+
+    timing_decode(word, &insn);
+    if (!insn.rd)
+        return;
+    if (opcode == 0x13 && funct3 == 0) {            /* addi */
+        r = range_of(regs, insn.rs1, ls_base, ls_size);
+        r.lo += imm_i(word);
+        r.hi += imm_i(word);
+        if (r.known && r.lo == r.hi)                /* a 32-bit constant */
+            r.lo = r.hi = (uint32_t)r.lo;
+    } else if (opcode == 0x37 || opcode == 0x17) {  /* lui, auipc */
+        uint32_t v = (word & 0xfffff000u)
+                     + (opcode == 0x17 ? (uint32_t)pc : 0);
+
+        r.known = 1;
+        r.lo = r.hi = v;
+    }
+    regs[insn.rd] = r;
+}
+
+void timing_watch_memory(const uint32_t *words, const uint64_t *pc,
+                         uint32_t n, uint64_t ls_base, uint64_t ls_size,
+                         uint8_t *watch)
+{
+    struct value_range regs[32] = { { 0, 0, 0 } };
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t word = words[i], opcode = word & 0x7f;
+        uint32_t base = (word >> 15) & 31;
+
+        watch[i] = opcode == 0x03
+                   ? may_reach(regs, base, imm_i(word), ls_base, ls_size)
+                   : opcode == 0x23
+                   ? may_reach(regs, base, imm_s(word), ls_base, ls_size)
+                   : 0;
+        track_write(regs, word, pc[i], ls_base, ls_size);
+    }
 }
 
 /* ---- Scheduling --------------------------------------------------------- */

@@ -85,12 +85,24 @@ extern const char timing_default_model[];
 void timing_decode(uint32_t word, struct timing_insn *out);
 
 /*
- * Whether the load or store `word` may reach main memory: one whose base
- * register is not x0, sp, gp or tp (the ABI keeps those in or near the
- * local store; docs/trace-unit.md, "Main-memory access").  0 for any
- * other instruction.
+ * How far from the local store an access may be and still be known not to
+ * reach a data window: the plugin refuses a window closer than this
+ * (the ABI's are 7.75 MiB above it, or at 0x40000000 on a slot).
  */
-int timing_may_reach_memory(uint32_t word);
+#define TIMING_LOCAL_MARGIN (1 << 20)
+
+/*
+ * For each of the n instruction words of a block (at addresses pc), whether
+ * it is a load or store that may reach main memory (watch[i] = 1): one
+ * whose address may lie more than TIMING_LOCAL_MARGIN from the local store
+ * [ls_base, ls_base + ls_size), as far as the instructions before it in
+ * the block tell (base sp, gp or tp, or a register set from them or from a
+ * constant by addi, lui or auipc; docs/trace-unit.md, "Main-memory
+ * access").  0 for any other instruction.
+ */
+void timing_watch_memory(const uint32_t *words, const uint64_t *pc,
+                         uint32_t n, uint64_t ls_base, uint64_t ls_size,
+                         uint8_t *watch);
 
 /*
  * Schedules the block's n instruction words on an empty scoreboard,

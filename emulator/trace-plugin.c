@@ -237,6 +237,10 @@ static struct {
     uint64_t window_base;           /* the attached context's data window */
     uint64_t window_size;           /* 0: no main-memory cycles charged */
     uint64_t memory_charge;         /* the last access's cycles, for counts= */
+    int watch_clock;                /* the clock the live translations'
+                                       memory callbacks were decided
+                                       under; -1: none since the last
+                                       flush */
     GArray *memory_pending;         /* reference: the addresses of the
                                        instructions of the running block
                                        that accessed main memory, charged
@@ -254,7 +258,7 @@ static struct {
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
     qemu_plugin_id_t plugin_id;     /* for qemu_plugin_reset */
-} tu = { .slot = &detached_slot };
+} tu = { .slot = &detached_slot, .watch_clock = -1 };
 
 /*
  * QEMU 9.0 (plugin API 2) refuses version-1 plugins although nothing this
@@ -534,6 +538,8 @@ static void detach(void)
 
 /* The attached context's data window, whose direct accesses cost
  * main-memory cycles: the one its boot block names, under SPU_CYCLES. */
+static void on_reset(qemu_plugin_id_t id);
+
 static void learn_window(void)
 {
     tu.window_base = tu.window_size = 0;
@@ -541,6 +547,28 @@ static void learn_window(void)
         return;
     tu.window_base = le32toh(tu.boot->data_addr);
     tu.window_size = le32toh(tu.boot->data_size);
+    if (tu.window_base + tu.window_size + TIMING_LOCAL_MARGIN > tu.ls_base
+        && tu.window_base < tu.ls_base + tu.ls_size + TIMING_LOCAL_MARGIN)
+        stop_emulator("%s: context %u's data window 0x%llx (0x%llx bytes) "
+                      "is within 1 MiB of the local store, where direct "
+                      "accesses are not watched", tu.unit->path,
+                      tu.context_id, (unsigned long long)tu.window_base,
+                      (unsigned long long)tu.window_size);
+}
+
+/*
+ * Memory callbacks exist only under SPU_CYCLES (watch_memory), decided at
+ * translation with the clock of then: when the attach finds another
+ * clock, every translation is dropped (qemu_plugin_reset, done before the
+ * vCPU's next block) so that the code translates anew with the callbacks
+ * the new clock wants.  The block being entered runs once as translated.
+ */
+static void flush_on_clock_change(void)
+{
+    if (tu.watch_clock < 0 || tu.watch_clock == (int)tu.clock)
+        return;
+    tu.watch_clock = -1;
+    qemu_plugin_reset(tu.plugin_id, on_reset);
 }
 
 /* Takes over the slot our context is bound to, with its LFSR as it is. */
@@ -570,6 +598,7 @@ static void attach(uint32_t gate)
                                            : TRACE_EVENT_CYCLES;
     tu.retired = 0;
     learn_window();
+    flush_on_clock_change();
     tu.attach_cycles = snap.cycles;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
@@ -810,8 +839,8 @@ static int is_dma_marker_block(const struct block *b)
 /* ---- Main memory ------------------------------------------------------- */
 
 /*
- * A load or store that may reach main memory (timing_may_reach_memory)
- * has a memory callback; an access inside the attached context's data
+ * Under SPU_CYCLES a load or store that may reach main memory
+ * (timing_watch_memory) has a memory callback; an access inside the attached context's data
  * window costs memory.latency cycles, charged to the instruction as
  * TRACE_STALL_MEMORY after every instruction of its block has counted its
  * own cycles, in both modes: the reference mode charges at the block's
@@ -878,17 +907,26 @@ static void on_count_memory(unsigned int vcpu_index,
     *(uint64_t *)udata += tu.memory_charge;
 }
 
-/* The block's loads and stores that may reach main memory, when the
- * context has a data window (a boot block). */
+/* The block's loads and stores that may reach main memory
+ * (timing_watch_memory), when the context has a data window (a boot
+ * block) and the clock is SPU_CYCLES: under SPU_INSTRUCTIONS nothing. */
 static void watch_memory(struct qemu_plugin_tb *tb, const struct block *b,
                          struct code *c)
 {
+    uint8_t *watch;
+
     if (!tu.boot)
         return;
+    tu.watch_clock = (int)tu.clock;
+    if (tu.clock != TRACE_EVENT_CYCLES)
+        return;
+    watch = g_malloc(b->n_insns);
+    timing_watch_memory(b->words, b->vaddr, b->n_insns, tu.ls_base,
+                        tu.ls_size, watch);
     for (uint32_t i = 0; i < b->n_insns; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 
-        if (!timing_may_reach_memory(b->words[i]))
+        if (!watch[i])
             continue;
         qemu_plugin_register_vcpu_mem_cb(insn, on_memory,
                                          QEMU_PLUGIN_CB_NO_REGS,
@@ -900,6 +938,7 @@ static void watch_memory(struct qemu_plugin_tb *tb, const struct block *b,
                                              QEMU_PLUGIN_MEM_RW,
                                              &c->memory[i]);
     }
+    g_free(watch);
 }
 
 /* ---- Mailboxes (mbox.c) ------------------------------------------------- */
@@ -1818,6 +1857,7 @@ static void on_stub_flush(unsigned int vcpu_index, void *udata)
     g_hash_table_remove_all(slot_mode.code);
     slot_mode.foreign_code = 0;
     slot_count(SLOT_H_FLUSHES);
+    tu.watch_clock = -1;
     qemu_plugin_reset(tu.plugin_id, on_reset);
 }
 
