@@ -208,23 +208,31 @@ def main():
 
 
 def measure_timing(args, cop_run):
-    """The timing model (SPU_CYCLES) against instruction counting
-    (SPU_INSTRUCTIONS) on the long-running example, fast mode, side by
-    side (both register the main-memory callbacks, which charge nothing
-    under SPU_INSTRUCTIONS); then each example's cycles per instruction
-    from its exact counts under SPU_CYCLES (main-memory and DMA waits
-    included)."""
+    """The timing model (SPU_CYCLES) against today's instruction counting
+    (SPU_INSTRUCTIONS, which registers no main-memory callback) on the
+    long-running example, fast mode, side by side in pairs of alternating
+    order: median ratios, the target (at most 1.2x wall) met or not, and
+    the load average; then each example's cycles per instruction from its
+    exact counts under SPU_CYCLES (main-memory and DMA waits included)."""
     kernels = os.path.join(args.build, "examples", "kernels.elf")
     every = str(args.sample_every)
     cycles = [cop_run, "--event", "SPU_CYCLES", "--sample-every", every,
               kernels, str(args.rounds)]
     insns = [cop_run, "--event", "SPU_INSTRUCTIONS", "--sample-every", every,
              kernels, str(args.rounds)]
+    load_before = os.getloadavg()
     walls, cpus, _ = measure(cycles, insns, args.pairs)
-    print("timing    / instructions: median %.2fx wall, %.2fx CPU  (pairs, "
-          "wall: %s; target at most 1.2x wall)"
-          % (statistics.median(walls), statistics.median(cpus),
-             " ".join("%.2f" % r for r in walls)))
+    load_after = os.getloadavg()
+    wall = statistics.median(walls)
+    print("SPU_CYCLES / SPU_INSTRUCTIONS: kernels.elf %d, median %.2fx wall, "
+          "%.2fx CPU  (pairs, wall: %s; CPU: %s)"
+          % (args.rounds, wall, statistics.median(cpus),
+             " ".join("%.2f" % r for r in walls),
+             " ".join("%.2f" % r for r in cpus)))
+    print("  target at most 1.2x wall: %s; load average %.2f before, %.2f "
+          "after (%d cores)" % ("met" if wall <= 1.2 else "NOT met",
+                                load_before[0], load_after[0],
+                                os.cpu_count()))
     for elf in sorted(glob.glob(os.path.join(args.build, "examples",
                                              "*.elf"))):
         with tempfile.TemporaryDirectory() as tmp:
