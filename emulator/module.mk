@@ -63,6 +63,7 @@ $(TESTBIN)/guest/%.elf: $(GUEST_DIR)/%.c $(GUEST_DIR)/crt0.S $(GUEST_DIR)/guest.
 
 $(OBJ)/emulator/tests/test-trace-plugin.o: CFLAGS += $(GLIB_CFLAGS)
 $(TESTBIN)/test-trace-plugin: $(OBJ)/emulator/tests/test-trace-plugin.o \
+		$(OBJ)/emulator/timing.o $(OBJ)/emulator/timing-model.o \
 		$(LIB)/libtraceunit.a $(LIB)/liblfsr.a | $(TRACE_PLUGIN) $(GUEST_ELVES)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) $(GLIB_LIBS) -o $@

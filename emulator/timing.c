@@ -6,8 +6,9 @@
  * A description is lines of `KEY VALUE` (emulator/timing/spu.model):
  * CLASS.issue and CLASS.latency for the seven classes, branch.predict,
  * branch.miss and branch.indirect, and the memory flow controller's
- * dma.latency and dma.bytes_per_cycle (emulator/mfc.h) and the
- * mailboxes' mailbox.host_latency (emulator/mbox.h), each exactly once.  The scheduler is an
+ * dma.latency and dma.bytes_per_cycle (emulator/mfc.h), the
+ * mailboxes' mailbox.host_latency (emulator/mbox.h) and main memory's
+ * memory.latency, each exactly once.  The scheduler is an
  * in-order single-issue core: instruction i issues at
  * max(previous issue + previous issue cycles, ready[rs1], ready[rs2]),
  * and its rd is ready latency cycles after it issues.
@@ -39,6 +40,7 @@ static const struct {
                                       dma_bytes_per_cycle), 1 },
     { "mailbox.host_latency", offsetof(struct timing_model,
                                        mailbox_host_latency), 0 },
+    { "memory.latency", offsetof(struct timing_model, memory_latency), 0 },
 };
 
 #define NUMBER_KEYS (sizeof(number_keys) / sizeof(number_keys[0]))
@@ -285,6 +287,111 @@ void timing_decode(uint32_t word, struct timing_insn *out)
     default:                    /* fence, fence.i, anything else */
         out->cls = TIMING_SYSTEM;
         break;
+    }
+}
+
+/*
+ * Which loads and stores of a block may reach a data window (main memory):
+ * a forward pass over the block from its first instruction, keeping for
+ * each register either "unknown" or an interval its value lies in.  At
+ * the block's entry sp, gp and tp are in the local store (the ABI keeps
+ * them there: the stack, the small data, the thread-local block; they stay
+ * so whatever the block writes to them) and x0 is 0; every other register
+ * is unknown.  addi moves an interval by its immediate (mv is addi 0), lui
+ * and auipc make a constant (auipc's pc is the instruction's own), and any
+ * other instruction writing a register makes it unknown.  An access whose
+ * address interval (its base's plus the 12-bit offset) lies within
+ * TIMING_LOCAL_MARGIN of the local store, or whose base is x0 (the first
+ * or last 2 KiB of the address space), cannot reach a window, which the
+ * plugin checks lies farther away (docs/trace-unit.md, "Main-memory
+ * access").  Only what ran before in the same block is used, so the answer
+ * holds however the block was entered and wherever it stops.
+ */
+struct value_range {
+    int known;
+    int64_t lo, hi;             /* lo <= value <= hi */
+};
+
+static int32_t imm_i(uint32_t word)
+{
+    return (int32_t)word >> 20;
+}
+
+static int32_t imm_s(uint32_t word)
+{
+    return ((int32_t)word >> 25) * 32 + (int32_t)((word >> 7) & 31);
+}
+
+static struct value_range range_of(const struct value_range *regs,
+                                   uint32_t reg, uint64_t ls_base,
+                                   uint64_t ls_size)
+{
+    struct value_range r = { 1, 0, 0 };
+
+    if (reg >= 2 && reg <= 4) {
+        r.lo = (int64_t)ls_base;
+        r.hi = (int64_t)(ls_base + ls_size - 1);
+        return r;
+    }
+    return reg ? regs[reg] : r;
+}
+
+/* Whether the access at base + imm may fall outside the margin. */
+static int may_reach(const struct value_range *regs, uint32_t base,
+                     int32_t imm, uint64_t ls_base, uint64_t ls_size)
+{
+    struct value_range r = range_of(regs, base, ls_base, ls_size);
+
+    if (!base)
+        return 0;
+    return !r.known
+           || r.lo + imm < (int64_t)ls_base - TIMING_LOCAL_MARGIN
+           || r.hi + imm >= (int64_t)(ls_base + ls_size) + TIMING_LOCAL_MARGIN;
+}
+
+/* The register the instruction at pc writes, with its new range. */
+static void track_write(struct value_range *regs, uint32_t word, uint64_t pc,
+                        uint64_t ls_base, uint64_t ls_size)
+{
+    uint32_t opcode = word & 0x7f, funct3 = (word >> 12) & 7;
+    struct timing_insn insn;
+    struct value_range r = { 0, 0, 0 };
+
+    timing_decode(word, &insn);
+    if (!insn.rd)
+        return;
+    if (opcode == 0x13 && funct3 == 0) {            /* addi */
+        r = range_of(regs, insn.rs1, ls_base, ls_size);
+        r.lo += imm_i(word);
+        r.hi += imm_i(word);
+        if (r.known && r.lo == r.hi)                /* a 32-bit constant */
+            r.lo = r.hi = (uint32_t)r.lo;
+    } else if (opcode == 0x37 || opcode == 0x17) {  /* lui, auipc */
+        uint32_t v = (word & 0xfffff000u)
+                     + (opcode == 0x17 ? (uint32_t)pc : 0);
+
+        r.known = 1;
+        r.lo = r.hi = v;
+    }
+    regs[insn.rd] = r;
+}
+
+void timing_watch_memory(const uint32_t *words, const uint64_t *pc,
+                         uint32_t n, uint64_t ls_base, uint64_t ls_size,
+                         uint8_t *watch)
+{
+    struct value_range regs[32] = { { 0, 0, 0 } };
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t word = words[i], opcode = word & 0x7f;
+        uint32_t base = (word >> 15) & 31;
+
+        watch[i] = opcode == 0x03
+                   ? may_reach(regs, base, imm_i(word), ls_base, ls_size)
+                   : opcode == 0x23
+                   ? may_reach(regs, base, imm_s(word), ls_base, ls_size)
+                   : 0;
+        track_write(regs, word, pc[i], ls_base, ls_size);
     }
 }
 

@@ -50,6 +50,8 @@ struct timing_model {
     uint32_t dma_bytes_per_cycle;   /* the bus's bandwidth, at least 1 */
     uint32_t mailbox_host_latency;  /* an outbound message to the host's
                                        answer, and to its slot freed */
+    uint32_t memory_latency;    /* a direct load or store to the data
+                                   window (main memory) */
 };
 
 /* One decoded instruction: its class and registers (0: none, x0 too). */
@@ -81,6 +83,26 @@ extern const char timing_default_model[];
 
 /* Decodes one 32-bit RV32IM instruction word. */
 void timing_decode(uint32_t word, struct timing_insn *out);
+
+/*
+ * How far from the local store an access may be and still be known not to
+ * reach a data window: the plugin refuses a window closer than this
+ * (the ABI's are 7.75 MiB above it, or at 0x40000000 on a slot).
+ */
+#define TIMING_LOCAL_MARGIN (1 << 20)
+
+/*
+ * For each of the n instruction words of a block (at addresses pc), whether
+ * it is a load or store that may reach main memory (watch[i] = 1): one
+ * whose address may lie more than TIMING_LOCAL_MARGIN from the local store
+ * [ls_base, ls_base + ls_size), as far as the instructions before it in
+ * the block tell (base sp, gp or tp, or a register set from them or from a
+ * constant by addi, lui or auipc; docs/trace-unit.md, "Main-memory
+ * access").  0 for any other instruction.
+ */
+void timing_watch_memory(const uint32_t *words, const uint64_t *pc,
+                         uint32_t n, uint64_t ls_base, uint64_t ls_size,
+                         uint8_t *watch);
 
 /*
  * Schedules the block's n instruction words on an empty scoreboard,

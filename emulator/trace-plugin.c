@@ -179,6 +179,7 @@ struct code {
     uint64_t branch_cycles;     /* its exit's dynamic cycles, summed */
     uint64_t dma_wait;          /* its last instruction's DMA waits */
     uint64_t mbox_wait;         /* its last instruction's mailbox waits */
+    uint64_t *memory;           /* n_insns: main-memory cycles */
     struct timing_exit exit;    /* its last instruction's exit */
     uint8_t bytes[];            /* the instruction bytes, as translated */
 };
@@ -233,6 +234,17 @@ static struct {
                                        attach */
     uint64_t attach_cycles;         /* the slot's cycles at the attach */
     uint64_t wait_charge;           /* the last marker's wait, for counts= */
+    uint64_t window_base;           /* the attached context's data window */
+    uint64_t window_size;           /* 0: no main-memory cycles charged */
+    uint64_t memory_charge;         /* the last access's cycles, for counts= */
+    int watch_clock;                /* the clock the live translations'
+                                       memory callbacks were decided
+                                       under; -1: none since the last
+                                       flush */
+    GArray *memory_pending;         /* reference: the addresses of the
+                                       instructions of the running block
+                                       that accessed main memory, charged
+                                       at its end */
     const char *ram_path;           /* ram=: the guest RAM file */
     volatile struct cop_mbox *mbox; /* the mailbox block, mapped */
     int mbox_in_window;             /* it is in the main-memory window */
@@ -246,7 +258,7 @@ static struct {
     uint32_t *stack_area;           /* the bound slot's stack records */
     struct shadow_stack shadow;     /* stacks: the context's call stack */
     qemu_plugin_id_t plugin_id;     /* for qemu_plugin_reset */
-} tu = { .slot = &detached_slot };
+} tu = { .slot = &detached_slot, .watch_clock = -1 };
 
 /*
  * QEMU 9.0 (plugin API 2) refuses version-1 plugins although nothing this
@@ -524,13 +536,14 @@ static int gate_changed(void)
 
 /*
  * Fast mode: publishes the cycle at which the next block must take the
- * slow path.  A controller closes the gate, then zeroes check_cycle; we
+ * slow path (at once with a tail or main-memory accesses to settle).  A controller closes the gate, then zeroes check_cycle; we
  * store check_cycle, then look at the gate (both sequentially consistent),
  * so one of us sees the other and a hold is never missed.
  */
 static void arm(void)
 {
-    __atomic_store_n(tu.check_cycle, tu.tail ? 0 : tu.expiry, __ATOMIC_SEQ_CST);
+    __atomic_store_n(tu.check_cycle, tu.tail || tu.memory_pending->len ? 0
+                                     : tu.expiry, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&tu.context->gate, __ATOMIC_SEQ_CST) != tu.open_gate)
         __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
 }
@@ -548,6 +561,42 @@ static void detach(void)
     tu.slot = &detached_slot;
     tu.stack_area = NULL;
     tu.attached = 0;
+    tu.window_size = 0;
+}
+
+/* The attached context's data window, whose direct accesses cost
+ * main-memory cycles: the one its boot block names, under SPU_CYCLES. */
+static void on_reset(qemu_plugin_id_t id);
+
+static void learn_window(void)
+{
+    tu.window_base = tu.window_size = 0;
+    if (!tu.boot || tu.clock != TRACE_EVENT_CYCLES)
+        return;
+    tu.window_base = le32toh(tu.boot->data_addr);
+    tu.window_size = le32toh(tu.boot->data_size);
+    if (tu.window_base + tu.window_size + TIMING_LOCAL_MARGIN > tu.ls_base
+        && tu.window_base < tu.ls_base + tu.ls_size + TIMING_LOCAL_MARGIN)
+        stop_emulator("%s: context %u's data window 0x%llx (0x%llx bytes) "
+                      "is within 1 MiB of the local store, where direct "
+                      "accesses are not watched", tu.unit->path,
+                      tu.context_id, (unsigned long long)tu.window_base,
+                      (unsigned long long)tu.window_size);
+}
+
+/*
+ * Memory callbacks exist only under SPU_CYCLES (watch_memory), decided at
+ * translation with the clock of then: when the attach finds another
+ * clock, every translation is dropped (qemu_plugin_reset, done before the
+ * vCPU's next block) so that the code translates anew with the callbacks
+ * the new clock wants.  The block being entered runs once as translated.
+ */
+static void flush_on_clock_change(void)
+{
+    if (tu.watch_clock < 0 || tu.watch_clock == (int)tu.clock)
+        return;
+    tu.watch_clock = -1;
+    qemu_plugin_reset(tu.plugin_id, on_reset);
 }
 
 /* Takes over the slot our context is bound to, with its LFSR as it is. */
@@ -576,6 +625,8 @@ static void attach(uint32_t gate)
                == TRACE_EVENT_INSTRUCTIONS ? TRACE_EVENT_INSTRUCTIONS
                                            : TRACE_EVENT_CYCLES;
     tu.retired = 0;
+    learn_window();
+    flush_on_clock_change();
     tu.attach_cycles = snap.cycles;
     tu.lfsr = state;
     tu.expiry = state ? snap.cycles + steps_to_expiry(state) : NEVER;
@@ -605,11 +656,14 @@ static void obey_gate(void)
 
 /* ---- Execution callbacks ------------------------------------------------ */
 
+static void settle_memory(void);
+
 /* Kept out of line so that on_block stays a leaf with a tail call. */
 static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
 {
     if (tu.tail)
         retire_tail();
+    settle_memory();
     retire_exit(b->start);
     tu.current = b;
     while (!tu.attached || gate_changed())
@@ -659,6 +713,7 @@ static void step_exit(uint64_t next)
 {
     const struct insn_ref *last = tu.last;
 
+    settle_memory();        /* of a block left before its end */
     tu.last = NULL;
     if (!last || !tu.attached || last->i + 1 != last->b->n_insns)
         return;
@@ -684,6 +739,8 @@ static void on_insn(unsigned int vcpu_index, void *udata)
     step_ticks(b->vaddr[r->i], ticks - waits, TRACE_STALL_ISSUE);
     tu.last = r;
     tu.retired++;
+    if (r->i + 1 == b->n_insns)
+        settle_memory();
 }
 
 /* Call stacks: before a call or return instruction (udata: the return
@@ -704,6 +761,7 @@ static void on_block_stacked(unsigned int vcpu_index, void *udata)
 
     if (tu.tail)
         retire_tail();
+    settle_memory();
     retire_exit(b->start);  /* with the stack of the branch's block */
     if (!tu.context)
         slot_take_context();        /* slot=: its stack restored first */
@@ -779,6 +837,7 @@ static void on_dma_marker(unsigned int vcpu_index, void *udata)
         return;
     if (tu.tail == b)
         retire_tail();
+    settle_memory();
     if (b->words[last] == COP_MARK_DMA_ISSUE) {
         struct mfc_bounds bounds;
 
@@ -807,6 +866,111 @@ static int is_dma_marker_block(const struct block *b)
     uint32_t word = b->n_insns ? b->words[b->n_insns - 1] : 0;
 
     return tu.mfc && (word == COP_MARK_DMA_ISSUE || word == COP_MARK_DMA_WAIT);
+}
+
+/* ---- Main memory ------------------------------------------------------- */
+
+/*
+ * Under SPU_CYCLES a load or store that may reach main memory
+ * (timing_watch_memory) has a memory callback; an access inside the attached context's data
+ * window costs memory.latency cycles, charged to the instruction as
+ * TRACE_STALL_MEMORY after every instruction of its block has counted its
+ * own cycles, in both modes: the reference mode charges at the block's
+ * last instruction, the fast mode at once when its block has counted
+ * everything (it counts at the block's start), else (a tail left for the
+ * next block, or one counted before it is known to run) at the next
+ * block's start.  Exit in the middle of a block charges what ran.
+ */
+
+/* Charges the accesses waiting, in the order they ran. */
+static void settle_memory(void)
+{
+    GArray *pending = tu.memory_pending;
+
+    if (!pending->len)
+        return;
+    for (guint k = 0; k < pending->len; k++)
+        charge_wait(g_array_index(pending, uint64_t, k),
+                    tu.model.memory_latency, TRACE_STALL_MEMORY);
+    g_array_set_size(pending, 0);
+}
+
+/* Whether the fast mode has counted the cycles of all of block b that is
+ * known to run once instruction i has: not when the block's tail waits,
+ * nor when i is before a tail (QEMU may end inside a store before it). */
+static int counted_through(const struct block *b, uint32_t i)
+{
+    return tu.tail != b && (i >= b->n_if_stopped
+                            || b->n_if_stopped == b->n_insns);
+}
+
+static __attribute__((noinline, cold)) void charge_memory(
+    const struct insn_ref *r)
+{
+    uint64_t vaddr = r->b->vaddr[r->i];
+
+    tu.memory_charge = tu.model.memory_latency;
+    g_array_append_val(tu.memory_pending, vaddr);
+    if (tu.reference ? r->i + 1 == r->b->n_insns
+                     : counted_through(r->b, r->i)) {
+        settle_memory();
+        return;
+    }
+    if (!tu.reference)      /* the next block takes the slow path */
+        __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
+}
+
+/* After an access of a load or store that may reach main memory. */
+static void on_memory(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+                      uint64_t vaddr, void *udata)
+{
+    if (__builtin_expect(vaddr - tu.window_base >= tu.window_size, 1)) {
+        tu.memory_charge = 0;
+        return;
+    }
+    charge_memory(udata);
+}
+
+/* counts=: after on_memory, the cycles it charged. */
+static void on_count_memory(unsigned int vcpu_index,
+                            qemu_plugin_meminfo_t info, uint64_t vaddr,
+                            void *udata)
+{
+    *(uint64_t *)udata += tu.memory_charge;
+}
+
+/* The block's loads and stores that may reach main memory
+ * (timing_watch_memory), when the context has a data window (a boot
+ * block) and the clock is SPU_CYCLES: under SPU_INSTRUCTIONS nothing. */
+static void watch_memory(struct qemu_plugin_tb *tb, const struct block *b,
+                         struct code *c)
+{
+    uint8_t *watch;
+
+    if (!tu.boot)
+        return;
+    tu.watch_clock = (int)tu.clock;
+    if (tu.clock != TRACE_EVENT_CYCLES)
+        return;
+    watch = g_malloc(b->n_insns);
+    timing_watch_memory(b->words, b->vaddr, b->n_insns, tu.ls_base,
+                        tu.ls_size, watch);
+    for (uint32_t i = 0; i < b->n_insns; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+        if (!watch[i])
+            continue;
+        qemu_plugin_register_vcpu_mem_cb(insn, on_memory,
+                                         QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_RW,
+                                         (void *)&b->refs[i]);
+        if (c)
+            qemu_plugin_register_vcpu_mem_cb(insn, on_count_memory,
+                                             QEMU_PLUGIN_CB_NO_REGS,
+                                             QEMU_PLUGIN_MEM_RW,
+                                             &c->memory[i]);
+    }
+    g_free(watch);
 }
 
 /* ---- Mailboxes (mbox.c) ------------------------------------------------- */
@@ -938,6 +1102,7 @@ static void on_mbox_marker(unsigned int vcpu_index, void *udata)
         return;
     if (tu.tail == b)
         retire_tail();
+    settle_memory();
     mb = mbox_block();
     if (word == COP_MARK_MBOX_COUNT) {
         int n = mbox_count(mb, tu.clock == TRACE_EVENT_CYCLES ? &tu.model
@@ -1170,13 +1335,13 @@ static uint64_t code_cycles(const struct code *c)
     uint64_t cycles = c->branch_cycles;
 
     for (uint32_t i = 0; i < c->n_insns; i++)
-        cycles += c->counts[i] * (c->issue[i] + c->stall[i]);
+        cycles += c->counts[i] * (c->issue[i] + c->stall[i]) + c->memory[i];
     return cycles + c->dma_wait + c->mbox_wait;
 }
 
 /* A line per instruction: address, bytes, executions, then its cycles by
  * reason: issue, dependency, branch (its exit's, on the last one), DMA
- * wait, mailbox wait, memory (a marker's, the last one). */
+ * wait and mailbox wait (a marker's, the last one), main memory. */
 static void write_code(FILE *out, const struct code *c)
 {
     const uint8_t *bytes = c->bytes;
@@ -1189,13 +1354,14 @@ static void write_code(FILE *out, const struct code *c)
             fprintf(out, "%02x", *bytes++);
         int last = i + 1 == c->n_insns;
 
-        fprintf(out, " %llu %llu %llu %llu %llu %llu 0\n",
+        fprintf(out, " %llu %llu %llu %llu %llu %llu %llu\n",
                 (unsigned long long)c->counts[i],
                 (unsigned long long)(c->counts[i] * c->issue[i]),
                 (unsigned long long)(c->counts[i] * c->stall[i]),
                 (unsigned long long)(last ? c->branch_cycles : 0),
                 (unsigned long long)(last ? c->dma_wait : 0),
-                (unsigned long long)(last ? c->mbox_wait : 0));
+                (unsigned long long)(last ? c->mbox_wait : 0),
+                (unsigned long long)c->memory[i]);
     }
 }
 
@@ -1403,6 +1569,7 @@ static void on_stub_ended(unsigned int vcpu_index, void *udata)
     if (tu.attached) {
         if (!tu.reference)
             retire_last_block();
+        settle_memory();
         tu.instructions += tu.retired;
         tu.retired = 0;
         tu.attached = 0;
@@ -1451,6 +1618,7 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
     if (tu.attached) {
         if (tu.tail)
             retire_tail();
+        settle_memory();
         if (tu.reference)
             step_exit(resume);
         else
@@ -1721,6 +1889,7 @@ static void on_stub_flush(unsigned int vcpu_index, void *udata)
     g_hash_table_remove_all(slot_mode.code);
     slot_mode.foreign_code = 0;
     slot_count(SLOT_H_FLUSHES);
+    tu.watch_clock = -1;
     qemu_plugin_reset(tu.plugin_id, on_reset);
 }
 
@@ -1752,6 +1921,7 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
     if (tu.attached) {
         if (!tu.reference)
             retire_last_block();
+        settle_memory();
         tu.instructions += tu.retired;
         tu.retired = 0;
     }
@@ -1918,6 +2088,7 @@ static struct code *describe_copy(const struct code *c)
     copy->stall = g_memdup2(c->stall, c->n_insns * sizeof(c->stall[0]));
     copy->issue = g_memdup2(c->issue, c->n_insns * sizeof(c->issue[0]));
     copy->counts = NULL;
+    copy->memory = NULL;
     return copy;
 }
 
@@ -1928,6 +2099,7 @@ static void free_code(struct code *c)
     g_free(c->stall);
     g_free(c->issue);
     g_free(c->counts);
+    g_free(c->memory);
     g_free(c);
 }
 
@@ -2000,6 +2172,7 @@ static struct code *intern_described(struct code *c)
         return known;
     }
     c->counts = g_new0(uint64_t, c->n_insns);
+    c->memory = g_new0(uint64_t, c->n_insns);
     g_hash_table_add(tu.codes, c);
     return c;
 }
@@ -2028,6 +2201,7 @@ static void on_count_shared(unsigned int vcpu_index, void *udata)
     if (!c) {
         c = describe_copy(si->shape);
         c->counts = g_new0(uint64_t, c->n_insns);
+        c->memory = g_new0(uint64_t, c->n_insns);
         g_hash_table_add(tu.codes, c);
     }
     c->counts[si->insn]++;
@@ -2172,6 +2346,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         watch_marker(tb, b, c, on_mbox_marker, on_count_mbox);
     if (tu.stacks)      /* after on_insn_stacked, which settles first */
         watch_calls(tb);
+    watch_memory(tb, b, c);
 }
 
 /* ---- Installation ------------------------------------------------------- */
@@ -2532,6 +2707,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     tu.ls_base = tu.unit->header->ls_base;
     tu.ls_size = tu.unit->header->ls_size;
     tu.blocks = g_hash_table_new(block_hash, block_equal);
+    tu.memory_pending = g_array_new(FALSE, FALSE, sizeof(uint64_t));
     if (tu.unit->header->stack_depth)
         keep_stacks();
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);

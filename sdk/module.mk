@@ -37,13 +37,18 @@ overlay_calls_OUT := $(TESTBIN)/cop/overlay-calls.elf
 dma_probe_SOURCES := sdk/tests/dma-probe.c
 dma_probe_NAME := dma-probe
 dma_probe_OUT := $(TESTBIN)/cop/dma-probe.elf
+memory_probe_SOURCES := sdk/tests/memory-probe.c
+memory_probe_NAME := memory-probe
+memory_probe_OUT := $(TESTBIN)/cop/memory-probe.elf
 $(eval $(call cop_program,runtime_probe))
 $(eval $(call cop_program,overlay_calls))
 $(eval $(call cop_program,dma_probe))
+$(eval $(call cop_program,memory_probe))
 
 ALL_TARGETS += $(BIN)/cop-run $(BIN)/cop-embed \
                $(BIN)/cop-overlays $(COP_RUNTIME_LIB) $(COP_CRT0) \
-               $(runtime_probe_IMAGE) $(overlay_calls_IMAGE) $(dma_probe_IMAGE)
+               $(runtime_probe_IMAGE) $(overlay_calls_IMAGE) $(dma_probe_IMAGE) \
+               $(memory_probe_IMAGE)
 PYTESTS += sdk/tests
 INSTALL_BINS += $(BIN)/cop-run $(BIN)/cop-embed $(BIN)/cop-overlays
 INSTALL_HEADERS += sdk/cop-handle.h sdk/cop.h

@@ -48,6 +48,7 @@ static void test_default_model(void)
     g_assert_cmpuint(m.branch_miss, ==, 18);
     g_assert_cmpuint(m.branch_indirect, ==, 18);
     g_assert_cmpint(m.predict, ==, TIMING_BACKWARD_TAKEN);
+    g_assert_cmpuint(m.memory_latency, ==, 1000);
 }
 
 static void expect_error(const char *text, const char *message)
@@ -79,6 +80,108 @@ static void test_parse_errors(void)
     g_string_replace(text, "integer.issue      1", "integer.issue 0", 1);
     expect_error(text->str, "t.model: integer.issue must be at least 1");
     g_string_free(text, TRUE);
+}
+
+/* sw rs2, 0(rs1). */
+static uint32_t sw(uint32_t rs2, uint32_t rs1)
+{
+    return rs2 << 20 | rs1 << 15 | 2u << 12 | 0x23;
+}
+
+static uint32_t lui(uint32_t rd, uint32_t imm20)
+{
+    return imm20 << 12 | rd << 7 | 0x37;
+}
+
+static uint32_t auipc(uint32_t rd, uint32_t imm20)
+{
+    return imm20 << 12 | rd << 7 | 0x17;
+}
+
+/* timing_watch_memory on `n` words at 0x80001000 (the local store at
+ * 0x80000000, 256 KiB): its answer for the last one. */
+static int last_watched(const uint32_t *words, uint32_t n)
+{
+    uint64_t pc[16];
+    uint8_t watch[16];
+
+    g_assert_cmpuint(n, <=, 16);
+    for (uint32_t i = 0; i < n; i++)
+        pc[i] = 0x80001000u + 4 * i;
+    timing_watch_memory(words, pc, n, 0x80000000u, 0x40000u, watch);
+    for (uint32_t i = 0; i + 1 < n; i++)        /* none but loads/stores */
+        if ((words[i] & 0x7f) != 0x03 && (words[i] & 0x7f) != 0x23)
+            g_assert_cmpuint(watch[i], ==, 0);
+    return watch[n - 1];
+}
+
+/*
+ * Loads and stores based on x0, sp, gp or tp, or on a register the block
+ * set from them or from a constant near the local store (addi, mv, lui,
+ * auipc), are not watched; those through a register of unknown value, a
+ * constant in the data window, or one moved out of the margin are.
+ */
+static void test_watch_memory(void)
+{
+    const uint32_t a0 = 10, a1 = 11, a3 = 13, sp = 2;
+
+    {   /* unknown bases */
+        uint32_t w1[] = { lw(a3, a0) }, w2[] = { sw(a1, a0) };
+        uint32_t w3[] = { lw(1, 1) };
+        uint32_t w4[] = { lw(a0, sp), lw(a3, a0) };     /* loaded: unknown */
+        uint32_t w5[] = { addi(a0, sp, 16),
+                          r_type(0, a1, a0, 0, a0),     /* add: unknown */
+                          lw(a3, a0) };
+        uint32_t w6[] = { addi(a0, a1, 16), lw(a3, a0) };
+
+        g_assert_true(last_watched(w1, 1));
+        g_assert_true(last_watched(w2, 1));
+        g_assert_true(last_watched(w3, 1));
+        g_assert_true(last_watched(w4, 2));
+        g_assert_true(last_watched(w5, 3));
+        g_assert_true(last_watched(w6, 2));
+    }
+    for (uint32_t base = 0; base <= 4; base++) {
+        uint32_t l[] = { lw(a3, base) }, s[] = { sw(a1, base) };
+
+        if (base == 1)
+            continue;
+        g_assert_false(last_watched(l, 1));
+        g_assert_false(last_watched(s, 1));
+    }
+    {   /* derived from sp or a local-store constant */
+        uint32_t w1[] = { addi(a0, sp, 16), lw(a3, a0) };
+        uint32_t w2[] = { addi(a0, sp, 0), addi(a1, a0, -2048),
+                          sw(a3, a1) };                 /* mv, addi */
+        uint32_t w3[] = { lui(a0, 0x80010), addi(a0, a0, 0x7f0),
+                          lw(a3, a0) };
+        uint32_t w4[] = { auipc(a0, 0), lw(a3, a0) };
+        uint32_t w5[] = { lui(a0, 0x80040), sw(a3, a0) };   /* boot block */
+
+        g_assert_false(last_watched(w1, 2));
+        g_assert_false(last_watched(w2, 3));
+        g_assert_false(last_watched(w3, 3));
+        g_assert_false(last_watched(w4, 2));
+        g_assert_false(last_watched(w5, 2));
+    }
+    {   /* a window constant; out of the margin; overwritten */
+        uint32_t w1[] = { lui(a0, 0x80800), lw(a3, a0) };
+        uint32_t w2[] = { lui(a0, 0x40000), sw(a3, a0) };
+        uint32_t w3[] = { lui(a0, 0x80140), lw(a3, a0) };
+        uint32_t w4[] = { lui(a0, 0x8013f), addi(a0, a0, 2047),
+                          lw(a3, a0) };     /* 0x8013f7ff: inside */
+        uint32_t w5[] = { lui(a0, 0x8013f), addi(a0, a0, 2047),
+                          addi(a0, a0, 2047), addi(a0, a0, 2047),
+                          lw(a3, a0) };                     /* 0x801407fd */
+        uint32_t w6[] = { addi(a0, sp, 0), lw(a0, a0), lw(a3, a0) };
+
+        g_assert_true(last_watched(w1, 2));
+        g_assert_true(last_watched(w2, 2));
+        g_assert_true(last_watched(w3, 2));
+        g_assert_false(last_watched(w4, 3));
+        g_assert_true(last_watched(w5, 5));
+        g_assert_true(last_watched(w6, 3));
+    }
 }
 
 static void test_decode(void)
@@ -182,6 +285,7 @@ int main(int argc, char **argv)
     g_test_add_func("/timing/default-model", test_default_model);
     g_test_add_func("/timing/parse-errors", test_parse_errors);
     g_test_add_func("/timing/decode", test_decode);
+    g_test_add_func("/timing/watch-memory", test_watch_memory);
     g_test_add_func("/timing/schedule", test_schedule);
     g_test_add_func("/timing/schedule-system", test_schedule_system);
     g_test_add_func("/timing/exit", test_exit);

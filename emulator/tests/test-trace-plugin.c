@@ -5,8 +5,9 @@
  * over from one context to the next, a programmed value taking effect at
  * the next reload, value 0, a hold while capture is off (only the doorbell
  * stops the fast path then), a hold while the emulator is stalled on a
- * full FIFO, and a controller that dies (while the emulator is held, and
- * while it is stalled).
+ * full FIFO, a controller that dies (while the emulator is held, and
+ * while it is stalled), and a slot whose event changes while its context
+ * is held (the main-memory callbacks of the new clock, window.c).
  *
  * The guests start at the local store directly (QEMU's loader device sets
  * the PC), so every instruction is in the local store and a reference run
@@ -14,6 +15,8 @@
  * expected captures of other settings.
  */
 #include "trace-unit/trace-unit.h"
+#include "abi/cop-abi.h"
+#include "emulator/timing.h"
 #include "trace-unit/tests/stall-wait.h"
 #include "lfsr/lfsr.h"
 
@@ -21,6 +24,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -595,6 +600,157 @@ static void test_stalled_controller_dies(void)
     teardown(&f, NULL);
 }
 
+/* ---- A change of clock ------------------------------------------------- */
+
+#define WINDOW_WORDS 64                 /* window.c's */
+#define HANDSHAKE_OFFSET 0xf00000u      /* window.c's 0x80f00000 */
+
+/* A 16 MiB guest RAM file whose boot block names the data window. */
+static char *window_ram(struct fixture *f)
+{
+    char *ram = g_build_filename(f->dir, "ram", NULL);
+    struct cop_boot_block boot = { 0 };
+    int fd = open(ram, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, COP_RAM_SIZE), ==, 0);
+    boot.data_addr = COP_DATA_BASE;
+    boot.data_size = COP_DATA_SIZE;
+    g_assert_cmpint(pwrite(fd, &boot, sizeof(boot),
+                           COP_BOOT_BASE - COP_RAM_BASE), ==, sizeof(boot));
+    close(fd);
+    return ram;
+}
+
+static pid_t start_window_guest(struct fixture *f, const char *ram,
+                                const char *counts, int reference)
+{
+    char *plugin = g_build_filename(build_dir(), "lib", "libcoptrace.so", NULL);
+    char *elf = g_strdup_printf("%s/tests/guest/window.elf", build_dir());
+    char *log = g_build_filename(f->dir, "stderr", NULL);
+    char *backend = g_strdup_printf("memory-backend-file,id=ram,size=16M,"
+                                    "mem-path=%s,share=on", ram);
+    char arg[4096];
+    pid_t pid;
+
+    g_assert_cmpint(trace_plugin_arg(arg, sizeof(arg), plugin, f->regs, 0,
+                                     reference ? TRACE_MODE_REFERENCE
+                                               : TRACE_MODE_FAST,
+                                     counts, ram), ==, 0);
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        int out = open("/dev/null", O_WRONLY);
+        int err = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        execlp("qemu-system-riscv32", "qemu-system-riscv32", "-M",
+               "virt,memory-backend=ram", "-m", "16M", "-object", backend,
+               "-bios", "none", "-display", "none", "-monitor", "none",
+               "-serial", "null", "-kernel", elf,
+               "-device", "loader,addr=0x80000000,cpu-num=0",
+               "-plugin", arg, (char *)NULL);
+        _exit(127);
+    }
+    g_free(plugin);
+    g_free(elf);
+    g_free(log);
+    g_free(backend);
+    return pid;
+}
+
+/* The MEMORY column of a counts file, summed. */
+static uint64_t memory_cycles(const char *counts)
+{
+    FILE *in = fopen(counts, "r");
+    char line[512];
+    uint64_t total = 0;
+
+    g_assert_nonnull(in);
+    while (fgets(line, sizeof(line), in)) {
+        unsigned long long addr, n[7];
+        char bytes[64];
+
+        if (sscanf(line, "0x%llx %63s %llu %llu %llu %llu %llu %llu %llu",
+                   &addr, bytes, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5],
+                   &n[6]) == 9)
+            total += n[6];
+    }
+    fclose(in);
+    return total;
+}
+
+/*
+ * window.c loads the window, then spins; the slot's event is `first`.
+ * Held there, the slot's event becomes `second`, and the guest loads the
+ * window again through the same translated code: the exact MEMORY cycles
+ * are WINDOW_WORDS x memory.latency for each phase run under SPU_CYCLES,
+ * so the code translated under SPU_INSTRUCTIONS (no memory callbacks)
+ * must not survive the change.
+ */
+static void check_clock_change(uint32_t first, uint32_t second,
+                               int reference)
+{
+    struct fixture f;
+    struct trace_regs_context *ctx;
+    struct timing_model model;
+    char *ram, *counts;
+    volatile uint32_t *handshake;
+    uint32_t gate;
+    int fd, status = -1;
+    pid_t pid;
+    uint64_t expected;
+
+    setup(&f, NULL);
+    ctx = trace_unit_context(f.unit, 0);
+    ram = window_ram(&f);
+    counts = g_build_filename(f.dir, "counts", NULL);
+    fd = open(ram, O_RDWR);
+    handshake = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                     HANDSHAKE_OFFSET);
+    close(fd);
+    g_assert_true(handshake != MAP_FAILED);
+    prepare(&f, 0, 0, lfsr_value_for_count(997), lfsr_value_for_count(997));
+    trace_slot_set_event(trace_unit_slot(f.unit, 0), first);
+    trace_context_release(ctx);
+    pid = start_window_guest(&f, ram, counts, reference);
+    while (!__atomic_load_n(&handshake[0], __ATOMIC_ACQUIRE)) {
+        g_assert_cmpint(waitpid(pid, &status, WNOHANG), ==, 0);
+        g_usleep(1000);
+    }
+    gate = trace_context_hold(ctx);
+    g_assert_cmpint(trace_context_wait_held(ctx, gate, 10000), ==,
+                    TRACE_WAIT_HELD);
+    trace_slot_set_event(trace_unit_slot(f.unit, 0), second);
+    trace_context_release(ctx);
+    __atomic_store_n(&handshake[1], 1, __ATOMIC_RELEASE);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    timing_model_default(&model);
+    expected = (uint64_t)WINDOW_WORDS * model.memory_latency
+               * ((first == TRACE_EVENT_CYCLES) + (second == TRACE_EVENT_CYCLES));
+    g_assert_cmpuint(memory_cycles(counts), ==, expected);
+    munmap((void *)handshake, 8);
+    g_unlink(counts);
+    g_unlink(ram);
+    g_free(counts);
+    g_free(ram);
+    teardown(&f, NULL);
+}
+
+static void test_clock_change(void)
+{
+    for (int reference = 0; reference <= 1; reference++) {
+        check_clock_change(TRACE_EVENT_INSTRUCTIONS, TRACE_EVENT_CYCLES,
+                           reference);
+        check_clock_change(TRACE_EVENT_CYCLES, TRACE_EVENT_INSTRUCTIONS,
+                           reference);
+        check_clock_change(TRACE_EVENT_CYCLES, TRACE_EVENT_CYCLES,
+                           reference);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -612,5 +768,6 @@ int main(int argc, char **argv)
                setup, test_hold_with_capture_off, teardown);
     g_test_add("/trace-plugin/controller-dies", struct fixture, NULL, setup,
                test_controller_dies, teardown);
+    g_test_add_func("/trace-plugin/clock-change", test_clock_change);
     return g_test_run();
 }
