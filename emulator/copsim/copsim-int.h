@@ -83,6 +83,7 @@ struct sim_context {
     uint32_t call_stack_len;        /* bytes; 0: empty (a run's start) */
     int main_fd;                    /* its main-memory file (image and
                                        data windows), or -1 */
+    uint64_t main_id;               /* that file's inode (SLOT_H_WINDOW_ID) */
     int affinity;                   /* the slot it resumes on, or -1 */
     struct console_out *console;    /* its console while it runs */
     int bound_fd;                   /* eventfd: written at every bind, so

@@ -58,6 +58,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,6 +70,7 @@
 #define QUEUED_WAIT_MS      1000        /* the same while queued */
 #define HAND_BACK_LOOK_NS   100000000L  /* then looks whether QEMU died */
 #define STOP_WAIT_MS        2000
+#define SWITCH_US_MAX       4000        /* switches timed to the us up to */
 
 /* The stub, built by module.mk (ld -r -b binary of its raw bytes). */
 extern const unsigned char _binary_slot_stub_bin_start[];
@@ -92,6 +94,10 @@ struct slot_emulator {
     struct console_out *target;     /* the bound context's console */
     struct line_tracker error_lines;
     int dead;                       /* its QEMU ended (atomic) */
+    uint64_t ring_ns;               /* a hand-back's ring, while the
+                                       switch it began is not timed */
+    int switch_pending;             /* the next context was let go */
+    uint32_t *switch_us;            /* switches by us, SWITCH_US_MAX + 1 */
 };
 
 struct slot_model {
@@ -209,6 +215,7 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
 {
     (void)sim;
     char why[COPSIM_TEXT_MAX];
+    struct stat st;
 
     c->main_fd = -1;
     c->saved = calloc(1, SLOT_SWAP_SIZE);
@@ -221,6 +228,11 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
     if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
                    err, errlen) < 0)
         return -1;
+    if (fstat(c->main_fd, &st) < 0) {
+        snprintf(err, errlen, "coprof-context: %s", strerror(errno));
+        return -1;
+    }
+    c->main_id = (uint64_t)st.st_ino;
     c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (c->bound_fd < 0) {
         snprintf(err, errlen, "eventfd: %s",
@@ -388,6 +400,8 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
         place_call_stack(e, c);
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    __atomic_store_n((uint64_t *)(void *)control_word(e, SLOT_H_WINDOW_ID),
+                     c->main_id, __ATOMIC_RELAXED);
     __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
                      __ATOMIC_RELAXED);
     c->info.ram = e->ram;
@@ -406,8 +420,52 @@ void slots_go(struct slot_model *m, uint32_t slot)
 {
     struct slot_emulator *e = &m->slots[slot];
 
+    e->switch_pending = e->ring_ns != 0;
     set_entry_state(e, SLOT_RUNNABLE);
     ring(e);
+}
+
+/*
+ * Switches are timed from the ring of a hand-back to the first block of
+ * the context bound next on the slot, which the plugin notes
+ * (SLOT_H_TAKEN); this takes the time once that context has run: at the
+ * slot's next hand-back or unbind, or at the stop.  A bind to a slot
+ * whose context ended is not a switch.
+ */
+static void time_switch(struct slot_emulator *e)
+{
+    uint64_t taken = __atomic_load_n((uint64_t *)(void *)
+                                     control_word(e, SLOT_H_TAKEN),
+                                     __ATOMIC_ACQUIRE);
+    uint64_t us;
+
+    if (!e->switch_pending || !e->switch_us || taken <= e->ring_ns)
+        return;
+    us = (taken - e->ring_ns) / 1000;
+    e->switch_us[us < SWITCH_US_MAX ? us : SWITCH_US_MAX]++;
+    e->switch_pending = 0;
+    e->ring_ns = 0;
+}
+
+/* The median, the 95th percentile and the count of the switches timed. */
+static void switch_stats(const struct slot_emulator *e, uint32_t *median,
+                         uint32_t *p95, uint32_t *count)
+{
+    uint64_t total = 0, seen = 0;
+
+    *median = *p95 = 0;
+    for (uint32_t us = 0; e->switch_us && us <= SWITCH_US_MAX; us++)
+        total += e->switch_us[us];
+    *count = (uint32_t)total;
+    for (uint32_t us = 0; total && us <= SWITCH_US_MAX; us++) {
+        uint64_t before = seen;
+
+        seen += e->switch_us[us];
+        if (before * 2 < total && seen * 2 >= total)
+            *median = us;
+        if (before * 20 < total * 19 && seen * 20 >= total * 19)
+            *p95 = us;
+    }
 }
 
 /* Forwards what the slot's console pipe holds now to the bound context. */
@@ -430,7 +488,10 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     long long deadline = (long long)schedlog_monotonic_ns() + (long long)timeout_ms * 1000000;
     uint32_t state;
 
-    /* The plugin wakes us once the stub is idle, every state written. */
+    /* The plugin wakes us once the stub has written the state. */
+    time_switch(e);
+    e->ring_ns = schedlog_monotonic_ns();
+    e->switch_pending = 0;
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
     ring_guest(e);
     while ((state = entry_state(e)) == SLOT_RUNNABLE) {
@@ -443,8 +504,10 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
                                            ? (uint64_t)left
                                            : HAND_BACK_LOOK_NS);
     }
-    if (state != SLOT_PREEMPTED)
+    if (state != SLOT_PREEMPTED) {
+        e->ring_ns = 0;             /* no switch */
         return 1;                   /* it ended first */
+    }
     trace_context_park(trace_unit_context(m->sim->unit,
                                           c->info.trace_context));
     memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
@@ -460,6 +523,9 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
 {
     struct slot_emulator *e = &m->slots[slot];
 
+    time_switch(e);
+    if (entry_state(e) != SLOT_PREEMPTED)
+        e->ring_ns = 0;             /* it ended: the next bind is no switch */
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
     set_entry_state(e, SLOT_EMPTY);
     pthread_mutex_lock(&e->console_lock);
@@ -769,6 +835,11 @@ static int start_emulator(struct copsim *sim, struct slot_emulator *e,
                       errlen) < 0)
         return -1;
     lay_out_stub(e);
+    e->switch_us = calloc(SWITCH_US_MAX + 1, sizeof(*e->switch_us));
+    if (!e->switch_us) {
+        snprintf(err, errlen, "slot %u: out of memory", e->index);
+        return -1;
+    }
     if (build_command(sim, e, &cmd, err, errlen) < 0)
         return -1;
     if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0
@@ -910,16 +981,21 @@ static void stop_emulator(struct slot_emulator *e, int say)
 {
     if (e->pid > 0) {
         struct pollfd fd = { e->pidfd, POLLIN, 0 };
+        uint32_t median, p95, timed;
 
+        time_switch(e);
+        switch_stats(e, &median, &p95, &timed);
         if (say)
             fprintf(stderr, "copsim: slot emulator %u: switches=%u "
-                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u\n",
+                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u "
+                    "opened=%u timed=%u switch_us=%u switch_us_p95=%u\n",
                     e->index, *control_word(e, SLOT_H_SWITCHES),
                     *control_word(e, SLOT_H_FLUSHES),
                     *control_word(e, SLOT_H_KEPT),
                     *control_word(e, SLOT_H_RINGS),
                     *control_word(e, SLOT_H_INTERRUPTS),
-                    *control_word(e, SLOT_H_WINDOWS));
+                    *control_word(e, SLOT_H_WINDOWS),
+                    *control_word(e, SLOT_H_OPENED), timed, median, p95);
 
         __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
         ring(e);
@@ -941,6 +1017,8 @@ static void stop_emulator(struct slot_emulator *e, int say)
         close(e->ring_fd);
     e->ring_fd = -1;
     unmap_memfd(&e->ram_fd, &e->ram, SLOT_RAM_SIZE);
+    free(e->switch_us);
+    e->switch_us = NULL;
     if (e->window_fd >= 0)
         close(e->window_fd);
     e->window_fd = -1;
