@@ -328,7 +328,7 @@ int slots_run(struct copsim *sim, struct sim_context *c, int client_sock,
  * -1 after timeout_ms; slots_unbind() frees the slot's entry;
  * slots_kill() ends a bound context's run (handed back, then retired). */
 void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c);
-void slots_go(struct slot_model *m, uint32_t slot);
+void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c);
 int slots_hand_back(struct slot_model *m, uint32_t slot,
                     struct sim_context *c, int timeout_ms);
 void slots_unbind(struct slot_model *m, uint32_t slot);

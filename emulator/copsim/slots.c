@@ -411,18 +411,21 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
-    if (eventfd_write(c->bound_fd, 1) < 0)
-        fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
-                (unsigned long long)c->info.id, strerror(errno));
 }
 
-void slots_go(struct slot_model *m, uint32_t slot)
+/* The run's thread learns of the bind only once the vCPU is on its way:
+ * it wakes to wait for the end and would otherwise take a CPU (and the
+ * scheduler's lock) from the switch. */
+void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
     e->switch_pending = e->ring_ns != 0;
     set_entry_state(e, SLOT_RUNNABLE);
     ring(e);
+    if (eventfd_write(c->bound_fd, 1) < 0)
+        fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
+                (unsigned long long)c->info.id, strerror(errno));
 }
 
 /*
