@@ -168,7 +168,17 @@
                                        its switches by it */
 #define SLOT_H_OPENED       0x50    /* plugin: windows' files it opened
                                        (the others it had kept open) */
+#define SLOT_H_KILL         0x54    /* copsim: 1 while the bound context's
+                                       run is to end at its hand-back */
 #define SLOT_H_SIZE         0x60
+
+/* Whom the plugin wakes (futex bitsets on an entry's state word) once the
+ * stub has written it: a context handed back for a switch wakes only the
+ * waiters for SWITCH (copsim's scheduler); an end, or a hand-back that
+ * ends the run (KILL), wakes every waiter, among them those for END (the
+ * run's thread, which a switch leaves asleep). */
+#define SLOT_WAKE_SWITCH    0x1
+#define SLOT_WAKE_END       0x2
 
 /* The ring (in place): the controller writes a byte to the emulator's
  * standard input, the virt machine's UART receives it and raises its

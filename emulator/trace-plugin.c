@@ -1476,16 +1476,25 @@ static int slot_has_work(void)
 
 /* Wakes a controller waiting (futex) for an entry's state to change: the
  * stub passes SLOT_STUB_HANDED right after it wrote the state of an entry
- * it ended or handed back, so the controller sleeps instead of polling. */
+ * it ended or handed back, so the controller sleeps instead of polling.
+ * A hand-back for a switch wakes only its waiters for SWITCH
+ * (slot-stub.h). */
 static void slot_wake_controller(void)
 {
     uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
                                              __ATOMIC_ACQUIRE));
+    int kill = __atomic_load_n(slot_control_word(SLOT_H_KILL),
+                               __ATOMIC_ACQUIRE) != 0;
 
-    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++)
-        syscall(SYS_futex, slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
-                                             + SLOT_C_STATE),
-                FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++) {
+        uint32_t *state = slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
+                                            + SLOT_C_STATE);
+        int switching = !kill && le32toh(__atomic_load_n(
+                            state, __ATOMIC_ACQUIRE)) == SLOT_PREEMPTED;
+
+        syscall(SYS_futex, state, FUTEX_WAKE_BITSET, INT32_MAX, NULL, NULL,
+                switching ? SLOT_WAKE_SWITCH : FUTEX_BITSET_MATCH_ANY);
+    }
 }
 
 /* The stub passes SLOT_STUB_HANDED: an entry it ended or handed back is

@@ -86,9 +86,12 @@ struct sim_context {
     uint64_t main_id;               /* that file's inode (SLOT_H_WINDOW_ID) */
     int affinity;                   /* the slot it resumes on, or -1 */
     struct console_out *console;    /* its console while it runs */
-    int bound_fd;                   /* eventfd: written at every bind, so
-                                       its run's thread stops waiting for
-                                       the client and waits for the end */
+    int bound_fd;                   /* eventfd: written at its first bind,
+                                       so its run's thread stops waiting
+                                       for the client and waits for the
+                                       end */
+    int wait_slot;                  /* the slot on whose entry its run's
+                                       thread sleeps, or -1 (slots.c) */
 };
 
 struct sched_slot {

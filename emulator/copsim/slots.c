@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -413,9 +414,21 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     pthread_mutex_unlock(&e->console_lock);
 }
 
-/* The run's thread learns of the bind only once the vCPU is on its way:
- * it wakes to wait for the end and would otherwise take a CPU (and the
- * scheduler's lock) from the switch. */
+/* Wakes the waiters for an end on the entry of slot e (slot-stub.h). */
+static void wake_end_waiters(struct slot_emulator *e)
+{
+    syscall(SYS_futex, entry_word(e, SLOT_C_STATE), FUTEX_WAKE_BITSET,
+            INT32_MAX, NULL, NULL, SLOT_WAKE_END);
+}
+
+/*
+ * Lets c run, then tells its run's thread where to wait for the end, once
+ * the vCPU is on its way (woken, the thread would take a CPU and the
+ * scheduler's lock from the switch): at the first bind through its bind
+ * eventfd; later only when it sleeps on another slot's entry.  On the
+ * slot it ran on last, it sleeps on this very entry already: the plugin
+ * wakes it for the end, not for a switch (wait_end).
+ */
 void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
@@ -423,9 +436,13 @@ void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c)
     e->switch_pending = e->ring_ns != 0;
     set_entry_state(e, SLOT_RUNNABLE);
     ring(e);
-    if (eventfd_write(c->bound_fd, 1) < 0)
-        fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
-                (unsigned long long)c->info.id, strerror(errno));
+    if (c->wait_slot < 0) {
+        if (eventfd_write(c->bound_fd, 1) < 0)
+            fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
+                    (unsigned long long)c->info.id, strerror(errno));
+    } else if ((uint32_t)c->wait_slot != slot) {
+        wake_end_waiters(&m->slots[c->wait_slot]);
+    }
 }
 
 /*
@@ -530,6 +547,7 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
     if (entry_state(e) != SLOT_PREEMPTED)
         e->ring_ns = 0;             /* it ended: the next bind is no switch */
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(control_word(e, SLOT_H_KILL), 0, __ATOMIC_RELAXED);
     set_entry_state(e, SLOT_EMPTY);
     pthread_mutex_lock(&e->console_lock);
     e->target = NULL;
@@ -539,6 +557,8 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
 void slots_kill(struct slot_model *m, struct sim_context *c)
 {
     if (c->slot >= 0) {
+        __atomic_store_n(control_word(&m->slots[c->slot], SLOT_H_KILL), 1,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(entry_word(&m->slots[c->slot], SLOT_C_PREEMPT), 1,
                          __ATOMIC_RELEASE);
         ring_guest(&m->slots[c->slot]);
@@ -590,18 +610,43 @@ static void look_for_end(struct copsim *sim, struct sim_context *c,
         end->cause = *entry_word(e, SLOT_C_CAUSE);
         end->tval = *entry_word(e, SLOT_C_TVAL);
         end->pc = *entry_word(e, SLOT_C_PC);
+        c->wait_slot = c->slot;
     } else {
         end->ended = c->kill != SIM_KILL_NONE;
+        if (c->wait_slot >= 0) {        /* queued again after a switch */
+            struct slot_emulator *e =
+                &sim->slot_model->slots[c->wait_slot];
+
+            *word = (uint32_t *)entry_word(e, SLOT_C_STATE);
+            *seen = entry_state(e);
+        }
     }
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Sleeps on an entry's state word while it reads seen, END_WAIT_NS at
+ * most, woken for an end (SLOT_WAKE_END), not for a switch. */
+static void wait_on_entry(uint32_t *word, uint32_t seen)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += END_WAIT_NS;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    syscall(SYS_futex, word, FUTEX_WAIT_BITSET, seen, &until, NULL,
+            SLOT_WAKE_END);
+}
+
 /*
- * Waits for the run's end, watching the client for a hang-up: while the
- * context is on a slot, asleep on its entry's state word (the plugin wakes
- * it when the stub has ended or handed back the context), looking at the
- * client every END_WAIT_NS; while it waits for a slot, asleep in poll on
- * the client and the context's bind eventfd.  Nothing polls.
+ * Waits for the run's end, watching the client for a hang-up: until its
+ * first bind, asleep in poll on the client and the context's bind
+ * eventfd; from then on asleep on the state word of the entry it was
+ * bound to last (c->wait_slot), looking at the client every END_WAIT_NS.
+ * The plugin wakes it when the stub ends the context there, or hands it
+ * back to end its run (a kill), not at a switch: time-sliced on one slot,
+ * the run's thread sleeps throughout; bound to another slot, slots_go()
+ * wakes it to sleep there.  Nothing polls.
  */
 static void wait_end(struct copsim *sim, struct sim_context *c,
                      int client_sock, struct slot_end *end, int *client_gone)
@@ -618,7 +663,7 @@ static void wait_end(struct copsim *sim, struct sim_context *c,
         if (end->ended)
             return;
         if (word) {
-            trace_doorbell_wait(word, seen, END_WAIT_NS);
+            wait_on_entry(word, seen);
             fds[1].fd = -1;
             if (poll(fds, 1, 0) <= 0)
                 continue;
@@ -673,6 +718,7 @@ int slots_run(struct copsim *sim, struct sim_context *c, int client_sock,
     enum sim_kill kill;
 
     memset(result, 0, sizeof(*result));
+    c->wait_slot = -1;
     trace_context_park(regs);           /* on no emulator until bound */
     __atomic_store_n(&regs->instructions, 0, __ATOMIC_RELEASE);
     if (prepare(sim->slot_model, c, argc, argv, err, errlen) < 0
