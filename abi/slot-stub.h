@@ -105,6 +105,8 @@
 #define SLOT_STUB_ENDED     0x80041008  /* passed when a context ended */
 #define SLOT_STUB_PARKED    0x8004100c  /* passed when one was handed back */
 #define SLOT_STUB_IDLE      0x80041010  /* passed when nothing is runnable */
+#define SLOT_STUB_HANDED    0x80041018  /* passed when an entry was handed
+                                           back (ended or preempted) */
 #define SLOT_STUB_FLUSH     0x80041014  /* passed when the controller wrote
                                            a local store in place */
 #define SLOT_CTL_BASE       0x80042000
@@ -131,8 +133,9 @@
 #define SLOT_MAX_CONTEXTS   31
 
 /* The control block's header (byte offsets from SLOT_CTL_BASE). */
-#define SLOT_MAGIC          0x32544c53  /* "SLT2": contexts in user mode,
-                                           call stacks saved */
+#define SLOT_MAGIC          0x33544c53  /* "SLT3": contexts in user mode,
+                                           call stacks saved, switches
+                                           timed, windows by identity */
 #define SLOT_H_MAGIC        0x00
 #define SLOT_H_COUNT        0x04    /* contexts in the table */
 #define SLOT_H_CURRENT      0x08    /* index running now, -1 none;
@@ -157,7 +160,26 @@
                                        which the plugin maps over the
                                        window; 0: the window stays */
 #define SLOT_H_WINDOWS      0x3c    /* plugin: windows it mapped */
-#define SLOT_H_SIZE         0x40
+#define SLOT_H_WINDOW_ID    0x40    /* copsim: that file's inode (64
+                                       bits), the plugin's key for the
+                                       files it keeps open */
+#define SLOT_H_TAKEN        0x48    /* plugin: CLOCK_MONOTONIC (ns, 64
+                                       bits) of the first block of the
+                                       context bound last: copsim times
+                                       its switches by it */
+#define SLOT_H_OPENED       0x50    /* plugin: windows' files it opened
+                                       (the others it had kept open) */
+#define SLOT_H_KILL         0x54    /* copsim: 1 while the bound context's
+                                       run is to end at its hand-back */
+#define SLOT_H_SIZE         0x60
+
+/* Whom the plugin wakes (futex bitsets on an entry's state word) once the
+ * stub has written it: a context handed back for a switch wakes only the
+ * waiters for SWITCH (copsim's scheduler); an end, or a hand-back that
+ * ends the run (KILL), wakes every waiter, among them those for END (the
+ * run's thread, which a switch leaves asleep). */
+#define SLOT_WAKE_SWITCH    0x1
+#define SLOT_WAKE_END       0x2
 
 /* The ring (in place): the controller writes a byte to the emulator's
  * standard input, the virt machine's UART receives it and raises its

@@ -1482,6 +1482,25 @@ static void slot_save_stack(void)
                       SLOT_STACK_SAVE_SIZE);
 }
 
+/* A word of the stub's control block that the plugin writes (its own
+ * writable mapping of it). */
+static uint32_t *slot_stats_word(uint32_t offset)
+{
+    return (uint32_t *)((uint8_t *)slot_mode.stats + offset);
+}
+
+/* When the context bound last ran its first block, for copsim to time
+ * the switch by (SLOT_H_TAKEN). */
+static void slot_note_taken(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    __atomic_store_n((uint64_t *)(void *)slot_stats_word(SLOT_H_TAKEN),
+                     (uint64_t)now.tv_sec * 1000000000u
+                     + (uint64_t)now.tv_nsec, __ATOMIC_RELEASE);
+}
+
 /* At a context's first block: the context bound to the slot now. */
 static void slot_take_context(void)
 {
@@ -1491,6 +1510,7 @@ static void slot_take_context(void)
     if (!slot_mode.on || !ctx)
         stop_emulator("%s: slot %u runs a context while none is bound to "
                       "it", tu.unit->path, slot_mode.index);
+    slot_note_taken();
     __atomic_store_n(&ctx->pid, (int32_t)getpid(), __ATOMIC_RELAXED);
     __atomic_store_n(&ctx->mode, tu.reference ? TRACE_MODE_REFERENCE
                                               : TRACE_MODE_FAST,
@@ -1655,17 +1675,34 @@ static int slot_has_work(void)
 }
 
 /* Wakes a controller waiting (futex) for an entry's state to change: the
- * stub has written every state it ends, hands back or parks before it
- * passes SLOT_STUB_IDLE, so the controller sleeps instead of polling. */
+ * stub passes SLOT_STUB_HANDED right after it wrote the state of an entry
+ * it ended or handed back, so the controller sleeps instead of polling.
+ * A hand-back for a switch wakes only its waiters for SWITCH
+ * (slot-stub.h). */
 static void slot_wake_controller(void)
 {
     uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
                                              __ATOMIC_ACQUIRE));
+    int kill = __atomic_load_n(slot_control_word(SLOT_H_KILL),
+                               __ATOMIC_ACQUIRE) != 0;
 
-    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++)
-        syscall(SYS_futex, slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
-                                             + SLOT_C_STATE),
-                FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++) {
+        uint32_t *state = slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
+                                            + SLOT_C_STATE);
+        int switching = !kill && le32toh(__atomic_load_n(
+                            state, __ATOMIC_ACQUIRE)) == SLOT_PREEMPTED;
+
+        syscall(SYS_futex, state, FUTEX_WAKE_BITSET, INT32_MAX, NULL, NULL,
+                switching ? SLOT_WAKE_SWITCH : FUTEX_BITSET_MATCH_ANY);
+    }
+}
+
+/* The stub passes SLOT_STUB_HANDED: an entry it ended or handed back is
+ * the controller's; the stub quiets the ring only after this, while the
+ * controller copies the context out. */
+static void on_stub_handed(unsigned int vcpu_index, void *udata)
+{
+    slot_wake_controller();
 }
 
 /* The stub passes SLOT_STUB_IDLE: nothing is runnable.  Instead of the
@@ -1676,7 +1713,6 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
     uint32_t *bell = slot_control_word(SLOT_H_DOORBELL);
     pid_t controller = (pid_t)tu.unit->header->controller_pid;
 
-    slot_wake_controller();
     for (;;) {
         uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
 
@@ -1786,11 +1822,20 @@ static void slot_count(uint32_t offset)
  * /proc/self/maps: the mapping of the window file's device and inode, at
  * offset 0, SLOT_MAIN_AREA bytes long.  The plugin cannot ask QEMU for it.
  */
+#define WINDOW_FILES 8              /* contexts' files kept open */
+
+struct window_file {
+    uint64_t id;                    /* its inode; 0: none */
+    int fd;
+    uint64_t used;                  /* when it was mapped last */
+};
+
 static struct {
     const char *path;               /* window=, or NULL: left as it is */
     uint8_t *host;                  /* QEMU's mapping of the window */
-    dev_t dev;                      /* the file mapped there now */
-    ino_t ino;
+    uint64_t mapped;                /* the inode of the file mapped there */
+    uint64_t uses;
+    struct window_file files[WINDOW_FILES];
 } window;
 
 static void window_locate(void)
@@ -1820,8 +1865,7 @@ static void window_locate(void)
         stop_emulator("window=%s: QEMU has no mapping of it (%u bytes at "
                       "offset 0) in /proc/self/maps", window.path,
                       SLOT_MAIN_AREA);
-    window.dev = st.st_dev;
-    window.ino = st.st_ino;
+    window.mapped = st.st_ino;
 }
 
 /* QEMU's mapping of the window, where the bound context's main memory
@@ -1835,39 +1879,76 @@ static uint8_t *window_host(void)
     return window.host;
 }
 
-/* Maps the bound context's main-memory file over the window, unless it
- * is there already. */
-static void window_map(void)
+/*
+ * The descriptor of the bound context's main-memory file, whose inode
+ * copsim wrote beside its descriptor (SLOT_H_WINDOW_ID): one of the files
+ * kept open since an earlier bind, or opened now as /proc/CONTROLLER/fd/N
+ * in place of the one mapped longest ago.  Opening through /proc costs as
+ * much as the mapping itself, and time-sliced contexts come back again and
+ * again; a destroyed context's pages go once its file has left this list
+ * too (WINDOW_FILES per slot at most).  A file kept open keeps its inode,
+ * so no other file can have it meanwhile.
+ */
+static int window_file(uint32_t word, uint64_t id)
 {
-    uint32_t word = le32toh(__atomic_load_n(slot_control_word(SLOT_H_WINDOW),
-                                            __ATOMIC_ACQUIRE));
+    struct window_file *f, *victim = &window.files[0];
     char path[64];
     struct stat st;
     int fd;
 
-    if (!window.path || !word)
-        return;
-    if (!window.host)
-        window_locate();
+    for (f = window.files; f < window.files + WINDOW_FILES; f++) {
+        if (f->id == id)
+            return f->fd;
+        if (f->used < victim->used)
+            victim = f;
+    }
     snprintf(path, sizeof(path), "/proc/%d/fd/%u",
              (int)tu.unit->header->controller_pid, word - 1);
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0)
         stop_emulator("%s: the bound context's main memory: %s", path,
                       strerror(errno));
-    if (st.st_dev == window.dev && st.st_ino == window.ino) {
-        close(fd);
+    if ((uint64_t)st.st_ino != id || st.st_size < SLOT_MAIN_AREA)
+        stop_emulator("%s: not the bound context's main memory (inode "
+                      "%llu, %lld bytes; inode %llu expected)", path,
+                      (unsigned long long)st.st_ino, (long long)st.st_size,
+                      (unsigned long long)id);
+    if (victim->id)
+        close(victim->fd);
+    victim->id = id;
+    victim->fd = fd;
+    slot_count(SLOT_H_OPENED);
+    return fd;
+}
+
+/* Maps the bound context's main-memory file over the window, unless it
+ * is there already. */
+static void window_map(void)
+{
+    uint32_t word = le32toh(__atomic_load_n(slot_control_word(SLOT_H_WINDOW),
+                                            __ATOMIC_ACQUIRE));
+    uint64_t id = __atomic_load_n((const uint64_t *)(const void *)
+                                  slot_control_word(SLOT_H_WINDOW_ID),
+                                  __ATOMIC_ACQUIRE);
+    struct window_file *f;
+    int fd;
+
+    if (!window.path || !word)
         return;
-    }
-    if (st.st_size < SLOT_MAIN_AREA
-        || mmap(window.host, SLOT_MAIN_AREA, PROT_READ | PROT_WRITE,
-                MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
-        stop_emulator("%s: cannot map the bound context's main memory over "
-                      "the window: %s", path, st.st_size < SLOT_MAIN_AREA
-                      ? "file too small" : strerror(errno));
-    close(fd);
-    window.dev = st.st_dev;
-    window.ino = st.st_ino;
+    if (!window.host)
+        window_locate();
+    if (id == window.mapped)
+        return;
+    fd = window_file(word, id);
+    if (mmap(window.host, SLOT_MAIN_AREA, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+        stop_emulator("window: cannot map the bound context's main memory "
+                      "(inode %llu) over it: %s", (unsigned long long)id,
+                      strerror(errno));
+    for (f = window.files; f < window.files + WINDOW_FILES; f++)
+        if (f->id == id)
+            f->used = ++window.uses;
+    window.mapped = id;
     slot_count(SLOT_H_WINDOWS);
 }
 
@@ -1910,6 +1991,9 @@ static void slot_watch_stub(struct qemu_plugin_tb *tb)
                                              QEMU_PLUGIN_CB_NO_REGS, NULL);
     else if (vaddr == SLOT_STUB_FLUSH)
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_flush,
+                                             QEMU_PLUGIN_CB_NO_REGS, NULL);
+    else if (vaddr == SLOT_STUB_HANDED)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_stub_handed,
                                              QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 

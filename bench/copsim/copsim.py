@@ -6,21 +6,31 @@ Three measurements of one run:
 1. Context switches.  Four contexts of copsim-probe "spin N" (8 N
    instructions each) from four threads of cop-host on a copsim with ONE
    slot and a short time slice.  From its SCHED records: per preemption,
-   how long the emulator took to stop at its gate once closed (hold_ns),
-   and how long the slot stood still, from closing the gate to the next
-   context's bind (hold, unbind and driver hook, bind, the records).
+   how long the emulator took to hand the context back once rung
+   (hold_ns), and how long until the next context's bind (hold, copy
+   out, unbind and driver hook, copy in, bind, the records); from the
+   slot emulator's line at copsim's stop: the whole switch, from the ring
+   to the incoming context's first block (switch_us, switch_us_p95: the
+   vCPU woken, the window mapped, the flush decision, the stub's return).
 
 2. Time slicing overall.  The same four contexts with the short slice and
    with a slice longer than any of them (never preempting), pairs run in
    alternating order: the median ratios of wall time and of CPU time
    (copsim and the emulators it reaped, which other load disturbs less).
 
-3. A context's round trip.  One "hello" through libcop and copsim (connect,
-   create, load, run, destroy; copsim already running) against cop-run of
-   the same image (QEMU started directly): the median of each, the ratio.
+3. A context's round trip.  "hello" contexts one after another through
+   libcop on a running copsim whose slot emulator has started (cop-host
+   --time: create, load, run and destroy, timed inside the one host
+   process, the first context, which starts the slot, left out): the
+   median and the 90th percentile.  Beside it, what a host program
+   started per context costs (cop-host run once per context: exec,
+   dynamic linking, libcop's connection and the same round trip), and
+   cop-run of the same image (a QEMU started directly).
 """
 
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -62,9 +72,20 @@ def timed(command, env):
     return elapsed, result.stdout
 
 
+def slot_stop_line(sim):
+    """Stops copsim; the numbers of its slot emulator's line (slot 0)."""
+    sim.process.send_signal(signal.SIGTERM)
+    sim.process.wait(timeout=60)
+    m = re.search(r"copsim: slot emulator 0: (.*)", sim.errors())
+    if not m:
+        sys.exit("bench/copsim: copsim printed no slot emulator line: %s"
+                 % sim.errors().strip()[-500:])
+    return {k: int(v) for k, v in (i.split("=") for i in m.group(1).split())}
+
+
 def four_contexts(args, harness, slice_cycles):
     """Wall and CPU seconds of the four contexts on a fresh one-slot
-    copsim, and its SCHED records."""
+    copsim, its SCHED records and its slot emulator's numbers."""
     sim = harness.Copsim(args.build, ["--slots", "1", "--slice",
                                       str(slice_cycles)])
     try:
@@ -74,9 +95,10 @@ def four_contexts(args, harness, slice_cycles):
                          str(args.spin)], sim.env)
         cpu = sim.cpu_seconds()
         events = harness.sched_events(args.build, sim.log)
+        stats = slot_stop_line(sim)
     finally:
         sim.stop()
-    return wall, cpu, events
+    return wall, cpu, events, stats
 
 
 def switch_latencies(events):
@@ -109,7 +131,7 @@ def main():
             sys.exit("bench/copsim: %s is missing: run make"
                      % os.path.join(args.build, path))
 
-    walls, cpus, latencies = [], [], []
+    walls, cpus, latencies, switches = [], [], [], []
     for pair in range(args.pairs):
         slices = [args.slice, 1 << 60]
         if pair % 2:
@@ -118,36 +140,53 @@ def main():
         walls.append(runs[args.slice][0] / runs[1 << 60][0])
         cpus.append(runs[args.slice][1] / runs[1 << 60][1])
         latencies += switch_latencies(runs[args.slice][2])
+        switches.append(runs[args.slice][3])
     holds = [h / 1000 for h, _ in latencies]
     stills = [s / 1000 for _, s in latencies]
     print("context switch on a slot (%d preemptions, slice %d cycles): hold "
-          "%.0f us median, %.0f us p95; slot still %.0f us median, %.0f us "
-          "p95" % (len(latencies), args.slice, statistics.median(holds),
-                   percentile(holds, 0.95), statistics.median(stills),
-                   percentile(stills, 0.95)))
+          "%.0f us median, %.0f us p95; to the next bind %.0f us median, "
+          "%.0f us p95" % (len(latencies), args.slice,
+                           statistics.median(holds), percentile(holds, 0.95),
+                           statistics.median(stills),
+                           percentile(stills, 0.95)))
+    print("context switch, ring to the next context's first block: %.0f us "
+          "median (runs: %s), p95 %s us, %d switches timed (target <= 100 "
+          "us)" % (statistics.median(s["switch_us"] for s in switches),
+                   " ".join(str(s["switch_us"]) for s in switches),
+                   " ".join(str(s["switch_us_p95"]) for s in switches),
+                   sum(s["timed"] for s in switches)))
     print("time slicing: 4 contexts x %d M instructions on 1 slot, slice %d "
           "against none: median %.3fx wall, %.3fx CPU  (pairs, CPU: %s)"
           % (8 * args.spin // 1000000, args.slice, statistics.median(walls),
              statistics.median(cpus), " ".join("%.3f" % r for r in cpus)))
 
     sim = harness.Copsim(args.build, [])
-    through, direct = [], []
+    trips, per_process, direct = [], [], []
     try:
         for pair in range(args.pairs * 2):
-            runs = [(through, [os.path.join(args.build, "tests", "cop-host"),
-                               "embedded", "hello"]),
+            runs = [(per_process, [os.path.join(args.build, "tests",
+                                                "cop-host"),
+                                   "--console-file", "/dev/null",
+                                   "embedded", "hello"]),
                     (direct, [os.path.join(args.build, "bin", "cop-run"),
                               os.path.join(args.build, "tests", "cop",
                                            "copsim-probe.elf"), "hello"])]
             for times, command in runs[::1 if pair % 2 == 0 else -1]:
                 times.append(timed(command, sim.env)[0])
+            _, out = timed([os.path.join(args.build, "tests", "cop-host"),
+                            "--time", "--contexts", "21", "--console-file",
+                            "/dev/null", "embedded", "hello"], sim.env)
+            trips += [int(us) / 1e3 for us in re.findall(
+                r"^round-trip index=(?!0 )\d+ us=(\d+)$", out, re.M)]
     finally:
         sim.stop()
-    print("round trip of a context: libcop + copsim %.0f ms, cop-run %.0f ms "
-          "(medians): %.2fx" % (statistics.median(through) * 1e3,
-                                statistics.median(direct) * 1e3,
-                                statistics.median(through)
-                                / statistics.median(direct)))
+    print("round trip of a context through libcop on a running copsim "
+          "(create, load, run, destroy; %d contexts): %.2f ms median, %.2f "
+          "ms p90 (target <= 3 ms); a host process per context %.1f ms, "
+          "cop-run %.0f ms (medians)"
+          % (len(trips), statistics.median(trips), percentile(trips, 0.9),
+             statistics.median(per_process) * 1e3,
+             statistics.median(direct) * 1e3))
 
 
 if __name__ == "__main__":

@@ -83,11 +83,15 @@ struct sim_context {
     uint32_t call_stack_len;        /* bytes; 0: empty (a run's start) */
     int main_fd;                    /* its main-memory file (image and
                                        data windows), or -1 */
+    uint64_t main_id;               /* that file's inode (SLOT_H_WINDOW_ID) */
     int affinity;                   /* the slot it resumes on, or -1 */
     struct console_out *console;    /* its console while it runs */
-    int bound_fd;                   /* eventfd: written at every bind, so
-                                       its run's thread stops waiting for
-                                       the client and waits for the end */
+    int bound_fd;                   /* eventfd: written at its first bind,
+                                       so its run's thread stops waiting
+                                       for the client and waits for the
+                                       end */
+    int wait_slot;                  /* the slot on whose entry its run's
+                                       thread sleeps, or -1 (slots.c) */
 };
 
 struct sched_slot {
@@ -330,7 +334,7 @@ int slots_run(struct copsim *sim, struct sim_context *c, int client_sock,
  * -1 after timeout_ms; slots_unbind() frees the slot's entry;
  * slots_kill() ends a bound context's run (handed back, then retired). */
 void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c);
-void slots_go(struct slot_model *m, uint32_t slot);
+void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c);
 int slots_hand_back(struct slot_model *m, uint32_t slot,
                     struct sim_context *c, int timeout_ms);
 void slots_unbind(struct slot_model *m, uint32_t slot);

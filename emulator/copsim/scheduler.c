@@ -246,7 +246,7 @@ static void bind_slot(struct scheduler *s, uint32_t slot, struct sim_context *c)
     schedlog_bind(s->log, &change);
     trace_context_release(regs_context(s, c));
     if (s->model)
-        slots_go(s->model, slot);
+        slots_go(s->model, slot, c);
 }
 
 /* Takes the context off its slot, whose emulator has stopped. */

@@ -55,9 +55,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,6 +71,7 @@
 #define QUEUED_WAIT_MS      1000        /* the same while queued */
 #define HAND_BACK_LOOK_NS   100000000L  /* then looks whether QEMU died */
 #define STOP_WAIT_MS        2000
+#define SWITCH_US_MAX       4000        /* switches timed to the us up to */
 
 /* The stub, built by module.mk (ld -r -b binary of its raw bytes). */
 extern const unsigned char _binary_slot_stub_bin_start[];
@@ -92,6 +95,10 @@ struct slot_emulator {
     struct console_out *target;     /* the bound context's console */
     struct line_tracker error_lines;
     int dead;                       /* its QEMU ended (atomic) */
+    uint64_t ring_ns;               /* a hand-back's ring, while the
+                                       switch it began is not timed */
+    int switch_pending;             /* the next context was let go */
+    uint32_t *switch_us;            /* switches by us, SWITCH_US_MAX + 1 */
 };
 
 struct slot_model {
@@ -209,6 +216,7 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
 {
     (void)sim;
     char why[COPSIM_TEXT_MAX];
+    struct stat st;
 
     c->main_fd = -1;
     c->saved = calloc(1, SLOT_SWAP_SIZE);
@@ -221,6 +229,11 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
     if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
                    err, errlen) < 0)
         return -1;
+    if (fstat(c->main_fd, &st) < 0) {
+        snprintf(err, errlen, "coprof-context: %s", strerror(errno));
+        return -1;
+    }
+    c->main_id = (uint64_t)st.st_ino;
     c->bound_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (c->bound_fd < 0) {
         snprintf(err, errlen, "eventfd: %s",
@@ -388,6 +401,8 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
         place_call_stack(e, c);
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    __atomic_store_n((uint64_t *)(void *)control_word(e, SLOT_H_WINDOW_ID),
+                     c->main_id, __ATOMIC_RELAXED);
     __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
                      __ATOMIC_RELAXED);
     c->info.ram = e->ram;
@@ -397,17 +412,80 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
-    if (eventfd_write(c->bound_fd, 1) < 0)
-        fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
-                (unsigned long long)c->info.id, strerror(errno));
 }
 
-void slots_go(struct slot_model *m, uint32_t slot)
+/* Wakes the waiters for an end on the entry of slot e (slot-stub.h). */
+static void wake_end_waiters(struct slot_emulator *e)
+{
+    syscall(SYS_futex, entry_word(e, SLOT_C_STATE), FUTEX_WAKE_BITSET,
+            INT32_MAX, NULL, NULL, SLOT_WAKE_END);
+}
+
+/*
+ * Lets c run, then tells its run's thread where to wait for the end, once
+ * the vCPU is on its way (woken, the thread would take a CPU and the
+ * scheduler's lock from the switch): at the first bind through its bind
+ * eventfd; later only when it sleeps on another slot's entry.  On the
+ * slot it ran on last, it sleeps on this very entry already: the plugin
+ * wakes it for the end, not for a switch (wait_end).
+ */
+void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
+    e->switch_pending = e->ring_ns != 0;
     set_entry_state(e, SLOT_RUNNABLE);
     ring(e);
+    if (c->wait_slot < 0) {
+        if (eventfd_write(c->bound_fd, 1) < 0)
+            fprintf(stderr, "copsim: context %llu: eventfd: %s\n",
+                    (unsigned long long)c->info.id, strerror(errno));
+    } else if ((uint32_t)c->wait_slot != slot) {
+        wake_end_waiters(&m->slots[c->wait_slot]);
+    }
+}
+
+/*
+ * Switches are timed from the ring of a hand-back to the first block of
+ * the context bound next on the slot, which the plugin notes
+ * (SLOT_H_TAKEN); this takes the time once that context has run: at the
+ * slot's next hand-back or unbind, or at the stop.  A bind to a slot
+ * whose context ended is not a switch.
+ */
+static void time_switch(struct slot_emulator *e)
+{
+    uint64_t taken = __atomic_load_n((uint64_t *)(void *)
+                                     control_word(e, SLOT_H_TAKEN),
+                                     __ATOMIC_ACQUIRE);
+    uint64_t us;
+
+    if (!e->switch_pending || !e->switch_us || taken <= e->ring_ns)
+        return;
+    us = (taken - e->ring_ns) / 1000;
+    e->switch_us[us < SWITCH_US_MAX ? us : SWITCH_US_MAX]++;
+    e->switch_pending = 0;
+    e->ring_ns = 0;
+}
+
+/* The median, the 95th percentile and the count of the switches timed. */
+static void switch_stats(const struct slot_emulator *e, uint32_t *median,
+                         uint32_t *p95, uint32_t *count)
+{
+    uint64_t total = 0, seen = 0;
+
+    *median = *p95 = 0;
+    for (uint32_t us = 0; e->switch_us && us <= SWITCH_US_MAX; us++)
+        total += e->switch_us[us];
+    *count = (uint32_t)total;
+    for (uint32_t us = 0; total && us <= SWITCH_US_MAX; us++) {
+        uint64_t before = seen;
+
+        seen += e->switch_us[us];
+        if (before * 2 < total && seen * 2 >= total)
+            *median = us;
+        if (before * 20 < total * 19 && seen * 20 >= total * 19)
+            *p95 = us;
+    }
 }
 
 /* Forwards what the slot's console pipe holds now to the bound context. */
@@ -430,7 +508,10 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     long long deadline = (long long)schedlog_monotonic_ns() + (long long)timeout_ms * 1000000;
     uint32_t state;
 
-    /* The plugin wakes us once the stub is idle, every state written. */
+    /* The plugin wakes us once the stub has written the state. */
+    time_switch(e);
+    e->ring_ns = schedlog_monotonic_ns();
+    e->switch_pending = 0;
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
     ring_guest(e);
     while ((state = entry_state(e)) == SLOT_RUNNABLE) {
@@ -443,8 +524,10 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
                                            ? (uint64_t)left
                                            : HAND_BACK_LOOK_NS);
     }
-    if (state != SLOT_PREEMPTED)
+    if (state != SLOT_PREEMPTED) {
+        e->ring_ns = 0;             /* no switch */
         return 1;                   /* it ended first */
+    }
     trace_context_park(trace_unit_context(m->sim->unit,
                                           c->info.trace_context));
     memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
@@ -460,7 +543,11 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
 {
     struct slot_emulator *e = &m->slots[slot];
 
+    time_switch(e);
+    if (entry_state(e) != SLOT_PREEMPTED)
+        e->ring_ns = 0;             /* it ended: the next bind is no switch */
     __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 0, __ATOMIC_RELAXED);
+    __atomic_store_n(control_word(e, SLOT_H_KILL), 0, __ATOMIC_RELAXED);
     set_entry_state(e, SLOT_EMPTY);
     pthread_mutex_lock(&e->console_lock);
     e->target = NULL;
@@ -470,6 +557,8 @@ void slots_unbind(struct slot_model *m, uint32_t slot)
 void slots_kill(struct slot_model *m, struct sim_context *c)
 {
     if (c->slot >= 0) {
+        __atomic_store_n(control_word(&m->slots[c->slot], SLOT_H_KILL), 1,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(entry_word(&m->slots[c->slot], SLOT_C_PREEMPT), 1,
                          __ATOMIC_RELEASE);
         ring_guest(&m->slots[c->slot]);
@@ -521,18 +610,43 @@ static void look_for_end(struct copsim *sim, struct sim_context *c,
         end->cause = *entry_word(e, SLOT_C_CAUSE);
         end->tval = *entry_word(e, SLOT_C_TVAL);
         end->pc = *entry_word(e, SLOT_C_PC);
+        c->wait_slot = c->slot;
     } else {
         end->ended = c->kill != SIM_KILL_NONE;
+        if (c->wait_slot >= 0) {        /* queued again after a switch */
+            struct slot_emulator *e =
+                &sim->slot_model->slots[c->wait_slot];
+
+            *word = (uint32_t *)entry_word(e, SLOT_C_STATE);
+            *seen = entry_state(e);
+        }
     }
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Sleeps on an entry's state word while it reads seen, END_WAIT_NS at
+ * most, woken for an end (SLOT_WAKE_END), not for a switch. */
+static void wait_on_entry(uint32_t *word, uint32_t seen)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += END_WAIT_NS;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    syscall(SYS_futex, word, FUTEX_WAIT_BITSET, seen, &until, NULL,
+            SLOT_WAKE_END);
+}
+
 /*
- * Waits for the run's end, watching the client for a hang-up: while the
- * context is on a slot, asleep on its entry's state word (the plugin wakes
- * it when the stub has ended or handed back the context), looking at the
- * client every END_WAIT_NS; while it waits for a slot, asleep in poll on
- * the client and the context's bind eventfd.  Nothing polls.
+ * Waits for the run's end, watching the client for a hang-up: until its
+ * first bind, asleep in poll on the client and the context's bind
+ * eventfd; from then on asleep on the state word of the entry it was
+ * bound to last (c->wait_slot), looking at the client every END_WAIT_NS.
+ * The plugin wakes it when the stub ends the context there, or hands it
+ * back to end its run (a kill), not at a switch: time-sliced on one slot,
+ * the run's thread sleeps throughout; bound to another slot, slots_go()
+ * wakes it to sleep there.  Nothing polls.
  */
 static void wait_end(struct copsim *sim, struct sim_context *c,
                      int client_sock, struct slot_end *end, int *client_gone)
@@ -549,7 +663,7 @@ static void wait_end(struct copsim *sim, struct sim_context *c,
         if (end->ended)
             return;
         if (word) {
-            trace_doorbell_wait(word, seen, END_WAIT_NS);
+            wait_on_entry(word, seen);
             fds[1].fd = -1;
             if (poll(fds, 1, 0) <= 0)
                 continue;
@@ -604,6 +718,7 @@ int slots_run(struct copsim *sim, struct sim_context *c, int client_sock,
     enum sim_kill kill;
 
     memset(result, 0, sizeof(*result));
+    c->wait_slot = -1;
     trace_context_park(regs);           /* on no emulator until bound */
     __atomic_store_n(&regs->instructions, 0, __ATOMIC_RELEASE);
     if (prepare(sim->slot_model, c, argc, argv, err, errlen) < 0
@@ -769,6 +884,11 @@ static int start_emulator(struct copsim *sim, struct slot_emulator *e,
                       errlen) < 0)
         return -1;
     lay_out_stub(e);
+    e->switch_us = calloc(SWITCH_US_MAX + 1, sizeof(*e->switch_us));
+    if (!e->switch_us) {
+        snprintf(err, errlen, "slot %u: out of memory", e->index);
+        return -1;
+    }
     if (build_command(sim, e, &cmd, err, errlen) < 0)
         return -1;
     if (pipe2(console, O_CLOEXEC) < 0 || pipe2(errors, O_CLOEXEC) < 0
@@ -918,16 +1038,21 @@ static void stop_emulator(struct slot_emulator *e, int say)
 {
     if (e->pid > 0) {
         struct pollfd fd = { e->pidfd, POLLIN, 0 };
+        uint32_t median, p95, timed;
 
+        time_switch(e);
+        switch_stats(e, &median, &p95, &timed);
         if (say)
             fprintf(stderr, "copsim: slot emulator %u: switches=%u "
-                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u\n",
+                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u "
+                    "opened=%u timed=%u switch_us=%u switch_us_p95=%u\n",
                     e->index, *control_word(e, SLOT_H_SWITCHES),
                     *control_word(e, SLOT_H_FLUSHES),
                     *control_word(e, SLOT_H_KEPT),
                     *control_word(e, SLOT_H_RINGS),
                     *control_word(e, SLOT_H_INTERRUPTS),
-                    *control_word(e, SLOT_H_WINDOWS));
+                    *control_word(e, SLOT_H_WINDOWS),
+                    *control_word(e, SLOT_H_OPENED), timed, median, p95);
 
         __atomic_store_n(control_word(e, SLOT_H_CLOSED), 1, __ATOMIC_RELEASE);
         ring(e);
@@ -949,6 +1074,8 @@ static void stop_emulator(struct slot_emulator *e, int say)
         close(e->ring_fd);
     e->ring_fd = -1;
     unmap_memfd(&e->ram_fd, &e->ram, SLOT_RAM_SIZE);
+    free(e->switch_us);
+    e->switch_us = NULL;
     if (e->window_fd >= 0)
         close(e->window_fd);
     e->window_fd = -1;

@@ -54,6 +54,12 @@
  *                             and pc kept).  Either way the slot goes on
  *                             with the others.
  *
+ * Once it has written the state of an entry it ended or handed back, the
+ * stub passes SLOT_STUB_HANDED, where the plugin wakes the controller, and
+ * only then quiets the ring.  In place, a context runs with the timer's
+ * interrupt off: the controller preempts through the ring, and mtimecmp
+ * and mtime are MMIO, which takes QEMU's global lock (times are read
+ * through the time CSR).
  * When no context is runnable the stub passes SLOT_STUB_IDLE, where the
  * plugin of copsim's slot model waits for the controller's doorbell, and
  * then waits (wfi, looking again every slice) for its controller to fill
@@ -131,7 +137,7 @@
 /* Fixed entry points (slot-stub.h; slot-stub.ld checks the addresses):
  * each is a block of its own, so the trace-unit plugin can watch them. */
     .globl stub_entry, stub_vector, stub_ended, stub_parked, stub_idle
-    .globl stub_flush
+    .globl stub_flush, stub_handed
 stub_entry:                             /* SLOT_STUB_BASE: the hart starts */
     j       stub_boot
 stub_vector:                            /* SLOT_STUB_TRAP: mtvec */
@@ -145,6 +151,9 @@ stub_idle:                              /* SLOT_STUB_IDLE: nothing runnable */
 stub_flush:                             /* SLOT_STUB_FLUSH: the controller
                                            wrote a local store in place */
     j       placed
+stub_handed:                            /* SLOT_STUB_HANDED: an entry is the
+                                           controller's again */
+    j       handed_done
 
 stub_boot:
     la      t0, stub_vector
@@ -385,16 +394,16 @@ ended_done:
     li      t0, -1                      /* its local store is no one's */
     sw      t0, SLOT_H_RESIDENT(s0)
     sw      t1, SLOT_C_STATE(s1)        /* last: the entry is the controller's */
-    j       schedule
+    j       stub_handed
 
 /* ---- The slice is over ---------------------------------------------- */
 on_interrupt:
-    call    quiet_ring
     lw      t0, SLOT_H_INTERRUPTS(s0)
     addi    t0, t0, 1
     sw      t0, SLOT_H_INTERRUPTS(s0)
     lw      t0, SLOT_C_PREEMPT(s1)
     bnez    t0, on_preempt
+    call    quiet_ring
     addi    a0, s2, 1                   /* anyone else runnable? */
     lw      a1, SLOT_H_COUNT(s0)
     addi    a1, a1, -1
@@ -413,6 +422,15 @@ on_preempt:
 parked_done:
     li      t0, SLOT_PREEMPTED
     sw      t0, SLOT_C_STATE(s1)        /* last */
+    j       stub_handed
+
+/* An entry was handed back: the plugin wakes its controller, and only
+ * then is the ring quieted (mcause is still the trap's), while the
+ * controller copies the context out: the UART's and the PLIC's registers
+ * are MMIO, which waits for QEMU's global lock, held by the main loop
+ * that has just delivered the ring. */
+handed_done:
+    call    quiet_ring
     j       schedule
 
 /* ---- Pick the next runnable context after the current one ----------- */
@@ -430,6 +448,8 @@ idle_wait:
     call    find_runnable
     bgez    a0, found
     call    arm_timer                   /* none yet: wait a slice, look again */
+    li      t0, MIE_MTIE
+    csrs    mie, t0
     wfi
     j       schedule
 
@@ -468,7 +488,7 @@ bind:
 
 /* ---- Return into the context in s1 ---------------------------------- */
 resume:
-    call    arm_timer
+    call    arm_slice
 go_on:                                  /* the same slice goes on */
     csrw    mscratch, s1
     lw      t0, SLOT_C_PC(s1)
@@ -600,10 +620,23 @@ staging_of:
     add     a0, a0, t0
     ret
 
-/* a0 = mtime's low word (the 10 MHz timer; differences of a slice fit). */
+/* a0 = mtime's low word (the 10 MHz timer; differences of a slice fit),
+ * through the time CSR: a read of the CLINT would be MMIO, which takes
+ * QEMU's global lock. */
 read_mtime:
-    li      t0, CLINT_MTIME
-    lw      a0, 0(t0)
+    csrr    a0, time
+    ret
+
+/* The context's slice.  Not in place: the timer armed for one slice.  In
+ * place the controller preempts through the ring, so the context runs
+ * with the timer's interrupt off (idle_wait turns it on for its wfi):
+ * writing mtimecmp is MMIO under QEMU's global lock and wakes QEMU's main
+ * loop (a timer moved), which cost tens of microseconds per switch. */
+arm_slice:
+    lw      t0, SLOT_H_INPLACE(s0)
+    beqz    t0, arm_timer
+    li      t0, MIE_MTIE
+    csrc    mie, t0
     ret
 
 /* mtimecmp = mtime + the slice, written high word first. */

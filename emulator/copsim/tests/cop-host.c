@@ -32,6 +32,10 @@
  * --all-live creates, loads and fills every context before any runs, so
  * that all N are alive at once, and destroys them only once every run
  * has ended (it raises the open-files limit: a context is a connection).
+ * --time prints, after each context's line, its round trip (create, load,
+ * run and destroy through libcop, CLOCK_MONOTONIC) as
+ * "round-trip index=I us=N" (not with --all-live, which creates them all
+ * first).
  * The exit status is 0 when every context ran, exited 0 and (with
  * --data-words) left the right data; 1 otherwise.  Errors from libcop are
  * printed as "cop-host: context I: REASON".
@@ -45,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 extern const cop_program_handle_t copsim_probe;
@@ -58,6 +63,7 @@ struct options {
     uint64_t cycle_limit;
     int rendezvous;
     int all_live;
+    int timed;
     const char *source;
     int argc;
     char **argv;
@@ -230,9 +236,19 @@ static int destroy_one(cop_context_t *ctx, int index, int quiet)
     return 0;
 }
 
-/* Creates, loads, runs and destroys context number index. */
+static uint64_t monotonic_us(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
+/* Creates, loads, runs and destroys context number index (--time: and
+ * says how long that took). */
 static int run_one(const struct options *opts, int index)
 {
+    uint64_t start = monotonic_us();
     void *copy;
     cop_context_t *ctx = create_one(opts, index, &copy);
     int failed;
@@ -243,6 +259,13 @@ static int run_one(const struct options *opts, int index)
     if (destroy_one(ctx, index, failed < 0))
         failed = 1;
     free(copy);
+    if (opts->timed && !failed) {
+        pthread_mutex_lock(&output_lock);
+        printf("round-trip index=%d us=%" PRIu64 "\n", index,
+               monotonic_us() - start);
+        fflush(stdout);
+        pthread_mutex_unlock(&output_lock);
+    }
     return failed ? 1 : 0;
 }
 
@@ -289,7 +312,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: cop-host [--threads T] [--contexts N] [--data-words N]\n"
         "                [--console-file PATTERN] [--cycle-limit N]\n"
-        "                [--rendezvous] [--all-live]\n"
+        "                [--rendezvous] [--all-live] [--time]\n"
         "                embedded|library|anonymous|IMAGE [ARGS...]\n");
 }
 
@@ -303,6 +326,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
         {"cycle-limit", required_argument, NULL, 'l'},
         {"rendezvous", no_argument, NULL, 'r'},
         {"all-live", no_argument, NULL, 'a'},
+        {"time", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -311,7 +335,7 @@ static int parse_options(int argc, char **argv, struct options *opts)
     memset(opts, 0, sizeof(*opts));
     opts->threads = 1;
     opts->contexts = 1;
-    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:rah", long_options,
+    while ((c = getopt_long(argc, argv, "+t:n:d:c:l:raTh", long_options,
                             NULL)) != -1) {
         switch (c) {
         case 't':
@@ -334,6 +358,9 @@ static int parse_options(int argc, char **argv, struct options *opts)
             break;
         case 'a':
             opts->all_live = 1;
+            break;
+        case 'T':
+            opts->timed = 1;
             break;
         case 'h':
             usage(stdout);

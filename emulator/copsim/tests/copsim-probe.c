@@ -17,6 +17,9 @@
  *   rendezvous N      set data word 1, wait until the host sets data word
  *                     0, then spin N: the host starts every context's work
  *                     once all of them have run
+ *   wait MS           run until the time CSR (QEMU virt's 10 MHz timer)
+ *                     has advanced MS milliseconds, then exit 0: a run
+ *                     of a known length in time, whatever the host's speed
  *   trap              execute an illegal instruction
  *   exit S            exit with status S
  */
@@ -87,6 +90,26 @@ static int rendezvous(unsigned rounds)
     return spin(rounds);
 }
 
+#define TIMER_HZ 10000000u          /* QEMU virt's timebase */
+
+static uint32_t read_time(void)
+{
+    uint32_t now;
+
+    __asm__ volatile("rdtime %0" : "=r"(now));
+    return now;
+}
+
+static int wait_ms(unsigned ms)
+{
+    uint32_t start = read_time();
+
+    while (read_time() - start < ms * (TIMER_HZ / 1000u))
+        ;
+    cop_printf("waited %u ms\n", ms);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *command = argc > 1 ? argv[1] : "hello";
@@ -106,6 +129,8 @@ int main(int argc, char **argv)
         return transform_data(number);
     if (strcmp(command, "rendezvous") == 0)
         return rendezvous(number);
+    if (strcmp(command, "wait") == 0)
+        return wait_ms(number);
     if (strcmp(command, "trap") == 0)
         __asm__ volatile(".4byte 0x00000000");
     if (strcmp(command, "exit") == 0)

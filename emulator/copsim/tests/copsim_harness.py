@@ -75,8 +75,11 @@ class Copsim:
         children = []
         for task in os.listdir("/proc/%d/task" % self.process.pid):
             path = "/proc/%d/task/%s/children" % (self.process.pid, task)
-            with open(path) as f:
-                children += [int(pid) for pid in f.read().split()]
+            try:
+                with open(path) as f:
+                    children += [int(pid) for pid in f.read().split()]
+            except FileNotFoundError:   # a thread that ended meanwhile
+                continue
         return children
 
     def cpu_seconds(self):

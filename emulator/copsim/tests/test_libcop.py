@@ -2,6 +2,7 @@
 pkg-config file, and the private copsim it starts when none answers."""
 
 import os
+import re
 import signal
 import subprocess
 
@@ -130,3 +131,21 @@ def test_console_defaults_to_stdout(copsim, test_bin, source):
                             timeout=60)
     assert result.returncode == 0
     assert result.stdout.splitlines()[0] == "hello from copsim-probe"
+
+
+def test_cop_host_times_each_round_trip(copsim, test_bin):
+    # bench/copsim's round trip: cop-host --time says, after each
+    # context's line, how long its create, load, run and destroy took in
+    # the one host process, a context after the other.
+    sim = copsim()
+    result = subprocess.run([test_bin("cop-host"), "--time", "--contexts",
+                             "3", "--console-file", "/dev/null", "embedded",
+                             "hello"], env=sim.env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[1] for line in lines[1::2]] == \
+        ["index=0", "index=1", "index=2"]
+    for context, trip in zip(lines[0::2], lines[1::2]):
+        assert context.startswith("context=") and " status=0 " in context
+        assert re.fullmatch(r"round-trip index=\d+ us=[1-9]\d*", trip)
