@@ -628,6 +628,18 @@ static gboolean on_terminate(gpointer data)
 
 /* ---- main --------------------------------------------------------------- */
 
+/*
+ * The signals are watched before the session is made: one that comes
+ * while it is made, or before the loop runs, waits for the loop (GLib
+ * keeps it) instead of ending coprofd with a session that says live.
+ */
+static void watch_signals(struct coprofd *d)
+{
+    g_unix_signal_add(SIGHUP, on_dump, d);
+    g_unix_signal_add(SIGTERM, on_terminate, d);
+    g_unix_signal_add(SIGINT, on_terminate, d);
+}
+
 static int run(struct coprofd *d)
 {
     d->loop = g_main_loop_new(NULL, FALSE);
@@ -635,9 +647,6 @@ static int run(struct coprofd *d)
     d->input_source = g_unix_fd_add(d->fd, G_IO_IN, on_input, d);
     g_timeout_add_full(G_PRIORITY_HIGH, d->options.flush_ms, on_flush_timer,
                        d, NULL);
-    g_unix_signal_add(SIGHUP, on_dump, d);
-    g_unix_signal_add(SIGTERM, on_terminate, d);
-    g_unix_signal_add(SIGINT, on_terminate, d);
     g_main_loop_run(d->loop);
     g_main_loop_unref(d->loop);
     g_free(d->buffer);
@@ -655,6 +664,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (open_input(&d) != 0)
         return EXIT_FAILED;
+    watch_signals(&d);
     struct recorder_options ro = {
         .session_dir = d.options.session_dir,
         .event_log = d.options.event_log,
@@ -671,6 +681,7 @@ int main(int argc, char **argv)
         return status;
     }
     copy_open(&d);
+    cli_test_point("coprofd-before-loop");
     status = run(&d);
     recorder_close(d.recorder);
     if (d.copy_fd >= 0)

@@ -101,6 +101,35 @@ def test_live_until_the_end_then_ended_by_a_signal(coprofd, test_image,
     assert meta(session, "stream.samples") == 3 * POLL_SAMPLES
 
 
+def test_a_signal_before_the_loop_runs_ends_it_cleanly(coprofd, tmp_path):
+    """A SIGTERM that comes after the session is made but before coprofd's
+    main loop runs (held there by the coprofd-before-loop test point) is
+    kept until the loop runs: the session ends incomplete, by a signal,
+    and coprofd exits 0 instead of dying with a session that says live."""
+    session = str(tmp_path / "s")
+    process = subprocess.Popen(
+        [coprofd.program, "--input", "-", "--session-dir", session],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=dict(os.environ, COPROF_TEST_PAUSE="coprofd-before-loop"))
+    try:
+        _, how = os.waitpid(process.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(how)
+        assert meta(session, "end_state") == "live"
+        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGCONT)
+        status = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    err = process.stderr.read().decode()
+    process.stdin.close()
+    assert status == 0, err
+    assert meta(session, "end_state") == "incomplete"
+    assert meta(session, "end_reason") == ("coprofd was ended by a signal "
+                                           "before the stream's STOP")
+
+
 def test_a_live_stream_ended_by_its_stop_is_complete(coprofd, test_image,
                                                     tmp_path):
     session = str(tmp_path / "s")
