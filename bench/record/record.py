@@ -16,7 +16,11 @@ scheduler's events of the command's threads), with --host-sched=all
 SPU_CYCLES:997 (what `make demo` uses).  Wall time is the command's; CPU time is user + system
 of every process it started and reaped (the copsim, its emulators,
 coprofd, the host program), from getrusage(RUSAGE_CHILDREN).  It prints
-the median ratio record/base of each, the samples, the captures lost
+the median ratio record/base of each; the CPU by process class (the QEMU
+slots, copsim and its driver's poll thread, coprofd, coprof-host, the
+command, coprof), from a look at every thread of the run's process tree
+every 20 ms (TreeWatch), with what the looks missed as "unseen"; the
+samples, the captures lost
 (outside-ls captures of QEMU's reset code are not samples of the program,
 so they are not counted) and
 the time the trace unit stalled the coprocessors on a full FIFO, as a
