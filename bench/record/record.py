@@ -121,9 +121,11 @@ def read_stat(path):
 class TreeWatch:
     """CPU time by class of a process and its descendants, from a look at
     /proc every LOOK_SECONDS: each thread's last seen utime + stime
-    (/proc/PID/task/TID/stat), with what the process's threads that ended
-    had used (the process's own stat less its live threads).  What ran
-    after a process's last look is not seen; the caller counts it as
+    (/proc/PID/task/TID/stat), a thread that ended keeping its last look,
+    and the rest of the process's own total (its stat, which holds its
+    ended threads' whole time) under the process's class: the threads
+    never seen and what ended threads ran after their last look.  What
+    ran after a process's last look is not seen; the caller counts it as
     "unseen" against getrusage's exact total."""
 
     def __init__(self, pid, command):
@@ -151,15 +153,15 @@ class TreeWatch:
         try:
             exe = os.path.basename(os.readlink("/proc/%d/exe" % pid))
             _, total, start = read_stat("/proc/%d/stat" % pid)
-            live = 0
             for tid in os.listdir("/proc/%d/task" % pid):
                 name, ticks, _ = read_stat("/proc/%d/task/%s/stat"
                                            % (pid, tid))
-                live += ticks
                 self.threads[(pid, start, tid)] = (
                     process_class(exe, name, self.command), ticks)
+            seen = sum(ticks for (p, s, _), (_, ticks)
+                       in self.threads.items() if (p, s) == (pid, start))
             self.ended[(pid, start)] = (
-                process_class(exe, "", self.command), max(total - live, 0))
+                process_class(exe, "", self.command), max(total - seen, 0))
         except (OSError, ValueError, IndexError):
             pass                # it ended while we looked
 
@@ -272,7 +274,7 @@ def report_classes(classes):
         base = statistics.median(b[name] for b, _ in classes)
         rec = statistics.median(r[name] for _, r in classes)
         added = statistics.median(r[name] - b[name] for b, r in classes)
-        if max(base, rec) < 0.005:
+        if max(abs(base), abs(rec)) < 0.005:
             continue
         ratio = "%.2fx" % (rec / base) if base >= 0.005 else "new"
         parts.append("%s %.2f->%.2f s (%s, %+.2f)"
