@@ -212,6 +212,7 @@ static struct {
     pid_t vcpu_thread;
     uint32_t cached_value;          /* lfsr_count_for_value cache */
     uint32_t cached_count;
+    struct lfsr_memo value_memo;    /* the dithered intervals' values */
     uint64_t instructions;          /* retired on earlier slots */
     const struct insn_ref *last;    /* reference: the last instruction */
     struct timing_model model;      /* timing=FILE, or the built-in one */
@@ -410,7 +411,7 @@ static uint32_t dither_first_interval(const struct trace_lfsr_snapshot *snap,
     count = dithered_count(state);
     if (!count)
         return state;
-    state = lfsr_value_for_count(count);
+    state = lfsr_memo_value(&tu.value_memo, count);
     trace_slot_write_lfsr(tu.slot, snap->cycles, state);
     return state;
 }
@@ -424,7 +425,7 @@ static void reload(uint64_t at)
     uint32_t count = dithered_count(value);
 
     if (count)
-        value = lfsr_value_for_count(count);
+        value = lfsr_memo_value(&tu.value_memo, count);
     else if (value)
         count = steps_to_expiry(value);
     trace_slot_write_lfsr(tu.slot, at, value);

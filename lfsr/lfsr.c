@@ -318,6 +318,20 @@ uint32_t lfsr_value_for_count(uint32_t count)
                             count & (EXPIRY_STRIDE - 1));
 }
 
+uint32_t lfsr_memo_value(struct lfsr_memo *memo, uint32_t count)
+{
+    uint32_t slot = count & (LFSR_MEMO_SIZE - 1);
+
+    if (count < 1 || count > LFSR_PERIOD)
+        return LFSR_DISABLED;
+    if (memo->entry[slot].count != count) {
+        memo->entry[slot].value = lfsr_value_for_count(count);
+        memo->entry[slot].count = count;
+        memo->misses++;
+    }
+    return memo->entry[slot].value;
+}
+
 /* y^(2^12 - 1) = y^(1 + 2 + ... + 2^11), by the chain 1, 3, 15, 255, 4095. */
 static uint32_t power_4095(uint32_t y)
 {

@@ -49,6 +49,30 @@ uint32_t lfsr_value_for_count(uint32_t count);
 uint32_t lfsr_count_for_value(uint32_t value);
 
 /*
+ * A memo of lfsr_value_for_count for one caller that asks for the same
+ * counts again and again: the trace unit's reload with dither asks for N
+ * plus a jitter of under N/2 either way at every capture, so one value
+ * in a few hundred cycles, each a dozen table-driven matrix products.
+ * Direct-mapped by the count's low LFSR_MEMO_BITS bits, so any run of up
+ * to LFSR_MEMO_SIZE consecutive counts (every dithered interval of an N
+ * up to 2 * LFSR_MEMO_SIZE) is computed once; other counts only evict
+ * each other.  A zeroed memo is empty.  Not thread-safe: one memo per
+ * thread.  misses counts the values it had to compute.
+ */
+#define LFSR_MEMO_BITS 12
+#define LFSR_MEMO_SIZE (1u << LFSR_MEMO_BITS)
+struct lfsr_memo {
+    struct {
+        uint32_t count;     /* 0: empty */
+        uint32_t value;
+    } entry[LFSR_MEMO_SIZE];
+    uint64_t misses;
+};
+
+/* lfsr_value_for_count(count), from the memo when it holds it. */
+uint32_t lfsr_memo_value(struct lfsr_memo *memo, uint32_t count);
+
+/*
  * Parsing what a user types.  Each returns 0 on success and -1 on bad text.
  *   lfsr_parse_seconds: a number with a unit ns, us, ms or s ("50us", "1.5ms")
  *   lfsr_parse_hz:      a number with an optional unit Hz, kHz, MHz or GHz

@@ -112,6 +112,31 @@ static void test_out_of_range(void)
     g_assert_cmpuint(lfsr_count_for_value(UINT32_MAX), ==, 0);
 }
 
+/* The memo gives lfsr_value_for_count's values, computes each dithered
+ * interval of N = 2003 (the default rate) once, and a count that maps to
+ * an occupied entry evicts it without being confused with it. */
+static void test_memo(void)
+{
+    static struct lfsr_memo memo;
+    uint32_t low = 2003 - 511, high = 2003 + 511;
+
+    for (int pass = 0; pass < 3; pass++)
+        for (uint32_t n = low; n <= high; n++)
+            g_assert_cmphex(lfsr_memo_value(&memo, n), ==,
+                            lfsr_value_for_count(n));
+    g_assert_cmpuint(memo.misses, ==, high - low + 1);
+    g_assert_cmphex(lfsr_memo_value(&memo, 2003 + LFSR_MEMO_SIZE), ==,
+                    lfsr_value_for_count(2003 + LFSR_MEMO_SIZE));
+    g_assert_cmpuint(memo.misses, ==, high - low + 2);
+    g_assert_cmphex(lfsr_memo_value(&memo, 2003), ==,
+                    lfsr_value_for_count(2003));
+    g_assert_cmpuint(memo.misses, ==, high - low + 3);
+    g_assert_cmphex(lfsr_memo_value(&memo, LFSR_PERIOD), ==, LFSR_EXPIRY);
+    g_assert_cmphex(lfsr_memo_value(&memo, 0), ==, LFSR_DISABLED);
+    g_assert_cmphex(lfsr_memo_value(&memo, LFSR_PERIOD + 1), ==,
+                    LFSR_DISABLED);
+}
+
 static void test_parsing(void)
 {
     double d;
@@ -228,6 +253,7 @@ int main(int argc, char **argv)
     g_test_add_func("/lfsr/advance-rewind", test_advance_rewind);
     g_test_add_func("/lfsr/round-trips", test_round_trips);
     g_test_add_func("/lfsr/out-of-range", test_out_of_range);
+    g_test_add_func("/lfsr/memo", test_memo);
     g_test_add_func("/lfsr/parsing", test_parsing);
     g_test_add_func("/lfsr/rates", test_rates);
     g_test_add_func("/lfsr/poll-interval", test_poll_interval);

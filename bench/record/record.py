@@ -16,7 +16,11 @@ scheduler's events of the command's threads), with --host-sched=all
 SPU_CYCLES:997 (what `make demo` uses).  Wall time is the command's; CPU time is user + system
 of every process it started and reaped (the copsim, its emulators,
 coprofd, the host program), from getrusage(RUSAGE_CHILDREN).  It prints
-the median ratio record/base of each, the samples, the captures lost
+the median ratio record/base of each; the CPU by process class (the QEMU
+slots, copsim and its driver's poll thread, coprofd, coprof-host, the
+command, coprof), from a look at every thread of the run's process tree
+every 20 ms (TreeWatch), with what the looks missed as "unseen"; the
+samples, the captures lost
 (outside-ls captures of QEMU's reset code are not samples of the program,
 so they are not counted) and
 the time the trace unit stalled the coprocessors on a full FIFO, as a
@@ -34,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 # benchlib.py is installed beside this script (or is in bench/ above it)
@@ -43,11 +48,11 @@ import benchlib  # noqa: E402
 
 WALL_TARGET = 1.3
 DEFAULT_TARGET = 1.10       # wall and CPU, the default with its host side
-# (label, rate, coprof record's host options)
-RUNS = (("default", None, []),
-        ("--host-sched=all", None, ["--host-sched=all"]),
-        ("--no-host-sched", None, ["--no-host-sched"]),
-        ("SPU_CYCLES:997", "SPU_CYCLES:997", []))
+# (--only's name, label, rate, coprof record's host options)
+RUNS = (("default", "default", None, []),
+        ("all", "--host-sched=all", None, ["--host-sched=all"]),
+        ("none", "--no-host-sched", None, ["--no-host-sched"]),
+        ("997", "SPU_CYCLES:997", "SPU_CYCLES:997", []))
 STALL_TARGET = 2.0          # percent of a slot's run time
 
 
@@ -64,7 +69,19 @@ def parse_args():
                         help="host-pipeline --frames (default 200)")
     parser.add_argument("--rounds", type=int, default=20,
                         help="host-pipeline --rounds (default 20)")
-    return parser.parse_args()
+    parser.add_argument("--only", default="default,all,none,997",
+                        help="the settings to run, comma-separated: "
+                             "default, all (--host-sched=all), none "
+                             "(--no-host-sched), 997 (SPU_CYCLES:997); "
+                             "default all four")
+    args = parser.parse_args()
+    args.only = args.only.split(",")
+    names = [run[0] for run in RUNS]
+    for name in args.only:
+        if name not in names:
+            parser.error("--only: unknown setting %r (the settings: %s)"
+                         % (name, ", ".join(names)))
+    return args
 
 
 def children_cpu():
@@ -72,18 +89,117 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def timed(command, env):
-    """Wall and CPU seconds of command (which must succeed)."""
+TICK = os.sysconf("SC_CLK_TCK")
+LOOK_SECONDS = 0.02         # between looks at the process tree
+CLASSES = ("qemu", "copsim", "copsim poll", "coprofd", "coprof-host",
+           "command", "coprof", "unseen")
+
+
+def process_class(exe, thread, command):
+    """The class of a thread of the process running exe: the QEMU slots,
+    copsim (its driver's poll thread apart), coprofd, coprof-host, the
+    command, or coprof itself."""
+    if exe.startswith("qemu-system"):
+        return "qemu"
+    if exe == "copsim":
+        return "copsim poll" if thread == "copdrv-poll" else "copsim"
+    if exe in ("coprofd", "coprof-host"):
+        return exe
+    return "command" if exe == command else "coprof"
+
+
+def read_stat(path):
+    """comm, CPU ticks (user + system) and start time of /proc/.../stat."""
+    with open(path) as f:
+        text = f.read()
+    end = text.rindex(")")
+    fields = text[end + 2:].split()
+    return text[text.index("(") + 1:end], int(fields[11]) + \
+        int(fields[12]), fields[19]
+
+
+class TreeWatch:
+    """CPU time by class of a process and its descendants, from a look at
+    /proc every LOOK_SECONDS: each thread's last seen utime + stime
+    (/proc/PID/task/TID/stat), a thread that ended keeping its last look,
+    and the rest of the process's own total (its stat, which holds its
+    ended threads' whole time) under the process's class: the threads
+    never seen and what ended threads ran after their last look.  What
+    ran after a process's last look is not seen; the caller counts it as
+    "unseen" against getrusage's exact total."""
+
+    def __init__(self, pid, command):
+        self.root, self.command = pid, command
+        self.threads = {}       # (pid, start, tid) -> (class, ticks)
+        self.ended = {}         # (pid, start) -> (class, ticks)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def tree(self):
+        pids, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            pids.append(pid)
+            try:
+                for tid in os.listdir("/proc/%d/task" % pid):
+                    with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                        todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+        return pids
+
+    def look(self, pid):
+        try:
+            exe = os.path.basename(os.readlink("/proc/%d/exe" % pid))
+            _, total, start = read_stat("/proc/%d/stat" % pid)
+            for tid in os.listdir("/proc/%d/task" % pid):
+                name, ticks, _ = read_stat("/proc/%d/task/%s/stat"
+                                           % (pid, tid))
+                self.threads[(pid, start, tid)] = (
+                    process_class(exe, name, self.command), ticks)
+            seen = sum(ticks for (p, s, _), (_, ticks)
+                       in self.threads.items() if (p, s) == (pid, start))
+            self.ended[(pid, start)] = (
+                process_class(exe, "", self.command), max(total - seen, 0))
+        except (OSError, ValueError, IndexError):
+            pass                # it ended while we looked
+
+    def run(self):
+        while not self.done.is_set():
+            for pid in self.tree():
+                self.look(pid)
+            self.done.wait(LOOK_SECONDS)
+
+    def stop(self):
+        """Seconds of CPU by class."""
+        self.done.set()
+        self.thread.join()
+        seconds = dict.fromkeys(CLASSES, 0.0)
+        for name, ticks in list(self.threads.values()) + \
+                list(self.ended.values()):
+            seconds[name] += ticks / TICK
+        return seconds
+
+
+def timed(command, env, program):
+    """Wall and CPU seconds of command (which must succeed), and its CPU
+    seconds by class (program: the command's executable's name)."""
     cpu = children_cpu()
     start = time.monotonic()
-    result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    watch = TreeWatch(child.pid, program)
+    _, err = child.communicate()
     wall = time.monotonic() - start
-    if result.returncode != 0:
+    classes = watch.stop()
+    if child.returncode != 0:
         sys.exit("bench/record: %s failed (status %d): %s"
-                 % (" ".join(command), result.returncode,
-                    result.stderr.strip()[-400:]))
-    return wall, children_cpu() - cpu
+                 % (" ".join(command), child.returncode,
+                    err.strip()[-400:]))
+    total = children_cpu() - cpu
+    classes["unseen"] = total - sum(classes.values())
+    return wall, total, classes
 
 
 def session_numbers(path):
@@ -127,28 +243,48 @@ def measure(args, rate, host_options, host, work):
     record = [coprof, "record", "--quiet", "-o", session] + \
         (["--event=" + rate] if rate else []) + host_options + ["--"] + \
         command
-    walls, cpus, numbers, extra = [], [], [], []
+    walls, cpus, numbers, extra, classes = [], [], [], [], []
     for i in range(args.pairs):
         runs = {}
         order = ("base", "record") if i % 2 == 0 else ("record", "base")
         for which in order:
             runs[which] = timed(command if which == "base" else record,
-                                base_env if which == "base" else env)
+                                base_env if which == "base" else env,
+                                os.path.basename(host))
         walls.append(runs["record"][0] / runs["base"][0])
         cpus.append(runs["record"][1] / runs["base"][1])
         extra.append((runs["record"][0] - runs["base"][0],
                       runs["record"][1] - runs["base"][1]))
+        classes.append((runs["base"][2], runs["record"][2]))
         numbers.append(session_numbers(session))
         shutil.rmtree(session, ignore_errors=True)
         shutil.rmtree(session + ".old", ignore_errors=True)
-    return walls, cpus, numbers, extra
+    return walls, cpus, numbers, extra, classes
 
 
 def share(ns, run_ns, slots=1):
     return 100.0 * ns / (run_ns * slots) if run_ns > 0 and slots else 0.0
 
 
-def report(label, walls, cpus, numbers, extra):
+def report_classes(classes):
+    """Each class's CPU seconds alone and recording (medians of the runs),
+    their ratio and what the pairs added (median)."""
+    parts = []
+    for name in CLASSES:
+        base = statistics.median(b[name] for b, _ in classes)
+        rec = statistics.median(r[name] for _, r in classes)
+        added = statistics.median(r[name] - b[name] for b, r in classes)
+        if max(abs(base), abs(rec)) < 0.005:
+            continue
+        ratio = "%.2fx" % (rec / base) if base >= 0.005 else "new"
+        parts.append("%s %.2f->%.2f s (%s, %+.2f)"
+                     % (name, base, rec, ratio, added))
+    for at in range(0, len(parts), 3):
+        print("%-26s %s%s" % ("", "CPU by process: " if at == 0 else
+                               " " * 16, "; ".join(parts[at:at + 3])))
+
+
+def report(label, walls, cpus, numbers, extra, classes):
     name = label if label != "default" else \
         "default (SPU_CYCLES:%d)" % numbers[0]["count"]
     stall = [share(n["stall_ns"], n["run_ns"], n["slots"]) for n in numbers]
@@ -159,6 +295,7 @@ def report(label, walls, cpus, numbers, extra):
     print("%-26s what recording added (median of pairs): %+.3f s wall, "
           "%+.3f s CPU" % ("", statistics.median(e[0] for e in extra),
                           statistics.median(e[1] for e in extra)))
+    report_classes(classes)
     print("%-26s samples %d..%d, lost %d..%d, stalled %.3f%% of the slots'"
           " run time (median; worst slot: median %.3f%%, max %.3f%%)%s"
           % ("", min(n["samples"] for n in numbers),
@@ -186,18 +323,24 @@ def main():
     work = tempfile.mkdtemp(prefix="bench-record-", dir="/tmp")
     try:
         results = {}
-        for label, rate, options in RUNS:
-            walls, cpus, numbers, extra = measure(args, rate, options,
-                                                  host, work)
-            results[label] = report(label, walls, cpus, numbers, extra)
+        for name, label, rate, options in RUNS:
+            if name not in args.only:
+                continue
+            walls, cpus, numbers, extra, classes = measure(
+                args, rate, options, host, work)
+            results[label] = report(label, walls, cpus, numbers, extra,
+                                    classes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("load average at the end: %.2f" % os.getloadavg()[0])
-    wall, _, _, cpu = results["default"]
-    print("target at the default, host side on: at most %.2fx wall and "
-          "CPU: %s (%.3fx wall, %.3fx CPU)"
-          % (DEFAULT_TARGET, "met" if max(wall, cpu) <= DEFAULT_TARGET
-             else "NOT met", wall, cpu))
+    if "default" in results:
+        wall, _, _, cpu = results["default"]
+        print("target at the default, host side on: at most %.2fx wall and "
+              "CPU: %s (%.3fx wall, %.3fx CPU)"
+              % (DEFAULT_TARGET, "met" if max(wall, cpu) <= DEFAULT_TARGET
+                 else "NOT met", wall, cpu))
+    if "SPU_CYCLES:997" not in results:
+        return 0
     wall, lost, worst, _ = results["SPU_CYCLES:997"]
     print("target at SPU_CYCLES:997: nothing lost and at most %.1fx wall: "
           "%s (lost %d, %.3fx)"
