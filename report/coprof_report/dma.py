@@ -116,15 +116,21 @@ def to_json(waits):
              "samples": w.samples} for w in waits]
 
 
+def shown(waits):
+    """Whether a report shows the section: the session has reasons and
+    DMA-wait samples where the filters look (the JSON's dma_waits is
+    there either way)."""
+    return bool(waits) and any(w.samples for w in waits)
+
+
 def text_lines(waits):
     """The text report's section: per waiting instruction and tag, the
-    transfer's issuing instruction and the samples."""
-    if waits is None:
+    transfer's issuing instruction and the samples; nothing without
+    DMA-wait samples."""
+    if not shown(waits):
         return []
     lines = ["", "DMA waits by transfer: %d samples waiting on DMA tags"
              % sum(w.samples for w in waits)]
-    if not waits:
-        return lines
     lines.append("%9s  %-40s %4s  %s" % ("samples", "waiting at", "tag",
                                          "issued by (get/put)"))
     for w in waits:
