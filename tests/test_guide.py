@@ -10,6 +10,7 @@ other blocks run there.  HOME is a temporary directory, so the install
 prefix, the user's directory and the session are all out of the tree.
 """
 
+import json
 import os
 import re
 import sqlite3
@@ -82,18 +83,41 @@ def ran(tmp_path_factory):
     return files, result, home
 
 
+def report_json(home):
+    """The installed copreport's JSON report of the guide's session."""
+    p = subprocess.run([str(home / "coprof/bin/copreport"), "-d",
+                        str(home / "myprog/coprof_data"), "--format",
+                        "json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
 def test_guide_builds_records_and_reports(ran):
     files, result, home = ran
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert re.search(r"^coprof: samples=\d+ lost=0 .* contexts=4 images=2 ",
                      result.stderr, re.M), result.stderr
-    rows = re.findall(r"^\s+\d+\s+[\d.]+%\s+\S+\s+(\S+) \(host@0x[0-9a-f]+\)"
-                      r"\s+(\S+)\s+(\S+)$", result.stdout, re.M)
-    assert ("sums", "-", "squares") in rows, result.stdout
-    assert ("sums", "-", "primes") in rows, result.stdout
-    assert ("sums_ovl", ".overlay.squares", "squares") in rows, result.stdout
-    assert ("sums_ovl", ".overlay.primes", "primes") in rows, result.stdout
     assert "session complete" in result.stdout
+    # the numbers, from the JSON report: a row per function and image,
+    # the overlays' functions named with their overlays
+    rep = report_json(home)
+    places = {(r["image"], r["overlay"] or "-", r["symbol"]): r["samples"]
+              for r in rep["rows"] if r["kind"] == "exact"}
+    for place in (("sums", "-", "squares"), ("sums", "-", "primes"),
+                  ("sums_ovl", ".overlay.squares", "squares"),
+                  ("sums_ovl", ".overlay.primes", "primes")):
+        assert places.get(place, 0) > 0, (place, sorted(places))
+    # the text's layout (the README's copreport): the stall columns
+    # after the interval, the symbol the last column, as opreport and
+    # perf report have it
+    assert re.search(r"^\s+samples\s+%\s+95% interval\s+wait%\s+top wait"
+                     r"\s+image\s+overlay\s+symbol$", result.stdout,
+                     re.M), result.stdout
+    rows = re.findall(r"^\s+(\d+)\s+[\d.]+%\s+\S+\s+(?:[\d.]+%|-)\s+\S+"
+                      r"\s+(\S+) \(host@0x[0-9a-f]+\)\s+(\S+)\s+(\S+)$",
+                      result.stdout, re.M)
+    assert {(image, ovl, symbol): int(n) for n, image, ovl, symbol in rows
+            if (image, ovl, symbol) in places} == places, result.stdout
 
 
 def test_guide_used_the_installed_sdk_only(ran):

@@ -16,7 +16,10 @@ copreport as a user runs it:
   waits of single_buffered are at its two wait instructions, on tag 0
   (the input's get) and tag 2 (the output's put), each naming the
   cop_dma_get/cop_dma_put that issued it: the issue marker words found in
-  single_buffered's code, in that order;
+  single_buffered's code, in that order; cop.h's functions are inlined, so
+  each instruction is named by the line of stream.c that called them
+  (`stream.c:77 (cop_dma_get, cop.h:83)`, the lines found in stream.c),
+  in the text, the JSON and `copreport annotate`;
 - pingpong: main's row is mostly mailbox_wait within 3.5 sigma of the
   exact share, and `copreport annotate main` puts every mailbox-wait
   sample on a mailbox read marker, most on the read of the answer.
@@ -37,6 +40,7 @@ import exact_counts
 import profile_truth
 import stall_shares
 
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVERY = 157
 SEED = "20260129"
 SIGMAS = 3.5
@@ -189,14 +193,66 @@ def test_stream_dma_waits_name_the_transfer(recorded, build_dir):
         assert w["samples"] > 20
     assert sum(w["samples"] for w in waits) == \
         row_of(rec.profile, "single_buffered")["stall"]["dma_wait"]
+    # the calls of cop.h's inlined functions, by their lines in stream.c
+    get_line, wait_get_line, put_line, wait_put_line = calls_in(
+        "single_buffered", ("cop_dma_get(", "cop_dma_wait_all(1u << 0)",
+                            "cop_dma_put(", "cop_dma_wait_all(1u << 2)"))
+    calls = {0: (("cop_dma_wait_all", wait_get_line),
+                 ("cop_dma_get", get_line)),
+             2: (("cop_dma_wait_all", wait_put_line),
+                 ("cop_dma_put", put_line))}
+    for tag, (waiting, issuing) in calls.items():
+        w = by_tag[tag]
+        assert w["source_file"].endswith("cop.h")
+        assert w["issuer_source_file"].endswith("cop.h")
+        for got, (function, line) in ((w["inlined"], waiting),
+                                      (w["issuer_inlined"], issuing)):
+            assert got["function"] == function, w
+            assert got["call_file"].endswith("examples/stream/stream.c")
+            assert got["call_line"] == line, w
     text = report(build_dir, rec.session)
     section = text[text.index("DMA waits by transfer: "):]
     for w in waits:
+        waiting, issuing = calls[w["tag"]]
         line = re.compile(
-            r"^\s+%d\s+%s \(cop\.h:\d+\)\s+%d\s+%s \(cop\.h:\d+\)$"
-            % (w["samples"], re.escape(w["where"]), w["tag"],
-               re.escape(w["issuer"])), re.M)
+            r"^\s+%d\s+%s \(stream\.c:%d \(%s, cop\.h:%d\)\)\s+%d\s+"
+            r"%s \(stream\.c:%d \(%s, cop\.h:%d\)\)$"
+            % (w["samples"], re.escape(w["where"]), waiting[1], waiting[0],
+               w["source_line"], w["tag"], re.escape(w["issuer"]),
+               issuing[1], issuing[0], w["issuer_source_line"]), re.M)
         assert line.search(section), (w, section)
+    # annotate names the wait instructions by the same calls
+    annotated = json.loads(report(build_dir, rec.session, "annotate",
+                                  "single_buffered", "--format", "json"))
+    (fn,) = annotated["functions"]
+    at = {i["file_offset"]: i for i in fn["instructions"]}
+    for tag, (waiting, issuing) in calls.items():
+        w = by_tag[tag]
+        for off, (function, line) in ((w["file_offset"], waiting),
+                                      (w["issuer_offset"], issuing)):
+            assert at[off]["inlined"]["function"] == function
+            assert at[off]["inlined"]["call_line"] == line
+    text = report(build_dir, rec.session, "annotate", "single_buffered")
+    assert re.search(r"^\s+%d .*# stream\.c:%d \(cop_dma_wait_all, "
+                     r"cop\.h:\d+\)\s+\| dma_wait " % (
+                         at[by_tag[0]["file_offset"]]["samples"],
+                         wait_get_line), text, re.M), text
+
+
+def calls_in(function, calls):
+    """The lines of examples/stream/stream.c holding each of calls, in
+    order, in function's body."""
+    path = os.path.join(SOURCE, "examples", "stream", "stream.c")
+    with open(path) as f:
+        lines = f.read().splitlines()
+    at = next(i for i, text in enumerate(lines)
+              if re.search(r"\b%s\(" % function, text) and
+              not text.rstrip().endswith(";"))
+    out = []
+    for call in calls:
+        at = next(i for i in range(at + 1, len(lines)) if call in lines[i])
+        out.append(at + 1)
+    return out
 
 
 def test_pingpong_waits_at_the_read(recorded, build_dir):

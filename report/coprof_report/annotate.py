@@ -45,7 +45,15 @@ FORMATS = ("text", "csv", "json")
 
 Instruction = collections.namedtuple(
     "Instruction", "address offset raw text samples source_file source_line "
-    "stall", defaults=(None,))
+    "stall inlined", defaults=(None, None))
+
+# An instruction of inlined code: the inlined function and the line of the
+# sampled function's own code that called it (_Lines.inlined_at()).
+Inlined = collections.namedtuple("Inlined", "function call_file call_line")
+
+# Where DWARF places an instruction: its line-table (file, line), and
+# the Inlined call when it is inlined code (else None).
+Place = collections.namedtuple("Place", "file line inlined")
 
 
 class AnnotateError(Exception):
@@ -174,7 +182,8 @@ class _Lines:
 
     def __init__(self, path):
         self.reason = None
-        self.units = []             # [(subprograms {(name, low)}, seqs)]
+        self.units = []             # [(subprograms {(name, low)}, seqs,
+        #                             inlined calls {(name, low): [...]})]
         try:
             with open(path, "rb") as f:
                 elf = ELFFile(f)
@@ -192,39 +201,26 @@ class _Lines:
         for cu in dwarf.iter_CUs():
             top = cu.get_top_DIE()
             comp_dir = _attr_text(top, "DW_AT_comp_dir") or ""
-            subs = set()
+            lp = dwarf.line_program_for_CU(cu)
+            if lp is None:
+                continue
+            file_name = _file_names(lp, comp_dir)
+            subs, inlines = set(), {}
             for die in cu.iter_DIEs():
                 if die.tag == "DW_TAG_subprogram" and \
                         "DW_AT_low_pc" in die.attributes:
                     name = _attr_text(die, "DW_AT_name")
                     if name:
-                        subs.add((name, die.attributes["DW_AT_low_pc"].value))
-            lp = dwarf.line_program_for_CU(cu)
-            if lp is None:
-                continue
-            self.units.append((subs, self._sequences(lp, comp_dir)))
+                        key = (name, die.attributes["DW_AT_low_pc"].value)
+                        subs.add(key)
+                        inlines[key] = list(_inlined_calls(
+                            dwarf, cu, die, file_name))
+            self.units.append((subs, self._sequences(lp, file_name),
+                               inlines))
 
     @staticmethod
-    def _sequences(lp, comp_dir):
+    def _sequences(lp, file_name):
         """[[(address, file, line)]]: each sequence's rows."""
-        v5 = lp.header["version"] >= 5
-        files = lp.header["file_entry"]
-        dirs = lp.header["include_directory"]
-
-        def file_name(i):
-            k = i if v5 else i - 1
-            if not 0 <= k < len(files):
-                return "?"
-            e = files[k]
-            name = printable(e.name)
-            d = e.dir_index if v5 else e.dir_index - 1
-            if not os.path.isabs(name) and 0 <= d < len(dirs) and \
-                    (v5 or e.dir_index > 0):
-                name = os.path.join(printable(dirs[d]), name)
-            if not os.path.isabs(name):
-                name = os.path.join(comp_dir, name)
-            return os.path.normpath(name)
-
         seqs, cur = [], []
         for entry in lp.get_entries():
             st = entry.state
@@ -242,7 +238,7 @@ class _Lines:
         why there is none)."""
         if self.reason:
             return None, self.reason
-        for subs, seqs in self.units:
+        for subs, seqs, _ in self.units:
             if (name, start) not in subs:
                 continue
             for seq in seqs:
@@ -251,6 +247,107 @@ class _Lines:
         return None, ("no compilation unit of the image describes %s "
                       "(a library or assembly function built without -g)"
                       % name)
+
+
+    def inlined_at(self, name, start, address):
+        """The Inlined call of the function named name (starting at
+        start) whose code holds address: the outermost, so its call line
+        is in the function's own code (stream.c:77 for cop.h's
+        cop_dma_get inlined there, however deep cop.h inlines its own
+        helpers); None for the function's own instructions."""
+        for subs, _, inlines in self.units:
+            if (name, start) not in subs:
+                continue
+            for ranges, inlined in inlines[(name, start)]:
+                if any(low <= address < high for low, high in ranges):
+                    return inlined
+        return None
+
+
+def _file_names(lp, comp_dir):
+    """file_name(index): the path of a file of a line program's table
+    (DWARF 5 counts from 0, earlier versions from 1)."""
+    v5 = lp.header["version"] >= 5
+    files = lp.header["file_entry"]
+    dirs = lp.header["include_directory"]
+
+    def file_name(i):
+        k = i if v5 else i - 1
+        if not 0 <= k < len(files):
+            return "?"
+        e = files[k]
+        name = printable(e.name)
+        d = e.dir_index if v5 else e.dir_index - 1
+        if not os.path.isabs(name) and 0 <= d < len(dirs) and \
+                (v5 or e.dir_index > 0):
+            name = os.path.join(printable(dirs[d]), name)
+        if not os.path.isabs(name):
+            name = os.path.join(comp_dir, name)
+        return os.path.normpath(name)
+    return file_name
+
+
+def _inlined_calls(dwarf, cu, subprogram, file_name):
+    """([(low, high)], Inlined) of each outermost DW_TAG_inlined_subroutine
+    of a subprogram (lexical blocks looked through, inlined calls within
+    an inlined call not: their call lines are in the inlined code)."""
+    todo = list(subprogram.iter_children())
+    while todo:
+        die = todo.pop()
+        if die.tag != "DW_TAG_inlined_subroutine":
+            todo.extend(die.iter_children())
+            continue
+        attrs = die.attributes
+        if "DW_AT_call_file" not in attrs or "DW_AT_call_line" not in attrs:
+            continue
+        ranges = _die_ranges(dwarf, cu, die)
+        if ranges:
+            yield ranges, Inlined(_inlined_name(die),
+                                  file_name(attrs["DW_AT_call_file"].value),
+                                  attrs["DW_AT_call_line"].value)
+
+
+def _inlined_name(die):
+    """The name of an inlined call's function (its abstract origin's)."""
+    seen = 0
+    while "DW_AT_name" not in die.attributes and seen < 8:
+        origin = "DW_AT_abstract_origin" if "DW_AT_abstract_origin" in \
+            die.attributes else "DW_AT_specification"
+        if origin not in die.attributes:
+            return "?"
+        die = die.get_DIE_from_attribute(origin)
+        seen += 1
+    return _attr_text(die, "DW_AT_name") or "?"
+
+
+def _die_ranges(dwarf, cu, die):
+    """[(low, high)] of the addresses of a DIE: DW_AT_low_pc/high_pc
+    (high an address, or a length in a constant form), or DW_AT_ranges
+    (.debug_ranges or DWARF 5's .debug_rnglists, offset pairs from the
+    unit's base address)."""
+    attrs = die.attributes
+    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+        low, high = attrs["DW_AT_low_pc"], attrs["DW_AT_high_pc"]
+        end = high.value if high.form == "DW_FORM_addr" \
+            else low.value + high.value
+        return [(low.value, end)]
+    if "DW_AT_ranges" not in attrs:
+        return []
+    lists = dwarf.range_lists()
+    if lists is None:
+        return []
+    base = cu.get_top_DIE().attributes.get("DW_AT_low_pc")
+    base = base.value if base is not None else 0
+    out = []
+    for entry in lists.get_range_list_at_offset(
+            attrs["DW_AT_ranges"].value, cu=cu):
+        if hasattr(entry, "base_address"):
+            base = entry.base_address
+        elif entry.is_absolute:
+            out.append((entry.begin_offset, entry.end_offset))
+        else:
+            out.append((base + entry.begin_offset, base + entry.end_offset))
+    return out
 
 
 class _SequenceLookup:
@@ -314,9 +411,11 @@ def _fill(a, path, lines):
     for addr, raw, text in insns:
         off = f.offset + (addr - f.vaddr)
         src = lookup(addr) if lookup else (None, None)
+        inlined = lines.inlined_at(f.name, f.vaddr, addr) \
+            if src[0] is not None else None
         a.instructions.append(Instruction(addr, off, raw, text,
                                           a.counts.get(off, 0), *src,
-                                          a.stall_at(off)))
+                                          a.stall_at(off), inlined))
     files = collections.Counter(i.source_file for i in a.instructions
                                 if i.source_file)
     a.source = files.most_common(1)[0][0] if files else None
@@ -373,9 +472,9 @@ def annotate(session, names=(), image_filter=(), top=None):
     return wanted
 
 
-def source_lines_at(image, offsets):
-    """{file offset: (file, line)} of the offsets of an image that its
-    DWARF places (dma.py names instructions with it)."""
+def places_at(image, offsets):
+    """{file offset: Place} of the offsets of an image that its DWARF
+    places (dma.py names instructions with it)."""
     out = {}
     sym = image.symbolizer
     if sym is None:
@@ -390,9 +489,11 @@ def source_lines_at(image, offsets):
             if f is None:
                 continue
             lookup, _ = lines.for_function(f.name, f.vaddr)
-            where = lookup(f.vaddr + (off - f.offset)) if lookup else None
+            address = f.vaddr + (off - f.offset)
+            where = lookup(address) if lookup else None
             if where and where[0] is not None:
-                out[off] = where
+                out[off] = Place(where[0], where[1], lines.inlined_at(
+                    f.name, f.vaddr, address))
     finally:
         handle.close()
     return out
@@ -440,6 +541,25 @@ def _source_text(path, line):
     return ""
 
 
+def place_text(file, line, inlined=None):
+    """"stream.c:40" of a source line; of inlined code the call in the
+    function's own code first, "stream.c:77 (cop_dma_get, cop.h:90)"."""
+    here = "%s:%d" % (os.path.basename(file), line)
+    if inlined is None:
+        return here
+    return "%s:%d (%s, %s)" % (os.path.basename(inlined.call_file),
+                               inlined.call_line, inlined.function, here)
+
+
+def inlined_json(inlined):
+    """The JSON of an Inlined call: {function, call_file, call_line}, or
+    None."""
+    if inlined is None:
+        return None
+    return {"function": inlined.function, "call_file": inlined.call_file,
+            "call_line": inlined.call_line}
+
+
 # --- output -------------------------------------------------------------
 
 def _pct(k, n):
@@ -479,15 +599,15 @@ def write_text(functions, out, total, order="samples", session_dir=""):
             a.instructions, key=lambda i: (-i.samples, i.offset))
         last = None
         for i in insns:
-            where = (i.source_file, i.source_line)
+            where = (i.source_file, i.source_line, i.inlined)
             if order == "address" and i.source_file and where != last:
-                out.write("%8s %7s  %s:%d: %s\n" % (
-                    "", "", os.path.basename(i.source_file), i.source_line,
+                out.write("%8s %7s  %s: %s\n" % (
+                    "", "", place_text(*where),
                     _source_text(i.source_file, i.source_line)))
             last = where
             tail = "" if order == "address" or not i.source_file else \
-                "    # %s:%d" % (os.path.basename(i.source_file),
-                                 i.source_line)
+                "    # " + place_text(i.source_file, i.source_line,
+                                      i.inlined)
             if i.stall is not None and i.stall.total:
                 tail += "    | " + i.stall.tag()
             out.write("%8d %6.2f%%  %08x  %08x  %s%s\n" % (
@@ -500,6 +620,7 @@ def _insn_json(i, a):
             "instruction": i.text, "samples": i.samples,
             "percent": round(_pct(i.samples, a.samples), 4),
             "source_file": i.source_file, "source_line": i.source_line,
+            "inlined": inlined_json(i.inlined),
             "stall": i.stall.to_json() if i.stall is not None else None}
 
 
@@ -527,7 +648,8 @@ def write_json(functions, out, total, order="samples", session_dir=""):
 
 CSV_FIELDS = ["image", "overlay", "symbol", "address", "file_offset",
               "samples", "percent", "instruction", "source_file",
-              "source_line", "stall"]
+              "source_line", "stall", "inlined_function", "call_file",
+              "call_line"]
 
 
 def write_csv(functions, out, total, order="samples", session_dir=""):
@@ -541,7 +663,8 @@ def write_csv(functions, out, total, order="samples", session_dir=""):
                         "0x%x" % i.address, i.offset, i.samples,
                         "%.4f" % _pct(i.samples, a.samples), i.text,
                         i.source_file or "", i.source_line or "",
-                        _stall_cell(i.stall)])
+                        _stall_cell(i.stall)] +
+                       (list(i.inlined) if i.inlined else ["", "", ""]))
 
 
 def _stall_cell(b):

@@ -8,11 +8,13 @@ it lies in the same image (docs/session-format.md "Stall reasons").  Here
 both instructions are named as "symbol+0xoff" by the symbolizer (an
 issuer outside the image stays "ls 0x..."), with the source file and
 line of each from the image's DWARF when it has them (annotate.py's line
-tables), summed over contexts and ordered by samples.  build() gives the
-Waits of a session (None when it holds no reasons: stalls.recorded()).
+tables), summed over contexts and ordered by samples.  cop.h's
+cop_dma_get/put/wait are inlined, so their line is cop.h's: the DWARF's
+inlined call (DW_TAG_inlined_subroutine's DW_AT_call_file/call_line at
+the instruction) names the line of the program that called them,
+"stream.c:77 (cop_dma_get, cop.h:90)".  build() gives the Waits of a
+session (None when it holds no reasons: stalls.recorded()).
 """
-
-import os
 
 from . import annotate, stalls
 
@@ -32,7 +34,10 @@ class Wait:
         self.issuer_offset = issuer_offset
         self.samples = 0
         self.where = self.issuer = None     # "symbol+0xoff"
-        self.source = self.issuer_source = (None, None)     # (file, line)
+        self.source = self.issuer_source = NO_PLACE    # annotate.Place
+
+
+NO_PLACE = annotate.Place(None, None, None)
 
 
 def _describe(image, offset):
@@ -83,22 +88,23 @@ def _name(waits):
                 offs.add(w.issuer_offset)
     lines = {}
     for image, offsets in wanted.values():
-        for off, where in annotate.source_lines_at(image, offsets).items():
+        for off, where in annotate.places_at(image, offsets).items():
             lines[(image.id, off)] = where
     for w in waits:
         if w.image is None:
             continue
-        w.source = lines.get((w.image.id, w.offset), (None, None))
+        w.source = lines.get((w.image.id, w.offset), NO_PLACE)
         if w.issuer_offset is not None:
             w.issuer_source = lines.get((w.image.id, w.issuer_offset),
-                                        (None, None))
+                                        NO_PLACE)
 
 
 def source_text(where):
-    """" (stream.c:40)" of a (file, line), "" when unknown."""
-    if where[0] is None:
+    """" (stream.c:40)" of an annotate.Place, of inlined code " (stream.c:77
+    (cop_dma_get, cop.h:90))"; "" when unknown."""
+    if where.file is None:
         return ""
-    return " (%s:%d)" % (os.path.basename(where[0]), where[1])
+    return " (%s)" % annotate.place_text(*where)
 
 
 def to_json(waits):
@@ -108,27 +114,38 @@ def to_json(waits):
     return [{"image": w.image.short_name if w.image else None,
              "image_id": w.image.id if w.image else None,
              "file_offset": w.offset, "where": w.where,
-             "source_file": w.source[0], "source_line": w.source[1],
+             "source_file": w.source.file, "source_line": w.source.line,
+             "inlined": annotate.inlined_json(w.source.inlined),
              "tag": w.tag, "issuer_ls_addr": w.issuer_ls_addr,
              "issuer_offset": w.issuer_offset, "issuer": w.issuer,
-             "issuer_source_file": w.issuer_source[0],
-             "issuer_source_line": w.issuer_source[1],
+             "issuer_source_file": w.issuer_source.file,
+             "issuer_source_line": w.issuer_source.line,
+             "issuer_inlined": annotate.inlined_json(
+                 w.issuer_source.inlined),
              "samples": w.samples} for w in waits]
+
+
+def shown(waits):
+    """Whether a report shows the section: the session has reasons and
+    DMA-wait samples where the filters look (the JSON's dma_waits is
+    there either way)."""
+    return bool(waits) and any(w.samples for w in waits)
 
 
 def text_lines(waits):
     """The text report's section: per waiting instruction and tag, the
-    transfer's issuing instruction and the samples."""
-    if waits is None:
+    transfer's issuing instruction and the samples; nothing without
+    DMA-wait samples."""
+    if not shown(waits):
         return []
     lines = ["", "DMA waits by transfer: %d samples waiting on DMA tags"
              % sum(w.samples for w in waits)]
-    if not waits:
-        return lines
-    lines.append("%9s  %-40s %4s  %s" % ("samples", "waiting at", "tag",
-                                         "issued by (get/put)"))
-    for w in waits:
-        lines.append("%9d  %-40s %4d  %s" % (
-            w.samples, w.where + source_text(w.source), w.tag,
-            w.issuer + source_text(w.issuer_source)))
+    rows = [(w.samples, w.where + source_text(w.source), w.tag,
+             w.issuer + source_text(w.issuer_source)) for w in waits]
+    width = max([40] + [len(r[1]) for r in rows])
+    lines.append("%9s  %-*s %4s  %s" % ("samples", width, "waiting at",
+                                        "tag", "issued by (get/put)"))
+    for samples, where, tag, issuer in rows:
+        lines.append("%9d  %-*s %4d  %s" % (samples, width, where, tag,
+                                            issuer))
     return lines

@@ -208,8 +208,9 @@ def _stalls_view(prof, anchors):
 
 
 def _dma_view(waits):
-    """The DMA waits by transfer (dma.py) as a table."""
-    if waits is None:
+    """The DMA waits by transfer (dma.py) as a table, when there are
+    DMA-wait samples."""
+    if not dma.shown(waits):
         return []
     out = ["<h3 id=\"dma-waits\">DMA waits by transfer</h3>",
            "<table class=\"profile dma\"><tr><th>samples</th>"

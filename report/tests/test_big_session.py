@@ -83,7 +83,11 @@ def test_context_query_uses_the_primary_key(big):
     try:
         for table, columns in (("samples", "image, file_offset, overlay"),
                                ("ambiguous_samples", "image, ls_addr, region"),
-                               ("unmapped_samples", "image, reason")):
+                               ("unmapped_samples", "image, reason"),
+                               ("sample_stalls",
+                                "image, file_offset, stall"),
+                               ("stall_timeline",
+                                "image, bucket_start_ns, stall")):
             plan = " ".join(r[-1] for r in db.execute(
                 "EXPLAIN QUERY PLAN SELECT context, %s, SUM(count) FROM %s"
                 " WHERE context BETWEEN 1 AND 9 GROUP BY context, %s"
@@ -104,23 +108,50 @@ def test_context_groups_in_chunks_equal_all_at_once(big, monkeypatch):
         >= CONTEXTS
 
 
+def chunk_rows(directory, first, last):
+    """Rows of the tables a chunk of contexts first..last is built from:
+    the sample tables and the samples' stall reasons."""
+    db = sqlite3.connect(os.path.join(directory, "session.db"))
+    try:
+        return sum(db.execute("SELECT COUNT(*) FROM %s WHERE context "
+                              "BETWEEN ? AND ?" % t, (first, last))
+                   .fetchone()[0] for t in CHUNKED_TABLES)
+    finally:
+        db.close()
+
+
+CHUNKED_TABLES = ("samples", "ambiguous_samples", "unmapped_samples",
+                  "sample_stalls")
+
+
 def test_context_groups_hold_one_chunk(big, monkeypatch):
-    monkeypatch.setattr(profile, "CONTEXT_CHUNK", 100)
+    chunk = 100
+    monkeypatch.setattr(profile, "CONTEXT_CHUNK", chunk)
     s = Session.open(big)
     try:
         prof = profile.build(s, "context")
         seen = 0
         alive = []
+        loaded = []         # rows_loaded when each group came
         for g in prof.groups:
             seen += 1
             alive.append(g)
+            loaded.append(s.rows_loaded)
             # a chunk's groups are made together; the earlier ones are
             # dropped by the builder (only this list still holds them)
             assert g.rows is None
         assert seen == CONTEXTS
-        # every row of the sample tables was read once (by context)
-        rows = sum(table_rows(big, t) for t in (
-            "samples", "ambiguous_samples", "unmapped_samples"))
+        # each chunk read its contexts' rows only, the stall reasons too
+        # (never a table's every row at once): at most the rows of the
+        # chunk's contexts, summed by SQLite
+        ids = sorted(g.key for g in alive)
+        for at in range(chunk, CONTEXTS, chunk):
+            read = loaded[at] - loaded[at - 1]
+            assert 0 < read <= chunk_rows(big, ids[at],
+                                          ids[at + chunk - 1]), at
+        # every row of those tables was read once (by context)
+        rows = sum(table_rows(big, t) for t in CHUNKED_TABLES)
+        assert table_rows(big, "sample_stalls") > 0
         assert s.rows_loaded <= rows + 4 * CONTEXTS + 100
     finally:
         s.close()

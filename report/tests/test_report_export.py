@@ -83,8 +83,24 @@ def test_pprof_top_is_the_report(real_session, copreport, report_json,
         assert section in tags
 
 
+def _callgrind_costs(line, n):
+    """([n costs], the rest) of a line of callgrind_annotate's tables:
+    each cost "12,345 (16.54%)" or "0" (an event the place lacks)."""
+    costs = []
+    rest = line
+    for _ in range(n):
+        m = re.match(r"^\s*([\d,]+)(?: \(\s*[\d.]+%\))?(?=\s)", rest)
+        if m is None:
+            return None
+        costs.append(int(m.group(1).replace(",", "")))
+        rest = rest[m.end():]
+    return costs, rest.strip()
+
+
 def test_callgrind_annotate_reads_it(real_session, copreport, report_json,
                                      tmp_path):
+    """Samples and a cost per stall reason (issue 29), as the report's
+    rows[].samples and rows[].stall."""
     tool = _tool("callgrind_annotate", "valgrind")
     path = _export(copreport, real_session.dir, "callgrind",
                    tmp_path / "callgrind.out.coprof")
@@ -92,20 +108,35 @@ def test_callgrind_annotate_reads_it(real_session, copreport, report_json,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     report = report_json()
+    assert report["stall_reasons"]
+    reasons = list(next(r["stall"] for r in report["rows"] if r["stall"]))
+    events = ["Samples"] + reasons
+    assert re.search(r"^Events shown: +%s$" % " ".join(events), p.stdout,
+                     re.M), p.stdout[:2000]
+    totals = [c for c in (_callgrind_costs(line, len(events))
+                          for line in p.stdout.splitlines())
+              if c and c[1] == "PROGRAM TOTALS"]
+    assert len(totals) == 1, p.stdout[:2000]
     total = report["totals"]["samples"]
-    m = re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", p.stdout, re.M)
-    assert m and int(m.group(1).replace(",", "")) == total
+    assert totals[0][0][0] == total
     seen = {}
     for line in p.stdout.splitlines():
+        c = _callgrind_costs(line, len(events))
         # FILE:FUNCTION (IMAGE[ OVERLAY]) [OB]
-        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+\S+:(\S+) \((\S+?)"
-                     r"(?: (\S+))?\) \[", line)
+        m = c and re.match(r"^\S+:(\S+) \((\S+?)(?: (\S+))?\) \[", c[1])
         if m:
-            seen[(m.group(3), m.group(4) or "resident", m.group(2))] = \
-                int(m.group(1).replace(",", ""))
-    rows = _rows_by_name(report)
-    exact = {k: v for k, v in rows.items() if not k[2].startswith("[")}
-    assert seen == exact
+            seen[(m.group(2), m.group(3) or "resident", m.group(1))] = c[0]
+    want = collections.defaultdict(lambda: [0] * len(events))
+    for r in report["rows"]:
+        if r["symbol"].startswith("["):
+            continue
+        w = want[(r["image"], r["overlay"] or "resident", r["symbol"])]
+        w[0] += r["samples"]
+        for i, reason in enumerate(reasons):
+            w[1 + i] += (r["stall"] or {}).get(reason, 0)
+    assert seen == dict(want)
+    # every sample has its reason: the reasons' columns sum to Samples
+    assert sum(totals[0][0][1:]) == total
 
 
 def test_callgrind_annotates_the_source(real_session, copreport, tmp_path):
@@ -161,17 +192,27 @@ def test_pprof_lines_and_images_apart(real_session, copreport, report_json,
 
 def test_folded_sums_to_the_samples(real_session, copreport, report_json,
                                     tmp_path):
+    """A line per stack, "context;function[;[reason]] count": a leaf frame
+    [reason] when the samples waited (report/README.md "Stall reasons"),
+    none when they issued.  The lines sum to the samples, per context and
+    per function, and a function's [reason] leaves to its rows[].stall."""
     path = _export(copreport, real_session.dir, "folded",
                    tmp_path / "coprof.folded")
     report = report_json()
     total = 0
     roots = collections.Counter()
     leaves = collections.Counter()
+    waits = collections.Counter()       # (function frame, reason)
     with open(str(path)) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             frames = stack.split(";")
-            assert len(frames) == 2, line       # context; leaf
+            # context; function, then the reason's leaf when waiting
+            assert len(frames) in (2, 3), line
+            if len(frames) == 3:
+                m = re.match(r"^\[(\w+)\]$", frames[2])
+                assert m and m.group(1) != "issue", line
+                waits[(frames[1], m.group(1))] += int(count)
             roots[frames[0]] += int(count)
             leaves[frames[1]] += int(count)
             total += int(count)
@@ -179,8 +220,13 @@ def test_folded_sums_to_the_samples(real_session, copreport, report_json,
     by_context = {"context %d pid %d tid %d" % (c["id"], c["pid"], c["tid"]):
                   c["samples"] for c in report["contexts"] if c["samples"]}
     assert dict(roots) == by_context
+    assert waits        # the pipeline waits (memory, dependency, ...)
     crc = [r for r in report["rows"] if r["symbol"] == "crc16_bitwise"][0]
-    assert leaves["crc16_bitwise (overlays .overlay.crc)"] == crc["samples"]
+    frame = "crc16_bitwise (overlays .overlay.crc)"
+    assert leaves[frame] == crc["samples"]
+    assert {reason: n for (fn, reason), n in waits.items() if fn == frame} \
+        == {reason: n for reason, n in crc["stall"].items()
+            if n and reason != "issue"}
 
 
 def _check_speedscope(doc):

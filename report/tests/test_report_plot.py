@@ -17,14 +17,20 @@ from matplotlib.colors import to_rgba
 
 
 @pytest.fixture(scope="module")
-def demo_timeline(coprof_bin, build_dir, tmp_path_factory):
+def demo_session(coprof_bin, build_dir, tmp_path_factory):
+    """The directory of the demo's session."""
     d = tmp_path_factory.mktemp("demo")
     result = subprocess.run(
         [coprof_bin("coprof"), "record", "--quiet", "--",
          os.path.join(build_dir, "examples", "host-pipeline")],
         cwd=d, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    s = session_mod.Session.open(str(d / "coprof_data"))
+    return str(d / "coprof_data")
+
+
+@pytest.fixture(scope="module")
+def demo_timeline(demo_session):
+    s = session_mod.Session.open(demo_session)
     try:
         tl = timeline.build(s)
     finally:
@@ -52,14 +58,64 @@ def test_two_panels_sharing_time(demo_timeline):
     tl, fig = demo_timeline
     panels = axes(fig)
     # coprof record records the Linux scheduler's events when it may (as
-    # root, make check): then a third panel of host threads
+    # root, make check): then a panel of host threads; the samples' stall
+    # reasons (SPU_CYCLES, the default event) a panel of their own
     host = {"host threads"} if plot.host_tracks(tl) else set()
-    assert set(panels) == {"slots", "functions"} | host
-    for name in host:
+    assert tl.stalls_recorded
+    assert set(panels) == {"slots", "functions", "stall reasons"} | host
+    assert [ax.get_label() for ax in fig.axes][:3] == \
+        ["slots", "functions", "stall reasons"]
+    for name in host | {"stall reasons"}:
         assert panels["slots"].get_shared_x_axes().joined(panels["slots"],
                                                           panels[name])
     assert panels["slots"].get_shared_x_axes().joined(panels["slots"],
                                                       panels["functions"])
+
+
+def test_stall_reasons_panel(demo_session, demo_timeline):
+    """A band per slot; each bucket a column of its reasons' shares of
+    the slot's samples there, stacked from issue, in the reasons'
+    colours; every sample of stall_timeline drawn."""
+    from coprof_report import stalls
+    tl, fig = demo_timeline
+    panel = axes(fig)["stall reasons"]
+    slots = sorted({s for s, _ in tl.stall_buckets})
+    assert slots and set(slots) <= {b.slot for b in tl.bindings}
+    assert [t.get_text() for t in panel.get_yticklabels()] == \
+        ["slot %d" % s for s in slots]
+    s = session_mod.Session.open(demo_session)
+    try:
+        recorded = sum(r[-1] for r in s.stall_timeline_of())
+    finally:
+        s.close()
+    assert sum(b.total for b in tl.stall_buckets.values()) == recorded
+    drawn = collections.defaultdict(list)   # (row, x) -> [(y, h, reason)]
+    for c in panel.containers:
+        reason = c.get_label()
+        colour = to_rgba(plot.REASON_COLOURS[stalls.REASONS.index(reason)])
+        for patch in c.patches:
+            assert patch.get_facecolor() == colour, reason
+            drawn[(int(patch.get_y()), round(patch.get_x(), 6))].append(
+                (patch.get_y(), patch.get_height(), reason))
+    axis = plot._Axis(tl)
+    want = {}
+    for (slot, bucket), b in tl.stall_buckets.items():
+        key = (slots.index(slot), round(axis.ms(bucket), 6))
+        want[key] = [(stalls.name(code), n / b.total)
+                     for code, n in sorted(b.counts.items())]
+    assert set(drawn) == set(want)
+    waits = 0
+    for key, column in drawn.items():
+        column.sort()
+        assert [r for _, _, r in column] == [r for r, _ in want[key]]
+        y = key[0] + 0.1
+        for (bottom, h, reason), (_, share) in zip(column, want[key]):
+            assert bottom == pytest.approx(y) and \
+                h == pytest.approx(0.8 * share)
+            y += h
+            waits += reason != "issue"
+        assert y == pytest.approx(key[0] + 0.9)
+    assert waits        # the pipeline waits, and that is drawn
 
 
 def test_used_slots_have_a_row(demo_timeline):

@@ -192,8 +192,26 @@ def test_dma_waits_name_the_transfer(stalled, copreport):
     assert "DMA waits by transfer: 25 samples" in text
     assert re.search(r"^\s+15\s+main \(\S+\.c:\d+\)\s+3\s+bump\+0x4 "
                      r"\(\S+\.c:\d+\)$", text, re.M)
-    # filters apply: context 2 waited on nothing
+    # filters apply: context 2 waited on nothing; its text has no section
     assert _json(copreport, stalled, "--context", "2")["dma_waits"] == []
+    text = copreport("-d", stalled, "--context", "2", check=True).stdout
+    assert "DMA waits" not in text
+
+
+def test_no_dma_section_without_dma_waits(stalled, tmp_path, copreport):
+    """A session with reasons but no DMA-wait sample: no text or HTML
+    section, the JSON's dma_waits an empty list."""
+    import sqlite3
+    db = sqlite3.connect(os.path.join(stalled, "session.db"))
+    with db:
+        db.execute("DELETE FROM dma_wait_samples")
+    db.close()
+    assert _json(copreport, stalled)["dma_waits"] == []
+    assert "DMA waits" not in copreport("-d", stalled, check=True).stdout
+    page = tmp_path / "r.html"
+    copreport("html", "-d", stalled, "-o", page, check=True)
+    assert "By stall reason" in page.read_text()
+    assert "DMA waits" not in page.read_text()
 
 
 def test_old_session_still_reports(old, copreport):
