@@ -20,6 +20,7 @@ $(eval $(call cop_program,overlays))
 ALL_TARGETS += $(overlays_IMAGE)
 
 pipeline_SOURCES := examples/pipeline/pipeline.c examples/pipeline/stages.c
+pipeline_CFLAGS := -DSTAGES_DMA
 $(eval $(call cop_program,pipeline))
 
 ALL_TARGETS += $(pipeline_IMAGE)

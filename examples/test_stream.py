@@ -24,9 +24,7 @@ def exact_by_function(run, image, mode, tmp_path):
     proc = run(image, mode, BLOCKS, options=["--sample-every", "1000",
                                              "--exact-counts", counts])
     assert proc.returncode == 0, proc.stderr
-    return proc.stdout, stall_shares.by_function(
-        exact_counts.cycles_by_file_offset_and_stall(counts, image, 0),
-        stall_shares.functions(image))
+    return proc.stdout, stall_shares.exact_by_function(counts, image)
 
 
 def by_reason(cycles, reason):

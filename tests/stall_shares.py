@@ -109,6 +109,15 @@ def by_function(counts, lookup):
     return out
 
 
+def exact_by_function(counts_path, image_path):
+    """{(function, stall): cycles} of the exact counts of a run of the
+    image at image_path (cop-run --exact-counts)."""
+    return by_function(
+        exact_counts.cycles_by_file_offset_and_stall(counts_path, image_path,
+                                                     0),
+        functions(image_path))
+
+
 def sampled(db):
     """{(file offset, stall): samples} of the session (one context)."""
     return {(offset, stall): n for offset, stall, n in db.execute(

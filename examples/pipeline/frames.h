@@ -6,7 +6,9 @@
  * record per frame that the pipeline writes back.  A host program that
  * wants the coprocessor to process its own frames writes the header and
  * the frames before it runs the program; under cop-run the window starts
- * zeroed and the program makes its own frames ("camera" mode).
+ * zeroed and the program makes its own frames ("camera" mode).  The
+ * program moves them all by DMA (pipeline.c), so frames_offset is a
+ * multiple of 16; results_offset may be any.
  */
 #ifndef COPROF_EXAMPLES_PIPELINE_FRAMES_H
 #define COPROF_EXAMPLES_PIPELINE_FRAMES_H
@@ -23,7 +25,8 @@ struct frames_header {
     uint32_t width;             /* FRAME_WIDTH */
     uint32_t height;            /* FRAME_HEIGHT */
     uint32_t frame_count;
-    uint32_t frames_offset;     /* from the window start: the frames */
+    uint32_t frames_offset;     /* from the window start: the frames,
+                                   a multiple of 16 */
     uint32_t results_offset;    /* from the window start: the results */
     uint32_t frames_done;       /* written by the pipeline after each frame */
     uint32_t reserved;

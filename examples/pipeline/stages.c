@@ -7,31 +7,49 @@
  *   stage_threshold  histogram and Otsu's threshold             (medium)
  *   stage_encode     threshold, run-length count, Adler-32      (light)
  *
- * Plain C with no coprocessor runtime, so that a host program builds the
- * same file to check what the coprocessor computed (examples/host-pipeline
- * does).  The working buffers are static: in the coprocessor they live in
- * the local store.
+ * Plain C, so that a host program builds the same file to check what the
+ * coprocessor computed (examples/host-pipeline does).  The working buffers
+ * are static: in the coprocessor they live in the local store.  Only
+ * stage_fetch's copy differs: the coprocessor build (STAGES_DMA defined,
+ * examples/module.mk) gets the frame from main memory by DMA and waits
+ * for it, as an SPU program does, where a host build copies with memcpy.
  */
 #include "examples/pipeline/stages.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef STAGES_DMA
+#include "sdk/cop.h"
+#endif
+
 #define EDGE_STRENGTH 96
 
-static uint8_t frame[FRAME_BYTES];
+static uint8_t frame[FRAME_BYTES] __attribute__((aligned(16)));
 static uint8_t denoised[FRAME_BYTES];
 static uint8_t binary[FRAME_BYTES];
 static uint32_t histogram[256];
+
+/* The frame at source into the local store: a DMA get, waited for at
+ * once (inline, so the wait's cycles are stage_fetch's), or a memcpy. */
+static inline __attribute__((always_inline)) void
+fetch_frame(const uint8_t *source)
+{
+#ifdef STAGES_DMA
+    cop_dma_get(frame, source, FRAME_BYTES, STAGES_FETCH_TAG);
+    cop_dma_wait_all(1u << STAGES_FETCH_TAG);
+#else
+    memcpy(frame, source, FRAME_BYTES);
+#endif
+}
 
 __attribute__((noinline)) uint32_t stage_fetch(const uint8_t *source)
 {
     uint32_t sum = 0;
 
-    for (int i = 0; i < FRAME_BYTES; i++) {
-        frame[i] = source[i];
-        sum += source[i];
-    }
+    fetch_frame(source);
+    for (int i = 0; i < FRAME_BYTES; i++)
+        sum += frame[i];
     return sum / FRAME_BYTES;
 }
 

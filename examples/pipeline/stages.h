@@ -9,6 +9,10 @@
 
 #include <stdint.h>
 
+/* The DMA tag of stage_fetch's get in the coprocessor build; source is
+ * then in the data window, 16-byte aligned (a DMA's rule). */
+#define STAGES_FETCH_TAG 0u
+
 uint32_t stage_fetch(const uint8_t *source);
 uint32_t stage_denoise(void);
 uint32_t stage_edges(void);

@@ -2,7 +2,7 @@
  * memory-probe.c — direct loads and stores to the data window, which the
  * timing model charges as main-memory access (emulator/timing/spu.model's
  * memory.latency, docs/coprocessor-abi.md "Direct access to the data
- * window"), for sdk/tests/test_main_memory.py:
+ * window"), for emulator/tests/test_main_memory.py:
  *
  *   memory-probe N    window_loads: N loads from the data window;
  *                     ls_loads: N loads from the local store;

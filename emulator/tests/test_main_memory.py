@@ -1,7 +1,8 @@
 """Direct loads and stores to the data window, charged as main-memory
-access (emulator/timing/spu.model's memory.latency, docs/coprocessor-abi.md
-"Direct access to the data window"), through cop-run and the trace unit,
-on the memory-probe program (sdk/tests/memory-probe.c):
+access (the timing model's memory.latency, ../timing/spu.model;
+docs/coprocessor-abi.md "Direct access to the data window"), through
+cop-run and the trace unit, on the SDK's memory-probe program
+(sdk/tests/memory-probe.c, built as build/tests/cop/memory-probe.elf):
 
 - the exact counts' MEMORY cycles of a loop of N window loads, and of N
   window stores, are N x memory.latency at the load or store, read from
@@ -21,10 +22,13 @@ from elftools.elf.elffile import ELFFile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "sdk", "tests"))
+import copimage  # noqa: E402
+from copimage import run  # noqa: E402,F401  (a fixture)
 import exact_counts  # noqa: E402
 
-MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "emulator",
-                     "timing", "spu.model")
+MODEL = os.path.join(os.path.dirname(__file__), "..", "timing", "spu.model")
 WORDS = 300
 
 
@@ -40,8 +44,8 @@ def model():
 
 
 @pytest.fixture(scope="module")
-def probe(test_image):
-    return test_image("memory-probe")
+def probe(build_dir):
+    return copimage.image_path(build_dir, "tests", "cop", "memory-probe.elf")
 
 
 def functions(image):
