@@ -24,12 +24,14 @@
 #define RATE_TEXT_MAX       96
 /*
  * The rate when none is given: at least 10,000 samples of
- * `coprof record -- build/examples/host-pipeline` (26.1 million
- * instructions at its defaults: 13,050 samples), polled every 1.28 ms at
- * copsim's defaults; prime, so no loop length divides it even without
- * the dither (control/README.md, "The rate").
+ * `coprof record -- build/examples/host-pipeline` (64.0 million modelled
+ * cycles at its defaults: 12,800 samples); prime, so no loop length
+ * divides it even without the dither (control/README.md, "The rate").
+ * It was 2003 while SPU_CYCLES counted instructions (26.1 million): the
+ * cycle clock runs about 2.5 times faster, and the same density of
+ * samples over the program's work costs the same at 4999.
  */
-#define RATE_DEFAULT_EVENT  RATE_EVENT_NAME ":2003"
+#define RATE_DEFAULT_EVENT  RATE_EVENT_NAME ":4999"
 
 enum rate_kind { RATE_NONE, RATE_EVENT, RATE_PERIOD, RATE_FREQUENCY };
 
