@@ -774,7 +774,7 @@ static u64 samples_that_fit(struct copdrv *drv, struct copdrv_slot *s,
 
 /* The REASONS record of entries [from, from + count). */
 static int emit_reasons(struct copdrv *drv, struct copdrv_slot *s,
-			 u64 from, u64 count)
+			u64 from, u64 count)
 {
 	struct copstream_record rec = { .code = COPSTREAM_REASONS };
 	u64 i;
