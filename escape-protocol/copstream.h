@@ -258,6 +258,8 @@ struct copstream_reasons {
  * is known (tag and issuer 0).  None after the START and each CONTEXT.
  */
 #define COPSTREAM_TRANSFER_KNOWN  0x1u
+#define COPSTREAM_STALL_ISSUE     0u    /* the reasons a reader must know */
+#define COPSTREAM_STALL_DMA_WAIT  3u
 #define COPSTREAM_DMA_TAGS        32u
 
 struct copstream_transfer {
