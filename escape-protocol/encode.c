@@ -324,16 +324,24 @@ static void put_path(uint8_t *at, const struct copstream_image *image)
         at[i] = i < image->path_length ? image->path[i] : 0;
 }
 
-/* The stalls, then zero bits up to the end of the last word. */
+/* The stalls, a word at a time, then zero bits up to the end of the last
+ * word (built in a register: a zeroing loop would become a libc memset). */
 static void put_stalls(uint8_t *at, const struct copstream_reasons *r)
 {
-    uint32_t slots = COPSTREAM_REASONS_PER_WORD *
-                     copstream_reasons_words(r->count);
+    uint32_t words = copstream_reasons_words(r->count);
 
-    for (uint32_t i = 0; i < slots / 2; i++)
-        at[i] = 0;
-    for (uint32_t i = 0; i < r->count; i++)
-        copstream_put_reason(at, i, copstream_reason_at(r->stalls, i));
+    for (uint32_t w = 0; w < words; w++) {
+        uint64_t word = 0;
+
+        for (uint32_t j = 0; j < COPSTREAM_REASONS_PER_WORD; j++) {
+            uint32_t i = COPSTREAM_REASONS_PER_WORD * w + j;
+
+            if (i < r->count)
+                word |= (uint64_t)copstream_reason_at(r->stalls, i)
+                        << (4 * j);
+        }
+        store_word(at + COPSTREAM_WORD_BYTES * w, word);
+    }
 }
 
 int copstream_encode_record(uint8_t *out, size_t room,
