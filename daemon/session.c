@@ -55,17 +55,24 @@
  * it at the call; the chain is a text key (docs/session-format.md,
  * stacks) counted per context until the next flush adds it to the table.
  *
- * Stall reasons (stream 1.6): each slot has a current cause, the session's
- * index of the (stall, transfer) its last REASON gave (0, ISSUE, after the
- * START and each CONTEXT).  A sample is tallied under its address and its
- * slot's cause, and every step after keeps the cause with it (held, tail
+ * Stall reasons (stream 1.6): each slot holds the reasons its last
+ * REASONS gave for its next sample words and a transfer, the last its
+ * TRANSFER named (none after the START and each CONTEXT).  A sample takes
+ * the slot's next reason (ISSUE beyond them) and, a DMA wait, the
+ * transfer: a cause, the session's index of the (stall, transfer), looked
+ * up in the slot's small table by stall (refilled when the transfer
+ * changes), so the sample path does no hashing.  A REASONS, CONTEXT,
+ * RELEASE or STOP that comes while reasons of the slot are unread is a
+ * writer's error (reasons-unread): those reasons are dropped, never
+ * shifted onto later samples.  A sample is tallied under its address and
+ * its cause, and every step after keeps the cause with it (held, tail
  * and settled samples alike): an exact count's key holds it, and a flush
  * writes each exact count to samples and, by its stall, to sample_stalls
  * (so these agree exactly), a DMA wait's also to dma_wait_samples (the
  * issuer resolved under the guards the sample was).  Timeline buckets
  * count by stall beside by function (stall_timeline), and a call stack's
  * key holds its sample's stall (stack_stalls).  Distinct causes are kept up
- * to CAUSES_MAX; a REASON beyond gives CAUSE_DROPPED (its stall shown as
+ * to CAUSES_MAX; one beyond gives CAUSE_DROPPED (its stall shown as
  * STALL_DROPPED) and counts an error.
  *
  * The sample path is on_samples(): one tally add per sample.  Everything
@@ -91,6 +98,8 @@
 #define CAUSE_ISSUE     0u      /* the session's cause indexes */
 #define CAUSE_DROPPED   1u
 #define STALL_DROPPED   UINT32_MAX  /* a reason beyond CAUSES_MAX */
+#define CAUSE_UNKNOWN   UINT32_MAX  /* a slot's stall_cause not looked up */
+#define STALLS          16u         /* values of a 4-bit stall */
 
 /* One overlay region of a context, 0-based as in the stream. */
 struct region_state {
@@ -166,7 +175,11 @@ struct slot_state {
     bool have_time;                 /* a TIME seen during this binding */
     uint64_t time_cycle, time_ns;
     uint64_t last_cycle;            /* latest cycle seen on the slot */
-    uint32_t cause;                 /* its samples' now (CAUSE_ISSUE...) */
+    uint32_t cause;                 /* its last sample's (CAUSE_ISSUE...) */
+    uint32_t reasons, reasons_next; /* its last REASONS's count, read */
+    struct count_cause transfer;    /* its last TRANSFER's; stall unused */
+    uint32_t stall_cause[STALLS];   /* cause of each stall now */
+    uint8_t stalls[COPSTREAM_MAX_REASONS / 2];  /* its last REASONS's */
 };
 
 struct time_row {
@@ -222,7 +235,8 @@ struct session {
     /* Stall reasons: the distinct causes, by index. */
     GArray *causes;                 /* struct count_cause */
     GHashTable *cause_index;        /* struct count_cause -> index */
-    uint64_t causes_dropped;        /* REASONs beyond CAUSES_MAX */
+    uint64_t causes_dropped;        /* causes beyond CAUSES_MAX */
+    uint64_t reasons_unread;        /* REASONS not read out: an error */
 
     /* Call stacks: the sample a CALLSTACK record may follow. */
     struct copstream_sample last_sample;
@@ -244,6 +258,8 @@ static struct slot_state *get_slot(struct session *s, uint32_t index)
     addr_tally_init(&slot->group);
     addr_tally_init(&slot->rest);
     slot->held = g_array_new(FALSE, FALSE, sizeof(struct held_samples));
+    for (unsigned i = 0; i < STALLS; i++)
+        slot->stall_cause[i] = CAUSE_UNKNOWN;
     s->slots[index] = slot;
     return slot;
 }
@@ -362,26 +378,74 @@ static void add_cause(struct session *s, const struct count_cause *cause)
                         GUINT_TO_POINTER(index));
 }
 
-/* The index of a REASON's cause, numbering it if new (CAUSE_DROPPED once
+/* The index of a cause, numbering it if new (CAUSE_DROPPED once
  * CAUSES_MAX are numbered). */
-static uint32_t cause_of(struct session *s, const struct copstream_reason *r)
+static uint32_t cause_index_of(struct session *s,
+                               const struct count_cause *cause)
 {
-    struct count_cause cause = {
-        .stall = r->stall,
-        .transfer = (r->flags & COPSTREAM_REASON_TRANSFER) != 0,
-        .tag = r->tag,
-        .issuer = r->issuer,
-    };
     gpointer index;
 
-    if (g_hash_table_lookup_extended(s->cause_index, &cause, NULL, &index))
+    if (g_hash_table_lookup_extended(s->cause_index, cause, NULL, &index))
         return GPOINTER_TO_UINT(index);
     if (s->causes->len >= CAUSES_MAX) {
         s->causes_dropped++;
         return CAUSE_DROPPED;
     }
-    add_cause(s, &cause);
+    add_cause(s, cause);
     return s->causes->len - 1;
+}
+
+/* The cause of a sample of the slot whose stall is `stall`: a DMA wait's
+ * with the slot's transfer. */
+static uint32_t stall_cause(struct session *s, struct slot_state *slot,
+                            uint32_t stall)
+{
+    struct count_cause cause = { .stall = stall };
+
+    if (slot->stall_cause[stall] != CAUSE_UNKNOWN)
+        return slot->stall_cause[stall];
+    if (stall == COPSTREAM_STALL_DMA_WAIT && slot->transfer.transfer) {
+        cause.transfer = 1;
+        cause.tag = slot->transfer.tag;
+        cause.issuer = slot->transfer.issuer;
+    }
+    slot->stall_cause[stall] = cause_index_of(s, &cause);
+    return slot->stall_cause[stall];
+}
+
+/* The cause of the slot's next sample word: its next reason, or ISSUE. */
+static inline uint32_t next_cause(struct session *s, struct slot_state *slot)
+{
+    if (G_LIKELY(slot->reasons_next >= slot->reasons))
+        return slot->cause = CAUSE_ISSUE;
+    return slot->cause = stall_cause(s, slot, copstream_reason_at(
+        slot->stalls, slot->reasons_next++));
+}
+
+/* A record that ends the slot's reasons: any left unread are an error. */
+static void end_reasons(struct session *s, struct slot_state *slot)
+{
+    if (slot->reasons_next < slot->reasons)
+        s->reasons_unread++;
+    slot->reasons = slot->reasons_next = 0;
+}
+
+/* The slot's transfer from now on (none: transfer 0). */
+static void set_transfer(struct slot_state *slot,
+                         const struct count_cause *transfer)
+{
+    slot->transfer = *transfer;
+    slot->stall_cause[COPSTREAM_STALL_DMA_WAIT] = CAUSE_UNKNOWN;
+}
+
+/* As after the START or a CONTEXT: no reasons, no transfer. */
+static void reset_reasons(struct session *s, struct slot_state *slot)
+{
+    struct count_cause none = { 0 };
+
+    end_reasons(s, slot);
+    set_transfer(slot, &none);
+    slot->cause = CAUSE_ISSUE;
 }
 
 /* ---- counting ----------------------------------------------------------- */
@@ -902,7 +966,7 @@ static void on_start(struct session *s, const struct copstream_record *rec)
     s->start_dirty = true;
     for (unsigned i = 0; i < SLOTS; i++)
         if (s->slots[i] != NULL)
-            s->slots[i]->cause = CAUSE_ISSUE;
+            reset_reasons(s, s->slots[i]);
 }
 
 static void on_image(struct session *s, const struct copstream_record *rec)
@@ -934,7 +998,7 @@ static void on_context(struct session *s, const struct copstream_record *rec)
     struct slot_state *slot = get_slot(s, c->slot);
 
     unbind(s, slot, "switch", c->cycle, STORE_TIME_NONE);
-    slot->cause = CAUSE_ISSUE;
+    reset_reasons(s, slot);
     if (was_ended(s, c->context_id)) {
         s->bind_after_end++;    /* a writer's error: its samples are */
         return;                 /* orphans of the idle slot */
@@ -1055,12 +1119,29 @@ static void on_stall(struct session *s, const struct copstream_record *rec)
     g_array_append_val(s->stall_rows, row);
 }
 
-/* The slot's samples from now on are taken under the REASON's cause. */
-static void on_reason(struct session *s, const struct copstream_record *rec)
+/* The reasons of the slot's next sample words. */
+static void on_reasons(struct session *s, const struct copstream_record *rec)
 {
-    const struct copstream_reason *r = &rec->u.reason;
+    const struct copstream_reasons *r = &rec->u.reasons;
+    struct slot_state *slot = get_slot(s, r->slot);
 
-    get_slot(s, r->slot)->cause = cause_of(s, r);
+    end_reasons(s, slot);
+    memcpy(slot->stalls, r->stalls, (r->count + 1) / 2);
+    slot->reasons = r->count;
+}
+
+/* The transfer the slot's DMA-wait samples wait on from now on. */
+static void on_transfer(struct session *s, const struct copstream_record *rec)
+{
+    const struct copstream_transfer *t = &rec->u.transfer;
+    struct count_cause transfer = {
+        .stall = COPSTREAM_STALL_DMA_WAIT,
+        .transfer = (t->flags & COPSTREAM_TRANSFER_KNOWN) != 0,
+        .tag = t->tag,
+        .issuer = t->issuer,
+    };
+
+    set_transfer(get_slot(s, t->slot), &transfer);
 }
 
 static void on_time(struct session *s, const struct copstream_record *rec)
@@ -1090,6 +1171,7 @@ static void on_release(struct session *s, const struct copstream_record *rec)
     const struct copstream_release *r = &rec->u.release;
 
     unbind(s, get_slot(s, r->slot), "release", r->cycle, STORE_TIME_NONE);
+    end_reasons(s, get_slot(s, r->slot));
 }
 
 /*
@@ -1155,6 +1237,9 @@ static void on_stop(struct session *s, const struct copstream_record *rec)
 {
     if (s->stopped)
         return;
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (s->slots[i] != NULL)
+            end_reasons(s, s->slots[i]);
     s->stop = rec->u.stop;
     s->stopped = true;
     s->stop_dirty = true;
@@ -1174,7 +1259,7 @@ static void slow_sample(struct session *s, const struct copstream_sample *sm)
     if (slot->context == NULL)
         count(s, NULL, COUNT_ORPHAN, sm->slot, sm->address, 0, 0, 1);
     else
-        addr_tally_add(&slot->group, sm->address, slot->cause);
+        addr_tally_add(&slot->group, sm->address, next_cause(s, slot));
 }
 
 static void on_samples(void *user, uint64_t offset,
@@ -1189,7 +1274,8 @@ static void on_samples(void *user, uint64_t offset,
             slow_sample(s, &samples[i]);
             continue;
         }
-        addr_tally_add(&slot->group, samples[i].address, slot->cause);
+        addr_tally_add(&slot->group, samples[i].address,
+                       next_cause(s, slot));
     }
     if (n > 0) {
         s->last_sample = samples[n - 1];
@@ -1320,8 +1406,11 @@ static void on_record(void *user, const struct copstream_record *rec)
     case COPSTREAM_END:
         on_end(s, rec);
         break;
-    case COPSTREAM_REASON:
-        on_reason(s, rec);
+    case COPSTREAM_REASONS:
+        on_reasons(s, rec);
+        break;
+    case COPSTREAM_TRANSFER:
+        on_transfer(s, rec);
         break;
     }
 }
@@ -1516,7 +1605,7 @@ void session_get_totals(struct session *s, struct session_totals *t)
     t->samples = s->decoder.stats.samples;
     t->lost = s->decoder.stats.lost;
     t->errors = s->decoder.stats.errors + s->end_unknown + s->end_twice +
-                s->bind_after_end + s->out_of_range;
+                s->bind_after_end + s->out_of_range + s->reasons_unread;
     t->contexts = s->context_ids;
     t->exact = s->retired[COUNT_EXACT];
     t->ambiguous = s->retired[COUNT_AMBIGUOUS];
@@ -1647,7 +1736,10 @@ static int write_end_errors(struct session *s, struct store *store)
                                s->out_of_range) != 0) ||
         (s->causes_dropped != 0 &&
          store_put_error_count(store, "reasons-dropped",
-                               s->causes_dropped) != 0))
+                               s->causes_dropped) != 0) ||
+        (s->reasons_unread != 0 &&
+         store_put_error_count(store, "reasons-unread",
+                               s->reasons_unread) != 0))
         return -1;
     return 0;
 }

@@ -204,17 +204,29 @@ static void put_lost(struct builder *b, uint32_t slot, uint32_t cause,
     b->lost += count;
 }
 
-/* REASON (1.6): the slot's samples from now on; tag >= 0: a DMA wait on
- * the transfer (tag, issuer). */
-static void put_reason(struct builder *b, uint32_t slot, uint32_t stall,
-                       int tag, uint32_t issuer)
+/* REASONS (1.6): the reasons of the slot's next samples, one hex digit
+ * a sample. */
+static void put_reasons(struct builder *b, uint32_t slot, const char *digits)
 {
-    struct copstream_record rec = { .code = COPSTREAM_REASON };
+    struct copstream_record rec = { .code = COPSTREAM_REASONS };
+    uint8_t stalls[COPSTREAM_MAX_REASONS / 2] = { 0 };
+    uint32_t n = (uint32_t)strlen(digits);
 
-    rec.u.reason = (struct copstream_reason){
-        .slot = slot, .stall = stall,
-        .flags = tag >= 0 ? COPSTREAM_REASON_TRANSFER : 0,
-        .tag = tag >= 0 ? (uint32_t)tag : 0, .issuer = tag >= 0 ? issuer : 0,
+    for (uint32_t i = 0; i < n; i++)
+        copstream_put_reason(stalls, i,
+                             (uint32_t)g_ascii_xdigit_value(digits[i]));
+    rec.u.reasons = (struct copstream_reasons){ slot, n, stalls };
+    put(b, &rec);
+}
+
+/* TRANSFER (1.6): the slot's DMA waits from now on wait on (tag, issuer). */
+static void put_transfer(struct builder *b, uint32_t slot, uint32_t tag,
+                         uint32_t issuer)
+{
+    struct copstream_record rec = { .code = COPSTREAM_TRANSFER };
+
+    rec.u.transfer = (struct copstream_transfer){
+        slot, COPSTREAM_TRANSFER_KNOWN, tag, issuer,
     };
     put(b, &rec);
 }
@@ -1013,10 +1025,12 @@ static int64_t stall_at(sqlite3 *db, uint32_t context, uint32_t address,
 }
 
 /*
- * Stream 1.6: samples keep the reason of their slot's last REASON through
- * every path (settled, held at a placed change, pending at a switch), a
- * CONTEXT sets ISSUE again; DMA waits keep their transfer, the issuer
- * resolved when it lies in the image; the timeline counts by reason.
+ * Stream 1.6: each sample takes its reason from its slot's last REASONS
+ * (ISSUE beyond it) and keeps it through every path (settled, held at a
+ * placed change, pending at a switch); DMA waits keep the transfer the
+ * last TRANSFER named, the issuer resolved when it lies in the image; the
+ * timeline counts by reason.  Reasons a CONTEXT finds unread are an error
+ * (reasons-unread) and never move onto the next context's samples.
  */
 static void test_stall_reasons(void)
 {
@@ -1024,18 +1038,20 @@ static void test_stall_reasons(void)
     char *path = begin_on_slot_0(&b, 2, 4);
 
     put_samples(&b, 0, RESIDENT_ADDR, 3);               /* ISSUE */
-    put_reason(&b, 0, TRACE_STALL_DEPENDENCY, -1, 0);
+    put_reasons(&b, 0, "1111111");
     put_samples(&b, 0, RESIDENT_ADDR, 5);
     put_samples(&b, 0, RESIDENT_ADDR + 4, 2);
-    put_reason(&b, 0, TRACE_STALL_DMA_WAIT, 5, RESIDENT_ADDR + 4);
+    put_reasons(&b, 0, "33333");
+    put_transfer(&b, 0, 5, RESIDENT_ADDR + 4);
     put_samples(&b, 0, RESIDENT_ADDR, 4);
-    put_reason(&b, 0, TRACE_STALL_DMA_WAIT, 6, 0x3fffc);    /* no file */
+    put_transfer(&b, 0, 6, 0x3fffc);                    /* no file */
     put_samples(&b, 0, RESIDENT_ADDR, 1);
-    put_reason(&b, 0, TRACE_STALL_MAILBOX_WAIT, -1, 0);
+    put_reasons(&b, 0, "44444");
     put_samples(&b, 0, REGION1_ADDR2, 2);               /* held: guard 2 */
     put_placed(&b, 0, 0, 3);
     put_samples(&b, 0, REGION1_ADDR2, 3);
     put_time(&b, 0, 100, 5000);                         /* bucket 0 */
+    put_reasons(&b, 0, "44444444");                     /* 2 unread */
     put_samples(&b, 0, REGION1_ADDR2, 6);               /* pending */
     put_bind(&b, 0, 2, 3, 4);
     put_samples(&b, 0, RESIDENT_ADDR, 2);               /* ISSUE again */
@@ -1074,6 +1090,8 @@ static void test_stall_reasons(void)
     g_free(timeline);
     g_assert_cmpint(query(db, "SELECT SUM(count) FROM stall_timeline"), ==,
                     query(db, "SELECT SUM(count) FROM sample_timeline"));
+    g_assert_cmpint(query(db, "SELECT count FROM decode_errors WHERE "
+                          "kind = 'reasons-unread'"), ==, 1);
     recording_done(&rec, &b, path);
 }
 

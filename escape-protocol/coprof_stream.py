@@ -56,15 +56,20 @@ VERSION = VERSION_MAJOR << 16 | VERSION_MINOR
 
 CODES = {"start": 1, "context": 2, "overlay": 3, "lost": 4, "time": 5,
          "stop": 6, "image": 7, "release": 8, "stall": 9, "end": 10,
-         "callstack": 11, "reason": 12}
+         "callstack": 11, "reasons": 12, "transfer": 13}
 CODE_NAMES = {code: name for name, code in CODES.items()}
 (START, CONTEXT, OVERLAY, LOST, TIME, STOP, IMAGE, RELEASE, STALL,
- END, CALLSTACK, REASON) = range(1, 13)
+ END, CALLSTACK, REASONS, TRANSFER) = range(1, 14)
 
-# REASON (1.6): the stall reason of the slot's samples that follow, with
-# REASON_TRANSFER a DMA transfer's tag (below DMA_TAGS) and issuer.
-REASON_TRANSFER = 0x1
+# REASONS (1.6): the stall reasons (4 bits each, 16 a word, the unused bits
+# of the last word zero) of the slot's next sample words, 1 to MAX_REASONS.
+# TRANSFER (1.6): with TRANSFER_KNOWN, the DMA transfer (tag below
+# DMA_TAGS, issuer's address) the slot's DMA-wait samples wait on.
+REASONS_PER_WORD = 16
+MAX_REASONS = (MAX_PAYLOAD - 2) * REASONS_PER_WORD
+TRANSFER_KNOWN = 0x1
 DMA_TAGS = 32
+STALL_ISSUE, STALL_DMA_WAIT = 0, 3
 
 # CALLSTACK (1.4): at most this many frames, each (address, overlay).
 MAX_FRAMES = 64
@@ -86,7 +91,9 @@ ERRORS = (None, "bad-sample", "bad-header", "bad-check", "short-record",
 # Each record's payload words in order: (name, width in bits, text style).
 # Styles: dec, hex, hex6, hex16, version, cause, path (IMAGE's path_length,
 # written as path=BYTES), frames (CALLSTACK's frame count, written as
-# frames=0xADDRESS[@OVERLAY],...; its value is a list of (address, overlay)).
+# frames=0xADDRESS[@OVERLAY],...; its value is a list of (address, overlay)),
+# stalls (REASONS' count, written as stalls=HEXDIGITS, one a sample; its
+# value is a tuple of the stalls, 0 to 15).
 LAYOUTS = {
     START: (("version", 32, "version"), ("slots", 32, "dec"),
             ("lfsr_value", 32, "hex6"), ("lfsr_count", 32, "dec"),
@@ -117,9 +124,9 @@ LAYOUTS = {
           ("cycle", 64, "dec")),
     CALLSTACK: (("slot", 32, "dec"), ("depth", 32, "dec"),
                 ("frames", 32, "frames")),
-    REASON: (("slot", 32, "dec"), ("stall", 32, "dec"),
-             ("transfer", 32, "dec"), ("tag", 32, "dec"),
-             ("issuer", 32, "hex")),
+    REASONS: (("slot", 32, "dec"), ("stalls", 32, "stalls")),
+    TRANSFER: (("slot", 32, "dec"), ("known", 32, "dec"), ("tag", 32, "dec"),
+               ("issuer", 32, "hex")),
 }
 MAX_PATH = WORD * (MAX_PAYLOAD - len(LAYOUTS[IMAGE]))
 
@@ -163,6 +170,20 @@ def path_words(length):
     return (length + WORD - 1) // WORD
 
 
+def reasons_words(count):
+    """Payload words the stalls of `count` reasons take."""
+    return (count + REASONS_PER_WORD - 1) // REASONS_PER_WORD
+
+
+def stall_words(stalls):
+    """The words of REASONS' stalls: stall i in bits 4 * (i % 16) of word
+    i // 16, the unused bits zero."""
+    words = [0] * reasons_words(len(stalls))
+    for i, stall in enumerate(stalls):
+        words[i // REASONS_PER_WORD] |= stall << 4 * (i % REASONS_PER_WORD)
+    return words
+
+
 def image_hash(path):
     """The content hash of a file: its SHA-256's first 8 bytes, LE."""
     digest = hashlib.sha256()
@@ -199,7 +220,9 @@ def fields_error(code, fields, slot_limit):
                 any(not 0 <= a < 1 << 32 or a % ADDRESS_ALIGN or
                     not 0 <= o <= 0xFFFF for a, o in frames)):
             return BAD_FIELD
-    if code == REASON and not reason_sound(fields):
+    if code == REASONS and not reasons_sound(fields["stalls"]):
+        return BAD_FIELD
+    if code == TRANSFER and not transfer_sound(fields):
         return BAD_FIELD
     if code in (LOST, STALL) and fields["count"] == 0:
         return BAD_FIELD
@@ -208,10 +231,16 @@ def fields_error(code, fields, slot_limit):
     return None
 
 
-def reason_sound(fields):
-    """Whether a REASON's transfer fields agree with its flags word."""
-    flags, tag, issuer = fields["transfer"], fields["tag"], fields["issuer"]
-    if flags & ~REASON_TRANSFER:
+def reasons_sound(stalls):
+    """Whether REASONS' stalls are 1 to MAX_REASONS values of 4 bits."""
+    return (1 <= len(stalls) <= MAX_REASONS and
+            all(0 <= stall <= 0xF for stall in stalls))
+
+
+def transfer_sound(fields):
+    """Whether a TRANSFER's tag and issuer agree with its flags word."""
+    flags, tag, issuer = fields["known"], fields["tag"], fields["issuer"]
+    if flags & ~TRANSFER_KNOWN:
         return False
     if flags:
         return tag < DMA_TAGS and issuer % ADDRESS_ALIGN == 0
@@ -252,7 +281,7 @@ def record_words(code, fields):
     words = []
     for name, width, style in layout[:given]:
         value = fields[name]
-        if style in ("path", "frames"):
+        if style in ("path", "frames", "stalls"):
             value = len(fields[name])
         if not 0 <= value < 1 << width:
             raise ValueError("%s: %s %r is not a %d-bit number"
@@ -268,6 +297,8 @@ def record_words(code, fields):
     if code == CALLSTACK:
         words.extend(overlay << 32 | address
                      for address, overlay in fields["frames"])
+    if code == REASONS:
+        words.extend(stall_words(fields["stalls"]))
     return words
 
 
@@ -275,11 +306,16 @@ def encode_record(code, extra=(), **fields):
     """A known record from its fields, by name ("start") or code.
 
     extra: words a later minor version appends (readers ignore them).
-    IMAGE's path is bytes (a str is encoded as UTF-8).
+    IMAGE's path is bytes (a str is encoded as UTF-8); REASONS' stalls a
+    sequence of numbers 0 to 15 or a string of hex digits as dumped.
     """
     code = CODES.get(code, code)
     if isinstance(fields.get("path"), str):
         fields["path"] = fields["path"].encode()
+    if code == REASONS and isinstance(fields.get("stalls"), str):
+        fields["stalls"] = tuple(int(d, 16) for d in fields["stalls"])
+    elif code == REASONS and "stalls" in fields:
+        fields["stalls"] = tuple(fields["stalls"])
     return frame(code, record_words(code, fields) + list(extra))
 
 
@@ -322,6 +358,8 @@ def _field_text(name, style, value):
     if style == "frames":
         return ",".join("0x%05x" % a + ("@%d" % o if o else "")
                         for a, o in value) or "-"
+    if style == "stalls":
+        return "".join("%x" % stall for stall in value)
     return str(value)
 
 
@@ -527,10 +565,32 @@ class Decoder:
                 return BAD_FIELD
             fields["frames"] = [(w & 0xFFFFFFFF, w >> 32)
                                 for w in frame_words]
+        if code == REASONS:
+            parsed = self._stalls(fields["stalls"], words[len(layout):])
+            if isinstance(parsed, int):
+                return parsed
+            fields["stalls"] = parsed
+            known += reasons_words(len(parsed))
         kind = fields_error(code, fields, self._slot_limit)
         if kind is not None:
             return kind
         return fields, tuple(words[known:])
+
+    @staticmethod
+    def _stalls(count, words):
+        """REASONS' stalls from the words after its fixed ones, or the
+        error kind: the bits after the last stall must be zero."""
+        if not 1 <= count <= MAX_REASONS:
+            return BAD_FIELD
+        needed = reasons_words(count)
+        if len(words) < needed:
+            return SHORT_RECORD
+        stalls = tuple((words[i // REASONS_PER_WORD] >>
+                        4 * (i % REASONS_PER_WORD)) & 0xF
+                       for i in range(count))
+        if stall_words(stalls) != list(words[:needed]):
+            return BAD_FIELD
+        return stalls
 
     def _apply(self, code, fields, offset):
         """The record's effect on the stream state; (deliver, repeat)."""

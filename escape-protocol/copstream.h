@@ -62,8 +62,9 @@ enum copstream_code {
     COPSTREAM_STALL    = 9,           /* 1.2 */
     COPSTREAM_END      = 10,          /* 1.3 */
     COPSTREAM_CALLSTACK = 11,         /* 1.4 */
-    COPSTREAM_REASON   = 12,          /* 1.6 */
-    COPSTREAM_CODE_END = 13           /* codes at or above are unknown in 1.6 */
+    COPSTREAM_REASONS  = 12,          /* 1.6 */
+    COPSTREAM_TRANSFER = 13,          /* 1.6 */
+    COPSTREAM_CODE_END = 14           /* codes at or above are unknown in 1.6 */
 };
 
 /*
@@ -85,7 +86,10 @@ enum copstream_code {
 #define COPSTREAM_STALL_WORDS    4u
 #define COPSTREAM_END_WORDS      3u
 #define COPSTREAM_CALLSTACK_WORDS 3u     /* fixed part, before the frames */
-#define COPSTREAM_REASON_WORDS   5u
+#define COPSTREAM_REASONS_WORDS  2u     /* fixed part, before the stalls */
+#define COPSTREAM_TRANSFER_WORDS 4u
+#define COPSTREAM_REASONS_PER_WORD 16u   /* 4-bit stalls in a word */
+#define COPSTREAM_MAX_REASONS    16352u  /* (1024 - 2) * 16 */
 #define COPSTREAM_MAX_FRAMES     64u     /* frames one CALLSTACK carries */
 #define COPSTREAM_MAX_PATH \
     (COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD - COPSTREAM_IMAGE_WORDS))
@@ -230,24 +234,62 @@ struct copstream_callstack {
 };
 
 /*
- * 1.6: the stall reason of the slot's samples that follow, up to the next
- * REASON of the slot; a CONTEXT of the slot sets it back to ISSUE (0), as
- * does the START.  stall is the trace unit's enum trace_stall_reason (0
- * issue, 1 dependency, 2 branch, 3 DMA wait, 4 mailbox wait, 5 memory;
- * readers show another value as a number).  With COPSTREAM_REASON_TRANSFER
- * in flags the samples wait on a DMA transfer: its tag (0..31) and the
- * local-store byte address of the get/put that issued it.
+ * 1.6: the stall reasons of the slot's next `count` sample words, in
+ * order, 4 bits each (the trace unit's enum trace_stall_reason: 0 issue,
+ * 1 dependency, 2 branch, 3 DMA wait, 4 mailbox wait, 5 memory; readers
+ * show another value as a number).  stalls points at ceil(count / 16)
+ * little-endian words: stall i is bits 4 * (i % 16) of word i / 16
+ * (copstream_reason_at()), the unused bits of the last word zero.  A
+ * sample of the slot beyond them, or after its CONTEXT, RELEASE or the
+ * START, is ISSUE; a REASONS, CONTEXT, RELEASE or STOP that comes while
+ * some of a slot's reasons are still unread is a writer's error
+ * (escape-protocol/README.md, "REASONS").
  */
-#define COPSTREAM_REASON_TRANSFER 0x1u
+struct copstream_reasons {
+    uint32_t slot;
+    uint32_t count;               /* 1 .. COPSTREAM_MAX_REASONS */
+    const uint8_t *stalls;
+};
+
+/*
+ * 1.6: the DMA transfer the slot's DMA-wait samples from here on wait on:
+ * with COPSTREAM_TRANSFER_KNOWN in flags its tag (0..31) and the
+ * local-store byte address of the get/put that issued it; without, none
+ * is known (tag and issuer 0).  None after the START and each CONTEXT.
+ */
+#define COPSTREAM_TRANSFER_KNOWN  0x1u
+#define COPSTREAM_STALL_ISSUE     0u    /* the reasons a reader must know */
+#define COPSTREAM_STALL_DMA_WAIT  3u
 #define COPSTREAM_DMA_TAGS        32u
 
-struct copstream_reason {
+struct copstream_transfer {
     uint32_t slot;
-    uint32_t stall;
-    uint32_t flags;               /* COPSTREAM_REASON_* */
-    uint32_t tag;                 /* with TRANSFER; else 0 */
-    uint32_t issuer;              /* with TRANSFER: LS address; else 0 */
+    uint32_t flags;               /* COPSTREAM_TRANSFER_* */
+    uint32_t tag;                 /* with KNOWN; else 0 */
+    uint32_t issuer;              /* with KNOWN: LS address; else 0 */
 };
+
+/* Payload words the stalls of `count` reasons take. */
+static inline uint32_t copstream_reasons_words(uint32_t count)
+{
+    return (count + COPSTREAM_REASONS_PER_WORD - 1) /
+           COPSTREAM_REASONS_PER_WORD;
+}
+
+/* Stall i of a stalls array. */
+static inline uint32_t copstream_reason_at(const uint8_t *stalls, uint32_t i)
+{
+    return (uint32_t)(stalls[i / 2] >> (4 * (i % 2))) & 0xFu;
+}
+
+/* Stores stall (0..15) as stall i of a stalls array (whose bytes start
+ * zeroed). */
+static inline void copstream_put_reason(uint8_t *stalls, uint32_t i,
+                                        uint32_t stall)
+{
+    stalls[i / 2] = (uint8_t)((stalls[i / 2] & ~(0xFu << (4 * (i % 2)))) |
+                              (stall & 0xFu) << (4 * (i % 2)));
+}
 
 /* A frame word: the return address's local-store byte address (a multiple
  * of 4) in bits 0..31, the overlay's 1-based index (0: resident or not
@@ -303,7 +345,8 @@ struct copstream_record {
         struct copstream_stall stall;
         struct copstream_end end;
         struct copstream_callstack callstack;
-        struct copstream_reason reason;
+        struct copstream_reasons reasons;
+        struct copstream_transfer transfer;
     } u;
 };
 

@@ -215,6 +215,25 @@ static int parse_frames(struct copstream_record *rec)
     return 0;
 }
 
+/* The stalls of a REASONS record: 0, or the error kind.  The bits after
+ * the last stall must be zero, so a sound record has one form. */
+static int parse_stalls(struct copstream_record *rec)
+{
+    struct copstream_reasons *r = &rec->u.reasons;
+    uint32_t words;
+
+    if (r->count == 0 || r->count > COPSTREAM_MAX_REASONS)
+        return COPSTREAM_ERR_BAD_FIELD;
+    words = copstream_reasons_words(r->count);
+    if (rec->payload_words < COPSTREAM_REASONS_WORDS + words)
+        return COPSTREAM_ERR_SHORT_RECORD;
+    r->stalls = rec->payload + COPSTREAM_WORD_BYTES * COPSTREAM_REASONS_WORDS;
+    for (uint32_t i = r->count; i < COPSTREAM_REASONS_PER_WORD * words; i++)
+        if (copstream_reason_at(r->stalls, i) != 0)
+            return COPSTREAM_ERR_BAD_FIELD;
+    return 0;
+}
+
 /* Fills rec->u from the payload words: 0, or the error kind. */
 static int parse_fields(struct copstream_record *rec, uint32_t slot_limit)
 {
@@ -233,6 +252,11 @@ static int parse_fields(struct copstream_record *rec, uint32_t slot_limit)
     if (rec->code == COPSTREAM_IMAGE || rec->code == COPSTREAM_CALLSTACK) {
         int kind = rec->code == COPSTREAM_IMAGE ? parse_path(rec)
                                                 : parse_frames(rec);
+        if (kind != 0)
+            return kind;
+    }
+    if (rec->code == COPSTREAM_REASONS) {
+        int kind = parse_stalls(rec);
         if (kind != 0)
             return kind;
     }
@@ -575,7 +599,8 @@ const char *copstream_code_name(uint16_t code)
         [COPSTREAM_TIME] = "time",       [COPSTREAM_STOP] = "stop",
         [COPSTREAM_IMAGE] = "image",     [COPSTREAM_RELEASE] = "release",
         [COPSTREAM_STALL] = "stall",     [COPSTREAM_END] = "end",
-        [COPSTREAM_CALLSTACK] = "callstack", [COPSTREAM_REASON] = "reason",
+        [COPSTREAM_CALLSTACK] = "callstack", [COPSTREAM_REASONS] = "reasons",
+        [COPSTREAM_TRANSFER] = "transfer",
     };
 
     return code < COPSTREAM_CODE_END ? names[code] : NULL;

@@ -116,12 +116,16 @@ static const struct field_layout callstack_fields[COPSTREAM_CALLSTACK_WORDS] = {
     FIELD(struct copstream_callstack, n_frames, "frames", FIELD_FRAMES),
 };
 
-static const struct field_layout reason_fields[COPSTREAM_REASON_WORDS] = {
-    FIELD(struct copstream_reason, slot, "slot", FIELD_DECIMAL),
-    FIELD(struct copstream_reason, stall, "stall", FIELD_DECIMAL),
-    FIELD(struct copstream_reason, flags, "transfer", FIELD_DECIMAL),
-    FIELD(struct copstream_reason, tag, "tag", FIELD_DECIMAL),
-    FIELD(struct copstream_reason, issuer, "issuer", FIELD_HEX),
+static const struct field_layout reasons_fields[COPSTREAM_REASONS_WORDS] = {
+    FIELD(struct copstream_reasons, slot, "slot", FIELD_DECIMAL),
+    FIELD(struct copstream_reasons, count, "stalls", FIELD_REASONS),
+};
+
+static const struct field_layout transfer_fields[COPSTREAM_TRANSFER_WORDS] = {
+    FIELD(struct copstream_transfer, slot, "slot", FIELD_DECIMAL),
+    FIELD(struct copstream_transfer, flags, "known", FIELD_DECIMAL),
+    FIELD(struct copstream_transfer, tag, "tag", FIELD_DECIMAL),
+    FIELD(struct copstream_transfer, issuer, "issuer", FIELD_HEX),
 };
 
 const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
@@ -147,8 +151,10 @@ const struct record_layout copstream_layouts[COPSTREAM_CODE_END] = {
                             end_fields },
     [COPSTREAM_CALLSTACK] = { COPSTREAM_CALLSTACK_WORDS,
                               COPSTREAM_CALLSTACK_WORDS, callstack_fields },
-    [COPSTREAM_REASON]  = { COPSTREAM_REASON_WORDS, COPSTREAM_REASON_WORDS,
-                            reason_fields },
+    [COPSTREAM_REASONS] = { COPSTREAM_REASONS_WORDS, COPSTREAM_REASONS_WORDS,
+                            reasons_fields },
+    [COPSTREAM_TRANSFER] = { COPSTREAM_TRANSFER_WORDS,
+                             COPSTREAM_TRANSFER_WORDS, transfer_fields },
 };
 
 uint16_t copstream_check(uint16_t code, uint16_t length,
@@ -212,12 +218,21 @@ static int callstack_check(const struct copstream_callstack *c,
     return slot_check(c->slot, slot_limit);
 }
 
-/* Only the TRANSFER flag; a transfer's tag below 32 and its issuer an
- * aligned address; without one, tag and issuer 0. */
-static int reason_check(const struct copstream_reason *r,
-                        uint32_t slot_limit)
+/* At least one reason, no more than a record holds. */
+static int reasons_check(const struct copstream_reasons *r,
+                         uint32_t slot_limit)
 {
-    if (r->flags & ~COPSTREAM_REASON_TRANSFER)
+    if (r->count == 0 || r->count > COPSTREAM_MAX_REASONS)
+        return COPSTREAM_ERR_BAD_FIELD;
+    return slot_check(r->slot, slot_limit);
+}
+
+/* Only the KNOWN flag; a transfer's tag below 32 and its issuer an
+ * aligned address; without one, tag and issuer 0. */
+static int transfer_check(const struct copstream_transfer *r,
+                          uint32_t slot_limit)
+{
+    if (r->flags & ~COPSTREAM_TRANSFER_KNOWN)
         return COPSTREAM_ERR_BAD_FIELD;
     if (r->flags ? r->tag >= COPSTREAM_DMA_TAGS
                    || r->issuer % COPSTREAM_ADDRESS_ALIGN
@@ -256,8 +271,10 @@ int copstream_fields_check(const struct copstream_record *rec,
         return slot_check(rec->u.end.slot, slot_limit);
     case COPSTREAM_CALLSTACK:
         return callstack_check(&rec->u.callstack, slot_limit);
-    case COPSTREAM_REASON:
-        return reason_check(&rec->u.reason, slot_limit);
+    case COPSTREAM_REASONS:
+        return reasons_check(&rec->u.reasons, slot_limit);
+    case COPSTREAM_TRANSFER:
+        return transfer_check(&rec->u.transfer, slot_limit);
     default:
         return COPSTREAM_ERR_BAD_FIELD;
     }
@@ -307,6 +324,26 @@ static void put_path(uint8_t *at, const struct copstream_image *image)
         at[i] = i < image->path_length ? image->path[i] : 0;
 }
 
+/* The stalls, a word at a time, then zero bits up to the end of the last
+ * word (built in a register: a zeroing loop would become a libc memset). */
+static void put_stalls(uint8_t *at, const struct copstream_reasons *r)
+{
+    uint32_t words = copstream_reasons_words(r->count);
+
+    for (uint32_t w = 0; w < words; w++) {
+        uint64_t word = 0;
+
+        for (uint32_t j = 0; j < COPSTREAM_REASONS_PER_WORD; j++) {
+            uint32_t i = COPSTREAM_REASONS_PER_WORD * w + j;
+
+            if (i < r->count)
+                word |= (uint64_t)copstream_reason_at(r->stalls, i)
+                        << (4 * j);
+        }
+        store_word(at + COPSTREAM_WORD_BYTES * w, word);
+    }
+}
+
 int copstream_encode_record(uint8_t *out, size_t room,
                             const struct copstream_record *rec)
 {
@@ -329,6 +366,8 @@ int copstream_encode_record(uint8_t *out, size_t room,
                          i < COPSTREAM_WORD_BYTES * rec->u.callstack.n_frames;
          i++)
         payload[COPSTREAM_WORD_BYTES * fixed + i] = rec->u.callstack.frames[i];
+    if (rec->code == COPSTREAM_REASONS)
+        put_stalls(payload + COPSTREAM_WORD_BYTES * fixed, &rec->u.reasons);
     frame(out, rec->code, (uint16_t)record_words(rec));
     return bytes;
 }

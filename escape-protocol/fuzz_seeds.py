@@ -5,8 +5,10 @@ Each seed is a small stream from coprof_stream's encoder: every record
 type, a few polls of samples, and the shapes the decoder must survive
 (repeated and conflicting starts, unknown codes, longer records of a later
 minor version, a cut, garbage, runs of 0xFF).  Slot 1's samples carry
-their call stacks (CALLSTACK, 1.4), some of them empty or truncated.  `make check` and `make fuzz`
-start the fuzzer from these.
+their call stacks (CALLSTACK, 1.4), some of them empty or truncated; slot
+0's samples of each poll follow the REASONS (1.6) of their stalls, and a
+TRANSFER (1.6) now and then.  `make check` and `make fuzz` start the fuzzer
+from these.
 """
 
 import argparse
@@ -38,6 +40,22 @@ def callstack(slot, n):
                             frames=frames)
 
 
+def reasons(slot, poll, n):
+    """A REASONS of n stalls, every 4-bit value in turn (6 to 15 are
+    outside the trace unit's enum)."""
+    return cs.encode_record("reasons", slot=slot,
+                            stalls=[(3 * poll + i) % 16 for i in range(n)])
+
+
+def transfer(slot, poll):
+    """A TRANSFER: a known one on odd polls, none on even ones."""
+    if poll % 2:
+        return cs.encode_record("transfer", slot=slot,
+                                known=cs.TRANSFER_KNOWN, tag=poll % 32,
+                                issuer=0x400 + 4 * poll)
+    return cs.encode_record("transfer", slot=slot, known=0, tag=0, issuer=0)
+
+
 def session(polls=3, per_poll=4):
     """A sound stream: bytes, and the pieces for the mutated seeds."""
     out = [cs.encode_record("start", **START),
@@ -47,6 +65,8 @@ def session(polls=3, per_poll=4):
     samples = lost = 0
     for poll in range(1, polls + 1):
         for slot in (0, 1):
+            if slot == 0:
+                out += [transfer(slot, poll), reasons(slot, poll, per_poll)]
             for i in range(per_poll):
                 out.append(cs.encode_sample(slot, 4 * (poll * 37 + i)))
                 if slot == 1:
@@ -93,6 +113,10 @@ def seeds():
     yield "deep-stack", b"".join(parts[:4] + [cs.encode_sample(0, 8),
                                               callstack(0, cs.MAX_FRAMES)] +
                                  parts[4:])
+    many = cs.MAX_REASONS // 16
+    yield "many-reasons", b"".join(
+        parts[:4] + [reasons(0, 1, many)] +
+        [cs.encode_sample(0, 4 * (i % 64)) for i in range(many)] + parts[4:])
     yield "start-1-1", b"".join([cs.encode_record("start", **START_1_1)] +
                                 parts[1:])
 

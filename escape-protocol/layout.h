@@ -87,7 +87,8 @@ enum field_style {
     FIELD_VERSION,      /* major.minor */
     FIELD_CAUSE,        /* a lost cause's name, or its number */
     FIELD_PATH,         /* IMAGE's path_length: written as path=BYTES */
-    FIELD_FRAMES        /* CALLSTACK's n_frames: written as frames=LIST */
+    FIELD_FRAMES,       /* CALLSTACK's n_frames: written as frames=LIST */
+    FIELD_REASONS       /* REASONS' count: written as stalls=DIGITS */
 };
 
 /*
@@ -156,13 +157,16 @@ static inline uint32_t path_words(uint32_t path_length)
     return (path_length + COPSTREAM_WORD_BYTES - 1) / COPSTREAM_WORD_BYTES;
 }
 
-/* Payload words after the fixed ones: IMAGE's path, CALLSTACK's frames. */
+/* Payload words after the fixed ones: IMAGE's path, CALLSTACK's frames,
+ * REASONS' stalls. */
 static inline uint32_t variable_words(const struct copstream_record *rec)
 {
     if (rec->code == COPSTREAM_IMAGE)
         return path_words(rec->u.image.path_length);
     if (rec->code == COPSTREAM_CALLSTACK)
         return rec->u.callstack.n_frames;
+    if (rec->code == COPSTREAM_REASONS)
+        return copstream_reasons_words(rec->u.reasons.count);
     return 0;
 }
 

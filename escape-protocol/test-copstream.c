@@ -131,14 +131,27 @@ static void add_end(GByteArray *s, uint32_t slot, uint64_t context_id,
     add_record(s, &rec);
 }
 
-/* 1.6: the stall reason of the slot's samples that follow. */
-static void add_reason(GByteArray *s, uint32_t slot, uint32_t stall,
-                       uint32_t flags, uint32_t tag, uint32_t issuer)
+/* 1.6: the stall reasons of the slot's next samples, one hex digit a
+ * sample in `digits`. */
+static void add_reasons(GByteArray *s, uint32_t slot, const char *digits)
 {
-    struct copstream_record rec = { .code = COPSTREAM_REASON };
+    struct copstream_record rec = { .code = COPSTREAM_REASONS };
+    guint8 raw[COPSTREAM_MAX_REASONS / 2] = { 0 };
+    uint32_t n = (uint32_t)strlen(digits);
 
-    rec.u.reason = (struct copstream_reason){ slot, stall, flags, tag,
-                                              issuer };
+    for (uint32_t i = 0; i < n; i++)
+        copstream_put_reason(raw, i, (uint32_t)g_ascii_xdigit_value(digits[i]));
+    rec.u.reasons = (struct copstream_reasons){ slot, n, raw };
+    add_record(s, &rec);
+}
+
+/* 1.6: the transfer of the slot's DMA-wait samples from here on. */
+static void add_transfer(GByteArray *s, uint32_t slot, uint32_t flags,
+                         uint32_t tag, uint32_t issuer)
+{
+    struct copstream_record rec = { .code = COPSTREAM_TRANSFER };
+
+    rec.u.transfer = (struct copstream_transfer){ slot, flags, tag, issuer };
     add_record(s, &rec);
 }
 
@@ -359,29 +372,75 @@ static void test_golden_bytes(void)
     g_assert_cmphex(copstream_sample_word(7, 0x3fffc), ==, 0x70003fffcull);
 }
 
-/* A REASON's transfer fields must agree with its flags word; an unknown
- * stall value is kept for the reader to show as a number. */
+/* A TRANSFER's fields must agree with its flags word; a REASONS holds 1
+ * to COPSTREAM_MAX_REASONS stalls, 16 a word, an unknown stall kept for
+ * the reader to show as a number. */
 static void test_reason_fields(void)
 {
-    struct copstream_record rec = { .code = COPSTREAM_REASON };
-    static const struct copstream_reason bad[] = {
-        { 0, 3, COPSTREAM_REASON_TRANSFER, 32, 0x100 },   /* tag */
-        { 0, 3, COPSTREAM_REASON_TRANSFER, 1, 0x102 },    /* unaligned */
-        { 0, 3, 0x2, 0, 0 },                              /* flag */
-        { 0, 1, 0, 5, 0 },                  /* tag without a transfer */
-        { 8, 0, 0, 0, 0 },                                /* slot */
+    struct copstream_record rec = { .code = COPSTREAM_TRANSFER };
+    static const struct copstream_transfer bad[] = {
+        { 0, COPSTREAM_TRANSFER_KNOWN, 32, 0x100 },       /* tag */
+        { 0, COPSTREAM_TRANSFER_KNOWN, 1, 0x102 },        /* unaligned */
+        { 0, 0x2, 0, 0 },                                 /* flag */
+        { 0, 0, 5, 0 },                     /* tag without a transfer */
+        { 8, 0, 0, 0 },                                   /* slot */
     };
-    guint8 out[128];
+    guint8 out[COPSTREAM_WORD_BYTES * (COPSTREAM_MAX_PAYLOAD + 2)];
+    static guint8 stalls[COPSTREAM_MAX_REASONS / 2];
 
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
-        rec.u.reason = bad[i];
+        rec.u.transfer = bad[i];
         g_assert_cmpint(copstream_fields_check(&rec, 8), ==,
                         COPSTREAM_ERR_BAD_FIELD);
     }
-    rec.u.reason = (struct copstream_reason){ 7, 99, 0, 0, 0 };
+    rec.u.transfer = (struct copstream_transfer){ 7, 1, 31, 0x3fffc };
     g_assert_cmpint(copstream_fields_check(&rec, 8), ==, 0);
     g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
-                    16 + 8 * COPSTREAM_REASON_WORDS);
+                    16 + 8 * COPSTREAM_TRANSFER_WORDS);
+
+    rec.code = COPSTREAM_REASONS;
+    rec.u.reasons = (struct copstream_reasons){ 7, 0, stalls };
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    COPSTREAM_INVALID);
+    rec.u.reasons.count = COPSTREAM_MAX_REASONS + 1;
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    COPSTREAM_INVALID);
+    rec.u.reasons.count = COPSTREAM_MAX_REASONS;
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    16 + 8 * COPSTREAM_MAX_PAYLOAD);
+    /* 17 stalls take two words; 16 one; the 17th is word 1's low bits. */
+    memset(stalls, 0xff, sizeof stalls);
+    rec.u.reasons = (struct copstream_reasons){ 0, 17, stalls };
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    16 + 8 * 4);
+    g_assert_cmphex(out[16 + 8 * 2 + 7], ==, 0xff);
+    g_assert_cmphex(out[16 + 8 * 3], ==, 0x0f);     /* padding zeroed */
+    g_assert_cmphex(out[16 + 8 * 3 + 1], ==, 0);
+    rec.u.reasons.count = 16;
+    g_assert_cmpint(copstream_encode_record(out, sizeof out, &rec), ==,
+                    16 + 8 * 3);
+}
+
+/* A REASONS whose unused stall bits are not zero, or whose words are
+ * fewer than its count needs, is refused. */
+static void test_reasons_form(void)
+{
+    GByteArray *s = g_byte_array_new();
+    uint64_t padded[] = { 0, 3, 0x4321 };       /* a 4th stall of 3 */
+    uint64_t shorter[] = { 0, 17, 0 };                    /* needs 2 words */
+
+    add_start(s);
+    add_raw(s, COPSTREAM_REASONS, padded, 3);
+    add_raw(s, COPSTREAM_REASONS, shorter, 3);
+    add_reasons(s, 0, "321");
+    add_stop(s, 0, 0);
+    struct decoded d = decode_array(s);
+    g_assert_cmpuint(d.stats.errors_by_kind[COPSTREAM_ERR_BAD_FIELD], ==, 1);
+    g_assert_cmpuint(d.stats.errors_by_kind[COPSTREAM_ERR_SHORT_RECORD], ==, 1);
+    g_assert_cmpuint(d.stats.records[COPSTREAM_REASONS], ==, 1);
+    g_assert_nonnull(strstr(d.text, "reasons slot=0 stalls=321\n"));
+    g_free(d.text);
+    g_byte_array_free(s, TRUE);
 }
 
 static void test_round_trip_every_record(void)
@@ -403,14 +462,15 @@ static void test_round_trip_every_record(void)
         "408 callstack slot=5 depth=3 frames=0x00238,0x3fffc@65535\n"
         "464 sample slot=5 address=0x00000\n"
         "472 callstack slot=5 depth=0 frames=-\n"
-        "512 reason slot=5 stall=3 transfer=1 tag=31 issuer=0x3fffc\n"
-        "568 lost slot=5 cause=buffer-full count=4 cycle=999\n"
-        "616 lost slot=5 cause=77 count=1 cycle=999\n"
-        "664 stall slot=5 count=3 ns=120000 cycle=350\n"
-        "712 time slot=5 cycle=300 time_ns=1234567\n"
-        "752 release slot=5 cycle=400\n"
-        "784 end slot=5 context_id=9 cycle=400\n"
-        "824 stop time_ns=5000000 samples=2 lost=5\n";
+        "512 reasons slot=5 stalls=0123456789abcdef3\n"
+        "560 transfer slot=5 known=1 tag=31 issuer=0x3fffc\n"
+        "608 lost slot=5 cause=buffer-full count=4 cycle=999\n"
+        "656 lost slot=5 cause=77 count=1 cycle=999\n"
+        "704 stall slot=5 count=3 ns=120000 cycle=350\n"
+        "752 time slot=5 cycle=300 time_ns=1234567\n"
+        "792 release slot=5 cycle=400\n"
+        "824 end slot=5 context_id=9 cycle=400\n"
+        "864 stop time_ns=5000000 samples=2 lost=5\n";
     static const uint64_t frames[] = { 0x238, 0xFFFFull << 32 | 0x3fffc };
 
     add_start(s);
@@ -422,7 +482,8 @@ static void test_round_trip_every_record(void)
     add_callstack(s, 5, 3, frames, 2);
     add_sample(s, 5, 0);
     add_callstack(s, 5, 0, NULL, 0);
-    add_reason(s, 5, 3, COPSTREAM_REASON_TRANSFER, 31, 0x3fffc);
+    add_reasons(s, 5, "0123456789abcdef3");
+    add_transfer(s, 5, COPSTREAM_TRANSFER_KNOWN, 31, 0x3fffc);
     add_lost(s, 5, COPSTREAM_LOST_BUFFER_FULL, 4);
     add_lost(s, 5, 77, 1);
     add_stall(s, 5, 3, 120000);
@@ -659,7 +720,7 @@ static void test_unknown_codes_skipped(void)
     g_assert_cmpuint(d.stats.records[COPSTREAM_TIME], ==, 1);
     g_assert_nonnull(strstr(d.text, " time slot=0 cycle=77 time_ns=88 "
                             "extra=0xffffffffffffffff,0x5\n"));
-    g_assert_nonnull(strstr(d.text, " unknown code=13 "
+    g_assert_nonnull(strstr(d.text, " unknown code=14 "
                             "words=0x0,0xffffffffffffffff,0xffffffffffffffff\n"));
     g_assert_nonnull(strstr(d.text, " unknown code=0\n"));
     g_free(d.text);
@@ -1195,6 +1256,7 @@ int main(int argc, char **argv)
     g_test_add_func("/copstream/callstack-fields", test_callstack_fields);
     g_test_add_func("/copstream/start-event", test_start_event);
     g_test_add_func("/copstream/reason-fields", test_reason_fields);
+    g_test_add_func("/copstream/reasons-form", test_reasons_form);
     g_test_add_func("/copstream/round-trip-every-record",
                     test_round_trip_every_record);
     g_test_add_func("/copstream/round-trip-values", test_round_trip_values);

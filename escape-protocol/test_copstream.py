@@ -10,6 +10,7 @@ that copstream behaves as its --help says.
 import hashlib
 import os
 import random
+import struct
 import subprocess
 
 import pytest
@@ -48,6 +49,9 @@ def test_every_record_round_trips():
         ("overlay", dict(slot=3, region=0, guard=0, cycle=13)),
         ("callstack", dict(slot=3, depth=4, frames=[(0x238, 0),
                                                     (0x3fffc, 0xFFFF)])),
+        ("reasons", dict(slot=3, stalls=tuple(range(16)) + (3,))),
+        ("transfer", dict(slot=3, known=1, tag=31, issuer=0x3fffc)),
+        ("transfer", dict(slot=3, known=0, tag=0, issuer=0)),
         ("lost", dict(slot=3, cause=2, count=5, cycle=14)),
         ("time", dict(slot=3, cycle=15, time_ns=16)),
         ("release", dict(slot=3, cycle=17)),
@@ -115,10 +119,65 @@ def test_encoder_refuses_bad_fields():
                           ([(4, 0)] * (cs.MAX_FRAMES + 1), 100)):
         with pytest.raises(ValueError):
             cs.encode_record("callstack", slot=0, depth=depth, frames=frames)
+    for stalls in ((), (16,), (-1,), (0,) * (cs.MAX_REASONS + 1)):
+        with pytest.raises(ValueError):
+            cs.encode_record("reasons", slot=0, stalls=stalls)
+    for known, tag, issuer in ((2, 0, 0), (1, 32, 0), (1, 0, 2), (0, 1, 0),
+                               (0, 0, 4)):
+        with pytest.raises(ValueError):
+            cs.encode_record("transfer", slot=0, known=known, tag=tag,
+                             issuer=issuer)
     with pytest.raises(ValueError):
         cs.encode_sample(0, 2)
     with pytest.raises(ValueError):
         cs.encode_raw(1, [0] * (cs.MAX_PAYLOAD + 1))
+
+
+def test_reasons_pack_16_a_word_unused_bits_zero():
+    """REASONS: stall i in bits 4 * (i % 16) of word i // 16 after slot
+    and count, the unused bits of the last word zero; 16 stalls take one
+    word, 17 two, MAX_REASONS fill a record."""
+    one = cs.encode_record("reasons", slot=2, stalls="0123456789abcdef")
+    two = cs.encode_record("reasons", slot=2, stalls="0123456789abcdef3")
+    full = cs.encode_record("reasons", slot=2, stalls=[1] * cs.MAX_REASONS)
+    assert len(one) == 16 + 8 * 3 and len(two) == 16 + 8 * 4
+    assert len(full) == 16 + 8 * cs.MAX_PAYLOAD
+    assert one[16:] == struct.pack("<QQQ", 2, 16, 0xFEDCBA9876543210)
+    assert two[16:] == struct.pack("<QQQQ", 2, 17, 0xFEDCBA9876543210, 3)
+    assert len(cs.encode_record("transfer", slot=0, known=1, tag=1,
+                                issuer=4)) == 16 + 8 * 4
+
+
+# A REASONS of 3 stalls with a 4th in the unused bits, one whose count
+# needs more words than it has, one of no stalls, one past the limit, and
+# sound ones (the last with a later version's extra word).
+BAD_REASONS = [
+    (cs.encode_raw(cs.REASONS, [0, 3, 0x4321]), "bad-field"),
+    (cs.encode_raw(cs.REASONS, [0, 17, 0]), "short-record"),
+    (cs.encode_raw(cs.REASONS, [0, 0]), "bad-field"),
+    (cs.encode_raw(cs.REASONS, [0, cs.MAX_REASONS + 1] + [0] * 1022),
+     "bad-field"),
+    (cs.encode_raw(cs.REASONS, [0, 1 << 32, 0]), "bad-field"),
+    (cs.encode_raw(cs.REASONS, [9, 1, 1]), "bad-field"),       # slot
+    (cs.encode_raw(cs.TRANSFER, [0, 1, 32, 0]), "bad-field"),  # tag
+    (cs.encode_raw(cs.TRANSFER, [0, 0, 0, 4]), "bad-field"),   # no transfer
+    (cs.encode_raw(cs.TRANSFER, [0, 1, 3]), "short-record"),
+    (cs.encode_raw(cs.REASONS, [0, 3, 0x321]), None),
+    (cs.encode_raw(cs.REASONS, [0, 1, 0x1, 7]), None),
+]
+
+
+def test_reasons_and_transfer_refused_as_the_c_decoder_does():
+    data = (cs.encode_record("start", **fuzz_seeds.START) +
+            b"".join(record for record, _ in BAD_REASONS) +
+            cs.encode_record("stop", time_ns=1, samples=0, lost=0))
+    events, stats = cs.decode(data)
+    errors = [e.name for e in events if isinstance(e, cs.Error)]
+    assert errors == [kind for _, kind in BAD_REASONS if kind]
+    records = [str(e).split(" ", 1)[1] for e in events
+               if isinstance(e, cs.Record) and e.code == cs.REASONS]
+    assert records == ["reasons slot=0 stalls=123",
+                       "reasons slot=0 stalls=1 extra=0x7"]
 
 
 def test_any_split_gives_the_same_events():
@@ -199,6 +258,15 @@ def test_c_and_python_print_the_same_lines(coprof_bin, tmp_path):
         path.write_bytes(data)
         expected = cs.dump_lines(data)
         assert c_dump(coprof_bin, path) == expected, "stream %d" % n
+
+
+def test_c_and_python_refuse_the_same_reasons(coprof_bin, tmp_path):
+    path = tmp_path / "stream"
+    data = (cs.encode_record("start", **fuzz_seeds.START) +
+            b"".join(record for record, _ in BAD_REASONS) +
+            cs.encode_record("stop", time_ns=1, samples=0, lost=0))
+    path.write_bytes(data)
+    assert c_dump(coprof_bin, path) == cs.dump_lines(data)
 
 
 def test_c_and_python_count_the_same(coprof_bin, tmp_path):

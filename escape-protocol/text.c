@@ -61,6 +61,13 @@ static void write_frames(FILE *out, const struct copstream_callstack *c)
     }
 }
 
+/* REASONS' stalls: one hex digit a sample, in order. */
+static void write_stalls(FILE *out, const struct copstream_reasons *r)
+{
+    for (uint32_t i = 0; i < r->count; i++)
+        fputc("0123456789abcdef"[copstream_reason_at(r->stalls, i)], out);
+}
+
 static void write_field(FILE *out, const struct copstream_record *rec,
                         const struct field_layout *f)
 {
@@ -96,6 +103,9 @@ static void write_field(FILE *out, const struct copstream_record *rec,
         break;
     case FIELD_FRAMES:
         write_frames(out, &rec->u.callstack);
+        break;
+    case FIELD_REASONS:
+        write_stalls(out, &rec->u.reasons);
         break;
     }
 }
@@ -300,6 +310,23 @@ static long parse_frames(const char *text, uint8_t *frames)
     }
 }
 
+/* Undoes write_stalls into stalls (zeroed first); returns the count or
+ * -1. */
+static long parse_stalls(const char *text, uint8_t *stalls)
+{
+    uint32_t n = 0;
+
+    for (; text[n] != '\0'; n++) {
+        if (n == COPSTREAM_MAX_REASONS || hex_digit(text[n]) < 0 ||
+            (text[n] >= 'A' && text[n] <= 'F'))
+            return -1;
+        if (n % 2 == 0)
+            stalls[n / 2] = 0;
+        copstream_put_reason(stalls, n, (uint32_t)hex_digit(text[n]));
+    }
+    return (long)n;
+}
+
 static int parse_cause(const char *text, uint64_t *value)
 {
     for (uint32_t cause = 0; cause < COPSTREAM_LOST_CAUSE_END; cause++) {
@@ -352,6 +379,13 @@ static int parse_field(struct copstream_record *rec,
             rec->u.image.path = path;
         else
             rec->u.callstack.frames = path;
+        value = (uint64_t)length;
+        break;
+    case FIELD_REASONS:
+        length = parse_stalls(text, path);
+        if (length < 0)
+            return -1;
+        rec->u.reasons.stalls = path;
         value = (uint64_t)length;
         break;
     default:
@@ -415,7 +449,7 @@ static long encode_record(struct reader *r, uint16_t code, uint8_t *out,
     const struct record_layout *layout = &copstream_layouts[code];
     struct copstream_record rec = { .code = code };
     uint8_t seen[COPSTREAM_MAX_PAYLOAD] = { 0 };
-    uint8_t path[COPSTREAM_MAX_PATH];
+    uint8_t path[COPSTREAM_WORD_BYTES * COPSTREAM_MAX_PAYLOAD]; /* or stalls */
     uint64_t extra[COPSTREAM_MAX_PAYLOAD];
     uint32_t extra_count = 0;
     char *token, *value;

@@ -62,11 +62,16 @@
  * changes: the samples go out in one copy, as before.
  *
  * Stall reasons.  A drain copies each entry's cause word with it, bounded
- * by the trace unit (trace_cause_checked()).  The stream gives each slot
- * a current reason, ISSUE after the START and after each CONTEXT; a run
- * of samples whose cause differs is preceded by a REASON record (stream
- * 1.6), written only with room for a sample after it, so samples of
- * ISSUE alone cost nothing and no sample goes out under a wrong reason.
+ * by the trace unit (trace_cause_checked()).  Each run of samples written
+ * together (a drain, or its part between two placed OVERLAYs) goes out
+ * after one REASONS record (stream 1.6) giving the 4-bit reasons of its
+ * samples in order, up to the last that is not ISSUE; a run of ISSUE
+ * alone needs none.  The run is cut to what fits in the buffer before the
+ * REASONS is written, so its count is exactly the samples that follow:
+ * a full buffer loses whole samples, never a reason's place.  A TRANSFER
+ * record names the DMA transfer before a DMA-wait sample whose transfer
+ * differs from the one the stream gives the slot (none after START and
+ * each CONTEXT).
  *
  * Portable: the OS shim (copdrv-os.h), the freestanding stream encoder and
  * the trace unit's freestanding register primitives, nothing else.
@@ -89,6 +94,8 @@ static_assert(TRACE_EVENT_INSTRUCTIONS == COPSTREAM_EVENT_INSTRUCTIONS,
 #define TIME_BYTES		RECORD_BYTES(COPSTREAM_TIME_WORDS)
 #define STOP_BYTES		RECORD_BYTES(COPSTREAM_STOP_WORDS)
 #define STALL_BYTES		RECORD_BYTES(COPSTREAM_STALL_WORDS)
+#define TRANSFER_BYTES		RECORD_BYTES(COPSTREAM_TRANSFER_WORDS)
+#define NO_TRANSFER		0xFFFFFFFFu	/* a sample that is no DMA wait */
 #define LOST_CAUSES		(COPSTREAM_LOST_CAUSE_END - 1)
 
 /* A guard word not reported yet in this binding (real ones are 32-bit). */
@@ -126,7 +133,7 @@ struct copdrv_slot {
 	u64 end_context;	/* its context id ... */
 	u64 end_cycle;		/* ... and the slot's cycle when it left */
 	u32 *stack_area;	/* the slot's stack records, or NULL */
-	u32 cause_sent;		/* the cause word the stream's REASON says */
+	u32 transfer_sent;	/* the stream's TRANSFER: a cause word, 0 none */
 };
 
 struct copdrv {
@@ -153,6 +160,7 @@ struct copdrv {
 	struct copdrv_buffer buffer;
 	u16 *fields;		/* drain scratch, fifo_depth entries */
 	u32 *causes;		/* their cause words, the same */
+	u8 *stalls;		/* a REASONS record's stalls, 4 bits each */
 	struct trace_ovl_event events[TRACE_EVENT_DEPTH];	/* the same */
 	u32 *guard_words;	/* guard read scratch, COPDRV_MAX_REGIONS */
 	u8 scratch[COPSTREAM_MAX_RECORD_BYTES];
@@ -650,8 +658,8 @@ static u64 put_samples_stacked(struct copdrv *drv, struct copdrv_slot *s,
 }
 
 /*
- * Writes drained entries [from, to), all of one cause, as samples;
- * returns how many fitted.
+ * Writes drained entries [from, to), all waiting on one transfer (if any),
+ * as samples; returns how many fitted.
  */
 static u64 put_run(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 		   u64 to, u64 keep)
@@ -667,30 +675,154 @@ static u64 put_run(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 	return written;
 }
 
-/* The REASON record of cause word `cause` (a bounded one: the drain's). */
-static int emit_reason(struct copdrv *drv, struct copdrv_slot *s, u32 cause,
-		       u64 keep)
+/*
+ * The transfer a drained entry's sample needs the stream to name: its
+ * cause word for a DMA wait on a known transfer, 0 (none) for a DMA wait
+ * on none, NO_TRANSFER when the sample is no DMA wait.
+ */
+static u32 transfer_of(u32 cause)
 {
-	struct copstream_record rec = { .code = COPSTREAM_REASON };
-	struct copstream_reason *r = &rec.u.reason;
+	if (trace_cause_reason(cause) != TRACE_STALL_DMA_WAIT)
+		return NO_TRANSFER;
+	return trace_cause_has_transfer(cause) ? cause : 0;
+}
+
+/* Whether entry i needs a TRANSFER before it, the slot's being `now`. */
+static int transfer_changes(const struct copdrv *drv, u64 i, u32 now)
+{
+	u32 t = transfer_of(drv->causes[i]);
+
+	return t != NO_TRANSFER && t != now;
+}
+
+/* The TRANSFER record naming the transfer of cause word `t` (0: none). */
+static int emit_transfer(struct copdrv *drv, struct copdrv_slot *s, u32 t,
+			 u64 keep)
+{
+	struct copstream_record rec = { .code = COPSTREAM_TRANSFER };
+	struct copstream_transfer *r = &rec.u.transfer;
 
 	r->slot = s->index;
-	r->stall = trace_cause_reason(cause);
-	if (trace_cause_has_transfer(cause)) {
-		r->flags = COPSTREAM_REASON_TRANSFER;
-		r->tag = trace_cause_tag(cause);
-		r->issuer = trace_cause_issuer_field(cause) << 2;
+	if (t) {
+		r->flags = COPSTREAM_TRANSFER_KNOWN;
+		r->tag = trace_cause_tag(t);
+		r->issuer = trace_cause_issuer_field(t) << 2;
 	}
 	if (emit(drv, &rec, COPDRV_BUFFER_NORMAL, keep))
 		return -ENOSPC;
-	s->cause_sent = cause;
+	s->transfer_sent = t;
 	return 0;
 }
 
+/* Bytes of a REASONS record of `count` reasons; 0 for none. */
+static u64 reasons_bytes(u64 count)
+{
+	if (!count)
+		return 0;
+	return RECORD_BYTES(COPSTREAM_REASONS_WORDS +
+			    copstream_reasons_words((u32)count));
+}
+
+/* Bytes entry i's sample takes: its word, and its CALLSTACK if any. */
+static u64 sample_bytes(struct copdrv *drv, const struct copdrv_slot *s, u64 i)
+{
+	u32 words = trace_stack_record_words(drv->stack_depth);
+	struct copstream_record rec;
+
+	if (!drv->stack_depth)
+		return WORD_BYTES;
+	stack_record(drv, s, drv->stacks + i * words, &rec);
+	return WORD_BYTES + (u64)copstream_record_bytes(&rec);
+}
+
 /*
- * Writes drained entries [from, to) as samples, a REASON before each run
- * whose cause differs from the one the stream gives the slot (stream
- * 1.6), with room for one sample after it; returns how many fitted.
+ * How many of entries [from, to) fit in the buffer beside `keep` bytes,
+ * with their REASONS and TRANSFER records; *reasons is set to the count
+ * the REASONS carries (up to the last reason other than ISSUE: the
+ * samples after it read as ISSUE without one).
+ */
+static u64 samples_that_fit(struct copdrv *drv, struct copdrv_slot *s,
+			    u64 from, u64 to, u64 keep, u64 *reasons)
+{
+	u64 room = copdrv_buffer_room(&drv->buffer, COPDRV_BUFFER_NORMAL);
+	u64 used = 0, i, last = 0;
+	u32 now = s->transfer_sent;
+
+	*reasons = 0;
+	if (room <= keep)
+		return 0;
+	room -= keep;
+	if (to - from > COPSTREAM_MAX_REASONS)
+		to = from + COPSTREAM_MAX_REASONS;
+	for (i = from; i < to; i++) {
+		u64 need = sample_bytes(drv, s, i), count = last;
+
+		if (transfer_changes(drv, i, now))
+			need += TRANSFER_BYTES;
+		if (trace_cause_reason(drv->causes[i]) != TRACE_STALL_ISSUE)
+			count = i - from + 1;
+		if (used + need + reasons_bytes(count) > room)
+			break;
+		used += need;
+		last = count;
+		if (transfer_changes(drv, i, now))
+			now = transfer_of(drv->causes[i]);
+	}
+	*reasons = last;
+	return i - from;
+}
+
+/* The REASONS record of entries [from, from + count). */
+static int emit_reasons(struct copdrv *drv, struct copdrv_slot *s,
+			u64 from, u64 count)
+{
+	struct copstream_record rec = { .code = COPSTREAM_REASONS };
+	u64 i;
+
+	for (i = 0; i < (count + 1) / 2; i++)
+		drv->stalls[i] = 0;
+	for (i = 0; i < count; i++)
+		copstream_put_reason(drv->stalls, (u32)i,
+				     trace_cause_reason(drv->causes[from + i]));
+	rec.u.reasons = (struct copstream_reasons){
+		.slot = s->index, .count = (u32)count, .stalls = drv->stalls,
+	};
+	return emit(drv, &rec, COPDRV_BUFFER_NORMAL, 0);
+}
+
+/*
+ * Writes entries [from, from + n), which samples_that_fit() found room
+ * for, with a TRANSFER before each DMA-wait sample whose transfer differs
+ * from the slot's; returns the samples written.
+ */
+static u64 put_runs(struct copdrv *drv, struct copdrv_slot *s, u64 from,
+		    u64 n, u64 keep)
+{
+	u64 done = from, end = from + n;
+
+	while (done < end) {
+		u64 run = done + 1, written;
+
+		if (transfer_changes(drv, done, s->transfer_sent) &&
+		    emit_transfer(drv, s, transfer_of(drv->causes[done]), keep))
+			break;
+		while (run < end &&
+		       !transfer_changes(drv, run, s->transfer_sent))
+			run++;
+		written = put_run(drv, s, done, run, keep);
+		done += written;
+		if (done < run)
+			break;
+	}
+	return done - from;
+}
+
+/*
+ * Writes drained entries [from, to) as samples (stream 1.6): each chunk
+ * that fits after one REASONS record giving its reasons, sample for
+ * sample, so a reason can never shift onto another sample; the entries
+ * that do not fit are not written (the caller counts them lost).
+ * Returns how many were written.
  */
 static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 		       u64 to, u64 keep)
@@ -698,17 +830,16 @@ static u64 put_samples(struct copdrv *drv, struct copdrv_slot *s, u64 from,
 	u64 done = from;
 
 	while (done < to) {
-		u32 cause = drv->causes[done];
-		u64 end = done + 1, n;
+		u64 reasons, n, written;
 
-		while (end < to && drv->causes[end] == cause)
-			end++;
-		if (cause != s->cause_sent &&
-		    emit_reason(drv, s, cause, keep + WORD_BYTES))
+		n = samples_that_fit(drv, s, done, to, keep, &reasons);
+		if (!n)
 			break;
-		n = put_run(drv, s, done, end, keep);
-		done += n;
-		if (done < end)
+		if (reasons && emit_reasons(drv, s, done, reasons))
+			break;
+		written = put_runs(drv, s, done, n, keep);
+		done += written;
+		if (written < n)
 			break;
 	}
 	return done - from;
@@ -779,7 +910,7 @@ static int announce_switch(struct copdrv *drv, struct copdrv_slot *s)
 	if (err)
 		return err;
 	s->announced = 1;
-	s->cause_sent = TRACE_STALL_ISSUE;	/* a CONTEXT resets the reason */
+	s->transfer_sent = 0;	/* a CONTEXT resets the transfer */
 	for (region = 0; region < s->ctx.regions; region++)
 		s->guards[region] = GUARD_UNKNOWN;
 	if (read_guards(drv, s))
@@ -1269,7 +1400,7 @@ static void reset_session(struct copdrv *drv)
 		slot_baseline(drv, s);
 		s->announced = !s->bound;
 		s->end_pending = 0;
-		s->cause_sent = TRACE_STALL_ISSUE;	/* as the START says */
+		s->transfer_sent = 0;	/* as the START says */
 	}
 }
 
@@ -1367,13 +1498,14 @@ static int alloc_scratch(struct copdrv *drv)
 				      drv->fifo_depth * sizeof(*drv->fields));
 	drv->causes = copdrv_os_alloc(drv->os,
 				      drv->fifo_depth * sizeof(*drv->causes));
+	drv->stalls = copdrv_os_alloc(drv->os, COPSTREAM_MAX_REASONS / 2);
 	drv->guard_words = copdrv_os_alloc(drv->os, COPDRV_MAX_REGIONS *
 					   sizeof(*drv->guard_words));
 	if (drv->stack_depth)
 		drv->stacks = copdrv_os_alloc(drv->os, (u64)drv->fifo_depth *
 			trace_stack_record_words(drv->stack_depth) *
 			sizeof(*drv->stacks));
-	return drv->fields && drv->causes && drv->guard_words &&
+	return drv->fields && drv->causes && drv->stalls && drv->guard_words &&
 	       (drv->stacks || !drv->stack_depth) ? 0 : -ENOMEM;
 }
 
@@ -1448,6 +1580,7 @@ void copdrv_destroy(struct copdrv *drv)
 	copdrv_os_free(drv->os, drv->buffer.data);
 	copdrv_os_free(drv->os, drv->fields);
 	copdrv_os_free(drv->os, drv->causes);
+	copdrv_os_free(drv->os, drv->stalls);
 	copdrv_os_free(drv->os, drv->stacks);
 	copdrv_os_free(drv->os, drv->guard_words);
 	copdrv_os_free(drv->os, drv);

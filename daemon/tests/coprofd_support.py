@@ -88,12 +88,18 @@ class Writer:
                     depth=len(frames) if depth is None else depth,
                     frames=list(frames))
 
-    def reason(self, slot, stall, tag=None, issuer=None):
-        """REASON (1.6): the stall reason of the slot's samples that
-        follow; tag and issuer make it a DMA wait on that transfer."""
-        transfer = tag is not None
-        self.record("reason", slot=slot, stall=stall,
-                    transfer=cs.REASON_TRANSFER if transfer else 0,
+    def reasons(self, slot, stalls):
+        """REASONS (1.6): the stall reasons of the slot's next sample
+        words, one a sample (a sequence of 0..15 or hex digits)."""
+        self.record("reasons", slot=slot, stalls=stalls)
+
+    def transfer(self, slot, tag=None, issuer=None):
+        """TRANSFER (1.6): the DMA transfer (tag, issuer's address) the
+        slot's DMA-wait samples wait on from here on; none without a
+        tag."""
+        known = tag is not None
+        self.record("transfer", slot=slot,
+                    known=cs.TRANSFER_KNOWN if known else 0,
                     tag=tag or 0, issuer=issuer or 0)
 
     def time(self, slot, cycle, time_ns):

@@ -10,8 +10,10 @@ overlay swaps (some placed among the samples), releases, lost samples,
 END records (of a context, twice or of none, with samples after) and
 the samples' call stacks (1.4 CALLSTACK records, some with frames in an
 overlay, some deeper than their frames, some stray) and their stall
-reasons (1.6 REASON records, DMA waits with a tag and issuer among
-them, and a reason outside the enum), and one stream of
+reasons (1.6 REASONS records before a slot's samples of a poll, some
+with a reason outside the enum, some with fewer reasons than samples and
+some with more -- the reasons-unread error -- and TRANSFER records naming
+a DMA wait's tag and issuer, or none), and one stream of
 64-bit extremes (offsets, sizes, cycles, times of 2^63 and more).
 """
 
@@ -27,19 +29,29 @@ sys.path[:0] = [HERE, os.path.join(SOURCE, "escape-protocol")]
 import coprofd_support as support  # noqa: E402
 
 
+def reasons(rng, w, slot, n, image):
+    """Maybe a TRANSFER, then maybe the REASONS of the slot's next n
+    samples (sometimes one too few or too many)."""
+    if rng.random() < 0.2:
+        if rng.random() < 0.8:
+            w.transfer(slot, tag=rng.randrange(32),
+                       issuer=rng.choice(image.addresses))
+        else:
+            w.transfer(slot)
+    if rng.random() < 0.6:
+        count = max(1, n + rng.choice((0, 0, 0, 0, -1, 1)))
+        w.reasons(slot, [rng.choice((0, 1, 2, 3, 3, 4, 5, 9, 15))
+                         for _ in range(count)])
+
+
 def prefixed_seed(rng, image):
     """Poll groups for slots 0 and 1 of the target's prefix."""
     w = support.Writer()
     for poll in range(rng.randrange(2, 8)):
         for slot in (0, 1):
-            for _ in range(rng.randrange(0, 6)):
-                if rng.random() < 0.3:
-                    stall = rng.choice((0, 1, 2, 3, 4, 5, 99))
-                    if stall == 3:
-                        w.reason(slot, stall, tag=rng.randrange(32),
-                                 issuer=rng.choice(image.addresses))
-                    else:
-                        w.reason(slot, stall)
+            n = rng.randrange(0, 6)
+            reasons(rng, w, slot, n, image)
+            for _ in range(n):
                 w.sample(slot, rng.choice(image.addresses))
                 if rng.random() < 0.5:
                     frames = [(rng.choice(image.addresses) + 4,

@@ -68,20 +68,18 @@ def test_frames_resolve_in_their_own_overlay(coprofd, resolver, test_image,
 def test_stacks_by_stall_reason_add_up_to_the_stacks(coprofd, test_image,
                                                    tmp_path):
     """stack_stalls: each stack by its sample's stall reason (the slot's
-    REASON before it; ISSUE again after a CONTEXT), summing to `stacks`."""
+    REASONS before it, CALLSTACKs between them; ISSUE again after a
+    CONTEXT), summing to `stacks`."""
     image = test_image("plain.elf")
     w = Writer()
     w.start()
     w.image(image)
     w.context(0, 1, identity(image))
-    for stall, n in ((0, 2), (1, 3), (3, 1)):
-        if stall == 3:
-            w.reason(0, stall, tag=4, issuer=RESIDENT)
-        else:
-            w.reason(0, stall)
-        for _ in range(n):
-            w.sample(0, RESIDENT)
-            w.callstack(0, [(RESIDENT + 8, 0)])
+    w.transfer(0, tag=4, issuer=RESIDENT)
+    w.reasons(0, "001113")
+    for _ in range(6):
+        w.sample(0, RESIDENT)
+        w.callstack(0, [(RESIDENT + 8, 0)])
     w.context(0, 1, identity(image))    # back to ISSUE
     w.sample(0, RESIDENT)
     w.callstack(0, [(RESIDENT + 8, 0)])

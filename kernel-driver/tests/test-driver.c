@@ -962,24 +962,66 @@ static guint32 cause_of(guint16 field)
 	return run < TRACE_STALL_REASONS ? run : TRACE_STALL_ISSUE;
 }
 
-/* Reads the stream back: each slot's reason as REASON and CONTEXT set it
- * must be the cause its samples were captured with. */
+/*
+ * Reads the stream back (stream 1.6): each slot's pending reasons as its
+ * last REASONS gave them, one per sample word, ISSUE beyond them; the
+ * transfer as its last TRANSFER named it.  Every sample must read as the
+ * cause it was captured with, and no REASONS, CONTEXT or STOP may come
+ * while reasons of its slot are unread (a count that does not match).
+ */
 struct reason_reader {
-	guint32 cause[COPSTREAM_MAX_SLOTS];
-	guint64 samples, mismatches;
+	guint8 stalls[COPSTREAM_MAX_SLOTS][COPSTREAM_MAX_REASONS / 2];
+	guint32 count[COPSTREAM_MAX_SLOTS], next[COPSTREAM_MAX_SLOTS];
+	guint32 transfer[COPSTREAM_MAX_SLOTS];
+	guint64 samples, mismatches, unread, reasons;
 };
+
+/* A record ending the slot's reasons: none may be left. */
+static void reason_reset(struct reason_reader *r, guint32 slot)
+{
+	if (r->next[slot] < r->count[slot])
+		r->unread++;
+	r->count[slot] = r->next[slot] = 0;
+}
 
 static void reason_record(void *user, const struct copstream_record *rec)
 {
 	struct reason_reader *r = user;
-	const struct copstream_reason *why = &rec->u.reason;
+	const struct copstream_reasons *why = &rec->u.reasons;
+	const struct copstream_transfer *t = &rec->u.transfer;
 
-	if (rec->code == COPSTREAM_CONTEXT)
-		r->cause[rec->u.context.slot] = TRACE_STALL_ISSUE;
-	if (rec->code != COPSTREAM_REASON)
-		return;
-	r->cause[why->slot] = why->flags ?
-		trace_cause_transfer(why->tag, why->issuer >> 2) : why->stall;
+	switch (rec->code) {
+	case COPSTREAM_CONTEXT:
+		reason_reset(r, rec->u.context.slot);
+		r->transfer[rec->u.context.slot] = 0;
+		break;
+	case COPSTREAM_STOP:
+		for (guint32 slot = 0; slot < COPSTREAM_MAX_SLOTS; slot++)
+			reason_reset(r, slot);
+		break;
+	case COPSTREAM_REASONS:
+		reason_reset(r, why->slot);
+		memcpy(r->stalls[why->slot], why->stalls, (why->count + 1) / 2);
+		r->count[why->slot] = why->count;
+		r->reasons++;
+		break;
+	case COPSTREAM_TRANSFER:
+		r->transfer[t->slot] = t->flags ?
+			trace_cause_transfer(t->tag, t->issuer >> 2) : 0;
+		break;
+	}
+}
+
+/* The cause a sample of the slot reads as, taking its reason. */
+static guint32 reason_next(struct reason_reader *r, guint32 slot)
+{
+	guint32 stall = TRACE_STALL_ISSUE;
+
+	if (r->next[slot] < r->count[slot])
+		stall = copstream_reason_at(r->stalls[slot], r->next[slot]++);
+	if (stall == TRACE_STALL_DMA_WAIT && r->transfer[slot])
+		return r->transfer[slot];
+	return stall;
 }
 
 static void reason_samples(void *user, guint64 offset,
@@ -989,66 +1031,112 @@ static void reason_samples(void *user, guint64 offset,
 
 	for (size_t i = 0; i < n; i++, r->samples++)
 		if (cause_of((guint16)(samples[i].address >> 2)) !=
-		    r->cause[samples[i].slot])
+		    reason_next(r, samples[i].slot))
 			r->mismatches++;
 }
 
-/* Every sample is read under the reason it was captured with (stream
- * 1.6), through runs, DMA transfers and a context switch, and a REASON
- * is written only where the reason changes. */
-static void test_stall_reasons(void)
+/* Decodes the fixture's stream through the reason reader. */
+static struct reason_reader *read_reasons(struct fixture *f)
 {
 	struct copstream_handler h = { .samples = reason_samples,
 				       .record = reason_record };
-	struct reason_reader r = { { 0 }, 0, 0 };
-	struct copstream_decoder dec;
+	struct reason_reader *r = g_new0(struct reason_reader, 1);
+	static struct copstream_decoder dec;
+
+	copstream_decoder_init(&dec, &h);
+	dec.handler.user = r;
+	copstream_decoder_feed(&dec, f->stream->data, f->stream->len);
+	copstream_decoder_finish(&dec);
+	g_assert_cmpuint(dec.stats.errors, ==, 0);
+	return r;
+}
+
+/* Captures n entries on the slot of context id, each with cause_of(). */
+static void capture_caused(struct fixture *f, guint32 slot, guint32 id,
+			   guint32 n)
+{
+	struct trace_regs_slot *s = trace_unit_slot(f->unit, slot);
+
+	for (guint32 i = 0; i < n; i++) {
+		guint16 field = field_of(id, f->queued[id]->len);
+		guint32 address = (guint32)field << 2;
+
+		if (trace_slot_capture_entry(f->unit, s, NULL, field,
+					     cause_of(field), 0, NULL))
+			g_array_append_val(f->queued[id], address);
+	}
+}
+
+/* Every sample is read under the reason it was captured with (stream
+ * 1.6), through runs, DMA transfers and a context switch, with one
+ * REASONS per slot's drain. */
+static void test_stall_reasons(void)
+{
+	struct reason_reader *r;
 	struct fixture f;
-	guint32 changes = 0;
 
 	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
 	bind_context(&f, 0, 1);
 	bind_context(&f, 1, 2);
 	start(&f, 1000000, 0, 1);
 	for (guint32 poll = 0; poll < 4; poll++) {
-		for (guint32 slot = 0; slot < 2; slot++) {
-			struct trace_regs_slot *s = trace_unit_slot(f.unit,
-								    slot);
-
-			for (guint32 i = 0; i < 200; i++) {
-				guint32 id = slot + 1;
-				guint16 field = field_of(id,
-							 f.queued[id]->len);
-				guint32 address = (guint32)field << 2;
-
-				if (trace_slot_capture_entry(f.unit, s, NULL,
-						field, cause_of(field), 0,
-						NULL))
-					g_array_append_val(f.queued[id],
-							   address);
-			}
-		}
+		capture_caused(&f, 0, 1, 200);
+		capture_caused(&f, 1, 2, 200);
 		copdrv_poll(f.drv);
 	}
 	stop_and_check(&f);
 	assert_addresses(&f, 1);
 	assert_addresses(&f, 2);
 	assert_conservation(&f, 2);
-	for (guint32 id = 1; id <= 2; id++)
-		for (guint i = 1; i < f.queued[id]->len; i++)
-			changes += cause_of((guint16)(g_array_index(
-				f.queued[id], guint32, i) >> 2)) !=
-				cause_of((guint16)(g_array_index(
-				f.queued[id], guint32, i - 1) >> 2));
-	copstream_decoder_init(&dec, &h);
-	dec.handler.user = &r;
-	copstream_decoder_feed(&dec, f.stream->data, f.stream->len);
-	copstream_decoder_finish(&dec);
-	g_assert_cmpuint(r.samples, ==, 1600);
-	g_assert_cmpuint(r.mismatches, ==, 0);
-	/* One per change, plus at most one per slot for its first run. */
-	g_assert_cmpuint(count_records(&f, COPSTREAM_REASON), >=, changes);
-	g_assert_cmpuint(count_records(&f, COPSTREAM_REASON), <=, changes + 2);
+	r = read_reasons(&f);
+	g_assert_cmpuint(r->samples, ==, 1600);
+	g_assert_cmpuint(r->mismatches, ==, 0);
+	g_assert_cmpuint(r->unread, ==, 0);
+	g_assert_cmpuint(r->reasons, ==, 8);	/* one a drain of a slot */
+	g_free(r);
 	teardown(&f);
+}
+
+/*
+ * A buffer that runs out of room mid-drain: the REASONS of a drain counts
+ * only the samples that fit, so every written sample keeps its reason and
+ * no count is left unread; with and without call stacks.
+ */
+static void test_stall_reasons_buffer_full(void)
+{
+	for (guint32 stacked = 0; stacked < 2; stacked++) {
+		struct reason_reader *r;
+		guint64 lost_full = 0;
+		struct fixture f;
+
+		if (stacked)
+			setup_stacks(&f, 2, 1024, STACK_DEPTH,
+				     COPDRV_HOSTED_MANUAL_POLL);
+		else
+			setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+		bind_context(&f, 0, 1);
+		bind_context(&f, 1, 2);
+		start(&f, 1000000, COPDRV_BUFFER_MIN, 0);
+		for (guint32 poll = 0; poll < 40; poll++) {
+			capture_caused(&f, 0, 1, 1000);
+			capture_caused(&f, 1, 2, 700);
+			copdrv_poll(f.drv);
+		}
+		stop_and_check(&f);
+		for (guint32 i = 0; i < 2; i++)
+			lost_full += f.rules->slots[i].lost[
+				COPSTREAM_LOST_BUFFER_FULL];
+		g_assert_cmpuint(lost_full, >, 0);
+		assert_conservation(&f, 2);
+		r = read_reasons(&f);
+		g_assert_cmpuint(r->samples, >, 0);
+		g_assert_cmpuint(r->samples, ==,
+				 f.rules->decoder.stats.samples);
+		g_assert_cmpuint(r->mismatches, ==, 0);
+		g_assert_cmpuint(r->unread, ==, 0);
+		g_free(r);
+		teardown(&f);
+	}
 }
 
 /* A buffer that cannot take everything loses whole samples: never a
@@ -1291,6 +1379,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/driver/stall-doorbell", test_stall_doorbell);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);
 	g_test_add_func("/driver/stall-reasons", test_stall_reasons);
+	g_test_add_func("/driver/stall-reasons-buffer-full",
+			test_stall_reasons_buffer_full);
 	g_test_add_func("/driver/call-stacks", test_call_stacks);
 	g_test_add_func("/driver/call-stacks-buffer-full",
 			test_call_stacks_buffer_full);
