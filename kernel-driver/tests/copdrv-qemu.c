@@ -278,10 +278,11 @@ static int spawn_run(struct harness *h, struct run *r, const char *plugin)
 	if (image_identity(r->argv[0], &r->image, &r->id) ||
 	    watch_guards(h, r))
 		return -1;
+	/* ram= as cop-run gives it: the overlay guards and the DMA channel */
 	if (trace_plugin_arg(arg, sizeof(arg), plugin, h->unit->path,
 			     r->context, h->opts.reference ?
 			     TRACE_MODE_REFERENCE : TRACE_MODE_FAST, NULL,
-			     r->image.nregions ? r->ram.path : NULL))
+			     r->ram.path))
 		return fail("%s: path too long", h->unit->path);
 	qemu.ram_path = r->ram.path;
 	cop_argv_init(&command);
