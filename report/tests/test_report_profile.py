@@ -57,8 +57,12 @@ def test_contexts_sum_to_context_totals(real_session, report_json):
         sums[cid] = sums.get(cid, 0) + row["samples"]
     assert got == totals
     assert sums == {c: n for c, n in totals.items() if n}
-    # each group's and context's losses are context_totals' too
-    lost = dict(q(real_session, "SELECT context, lost FROM context_totals"))
+    # each group's and context's losses are its LOST records' but for the
+    # captures outside the local store (QEMU's reset code), which are no
+    # loss (profile.py; a fixture run has one when an interval ends there)
+    lost = dict(q(real_session, "SELECT c.id, IFNULL(SUM(l.count), 0) "
+                  "FROM contexts c LEFT JOIN lost_events l ON l.context = "
+                  "c.id AND l.cause_name IS NOT 'outside-ls' GROUP BY c.id"))
     assert {g["context"]["id"]: g["lost"] for g in rep["groups"]} == lost
     assert {c["id"]: c["lost"] for c in rep["contexts"]} == lost
 
@@ -252,7 +256,8 @@ def test_creation_site_symbolized_on_the_host(real_session):
 
 def test_footer(real_session, copreport):
     out = copreport("-d", real_session.dir, check=True).stdout
-    lost = q(real_session, "SELECT IFNULL(SUM(count), 0) FROM lost_events")
+    lost = q(real_session, "SELECT IFNULL(SUM(count), 0) FROM lost_events "
+             "WHERE cause_name IS NOT 'outside-ls'")    # no loss: profile.py
     amb = q(real_session, "SELECT IFNULL(SUM(count), 0) FROM "
             "ambiguous_samples")[0][0]
     total = q(real_session, "SELECT value FROM session WHERE key = "
