@@ -822,6 +822,20 @@ static void dma_bounds(struct mfc_bounds *b)
     b->data_size = le32toh(tu.boot->data_size);
 }
 
+/* A marker, the last instruction of block b, is about to run: everything
+ * before it retired and charged (its block's tail, main-memory accesses
+ * waiting), so that its wait comes after them.  0: no context attached. */
+static int marker_begins(const struct block *b)
+{
+    tu.wait_charge = 0;
+    if (!tu.attached)
+        return 0;
+    if (tu.tail == b)
+        retire_tail();
+    settle_memory();
+    return 1;
+}
+
 /* A DMA marker, the last instruction of block b, is about to run, its own
  * cycles counted: an issue is stamped, a wait charged to it.  Under
  * SPU_INSTRUCTIONS there are no cycles: transfers complete at once. */
@@ -833,12 +847,8 @@ static void on_dma_marker(unsigned int vcpu_index, void *udata)
     uint64_t wait = 0;
     char err[512];
 
-    tu.wait_charge = 0;
-    if (!tu.attached)
+    if (!marker_begins(b))
         return;
-    if (tu.tail == b)
-        retire_tail();
-    settle_memory();
     if (b->words[last] == COP_MARK_DMA_ISSUE) {
         struct mfc_bounds bounds;
 
@@ -1098,12 +1108,8 @@ static void on_mbox_marker(unsigned int vcpu_index, void *udata)
     uint64_t wait = 0;
     char err[512];
 
-    tu.wait_charge = 0;
-    if (!tu.attached)
+    if (!marker_begins(b))
         return;
-    if (tu.tail == b)
-        retire_tail();
-    settle_memory();
     mb = mbox_block();
     if (word == COP_MARK_MBOX_COUNT) {
         int n = mbox_count(mb, tu.clock == TRACE_EVENT_CYCLES ? &tu.model
