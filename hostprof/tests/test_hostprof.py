@@ -446,7 +446,10 @@ def test_command_recorded_from_before_its_exec(coprof_bin, tmp_path, sched):
     """coprof record starts coprof-host beside copsim (after it with
     --host-sched=all) and holds the command until coprof-host records: the
     command's first thread has events from before its exec (the wake-up
-    that releases it), so nothing of its start is lost."""
+    that releases it and the switch that runs it), so nothing of its start
+    is lost.  A switch is stored under the thread switched out: the one
+    that runs the command names it as other_tid, and the command need not
+    be switched out again before it prints."""
     d = tmp_path / "s"
     prog = "import os, time; print(os.getpid(), time.monotonic_ns())"
     p = run([coprof_bin("coprof"), "record", "-q", "--host-sched=" + sched,
@@ -460,8 +463,9 @@ def test_command_recorded_from_before_its_exec(coprof_bin, tmp_path, sched):
         assert con.execute("SELECT role FROM host_threads WHERE tid = ?",
                            (pid,)).fetchone() == ("command",)
         before = [kind for (kind,) in con.execute(
-            "SELECT kind FROM host_sched_events WHERE tid = ? AND "
-            "time_ns < ? ORDER BY id", (pid, started))]
+            "SELECT kind FROM host_sched_events WHERE (tid = ? OR "
+            "(kind = 'switch' AND other_tid = ?)) AND time_ns < ? "
+            "ORDER BY id", (pid, pid, started))]
     finally:
         con.close()
     assert "wakeup" in before and "switch" in before, before
