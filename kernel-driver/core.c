@@ -52,7 +52,11 @@
  * waits for a driver that is gone.  The shim polls early when the trace
  * unit rings the doorbell; a drain that finds a producer stalled wakes it.
  * The producer's stall counters are reported per slot in STALL records of
- * the poll group, attributed to the context bound then.
+ * the poll group, attributed to the context bound then.  Under the stall
+ * policy a poll drains only what the buffer surely holds (drain_budget()):
+ * while the reader is behind, captures wait in the FIFO and the producer
+ * stalls; only a switch's drain, which must take everything, can still
+ * lose samples buffer-full.
  *
  * Call stacks.  When the register file has a call-stack area (its header's
  * stack_depth, for --call-graph), a drain copies each entry's stack record
@@ -149,6 +153,7 @@ struct copdrv {
 
 	struct copdrv_params params;
 	u32 running;
+	u32 stopping;		/* the stop's last drains: take everything */
 	u64 start_time_ns;
 	u64 last_wake_ns;	/* when the reader was last woken */
 	struct copdrv_slot slots[TRACE_MAX_SLOTS];
@@ -935,13 +940,63 @@ static int announce(struct copdrv *drv, struct copdrv_slot *s)
 	return err;
 }
 
-/* Drains the slot's FIFO into drv->fields; returns the entries drained. */
-static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
+/*
+ * The most bytes one drained entry can take in the stream: its sample,
+ * a TRANSFER before it, a REASONS record of its own and, with call
+ * stacks, the largest CALLSTACK.
+ */
+static u64 entry_bytes_max(const struct copdrv *drv)
+{
+	u64 bytes = WORD_BYTES + TRANSFER_BYTES +
+		    RECORD_BYTES(COPSTREAM_REASONS_WORDS + 1);
+
+	if (drv->stack_depth)
+		bytes += COPSTREAM_MAX_RECORD_BYTES;
+	return bytes;
+}
+
+/*
+ * How many entries a poll drains from the slot.  Under the stall policy
+ * the FIFO is where captures wait for room: a drain takes only what the
+ * buffer surely holds (every entry at its largest, beside the rest of its
+ * group and the OVERLAYs the trace unit may place among them), and none
+ * while the slot's CONTEXT waits for room, so that a full buffer stalls
+ * the producer instead of losing samples.  A hook's drain (final: the
+ * emulator is stopped at a switch) takes all, since what stayed would be
+ * read under the next binding; so do the stop, the drop policy and an
+ * idle slot.
+ */
+static u32 drain_budget(const struct copdrv *drv, const struct copdrv_slot *s,
+			int final)
+{
+	u64 room, reserve, fits;
+
+	if (final || drv->stopping || !s->bound ||
+	    drv->params.fifo_full != COPSTREAM_FIFO_STALL)
+		return drv->fifo_depth;
+	if (!s->announced)
+		return 0;
+	room = copdrv_buffer_room(&drv->buffer, COPDRV_BUFFER_NORMAL);
+	reserve = (u64)s->ctx.regions * OVERLAY_BYTES +
+		  LOST_CAUSES * LOST_BYTES + STALL_BYTES + TIME_BYTES;
+	if (slot_watched(drv, s))
+		reserve += (u64)TRACE_EVENT_DEPTH * OVERLAY_BYTES;
+	if (room <= reserve)
+		return 0;
+	fits = (room - reserve) / entry_bytes_max(drv);
+	return fits < drv->fifo_depth ? (u32)fits : drv->fifo_depth;
+}
+
+/*
+ * Drains up to `max` entries of the slot's FIFO into drv->fields; returns
+ * the entries drained.
+ */
+static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s, u32 max)
 {
 	int got = trace_slot_drain_entries(s->regs, drv->fifo_depth,
 					   drv->fields, drv->causes,
 					   s->stack_area, drv->stack_depth,
-					   drv->stacks, drv->fifo_depth);
+					   drv->stacks, max);
 
 	if (got < 0) {
 		drv->stats.fifo_errors++;
@@ -950,9 +1005,10 @@ static u64 drain_slot(struct copdrv *drv, struct copdrv_slot *s)
 	/*
 	 * The full barrier orders the drain's tail store before this load;
 	 * it pairs with the producer's seq-cst store of stalled before its
-	 * re-read of the tail (trace-unit.c), a Dekker pair.
+	 * re-read of the tail (trace-unit.c), a Dekker pair.  A drain that
+	 * made no room wakes nobody: the producer would only ring again.
 	 */
-	if (copdrv_load_full(&s->regs->stalled))
+	if (got > 0 && copdrv_load_full(&s->regs->stalled))
 		copdrv_os_wake_producer(drv->os, &s->regs->fifo_tail);
 	return (u64)got;
 }
@@ -1010,8 +1066,9 @@ static u64 put_bound_group(struct copdrv *drv, struct copdrv_slot *s,
 /*
  * One poll group of one slot (see the top of the file).  Drained samples
  * go out only under an announced context.  While the slot's CONTEXT (or
- * RELEASE) waits for room they are counted lost, buffer-full, and the
- * group says nothing more, so that no record of the slot precedes its
+ * RELEASE) waits for room they stay in the FIFO under the stall policy
+ * (drain_budget()); those drained then are counted lost, buffer-full, and
+ * the group says nothing more, so that no record of the slot precedes its
  * switch record with a later cycle.  On an idle slot they are counted
  * lost, no-context.  final: a hook's drain, the emulator stopped.
  */
@@ -1022,7 +1079,7 @@ static void poll_slot(struct copdrv *drv, struct copdrv_slot *s, int final)
 	int events_lost;
 
 	announce(drv, s);
-	drained = drain_slot(drv, s);
+	drained = drain_slot(drv, s, drain_budget(drv, s, final));
 	events_lost = drain_events(drv, s, tail + (u32)drained);
 	cycle = slot_cycles(s);
 	time_ns = copdrv_os_now_ns(drv->os);
@@ -1389,6 +1446,7 @@ static void reset_session(struct copdrv *drv)
 	u32 i;
 
 	drv->stats = empty;
+	drv->stopping = 0;
 	prune_images(drv);
 	for (i = 0; i < drv->n_images; i++)
 		drv->images[i].sent = 0;
@@ -1476,6 +1534,7 @@ int copdrv_stop(struct copdrv *drv)
 		slot_load(&drv->slots[i], 0);
 		slot_unconfigure(&drv->slots[i]);
 	}
+	drv->stopping = 1;
 	poll_all(drv);
 	for (i = 0; i < drv->n_slots; i++) {
 		struct copdrv_slot *s = &drv->slots[i];

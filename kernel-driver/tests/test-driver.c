@@ -865,6 +865,83 @@ static void test_buffer_full(void)
 	teardown(&f);
 }
 
+/*
+ * Pushes captures of context id on slot while its FIFO has room, as a
+ * producer under the stall policy does before it stalls; returns how many.
+ */
+static guint32 push_while_room(struct fixture *f, guint32 slot, guint32 id,
+			       guint32 count)
+{
+	struct trace_regs_slot *s = trace_unit_slot(f->unit, slot);
+	guint32 depth = f->unit->header->fifo_depth, n;
+
+	for (n = 0; n < count; n++) {
+		guint16 field = field_of(id, f->queued[id]->len);
+		guint32 address = (guint32)field << 2;
+
+		if (!trace_slot_try_push(s, depth, field))
+			break;
+		g_array_append_val(f->queued[id], address);
+	}
+	return n;
+}
+
+/*
+ * The stall policy with a reader that falls behind: a poll drains only
+ * what the buffer holds, the rest waits in the FIFO (the producer would
+ * stall), and once the reader reads, everything comes through: no sample
+ * is lost buffer-full, and every one is its context's, in order.
+ */
+static void test_stall_buffer_full(void)
+{
+	struct fixture f;
+	struct copdrv_params p;
+	char err[512] = "";
+	guint32 depth, waits = 0;
+
+	setup_with(&f, 2, 1024, COPDRV_HOSTED_MANUAL_POLL);
+	depth = f.unit->header->fifo_depth;
+	bind_context(&f, 0, 1);
+	bind_context(&f, 1, 2);
+	p = params_for(&f, 1000000, COPDRV_BUFFER_MIN);
+	p.fifo_full = COPSTREAM_FIFO_STALL;
+	g_assert_cmpint(copdrv_hosted_start(f.os, &p, &f.fd, err,
+					    sizeof(err)), ==, 0);
+	/*
+	 * No reader: the producer offers captures until a poll leaves both
+	 * FIFOs full (the buffer, and the socket behind it, hold no more).
+	 */
+	for (;;) {
+		push_while_room(&f, 0, 1, depth);
+		push_while_room(&f, 1, 2, depth);
+		copdrv_poll(f.drv);
+		if (trace_slot_queued(trace_unit_slot(f.unit, 0)) == depth &&
+		    trace_slot_queued(trace_unit_slot(f.unit, 1)) == depth)
+			break;
+		/* a driver that drains whole FIFOs never leaves them full */
+		g_assert_cmpuint(++waits, <, 20000);
+		g_usleep(200);
+	}
+	g_assert_cmpuint(push_while_room(&f, 0, 1, 1), ==, 0);
+	g_assert_cmpuint(f.queued[1]->len + f.queued[2]->len, >,
+			 COPDRV_BUFFER_MIN / 8);
+	/* The reader catches up; polls drain what waited. */
+	start_reader(&f);
+	while (trace_slot_queued(trace_unit_slot(f.unit, 0)) ||
+	       trace_slot_queued(trace_unit_slot(f.unit, 1))) {
+		g_assert_cmpuint(++waits, <, 40000);
+		copdrv_poll(f.drv);
+		g_usleep(500);
+	}
+	stop_and_check(&f);
+	assert_conservation(&f, 2);
+	for (guint32 i = 0; i < 2; i++)
+		g_assert_cmpuint(f.rules->slots[i].lost_total, ==, 0);
+	assert_addresses(&f, 1);
+	assert_addresses(&f, 2);
+	teardown(&f);
+}
+
 /* ---- Call stacks ---------------------------------------------------------- */
 
 #define STACK_DEPTH	4	/* frames per record in these tests */
@@ -1378,6 +1455,7 @@ int main(int argc, char **argv)
 			test_conservation_slicing);
 	g_test_add_func("/driver/stall-doorbell", test_stall_doorbell);
 	g_test_add_func("/driver/buffer-full", test_buffer_full);
+	g_test_add_func("/driver/stall-buffer-full", test_stall_buffer_full);
 	g_test_add_func("/driver/stall-reasons", test_stall_reasons);
 	g_test_add_func("/driver/stall-reasons-buffer-full",
 			test_stall_reasons_buffer_full);
