@@ -1475,6 +1475,7 @@ static int run_copreport(int argc, char **argv)
     args[0] = path;
     for (int i = 1; i < argc; i++)     /* "archive" and its options */
         args[i] = argv[i];
+    setenv("COPREPORT_PROG", "coprof", 1);  /* usage: coprof top ... */
     execvp(path, args);
     free(args);
     return cli_fail(EXIT_FAILED, "%s: %s (copreport %s does it)", path,

@@ -77,8 +77,12 @@ def test_coprof_top_shows_functions_and_quits(cenv, live):
 
 
 def test_coprof_top_help(cenv):
+    """coprof top and coprof archive are copreport's, under coprof's name."""
     result = cenv.coprof("top", "--help")
     assert result.returncode == 0 and "live view" in result.stdout
+    assert result.stdout.startswith("usage: coprof top "), result.stdout
+    result = cenv.coprof("archive", "--help")
+    assert result.stdout.startswith("usage: coprof archive "), result.stdout
 
 
 def test_serve_pprof_to_go_tool_pprof(cenv, live, tmp_path):

@@ -18,7 +18,9 @@ from . import annotate, archive, callgraph, diff, export, html, output
 from . import host as host_mod, profile, safefile, stalls, timeline
 from . import session as session_mod
 
-PROG = "copreport"
+# The name in usage and messages: coprof runs copreport for `coprof top`
+# and `coprof archive` and says so in COPREPORT_PROG.
+PROG = os.environ.get("COPREPORT_PROG") or "copreport"
 
 REPORT_DESCRIPTION = """\
 Report where the coprocessors spent their cycles, per symbol, from a coprof
