@@ -15,28 +15,41 @@ samples longer than the span over which one capture's place is tied to
 the next.  So a group's count K is a sum over its contexts, each
 context's part is estimated from blocks of its consecutive samples
 (Blocks: the session's sample_timeline, in time order), and the parts
-add:
+add.  Every context of the group with two blocks or more takes part:
+the blocks of all of them are the group's batches, B of them over C
+contexts.
 
 - per context with b >= 2 blocks of m_j samples holding s_j of the row's,
-  r = sum s / sum m and e_j = s_j - r m_j, its variance is the mean
-  square successive difference (von Neumann):
-  V = b / (2 (b - 1)) * sum_j (e_{j+1} - e_j)^2.
-  Differences of neighbouring blocks leave out what changes slowly (a
-  context's phases) and keep the noise of sampling; with independent
-  samples V is n r (1 - r), Wilson's variance.  Its degrees of freedom
-  are about 2 (b - 1)^2 / (3 b - 4) (the estimator's efficiency);
-- a context with fewer than MIN_CONTEXT_BLOCKS blocks adds the binomial
-  n_c p (1 - p): the timeline's buckets (10 ms) are too coarse to cut it
-  finer than its phases, and a phase change between two of few blocks
-  would count as noise (host-pipeline's contexts, a few buckets each,
-  came out 3 to 11 times Wilson's width that way);
-- the interval is p +- t(df) sqrt(sum V) / n, df by Satterthwaite over
-  the contexts, clipped to [0, 1].
+  M = sum m, r = sum s / M and e_j = s_j - r m_j, its variance is that of
+  batch means weighted by the block's size:
+  V = M / (b - 1) * sum_j e_j^2 / m_j.
+  A block of m samples has the variance m D r (1 - r) when D is the
+  context's design effect (1 for independent samples, more when they
+  are tied), so each e_j^2 / m_j estimates D r (1 - r) (1 - m_j / M),
+  the sum of which is b - 1 times D r (1 - r); M times that is Var(K).
+  With equal blocks this is b / (b - 1) * sum e_j^2, the batch means'
+  variance; with independent samples its mean is Wilson's M r (1 - r).
+  It has b - 1 degrees of freedom;
+- a context with one block (a run shorter than a timeline bucket, 10
+  ms) adds the binomial n_c p (1 - p);
+- the interval is p +- t(df) sqrt(sum V) / n, t Student's quantile, df
+  by Satterthwaite over the contexts (B - C when their V are alike),
+  clipped to [0, 1].
 
-It is used (method "batches") when the group's contexts have at least
-MIN_BATCH_DF blocks beyond their first; a row with fewer than
+It is used (method "batches") when B - C >= MIN_BATCH_DF (t(10) is 2.23,
+14% over the normal's 1.96: fewer batches would widen every interval
+more than the correlation they catch); a row with fewer than
 MIN_ROW_SAMPLES samples in or out of it, and every row that is not exact
 (ambiguous, unmapped, orphan: not in the timeline), keeps Wilson's.
+
+What a batch interval covers: the sampling noise of the capture process
+however its captures are tied, when a block is long against the ties
+(the 10 ms buckets hold thousands of samples; a loop ties a few tens).
+What it does not: a block's mix of functions changes with the program's
+phases too (host-pipeline's stages run a bucket or two each), and the
+spread of deterministic phases counts as noise: such a group's interval
+is wider than its sampling noise (host-pipeline: 6 to 19 times Wilson's
+width), never narrower.
 
 Neither interval covers a bias: aliasing without dither, captures lost
 where a FIFO overflowed, ambiguous samples left out of their function.
@@ -47,8 +60,8 @@ import math
 Z95 = 1.959963984540054
 MAX_BLOCKS = 20         # blocks per context
 MIN_BLOCK_SAMPLES = 50  # a context is cut into blocks of at least this many
-MIN_CONTEXT_BLOCKS = 10 # fewer blocks: the context counts as binomial
-MIN_BATCH_DF = 10       # blocks beyond each context's first, for batches
+MIN_CONTEXT_BLOCKS = 2  # fewer blocks: the context counts as binomial
+MIN_BATCH_DF = 10       # B - C: blocks beyond each context's first
 MIN_ROW_SAMPLES = 20    # fewer samples in (or out of) a row: Wilson's
 
 
@@ -130,16 +143,16 @@ class Blocks:
         return len(self.sizes)
 
     def variance(self, key):
-        """(V, df): the variance of the context's count of key by the
-        successive differences of its blocks' residuals."""
+        """(V, df): the variance of the context's count of key by its
+        blocks' batch means, weighted by their sizes, and its degrees of
+        freedom (b - 1)."""
         b = len(self.sizes)
         counts = self.counts.get(key, [])
         counts = counts + [0] * (b - len(counts))
         r = sum(counts) / self.total
-        e = [s - r * m for s, m in zip(counts, self.sizes)]
-        v = b / (2.0 * (b - 1)) * sum((e[j + 1] - e[j]) ** 2
-                                      for j in range(b - 1))
-        return v * self.weight, 2.0 * (b - 1) ** 2 / (3 * b - 4)
+        v = self.total / (b - 1.0) * sum((s - r * m) ** 2 / m
+                                         for s, m in zip(counts, self.sizes))
+        return v * self.weight, b - 1.0
 
 
 def batch_df(blocks):

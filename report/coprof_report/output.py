@@ -81,7 +81,9 @@ def _group_json(g):
     d = {"label": g.label, "total": g.total, "hidden_rows": g.hidden,
          "context": _context_json(g.context),
          "interval_method": g.interval_method,
-         "interval_blocks": sum(b.n_blocks for b in g.blocks)}
+         "interval_blocks": sum(b.n_blocks for b in g.blocks),
+         "interval_contexts": len(g.blocks),
+         "binomial_contexts": g.binomial_contexts}
     d.update(_losses_json(g.losses, g.total))
     d.update(_group_stall_json(g))
     return d
@@ -497,9 +499,12 @@ INTERVAL_TEXT = (
 def _interval_text(g):
     """The interval a group's rows have, for its header."""
     if g.interval_method == "batches":
-        return "intervals from %d blocks of %d context%s" % (
+        text = "intervals from %d blocks of %d context%s" % (
             sum(b.n_blocks for b in g.blocks), len(g.blocks),
             "" if len(g.blocks) == 1 else "s")
+        if g.binomial_contexts:
+            text += " (%d more of one block, binomial)" % g.binomial_contexts
+        return text
     return "Wilson intervals"
 
 

@@ -382,6 +382,7 @@ class Group:
         self.losses = Losses()      # captures lost in the group
         self.blocks = []            # its contexts' intervals.Blocks
         self.blocked = 0            # the samples of those contexts
+        self.binomial_contexts = 0  # its contexts of one block
         self.interval_method = "wilson"
         self.stall = None           # stalls.Breakdown of its exact rows
         self.stall_blocks = []      # its contexts' Blocks by reason
@@ -808,6 +809,9 @@ class _Builder:
             return self.batch_key(self.images.get(img), img, off)
         for ctx, g, b in self._blocks(groups, self.session.timeline_of(span),
                                       key):
+            if b.n_blocks < intervals.MIN_CONTEXT_BLOCKS:
+                g.binomial_contexts += 1
+                continue
             # the context's samples of every kind, its blocks' exact ones
             b.weight = self.totals_by_context.get(ctx, b.total) / b.total
             g.blocks.append(b)
@@ -817,12 +821,13 @@ class _Builder:
         for ctx, g, b in self._blocks(
                 groups, self.session.stall_timeline_of(span),
                 lambda img, code: code):
-            g.stall_blocks.append(b)
+            if b.n_blocks >= intervals.MIN_CONTEXT_BLOCKS:
+                g.stall_blocks.append(b)
 
     def _blocks(self, groups, timeline, key):
         """(context, its group, its Blocks) of each context of the
-        timeline rows (context, image, bucket, what, count) with enough
-        blocks, key(image, what) the blocks' key."""
+        timeline rows (context, image, bucket, what, count) in a group,
+        key(image, what) the blocks' key."""
         blocks, last = {}, None
         for ctx, img, bucket, what, count in timeline:
             if not self.keep(ctx, img) or ctx not in self.contexts:
@@ -838,9 +843,7 @@ class _Builder:
                 ctx, c.image.id if c.image else None)[0])
             if g is None or not b.total:
                 continue
-            b.cut()
-            if b.n_blocks >= intervals.MIN_CONTEXT_BLOCKS:
-                yield ctx, g, b
+            yield ctx, g, b.cut()
 
     def fill_orphans(self, groups):
         """Orphans: no context, no image."""
