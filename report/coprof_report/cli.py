@@ -785,7 +785,9 @@ TOP_DESCRIPTION = """\
 A live view of a session being recorded (coprof top): once a second, the
 samples a second, losses and stall time, and the top functions (or
 contexts, slots, images: keys f, c, s, i) over the last interval and
-since the start; it says BEHIND when a look came late.  q quits.  Works
+since the start; it says BEHIND when a look came late, and STALE when
+the session says live but coprofd has not flushed it for more than 3
+flush intervals.  q quits.  Works
 in any terminal (curses); without one, or with --once, one interval is
 printed."""
 

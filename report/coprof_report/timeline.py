@@ -224,11 +224,11 @@ def _stall_buckets(tl, session, bucket_ns):
     tl.stalls_recorded = stalls.recorded(session, "stall_timeline")
     if not tl.stalls_recorded:
         return
-    bindings_of = _bindings_of(tl)
+    bound = bindings_of(tl.bindings)
     for ctx, img, bucket, code, count in session.stall_timeline_of():
         if bucket_ns:
             bucket -= (bucket - (tl.start_ns or 0)) % bucket_ns
-        slot = _slot_at(bindings_of, ctx, bucket)
+        slot = slot_at(bound, ctx, bucket)
         b = tl.stall_buckets.get((slot, bucket))
         if b is None:
             b = tl.stall_buckets[(slot, bucket)] = stalls.Breakdown()
@@ -263,14 +263,16 @@ def _stall_events(tl):
     return ev
 
 
-def _bindings_of(tl):
-    """{context: [(start_ns, slot)]} of its bindings, in time order."""
-    bindings_of = collections.defaultdict(list)
-    for b in tl.bindings:
-        bindings_of[b.context].append((b.start_ns, b.slot))
-    for spans in bindings_of.values():
+def bindings_of(bindings):
+    """{context: [(start_ns, slot)]} of bindings (objects with context,
+    start_ns and slot: Binding, live's), each context's in time order:
+    what slot_at() reads."""
+    out = collections.defaultdict(list)
+    for b in bindings:
+        out[b.context].append((b.start_ns, b.slot))
+    for spans in out.values():
         spans.sort()
-    return bindings_of
+    return out
 
 
 def _bound_spans(tl):
@@ -392,10 +394,11 @@ def in_session(tl, row):
     return row["context_id"] is None or row["context_id"] in tl.context_ids
 
 
-def _slot_at(bindings_of, ctx, time_ns):
+def slot_at(bindings, ctx, time_ns):
     """The slot context ctx was bound to at time_ns (the binding starting
-    last before it; its first binding's slot before any), or None."""
-    spans = bindings_of.get(ctx)
+    last before it; its first binding's slot before any), or None;
+    bindings is bindings_of()'s."""
+    spans = bindings.get(ctx)
     if not spans:
         return None
     at = bisect.bisect_right(spans, (time_ns, float("inf"))) - 1
@@ -405,11 +408,11 @@ def _slot_at(bindings_of, ctx, time_ns):
 def _grouped_slices(tl):
     """[(track name, slice, start_ns)]: every slice on the track of its
     (slot, image), clipped so that a track's slices never overlap."""
-    bindings_of = _bindings_of(tl)
+    bound = bindings_of(tl.bindings)
     out, last_end = [], {}
     for sl in sorted(tl.slices, key=lambda x: (x.start_ns, x.context)):
         c = tl.contexts.get(sl.context)
-        slot = _slot_at(bindings_of, sl.context, sl.start_ns)
+        slot = slot_at(bound, sl.context, sl.start_ns)
         image = c.image.short_name if c and c.image else "?"
         track = "%s %s" % ("slot %d" % slot if slot is not None
                            else "no slot", image)
