@@ -770,7 +770,8 @@ Serve the profiles of a session being recorded the way Go's net/http/pprof
 does: GET /debug/pprof/profile?seconds=N (default 30) answers, after N
 seconds, the coprocessors' samples taken during them as a gzipped
 profile.proto (the pprof export's: a Mapping per image, lines from
-DWARF).  go tool pprof, Parca and Pyroscope scrape it.  copcontrol
+DWARF).  go tool pprof reads it; Parca and Grafana Alloy (for
+Pyroscope) can scrape it (control/README.md).  copcontrol
 --serve-pprof=HOST:PORT runs this on its session."""
 
 SERVE_EPILOG = """\

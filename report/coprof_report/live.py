@@ -16,9 +16,11 @@ looks, waits N seconds, looks again and answers the difference as a
 gzipped profile.proto (export.pprof_message(): a Mapping per image,
 Locations with lines), with time_nanos and duration_nanos of the span,
 Content-Type application/octet-stream, like net/http/pprof; so
-`go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=5`, Parca and
-Pyroscope scrape it.  /debug/pprof/ lists it.  A ThreadingHTTPServer on
-the address the user gives (loopback unless they say otherwise).
+`go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=5` reads it,
+and Parca and Grafana Alloy (for Pyroscope) can scrape it (their
+configurations: control/README.md).  /debug/pprof/ lists it.  A
+ThreadingHTTPServer on the address the user gives (loopback unless they
+say otherwise).
 
 top: every second (--interval) a look; the screen (curses) shows the
 samples a second, losses and stall time of the interval and in total,
@@ -160,6 +162,7 @@ def _period(directory):
 # --- serve-pprof --------------------------------------------------------
 
 MAX_SECONDS = 3600
+PROFILE_PATH = "/debug/pprof/profile"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -186,7 +189,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(200, b"/debug/pprof/\n\nprofile: the coprocessors' "
                         b"samples of the next ?seconds=N (default 30)\n")
             return
-        if url.path != "/debug/pprof/profile":
+        if url.path != PROFILE_PATH:
             self._reply(404, b"404 page not found\n")
             return
         q = urllib.parse.parse_qs(url.query)
