@@ -128,12 +128,18 @@ def _rows(lines):
     return out
 
 
-def test_interval_and_total(recorder):
-    r = recorder
+def _first_look(r):
+    """(clocks, Top) after a flush and Top's first look at it."""
     clocks = Clocks(100.0, 1.7e9)
     r.flush(clocks.wall)
     top = _top(r, clocks)
     top.step()
+    return clocks, top
+
+
+def test_interval_and_total(recorder):
+    r = recorder
+    clocks, top = _first_look(r)
     before = int(r.key("stream.samples"))
     lost0 = sum(n for n, in r.db.execute("SELECT count FROM lost_events"))
     stall0 = sum(n or 0 for n, in r.db.execute("SELECT ns FROM stalls"))
@@ -163,10 +169,7 @@ def test_interval_and_total(recorder):
 
 def test_behind(recorder):
     r = recorder
-    clocks = Clocks(100.0, 1.7e9)
-    r.flush(clocks.wall)
-    top = _top(r, clocks)
-    top.step()
+    clocks, top = _first_look(r)
     _add_samples(r, 700)
     clocks.mono = 103.5          # 3.5 s after the last look of a 1 s top
     clocks.wall += 3.5
