@@ -770,7 +770,8 @@ Serve the profiles of a session being recorded the way Go's net/http/pprof
 does: GET /debug/pprof/profile?seconds=N (default 30) answers, after N
 seconds, the coprocessors' samples taken during them as a gzipped
 profile.proto (the pprof export's: a Mapping per image, lines from
-DWARF).  go tool pprof, Parca and Pyroscope scrape it.  copcontrol
+DWARF).  go tool pprof reads it; Parca and Grafana Alloy (for
+Pyroscope) can scrape it (control/README.md).  copcontrol
 --serve-pprof=HOST:PORT runs this on its session."""
 
 SERVE_EPILOG = """\
@@ -785,7 +786,9 @@ TOP_DESCRIPTION = """\
 A live view of a session being recorded (coprof top): once a second, the
 samples a second, losses and stall time, and the top functions (or
 contexts, slots, images: keys f, c, s, i) over the last interval and
-since the start; it says BEHIND when a look came late.  q quits.  Works
+since the start; it says BEHIND when a look came late, and STALE when
+the session says live but coprofd has not flushed it for more than 3
+flush intervals.  q quits.  Works
 in any terminal (curses); without one, or with --once, one interval is
 printed."""
 

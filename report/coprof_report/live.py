@@ -6,8 +6,9 @@ Both read the session as a report does (read-only, one read transaction
 per look) and take differences: coprofd commits a flush once a second,
 so what was sampled between two looks is the later look's counts less
 the earlier's.  snapshot() is one look: the exact samples by (context,
-image, file offset, overlay), the samples, losses and stall time of the
-stream, and when the last flush was.  A sample's function comes from the
+image, file offset, overlay) and by (context, timeline bucket), the
+samples, losses and stall time of the stream, the bindings, whether the
+session is live and when its last flush was (last_flush_realtime_ns).  A sample's function comes from the
 image's symbolizer (profile.load_images_and_contexts), as in a report.
 
 serve-pprof: GET /debug/pprof/profile?seconds=N (default 30, as Go's)
@@ -15,19 +16,29 @@ looks, waits N seconds, looks again and answers the difference as a
 gzipped profile.proto (export.pprof_message(): a Mapping per image,
 Locations with lines), with time_nanos and duration_nanos of the span,
 Content-Type application/octet-stream, like net/http/pprof; so
-`go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=5`, Parca and
-Pyroscope scrape it.  /debug/pprof/ lists it.  A ThreadingHTTPServer on
-the address the user gives (loopback unless they say otherwise).
+`go tool pprof http://HOST:PORT/debug/pprof/profile?seconds=5` reads it,
+and Parca and Grafana Alloy (for Pyroscope) can scrape it (their
+configurations: control/README.md).  /debug/pprof/ lists it.  A
+ThreadingHTTPServer on the address the user gives (loopback unless they
+say otherwise).
 
 top: every second (--interval) a look; the screen (curses) shows the
 samples a second, losses and stall time of the interval and in total,
 and the top functions over the last interval and since the start, by
-function, context, slot or image (keys f, c, s, i; q quits).  When a
-look comes later than two intervals after the one before (the machine
-or the session's flushes fell behind), the screen says "behind" and by
-how much instead of silently showing a longer interval as one.  A
-SIGTERM ends it as q does, the terminal restored (coprof record --top
-sends one when its command has ended).
+function, context, slot or image (keys f, c, s, i; q quits).  By slot,
+each timeline bucket of a context's samples goes to the slot it was
+bound to then (timeline.slot_at), so a context that moved is split
+between its slots; a session without a sample timeline charges a
+context's samples to all its slots at once ("slots 0,3").  When a look
+comes later than two intervals after the one before (this viewer fell
+behind), the screen says BEHIND and by how much instead of silently
+showing a longer interval as one.  When the session says it is live but
+coprofd has not flushed it for more than STALE_FLUSHES flush intervals
+(coprofd's, 1 s, or --interval when longer: the session does not record
+coprofd's), the screen says STALE and since when: coprofd is stuck or
+its flushes fail, and the figures are as of that flush.  A SIGTERM ends
+it as q does, the terminal restored (coprof record --top sends one when
+its command has ended).
 """
 
 import collections
@@ -38,21 +49,30 @@ import socketserver
 import time
 import urllib.parse
 
-from . import export, profile
+from . import export, profile, timeline
 from . import session as session_mod
 
+FLUSH_S = 1.0           # coprofd's flush interval (its default)
+STALE_FLUSHES = 3       # STALE after this many flush intervals without one
+
 Look = collections.namedtuple(
-    "Look", "time counts samples lost stall_ns flush_ns images contexts "
-            "slots")
+    "Look", "time wall counts buckets samples lost stall_ns state "
+            "flush_ns images contexts bindings slots")
 Look.__doc__ = """One look at a session: time (CLOCK_MONOTONIC s when
-taken), counts {(context, image, offset, overlay): samples}, samples
-(stream.samples), lost (every LOST capture), stall_ns, flush_ns (the last
-flush's time), images and contexts (profile's), slots {context: slot}."""
+taken), wall (CLOCK_REALTIME s then), counts {(context, image, offset,
+overlay): samples}, buckets {(context, bucket_start_ns): samples} (the
+sample timeline; empty without one), samples (stream.samples), lost
+(every LOST capture), stall_ns, state ("live", "complete" or
+"incomplete"), flush_ns (last_flush_realtime_ns, None before the first
+flush), images and contexts (profile's), bindings (timeline.bindings_of
+of the timed ones), slots {context: [every slot it was bound to]}."""
+
+_Bound = collections.namedtuple("_Bound", "context start_ns slot")
 
 
-def snapshot(directory):
+def snapshot(directory, monotonic=time.monotonic, realtime=time.time):
     """A Look at the session in directory (SessionError when it is not
-    one)."""
+    one); monotonic and realtime are the clocks read."""
     s = session_mod.Session.open(directory)
     try:
         s.check()
@@ -60,31 +80,46 @@ def snapshot(directory):
         counts = {}
         for ctx, img, off, ovl, n in s.samples(by_context=True):
             counts[(ctx, img, off, ovl)] = n
+        buckets = {}
+        if s.int_key("timeline.bucket_ns", 0):
+            for ctx, bucket, n in s.bucket_totals():
+                buckets[(ctx, bucket)] = n
         lost = sum(r[2] for r in s.lost_by_cause())
         stall = sum(r[3] or 0 for r in s.stalls())
-        slots = {}
+        timed, slots = [], collections.defaultdict(list)
         for b in s.bindings():
-            slots[b["context"]] = b["slot"]
-        return Look(time.monotonic(), counts,
+            if b["slot"] not in slots[b["context"]]:
+                slots[b["context"]].append(b["slot"])
+            if b["start_time_ns"] is not None:
+                timed.append(_Bound(b["context"], b["start_time_ns"],
+                                    b["slot"]))
+        return Look(monotonic(), realtime(), counts, buckets,
                     s.int_key("stream.samples", 0), lost, stall,
-                    s.int_key("session.last_flush_ns",
-                              s.int_key("stream.stop_time_ns", 0) or 0),
-                    images, contexts, slots)
+                    s.coprocessor_end()[0],
+                    s.int_key("last_flush_realtime_ns", None),
+                    images, contexts, timeline.bindings_of(timed),
+                    dict(slots))
     finally:
         s.close()
+
+
+def _taken(new, old):
+    """{key: n} of the counts new grew by since old (all of new when old
+    is None)."""
+    if old is None:
+        return dict(new)
+    out = {}
+    for k, n in new.items():
+        d = n - old.get(k, 0)
+        if d > 0:
+            out[k] = d
+    return out
 
 
 def difference(new, old):
     """{key: samples} taken between two Looks (all of new's when old is
     None)."""
-    if old is None:
-        return dict(new.counts)
-    out = {}
-    for k, n in new.counts.items():
-        d = n - old.counts.get(k, 0)
-        if d > 0:
-            out[k] = d
-    return out
+    return _taken(new.counts, old.counts if old is not None else None)
 
 
 def _function(look, image_id, offset):
@@ -127,6 +162,7 @@ def _period(directory):
 # --- serve-pprof --------------------------------------------------------
 
 MAX_SECONDS = 3600
+PROFILE_PATH = "/debug/pprof/profile"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -153,7 +189,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(200, b"/debug/pprof/\n\nprofile: the coprocessors' "
                         b"samples of the next ?seconds=N (default 30)\n")
             return
-        if url.path != "/debug/pprof/profile":
+        if url.path != PROFILE_PATH:
             self._reply(404, b"404 page not found\n")
             return
         q = urllib.parse.parse_qs(url.query)
@@ -218,43 +254,67 @@ def serve_pprof(directory, listen, ready=None):
 BY = {"f": "function", "c": "context", "s": "slot", "i": "image"}
 
 
-def rows_by(look, counts, by):
-    """[(samples, name)] of counts grouped by "function", "context",
-    "slot" or "image", most first."""
+def _by_slot(new, old):
+    """Counter {"slot S": samples} taken between two Looks: each bucket of
+    a context's samples on the slot it was bound to then; without a
+    sample timeline, a context's samples on all its slots ("slots 0,3")."""
     out = collections.Counter()
-    for (ctx, img, off, _), n in counts.items():
-        info, f = _function(look, img, off)
+    if not new.buckets:
+        for (ctx, _, _, _), n in difference(new, old).items():
+            slots = sorted(new.slots.get(ctx, ()))
+            out["slot%s %s" % ("s" if len(slots) > 1 else "",
+                               ",".join(map(str, slots)) or "?")] += n
+        return out
+    for (ctx, bucket), n in _taken(
+            new.buckets, old.buckets if old is not None else None).items():
+        slot = timeline.slot_at(new.bindings, ctx, bucket)
+        out["slot %s" % ("?" if slot is None else slot)] += n
+    return out
+
+
+def _sorted_rows(counter):
+    return sorted(((n, k) for k, n in counter.items()),
+                  key=lambda x: (-x[0], x[1]))
+
+
+def rows_by(new, old, by):
+    """[(samples, name)] taken between two Looks (since the start when old
+    is None) grouped by "function", "context", "slot" or "image", most
+    first."""
+    if by == "slot":
+        return _sorted_rows(_by_slot(new, old))
+    out = collections.Counter()
+    for (ctx, img, off, _), n in difference(new, old).items():
+        info, f = _function(new, img, off)
         image = info.short_name if info else "?"
         if by == "function":
             key = "%s (%s)" % (f.name if f else "[no symbol]", image)
         elif by == "context":
-            c = look.contexts.get(ctx)
+            c = new.contexts.get(ctx)
             key = "context %d %s (pid %s tid %s)" % (
                 ctx, image, c.pid if c else "?", c.tid if c else "?")
-        elif by == "slot":
-            slot = look.slots.get(ctx)
-            key = "slot %s" % ("?" if slot is None else slot)
         else:
             key = image
         out[key] += n
-    return sorted(((n, k) for k, n in out.items()), key=lambda x: (-x[0],
-                                                                    x[1]))
+    return _sorted_rows(out)
 
 
 class Top:
     """The state of `copreport top`: the first look, the last, and what
     the screen says (lines())."""
 
-    def __init__(self, directory, interval=1.0):
+    def __init__(self, directory, interval=1.0, monotonic=time.monotonic,
+                 realtime=time.time):
         self.directory = directory
         self.interval = interval
+        self.clocks = (monotonic, realtime)
         self.first = self.last = None
         self.prev = None
         self.by = "function"
         self.behind = 0.0
 
     def step(self):
-        look = snapshot(self.directory)
+        look = snapshot(self.directory, *self.clocks)
         if self.first is None:
             self.first = look
         self.prev, self.last = self.last, look
@@ -263,16 +323,25 @@ class Top:
             if late > 2 * self.interval else 0.0
         return look
 
+    def stale(self):
+        """Seconds since the last look's session was flushed when it says
+        it is live and that is more than STALE_FLUSHES flush intervals,
+        else 0."""
+        last = self.last
+        if last.state != "live" or last.flush_ns is None:
+            return 0.0
+        age = last.wall - last.flush_ns / 1e9
+        return age if age > STALE_FLUSHES * max(FLUSH_S, self.interval) \
+            else 0.0
+
     def lines(self, width=100, height=40):
         last, prev = self.last, self.prev
         span = last.time - prev.time if prev else 0
-        recent = difference(last, prev) if prev else {}
-        total = difference(last, None)
         d_samples = last.samples - prev.samples if prev else 0
         d_lost = last.lost - prev.lost if prev else 0
         d_stall = last.stall_ns - prev.stall_ns if prev else 0
         rate = d_samples / span if span > 0 else 0
-        out = ["coprof top: %s" % self.directory,
+        out = ["coprof top: %s (%s)" % (self.directory, last.state),
                "samples/s %.0f   interval: %d samples, %d lost, stalled "
                "%.2f ms   total: %d samples, %d lost, stalled %.2f ms"
                % (rate, d_samples, d_lost, d_stall / 1e6, last.samples,
@@ -280,14 +349,19 @@ class Top:
         if self.behind:
             out.append("BEHIND: this look came %.1f s late; the interval "
                        "column covers %.1f s" % (self.behind, span))
-        else:
-            out.append("by %s (keys: f function, c context, s slot, "
-                       "i image; q quits)" % self.by)
+        stale = self.stale()
+        if stale:
+            out.append("STALE: the session says live but was last flushed "
+                       "%.1f s ago (coprofd stuck?); figures as of then"
+                       % stale)
+        out.append("by %s (keys: f function, c context, s slot, "
+                   "i image; q quits)" % self.by)
         out.append("")
         out.append("%10s %6s   %10s %6s   %s" % ("INTERVAL", "%", "TOTAL",
                                               "%", self.by.upper()))
-        r_rows = dict((k, n) for n, k in rows_by(last, recent, self.by))
-        t_rows = rows_by(last, total, self.by)
+        r_rows = dict((k, n) for n, k in rows_by(last, prev, self.by)) \
+            if prev else {}
+        t_rows = rows_by(last, None, self.by)
         r_sum = sum(r_rows.values()) or 1
         t_sum = sum(n for n, _ in t_rows) or 1
         order = sorted(t_rows, key=lambda x: (-r_rows.get(x[1], 0), -x[0],

@@ -14,11 +14,14 @@ Two panels share the time axis, in ms since the stream's START
   a slot no context ever used says so in its row.  The scheduler's
   events are markers: bind, preempt, unbind, exit, fault on their slot's
   row, the events that name no slot (create, load, run, destroy, ...) on
-  the scheduler row.  The time from the START to the first binding (the
-  host program starting, its contexts' emulators booting) is shaded and
-  labelled; when it is more than 15% of the session it is drawn
-  compressed to 5% of the axis, left of a dashed break, and the ticks
-  and the axis label say the real times (_Axis).
+  the scheduler row.  The time from the START to the first sample (the
+  start of its bucket: the host program starting, then, since copsim
+  starts a slot's emulator when its first context comes, contexts bound
+  while their emulators boot) is shaded and labelled; when it is more
+  than BOOT_COMPRESS (10%) of the session it is drawn compressed to 5%
+  of the axis, left of a dashed break, and the ticks and the axis label
+  say the real times (_Axis).  The session records no "booted" event,
+  so the first sample is where the work is known to start.
 - "functions": the exact samples per time bucket of the TOP functions
   with the most samples (all contexts summed), stacked, the rest as
   "other functions".
@@ -50,6 +53,7 @@ IDLE_COLOUR = "#f2f2f2"
 UNSAMPLED = "bound, no exact sample"
 UNSAMPLED_COLOUR = "#ffffff"
 BOOT_COLOUR = "#e8eef7"
+BOOT = "before the first sample: emulators booting"
 SCHED_ROW = "scheduler"
 # Host thread states: greys and a gold that no function colour (tab10)
 # takes, so the host panel never seems to name a function.
@@ -92,15 +96,26 @@ def context_text(tl, context):
 
 
 BOOT_SHOWN = 0.05      # the share of the axis the compressed boot keeps
-BOOT_COMPRESS = 0.15   # compressed when longer than this share of the span
+BOOT_COMPRESS = 0.10   # compressed when longer than this share of the span
+
+
+def first_sample_ns(tl):
+    """The start of the first bucket with a sample (exact, or any in the
+    stall reasons' timeline), else the first binding's start, else None."""
+    times = [b for b, _ in tl.buckets] + [b for _, b in tl.stall_buckets]
+    if not times:
+        times = [b.start_ns for b in tl.bindings]
+    return min(times) if times else None
 
 
 class _Axis:
     """Time in ms since t0, and the session's span on that axis.  The boot
-    (the START to the first binding: the host program starting, its
-    emulators booting), when longer than BOOT_COMPRESS of the session, is
-    drawn BOOT_SHOWN of the axis wide: ms() maps a time onto the drawn
-    axis, label() a drawn position back to ms since the START."""
+    (the START to the first sample's bucket: the host program starting,
+    its contexts bound while their emulators boot), when longer than
+    BOOT_COMPRESS of the session, is drawn BOOT_SHOWN of the axis wide:
+    ms() maps a time onto the drawn axis, label() a drawn position back to
+    ms since the START.  first is the first sample's time on the drawn
+    axis (None without one)."""
 
     def __init__(self, tl):
         self.t0 = tl.start_ns
@@ -112,12 +127,14 @@ class _Axis:
             (max(times) if times else self.t0)
         real_end = self._real(max([end] + times))
         self.boot = self.shown = 0.0
-        if tl.bindings:
-            boot = self._real(min(b.start_ns for b in tl.bindings))
+        first = first_sample_ns(tl)
+        if first is not None:
+            boot = self._real(first)
             work = real_end - boot
             if boot > BOOT_COMPRESS * real_end and work > 0:
                 self.boot = boot
                 self.shown = BOOT_SHOWN * work / (1 - BOOT_SHOWN)
+        self.first = self.ms(first) if first is not None else None
         self.end = self.ms(max([end] + times))
         self.span = max(self.end, 1e-3)
 
@@ -229,6 +246,33 @@ def _draw_events(ax, tl, axis, row_of):
                 transform=ax.get_yaxis_transform())
 
 
+def _boot_drawn(axis):
+    """Whether the time before the first sample is wide enough to shade."""
+    return axis.first is not None and axis.first > 0.02 * axis.span
+
+
+def _draw_boot(ax, tl, axis, slots):
+    """The START to the first sample: shaded over the bars (contexts bound
+    there wait for their emulators to boot) and labelled."""
+    if not _boot_drawn(axis):
+        return
+    first = axis.first
+    bound = [b.start_ns for b in tl.bindings]
+    ax.axvspan(0, first, color=BOOT_COLOUR, alpha=0.75, zorder=4,
+               linewidth=0, label="_boot")
+    ax.text(first / 2, max(slots + [0]) / 2,
+            "%.0f ms before the first sample:\nhost starting%s%s"
+            % (axis.label(first),
+               ", first context bound\nat %.0f ms, emulators booting"
+               % axis._real(min(bound)) if bound and
+               axis.ms(min(bound)) < first else "",
+               "\n(compressed)" if axis.boot else ""),
+            ha="center", va="center", fontsize=6.5,
+            color="#405070", zorder=6,
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white",
+                  "edgecolor": "none", "alpha": 0.85})
+
+
 def draw_slots(ax, tl, axis, colours):
     """The slots panel (see the module's comment)."""
     slots = _slot_rows(tl)
@@ -240,23 +284,11 @@ def draw_slots(ax, tl, axis, colours):
     spans = {s: [] for s in slots}
     for b in tl.bindings:
         spans[b.slot].append((axis.ms(b.start_ns), axis.ms(b.end_ns)))
-    if tl.bindings:
-        first = min(axis.ms(b.start_ns) for b in tl.bindings)
-        if first > 0.02 * axis.span:
-            ax.axvspan(0, first, color=BOOT_COLOUR, zorder=0, label="_boot")
-            ax.text(first / 2, max(slots + [0]) / 2,
-                    "%.0f ms before the first binding:\n"
-                    "host starting, emulators booting%s"
-                    % (axis.label(first),
-                       "\n(compressed)" if axis.boot else ""),
-                    ha="center", va="center", fontsize=6.5,
-                    color="#405070", zorder=6,
-                    bbox={"boxstyle": "round,pad=0.3", "facecolor": "white",
-                          "edgecolor": "none", "alpha": 0.85})
     for s in slots:
         _draw_idle(ax, axis, s, spans[s])
     for b in tl.bindings:
         _draw_binding(ax, tl, axis, b, slices, colours)
+    _draw_boot(ax, tl, axis, slots)
     _draw_events(ax, tl, axis, row_of)
     if axis.boot:
         for x in (axis.shown - 0.004 * axis.span, axis.shown):
@@ -340,13 +372,15 @@ def draw_stalls(ax, tl, axis):
                                           "orange", "brown"))), fontsize=9)
 
 
-def _legend(fig, tl, colours):
+def _legend(fig, tl, colours, axis):
     handles = [Patch(color=c, label=fn) for fn, c in colours.items()]
     handles.append(Patch(color=OTHER_COLOUR, label=OTHER))
     handles.append(Patch(facecolor=UNSAMPLED_COLOUR, edgecolor="black",
                          linewidth=0.6, label=UNSAMPLED))
     handles.append(Patch(facecolor=IDLE_COLOUR, edgecolor="#d0d0d0",
                          hatch="//", label=IDLE))
+    if _boot_drawn(axis):
+        handles.append(Patch(color=BOOT_COLOUR, label=BOOT))
     kinds = sorted({r["kind"] for r in tl.sched
                     if r["slot"] is not None and r["slot"] >= 0
                     and r["kind"] in SLOT_EVENTS})
@@ -445,8 +479,9 @@ def figure(tl, title=None):
         panels[-1].set_label("host threads")
         host_panel(panels[-1], tl, host_tids, axis)
     panels[-1].set_xlabel("ms since the stream's START (CLOCK_MONOTONIC)%s"
-                          % ("; the boot's %.0f ms drawn compressed, left "
-                             "of the dashed break" % axis.boot
+                          % ("; the %.0f ms before the first sample drawn "
+                             "compressed, left of the dashed break"
+                             % axis.boot
                              if axis.boot else ""), fontsize=8)
     from matplotlib.ticker import FuncFormatter
     panels[-1].xaxis.set_major_formatter(
@@ -454,7 +489,7 @@ def figure(tl, title=None):
     for ax in panels:
         ax.tick_params(labelsize=7)
     fig.suptitle(title or "timeline", fontsize=10)
-    _legend(fig, tl, colours)
+    _legend(fig, tl, colours, axis)
     return fig
 
 

@@ -444,6 +444,13 @@ class Session:
                           "function_offset, count FROM sample_timeline "
                           "ORDER BY context, bucket_start_ns")
 
+    def bucket_totals(self):
+        """(context, bucket_start_ns, samples) of sample_timeline, summed
+        over images and functions."""
+        return self.query("SELECT context, bucket_start_ns, SUM(count) "
+                          "FROM sample_timeline "
+                          "GROUP BY context, bucket_start_ns")
+
     def timeline_of(self, span=None):
         """(context, image, bucket_start_ns, function_offset, count) of
         sample_timeline, by context and time (of contexts span[0]..span[1]

@@ -20,9 +20,15 @@ Three processes, each a group of tracks:
   meets a slice of the same function (the next bucket's first) merges
   with it.  Slices lie only where the context was bound: a bucket is cut
   to its overlap with the context's bindings (the share of each piece by
-  its length).  `copreport timeline --bucket-ms` sums the session's
-  buckets into wider ones; otherData.bucket_ns says the width used and
-  otherData.function_slices how slices are made.
+  its length).  Within a bucket the order of the slices is the
+  functions' (address order), not the order they ran in, which the
+  session does not keep: the view is true to the bucket, not below it.
+  A context with samples but no timed binding (no TIME record placed
+  it) gets no slices, since it cannot be placed inside one;
+  otherData.unplaced_samples counts such samples.  `copreport timeline
+  --bucket-ms` sums the session's buckets into wider ones;
+  otherData.bucket_ns says the width used and otherData.function_slices
+  how slices are made.
   With more than GROUP_CONTEXTS contexts (a session of thousands of
   short contexts, where a track each would not load), or when asked, the
   tracks are grouped instead: a track per (slot, image), tid in order of
@@ -70,7 +76,11 @@ TRACKS = ("auto", "context", "slot-image")
 FUNCTION_SLICES = ("each bucket_ns bucket of a context cut into a slice per "
                    "function sampled in it, as wide as its share of the "
                    "bucket's samples, inside the context's bindings; "
-                   "slices of one function that meet merged")
+                   "slices of one function that meet merged; within a "
+                   "bucket the slices are in the functions' address order, "
+                   "not in time order: the view is true to the bucket, not "
+                   "within it; a context with no timed binding gets no "
+                   "slices (its samples: unplaced_samples)")
 
 Binding = collections.namedtuple(
     "Binding", "slot context start_ns end_ns end_reason label")
@@ -116,6 +126,7 @@ class Timeline:
     def __init__(self):
         self.bindings = []          # [Binding], per slot in time order
         self.slices = []            # [Slice], per context in time order
+        self.unplaced_samples = 0   # of contexts with no timed binding
         self.buckets = {}           # {(bucket_start, "image:function"): n}
         self.sched = []             # sched_events rows
         self.contexts = {}          # {id: ContextInfo}
@@ -224,11 +235,11 @@ def _stall_buckets(tl, session, bucket_ns):
     tl.stalls_recorded = stalls.recorded(session, "stall_timeline")
     if not tl.stalls_recorded:
         return
-    bindings_of = _bindings_of(tl)
+    bound = bindings_of(tl.bindings)
     for ctx, img, bucket, code, count in session.stall_timeline_of():
         if bucket_ns:
             bucket -= (bucket - (tl.start_ns or 0)) % bucket_ns
-        slot = _slot_at(bindings_of, ctx, bucket)
+        slot = slot_at(bound, ctx, bucket)
         b = tl.stall_buckets.get((slot, bucket))
         if b is None:
             b = tl.stall_buckets[(slot, bucket)] = stalls.Breakdown()
@@ -263,14 +274,16 @@ def _stall_events(tl):
     return ev
 
 
-def _bindings_of(tl):
-    """{context: [(start_ns, slot)]} of its bindings, in time order."""
-    bindings_of = collections.defaultdict(list)
-    for b in tl.bindings:
-        bindings_of[b.context].append((b.start_ns, b.slot))
-    for spans in bindings_of.values():
+def bindings_of(bindings):
+    """{context: [(start_ns, slot)]} of bindings (objects with context,
+    start_ns and slot: Binding, live's), each context's in time order:
+    what slot_at() reads."""
+    out = collections.defaultdict(list)
+    for b in bindings:
+        out[b.context].append((b.start_ns, b.slot))
+    for spans in out.values():
         spans.sort()
-    return bindings_of
+    return out
 
 
 def _bound_spans(tl):
@@ -287,11 +300,12 @@ def _bound_spans(tl):
 def _pieces(spans, start, end):
     """The parts of [start, end) inside spans; when none (a bucket whose
     samples came at a binding's very edge), the zero-length point of the
-    nearest binding edge, so the samples stay inside a binding."""
+    nearest binding edge, so the samples stay inside a binding; none
+    without spans (a context no binding places)."""
     out = [(max(s, start), min(e, end)) for s, e in spans
            if s < end and e > start]
     if out or not spans:
-        return out or [(start, end)]
+        return out
     edges = [x for span in spans for x in span]
     at = min(edges, key=lambda x: (abs(x - start), x))
     return [(at, at)]
@@ -334,6 +348,9 @@ def _function_slices(tl, per_bucket, order, width):
         if not shares:
             continue            # a bucket of no sample (count 0)
         pieces = _pieces(spans.get(ctx, ()), bucket, bucket + width)
+        if not pieces:
+            tl.unplaced_samples += total
+            continue
         for fn, start, end in _cut(pieces, shares):
             s = last.get(ctx)
             if s is not None and s.function == fn and s.end_ns == start:
@@ -392,10 +409,11 @@ def in_session(tl, row):
     return row["context_id"] is None or row["context_id"] in tl.context_ids
 
 
-def _slot_at(bindings_of, ctx, time_ns):
+def slot_at(bindings, ctx, time_ns):
     """The slot context ctx was bound to at time_ns (the binding starting
-    last before it; its first binding's slot before any), or None."""
-    spans = bindings_of.get(ctx)
+    last before it; its first binding's slot before any), or None;
+    bindings is bindings_of()'s."""
+    spans = bindings.get(ctx)
     if not spans:
         return None
     at = bisect.bisect_right(spans, (time_ns, float("inf"))) - 1
@@ -405,11 +423,11 @@ def _slot_at(bindings_of, ctx, time_ns):
 def _grouped_slices(tl):
     """[(track name, slice, start_ns)]: every slice on the track of its
     (slot, image), clipped so that a track's slices never overlap."""
-    bindings_of = _bindings_of(tl)
+    bound = bindings_of(tl.bindings)
     out, last_end = [], {}
     for sl in sorted(tl.slices, key=lambda x: (x.start_ns, x.context)):
         c = tl.contexts.get(sl.context)
-        slot = _slot_at(bindings_of, sl.context, sl.start_ns)
+        slot = slot_at(bound, sl.context, sl.start_ns)
         image = c.image.short_name if c and c.image else "?"
         track = "%s %s" % ("slot %d" % slot if slot is not None
                            else "no slot", image)
@@ -516,6 +534,7 @@ def trace_events(tl, tracks="auto"):
                           "bucket_ns": tl.bucket_ns,
                           "session_bucket_ns": tl.session_bucket_ns,
                           "function_slices": FUNCTION_SLICES,
+                          "unplaced_samples": tl.unplaced_samples,
                           "stall_reasons": tl.stalls_recorded,
                           "start_time_ns": tl.start_ns,
                           "stop_time_ns": tl.stop_ns,

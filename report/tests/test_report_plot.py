@@ -216,25 +216,38 @@ def test_legend_names_functions_idle_and_events(demo_timeline):
     assert not [ax for ax in fig.axes if ax.get_legend() is not None]
 
 
-def test_empty_start_explained(demo_timeline):
+def test_axis_before_the_first_sample_is_small(demo_timeline):
+    """Slots start on demand: a slot's emulator boots after its first
+    binding, so the bound time before the first sample is boot, not
+    work.  The axis before the first sample (its bucket) is drawn at
+    most BOOT_COMPRESS of the axis wide, shaded over the bars, said in
+    the note, the legend and the axis label."""
     tl, fig = demo_timeline
     slots = axes(fig)["slots"]
-    first = min(b.start_ns for b in tl.bindings)
-    ms = (first - tl.start_ns) / 1e6
-    (note,) = [t for t in slots.texts
-               if "before the first binding" in t.get_text()]
-    assert note.get_text().startswith("%.0f ms before" % ms)
-    assert slots.get_xlim()[0] == 0
-    # a boot longer than 15% of the session is drawn 5% wide, the ticks
-    # in real ms, the break and its length said
+    first = min(b for b, _ in tl.buckets)
     axis = plot._Axis(tl)
+    assert axis.ms(first) / axis.span <= plot.BOOT_COMPRESS + 1e-9
+    real = (first - tl.start_ns) / 1e6
+    assert axis.label(axis.ms(first)) == pytest.approx(real)
+    (note,) = [t for t in slots.texts
+               if "before the first sample" in t.get_text()]
+    assert note.get_text().startswith("%.0f ms before the first sample"
+                                      % real)
+    (shade,) = [p for p in slots.patches if p.get_label() == "_boot"]
+    xs = [x for x, _ in shade.get_xy()]
+    assert min(xs) == 0 and max(xs) == pytest.approx(axis.ms(first))
+    assert slots.get_xlim()[0] == 0
+    (legend,) = fig.legends
+    assert plot.BOOT in [t.get_text() for t in legend.get_texts()]
+    # compressed when longer than BOOT_COMPRESS of the session, to
+    # BOOT_SHOWN of the axis, the ticks in real ms, the break said
     span = (max(b.end_ns for b in tl.bindings) - tl.start_ns) / 1e6
-    if ms > 0.15 * span:
-        first = axis.ms(first)
-        assert first == pytest.approx(0.05 * axis.span, rel=0.05)
-        assert axis.label(first) == pytest.approx(ms)
-        assert "compressed" in note.get_text()
-        assert "drawn compressed" in fig.axes[-1].get_xlabel()
+    if real > plot.BOOT_COMPRESS * span:
+        assert axis.ms(first) == pytest.approx(
+            plot.BOOT_SHOWN * axis.span, rel=0.05)
+        assert "(compressed)" in note.get_text()
+        assert "before the first sample drawn compressed" in \
+            fig.axes[-1].get_xlabel()
 
 
 def test_write_png(demo_timeline, tmp_path):

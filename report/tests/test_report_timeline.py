@@ -107,6 +107,7 @@ def test_context_function_slices(trace, real_session):
                    "'timeline.bucket_ns'")[0][0])
     assert data["otherData"]["bucket_ns"] == bucket
     assert "share of the bucket" in data["otherData"]["function_slices"]
+    assert data["otherData"]["unplaced_samples"] == 0
     total = q(real_session, "SELECT SUM(count) FROM sample_timeline")[0][0]
     assert sum(e["args"]["samples"] for e in slices) == total
     for e in slices:
@@ -135,6 +136,34 @@ def test_context_function_slices(trace, real_session):
     for e in slices:
         assert any(a - 1e-3 <= e["ts"] and e["ts"] + e["dur"] <= z + 1e-3
                    for a, z in bindings[e["tid"]]), e
+
+
+def test_no_slices_outside_a_binding(session_copy, copreport, tmp_path):
+    """A context whose bindings no TIME record placed has samples but no
+    binding to put them in: no slices (they were drawn over whole
+    buckets, outside any binding), its samples counted in
+    otherData.unplaced_samples; the others' slices as before.  The
+    JSON says that within a bucket slices are in function order."""
+    db = sqlite3.connect("%s/session.db" % session_copy)
+    ctx, n = db.execute("SELECT context, SUM(count) FROM sample_timeline "
+                        "GROUP BY context ORDER BY context LIMIT 1") \
+        .fetchone()
+    db.execute("UPDATE bindings SET start_time_ns = NULL, end_time_ns = "
+               "NULL WHERE context = ?", (ctx,))
+    total = db.execute("SELECT SUM(count) FROM sample_timeline").fetchone()[0]
+    db.commit()
+    db.close()
+    out = tmp_path / "trace.json"
+    copreport("timeline", "-d", session_copy, "-o", out, "--tracks",
+              "context", check=True)
+    with open(str(out)) as f:
+        data = json.load(f)
+    slices = _context_slices(data)
+    assert slices and not [e for e in slices if e["tid"] == ctx]
+    assert data["otherData"]["unplaced_samples"] == n
+    assert sum(e["args"]["samples"] for e in slices) == total - n
+    text = data["otherData"]["function_slices"]
+    assert "not in time order" in text and "true to the bucket" in text
 
 
 def test_bucket_option(real_session, copreport, tmp_path):
