@@ -123,23 +123,26 @@
 #define trace_store_release(p, v)       virt_store_release(p, v)
 /* Its one use, the seqlock's read side, pairs with the writer's CAS. */
 #define trace_fence_load()              virt_rmb()
-#define trace_cas(p, old, new)          (cmpxchg(p, old, new) == (old))
 #define TRACE_NULL                      NULL
 #include <linux/build_bug.h>
+
+/* Its one use, the seqlock writer's entry, pairs with the other writer's. */
+static inline int trace_cas(uint32_t *p, uint32_t old, uint32_t new_)
+{
+    return cmpxchg(p, old, new_) == old;
+}
 #else
 #define trace_load_once(p)              __atomic_load_n(p, __ATOMIC_RELAXED)
 #define trace_store_once(p, v)          __atomic_store_n(p, v, __ATOMIC_RELAXED)
 #define trace_load_acquire(p)           __atomic_load_n(p, __ATOMIC_ACQUIRE)
 #define trace_store_release(p, v)       __atomic_store_n(p, v, __ATOMIC_RELEASE)
 #define trace_fence_load()              __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define trace_cas(p, old, new)                                              \
-    trace_cas_hosted(p, old, new)
 #define TRACE_NULL                      ((void *)0)
 #ifndef static_assert
 #define static_assert                   _Static_assert
 #endif
 
-static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
+static inline int trace_cas(uint32_t *p, uint32_t old, uint32_t new_)
 {
     return __atomic_compare_exchange_n(p, &old, new_, 0, __ATOMIC_SEQ_CST,
                                        __ATOMIC_RELAXED);
@@ -157,7 +160,7 @@ static inline int trace_cas_hosted(uint32_t *p, uint32_t old, uint32_t new_)
 #define TRACE_MAX_SLOTS         64
 #define TRACE_MAX_CONTEXTS      4096
 #define TRACE_MIN_FIFO_DEPTH    2
-#define TRACE_MAX_FIFO_DEPTH    (1u << 24)
+#define TRACE_MAX_FIFO_DEPTH    0x1000000u  /* 2^24 */
 #define TRACE_MAX_LS_SIZE       0x40000u    /* 16-bit field << 2 */
 #define TRACE_MAX_GUARDS        64          /* guard words one context watches */
 
@@ -1005,7 +1008,7 @@ static inline int32_t trace_slot_drain_stacks(struct trace_regs_slot *slot,
  * writer is a process that may have died inside, or the file is hostile;
  * a writer never spins for ever.
  */
-#define TRACE_LFSR_WRITE_TRIES  (1u << 20)
+#define TRACE_LFSR_WRITE_TRIES  0x100000u   /* 2^20 */
 
 /*
  * Enters the write side of the LFSR seqlock: takes lfsr_seq from an even

@@ -2,7 +2,7 @@
  * coptrace — create, inspect and use trace-unit register files.
  *
  *   coptrace create FILE [--slots N] [--contexts N] [--fifo-depth N]
- *                        [--ls-base ADDR] [--ls-size BYTES]
+ *                        [--ls-base ADDR] [--ls-size BYTES] [--stack-depth N]
  *   coptrace show FILE
  *   coptrace run [--regs FILE] [--context C] [--slot S] --sample-every N
  *                [--reference] [--samples-out FILE] [--fifo-depth N]
@@ -41,6 +41,7 @@ static void usage(FILE *out)
     fprintf(out,
         "usage: coptrace create FILE [--slots N] [--contexts N]\n"
         "                [--fifo-depth N] [--ls-base ADDR] [--ls-size BYTES]\n"
+        "                [--stack-depth N]\n"
         "       coptrace show FILE\n"
         "       coptrace run [--regs FILE] [--context C] [--slot S]\n"
         "                --sample-every N [--reference] [--samples-out FILE]\n"
@@ -54,7 +55,11 @@ static void usage(FILE *out)
         "settings, counters and captured PCs.\n"
         "\n"
         "create  makes a new file: by default %u slots, %u contexts,\n"
-        "        %u-entry FIFOs, the local store at 0x%08x, 0x%x bytes.\n"
+        "        %u-entry FIFOs, the local store at 0x%08x, 0x%x bytes,\n"
+        "        no call-stack area.\n"
+        "        --stack-depth N  a call-stack area: one record of N frames\n"
+        "                      (at most %u) per FIFO entry, as copsim's\n"
+        "                      --call-graph makes\n"
         "show    prints the header, every slot and every context in use.\n"
         "run     runs EMULATOR with the trace unit attached as context C on\n"
         "        slot S (default 0 and 0), one capture every N ticks of the\n"
@@ -80,7 +85,7 @@ static void usage(FILE *out)
         "$COPROF_TRACE_PLUGIN.  Errors print one line and exit with\n"
         "status 2.\n",
         TRACE_DEFAULT_SLOTS, TRACE_DEFAULT_CONTEXTS, TRACE_DEFAULT_FIFO_DEPTH,
-        TRACE_DEFAULT_LS_BASE, TRACE_DEFAULT_LS_SIZE);
+        TRACE_DEFAULT_LS_BASE, TRACE_DEFAULT_LS_SIZE, TRACE_MAX_STACK_DEPTH);
 }
 
 /* Parses a whole-string unsigned number (decimal, or hex with 0x). */
@@ -104,6 +109,7 @@ static int cmd_create(int argc, char **argv)
         { 0, "fifo-depth", required_argument, 'd' },
         { 0, "ls-base", required_argument, 'b' },
         { 0, "ls-size", required_argument, 'z' },
+        { 0, "stack-depth", required_argument, 'k' },
         CLI_END,
     };
     struct trace_geometry geo;
@@ -119,7 +125,8 @@ static int cmd_create(int argc, char **argv)
                         : c == 'c' ? &geo.n_contexts
                         : c == 'd' ? &geo.fifo_depth
                         : c == 'b' ? &geo.ls_base
-                        : c == 'z' ? &geo.ls_size : NULL;
+                        : c == 'z' ? &geo.ls_size
+                        : c == 'k' ? &geo.stack_depth : NULL;
 
         if (!field)
             return EXIT_USAGE;

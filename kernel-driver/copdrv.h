@@ -24,10 +24,14 @@
  * silently dropped: for every slot, the capture counter's advance during
  * the session equals the slot's samples in the stream plus its LOST counts.
  *
- * Start and stop must be called while no emulator runs on any slot (held
- * or exited): they load LFSRs and take the counters' baselines.  The hooks
- * are called with the slot's emulator held.  The host keeps the register
- * file and every local store mapped while the driver uses them.
+ * Start and stop load LFSRs and take the counters' baselines.  The hosted
+ * glue calls them with every slot's emulator held (or exited) and the
+ * hooks with the slot's emulator held.  copdrv.ko cannot hold the host's
+ * emulators: it calls them while emulators run, the LFSR seqlock keeps
+ * the load apart from the producer, and a load the seqlock refuses is
+ * skipped and counted (lfsr_busy; kernel-driver/linux/README.md,
+ * "Sessions while the emulators run").  The host keeps the register file
+ * and every local store mapped while the driver uses them.
  *
  * Errors are negative errno values.  Everything here runs under the
  * driver lock of the OS shim (copdrv-os.h).
@@ -104,6 +108,7 @@ struct copdrv_stats {
 	u64 buffer_used;
 	u64 buffer_high_water;
 	u64 fifo_errors;	/* drains refused: FIFO pointers corrupt */
+	u64 lfsr_busy;		/* LFSR loads skipped: seqlock held */
 	u64 guard_errors;	/* guard words that could not be read */
 	u64 overlays_placed;	/* placed OVERLAY records written */
 	u64 overlay_events_lost;	/* events the trace unit dropped */

@@ -202,14 +202,18 @@ static u64 slot_cycles(const struct copdrv_slot *s)
 }
 
 /*
- * Programs the reload value and loads the LFSR with it now.  Only while
- * no emulator runs on the slot (start and stop are called so).
+ * Programs the reload value and loads the LFSR with it now.  The hosted
+ * glue holds the slot's emulator around start and stop; copdrv.ko cannot,
+ * so the LFSR seqlock keeps the two writers apart.  A seqlock that stays
+ * held (a producer gone inside it, a hostile file) skips the load: the
+ * slot keeps its old LFSR state, counted in lfsr_busy.
  */
-static void slot_load(struct copdrv_slot *s, u32 value)
+static void slot_load(struct copdrv *drv, struct copdrv_slot *s, u32 value)
 {
 	/* pairs with the producer's acquire load at its reload */
 	copdrv_store_release(&s->regs->programmed_value, value);
-	trace_slot_load_state(s->regs, value);
+	if (trace_slot_load_state(s->regs, value))
+		drv->stats.lfsr_busy++;
 }
 
 /* After a session: no producer may wait for a driver that is gone. */
@@ -1454,7 +1458,7 @@ static void reset_session(struct copdrv *drv)
 		struct copdrv_slot *s = &drv->slots[i];
 
 		slot_configure(drv, s);
-		slot_load(s, drv->params.lfsr_value);
+		slot_load(drv, s, drv->params.lfsr_value);
 		slot_baseline(drv, s);
 		s->announced = !s->bound;
 		s->end_pending = 0;
@@ -1489,7 +1493,7 @@ int copdrv_start(struct copdrv *drv, const struct copdrv_params *params)
 				      drv->regs)->doorbell);
 	if (err) {
 		for (i = 0; i < drv->n_slots; i++) {
-			slot_load(&drv->slots[i], 0);
+			slot_load(drv, &drv->slots[i], 0);
 			slot_unconfigure(&drv->slots[i]);
 		}
 		emit_stop(drv);
@@ -1531,7 +1535,7 @@ int copdrv_stop(struct copdrv *drv)
 		return -EINVAL;
 	}
 	for (i = 0; i < drv->n_slots; i++) {
-		slot_load(&drv->slots[i], 0);
+		slot_load(drv, &drv->slots[i], 0);
 		slot_unconfigure(&drv->slots[i]);
 	}
 	drv->stopping = 1;

@@ -84,10 +84,11 @@ ALL_TARGETS += $(COPDRV_KO)
 # make check-kernel-style: checkpatch.pl --strict (from the Debian package
 # linux-source-6.1's tarball, extracted once into the build folder) over
 # every file the module compiles, and sparse (package sparse) through
-# Kbuild's C=2.  The files shared with user space (the encoder, the stream
-# and register-file headers) keep the project's 4-space indent:
-# CHECKPATCH_SHARED_IGNORE lists the whitespace classes skipped for them
-# (kernel-driver/linux/README.md, "Style checks").
+# Kbuild's C=2, whose own failure fails the target too.  The files shared
+# with user space (the encoder, the stream and register-file headers) keep
+# the project's user-space style: CHECKPATCH_SHARED_IGNORE lists the
+# classes skipped for them, layout and user-space C, each with its reason
+# in kernel-driver/linux/README.md ("Style checks").
 LINUX_SOURCE_TAR := $(firstword $(wildcard /usr/src/linux-source-*.tar.xz))
 CHECKPATCH_DIR := $(BUILD)/kernel-driver/linux/checkpatch
 CHECKPATCH := $(CHECKPATCH_DIR)/scripts/checkpatch.pl
@@ -96,7 +97,7 @@ CHECKPATCH_FLAGS := --strict --no-tree --terse --show-types --max-line-length=10
 CHECKPATCH_KERNEL := $(wildcard kernel-driver/linux/*.c kernel-driver/linux/*.h \
 	kernel-driver/linux/include/*.h) kernel-driver/core.c \
 	kernel-driver/event-buffer.c kernel-driver/event-buffer.h \
-	kernel-driver/copdrv.h kernel-driver/copdrv-os.h
+	kernel-driver/copdrv.h kernel-driver/copdrv-os.h abi/copdrv-limits.h
 # The two checks left in kernel style files, each with its reason in the
 # README: COPDRV_PARAM's token-pasted name, the user-space branch of
 # copdrv-os.h that defines u8 ... s32 from <stdint.h>.
@@ -105,11 +106,16 @@ CHECKPATCH_SHARED := escape-protocol/encode.c escape-protocol/copstream.h \
 	escape-protocol/layout.h abi/trace-regs.h
 comma := ,
 space := $(subst ,, )
+# Layout (4-space indent, aligned comments, blank lines, operators first
+# in a broken condition), then user-space C: uint*_t, the parentheses of
+# (a == 0) != (b == 0), FIELD()'s member, the hosted branch's
+# __attribute__((packed)) and _Static_assert.
 CHECKPATCH_SHARED_IGNORE := $(subst $(space),$(comma),$(strip \
 	LEADING_SPACE CODE_INDENT SUSPECT_CODE_INDENT PARENTHESIS_ALIGNMENT \
-	SWITCH_CASE_INDENT_LEVEL PREFER_KERNEL_TYPES BLOCK_COMMENT_STYLE \
-	LOGICAL_CONTINUATIONS LINE_SPACING UNNECESSARY_PARENTHESES \
-	MACRO_ARG_REUSE BIT_MACRO PREFER_DEFINED_ATTRIBUTE_MACRO CAMELCASE))
+	SWITCH_CASE_INDENT_LEVEL BLOCK_COMMENT_STYLE LINE_SPACING \
+	LOGICAL_CONTINUATIONS PREFER_KERNEL_TYPES UNNECESSARY_PARENTHESES \
+	MACRO_ARG_REUSE PREFER_DEFINED_ATTRIBUTE_MACRO CAMELCASE))
+SPARSE_LOG := $(BUILD)/kernel-driver/linux/sparse.log
 
 $(CHECKPATCH): $(LINUX_SOURCE_TAR)
 	@test -n "$(LINUX_SOURCE_TAR)" || { echo "checkpatch.pl: install the Debian package linux-source-6.1 (make deps)" >&2; exit 1; }
@@ -124,15 +130,16 @@ check-kernel-style: $(CHECKPATCH) $(COPDRV_KO)
 	@echo "== checkpatch.pl --strict: kernel style files"
 	$(Q)perl $(CHECKPATCH) $(CHECKPATCH_FLAGS) \
 		--ignore $(CHECKPATCH_KNOWN) -f $(CHECKPATCH_KERNEL)
-	@echo "== checkpatch.pl --strict: shared files (indent classes skipped)"
+	@echo "== checkpatch.pl --strict: shared files (user-space style classes skipped)"
 	$(Q)perl $(CHECKPATCH) $(CHECKPATCH_FLAGS) \
 		--ignore $(CHECKPATCH_SHARED_IGNORE) -f $(CHECKPATCH_SHARED)
 	@echo "== sparse (C=2)"
 	$(Q)command -v sparse >/dev/null || { echo "sparse: install the Debian package sparse (make deps)" >&2; exit 1; }
 	$(Q)$(MAKE) -s -C /lib/modules/$(COPDRV_KVER)/build \
 		M=$(abspath $(COPDRV_KO_DIR)) COPROF_SRC=$(abspath .) \
-		CONFIG_DEBUG_INFO_BTF_MODULES= C=2 CHECK=sparse modules 2>&1 | \
-		{ ! grep -E 'warning|error'; }
+		CONFIG_DEBUG_INFO_BTF_MODULES= C=2 CHECK=sparse modules \
+		>$(SPARSE_LOG) 2>&1 || { cat $(SPARSE_LOG); exit 1; }
+	$(Q)! grep -E 'warning|error' $(SPARSE_LOG)
 	@echo "== clean"
 endif
 # guest.py beside the module, where coprof and copcontrol --driver=linux

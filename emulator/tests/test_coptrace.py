@@ -262,6 +262,8 @@ def test_context_in_use_refused(coprof_bin, build_dir, qemu_command, tmp_path):
     (["run", "--event", "SPU_INSTRUCTIONS", "--sample-every", "5", "--slot", "8", "--", "true"],
      "out of range"),
     (["create"], "create needs exactly one FILE"),
+    (["create", "/tmp/coptrace-never-made", "--stack-depth", "65"],
+     "call-stack depth 65 is above 64"),
     (["show", "/nonexistent/regs"], "/nonexistent/regs: cannot open"),
     (["frobnicate"], "unknown command 'frobnicate'"),
 ])
@@ -271,6 +273,21 @@ def test_cli_errors(coprof_bin, args, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
+
+
+def test_create_with_a_call_stack_area(coprof_bin, tmp_path):
+    regs = str(tmp_path / "regs")
+    subprocess.run([coprof_bin("coptrace"), "create", regs, "--slots", "2",
+                    "--fifo-depth", "1024", "--stack-depth", "8"], check=True)
+    show = subprocess.run([coprof_bin("coptrace"), "show", regs],
+                          capture_output=True, text=True, check=True).stdout
+    assert "fifo depth 1024, " in show
+    assert ", call stacks of 8 frames\n" in show
+    plain = str(tmp_path / "plain")
+    subprocess.run([coprof_bin("coptrace"), "create", plain, "--slots", "2",
+                    "--fifo-depth", "1024"], check=True)
+    # The area is appended: two slots of 1024 records of 1 + 8 words.
+    assert os.path.getsize(regs) - os.path.getsize(plain) == 2 * 1024 * 9 * 4
 
 
 def test_help_reads_like_a_manual(coprof_bin):

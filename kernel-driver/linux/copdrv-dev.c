@@ -235,6 +235,24 @@ COPDRV_PARAM(dither_seed);
 COPDRV_PARAM(event);
 
 /*
+ * Says once, the first time a start or stop could not load some slot's
+ * LFSR (its seqlock stayed held: core.c slot_load()), what that costs.
+ */
+static void say_lfsr_busy(struct copdrv_dev *cd)
+{
+	struct copdrv_stats stats;
+
+	if (cd->lfsr_busy_said)
+		return;
+	copdrv_get_stats(cd->drv, &stats);
+	if (!stats.lfsr_busy)
+		return;
+	cd->lfsr_busy_said = true;
+	dev_warn(&cd->pdev->dev, "LFSR loads skipped: %llu, a slot's lfsr_seq stayed odd; those slots keep their old sampling state (said once)\n",
+		 stats.lfsr_busy);
+}
+
+/*
  * Starts a session with the parameters set, the reader kept away, and the
  * mailbox thread for its duration.  The host's emulators may run: the
  * module cannot hold them as copsim holds its own around the hosted
@@ -258,6 +276,7 @@ static int start_session(struct copdrv_dev *cd)
 		copdrv_mailbox_stop(cd);
 		dev_err(&cd->pdev->dev, "start refused: error %d\n", err);
 	}
+	say_lfsr_busy(cd);
 	return err;
 }
 
@@ -266,6 +285,7 @@ static int stop_session(struct copdrv_dev *cd)
 	int err = copdrv_stop(cd->drv);
 
 	copdrv_mailbox_stop(cd);
+	say_lfsr_busy(cd);
 	return err;
 }
 
@@ -322,6 +342,7 @@ static int stats_show(struct seq_file *m, void *unused)
 		   s->buffer_bytes, s->buffer_high_water, s->fifo_errors);
 	seq_printf(m, "doorbell_polls %llu\nstalls %llu\nstall_ns %llu\npoll_ns %llu\n",
 		   s->doorbell_polls, s->stalls, s->stall_ns, s->poll_ns);
+	seq_printf(m, "lfsr_busy %llu\n", s->lfsr_busy);
 	kfree(s);
 	return 0;
 }

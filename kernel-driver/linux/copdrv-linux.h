@@ -42,6 +42,7 @@ struct copdrv_dev {
 	struct mutex reading;	/* the reader against start's new buffer */
 	atomic_t readers;	/* 0 or 1: /dev/copdrv is open */
 	bool gone;		/* the PCI device was removed */
+	bool lfsr_busy_said;	/* say_lfsr_busy() has spoken */
 	struct task_struct *mailbox_thread;	/* while a session runs */
 	struct trace_regs_mailbox *message;	/* the mailbox thread's copy */
 	struct miscdevice misc;

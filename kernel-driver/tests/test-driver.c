@@ -1260,6 +1260,79 @@ static void test_no_context(void)
 	teardown(&f);
 }
 
+/*
+ * A head-tail gap larger than the FIFO (a corrupt or hostile register
+ * file) is a refused drain counted in fifo_errors, on the FIFO and on the
+ * overlay event ring alike; nothing of it is read, the tail stays, and
+ * the other slot's samples all arrive.
+ */
+static void test_fifo_errors_corrupt_gap(void)
+{
+	struct trace_regs_slot *s0, *s1;
+	struct copdrv_stats st;
+	struct fixture f;
+
+	setup_with(&f, 2, 64, COPDRV_HOSTED_MANUAL_POLL);
+	s0 = trace_unit_slot(f.unit, 0);
+	s1 = trace_unit_slot(f.unit, 1);
+	bind_context(&f, 0, 1);
+	start(&f, 1000000, 0, 1);
+	push(&f, 0, 1, 3);
+	s1->fifo_head = s1->fifo_tail + 64 + 1;
+	copdrv_poll(f.drv);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.fifo_errors, ==, 1);
+	g_assert_cmpuint(s1->fifo_head - s1->fifo_tail, ==, 65);
+	g_assert_cmpuint(s0->fifo_tail, ==, s0->fifo_head);
+	s1->fifo_head = s1->fifo_tail;
+	s0->event_head = s0->event_tail + TRACE_EVENT_DEPTH + 1;
+	push(&f, 0, 1, 2);
+	copdrv_poll(f.drv);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.fifo_errors, ==, 2);
+	g_assert_cmpuint(s0->event_head - s0->event_tail, ==,
+			 TRACE_EVENT_DEPTH + 1);
+	s0->event_head = s0->event_tail;
+	stop_and_check(&f);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.fifo_errors, ==, 2);
+	g_assert_cmpuint(f.rules->slots[0].samples, ==, 5);
+	assert_addresses(&f, 1);
+	teardown(&f);
+}
+
+/*
+ * A slot whose LFSR seqlock stays held (lfsr_seq odd: a producer killed
+ * inside it, a hostile file) keeps its LFSR state; the start and the stop
+ * count each skipped load in lfsr_busy, and the other slot is loaded.
+ */
+static void test_lfsr_busy_counted(void)
+{
+	struct trace_regs_slot *s0, *s1;
+	struct copdrv_params p;
+	struct copdrv_stats st;
+	struct fixture f;
+
+	setup_with(&f, 2, 64, COPDRV_HOSTED_MANUAL_POLL);
+	s0 = trace_unit_slot(f.unit, 0);
+	s1 = trace_unit_slot(f.unit, 1);
+	s1->lfsr_seq = 7;
+	s1->reload_state = 0x123;
+	p = params_for(&f, 1000000, 0);
+	start(&f, 1000000, 0, 1);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.lfsr_busy, ==, 1);
+	g_assert_cmpuint(s0->reload_state, ==, p.lfsr_value);
+	g_assert_cmpuint(s1->reload_state, ==, 0x123);
+	g_assert_cmpuint(s1->lfsr_seq, ==, 7);
+	stop_and_check(&f);
+	copdrv_get_stats(f.drv, &st);
+	g_assert_cmpuint(st.lfsr_busy, ==, 2);
+	g_assert_cmpuint(s0->reload_state, ==, 0);
+	g_assert_cmpuint(s0->lfsr_seq % 2, ==, 0);
+	teardown(&f);
+}
+
 /* Drops a finished session's stream and its checks, for another start. */
 static void forget_stream(struct fixture *f)
 {
@@ -1463,6 +1536,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/driver/call-stacks-buffer-full",
 			test_call_stacks_buffer_full);
 	g_test_add_func("/driver/no-context", test_no_context);
+	g_test_add_func("/driver/fifo-errors-corrupt-gap",
+			test_fifo_errors_corrupt_gap);
+	g_test_add_func("/driver/lfsr-busy-counted", test_lfsr_busy_counted);
 	g_test_add_func("/driver/restart", test_restart);
 	g_test_add_func("/driver/restart-spares-reused-fd",
 			test_restart_spares_reused_fd);

@@ -227,3 +227,64 @@ def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
     dump = subprocess.run([copstream, "dump", stream], capture_output=True,
                           text=True, check=True).stdout
     assert "/srv/images/kernel.elf" in dump, dump
+
+
+HEADER_SLOTS_OFFSET, SLOT_LFSR_SEQ = 40, 108
+
+
+def test_one_trace_unit_and_no_mailbox_thread_between_sessions(
+        guest, register_file, build_dir, tmp_path):
+    """A second trace unit is refused at probe with one line, before the
+    module acks anything of it or registers anything for it (no sysfs
+    duplicate-name splat); the mailbox thread runs only while a session
+    does, and the header's mailbox_reader says so.  Slot 0's LFSR seqlock
+    is held (lfsr_seq odd): its loads at start and stop are skipped,
+    counted in lfsr_busy and said once in dmesg."""
+    first = register_file("first", "--slots", "2")
+    slot0 = read_word(first, HEADER_SLOTS_OFFSET)
+    patch(first, slot0 + SLOT_LFSR_SEQ, struct.pack("<I", 3))
+    second = register_file("second", "--slots", "2")
+    first_box = post_bind(first, 1, 77, "/srv/images/first.elf")
+    second_box = post_bind(second, 0, 78, "/srv/images/second.elf")
+    coplfsr = os.path.join(build_dir, "bin", "coplfsr")
+    stream = str(tmp_path / "stream")
+    # ps into a file first: grep then never counts itself.
+    threads = "ps > /tmp/ps; grep -c copdrv-mailbox /tmp/ps"
+
+    script = ("set -e\n"
+              "insmod /copdrv.ko\n"
+              "mdev -s\n"
+              "echo bound: $(ls /sys/bus/pci/drivers/copdrv | grep 0000)\n"
+              "echo threads before: $(%(t)s)\n"
+              + set_rate(coplfsr, 997)
+              + read_session(0) +
+              "echo threads during: $(%(t)s)\n"
+              "echo 0 > %(c)s/enable\n"
+              "wait $reader\n"
+              "grep lfsr_busy /sys/kernel/debug/copdrv/stats\n"
+              "echo threads after: $(%(t)s)\n"
+              "rmmod copdrv\n"
+              "dmesg\n") % {"c": CONTROL, "t": threads}
+    console = guest([first, second], script, [stream])
+
+    assert "coprof-guest: script status 0" in console, console
+    assert "bound: 0000:00:10.0\n" in console, console
+    # The console has the line as it happened and in dmesg's copy.
+    assert set(device_lines(console, 0x11)) == {
+        "refused: trace unit 0000:00:10.0 is already bound (one at a "
+        "time)"}, console
+    assert "duplicate" not in console, console
+    assert kernel_trouble(console) == [], console
+    assert read_word(first, first_box + MAILBOX_ACK) == 1
+    assert read_word(second, second_box + MAILBOX_ACK) == 0
+    assert "threads before: 0\n" in console, console
+    assert "threads during: 1\n" in console, console
+    assert "threads after: 0\n" in console, console
+    assert read_word(first, HEADER_MAILBOX_READER) == 0
+    assert "lfsr_busy 2\n" in console, console
+    said = [line for line in device_lines(console, 0x10)
+            if line.startswith("LFSR loads skipped")]
+    assert said == ["LFSR loads skipped: 1, a slot's lfsr_seq stayed odd; "
+                    "those slots keep their old sampling state (said "
+                    "once)"], console
+    assert read_word(first, slot0 + SLOT_LFSR_SEQ) == 3
