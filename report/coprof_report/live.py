@@ -84,7 +84,8 @@ def snapshot(directory, monotonic=time.monotonic, realtime=time.time):
         if s.int_key("timeline.bucket_ns", 0):
             for ctx, bucket, n in s.bucket_totals():
                 buckets[(ctx, bucket)] = n
-        lost = sum(r[2] for r in s.lost_by_cause())
+        lost = sum(r[2] for r in s.lost_by_cause()
+                   if r[1] != profile.OUTSIDE)     # no loss: no context's
         stall = sum(r[3] or 0 for r in s.stalls())
         timed, slots = [], collections.defaultdict(list)
         for b in s.bindings():

@@ -80,10 +80,11 @@ def _hottest(db):
                       "FROM samples ORDER BY count DESC LIMIT 1").fetchone()
 
 
-def _add_samples(r, n, lost=0, stall_ns=0):
+def _add_samples(r, n, lost=0, stall_ns=0, outside=0):
     """n more samples at the hottest place (and in its context's last
-    timeline bucket), a LOST event of lost captures and a stall of
-    stall_ns (both of that context on slot 0)."""
+    timeline bucket), a LOST event of lost captures, one of outside
+    captures outside the local store (no loss) and a stall of stall_ns
+    (all of that context on slot 0)."""
     ctx, img, off, ovl, _ = _hottest(r.db)
     r.db.execute("UPDATE samples SET count = count + ? WHERE context = ? "
                  "AND image = ? AND file_offset = ? AND overlay IS ?",
@@ -96,6 +97,10 @@ def _add_samples(r, n, lost=0, stall_ns=0):
         r.db.execute("INSERT INTO lost_events (slot, context, cause, "
                      "cause_name, count, cycle) VALUES (0, ?, 1, "
                      "'buffer-full', ?, 0)", (ctx, lost))
+    if outside:
+        r.db.execute("INSERT INTO lost_events (slot, context, cause, "
+                     "cause_name, count, cycle) VALUES (0, ?, 4, "
+                     "'outside-ls', ?, 0)", (ctx, outside))
     if stall_ns:
         r.db.execute("INSERT INTO stalls (slot, context, count, ns, cycle) "
                      "VALUES (0, ?, 1, ?, 0)", (ctx, stall_ns))
@@ -141,9 +146,10 @@ def test_interval_and_total(recorder):
     r = recorder
     clocks, top = _first_look(r)
     before = int(r.key("stream.samples"))
-    lost0 = sum(n for n, in r.db.execute("SELECT count FROM lost_events"))
+    lost0 = sum(n for n, in r.db.execute("SELECT count FROM lost_events "
+                                         "WHERE cause_name != 'outside-ls'"))
     stall0 = sum(n or 0 for n, in r.db.execute("SELECT ns FROM stalls"))
-    _add_samples(r, 600, lost=7, stall_ns=3250000)
+    _add_samples(r, 600, lost=7, stall_ns=3250000, outside=5)
     clocks.mono, clocks.wall = 101.5, clocks.wall + 1.5
     r.flush(clocks.wall)
     top.step()
