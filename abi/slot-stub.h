@@ -221,7 +221,9 @@
 #define SLOT_EMPTY          0
 #define SLOT_RUNNABLE       1
 #define SLOT_EXITED         2
-#define SLOT_FAULTED        3
+#define SLOT_FAULTED        3       /* with SLOT_C_HANDLER set: a trap
+                                       storm, an exception at the first
+                                       instruction of its own trap vector */
 #define SLOT_PREEMPTED      4       /* saved and handed back */
 
 #define SLOT_STATUS_TRAP    132     /* as the runtime's unhandled trap */

@@ -53,7 +53,9 @@
  * counters belong to the translated code, keyed by its start address and
  * its instruction bytes, so two overlays loaded at one address (QEMU
  * retranslates after the overlay manager's fence.i) keep apart.  At exit
- * they are appended to COUNTS with the bytes, one record per distinct
+ * they are appended to COUNTS (created 0600; its controller names it as
+ * /proc/PID/fd/N of a file or directory it made, open_counts_file) with
+ * the bytes, one record per distinct
  * block (format: docs/trace-unit.md).  Counting touches nothing the
  * sampling reads, so the captures are the same with or without it.
  *
@@ -1545,6 +1547,7 @@ static void slot_let_go(void)
 }
 
 static void free_code(struct code *c);
+static FILE *open_counts_file(const char *path, int nofollow);
 
 static gboolean code_of_context(gpointer key, gpointer value, gpointer id)
 {
@@ -1572,7 +1575,7 @@ static void slot_write_counts(void)
         return;
     snprintf(path, sizeof(path), "%s/" TRACE_COUNTS_NAME,
              slot_mode.counts_dir, id);
-    out = fopen(path, "a");
+    out = open_counts_file(path, 1);
     if (!out) {
         fprintf(stderr, "coptrace: %s: cannot write: %s\n", path,
                 strerror(errno));
@@ -2540,11 +2543,32 @@ static int counts_need_api(const qemu_info_t *info, const char *option,
     return -1;
 }
 
+/*
+ * A counts file to append to, created 0600 if missing (never 0644: the
+ * samples' private rule).  The name is one the controller handed over:
+ * /proc/PID/fd/N of a file it made (followed: that is its point), or a
+ * name inside a directory it made 0700 (nofollow: nothing is planted
+ * there, and a link would not be followed anyway).
+ */
+static FILE *open_counts_file(const char *path, int nofollow)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC
+                        | (nofollow ? O_NOFOLLOW : 0), 0600);
+    FILE *out;
+
+    if (fd < 0)
+        return NULL;
+    out = fdopen(fd, "a");
+    if (!out)
+        close(fd);
+    return out;
+}
+
 static int open_counts(const qemu_info_t *info, const char *path)
 {
     if (counts_need_api(info, "counts", path) < 0)
         return -1;
-    tu.counts_out = fopen(path, "a");
+    tu.counts_out = open_counts_file(path, 0);
     if (!tu.counts_out) {
         fprintf(stderr, "coptrace: %s: cannot write: %s\n", path,
                 strerror(errno));

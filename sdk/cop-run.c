@@ -29,6 +29,8 @@
  * (trace_dither_slot_seed); a capture that finds the FIFO
  * full is dropped and counted, or with --fifo-full stall waits for the
  * consumer.
+ * A trap storm (trap-watch.h) ends QEMU with one line naming the image and
+ * the trap vector, and status 132, as an unhandled trap.
  * Its exit status is the program's; its own failures exit with 125, a QEMU
  * that cannot run with 126 (127 when not installed), as env(1) does.  A
  * QEMU that ends without having started the program (the runtime marks the
@@ -42,6 +44,7 @@
 #include "common/cli.h"
 #include "common/loader.h"
 #include "common/safe-file.h"
+#include "sdk/trap-watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +56,7 @@
 #define EXIT_RUN_FAILED   125
 #define EXIT_CANNOT_EXEC  126
 #define EXIT_NOT_FOUND    127
+#define EXIT_TRAP_STORM   132     /* as the runtime's unhandled trap */
 
 struct run_options {
     const char *ram_file;           /* NULL: anonymous RAM */
@@ -346,22 +350,46 @@ static int program_started(const struct cop_ram *ram)
     return boot->started == COP_BOOT_STARTED;
 }
 
-static int run_qemu(const struct cop_argv *command, const struct cop_ram *ram,
-                    struct traced *trace)
+/* A storm the watch saw: the program's end, as an unhandled trap's. */
+static int storm_status(const char *image, const struct trap_watch *watch,
+                        int status)
 {
+    if (!watch->storm)
+        return status;
+    return cli_fail(EXIT_TRAP_STORM, "%s: trap storm at 0x%08x (mtvec "
+                    "0x%08x)", image, watch->pc, watch->mtvec);
+}
+
+static int run_qemu(const char *image, struct cop_argv *command,
+                    const struct cop_ram *ram, struct traced *trace)
+{
+    struct trap_watch watch;
     struct cop_error err;
     char reason[512];
     pid_t pid;
-    int status;
+    int status, waited;
 
-    if (cop_qemu_spawn(command, -1, &pid, &err) < 0)
+    if (trap_watch_prepare(&watch, command) < 0) {
+        trap_watch_end(&watch);
+        return cli_fail(EXIT_RUN_FAILED, "QEMU's monitor: %s",
+                        strerror(errno));
+    }
+    if (cop_qemu_spawn(command, -1, &pid, &err) < 0) {
+        trap_watch_end(&watch);
         return cli_fail(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC,
                         "%s", err.message);
+    }
+    if (trap_watch_start(&watch) < 0)
+        cli_fail(0, "no watch for a trap storm: %s", strerror(errno));
     if (trace && trace_run_consume(&trace->run, pid, 1, trace->samples,
                                    trace->reasons, trace->events, reason,
                                    sizeof(reason)) < 0)
         cli_fail(0, "%s", reason);
-    switch (cop_qemu_wait(pid, &status, &err)) {
+    waited = cop_qemu_wait(pid, &status, &err);
+    trap_watch_end(&watch);
+    if (watch.storm && waited >= 0)
+        return storm_status(image, &watch, status);
+    switch (waited) {
     case 0:
         if (!program_started(ram))
             return cli_fail(EXIT_CANNOT_EXEC, "%s exited with status %d "
@@ -481,7 +509,7 @@ static int run_traced(const struct run_options *opts,
         safe_out_close(&counts, NULL, 1, err, sizeof(err));
         return EXIT_RUN_FAILED;
     }
-    status = run_qemu(command, ram, &trace);
+    status = run_qemu(opts->image, command, ram, &trace);
     close_output(&trace.samples_out, trace.samples, &status);
     close_output(&trace.reasons_out, trace.reasons, &status);
     close_output(&trace.events_out, trace.events, &status);
@@ -556,7 +584,7 @@ static int run(const struct run_options *opts)
     else if (opts->sample_every && !opts->no_trace)
         status = run_traced(opts, &image, &ram, &command);
     else
-        status = run_qemu(&command, &ram, NULL);
+        status = run_qemu(opts->image, &command, &ram, NULL);
     cop_argv_free(&command);
     cop_ram_close(&ram);
     cop_image_release(&image);

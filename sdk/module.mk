@@ -5,7 +5,7 @@ include sdk/cop.mk
 
 # cop-run --sample-every attaches the trace unit (emulator/); its plugin
 # must be built for cop-run to find it.
-$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/common/cli.o $(COPLOADER_LIB) \
+$(BIN)/cop-run: $(OBJ)/sdk/cop-run.o $(OBJ)/sdk/trap-watch.o $(OBJ)/common/cli.o $(COPLOADER_LIB) \
                 $(LIB)/libtraceunit.a $(LIB)/liblfsr.a $(SAFE_FILE_LIB) \
                 | $(LIB)/libcoptrace.so
 	@mkdir -p $(@D)

@@ -2,8 +2,8 @@
 32, item 2; common/safe-file.h's rule, safe_out_open()).
 
 For each of `copsim --stream-out`, `cop-run -r/-o/--reasons-out/-e/-c`,
-`cop-embed`, `copstream encode -o` and `coptrace run
---samples-out/--exact-counts`:
+`cop-embed`, `copstream encode -o`, `coptrace run
+--samples-out/--exact-counts` and `copsim --exact-counts DIR`:
 a symbolic link of nobody's planted at the name, or as a parent directory
 of it, in a directory nobody owns (the issue's /tmp/pub) is refused with
 one line naming it, and the file it points to is left as it was.  A
@@ -56,13 +56,27 @@ def commands(coprof_bin, build_dir, tmp_path):
         "coptrace --exact-counts": [coprof_bin("coptrace"), "run",
                                     "--sample-every", "100", "--exact-counts",
                                     "OUT", "--", "true"],
+        "copsim --exact-counts": [coprof_bin("copsim"),
+                                  "--event=SPU_CYCLES:997", "--stream-out",
+                                  str(tmp_path / "counted-stream"),
+                                  "--exact-counts", "OUT", "--",
+                                  cop_host(build_dir), img],
     }
+
+
+def cop_host(build_dir):
+    p = os.path.join(build_dir, "tests", "cop-host")
+    if not os.path.isfile(p):
+        pytest.fail("%s is not built: run make" % p)
+    return p
 
 
 TOOLS = ["copsim --stream-out", "cop-run -r", "cop-run -o",
          "cop-run --reasons-out", "cop-run -e",
          "cop-run -c", "cop-embed", "copstream encode",
-         "coptrace --samples-out", "coptrace --exact-counts"]
+         "coptrace --samples-out", "coptrace --exact-counts",
+         "copsim --exact-counts"]
+FOLDERS = {"copsim --exact-counts"}     # the output is a directory
 
 
 def run(argv, out):
@@ -99,8 +113,10 @@ def test_a_planted_link_is_not_written_through(tool, coprof_bin, build_dir,
     plant(d / "out", victim)
     p = run(commands(coprof_bin, build_dir, tmp_path)[tool], d / "out")
     assert p.returncode != 0, p.stderr
-    assert "uid %d" % NOBODY in p.stderr and str(d / "out") in p.stderr, \
-        p.stderr
+    # a file's name: replaced, never written through, unless the link is
+    # ours; a folder's (safe_dir_make): no link used at all
+    why = "refusing to use it" if tool in FOLDERS else "uid %d" % NOBODY
+    assert why in p.stderr and str(d / "out") in p.stderr, p.stderr
     assert victim.read_text() == "root's file\n"
 
 
@@ -150,3 +166,30 @@ def test_cop_run_writes_a_file_opened_first(coprof_bin, build_dir, tmp_path):
         p = run(commands(coprof_bin, build_dir, tmp_path)["cop-run -o"], out)
         assert p.returncode == 0, p.stderr
         assert reader.read().split(), "cop-run's samples"
+
+
+@needs_root
+def test_copsim_counts_do_not_go_through_a_planted_folder(coprof_bin,
+                                                          build_dir,
+                                                          tmp_path, pub):
+    # The audit's repro: nobody's link `counts -> a folder of root's` in a
+    # public directory; root's copsim --exact-counts wrote the folder.
+    d, _, folder = pub
+    plant(d / "counts", folder)
+    p = run(commands(coprof_bin, build_dir, tmp_path)["copsim --exact-counts"],
+            d / "counts")
+    assert p.returncode != 0, p.stderr
+    assert "--exact-counts" in p.stderr and "refusing" in p.stderr, p.stderr
+    assert os.listdir(str(folder)) == []
+
+
+def test_copsim_counts_are_private(coprof_bin, build_dir, tmp_path):
+    out = tmp_path / "counts"
+    p = run(commands(coprof_bin, build_dir, tmp_path)["copsim --exact-counts"],
+            out)
+    assert p.returncode == 0, p.stderr
+    assert stat.S_IMODE(os.stat(str(out)).st_mode) == 0o700
+    files = os.listdir(str(out))
+    assert files == ["context-1.counts"], files
+    assert stat.S_IMODE(os.stat(str(out / files[0])).st_mode) == 0o600
+    assert os.path.getsize(str(out / files[0])) > 0

@@ -130,7 +130,10 @@ struct copsim {
     char *state_dir;
     char *images_dir;               /* copies of anonymous images */
     char *regs_path;
-    char *counts_dir;               /* --exact-counts DIR, absolute; or NULL */
+    char *counts_dir;               /* --exact-counts DIR as the plugin
+                                       opens it: /proc/PID/fd/N of
+                                       counts_fd; or NULL */
+    int counts_fd;                  /* DIR, made by safe_dir_make(); -1 */
     char *event_log_path;
     char *plugin_path;
     int listen_fd;

@@ -198,17 +198,29 @@ static int check_ram_dir(struct copsim *sim, char *err, size_t errlen)
     return dir ? check_writable_dir("--ram-dir", dir, err, errlen) : 0;
 }
 
+/*
+ * --exact-counts DIR by the safe-write rule (common/safe-file.h): no
+ * planted link followed, created 0700 or required to be this user's.  The
+ * plugins, children of ours, reach it through our descriptor
+ * (/proc/PID/fd/N), never by its name again, so it cannot be swapped
+ * after the check.
+ */
 static int check_counts_dir(struct copsim *sim, char *err, size_t errlen)
 {
     const char *dir = sim->config.exact_counts_dir;
+    char why[512];
 
     if (!dir)
         return 0;
-    if (check_writable_dir("--exact-counts", dir, err, errlen) < 0)
+    sim->counts_fd = safe_dir_make(dir, why, sizeof(why));
+    if (sim->counts_fd < 0) {
+        snprintf(err, errlen, "--exact-counts: %s", why);
         return -1;
-    sim->counts_dir = realpath(dir, NULL);   /* QEMU may run elsewhere */
-    if (!sim->counts_dir) {
-        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    }
+    if (asprintf(&sim->counts_dir, "/proc/%d/fd/%d", (int)getpid(),
+                 sim->counts_fd) < 0) {
+        sim->counts_dir = NULL;
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
     return 0;
@@ -238,6 +250,7 @@ struct copsim *copsim_create(const struct copsim_config *config,
     sim->wake_pipe[0] = sim->wake_pipe[1] = -1;
     sim->spare_fd = -1;
     sim->parent_fd = -1;
+    sim->counts_fd = -1;
     sim->next_context_id = 1;
     pthread_mutex_init(&sim->lock, NULL);
     pthread_cond_init(&sim->idle, NULL);
@@ -344,6 +357,8 @@ void copsim_destroy(struct copsim *sim)
     g_free(sim->images_dir);
     g_free(sim->regs_path);
     free(sim->counts_dir);
+    if (sim->counts_fd >= 0)
+        close(sim->counts_fd);
     g_free(sim->event_log_path);
     g_free(sim->plugin_path);
     free(sim);

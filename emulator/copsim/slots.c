@@ -572,6 +572,8 @@ struct slot_end {
     int slot;                       /* where it ended, or -1 */
     uint32_t state;                 /* the entry's, when it ended there */
     uint32_t status, cause, tval, pc;
+    uint32_t handler;               /* its own mtvec; set at a fault: a
+                                       trap storm (slot-stub.S) */
     int emulator_died;
 };
 
@@ -610,6 +612,7 @@ static void look_for_end(struct copsim *sim, struct sim_context *c,
         end->cause = *entry_word(e, SLOT_C_CAUSE);
         end->tval = *entry_word(e, SLOT_C_TVAL);
         end->pc = *entry_word(e, SLOT_C_PC);
+        end->handler = *entry_word(e, SLOT_C_HANDLER);
         c->wait_slot = c->slot;
     } else {
         end->ended = c->kill != SIM_KILL_NONE;
@@ -698,6 +701,9 @@ static void classify_end(struct copsim *sim, struct sim_context *c,
         how.code = SIGKILL;
         snprintf(said, sizeof(said), "the emulator of slot %d ended: %s",
                  end->slot, tracker_last(&e->error_lines));
+    } else if (end->state == SLOT_FAULTED && end->handler) {
+        snprintf(said, sizeof(said), "trap storm at 0x%08x (mtvec 0x%08x)",
+                 end->pc, end->handler);
     } else if (end->state == SLOT_FAULTED) {
         snprintf(said, sizeof(said), "cop: trap: mcause %u at 0x%08x "
                  "(mtval 0x%08x)", end->cause, end->pc, end->tval);

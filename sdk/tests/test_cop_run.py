@@ -3,6 +3,7 @@ arguments, console, exit statuses, traps, the windows of the boot block,
 the RAM file, and cop-run's own errors."""
 
 import os
+import re
 import struct
 
 import pytest
@@ -60,6 +61,37 @@ def test_runtime_failures(run, probe, args, status, message):
     assert result.returncode == status
     assert result.stdout.startswith(message)
     assert result.stdout.count("\n") == 1
+
+
+STORM = re.compile(r"cop-run: (.*): trap storm at (0x[0-9a-f]{8}) "
+                   r"\(mtvec (\2)\)")
+
+
+@pytest.mark.parametrize("options", [(), ("--sample-every", "1000")])
+def test_a_trap_storm_ends_the_run(run, build_dir, tmp_path, options):
+    """Issue 32: storm.elf's trap vector is an illegal word, so every trap
+    is taken at the vector itself, for ever (the old cop-run never ended).
+    cop-run ends it with one line naming the image and the vector, status
+    132, and keeps the samples taken until then."""
+    storm = copimage.image_path(build_dir, "tests", "guest", "storm.elf")
+    samples = tmp_path / "samples"
+    if options:
+        options += ("--samples-out", str(samples))
+    result = run(storm, options=options, timeout=30)
+    assert result.returncode == 132, result.stderr
+    assert result.stdout == "storm\n"
+    lines = result.stderr.splitlines()
+    match = STORM.fullmatch(lines[0])
+    assert match and match.group(1) == storm, result.stderr
+    if options:
+        assert lines[1].startswith("captures="), result.stderr
+        captures = int(lines[1].split()[0].split("=")[1])
+        assert captures > 0
+        assert len(samples.read_text().split()) == captures
+        vector = int(match.group(2), 16) - 0x80000000
+        assert vector in [int(pc, 16) for pc in samples.read_text().split()]
+    else:
+        assert len(lines) == 1, result.stderr
 
 
 def test_errno_and_thread_locals(run, probe):

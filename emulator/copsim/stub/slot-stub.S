@@ -51,8 +51,12 @@
  *                             if it set one (its mepc, mcause, mtval
  *                             set, as the hardware would); else the
  *                             context faults (status 132, mcause, mtval
- *                             and pc kept).  Either way the slot goes on
- *                             with the others.
+ *                             and pc kept).  An exception at the vector's
+ *                             own first instruction is a trap storm (it
+ *                             would be taken there again for ever): the
+ *                             context faults too, its handler still set.
+ *                             Either way the slot goes on with the
+ *                             others.
  *
  * Once it has written the state of an entry it ended or handed back, the
  * stub passes SLOT_STUB_HANDED, where the plugin wakes the controller, and
@@ -242,9 +246,16 @@ stub_trap:
     beq     t1, t2, on_exit_store
 exception:                              /* t0: the cause */
     lw      t1, SLOT_C_HANDLER(s1)
-    bnez    t1, deliver
+    beqz    t1, fault
+    andi    t1, t1, -4                  /* direct or vectored: the base */
+    lw      t2, SLOT_C_PC(s1)
+    bne     t1, t2, deliver
+    /* A trap storm: the vector's own first instruction trapped.  Taken
+     * there, it would trap again with the same registers and memory, for
+     * ever; the context faults instead (its handler still set says so). */
 
 /* ---- A fault: the context ends, the slot goes on -------------------- */
+fault:
     sw      t0, SLOT_C_CAUSE(s1)
     csrr    t1, mtval
     sw      t1, SLOT_C_TVAL(s1)

@@ -272,6 +272,27 @@ def test_faults_leave_the_slot_usable(copsim, test_bin):
     assert len(sim.emulators()) == 1        # the slot's, all along
 
 
+def test_a_trap_storm_faults_and_leaves_the_slot_usable(copsim, test_bin,
+                                                         build_dir):
+    # Issue 32: storm.elf points its trap vector at an illegal word, so
+    # every trap is taken at the vector itself.  The stub ends the context
+    # at the first such trap (a fault naming the vector, long before the
+    # cycle limit that would stop it on the old stub), and the slot then
+    # serves the next context.
+    sim = copsim("--context-model=slot", "--slots", "1")
+    storm = os.path.join(build_dir, "tests", "guest", "storm.elf")
+    result, (c,) = host(test_bin, sim, "--cycle-limit", "5000000", storm)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert c["reason"] == "fault" and c["status"] == "132", c
+    vector = re.fullmatch(r"trap storm at (0x[0-9a-f]{8}) \(mtvec (\1)\)",
+                          c["fault"])
+    assert vector, c["fault"]
+    assert int(c["instructions"]) < 1000, c
+    result, (fine,) = host(test_bin, sim, "embedded", "hello")
+    assert fine["reason"] == "exit", result.stdout + result.stderr
+    assert len(sim.emulators()) == 1        # the slot's, all along
+
+
 def test_data_windows_live_in_main_memory(copsim, test_bin):
     sim = copsim("--context-model=slot", "--slots", "2")
     result, contexts = host(test_bin, sim, "--threads", "3", "--contexts",
