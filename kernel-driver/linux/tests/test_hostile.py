@@ -20,9 +20,9 @@ the held phase does not: each value stays for HOLD_S, far longer than the
 mailbox thread's period (200 us) and the poll interval (1 ms).
 """
 
+import ctypes
 import os
 import random
-import struct
 import subprocess
 import sys
 import threading
@@ -34,28 +34,44 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 import guest as guest_module  # noqa: E402
 
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
+
+import cheader  # noqa: E402
+
 SEED = 27
 MUTATIONS = 3000
 HOLD_S = 0.05
 
-# Header fields (abi/trace-regs.h): offset, width.
-HEADER = {"version": (8, 4), "header_size": (12, 4), "file_size": (16, 8),
-          "n_slots": (24, 4), "n_contexts": (28, 4), "fifo_depth": (32, 4),
-          "slot_stride": (36, 4), "slots_offset": (40, 4),
-          "context_stride": (44, 4), "contexts_offset": (48, 4),
-          "ls_base": (52, 4), "ls_size": (56, 4), "doorbell": (64, 4),
-          "mailbox_offset": (68, 4), "mailbox_stride": (72, 4),
-          "stack_offset": (80, 4), "stack_depth": (84, 4)}
-# Slot block fields, from the block's start.
-SLOT = {"bound_context": (4, 4), "cycles": (64, 8), "capture_count": (72, 8),
-        "overflow_count": (80, 8), "outside_count": (88, 8),
-        "lfsr_seq": (108, 4), "fifo_head": (112, 4), "event_head": (116, 4),
-        "event_overflow": (120, 4), "fifo_tail": (128, 4),
-        "event_tail": (132, 4), "stall_count": (200, 8), "stalled": (216, 4)}
-# Mailbox fields, from the mailbox's start.
-MAILBOX = {"seq": (0, 4), "op": (4, 4), "context": (8, 4), "slot": (12, 4),
-           "guard_ls_offset": (48, 4), "guard_count": (52, 4),
-           "path_length": (56, 4), "ack": (128, 4), "path": (448, 8)}
+# The register file's layout, read from the header the module compiles.
+REGS = cheader.load("trace-regs.h")
+Header = REGS.struct("trace_regs_header")
+
+
+def fields(struct_name, names):
+    """{name: (offset, width)} of fields of an abi/trace-regs.h structure:
+    a field wider than 8 bytes (the mailbox's path) is mutated in its
+    first 8."""
+    cls = REGS.struct(struct_name)
+    return {name: (getattr(cls, name).offset,
+                   min(getattr(cls, name).size, 8)) for name in names}
+
+
+# The fields mutated: of the header, of a slot block (from the block's
+# start) and of a mailbox (from the mailbox's start).
+HEADER = fields("trace_regs_header", (
+    "version", "header_size", "file_size", "n_slots", "n_contexts",
+    "fifo_depth", "slot_stride", "slots_offset", "context_stride",
+    "contexts_offset", "ls_base", "ls_size", "doorbell", "mailbox_offset",
+    "mailbox_stride", "stack_offset", "stack_depth"))
+SLOT = fields("trace_regs_slot", (
+    "bound_context", "cycles", "capture_count", "overflow_count",
+    "outside_count", "lfsr_seq", "fifo_head", "event_head",
+    "event_overflow", "fifo_tail", "event_tail", "stall_count", "stalled"))
+MAILBOX = fields("trace_regs_mailbox", (
+    "seq", "op", "context", "slot", "guard_ls_offset", "guard_count",
+    "path_length", "ack", "path"))
 
 
 def boundary_values(width, file_size):
@@ -70,12 +86,13 @@ class Mutator:
     def __init__(self, path):
         self.f = open(path, "r+b")
         self.rng = random.Random(SEED)
-        head = self.read(0, 128)
-        (self.file_size,) = struct.unpack_from("<Q", head, 16)
-        (self.n_slots, _, _, self.slot_stride,
-         self.slots_offset) = struct.unpack_from("<IIIII", head, 24)
-        self.mailbox_offset, self.mailbox_stride = struct.unpack_from(
-            "<II", head, 68)
+        head = Header.from_buffer_copy(self.read(0, ctypes.sizeof(Header)))
+        self.file_size = head.file_size
+        self.n_slots = head.n_slots
+        self.slot_stride, self.slots_offset = head.slot_stride, \
+            head.slots_offset
+        self.mailbox_offset = head.mailbox_offset
+        self.mailbox_stride = head.mailbox_stride
         self.writes = 0
 
     def read(self, offset, n):
@@ -85,7 +102,7 @@ class Mutator:
     def write(self, offset, width, value):
         value &= (1 << (8 * width)) - 1
         self.f.seek(offset)
-        self.f.write(struct.pack("<Q" if width == 8 else "<I", value))
+        self.f.write(value.to_bytes(width, "little"))
         self.f.flush()
         self.writes += 1
 
@@ -113,8 +130,8 @@ class Mutator:
             offset += self.mailbox_offset + slot * self.mailbox_stride
             if name == "seq":
                 # A message the module acts on: seq moves past ack.
-                (seq,) = struct.unpack("<I", self.read(offset, 4))
-                self.write(offset, 4, seq + 1)
+                seq = int.from_bytes(self.read(offset, width), "little")
+                self.write(offset, width, seq + 1)
                 return
         self.write(offset, width, self.value(width))
 

@@ -5,14 +5,24 @@ busybox initramfs (kernel-driver/linux/guest.py); each register file is an
 ivshmem device, the first at PCI slot 0x10, the next at 0x11, ...
 """
 
+import ctypes
 import os
 import re
-import struct
 import subprocess
+import sys
 
 from module_fixtures import copdrv_ko, guest, register_file  # noqa: F401
 
-VERSION_OFFSET = 8
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
+
+import cheader  # noqa: E402
+
+# The register file's layout, read from the header the module compiles.
+REGS = cheader.load("trace-regs.h")
+Header = REGS.struct("trace_regs_header")
+Mailbox = REGS.struct("trace_regs_mailbox")
 
 
 def device_lines(console, slot):
@@ -29,18 +39,28 @@ def kernel_trouble(console):
                          line)]
 
 
-def patch(path, offset, data):
-    with open(path, "r+b") as f:
+def read_struct(path, cls, offset=0):
+    """The structure cls at offset of a register file."""
+    with open(path, "rb") as f:
         f.seek(offset)
-        f.write(data)
+        return cls.from_buffer_copy(f.read(ctypes.sizeof(cls)))
+
+
+def patch_header(path, **fields):
+    """Sets fields of a register file's header."""
+    header = read_struct(path, Header)
+    for name, value in fields.items():
+        setattr(header, name, value)
+    with open(path, "r+b") as f:
+        f.write(bytes(header))
 
 
 def test_probe_unload_and_refusals(guest, register_file):
     good = register_file("good", "--slots", "4", "--fifo-depth", "1024")
     bad_magic = register_file("magic")
-    patch(bad_magic, 0, b"XOPTRACE")
+    patch_header(bad_magic, magic=b"XOPTRACE")
     bad_version = register_file("version")
-    patch(bad_version, VERSION_OFFSET, struct.pack("<I", 2))
+    patch_header(bad_version, version=2)
 
     console = guest([good, bad_magic, bad_version],
                     "insmod /copdrv.ko || exit 1\n"
@@ -165,34 +185,30 @@ def test_poll_says_readable_only_with_a_stream(guest, register_file,
     assert kernel_trouble(console) == [], console
 
 
-HEADER_MAILBOX_OFFSET, HEADER_MAILBOX_READER = 68, 76
-MAILBOX_ACK = 128
-
-
 def post_bind(path, slot, context_id, image_path):
     """Posts a BIND in slot's mailbox as copsim does (docs/trace-unit.md,
-    "Mailbox"): the message, then seq + 1."""
+    "Mailbox"): the message (the controller's lines, the guard words and
+    the path), then seq + 1."""
+    header = read_struct(path, Header)
+    box = header.mailbox_offset + slot * header.mailbox_stride
+    image = image_path.encode()
+    message = Mailbox(op=REGS.defines["TRACE_MAILBOX_BIND"], context=0,
+                      slot=slot, context_id=context_id, object_id=0x5000,
+                      pid=4242, tid=4243, image_offset=0x1000,
+                      guard_ls_offset=0, guard_count=0,
+                      path_length=len(image), image_device=8, image_inode=9,
+                      image_file_size=0x4000, image_hash=0x1234, path=image)
+    data = bytes(message)
     with open(path, "r+b") as f:
-        f.seek(HEADER_MAILBOX_OFFSET)
-        offset, stride = struct.unpack("<II", f.read(8))
-        box = offset + slot * stride
-        image = image_path.encode()
-        f.seek(box + 4)
-        f.write(struct.pack("<IIIQQiiQIII", 1, 0, slot, context_id,
-                            0x5000, 4242, 4243, 0x1000, 0, 0, len(image)))
-        f.seek(box + 64)
-        f.write(struct.pack("<QQQQ", 8, 9, 0x4000, 0x1234))
-        f.seek(box + 448)
-        f.write(image)
-        f.seek(box)
-        f.write(struct.pack("<I", 1))
-        return box
-
-
-def read_word(path, offset):
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return struct.unpack("<I", f.read(4))[0]
+        for start, end in ((Mailbox.op.offset, Mailbox.ack.offset),
+                           (Mailbox.guards.offset, len(data))):
+            f.seek(box + start)
+            f.write(data[start:end])
+        message.seq = 1
+        seq = Mailbox.seq
+        f.seek(box + seq.offset)
+        f.write(bytes(message)[seq.offset:seq.offset + seq.size])
+    return box
 
 
 def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
@@ -220,8 +236,8 @@ def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
 
     assert "coprof-guest: script status 0" in console, console
     assert kernel_trouble(console) == [], console
-    assert read_word(regs, box + MAILBOX_ACK) == 1
-    assert read_word(regs, HEADER_MAILBOX_READER) == 0
+    assert read_struct(regs, Mailbox, box).ack == 1
+    assert read_struct(regs, Header).mailbox_reader == 0
     assert check_stream(copstream, stream) == \
         "samples=0 lost=0 contexts=1 errors=0"
     dump = subprocess.run([copstream, "dump", stream], capture_output=True,
