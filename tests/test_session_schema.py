@@ -5,9 +5,12 @@ from abi/, so one edit changes both.
 The main test builds both sides from a changed copy of the schema: coprofd's
 store (daemon/store.c, compiled here against the header generated from the
 copy) creates a session, and copreport's package, with the copy beside it,
-reads it.  A column renamed and given another kind in the copy is then in
-the C writer's table under its new name, and the reader checks it under its
-new name and kind.
+reads it.  A column given another type and kind in the copy is then of the
+new type in the C writer's table, and the reader checks it under the new
+kind.  A column renamed in the copy is caught on both sides: the store's
+statements still name the old column, so the store built from the copy
+refuses to open (a rename is the schema's edit and the INSERT's), and
+copreport with the copy refuses a session that lacks the new column.
 
 The same is done with a copy of abi/session-dir.h whose names differ: the
 store creates the files under the new names and copreport reads them
@@ -153,12 +156,14 @@ def changed_copy(tmp_path, name, old, new):
     return path
 
 
-def changed_schema(tmp_path):
+def changed_schema(tmp_path, change="kind"):
     """The schema with images.short_name an INTEGER of kind int? instead
-    of TEXT of kind text?."""
+    of TEXT of kind text? (change "kind"), or renamed nick ("rename")."""
+    new = {"kind": "    short_name INTEGER,                 -- [int?]\n",
+           "rename": "    nick TEXT,                          -- [text?]\n"}
     return changed_copy(tmp_path, "session-schema.sql",
                         "    short_name TEXT,                    -- [text?]\n",
-                        "    short_name INTEGER,                 -- [int?]\n")
+                        new[change])
 
 
 def column_type(db_path, table, column):
@@ -202,6 +207,33 @@ def test_one_edit_changes_writer_and_reader(build_dir, tmp_path, change):
             "or NULL" % (session / "session.db")
     else:
         assert message == "ok"
+
+
+def test_a_renamed_column_is_caught(build_dir, tmp_path):
+    """images.short_name renamed nick in a copy of the schema: the store
+    built from the copy refuses to open, its INSERT naming the old column,
+    and copreport with the copy refuses a session written with the old
+    name, naming the new one."""
+    renamed = changed_schema(tmp_path, "rename")
+    work = tmp_path / "renamed"
+    work.mkdir()
+    store = build_store(build_dir, renamed, work)
+    p = subprocess.run([str(store), str(tmp_path / "s1")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "cannot prepare a statement: table images has no column named " \
+        "short_name" in p.stderr, p.stderr
+
+    work = tmp_path / "original"
+    work.mkdir()
+    store = build_store(build_dir, os.path.join(SOURCE, "abi",
+                                                "session-schema.sql"), work)
+    session = tmp_path / "s2"
+    p = subprocess.run([str(store), str(session)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert read_session(reader(build_dir, renamed, work), session) == \
+        "%s: cannot read (no such column: nick)" % (session / "session.db")
 
 
 NAMES = cheader.load("session-dir.h").defines
