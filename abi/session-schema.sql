@@ -25,11 +25,16 @@
 --   column TYPE,      -- [KIND]       what a reader may rely on; copreport
 --                                     refuses a session holding another
 --   column TYPE,      -- [KIND -> t]  and it names a row of t by its id
+--   -- @key NAME KIND               a key of the session table (NAME.*: a
+--                                     family of keys); copreport refuses
+--                                     an integer key holding another value
 -- A column without a kind is stored but no reader checks it.  Kinds:
 --   count   an integer >= 0              id    a row id (an integer >= 1)
 --   uint    an integer >= 0              int   an integer
 --   text    text
--- and each with "?": the same, or NULL.
+-- and each with "?": the same, or NULL.  A key's kind is int, uint,
+-- count, positive (an integer >= 1) or text; an integer key may hold its
+-- decimal text (coprof-host and copcontrol write every key as text).
 
 -- @application_id 0x436f7072
 -- @format_version 1
@@ -40,6 +45,72 @@ CREATE TABLE session (
     key TEXT PRIMARY KEY,
     value
 );
+-- The session table's keys (docs/session-format.md, "Session keys"), by
+-- whoever writes them: coprofd,
+-- @key format_version int
+-- @key coprofd_version text
+-- @key source text
+-- @key created_realtime_ns int
+-- @key end_state text
+-- @key end_reason text
+-- @key stream.version text
+-- @key stream.slots uint
+-- @key stream.lfsr_value uint
+-- @key stream.lfsr_count uint
+-- @key stream.clock_hz uint
+-- @key stream.fifo_depth uint
+-- @key stream.ls_size uint
+-- @key stream.poll_interval_ns uint
+-- @key stream.start_time_ns int
+-- @key stream.stop_time_ns int
+-- @key stream.stop_samples count
+-- @key stream.stop_lost count
+-- @key stream.bytes count
+-- @key stream.samples count
+-- @key stream.records count
+-- @key stream.unknown_records count
+-- @key stream.lost count
+-- @key stream.errors count
+-- @key stream.skipped_bytes count
+-- @key stream.resyncs count
+-- @key stream.ignored_overlays count
+-- @key stream.complete uint
+-- @key stream.callstacks count
+-- @key stream.callstacks_unattached count
+-- @key sampling.event text
+-- @key sampling.fifo_full text
+-- @key sampling.dither text
+-- @key sampling.dither_seed text
+-- @key sampling.watermark uint
+-- @key timeline.bucket_ns uint
+-- @key eventlog.path text
+-- @key eventlog.position uint
+-- @key flushes.* count
+-- @key last_flush_reason text
+-- @key last_flush_realtime_ns uint
+-- copcontrol and coprof (the driver; the host side's end until
+-- coprof-host stores its own),
+-- @key driver text
+-- @key host.end_state text
+-- @key host.end_reason text
+-- and coprof-host.
+-- @key host.sched text
+-- @key host.sched_threads text
+-- @key host.sched_lost count
+-- @key host.start_ns uint
+-- @key host.stop_ns uint
+-- @key host.bucket_ns positive
+-- @key host.sched_events count
+-- @key host.raw_events count
+-- @key host.raw_dropped count
+-- @key host.raw_from_ns uint
+-- @key host.sched_late count
+-- @key host.ring uint
+-- @key host.samples text
+-- @key host.event text
+-- @key host.period positive
+-- @key host.call_graph text
+-- @key host.samples_lost count
 CREATE TABLE images (
     id INTEGER PRIMARY KEY,             -- [id]
     path TEXT,                          -- [text?]

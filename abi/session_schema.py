@@ -12,6 +12,8 @@ a copy of the .sql):
     schema.columns()             # {table: ((column, kind), ...)}: checked
     schema.references()          # ((table, column, target table), ...)
     schema.optional_tables()     # tables a session may lack
+    schema.keys                  # {session key: kind}, "NAME.*" a family
+    schema.int_keys()            # {integer key: its least value or None}
     schema.application_id, schema.format_version
 
 As a program, at build time, it writes the C header the writers include:
@@ -48,6 +50,17 @@ KINDS = {
     "text?": "text or NULL",
 }
 
+# The kinds of the session table's keys (-- @key NAME KIND): what the
+# value is, and for an integer its least valid value (None: any).  An
+# integer may be stored as an integer or as its decimal text.
+KEY_KINDS = {
+    "int": ("an integer", None),
+    "uint": ("an integer >= 0", 0),
+    "count": ("a count (>= 0)", 0),
+    "positive": ("an integer >= 1", 1),
+    "text": ("text", None),
+}
+
 _CONSTRAINTS = ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT")
 
 
@@ -80,6 +93,7 @@ class Schema:
         self.format_version = None
         self.tables = []
         self.statements = {}        # writer -> [SQL statement]
+        self.keys = {}              # session key -> a kind of KEY_KINDS
         self._parse()
 
     # ---- reading ---------------------------------------------------------
@@ -124,11 +138,15 @@ class Schema:
     def _directive(self, n, comment, writer, statement):
         """A comment line: @writer, @application_id, @format_version or
         prose.  Returns the writer from here on."""
+        if statement and comment.startswith("@"):
+            self._fail(n, "%s inside a statement" % comment.split()[0])
+        m = re.match(r"@key\s+(\S+)\s+(\S+)\s*$", comment)
+        if m:
+            self._key(n, *m.groups())
+            return writer
         m = re.match(r"@(\w+)\s+(\S+)\s*$", comment)
         if not m:
             return writer
-        if statement:
-            self._fail(n, "@%s inside a statement" % m.group(1))
         word, value = m.groups()
         if word == "writer":
             self.statements.setdefault(value, [])
@@ -140,6 +158,18 @@ class Schema:
                 self._fail(n, "@%s %s is not a number" % (word, value))
             return writer
         self._fail(n, "unknown directive @%s" % word)
+
+    def _key(self, n, name, kind):
+        """-- @key NAME KIND: a key of the session table (NAME.* for a
+        family of keys, as flushes.*)."""
+        if not re.fullmatch(r"\w+(?:\.\w+)*(?:\.\*)?", name):
+            self._fail(n, "@key %s is not a key name" % name)
+        if kind not in KEY_KINDS:
+            self._fail(n, "@key %s: %s is not a kind (%s)"
+                       % (name, kind, ", ".join(KEY_KINDS)))
+        if name in self.keys:
+            self._fail(n, "@key %s twice" % name)
+        self.keys[name] = kind
 
     def _begin(self, n, code, comment, writer):
         """The first line of a statement: a Table for CREATE TABLE."""
@@ -213,6 +243,20 @@ class Schema:
 
     def optional_tables(self):
         return tuple(t.name for t in self.tables if t.optional)
+
+    def key_kind(self, key):
+        """The kind of a session key: declared by its name, or by its
+        family (NAME.*); None for a key the schema does not declare."""
+        if key in self.keys:
+            return self.keys[key]
+        family = key.rpartition(".")[0] + ".*"
+        return self.keys.get(family) if family != ".*" else None
+
+    def int_keys(self):
+        """{key: least valid value, None for any integer} of the integer
+        keys, in the file's order ("NAME.*" for a family)."""
+        return {key: KEY_KINDS[kind][1] for key, kind in self.keys.items()
+                if kind != "text"}
 
 
 def load(path=None):

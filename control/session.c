@@ -34,9 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The files a session directory may hold besides SESSION_CACHE_DIR:
+ * coprofd's (abi/session-dir.h) with SQLite's beside the database, and
+ * coprof record's own logs. */
 static const char *const session_files[] = {
-    "session.db", "session.db-wal", "session.db-shm", "session.db-journal",
-    ".lock", "events.coplog", "coprofd.log", "guest.log",
+    SESSION_DB_NAME, SESSION_DB_NAME "-wal", SESSION_DB_NAME "-shm",
+    SESSION_DB_NAME "-journal", SESSION_LOCK_NAME,
+    "events.coplog", "coprofd.log", "guest.log",
 };
 
 int session_default_dir(char *buf, size_t len)
@@ -141,7 +145,7 @@ static int is_session_entry(const char *dir, const char *name)
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (lstat(path, &st) < 0)
         return 0;
-    if (strcmp(name, "images") == 0)
+    if (strcmp(name, SESSION_CACHE_DIR) == 0)
         return S_ISDIR(st.st_mode);
     for (size_t i = 0; i < sizeof(session_files) / sizeof(*session_files);
          i++)
@@ -158,7 +162,7 @@ static int has_session_db(const char *dir)
     sqlite3_stmt *stmt;
     int found = 0;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB_NAME);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db, "SELECT value FROM session WHERE key = "
                            "'format_version'", -1, &stmt, NULL) == SQLITE_OK) {
@@ -500,7 +504,7 @@ int session_describe_host(const char *dir, char *line, size_t len,
     char path[PATH_MAX], sched[HOST_TEXT_MAX];
     sqlite3 *db = NULL;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB_NAME);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY |
                         SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) :
@@ -528,7 +532,7 @@ int session_read(const char *dir, struct session_totals *t, char *err,
     sqlite3 *db = NULL;
 
     memset(t, 0, sizeof(*t));
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB_NAME);
     if (access(path, R_OK) < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
@@ -569,7 +573,7 @@ int session_write_keys(const char *dir, const char *const *keys,
     sqlite3_stmt *stmt = NULL;
     int rc;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB);
+    snprintf(path, sizeof(path), "%s/%s", dir, SESSION_DB_NAME);
     rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(db, 5000);

@@ -14,11 +14,12 @@
 #ifndef COPROF_CONTROL_SESSION_H
 #define COPROF_CONTROL_SESSION_H
 
+#include "abi/session-dir.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SESSION_DB          "session.db"
 #define SESSION_CAUSES_MAX  8
 
 struct session_totals {

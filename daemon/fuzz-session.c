@@ -90,9 +90,10 @@ static void build_prefix(const char *path)
 static void remove_session_dir(void)
 {
     static const char *const names[] = {
-        "session.db", "session.db-wal", "session.db-shm", ".lock",
+        SESSION_DB_NAME, SESSION_DB_NAME "-wal", SESSION_DB_NAME "-shm",
+        SESSION_LOCK_NAME,
     };
-    char *cache = g_build_filename(session_dir, STORE_CACHE_DIR, NULL);
+    char *cache = g_build_filename(session_dir, SESSION_CACHE_DIR, NULL);
     GDir *dir = g_dir_open(cache, 0, NULL);
     const char *name;
 

@@ -140,7 +140,8 @@ static void write_cache(struct image_registry *registry,
     g_autofree char *name = g_strdup_printf(
         "%016" PRIx64 "-%" PRIx64 ".elf", record->identity.hash,
         record->offset);
-    g_autofree char *relative = g_build_filename(STORE_CACHE_DIR, name, NULL);
+    g_autofree char *relative = g_build_filename(SESSION_CACHE_DIR, name,
+                                                 NULL);
     g_autofree char *path = g_build_filename(registry->session_dir, relative,
                                              NULL);
     GError *error = NULL;

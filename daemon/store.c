@@ -222,7 +222,7 @@ static int remove_session(const char *dir, const char *db_path,
             return -1;
         }
     }
-    g_autofree char *cache = g_build_filename(dir, STORE_CACHE_DIR, NULL);
+    g_autofree char *cache = g_build_filename(dir, SESSION_CACHE_DIR, NULL);
     GDir *listing = g_dir_open(cache, 0, NULL);
     if (listing == NULL)
         return 0;
@@ -237,7 +237,8 @@ static int remove_session(const char *dir, const char *db_path,
 
 static int take_lock(struct store *store, GError **error)
 {
-    g_autofree char *path = g_build_filename(store->dir, ".lock", NULL);
+    g_autofree char *path = g_build_filename(store->dir, SESSION_LOCK_NAME,
+                                             NULL);
 
     store->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
                           SAFE_FILE_MODE);
@@ -362,8 +363,8 @@ struct store *store_open(const char *session_dir, bool overwrite,
 
     store->lock_fd = -1;
     store->dir = g_strdup(session_dir);
-    store->db_path = g_build_filename(session_dir, STORE_DB_NAME, NULL);
-    g_autofree char *cache = g_build_filename(session_dir, STORE_CACHE_DIR,
+    store->db_path = g_build_filename(session_dir, SESSION_DB_NAME, NULL);
+    g_autofree char *cache = g_build_filename(session_dir, SESSION_CACHE_DIR,
                                               NULL);
     if (make_session_dir(session_dir, error) != 0)
         goto fail;

@@ -2,10 +2,11 @@
  * store.h — the session database: an SQLite file in WAL mode.
  *
  * A session directory holds session.db (docs/session-format.md gives the
- * schema) and images/, the image cache.  The daemon writes the database
- * only in flushes: store_begin(), any number of store_put_*() calls, then
- * store_commit() — one transaction, so a reader (or a daemon killed
- * mid-flush) sees every flush whole or not at all.  On failure the caller
+ * schema), images/, the image cache, and .lock, on which the daemon that
+ * records it holds an flock(): abi/session-dir.h names them.  The daemon
+ * writes the database only in flushes: store_begin(), any number of
+ * store_put_*() calls, then store_commit() — one transaction, so a reader
+ * (or a daemon killed mid-flush) sees every flush whole or not at all.  On failure the caller
  * calls store_rollback() and keeps its data for the next try.
  *
  * The put functions take plain rows; they know SQL, not the daemon's
@@ -15,6 +16,7 @@
 #ifndef COPROF_DAEMON_STORE_H
 #define COPROF_DAEMON_STORE_H
 
+#include "abi/session-dir.h"
 #include "daemon/counts.h"
 #include "escape-protocol/copstream.h"
 #include "overlay/overlay.h"
@@ -22,9 +24,6 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-#define STORE_DB_NAME        "session.db"
-#define STORE_CACHE_DIR      "images"
 
 struct store;
 

@@ -12,6 +12,7 @@
 #include "hostprof/store.h"
 #include "hostprof/aggregate.h"
 
+#include "abi/session-dir.h"
 #include "abi/session-schema.h"
 
 #include <inttypes.h>
@@ -334,7 +335,7 @@ int host_store(const char *session_dir, struct hostprof *hp,
     char path[4096];
     int rc;
 
-    snprintf(path, sizeof(path), "%s/session.db", session_dir);
+    snprintf(path, sizeof(path), "%s/%s", session_dir, SESSION_DB_NAME);
     if (sqlite3_open_v2(path, &w.db, SQLITE_OPEN_READWRITE |
                         SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, w.db ? sqlite3_errmsg(w.db) :
@@ -368,7 +369,7 @@ int host_session_pids(const char *session_dir, struct vec *pids)
     sqlite3_stmt *st = NULL;
     int rc = -1;
 
-    snprintf(path, sizeof(path), "%s/session.db", session_dir);
+    snprintf(path, sizeof(path), "%s/%s", session_dir, SESSION_DB_NAME);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY |
                         SQLITE_OPEN_NOFOLLOW, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db, "SELECT DISTINCT pid FROM contexts WHERE "

@@ -8,11 +8,12 @@
 # INSTALL_LIBS installs flat into lib/coprof, so the package is installed by
 # this fragment's own rule, made a prerequisite of `install`.
 
-# session_schema.py and session-schema.sql in the package are links to
-# abi/'s (the session schema, read at run time); the copies made here are
-# their contents.
+# session_schema.py and session-schema.sql (the session schema), cheader.py
+# and session-dir.h (the session directory's names) in the package are links
+# to abi/'s, read at run time; the copies made here are their contents.
 REPORT_PY := $(wildcard report/coprof_report/*.py) \
-	report/coprof_report/session-schema.sql
+	report/coprof_report/session-schema.sql \
+	report/coprof_report/session-dir.h
 REPORT_PKG := $(LIB)/coprof/python/coprof_report
 REPORT_PKG_FILES := $(patsubst report/coprof_report/%,$(REPORT_PKG)/%,$(REPORT_PY))
 

@@ -12,6 +12,20 @@ ARROWS, the list of allowed ones with the reason for each:
   a copy of a C layout: Python reads abi/'s headers through abi/cheader.py
   instead.
 
+A layout is also copied without ctypes, as numbers: a test that writes a
+register file at offset 68 copies trace_regs_header.mailbox_offset.  So a
+Python file outside abi/ that handles a register file (it calls the
+`register_file` fixture, runs `coptrace create`, or hands a file to copsim
+or the plugin with `--regs` / `regs=`: handles_register_file()) takes
+every position
+it reads or writes from abi/trace-regs.h: the offset argument of
+struct.unpack_from and struct.pack_into, of a ctypes class's from_buffer
+and from_buffer_copy, and the argument of a .seek() hold no integer
+literal but 0 and no module-level name bound to one (literal_offsets()).
+The rule is syntactic, on the file's AST, so it gives the same answer on
+every run; a position computed from cheader's structures (Header.version
+.offset, header.mailbox_offset + slot * header.mailbox_stride) passes.
+
 abi/ is at the bottom: the contracts between processes, including nothing
 but itself.  Below the processes are the libraries (LIBRARIES), which
 every process may use.  A process's folder uses abi/, the libraries and
@@ -182,6 +196,102 @@ def python_arrows(path):
             yield node.lineno, target
 
 
+
+# Calls whose argument (by position, or by name) is a position in a file
+# or a buffer: struct.unpack_from(fmt, buffer, offset),
+# struct.pack_into(fmt, buffer, offset, ...), Class.from_buffer(b, offset),
+# Class.from_buffer_copy(b, offset), f.seek(offset).
+POSITION_ARGUMENTS = {"unpack_from": 2, "pack_into": 2, "from_buffer": 1,
+                      "from_buffer_copy": 1, "seek": 0}
+
+
+def handles_register_file(tree):
+    """Whether a parsed Python file names a register file: it calls the
+    linux tests' fixture register_file(), holds the strings "coptrace" and
+    "create" (it runs `coptrace create`), or a string that hands one to
+    copsim or the plugin ("--regs", "...regs=...")."""
+    strings = [n.value for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    calls = [n.func.id for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    return "register_file" in calls or \
+        ("coptrace" in strings and "create" in strings) or \
+        any(s == "--regs" or "regs=" in s for s in strings)
+
+
+def _module_numbers(tree):
+    """Names a module binds to numbers: integer literals or expressions of
+    them and of such names (A = 8; A, B = 68, 76; C = A - 0x80000000)."""
+    names = set()
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = [(target, node.value)]
+            if isinstance(target, ast.Tuple) and \
+                    isinstance(node.value, ast.Tuple):
+                pairs = zip(target.elts, node.value.elts)
+            for name, value in pairs:
+                if isinstance(name, ast.Name) and _is_number(value, names):
+                    names.add(name.id)
+    return names
+
+
+def _is_number(node, names=()):
+    """Whether an expression is an integer literal, a name of names, or
+    arithmetic of them."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.BinOp):
+        return _is_number(node.left, names) and \
+            _is_number(node.right, names)
+    if isinstance(node, ast.UnaryOp):
+        return _is_number(node.operand, names)
+    return False
+
+
+def literal_offsets(tree):
+    """(line, what) of each position a file reads or writes that holds a
+    literal: an integer other than 0, or a module name bound to one."""
+    numbers = _module_numbers(tree)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and
+                isinstance(node.func, ast.Attribute) and
+                node.func.attr in POSITION_ARGUMENTS):
+            continue
+        at = POSITION_ARGUMENTS[node.func.attr]
+        args = node.args[at:at + 1] + [k.value for k in node.keywords
+                                        if k.arg == "offset"]
+        for arg in args:
+            for part in ast.walk(arg):
+                if isinstance(part, ast.Constant) and part.value != 0 and \
+                        _is_number(part) or \
+                        isinstance(part, ast.Name) and part.id in numbers:
+                    yield node.lineno, "%s(%s)" % (node.func.attr,
+                                                   ast.unparse(arg))
+                    break
+
+
+def layout_copies():
+    """Every literal position in a Python file outside abi/ that handles a
+    register file."""
+    found = []
+    for path in tree_files((".py",)):
+        if folder_of(path) == "abi":
+            continue
+        with open(os.path.join(SOURCE, path)) as f:
+            tree = ast.parse(f.read(), path)
+        if not handles_register_file(tree):
+            continue
+        for n, what in literal_offsets(tree):
+            found.append("%s:%d: %s: an abi/ layout copied as a number: "
+                         "read it from abi/'s header with abi/cheader.py"
+                         % (path, n, what))
+    return found
+
+
 def violations():
     found = []
     for path in tree_files((".c", ".h", ".S")):
@@ -207,6 +317,39 @@ def test_arrows_follow_the_layers():
     """No include or import crosses a layer except by an allowed arrow."""
     found = violations()
     assert not found, "\n".join(found)
+
+
+def test_register_file_layouts_come_from_abi():
+    """No Python file that handles a register file reads or writes it at
+    a literal offset (a copy of abi/trace-regs.h's layout)."""
+    found = layout_copies()
+    assert not found, "\n".join(found)
+
+
+def test_the_check_sees_a_literal_offset():
+    """The check itself: literal positions in a file that names a register
+    file are found, positions from cheader and other files are not."""
+    def found(source):
+        tree = ast.parse(source)
+        if not handles_register_file(tree):
+            return []
+        return [what for _, what in literal_offsets(tree)]
+
+    regs = 'regs = register_file("regs")\n'
+    assert found(regs + 'struct.unpack_from("<I", data, 48)') == [
+        "unpack_from(48)"]
+    assert found(regs + 'OFF, ACK = 68, 128\nf.seek(box + ACK)\n') == [
+        "seek(box + ACK)"]
+    assert found(regs + 'BASE = 0x80040000\nAT = BASE - 0x80000000\n'
+                 'struct.unpack_from("<4I", swap, AT)') == [
+        "unpack_from(AT)"]
+    assert found('run([coprof_bin("coptrace"), "create", r])\n'
+                 'struct.pack_into("<II", d, offset=c + 8)') == [
+        "pack_into(c + 8)"]
+    assert found(regs + "H.from_buffer(data, 16)") == ["from_buffer(16)"]
+    assert found(regs + "f.seek(0)\nf.seek(Header.version.offset)\n"
+                 "f.seek(h.mailbox_offset + slot * h.mailbox_stride)") == []
+    assert found('struct.unpack_from("<I", elf, 16)') == []
 
 
 def test_abi_includes_only_itself():

@@ -1,15 +1,28 @@
-"""One session schema (abi/session-schema.sql): the C writers' tables and
-copreport's checks both come from it, so one edit changes both.
+"""One session schema (abi/session-schema.sql) and one set of session
+file names (abi/session-dir.h): the C writers and copreport both take them
+from abi/, so one edit changes both.
 
 The main test builds both sides from a changed copy of the schema: coprofd's
 store (daemon/store.c, compiled here against the header generated from the
 copy) creates a session, and copreport's package, with the copy beside it,
-reads it.  A column renamed and given another kind in the copy is then in
-the C writer's table under its new name, and the reader checks it under its
-new name and kind.
+reads it.  A column given another type and kind in the copy is then of the
+new type in the C writer's table, and the reader checks it under the new
+kind.  A column renamed in the copy is caught on both sides: the store's
+statements still name the old column, so the store built from the copy
+refuses to open (a rename is the schema's edit and the INSERT's), and
+copreport with the copy refuses a session that lacks the new column.
+
+The same is done with a copy of abi/session-dir.h whose names differ: the
+store creates the files under the new names and copreport reads them
+there.  The session table's keys are declared with their kinds in the
+schema (-- @key): every key the C writers name, and every key of a
+session coprofd records, is declared, and copreport checks the integer
+ones.
 """
 
+import ast
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -19,7 +32,11 @@ import pytest
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SOURCE, "abi"))
+sys.path.insert(0, os.path.join(SOURCE, "escape-protocol"))
+sys.path.insert(0, os.path.join(SOURCE, "daemon", "tests"))
 
+import cheader  # noqa: E402
+import coprofd_support  # noqa: E402
 import session_schema  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
@@ -73,11 +90,14 @@ def sanitizer_flags(library):
     return []
 
 
-def build_store(build_dir, schema_path, work):
+def build_store(build_dir, schema_path, work, session_dir_h=None):
     """A program that creates a session with daemon/store.c built against
-    the C header generated from schema_path."""
+    the C header generated from schema_path (and session_dir_h, when given,
+    as abi/session-dir.h)."""
     gen = work / "gen"
     (gen / "abi").mkdir(parents=True)
+    if session_dir_h:
+        shutil.copy(str(session_dir_h), str(gen / "abi" / "session-dir.h"))
     subprocess.run([PYTHON, os.path.join(SOURCE, "abi", "session_schema.py"),
                     "c-header", "--schema", str(schema_path),
                     str(gen / "abi" / "session-schema.h")], check=True)
@@ -99,12 +119,15 @@ def build_store(build_dir, schema_path, work):
     return exe
 
 
-def reader(build_dir, schema_path, work):
-    """copreport's package with schema_path as its session-schema.sql."""
+def reader(build_dir, schema_path, work, session_dir_h=None):
+    """copreport's package with schema_path as its session-schema.sql (and
+    session_dir_h, when given, as its session-dir.h)."""
     pkg = work / "python" / "coprof_report"
     shutil.copytree(os.path.join(build_dir, "lib", "coprof", "python",
                                  "coprof_report"), str(pkg))
     shutil.copy(str(schema_path), str(pkg / "session-schema.sql"))
+    if session_dir_h:
+        shutil.copy(str(session_dir_h), str(pkg / "session-dir.h"))
     return str(work / "python")
 
 
@@ -124,16 +147,23 @@ def read_session(python_dir, session):
     return p.stdout.strip()
 
 
-def changed_schema(tmp_path):
-    """The schema with images.short_name an INTEGER of kind int? instead
-    of TEXT of kind text?."""
-    text = open(os.path.join(SOURCE, "abi", "session-schema.sql")).read()
-    old = "    short_name TEXT,                    -- [text?]\n"
+def changed_copy(tmp_path, name, old, new):
+    """A copy of abi/NAME in tmp_path with the text old replaced by new."""
+    text = open(os.path.join(SOURCE, "abi", name)).read()
     assert old in text
-    path = tmp_path / "session-schema.sql"
-    path.write_text(text.replace(
-        old, "    short_name INTEGER,                 -- [int?]\n"))
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
     return path
+
+
+def changed_schema(tmp_path, change="kind"):
+    """The schema with images.short_name an INTEGER of kind int? instead
+    of TEXT of kind text? (change "kind"), or renamed nick ("rename")."""
+    new = {"kind": "    short_name INTEGER,                 -- [int?]\n",
+           "rename": "    nick TEXT,                          -- [text?]\n"}
+    return changed_copy(tmp_path, "session-schema.sql",
+                        "    short_name TEXT,                    -- [text?]\n",
+                        new[change])
 
 
 def column_type(db_path, table, column):
@@ -179,6 +209,187 @@ def test_one_edit_changes_writer_and_reader(build_dir, tmp_path, change):
         assert message == "ok"
 
 
+def test_a_renamed_column_is_caught(build_dir, tmp_path):
+    """images.short_name renamed nick in a copy of the schema: the store
+    built from the copy refuses to open, its INSERT naming the old column,
+    and copreport with the copy refuses a session written with the old
+    name, naming the new one."""
+    renamed = changed_schema(tmp_path, "rename")
+    work = tmp_path / "renamed"
+    work.mkdir()
+    store = build_store(build_dir, renamed, work)
+    p = subprocess.run([str(store), str(tmp_path / "s1")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "cannot prepare a statement: table images has no column named " \
+        "short_name" in p.stderr, p.stderr
+
+    work = tmp_path / "original"
+    work.mkdir()
+    store = build_store(build_dir, os.path.join(SOURCE, "abi",
+                                                "session-schema.sql"), work)
+    session = tmp_path / "s2"
+    p = subprocess.run([str(store), str(session)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert read_session(reader(build_dir, renamed, work), session) == \
+        "%s: cannot read (no such column: nick)" % (session / "session.db")
+
+
+NAMES = cheader.load("session-dir.h").defines
+NAME_MACROS = ("SESSION_DB_NAME", "SESSION_CACHE_DIR", "SESSION_LOCK_NAME")
+
+
+def c_strings(path):
+    """The string literals of a C file, comments left out."""
+    with open(path) as f:
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", f.read(), flags=re.S)
+    return re.findall(r'"((?:[^"\\\n]|\\.)*)"', text)
+
+
+def test_session_file_names_come_from_abi():
+    """session.db, images/ and .lock are spelled in abi/session-dir.h only:
+    in no C source of daemon/, control/ or hostprof/ (their tests apart),
+    nor in copreport's session.py and archive.py, which read the header."""
+    names = {NAMES[m] for m in NAME_MACROS}
+    found = []
+    for folder in ("daemon", "control", "hostprof"):
+        for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
+            path = os.path.join(SOURCE, folder, name)
+            if name.endswith((".c", ".h")) and \
+                    not name.startswith(("test-", "fuzz-")):
+                found += ["%s/%s: %s" % (folder, name, s)
+                          for s in c_strings(path) if s in names]
+    for name in ("session.py", "archive.py"):
+        path = os.path.join(SOURCE, "report", "coprof_report", name)
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        found += ["report/coprof_report/%s:%d: %s" % (name, n.lineno, n.value)
+                  for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                  and n.value in names]
+    assert not found, "\n".join(found)
+
+
+def test_one_edit_renames_the_session_files(build_dir, tmp_path):
+    """With a copy of abi/session-dir.h naming the files profile.sqlite,
+    cache/ and .writer, the store built against it creates those, and
+    copreport with the copy reads the session there (the one without it
+    finds no session.db)."""
+    header = tmp_path / "session-dir.h"
+    text = open(os.path.join(SOURCE, "abi", "session-dir.h")).read()
+    for macro, new in zip(NAME_MACROS, ("profile.sqlite", "cache",
+                                        ".writer")):
+        text, n = re.subn(r'(#define %s\s+)"[^"]*"' % macro,
+                          r'\1"%s"' % new, text)
+        assert n == 1, macro
+    header.write_text(text)
+    schema = os.path.join(SOURCE, "abi", "session-schema.sql")
+    store = build_store(build_dir, schema, tmp_path, header)
+    session = tmp_path / "session"
+    p = subprocess.run([str(store), str(session)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    made = set(os.listdir(str(session)))
+    assert {"profile.sqlite", "cache", ".writer"} <= made, made
+    assert not made & {NAMES[m] for m in NAME_MACROS}, made
+    assert read_session(reader(build_dir, schema, tmp_path, header),
+                        session) == "ok"
+    (tmp_path / "python").rename(tmp_path / "renamed")
+    assert read_session(reader(build_dir, schema, tmp_path), session) == \
+        "%s: not a coprof session (no session.db)" % session
+
+
+# Where the C writers name the session keys they write: coprofd's
+# store_put_meta_*(store, "KEY", ...) and a key built as "PREFIX." + a
+# name (a family, PREFIX.*), coprof-host's write_key/write_number(w,
+# "KEY", ...), and copcontrol's and coprof's key arrays ({"KEY", ...}).
+# Each pattern's group is the text holding the key strings.
+KEY_WRITES = (
+    ("daemon", r'store_put_meta_(?:int|text)\(\s*[\w>.-]+,\s*("[^"]+")'),
+    ("daemon", r'g_strconcat\(\s*("[\w.]+\.")'),
+    ("hostprof", r'write_(?:key|number)\(\s*w,\s*("[^"]+")'),
+    ("control", r'\bkeys?\[\]\s*=\s*\{([^}]*)\}'),
+)
+
+
+def c_written_keys():
+    """{key: "folder/file"} of every session key the C writers name; a
+    family as "PREFIX.*"."""
+    keys = {}
+    for folder, pattern in KEY_WRITES:
+        for name in sorted(os.listdir(os.path.join(SOURCE, folder))):
+            if not name.endswith(".c") or name.startswith(("test-",
+                                                           "fuzz-")):
+                continue
+            with open(os.path.join(SOURCE, folder, name)) as f:
+                text = f.read()
+            for m in re.finditer(pattern, text):
+                for key in re.findall(r'"([^"]+)"', m.group(1)):
+                    key = key + "*" if key.endswith(".") else key
+                    keys.setdefault(key, "%s/%s" % (folder, name))
+    return keys
+
+
+def test_written_keys_are_declared():
+    """Every session key a C writer names is a -- @key of the schema."""
+    schema = session_schema.load()
+    keys = c_written_keys()
+    # the search sees each writer: coprofd, coprof-host, copcontrol/coprof
+    assert {"stream.samples", "flushes.*", "host.period", "driver",
+            "host.end_state", "end_state"} <= set(keys), sorted(keys)
+    undeclared = ["%s (%s)" % (key, where) for key, where in keys.items()
+                  if key not in schema.keys]
+    assert not undeclared, undeclared
+
+
+def test_recorded_keys_are_declared(coprof_bin, tmp_path):
+    """Every key of a session coprofd recorded (a short stream replayed)
+    has a kind in the schema, flushes.end by its family."""
+    w = coprofd_support.Writer()
+    w.start(slots=2)
+    w.sample(0, 0x100)
+    w.stop()
+    stream = tmp_path / "stream"
+    stream.write_bytes(w.bytes())
+    session = tmp_path / "session"
+    p = subprocess.run([coprof_bin("coprofd"), "--replay", str(stream),
+                        "--session-dir", str(session)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    db = sqlite3.connect(str(session / NAMES["SESSION_DB_NAME"]))
+    try:
+        keys = [k for (k,) in db.execute("SELECT key FROM session")]
+    finally:
+        db.close()
+    schema = session_schema.load()
+    assert "flushes.end" in keys and "stream.samples" in keys, keys
+    assert [k for k in keys if schema.key_kind(k) is None] == []
+
+
+@pytest.mark.parametrize("key,value,words", [
+    ("stream.lfsr_value", "'x'", "stream.lfsr_value is 'x', not an "
+                                 "integer >= 0"),
+    ("flushes.timer", "-1", "flushes.timer is -1, not an integer >= 0"),
+    ("host.period", "'0'", "host.period is '0', not an integer >= 1"),
+])
+def test_integer_keys_are_checked(build_dir, tmp_path, key, value, words):
+    """copreport refuses an integer key of the schema (a family's too)
+    holding another value, as its kind says."""
+    schema = os.path.join(SOURCE, "abi", "session-schema.sql")
+    store = build_store(build_dir, schema, tmp_path)
+    session = tmp_path / "session"
+    p = subprocess.run([str(store), str(session)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    db = sqlite3.connect(str(session / NAMES["SESSION_DB_NAME"]))
+    db.execute("INSERT OR REPLACE INTO session (key, value) VALUES (?, %s)"
+               % value, (key,))
+    db.commit()
+    db.close()
+    assert read_session(reader(build_dir, schema, tmp_path), session) == \
+        "%s: session key %s" % (session / "session.db", words)
+
+
 def test_built_header_is_the_schema(build_dir):
     """The header the build's writers include is the schema's."""
     with open(os.path.join(build_dir, "gen", "abi",
@@ -197,6 +408,7 @@ def test_reader_knows_every_kind():
         sys.path.remove(report)
     assert set(session.KINDS) == set(session_schema.KINDS)
     assert session.COLUMNS == session_schema.load().columns()
+    assert session.INT_KEYS == session_schema.load().int_keys()
 
 
 @pytest.mark.parametrize("line,words", [

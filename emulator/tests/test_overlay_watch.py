@@ -18,7 +18,6 @@ overlay region sees the same guard in both modes.
 
 import os
 import re
-import struct
 import subprocess
 import sys
 
@@ -27,8 +26,13 @@ import pytest
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SOURCE, "sdk", "tests"))
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
 
+import cheader  # noqa: E402  (needs the path above)
 import copimage  # noqa: E402  (needs the path above)
+
+# The register file's layout, read from the header the plugin compiles.
+REGS = cheader.load("trace-regs.h")
 
 COUNTERS = re.compile(r"^events=(\d+) events_dropped=(\d+)\ncaptures=(\d+) "
                       r"dropped=(\d+) instructions=(\d+) outside_ls=(\d+)$",
@@ -196,8 +200,10 @@ def test_bad_watch_refused(coprof_bin, build_dir, qemu_command, tmp_path,
     regs = tmp_path / "regs"
     subprocess.run([coprof_bin("coptrace"), "create", str(regs)], check=True)
     data = bytearray(regs.read_bytes())
-    contexts = struct.unpack_from("<I", data, 48)[0]
-    struct.pack_into("<II", data, contexts + 8, offset, count)
+    header = REGS.struct("trace_regs_header").from_buffer(data)
+    context = REGS.struct("trace_regs_context").from_buffer(
+        data, header.contexts_offset)
+    context.guard_ls_offset, context.guard_count = offset, count
     regs.write_bytes(bytes(data))
     (tmp_path / "RAM").write_bytes(bytes(0x40000))
     (tmp_path / "SHORT").write_bytes(bytes(0x2000))

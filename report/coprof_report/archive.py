@@ -71,7 +71,8 @@ def _image_files(session, dest_db, staging):
     images, _ = profile.load_images_and_contexts(session)
     members, names = [], set()
     fixes = []
-    cache_dir = os.path.join(os.path.abspath(session.dir), "images")
+    cache_dir = os.path.join(os.path.abspath(session.dir),
+                             session_mod.CACHE_DIR)
     for info in images.values():
         if not info.file:
             continue            # a warning already says so
@@ -86,7 +87,8 @@ def _image_files(session, dest_db, staging):
             continue
         name = "%s-%x.elf" % (session_mod.content_hash(data),
                               info.image_offset)
-        fixes.append(("images/" + name, len(data), info.id))
+        fixes.append((session_mod.CACHE_DIR + "/" + name, len(data),
+                      info.id))
         if name in names:       # the same bytes as an image already in
             continue
         names.add(name)
@@ -121,8 +123,9 @@ def write(session, out_path):
             tar.add(db_copy, arcname="%s/%s" % (TOP, session_mod.DB_NAME),
                     recursive=False, filter=_plain)
             for name, path in images:
-                tar.add(path, arcname="%s/images/%s" % (TOP, name),
-                        recursive=False, filter=_plain)
+                arcname = "%s/%s/%s" % (TOP, session_mod.CACHE_DIR, name)
+                tar.add(path, arcname=arcname, recursive=False,
+                        filter=_plain)
         return len(images)
     except safefile.SafeFileError as e:
         raise ArchiveError(str(e))
@@ -153,9 +156,9 @@ def _member_path(member):
         raise ArchiveError("%s is too large" % member.name)
     if parts == [TOP, session_mod.DB_NAME]:
         return os.path.join(TOP, session_mod.DB_NAME)
-    if len(parts) == 3 and parts[:2] == [TOP, "images"] and \
+    if len(parts) == 3 and parts[:2] == [TOP, session_mod.CACHE_DIR] and \
             parts[2] not in ("", ".", "..") and not parts[2].startswith("."):
-        return os.path.join(TOP, "images", parts[2])
+        return os.path.join(TOP, session_mod.CACHE_DIR, parts[2])
     raise ArchiveError("%s is not part of a session" % member.name)
 
 
@@ -170,7 +173,8 @@ def extract(path, into):
     found_db = False
     with tar:
         try:
-            os.makedirs(os.path.join(into, TOP, "images"), mode=0o700)
+            os.makedirs(os.path.join(into, TOP, session_mod.CACHE_DIR),
+                        mode=0o700)
             for member in tar:
                 try:
                     rel = _member_path(member)

@@ -15,12 +15,12 @@ every column a report reads for values of the wrong kind (text where a
 count belongs, a negative count, a NULL image offset: COLUMNS, from the
 schema abi/session-schema.sql), in one query per table, the references
 between tables (REFERENCES: a sample's image is a row of images) and the
-integer session keys (INT_KEYS).  A cached image
-is used only when its bytes are the image's (image_file(): its size, and
-its bytes against the file it was found in when that file still has the
-recorded content hash); a per-image problem is a warning (Session.warnings)
-and that image's samples are reported without symbols.  end() says whether
-the session is complete, live or incomplete, and why.
+integer session keys (INT_KEYS, from the schema's @key lines).  A cached
+image is used only when its bytes are the image's (image_file(): its
+size, and its bytes against the file it was found in when that file still
+has the recorded content hash); a per-image problem is a warning
+(Session.warnings) and that image's samples are reported without symbols.
+end() says whether the session is complete, live or incomplete, and why.
 
 Every failure is a SessionError whose str() is one line "THING: reason".
 """
@@ -32,7 +32,7 @@ import sqlite3
 import time
 import urllib.parse
 
-from coprof_report import session_schema
+from coprof_report import cheader, session_schema
 from . import safefile
 
 # The schema (abi/session-schema.sql, beside this file): every column a
@@ -47,8 +47,12 @@ LATER_TABLES = SCHEMA.optional_tables()
 
 APPLICATION_ID = SCHEMA.application_id      # "Copr"
 FORMAT_VERSION = SCHEMA.format_version
-DB_NAME = "session.db"
-LOCK_NAME = ".lock"             # flock()ed by the coprofd writing a session
+# The session directory's names (abi/session-dir.h, beside this file).
+_NAMES = cheader.load("session-dir.h").defines
+DB_NAME = _NAMES["SESSION_DB_NAME"]
+CACHE_DIR = _NAMES["SESSION_CACHE_DIR"]     # the images' copies
+LOCK_NAME = _NAMES["SESSION_LOCK_NAME"]     # flock()ed by the coprofd
+#                                             writing a session
 
 # What a column of each kind of the schema may hold: (SQL condition true
 # for a bad value, what it must be).  "{c}" is the column.
@@ -66,15 +70,10 @@ _BAD = {
 KINDS = {kind: (_BAD[kind], meaning)
          for kind, meaning in session_schema.KINDS.items()}
 
-# Session keys a report reads as integers, with their least valid value.
-INT_KEYS = {"stream.complete": 0, "stream.samples": 0, "stream.slots": 0,
-            "stream.start_time_ns": None, "stream.stop_time_ns": None,
-            "timeline.bucket_ns": 0, "last_flush_realtime_ns": 0,
-            "host.period": 1, "host.start_ns": 0, "host.stop_ns": 0,
-            "host.samples_lost": 0, "host.sched_lost": 0,
-            "host.sched_events": 0, "host.raw_events": 0,
-            "host.raw_dropped": 0, "host.raw_from_ns": 0, "host.ring": 0,
-            "host.bucket_ns": 1}
+# Session keys holding integers, with their least valid value (None: any
+# integer): the schema's -- @key lines of an integer kind, "NAME.*" for a
+# family of keys.
+INT_KEYS = SCHEMA.int_keys()
 
 END_STATES = ("live", "complete", "incomplete")
 
@@ -198,7 +197,8 @@ class Session:
             if self._present(table):
                 self._check_reference(table, column, target)
         for key, least in INT_KEYS.items():
-            self.int_key(key, None, least)
+            for name in self._keys_named(key):
+                self.int_key(name, None, least)
         for prefix in ("", "host."):
             state = self.keys.get(prefix + "end_state")
             if state is not None and state not in END_STATES:
@@ -209,6 +209,14 @@ class Session:
             if reason is not None and not isinstance(reason, str):
                 raise SessionError("%s: %send_reason %s is not text"
                                    % (self.db_path, prefix, _shown(reason)))
+
+    def _keys_named(self, key):
+        """The session's keys a declared key names: itself, or for a
+        family "NAME.*" those of the family, in order."""
+        if not key.endswith(".*"):
+            return [key]
+        return sorted(k for k in self.keys if isinstance(k, str) and
+                      k.startswith(key[:-1]))
 
     def _present(self, table):
         """Whether a table of COLUMNS is there to check: every table but

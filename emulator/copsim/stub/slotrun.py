@@ -59,12 +59,12 @@ def ram_offset(address):
     return address - L["SLOT_LS_BASE"]
 
 
-# From the coprocessor ABI (abi/cop-abi.h, docs/coprocessor-abi.md).
-COP_BOOT_BASE = 0x80040000
-COP_BOOT_MAGIC = 0x42504f43             # "COPB"
-COP_IMAGE_BASE = 0x80100000
-BOOT = COP_BOOT_BASE - 0x80000000       # the boot block in `swap`
-BOOT_IMAGE_ADDR, BOOT_DATA_ADDR = 0x08, 0x10
+# The coprocessor ABI (abi/cop-abi.h, docs/coprocessor-abi.md).
+COP = cheader.load("cop-abi.h", ABI)
+BootBlock = COP.struct("cop_boot_block")
+COP_BOOT_MAGIC = COP.defines["COP_BOOT_MAGIC"]
+COP_IMAGE_BASE = COP.defines["COP_IMAGE_BASE"]
+BOOT = ram_offset(COP.defines["COP_BOOT_BASE"])   # the boot block in `swap`
 
 # The runtime's functions that write the test device (sdk/runtime/exit.c):
 # cop_exit, and the two that end with it inlined.
@@ -146,8 +146,9 @@ class Image:
             except OSError:
                 raise SlotError("%s: the loader laid out nothing: %s" % (
                     self.path, done.stderr.strip()))
-        magic, _, _, size = struct.unpack_from("<4I", swap, BOOT)
-        if magic != COP_BOOT_MAGIC:
+        boot = BootBlock.from_buffer_copy(swap, BOOT)
+        size = boot.image_size
+        if boot.magic != COP_BOOT_MAGIC:
             raise SlotError("%s: the loader wrote no boot block: %s" % (
                 self.path, done.stderr.strip()))
         if size > L["SLOT_MAIN_DATA"]:
@@ -270,9 +271,10 @@ class Slot:
         swap = bytearray(image.swap)
         if image.boot_block:
             base = L["SLOT_MAIN_BASE"] + area * L["SLOT_MAIN_AREA"]
-            struct.pack_into("<I", swap, BOOT + BOOT_IMAGE_ADDR, base)
-            struct.pack_into("<I", swap, BOOT + BOOT_DATA_ADDR,
-                             base + L["SLOT_MAIN_DATA"])
+            boot = BootBlock.from_buffer(swap, BOOT)
+            boot.image_addr = base
+            boot.data_addr = base + L["SLOT_MAIN_DATA"]
+            del boot            # swap is copied below, never resized
         staging = ram_offset(L["SLOT_STAGING"]) + i * L["SLOT_AREA_SIZE"]
         self.ram[staging:staging + L["SLOT_SWAP_SIZE"]] = swap
         at = self._area(i)

@@ -17,6 +17,42 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 import guest as guest_module  # noqa: E402
 
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
+
+import cheader  # noqa: E402
+
+# The register file's layout, read from the header the module compiles.
+REGS = cheader.load("trace-regs.h")
+Mailbox = REGS.struct("trace_regs_mailbox")
+
+
+def bind_message(slot, context, context_id, image_path, guard_ls_offset=0,
+                 guards=()):
+    """A BIND message (struct trace_regs_mailbox) as copsim posts it
+    (docs/trace-unit.md, "Mailbox"), seq not yet moved."""
+    image = image_path.encode()
+    message = Mailbox(op=REGS.defines["TRACE_MAILBOX_BIND"],
+                      context=context, slot=slot, context_id=context_id,
+                      object_id=0x5000, pid=4242, tid=4243,
+                      image_offset=0x1000, guard_ls_offset=guard_ls_offset,
+                      guard_count=len(guards), path_length=len(image),
+                      image_device=8, image_inode=9, image_file_size=0x4000,
+                      image_hash=0x1234, path=image)
+    for i, guard in enumerate(guards):
+        message.guards[i] = guard
+    return message
+
+
+def message_body(message):
+    """[(offset, bytes)] of a mailbox message's fields that its poster
+    writes before seq: all but seq and the driver's ack line."""
+    data = bytes(message)
+    return [(start, data[start:end]) for start, end in (
+        (Mailbox.op.offset, Mailbox.ack.offset),
+        (Mailbox.guards.offset, len(data)))]
+
 
 @pytest.fixture(scope="session")
 def copdrv_ko(build_dir):

@@ -37,6 +37,7 @@ in Debian): reads in bounds of the wrong object, and races the writes
 happen to miss (kernel-driver/linux/README.md, "Hostile register file").
 """
 
+import ctypes
 import os
 import random
 import struct
@@ -45,7 +46,8 @@ import sys
 import threading
 import time
 
-from module_fixtures import copdrv_ko, register_file  # noqa: F401
+from module_fixtures import (REGS, bind_message, copdrv_ko,  # noqa: F401
+                             message_body, register_file)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
@@ -56,42 +58,58 @@ MUTATIONS = 3000
 BATCH = 250
 STACK_DEPTH = 8
 FIFO_DEPTH = 1024
-EVENT_DEPTH = 1024          # TRACE_EVENT_DEPTH
-SLOT_BYTES = 256            # struct trace_regs_slot before its FIFO
-LINE = 64
 DEADLINE_S = 30             # for any one condition awaited
 UNKNOWN_OP = 0x7777
 ALL_ONES = 0xFFFFFFFF
 
-# Header fields (abi/trace-regs.h): offset, width.
-HEADER = {"version": (8, 4), "header_size": (12, 4), "file_size": (16, 8),
-          "n_slots": (24, 4), "n_contexts": (28, 4), "fifo_depth": (32, 4),
-          "slot_stride": (36, 4), "slots_offset": (40, 4),
-          "context_stride": (44, 4), "contexts_offset": (48, 4),
-          "ls_base": (52, 4), "ls_size": (56, 4), "doorbell": (64, 4),
-          "mailbox_offset": (68, 4), "mailbox_stride": (72, 4),
-          "stack_offset": (80, 4), "stack_depth": (84, 4)}
-# Slot block fields, from the block's start.
-SLOT = {"bound_context": (4, 4), "cycles": (64, 8), "capture_count": (72, 8),
-        "overflow_count": (80, 8), "outside_count": (88, 8),
-        "lfsr_seq": (108, 4), "fifo_head": (112, 4), "event_head": (116, 4),
-        "event_overflow": (120, 4), "fifo_tail": (128, 4),
-        "event_tail": (132, 4), "stall_ns": (192, 8),
-        "stall_count": (200, 8), "stalled": (216, 4)}
-# Context block fields, from the block's start.
-CONTEXT = {"gate": (0, 4), "slot": (4, 4), "guard_ls_offset": (8, 4),
-           "guard_count": (12, 4), "status": (68, 4)}
-# Mailbox fields, from the mailbox's start.
-MAILBOX = {"seq": (0, 4), "op": (4, 4), "context": (8, 4), "slot": (12, 4),
-           "context_id": (16, 8), "guard_ls_offset": (48, 4),
-           "guard_count": (52, 4), "path_length": (56, 4),
-           "image_inode": (72, 8), "ack": (128, 4), "guard": (192, 4),
-           "path": (448, 8)}
-# An overlay event's fields, from the event's start.
-EVENT = {"fifo_pos": (0, 4), "region": (4, 4), "guard": (8, 4),
-         "reserved": (12, 4)}
-MAILBOX_GUARDS = 64         # TRACE_MAX_GUARDS
+# The register file's layout, read from the header the module compiles.
+Header = REGS.struct("trace_regs_header")
+Slot = REGS.struct("trace_regs_slot")
+Event = REGS.struct("trace_ovl_event")
+SLOT_BYTES = Slot.fifo.offset       # a slot block before its FIFO
+EVENT_BYTES = ctypes.sizeof(Event)
+EVENT_DEPTH = REGS.defines["TRACE_EVENT_DEPTH"]
+LINE = REGS.defines["TRACE_LINE_SIZE"]
+MAILBOX_GUARDS = REGS.defines["TRACE_MAX_GUARDS"]
+WORD = 4                            # a cause word, a stack record's word
 FORMATS = {2: "<H", 4: "<I", 8: "<Q"}
+
+
+def fields(struct_name, names):
+    """{name: (offset, width)} of fields of an abi/trace-regs.h structure:
+    an array of words (the mailbox's guards) is mutated a word at a time,
+    a wider field (the path) in its first 8 bytes."""
+    cls = REGS.struct(struct_name)
+    types = dict(cls._fields_)
+    out = {}
+    for name in names:
+        field, kind = getattr(cls, name), types[name]
+        width = min(field.size, 8)
+        if issubclass(kind, ctypes.Array) and ctypes.sizeof(kind._type_) > 1:
+            width = ctypes.sizeof(kind._type_)
+        out[name] = (field.offset, width)
+    return out
+
+
+# The fields mutated: of the header, of a slot block, a context block, a
+# mailbox and an overlay event (each from its block's start).
+HEADER = fields("trace_regs_header", (
+    "version", "header_size", "file_size", "n_slots", "n_contexts",
+    "fifo_depth", "slot_stride", "slots_offset", "context_stride",
+    "contexts_offset", "ls_base", "ls_size", "doorbell", "mailbox_offset",
+    "mailbox_stride", "stack_offset", "stack_depth"))
+SLOT = fields("trace_regs_slot", (
+    "bound_context", "cycles", "capture_count", "overflow_count",
+    "outside_count", "lfsr_seq", "fifo_head", "event_head",
+    "event_overflow", "fifo_tail", "event_tail", "stall_ns",
+    "stall_count", "stalled"))
+CONTEXT = fields("trace_regs_context", (
+    "gate", "slot", "guard_ls_offset", "guard_count", "status"))
+MAILBOX = fields("trace_regs_mailbox", (
+    "seq", "op", "context", "slot", "context_id", "guard_ls_offset",
+    "guard_count", "path_length", "image_inode", "ack", "guards", "path"))
+EVENT = fields("trace_ovl_event", ("fifo_pos", "region", "guard",
+                                   "reserved"))
 
 
 def line_round(n):
@@ -113,17 +131,23 @@ class Mutator:
         # never seeing what the module stored since.
         self.f = open(path, "r+b", buffering=0)
         self.rng = random.Random(SEED)
-        head = self.read(0, 128)
-        (self.file_size,) = struct.unpack_from("<Q", head, 16)
-        (self.n_slots, self.n_contexts, self.fifo_depth, self.slot_stride,
-         self.slots_offset, self.context_stride,
-         self.contexts_offset) = struct.unpack_from("<IIIIIII", head, 24)
-        self.mailbox_offset, self.mailbox_stride = struct.unpack_from(
-            "<II", head, 68)
-        self.stack_offset, self.stack_depth = struct.unpack_from(
-            "<II", head, 80)
+        head = Header.from_buffer_copy(self.read(0, ctypes.sizeof(Header)))
+        self.file_size = head.file_size
+        self.n_slots, self.n_contexts = head.n_slots, head.n_contexts
+        self.fifo_depth = head.fifo_depth
+        self.slot_stride, self.slots_offset = (head.slot_stride,
+                                               head.slots_offset)
+        self.context_stride = head.context_stride
+        self.contexts_offset = head.contexts_offset
+        self.mailbox_offset = head.mailbox_offset
+        self.mailbox_stride = head.mailbox_stride
+        self.stack_offset, self.stack_depth = (head.stack_offset,
+                                               head.stack_depth)
+        # trace_slot_causes() and trace_slot_events(): line-rounded
+        # arrays after the FIFO's fields
         self.causes_at = line_round(SLOT_BYTES + 2 * self.fifo_depth)
-        self.events_at = line_round(self.causes_at + 4 * self.fifo_depth)
+        self.events_at = line_round(self.causes_at +
+                                    WORD * self.fifo_depth)
         self.record_words = 1 + self.stack_depth
         self.seqs = {self.mailbox(i) for i in range(self.n_slots)}
         self.writes = 0
@@ -181,20 +205,20 @@ class Mutator:
         if area == "mailbox":
             name = rng.choice(sorted(MAILBOX))
             offset, width = MAILBOX[name]
-            if name == "guard":
-                offset += 4 * rng.randrange(MAILBOX_GUARDS)
+            if name == "guards":
+                offset += width * rng.randrange(MAILBOX_GUARDS)
             return self.mailbox(slot) + offset, width
         index = rng.randrange(self.fifo_depth)
         if area == "fifo":
             return self.slot(slot) + SLOT_BYTES + 2 * index, 2
         if area == "cause":
-            return self.slot(slot) + self.causes_at + 4 * index, 4
+            return self.slot(slot) + self.causes_at + WORD * index, WORD
         if area == "stack":
             word = rng.randrange(self.record_words)
-            return self.stack_record(slot, index) + 4 * word, 4
+            return self.stack_record(slot, index) + WORD * word, WORD
         offset, width = EVENT[rng.choice(sorted(EVENT))]
         return (self.slot(slot) + self.events_at
-                + 16 * rng.randrange(EVENT_DEPTH) + offset, width)
+                + EVENT_BYTES * rng.randrange(EVENT_DEPTH) + offset, width)
 
     def one(self):
         """One seeded write; a write of a mailbox's seq moves it past the
@@ -255,9 +279,11 @@ class Probe:
             at = (tail + i) % self.m.fifo_depth
             self.m.write(base + SLOT_BYTES + 2 * at, 2, field)
             if cause is not None:
-                self.m.write(base + self.m.causes_at + 4 * at, 4, cause)
+                self.m.write(base + self.m.causes_at + WORD * at, WORD,
+                             cause)
             for w, value in enumerate(record or ()):
-                self.m.write(self.m.stack_record(slot, at) + 4 * w, 4, value)
+                self.m.write(self.m.stack_record(slot, at) + WORD * w, WORD,
+                             value)
         head = (tail + n) & ALL_ONES
         self.m.write(base + SLOT["fifo_head"][0], 4, head)
         self.await_true(
@@ -269,10 +295,11 @@ class Probe:
         region `region`, and awaits its drain."""
         base = self.m.slot(slot)
         tail = self.m.word(base + SLOT["event_tail"][0])
-        at = base + self.m.events_at + 16 * (tail % EVENT_DEPTH)
-        self.m.write(at, 4, self.m.word(base + SLOT["fifo_head"][0]))
-        self.m.write(at + 4, 4, region)
-        self.m.write(at + 8, 4, ALL_ONES)
+        at = base + self.m.events_at + EVENT_BYTES * (tail % EVENT_DEPTH)
+        self.m.write(at + EVENT["fifo_pos"][0], 4,
+                     self.m.word(base + SLOT["fifo_head"][0]))
+        self.m.write(at + EVENT["region"][0], 4, region)
+        self.m.write(at + EVENT["guard"][0], 4, ALL_ONES)
         self.m.write(base + SLOT["event_head"][0], 4, tail + 1)
 
     def fifo_error(self, slot):
@@ -307,16 +334,12 @@ class Probe:
 
 
 def post_bind(m, slot, context_id, path):
-    """A well-formed BIND of context_id on slot (two guard words)."""
-    box = m.mailbox(slot)
-    image = path.encode()
-    fd = m.f.fileno()
-    os.pwrite(fd, struct.pack("<IIIQQiiQIII", 1, slot, slot, context_id,
-                              0x5000, 4242, 4243, 0x1000, 0x100, 2,
-                              len(image)), box + 4)
-    os.pwrite(fd, struct.pack("<QQQQ", 8, 9, 0x4000, 0x1234), box + 64)
-    os.pwrite(fd, struct.pack("<II", 1, 2), box + 192)
-    os.pwrite(fd, image, box + 448)
+    """A well-formed BIND of context_id on slot (two guard words), all
+    but its seq (Probe.message() posts it)."""
+    message = bind_message(slot, slot, context_id, path,
+                           guard_ls_offset=0x100, guards=(1, 2))
+    for offset, data in message_body(message):
+        os.pwrite(m.f.fileno(), data, m.mailbox(slot) + offset)
 
 
 def hold_each_header_field(m, probe):

@@ -5,14 +5,15 @@ busybox initramfs (kernel-driver/linux/guest.py); each register file is an
 ivshmem device, the first at PCI slot 0x10, the next at 0x11, ...
 """
 
+import ctypes
 import os
 import re
-import struct
 import subprocess
 
-from module_fixtures import copdrv_ko, guest, register_file  # noqa: F401
+from module_fixtures import (REGS, Mailbox, bind_message,  # noqa: F401
+                             copdrv_ko, guest, message_body, register_file)
 
-VERSION_OFFSET = 8
+Header = REGS.struct("trace_regs_header")
 
 
 def device_lines(console, slot):
@@ -29,18 +30,34 @@ def kernel_trouble(console):
                          line)]
 
 
-def patch(path, offset, data):
+def read_struct(path, cls, offset=0):
+    """The structure cls at offset of a register file."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return cls.from_buffer_copy(f.read(ctypes.sizeof(cls)))
+
+
+def patch_struct(path, cls, offset=0, **fields):
+    """Sets fields of the structure cls at offset of a register file."""
+    block = read_struct(path, cls, offset)
+    for name, value in fields.items():
+        setattr(block, name, value)
     with open(path, "r+b") as f:
         f.seek(offset)
-        f.write(data)
+        f.write(bytes(block))
+
+
+def patch_header(path, **fields):
+    """Sets fields of a register file's header."""
+    patch_struct(path, Header, **fields)
 
 
 def test_probe_unload_and_refusals(guest, register_file):
     good = register_file("good", "--slots", "4", "--fifo-depth", "1024")
     bad_magic = register_file("magic")
-    patch(bad_magic, 0, b"XOPTRACE")
+    patch_header(bad_magic, magic=b"XOPTRACE")
     bad_version = register_file("version")
-    patch(bad_version, VERSION_OFFSET, struct.pack("<I", 2))
+    patch_header(bad_version, version=2)
 
     console = guest([good, bad_magic, bad_version],
                     "insmod /copdrv.ko || exit 1\n"
@@ -165,34 +182,22 @@ def test_poll_says_readable_only_with_a_stream(guest, register_file,
     assert kernel_trouble(console) == [], console
 
 
-HEADER_MAILBOX_OFFSET, HEADER_MAILBOX_READER = 68, 76
-MAILBOX_ACK = 128
-
-
 def post_bind(path, slot, context_id, image_path):
     """Posts a BIND in slot's mailbox as copsim does (docs/trace-unit.md,
-    "Mailbox"): the message, then seq + 1."""
+    "Mailbox"): the message (the controller's lines, the guard words and
+    the path), then seq + 1."""
+    header = read_struct(path, Header)
+    box = header.mailbox_offset + slot * header.mailbox_stride
+    message = bind_message(slot, 0, context_id, image_path)
     with open(path, "r+b") as f:
-        f.seek(HEADER_MAILBOX_OFFSET)
-        offset, stride = struct.unpack("<II", f.read(8))
-        box = offset + slot * stride
-        image = image_path.encode()
-        f.seek(box + 4)
-        f.write(struct.pack("<IIIQQiiQIII", 1, 0, slot, context_id,
-                            0x5000, 4242, 4243, 0x1000, 0, 0, len(image)))
-        f.seek(box + 64)
-        f.write(struct.pack("<QQQQ", 8, 9, 0x4000, 0x1234))
-        f.seek(box + 448)
-        f.write(image)
-        f.seek(box)
-        f.write(struct.pack("<I", 1))
-        return box
-
-
-def read_word(path, offset):
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return struct.unpack("<I", f.read(4))[0]
+        for start, data in message_body(message):
+            f.seek(box + start)
+            f.write(data)
+        message.seq = 1
+        seq = Mailbox.seq
+        f.seek(box + seq.offset)
+        f.write(bytes(message)[seq.offset:seq.offset + seq.size])
+    return box
 
 
 def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
@@ -220,8 +225,8 @@ def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
 
     assert "coprof-guest: script status 0" in console, console
     assert kernel_trouble(console) == [], console
-    assert read_word(regs, box + MAILBOX_ACK) == 1
-    assert read_word(regs, HEADER_MAILBOX_READER) == 0
+    assert read_struct(regs, Mailbox, box).ack == 1
+    assert read_struct(regs, Header).mailbox_reader == 0
     assert check_stream(copstream, stream) == \
         "samples=0 lost=0 contexts=1 errors=0"
     dump = subprocess.run([copstream, "dump", stream], capture_output=True,
@@ -229,7 +234,7 @@ def test_binds_come_from_the_mailbox(guest, register_file, build_dir,
     assert "/srv/images/kernel.elf" in dump, dump
 
 
-HEADER_SLOTS_OFFSET, SLOT_LFSR_SEQ = 40, 108
+Slot = REGS.struct("trace_regs_slot")
 
 
 def test_one_trace_unit_and_no_mailbox_thread_between_sessions(
@@ -241,8 +246,8 @@ def test_one_trace_unit_and_no_mailbox_thread_between_sessions(
     is held (lfsr_seq odd): its loads at start and stop are skipped,
     counted in lfsr_busy and said once in dmesg."""
     first = register_file("first", "--slots", "2")
-    slot0 = read_word(first, HEADER_SLOTS_OFFSET)
-    patch(first, slot0 + SLOT_LFSR_SEQ, struct.pack("<I", 3))
+    slot0 = read_struct(first, Header).slots_offset
+    patch_struct(first, Slot, slot0, lfsr_seq=3)
     second = register_file("second", "--slots", "2")
     first_box = post_bind(first, 1, 77, "/srv/images/first.elf")
     second_box = post_bind(second, 0, 78, "/srv/images/second.elf")
@@ -275,16 +280,16 @@ def test_one_trace_unit_and_no_mailbox_thread_between_sessions(
         "time)"}, console
     assert "duplicate" not in console, console
     assert kernel_trouble(console) == [], console
-    assert read_word(first, first_box + MAILBOX_ACK) == 1
-    assert read_word(second, second_box + MAILBOX_ACK) == 0
+    assert read_struct(first, Mailbox, first_box).ack == 1
+    assert read_struct(second, Mailbox, second_box).ack == 0
     assert "threads before: 0\n" in console, console
     assert "threads during: 1\n" in console, console
     assert "threads after: 0\n" in console, console
-    assert read_word(first, HEADER_MAILBOX_READER) == 0
+    assert read_struct(first, Header).mailbox_reader == 0
     assert "lfsr_busy 2\n" in console, console
     said = [line for line in device_lines(console, 0x10)
             if line.startswith("LFSR loads skipped")]
     assert said == ["LFSR loads skipped: 1, a slot's lfsr_seq stayed odd; "
                     "those slots keep their old sampling state (said "
                     "once)"], console
-    assert read_word(first, slot0 + SLOT_LFSR_SEQ) == 3
+    assert read_struct(first, Slot, slot0).lfsr_seq == 3

@@ -1,0 +1,1 @@
+../../abi/session-dir.h
