@@ -60,9 +60,18 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug
 for m in $(cat /modules/order); do insmod /modules/$m || exit 1; done
-# The ports appear as the host announces them: wait for all, at most 10 s.
+# The ports appear as the host announces them, and each port's name file
+# only once its name has come in a message of its own: wait for all
+# names, at most 10 s.
+named() {
+    n=0
+    for p in /sys/class/virtio-ports/*; do
+        [ -n "$(cat $p/name 2>/dev/null)" ] && n=$((n + 1))
+    done
+    echo $n
+}
 tries=0
-while [ $(ls /sys/class/virtio-ports 2>/dev/null | wc -l) -lt $(cat /modules/ports) ]; do
+while [ $(named) -lt $(cat /modules/ports) ]; do
     tries=$((tries + 1))
     [ $tries -le 1000 ] || { echo "coprof-guest: virtio ports missing"; poweroff -f; }
     usleep 10000
