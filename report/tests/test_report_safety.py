@@ -233,6 +233,39 @@ def test_a_cache_changed_in_place_is_detected(session_copy, coprof_bin):
     assert len(warn) == 1 and "the cache was changed" in warn[0], p.stderr
 
 
+def test_symbols_come_from_the_bytes_that_were_checked(
+        session_copy, real_session, tmp_path, monkeypatch, capsys):
+    """copreport hash-checks the file the image was found in, then reads
+    its symbols from the bytes it checked: a file swapped for another (same
+    size, names changed) right after the check cannot feed them.  The swap
+    is made by a hook on the check (session._checked_file), in process."""
+    from coprof_report import cli, session, symbols
+    host = tmp_path / "host-pipeline"
+    data = open(real_session.host, "rb").read()
+    assert b"stage_" in data
+    host.write_bytes(data)
+    os.unlink(_cache(session_copy))
+    _set_image(session_copy, path=str(host))
+    checked = session._checked_file
+
+    def check_then_swap(path, want_hash, want_size):
+        result = checked(path, want_hash, want_size)
+        if path == str(host):
+            swapped = tmp_path / "swapped"
+            swapped.write_bytes(data.replace(b"stage_", b"stXge_"))
+            os.rename(str(swapped), path)
+        return result
+
+    monkeypatch.setattr(session, "_checked_file", check_then_swap)
+    monkeypatch.setattr(symbols, "_symbolizers", {})
+    assert cli.main(["-d", session_copy, "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert host.read_bytes() != data, "the hook swapped the file"
+    names = [r.get("symbol") or "" for r in json.loads(out)["rows"]]
+    assert any(n.startswith("stage_") for n in names), names
+    assert not any("stXge_" in n for n in names), names
+
+
 def test_a_users_own_file_is_written_in_place(real_session, copreport,
                                               tmp_path):
     """A file of the user's with one link is written where it is, so a
