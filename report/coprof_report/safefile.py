@@ -213,6 +213,9 @@ def check_output(path):
 
 
 def _open_in_place(dirfd, name, path, follow):
+    """The descriptor of name, written where it is; None when a regular
+    file named directly has more than one link now (one was swapped in
+    after _how() looked): it is then replaced like any other."""
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC
     if not follow:
         flags |= os.O_NOFOLLOW
@@ -222,6 +225,9 @@ def _open_in_place(dirfd, name, path, follow):
         raise SafeFileError(path, _strerror(e), e.errno)
     st = os.fstat(fd)
     regular = stat.S_ISREG(st.st_mode)
+    if regular and not follow and st.st_nlink != 1:
+        os.close(fd)
+        return None
     if (st.st_uid != os.geteuid()) if regular else not _trusted(st.st_uid):
         os.close(fd)
         raise SafeFileError(path, "%s owned by uid %d: refusing to write it"
@@ -267,6 +273,8 @@ class Output:
             else:
                 fd = _open_in_place(self._dirfd, self._name, path,
                                     how == "link")
+            if fd is None:          # a hard link swapped in after _how()
+                self._temp, fd = _create_temp(self._dirfd, self._name, path)
         except BaseException:
             os.close(self._dirfd)
             raise

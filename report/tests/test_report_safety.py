@@ -266,6 +266,34 @@ def test_symbols_come_from_the_bytes_that_were_checked(
     assert not any("stXge_" in n for n in names), names
 
 
+def test_a_hard_link_swapped_in_after_the_look_is_not_written(
+        tmp_path, monkeypatch):
+    """safefile.output() writes the user's own file with one link in
+    place; a hard link to another file swapped in at the name after that
+    look (a hook on _how) is seen on the opened file, and the name is
+    replaced: the other file keeps its bytes."""
+    from coprof_report import safefile
+    out = tmp_path / "report.txt"
+    out.write_text("an older report\n")
+    victim = tmp_path / "victim"
+    victim.write_text("another file of the user's\n")
+    how = safefile._how
+
+    def look_then_swap(dirfd, name, path):
+        result = how(dirfd, name, path)
+        assert result == "place"
+        os.unlink(str(out))
+        os.link(str(victim), str(out))
+        return result
+
+    monkeypatch.setattr(safefile, "_how", look_then_swap)
+    with safefile.output(str(out)) as f:
+        f.write("the report\n")
+    assert victim.read_text() == "another file of the user's\n"
+    assert out.read_text() == "the report\n"
+    assert os.stat(str(out)).st_nlink == 1
+
+
 def test_a_users_own_file_is_written_in_place(real_session, copreport,
                                               tmp_path):
     """A file of the user's with one link is written where it is, so a
