@@ -79,6 +79,11 @@ static int check_header(struct cop_image *image, Elf32_Ehdr *eh,
         cop_error_set(err, "%s: not a little-endian ELF file", image->label);
         return -1;
     }
+    if (eh->e_ident[EI_VERSION] != EV_CURRENT) {
+        cop_error_set(err, "%s: unknown ELF version %u", image->label,
+                      eh->e_ident[EI_VERSION]);
+        return -1;
+    }
     if (eh->e_machine != EM_RISCV) {
         cop_error_set(err, "%s: not a RISC-V image (e_machine %u)",
                       image->label, eh->e_machine);
@@ -279,15 +284,50 @@ static const char *section_name(const struct cop_image *image,
     return name;
 }
 
+/* Whether offset names a NUL-terminated string inside section strings
+ * (what libelf's elf_strptr() asks of a name, in overlay/). */
+static int valid_string(const struct cop_image *image,
+                        const Elf32_Shdr *strings, uint32_t offset)
+{
+    if (offset >= strings->sh_size)
+        return 0;
+    return memchr(image->bytes + strings->sh_offset + offset, '\0',
+                  strings->sh_size - offset) != NULL;
+}
+
+/* Every symbol has a name in the table's string table (a symbol whose
+ * name offset is outside it is a damaged table, not a nameless symbol). */
+static int check_symbol_names(const struct cop_image *image,
+                              const Elf32_Shdr *symtab,
+                              const Elf32_Shdr *strings, struct cop_error *err)
+{
+    Elf32_Sym sym;
+
+    for (uint32_t i = 1; i < image->symtab_count; i++) {
+        memcpy(&sym, image->bytes + image->symtab_offset + i * sizeof(sym),
+               sizeof(sym));
+        if (!valid_string(image, strings, sym.st_name)) {
+            cop_error_set(err, "%s: symbol %u has no valid name (offset %u "
+                          "in string table section %u)", image->label, i,
+                          sym.st_name, symtab->sh_link);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The first SHT_SYMTAB section (after section 0) is the symbol table: whole
+ * entries, and a string table that holds every symbol's name. */
 static int find_symbol_table(struct cop_image *image, struct cop_error *err)
 {
     Elf32_Shdr sh, link;
 
-    for (uint32_t i = 0; i < image->shnum; i++) {
+    for (uint32_t i = 1; i < image->shnum; i++) {
         read_section_header(image, i, &sh);
         if (sh.sh_type != SHT_SYMTAB)
             continue;
         if (sh.sh_entsize != sizeof(Elf32_Sym) ||
+            sh.sh_size % sizeof(Elf32_Sym) != 0 ||
             read_section_header(image, sh.sh_link, &link) < 0 ||
             link.sh_type != SHT_STRTAB || link.sh_size == 0 ||
             image->bytes[link.sh_offset + link.sh_size - 1] != '\0') {
@@ -299,7 +339,7 @@ static int find_symbol_table(struct cop_image *image, struct cop_error *err)
         image->symtab_count = sh.sh_size / sizeof(Elf32_Sym);
         image->strtab_offset = link.sh_offset;
         image->strtab_size = link.sh_size;
-        return 0;
+        return check_symbol_names(image, &sh, &link, err);
     }
     return 0;
 }
@@ -341,11 +381,65 @@ static int extended_numbering(const struct cop_image *image, Elf32_Ehdr *eh,
     return 0;
 }
 
+/* The header tables are read in place by libelf (overlay/), so they must
+ * be 4-byte aligned, and the section headers cannot start at the ELF
+ * header. */
+static int check_table_offsets(const struct cop_image *image,
+                               const Elf32_Ehdr *eh, struct cop_error *err)
+{
+    if (eh->e_phoff % 4 != 0 || eh->e_shoff % 4 != 0) {
+        cop_error_set(err, "%s: header table offsets (0x%x, 0x%x) are not "
+                      "4-byte aligned", image->label, eh->e_phoff,
+                      eh->e_shoff);
+        return -1;
+    }
+    if (eh->e_shoff == 0 && eh->e_shnum != 0) {
+        cop_error_set(err, "%s: %u section headers at offset 0, over the "
+                      "ELF header", image->label, eh->e_shnum);
+        return -1;
+    }
+    return 0;
+}
+
+/* Section names: the name table is a string table among the sections, and
+ * every section after 0 has a name in it. */
+static int check_section_names(const struct cop_image *image,
+                               const Elf32_Ehdr *eh, struct cop_error *err)
+{
+    Elf32_Shdr strings, sh;
+
+    if (eh->e_shstrndx == SHN_UNDEF ||
+        read_section_header(image, eh->e_shstrndx, &strings) < 0 ||
+        strings.sh_type != SHT_STRTAB) {
+        cop_error_set(err, "%s: bad section-name string table index %u (%u "
+                      "sections)", image->label, eh->e_shstrndx, image->shnum);
+        return -1;
+    }
+    for (uint32_t i = 1; i < image->shnum; i++) {
+        read_section_header(image, i, &sh);
+        if (!valid_string(image, &strings, sh.sh_name)) {
+            cop_error_set(err, "%s: section %u has no valid name (offset %u "
+                          "in the section name table)", image->label, i,
+                          sh.sh_name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The section headers, when there are any: the table in the file, every
+ * section's bytes in the file, every section named, and the symbol table
+ * well formed.  A damaged section table refuses the image in every tool
+ * (overlay/ reads names and symbols from it).
+ */
 static int read_sections(struct cop_image *image, const Elf32_Ehdr *eh,
                          struct cop_error *err)
 {
     Elf32_Shdr sh;
 
+    if (check_table_offsets(image, eh, err) < 0)
+        return -1;
     if (eh->e_shoff == 0 || eh->e_shnum == 0)
         return 0;
     if (eh->e_shentsize != sizeof(sh) ||
@@ -357,9 +451,9 @@ static int read_sections(struct cop_image *image, const Elf32_Ehdr *eh,
     }
     image->shoff = eh->e_shoff;
     image->shnum = eh->e_shnum;
-    for (uint32_t i = 0; i < image->shnum; i++) {
+    for (uint32_t i = 1; i < image->shnum; i++) {
         read_section_header(image, i, &sh);
-        if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL &&
+        if (sh.sh_type != SHT_NOBITS &&
             !in_file(image, sh.sh_offset, sh.sh_size)) {
             cop_error_set(err, "%s: section %u (offset 0x%x, %u bytes) extends "
                           "past the end of the file", image->label, i,
@@ -367,13 +461,8 @@ static int read_sections(struct cop_image *image, const Elf32_Ehdr *eh,
             return -1;
         }
     }
-    if (eh->e_shstrndx != SHN_UNDEF &&
-        (read_section_header(image, eh->e_shstrndx, &sh) < 0 ||
-         sh.sh_type != SHT_STRTAB)) {
-        cop_error_set(err, "%s: bad section-name string table index %u",
-                      image->label, eh->e_shstrndx);
+    if (image->shnum > 1 && check_section_names(image, eh, err) < 0)
         return -1;
-    }
     return find_symbol_table(image, err);
 }
 
@@ -456,7 +545,7 @@ static int read_name(struct cop_image *image, const Elf32_Ehdr *eh,
         if (found != 0)
             return found < 0 ? -1 : 0;
     }
-    for (uint32_t i = 0; i < image->shnum; i++) {
+    for (uint32_t i = 1; i < image->shnum; i++) {
         read_section_header(image, i, &sh);
         if (sh.sh_type != SHT_NOTE)
             continue;

@@ -6,9 +6,12 @@
  * naming the image and the reason: an ELF32 little-endian RISC-V executable
  * without compressed instructions, its entry point at the start of the local
  * store, every PT_LOAD segment inside the file and the local store, resident
- * segments disjoint, overlay segments (PF_OVERLAY) clear of them, the name
- * note well formed, and the overlay tables (docs/coprocessor-abi.md)
- * agreeing with the overlay segments one to one.
+ * segments disjoint, overlay segments (PF_OVERLAY) clear of them, the
+ * section table whole (sections in the file and named, the symbol table's
+ * entries whole and named), the name note well formed, and the overlay
+ * tables (docs/coprocessor-abi.md) agreeing with the overlay segments one
+ * to one.  It is the one validator: overlay/ (copovl, coprofd) runs it and
+ * checks nothing of its own, so every tool accepts the same images.
  *
  * The image keeps pointers into the bytes it was given, so those must
  * outlive it; cop_image_read() reads a file and owns its copy.

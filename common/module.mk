@@ -6,10 +6,11 @@ COPLOADER_LIB := $(LIB)/libcoploader.a
 
 # Private directories and the files in them (safe-file.h): for every tool
 # that keeps state where other users reach it (copsim, libcop, copcontrol,
-# coprof, coprofd).
+# coprof, coprofd).  It holds cli.o too, for the test points
+# (cli_test_point); a tool that links cli.o itself uses its own.
 SAFE_FILE_LIB := $(LIB)/libcopsafe.a
 
-$(SAFE_FILE_LIB): $(OBJ)/common/safe-file.o
+$(SAFE_FILE_LIB): $(OBJ)/common/safe-file.o $(OBJ)/common/cli.o
 	@mkdir -p $(@D)
 	$(call say,AR,$@)$(AR) rcs $@ $^
 

@@ -11,6 +11,7 @@
  * (a file planted while it was group-writable).
  */
 #include "common/safe-file.h"
+#include "common/cli.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -539,7 +540,9 @@ static int open_new(struct safe_out *out, int flags, char *err,
 
 /* The file at NAME, written where it is: a device, a FIFO, or what a
  * trusted link reaches (follow).  It must be this user's (a regular file)
- * or this user's or root's (anything else). */
+ * or this user's or root's (anything else).  A regular file named
+ * directly was seen with one link before the open; one with more now (a
+ * hard link swapped in between) is replaced like any other. */
 static int open_in_place(struct safe_out *out, int follow, int flags,
                          char *err, size_t errlen)
 {
@@ -554,6 +557,10 @@ static int open_in_place(struct safe_out *out, int follow, int flags,
     if (fstat(fd, &st) < 0)
         return close_failed(fd), refuse(errno, err, errlen, out->path, NULL,
                                          strerror(errno));
+    if (!follow && S_ISREG(st.st_mode) && st.st_nlink != 1) {
+        close(fd);
+        return open_new(out, flags, err, errlen);
+    }
     if (S_ISREG(st.st_mode) ? st.st_uid != geteuid()
                             : !trusted_owner(st.st_uid)) {
         char why[160];
@@ -590,8 +597,10 @@ static int open_at_name(struct safe_out *out, int flags, char *err,
     /* this user's own file (one link) is written where it is, so a reader
      * that opened it first (a temporary file handed to the tool) sees
      * the output; anything else at the name is replaced, not written */
-    if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1)
+    if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1) {
+        cli_test_point("safe-out-in-place");    /* a test swaps NAME here */
         return open_in_place(out, 0, flags, err, errlen);
+    }
     if (S_ISREG(st.st_mode))
         return open_new(out, flags, err, errlen);
     if (S_ISDIR(st.st_mode))

@@ -103,7 +103,9 @@ int safe_remove_tree(const char *dir);
  *     An existing regular file of this user's with one link is the
  *     exception: it is written where it is (O_NOFOLLOW, emptied, made
  *     0600), so a reader that opened it first sees the output; nobody
- *     else can have put it there;
+ *     else can have put it there; its link count is checked again on the
+ *     opened descriptor, so a hard link swapped in between is replaced
+ *     too (test point "safe-out-in-place");
  *   - a symbolic link at NAME is followed only if it belongs to this user
  *     or root and sits in a directory nobody else can write (so nobody can
  *     swap it): /dev/stdout, /proc/self/fd/N, a user's own link; the file

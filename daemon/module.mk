@@ -46,7 +46,7 @@ DAEMON_FUZZ_SOURCES := daemon/fuzz-session.c \
 	$(addprefix daemon/,counts.c images.c session.c store.c) \
 	$(addprefix overlay/,container.c image.c note.c symbols.c overlays.c \
 	lsmap.c) escape-protocol/encode.c escape-protocol/decode.c \
-	common/safe-file.c common/image.c
+	common/safe-file.c common/cli.c common/image.c
 DAEMON_FUZZ_SECONDS ?= 300
 
 $(DAEMON_FUZZER): $(DAEMON_FUZZ_SOURCES) $(wildcard daemon/*.h) \

@@ -141,15 +141,18 @@ static int cover_sections(int fd, const char *label, uint64_t image_offset,
                           struct ovl_error *error)
 {
     uint64_t shoff = le32toh(header->e_shoff);
+    /* extended numbering read the count from section header 0, which is
+     * then part of the image even when it says there are no sections */
+    uint64_t headers = shnum == 0 && shoff != 0 ? 1 : shnum;
 
-    if (shnum == 0)
+    if (headers == 0)
         return 0;
     Elf32_Shdr *shdrs = read_table(fd, label, "section header table",
-                                   image_offset, available, shoff, shnum,
+                                   image_offset, available, shoff, headers,
                                    sizeof(Elf32_Shdr), error);
     if (shdrs == NULL)
         return -1;
-    int status = cover(end, shoff, shnum * sizeof(Elf32_Shdr), available,
+    int status = cover(end, shoff, headers * sizeof(Elf32_Shdr), available,
                        label, "section header table", 0, error);
     for (uint64_t i = 1; status == 0 && i < shnum; i++)
         if (le32toh(shdrs[i].sh_type) != SHT_NOBITS)

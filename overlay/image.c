@@ -5,18 +5,18 @@
  * How it works
  * ------------
  * container.c hands over the image's bytes, owned by the image; libelf
- * parses them in memory (elf_memory), so it never reads a file itself.  The
- * image must be a 32-bit little-endian RISC-V executable (the coprocessor
- * ABI, docs/coprocessor-abi.md).  Every offset and size taken from a
- * header is checked against the image's size, in 64-bit arithmetic so no sum
- * wraps, before anything is read at it; libelf's own checks come on top.
+ * parses them in memory (elf_memory), so it never reads a file itself.
  *
- * Loading goes: header, sections (names and file extents), segments, the
- * name note (note.c), symbols (symbols.c), the overlay table (overlays.c,
- * which also matches it with the overlay segments), then the LS map
- * (lsmap.c), which also rejects images whose segments and overlay regions
- * overlap in the local store.  Any failure frees everything and reports one
- * line "label: reason".
+ * Whether the image is accepted is decided first, and only, by the one
+ * validator of images, common/image.c's cop_image_parse(), which cop-embed,
+ * cop-run and copsim's loader run too (check_as_loader): the header, the
+ * segments and overlay regions, the section table (every section in the
+ * file and named, the symbol table's names), the name note and the overlay
+ * tables.  What follows reads what that accepted: header, sections (names
+ * and file extents), segments, the name note (note.c), symbols
+ * (symbols.c), the overlay table (overlays.c), then the LS map (lsmap.c).
+ * Their error paths are for what libelf itself may fail at (memory); any
+ * failure frees everything and reports one line "label: reason".
  */
 #include "overlay/overlay-internal.h"
 #include "common/image.h"
@@ -91,37 +91,18 @@ static int fail_libelf(struct ovl_image *image, struct ovl_error *error,
     return ovl_fail(error, image->label, "%s: %s", what, elf_errmsg(-1));
 }
 
-/* Does [offset, offset + size) lie inside the image? */
-static int inside_image(const struct ovl_image *image, uint64_t offset,
-                        uint64_t size)
+/* The ELF header, already checked by check_as_loader(), read by libelf. */
+static int open_elf(struct ovl_image *image, struct ovl_error *error)
 {
-    return offset <= image->size && size <= image->size - offset;
-}
-
-static int check_header(struct ovl_image *image, struct ovl_error *error)
-{
-    if (image->size < sizeof(Elf32_Ehdr))
-        return ovl_fail(error, image->label, "only %zu bytes: too small for "
-                        "an ELF header", image->size);
-    if (ovl_check_ident(image->bytes, image->label, error) != 0)
-        return -1;
     image->elf = elf_memory((char *)image->bytes, image->size);
     if (image->elf == NULL)
         return fail_libelf(image, error, "cannot parse the ELF file");
     if (elf_kind(image->elf) != ELF_K_ELF)
         return ovl_fail(error, image->label, "not an ELF file");
 
-    const Elf32_Ehdr *header = elf32_getehdr(image->elf);
-    if (header == NULL)
+    if (elf32_getehdr(image->elf) == NULL)
         return fail_libelf(image, error, "cannot read the ELF header");
-    if (header->e_machine != EM_RISCV)
-        return ovl_fail(error, image->label, "machine %u is not RISC-V (%u)",
-                        header->e_machine, EM_RISCV);
-    if (header->e_type != ET_EXEC)
-        return ovl_fail(error, image->label, "ELF type %u is not an "
-                        "executable (ET_EXEC)", header->e_type);
-    return ovl_check_table_offsets(header->e_phoff, header->e_shoff,
-                                   image->label, error);
+    return 0;
 }
 
 static int compare_sections(const void *a, const void *b)
@@ -154,7 +135,8 @@ static void drop_overlapping_sections(struct ovl_image *image)
     image->section_count = kept;
 }
 
-/* Checks one section header; adds allocated sections with file bytes. */
+/* Adds an allocated section with file bytes (the validator saw every
+ * section in the file and named). */
 static int load_section(struct ovl_image *image, size_t index,
                         size_t shstrndx, struct ovl_error *error)
 {
@@ -163,17 +145,9 @@ static int load_section(struct ovl_image *image, size_t index,
 
     if (shdr == NULL)
         return fail_libelf(image, error, "cannot read a section header");
-    if (shdr->sh_type != SHT_NOBITS &&
-        !inside_image(image, shdr->sh_offset, shdr->sh_size))
-        return ovl_fail(error, image->label, "section %zu (offset 0x%" PRIx32
-                        ", size 0x%" PRIx32 ") extends past the end of the "
-                        "image (%zu bytes)", index, shdr->sh_offset,
-                        shdr->sh_size, image->size);
     const char *name = elf_strptr(image->elf, shstrndx, shdr->sh_name);
     if (name == NULL)
-        return ovl_fail(error, image->label, "section %zu has no valid name "
-                        "(offset %" PRIu32 " in the section name table)",
-                        index, shdr->sh_name);
+        return fail_libelf(image, error, "cannot read a section name");
     if (!(shdr->sh_flags & SHF_ALLOC) || shdr->sh_type == SHT_NOBITS ||
         shdr->sh_size == 0)
         return 0;
@@ -196,9 +170,6 @@ static int load_sections(struct ovl_image *image, struct ovl_error *error)
     if (elf_getshdrstrndx(image->elf, &shstrndx) != 0)
         return fail_libelf(image, error, "cannot find the section name "
                            "table");
-    if (shstrndx == SHN_UNDEF || shstrndx >= count)
-        return ovl_fail(error, image->label, "section name table index %zu "
-                        "is not a section (there are %zu)", shstrndx, count);
     image->sections = calloc(count, sizeof *image->sections);
     if (image->sections == NULL)
         return ovl_fail(error, image->label, "out of memory for %zu "
@@ -212,43 +183,15 @@ static int load_sections(struct ovl_image *image, struct ovl_error *error)
     return 0;
 }
 
-static int check_segment(struct ovl_image *image, size_t index,
-                         const Elf32_Phdr *phdr, struct ovl_error *error)
-{
-    if (!inside_image(image, phdr->p_offset, phdr->p_filesz))
-        return ovl_fail(error, image->label, "segment %zu (offset 0x%" PRIx32
-                        ", file size 0x%" PRIx32 ") extends past the end of "
-                        "the image (%zu bytes)", index, phdr->p_offset,
-                        phdr->p_filesz, image->size);
-    if (phdr->p_type != PT_LOAD)
-        return 0;
-    if (phdr->p_filesz > phdr->p_memsz)
-        return ovl_fail(error, image->label, "load segment %zu has more file "
-                        "bytes (0x%" PRIx32 ") than memory bytes (0x%" PRIx32
-                        ")", index, phdr->p_filesz, phdr->p_memsz);
-    if ((uint64_t)phdr->p_vaddr + phdr->p_memsz > UINT32_MAX + 1ull)
-        return ovl_fail(error, image->label, "load segment %zu (vaddr 0x%"
-                        PRIx32 ", size 0x%" PRIx32 ") wraps around the "
-                        "address space", index, phdr->p_vaddr, phdr->p_memsz);
-    return 0;
-}
-
 static int load_segments(struct ovl_image *image, struct ovl_error *error)
 {
     size_t count;
 
     if (elf_getphdrnum(image->elf, &count) != 0)
         return fail_libelf(image, error, "cannot count the segments");
-    if (count == 0)
-        return ovl_fail(error, image->label, "no program headers: not a "
-                        "loadable image");
     const Elf32_Phdr *phdrs = elf32_getphdr(image->elf);
-    const Elf32_Ehdr *header = elf32_getehdr(image->elf);
-    if (phdrs == NULL || header == NULL)
+    if (phdrs == NULL)
         return fail_libelf(image, error, "cannot read the program headers");
-    if (!inside_image(image, header->e_phoff, count * sizeof *phdrs))
-        return ovl_fail(error, image->label, "the program header table "
-                        "extends past the end of the image");
     image->segments = calloc(count, sizeof *image->segments);
     image->overlay_segments = calloc(count,
                                      sizeof *image->overlay_segments);
@@ -257,8 +200,6 @@ static int load_segments(struct ovl_image *image, struct ovl_error *error)
                         "segments", count);
     for (size_t i = 0; i < count; i++) {
         const Elf32_Phdr *phdr = &phdrs[i];
-        if (check_segment(image, i, phdr, error) != 0)
-            return -1;
         if (phdr->p_type != PT_LOAD)
             continue;
         if (phdr->p_flags & COP_PF_OVERLAY) {
@@ -331,7 +272,7 @@ struct ovl_image *ovl_image_from_bytes(uint8_t *bytes, size_t size,
         goto failed;
     }
     if (check_as_loader(image, error) != 0 ||
-        check_header(image, error) != 0 ||
+        open_elf(image, error) != 0 ||
         load_sections(image, error) != 0 ||
         load_segments(image, error) != 0 ||
         ovl_load_name_note(image, error) != 0 ||

@@ -18,9 +18,10 @@
  * ovl_symbol_at looks in the functions first, so a label never hides the
  * function around it.
  *
- * Every name comes from elf_strptr, which checks the offset and the
- * terminating NUL against the string table; every symbol is copied out of
- * the section data, whose size libelf checked against the image.
+ * The table was checked by the one validator of images (common/image.c:
+ * whole 16-byte entries, every name inside its string table, NUL
+ * terminated); names come from elf_strptr and every symbol is copied out
+ * of the section data, whose size libelf checked against the image.
  */
 #include "overlay/overlay-internal.h"
 
@@ -206,10 +207,6 @@ static int read_symbols(struct ovl_image *image, Elf_Scn *scn,
     if (shdr == NULL || elf_getshdrnum(image->elf, &section_count) != 0)
         return ovl_fail(error, image->label, "cannot read the symbol table "
                         "header: %s", elf_errmsg(-1));
-    if (shdr->sh_entsize != sizeof(Elf32_Sym))
-        return ovl_fail(error, image->label, "symbol table entries are %"
-                        PRIu32 " bytes, not %zu", shdr->sh_entsize,
-                        sizeof(Elf32_Sym));
     Elf_Data *data = elf_getdata(scn, NULL);
     if (data == NULL)
         return ovl_fail(error, image->label, "cannot read the symbol table: "
@@ -225,12 +222,10 @@ static int read_symbols(struct ovl_image *image, Elf_Scn *scn,
         memcpy(&sym, (const uint8_t *)data->d_buf + i * sizeof sym,
                sizeof sym);
         const char *name = elf_strptr(image->elf, shdr->sh_link, sym.st_name);
-        if (name == NULL) {
+        if (name == NULL) {     /* the validator saw every name */
             free(all);
-            return ovl_fail(error, image->label, "symbol %zu has no valid "
-                            "name (offset %" PRIu32 " in string table "
-                            "section %" PRIu32 ")", i, sym.st_name,
-                            shdr->sh_link);
+            return ovl_fail(error, image->label, "cannot read the name of "
+                            "symbol %zu: %s", i, elf_errmsg(-1));
         }
         note_overlay_symbol(found, name, &sym);
         if (code_symbol(image, name, &sym, section_count, &all[used]))

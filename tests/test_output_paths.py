@@ -12,8 +12,10 @@ The tests that need another user run as root (as in CI).
 """
 
 import os
+import signal
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -193,3 +195,46 @@ def test_copsim_counts_are_private(coprof_bin, build_dir, tmp_path):
     assert files == ["context-1.counts"], files
     assert stat.S_IMODE(os.stat(str(out / files[0])).st_mode) == 0o600
     assert os.path.getsize(str(out / files[0])) > 0
+
+
+def stopped(pid):
+    """Whether pid stopped itself (SIGSTOP at a test point: state T)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_hard_link_swapped_in_after_the_check_is_not_written(
+        coprof_bin, build_dir, tmp_path):
+    """safe_out_open() writes the user's own file with one link in place;
+    when a hard link to another file is swapped in at the name between
+    that check and the open (the test point safe-out-in-place), the
+    opened file's link count says so, and the name is replaced: the other
+    file is not emptied or written."""
+    out = tmp_path / "encoded"
+    out.write_text("an older stream\n")
+    victim = tmp_path / "victim"
+    victim.write_text("another file of the user's\n")
+    argv = commands(coprof_bin, build_dir, tmp_path)["copstream encode"]
+    env = dict(os.environ, COPROF_TEST_PAUSE="safe-out-in-place")
+    p = subprocess.Popen([str(out) if a == "OUT" else a for a in argv],
+                         env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, process_group=0)
+    try:
+        deadline = time.monotonic() + 60
+        while not stopped(p.pid):
+            assert p.poll() is None, "copstream ended before its test point"
+            assert time.monotonic() < deadline, "no stop at the test point"
+            time.sleep(0.01)
+        os.unlink(str(out))
+        os.link(str(victim), str(out))
+        os.kill(p.pid, signal.SIGCONT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert victim.read_text() == "another file of the user's\n"
+    st = os.stat(str(out))
+    assert st.st_ino != os.stat(str(victim)).st_ino and st.st_nlink == 1

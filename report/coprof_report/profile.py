@@ -56,7 +56,7 @@ import functools
 import math
 import os
 
-from . import intervals, safefile, stalls, symbols
+from . import intervals, stalls, symbols
 from .session import content_hash
 
 SEPARATIONS = ("none", "context", "slot", "image")
@@ -227,8 +227,10 @@ class ImageInfo:
             os.path.basename(self.path) if self.path else "image%d" % self.id)
         self.status = row["status"]
         self.image_size = row["image_size"]
-        self.file, self.base = session.image_file(row)
-        self.symbolizer = symbols.symbolizer(self.file, self.base) \
+        # the checked bytes of self.file (never read again by name)
+        self.file, self.base, self._bytes = session.image_file(row)
+        self.symbolizer = symbols.symbolizer(self.file, self.base,
+                                             self._bytes) \
             if self.file and self.status == "ok" else None
         self.samples = 0            # of the whole session, every kind
         self.losses = Losses()
@@ -248,14 +250,11 @@ class ImageInfo:
         return "%s (%s)" % (self.short_name, self.where())
 
     def read_bytes(self):
-        """The image's bytes (from the file symbols are read from), or
-        None when there is no usable copy."""
-        if not self.file:
+        """The image's bytes (those symbols are read from, as they were
+        checked), or None when there is no usable copy."""
+        if self._bytes is None:
             return None
-        try:
-            data = safefile.read_input(self.file, follow=True)[self.base:]
-        except safefile.SafeFileError:
-            return None
+        data = self._bytes[self.base:]
         if self.base and self.image_size:
             data = data[:self.image_size]
         return data

@@ -34,7 +34,10 @@ O_RDONLY|O_NONBLOCK|O_NOFOLLOW and must be, by fstat of that descriptor, a
 regular file of at most a bounded size (and for the session's own cache,
 this user's or root's) before a byte is read.  Files outside the session
 that are often reached through a link (a host program, a library, a
-source file) are opened following it, and what it reaches is checked.
+source file) are opened following it, if the link is this user's or
+root's (in a parent, as for writing, and at the name; another user's link
+is refused, naming it, and what it points to is never opened), and what
+it reaches is checked.
 
 Every failure is a SafeFileError whose str() is one line "PATH: reason".
 """
@@ -210,6 +213,9 @@ def check_output(path):
 
 
 def _open_in_place(dirfd, name, path, follow):
+    """The descriptor of name, written where it is; None when a regular
+    file named directly has more than one link now (one was swapped in
+    after _how() looked): it is then replaced like any other."""
     flags = os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC
     if not follow:
         flags |= os.O_NOFOLLOW
@@ -219,6 +225,9 @@ def _open_in_place(dirfd, name, path, follow):
         raise SafeFileError(path, _strerror(e), e.errno)
     st = os.fstat(fd)
     regular = stat.S_ISREG(st.st_mode)
+    if regular and not follow and st.st_nlink != 1:
+        os.close(fd)
+        return None
     if (st.st_uid != os.geteuid()) if regular else not _trusted(st.st_uid):
         os.close(fd)
         raise SafeFileError(path, "%s owned by uid %d: refusing to write it"
@@ -264,6 +273,8 @@ class Output:
             else:
                 fd = _open_in_place(self._dirfd, self._name, path,
                                     how == "link")
+            if fd is None:          # a hard link swapped in after _how()
+                self._temp, fd = _create_temp(self._dirfd, self._name, path)
         except BaseException:
             os.close(self._dirfd)
             raise
@@ -365,6 +376,40 @@ def output_dir(path):
     return fd
 
 
+def _open_trusted(path, flags):
+    """A descriptor of path opened with flags and O_NOFOLLOW, after
+    following only links of this user's or root's: in parents (parent())
+    and at the name itself; SafeFileError naming path."""
+    at = path
+    for _ in range(LINKS_MAX + 1):
+        try:
+            dirfd, name = parent(at)
+        except SafeFileError as e:
+            if e.errno == errno.ENOENT and "a missing parent" in e.reason:
+                raise SafeFileError(path, os.strerror(e.errno), e.errno)
+            raise SafeFileError(path, e.reason if e.path == at else
+                                "%s: %s" % (e.path, e.reason), e.errno)
+        try:
+            try:
+                st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+            except OSError as e:
+                raise SafeFileError(path, _strerror(e), e.errno)
+            if not stat.S_ISLNK(st.st_mode):
+                try:
+                    return os.open(name, flags | os.O_NOFOLLOW, dir_fd=dirfd)
+                except OSError as e:
+                    raise SafeFileError(path, _strerror(e), e.errno)
+            if not _trusted(st.st_uid):
+                raise SafeFileError(path, "a symbolic link owned by uid %d, "
+                                    "not by this user or root: refusing to "
+                                    "follow it" % st.st_uid, errno.EACCES)
+            target = os.readlink(name, dir_fd=dirfd)
+        finally:
+            os.close(dirfd)
+        at = os.path.join(os.path.dirname(at), target)
+    raise SafeFileError(path, os.strerror(errno.ELOOP), errno.ELOOP)
+
+
 def read_input(path, max_size=MAX_INPUT, owned=False, want_size=None,
                follow=False):
     """The bytes of the file a session names at path: a regular file (not
@@ -372,18 +417,20 @@ def read_input(path, max_size=MAX_INPUT, owned=False, want_size=None,
     (and with owned, this user's or root's); with want_size, exactly that
     many bytes or SafeFileError before anything is read.  follow is for
     files outside the session that are often reached through a link (a
-    host program, a library, a source file): what the link reaches is
-    checked all the same."""
+    host program, a library, a source file): links of this user's or
+    root's only (_open_trusted), and what they reach is checked all the
+    same."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    if not follow:
-        flags |= os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise SafeFileError(path, "a symbolic link: refusing to follow "
-                                "it", e.errno)
-        raise SafeFileError(path, _strerror(e), e.errno)
+    if follow:
+        fd = _open_trusted(path, flags)
+    else:
+        try:
+            fd = os.open(path, flags | os.O_NOFOLLOW)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise SafeFileError(path, "a symbolic link: refusing to "
+                                    "follow it", e.errno)
+            raise SafeFileError(path, _strerror(e), e.errno)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -18,9 +18,11 @@ between tables (REFERENCES: a sample's image is a row of images) and the
 integer session keys (INT_KEYS, from the schema's @key lines).  A cached
 image is used only when its bytes are the image's (image_file(): its
 size, and its bytes against the file it was found in when that file still
-has the recorded content hash); a per-image problem is a warning
-(Session.warnings) and that image's samples are reported without symbols.
-end() says whether the session is complete, live or incomplete, and why.
+has the recorded content hash), and symbols are read from the bytes so
+checked, never from the file by name again; a per-image problem is a
+warning (Session.warnings) and that image's samples are reported without
+symbols.  end() says whether the session is complete, live or incomplete,
+and why.
 
 Every failure is a SessionError whose str() is one line "THING: reason".
 """
@@ -506,34 +508,37 @@ class Session:
         return self.query("SELECT * FROM sched_events ORDER BY order_num")
 
     def image_file(self, image):
-        """The path of an image's bytes to symbolize, and the offset of its
-        ELF header in it: the session's cached copy when it holds the
-        image's bytes, else the file it was found in when that still is the
-        file the context ran (its recorded size and content hash); (None,
-        0) when neither, with a warning in self.warnings."""
+        """Where an image's bytes to symbolize are: (path, the offset of
+        its ELF header in the file, the file's bytes as they were checked).
+        The session's cached copy when it holds the image's bytes, else the
+        file it was found in when that still is the file the context ran
+        (its recorded size and content hash); (None, 0, None) when
+        neither, with a warning in self.warnings.  The bytes are what was
+        checked: symbols are read from them, never from the path again (a
+        file swapped after the check cannot feed them)."""
         if image["status"] != "ok":
-            return None, 0          # coprofd said why (images.message)
+            return None, 0, None    # coprofd said why (images.message)
         original, why = self._original(image)
         cache = image["cache_file"]
         if cache and os.path.lexists(os.path.join(self.dir, cache)):
             p = os.path.join(self.dir, cache)
-            problem = _cache_problem(p, image, original)
+            problem, cached = _cache_problem(p, image, original)
             if problem is None:
-                return p, 0
+                return p, 0, cached
             if original is not None:
                 self._warn("%s: %s; symbols from %s instead"
                            % (p, problem, image["path"]))
-                return image["path"], image["image_offset"]
+                return image["path"], image["image_offset"], original
             self._warn("%s: %s, and %s; the samples of image %s are "
                        "shown without symbols" % (p, problem, _gone(image),
                                                   _image_name(image)))
-            return None, 0
+            return None, 0, None
         if original is not None:
-            return image["path"], image["image_offset"]
+            return image["path"], image["image_offset"], original
         self._warn("image %s: not in the session's cache, and %s; its "
                    "samples are shown without symbols"
                    % (_image_name(image), _gone(image, why)))
-        return None, 0
+        return None, 0, None
 
     def _original(self, image):
         """(bytes, None) of the file the image was found in, when it still
@@ -622,19 +627,26 @@ def _checked_file(path, want_hash, want_size):
 
 
 def _cache_problem(path, image, original):
-    """None when the cached copy at path holds the image's bytes, else
-    what is wrong with it.  Its size must be image_size; when the file the
-    image was found in still is the one the context ran, the bytes must be
-    that file's at image_offset, else (an image with a file of its own)
-    the cache must have the recorded content hash."""
+    """(None, its bytes) when the cached copy at path holds the image's
+    bytes (_cache_mismatch), else (what is wrong with it, None)."""
     name = image["cache_file"]
     if not name.startswith("images/") or "/" in name[7:] or \
             name[7:] in ("", ".", ".."):
-        return "is not a file in the session's images/"
+        return "is not a file in the session's images/", None
     try:
         data = safefile.read_input(path, owned=True)
     except safefile.SafeFileError as e:
-        return "cannot be used (%s)" % e.reason
+        return "cannot be used (%s)" % e.reason, None
+    problem = _cache_mismatch(data, image, original)
+    return problem, None if problem else data
+
+
+def _cache_mismatch(data, image, original):
+    """None when data, a cached copy's bytes, are the image's, else why
+    not.  Its size must be image_size; when the file the image was found
+    in still is the one the context ran, the bytes must be that file's at
+    image_offset, else (an image with a file of its own) the cache must
+    have the recorded content hash."""
     size = image["image_size"]
     if size is not None and len(data) != size:
         return "holds %d bytes, the image has %d (not the image's copy)" \

@@ -9,6 +9,7 @@ The same code serves host programs, whose creation-stack frames are
 
     sym = Symbolizer(path)                 # an ELF file
     sym = Symbolizer(path, base=0x3040)    # an ELF image embedded at 0x3040
+    sym = Symbolizer(path, base, data)     # from bytes already read (checked)
     f = sym.function_at(file_offset)       # a Function, or None
     f.name, f.offset (file offset of its start), f.size, f.section, f.vaddr
     sym.describe(file_offset)              # "name+0x1c", or "[section+0x..]"
@@ -26,6 +27,7 @@ file is parsed once (symbolizer()); lookups are binary searches.
 
 import bisect
 import collections
+import hashlib
 import io
 import os
 import re
@@ -75,14 +77,16 @@ class Symbolizer:
     """Functions of one ELF file (or image embedded at `base` in a file),
     looked up by file offset counted from the ELF header."""
 
-    def __init__(self, path, base=0):
+    def __init__(self, path, base=0, data=None):
         self.path = path
         self.base = base
         self._cache = {}
-        try:
-            data = safefile.read_input(path, follow=True)[base:]
-        except safefile.SafeFileError as e:
-            raise SymbolError(str(e))
+        if data is None:
+            try:
+                data = safefile.read_input(path, follow=True)
+            except safefile.SafeFileError as e:
+                raise SymbolError(str(e))
+        data = data[base:]
         try:
             self._load(ELFFile(io.BytesIO(data)))
         except (ELFError, ValueError, KeyError, IndexError, TypeError,
@@ -202,13 +206,17 @@ class Symbolizer:
 _symbolizers = {}
 
 
-def symbolizer(path, base=0):
+def symbolizer(path, base=0, data=None):
     """A shared Symbolizer for (path, base), or None when the file cannot be
-    read as ELF (a report then shows raw offsets)."""
+    read as ELF (a report then shows raw offsets).  data: the file's bytes
+    when the caller has read (and checked) them, which are used instead of
+    reading path again; one Symbolizer per distinct bytes."""
     key = (os.path.abspath(path), base)
+    if data is not None:
+        key += (len(data), hashlib.sha256(data).digest())
     if key not in _symbolizers:
         try:
-            _symbolizers[key] = Symbolizer(path, base)
+            _symbolizers[key] = Symbolizer(path, base, data)
         except SymbolError:
             _symbolizers[key] = None
     return _symbolizers[key]

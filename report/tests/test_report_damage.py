@@ -12,6 +12,8 @@ import fcntl
 import json
 import os
 import shutil
+import stat
+import subprocess
 import sqlite3
 
 import pytest
@@ -502,3 +504,136 @@ def test_empty_output_name_is_refused(template, capsys, tmp_path):
         status, out, err = run(capsys, *argv, "-d", template)
         assert status == 2 and out == "", (argv, out)
         assert err == ["copreport: %s: an empty file name" % opt], err
+
+
+# --- files a session names that are not regular files (issue 32, item 4) --
+#
+# The generator: a FIFO, /dev/zero, a directory and a symbolic link of
+# another user's (nobody) at images.path and at every image's cache file,
+# through every report format.  copreport must never hang (a FIFO opened
+# for reading), never read them (/dev/zero: an endless read; the link:
+# what another user points it at), say one line naming the file and why,
+# and still report what it can.  Each run is a process of its own with a
+# timeout and a bounded address space, so a hang or an endless read fails
+# the test instead of stopping the suite.
+
+NOBODY = 65534
+
+KINDS = {
+    "fifo": "a FIFO, not a regular file",
+    "dev-zero": "a character device, not a regular file",
+    "directory": "a directory, not a regular file",
+    "nobody-link": None,        # by where it is: see NOBODY_LINK
+}
+
+# A link at images.path (a host program, often reached through a link) is
+# followed only when this user or root owns it; one in the session's
+# images/ is never followed.
+NOBODY_LINK = {"path": "a symbolic link owned by uid %d, not by this user "
+                       "or root: refusing to follow it" % NOBODY,
+               "cache": "a symbolic link: refusing to follow it"}
+
+# name -> copreport's arguments for the session D, writing under OUT
+FORMATS = {
+    "text": ["-d", "D"],
+    "csv": ["-d", "D", "--format", "csv"],
+    "json": ["-d", "D", "--format", "json"],
+    "annotate": ["annotate", "-d", "D"],
+    "annotate-json": ["annotate", "-d", "D", "--format", "json"],
+    "timeline": ["timeline", "-d", "D", "-o", "OUT/t.json"],
+    "html": ["html", "-d", "D", "-o", "OUT/html"],
+    "archive": ["archive", "-d", "D", "-o", "OUT/a.tar.gz"],
+}
+FORMATS.update({"export-" + f: ["export", "-d", "D", "-f", f, "-o",
+                                "OUT/export." + f]
+                for f in ("pprof", "callgrind", "folded", "speedscope")})
+
+
+def _limited():
+    # an endless read fails fast instead of swapping the machine
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+
+
+def _plant(kind, at, target):
+    """Puts kind at the path at; target: a regular file the nobody link
+    points to (with the right bytes: only its owner makes it wrong)."""
+    if kind == "fifo":
+        os.mkfifo(at)
+    elif kind == "dev-zero":
+        os.mknod(at, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    elif kind == "directory":
+        os.mkdir(at)
+    else:
+        os.symlink(target, at)
+        os.lchown(at, NOBODY, NOBODY)
+
+
+def _images(d):
+    db = sqlite3.connect(os.path.join(d, "session.db"))
+    rows = db.execute("SELECT id, path, cache_file FROM images"
+                      " ORDER BY id").fetchall()
+    db.close()
+    return rows
+
+
+def _damage_files(d, kind, place, work):
+    """Plants kind at every image's file (place "path") or cache file
+    (place "cache"); returns the paths planted."""
+    images = _images(d)
+    host = images[0][1]
+    if place == "path":
+        bad = os.path.join(work, "host-program")
+        _plant(kind, bad, host)
+        db = sqlite3.connect(os.path.join(d, "session.db"))
+        db.execute("UPDATE images SET path = ?", (bad,))
+        db.commit()
+        db.close()
+        for _, _, cache in images:
+            os.unlink(os.path.join(d, cache))
+        return [bad]
+    planted = []
+    for n, (_, _, cache) in enumerate(images):
+        at = os.path.join(d, cache)
+        good = os.path.join(work, "cache-%d" % n)
+        os.rename(at, good)
+        _plant(kind, at, good)
+        planted.append(at)
+    return planted
+
+
+@pytest.mark.parametrize("place", ["path", "cache"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_non_regular_files_through_every_format(kind, place, session_copy,
+                                                coprof_bin, tmp_path):
+    if os.geteuid() != 0 and kind in ("dev-zero", "nobody-link"):
+        pytest.skip("needs root to make a device or a file of nobody's")
+    work = str(tmp_path / "work")
+    os.mkdir(work)
+    planted = _damage_files(session_copy, kind, place, work)
+    why = KINDS[kind] or NOBODY_LINK[place]
+    for name, argv in FORMATS.items():
+        out = tmp_path / name
+        out.mkdir()
+        argv = [session_copy if a == "D" else
+                a.replace("OUT", str(out)) for a in argv]
+        p = subprocess.run([coprof_bin("copreport")] + argv,
+                           capture_output=True, text=True, timeout=60,
+                           preexec_fn=_limited, stdin=subprocess.DEVNULL)
+        err = p.stderr.splitlines()
+        assert p.returncode == 0 and "Traceback" not in p.stderr, \
+            (name, p.stderr)
+        for bad in planted:
+            lines = [l for l in err if bad + ":" in l or bad + " " in l]
+            assert len(lines) >= 1, (name, bad, err)
+            assert all(why in l for l in lines), (name, why, lines)
+            # one line per image, never the same line twice
+            assert len(lines) == len(set(lines)) <= len(_images(
+                session_copy)), (name, lines)
+        if name == "json":
+            rep = json.loads(p.stdout)
+            assert rep["rows"] and rep["totals"]["samples"] > 0
+            symbols = {r["symbol"] for r in rep["rows"]}
+            # a bad cache leaves the host program: still symbols
+            assert (place == "cache") == any(
+                s.startswith("stage_") for s in symbols), symbols

@@ -233,6 +233,67 @@ def test_a_cache_changed_in_place_is_detected(session_copy, coprof_bin):
     assert len(warn) == 1 and "the cache was changed" in warn[0], p.stderr
 
 
+def test_symbols_come_from_the_bytes_that_were_checked(
+        session_copy, real_session, tmp_path, monkeypatch, capsys):
+    """copreport hash-checks the file the image was found in, then reads
+    its symbols from the bytes it checked: a file swapped for another (same
+    size, names changed) right after the check cannot feed them.  The swap
+    is made by a hook on the check (session._checked_file), in process."""
+    from coprof_report import cli, session, symbols
+    host = tmp_path / "host-pipeline"
+    data = open(real_session.host, "rb").read()
+    assert b"stage_" in data
+    host.write_bytes(data)
+    os.unlink(_cache(session_copy))
+    _set_image(session_copy, path=str(host))
+    checked = session._checked_file
+
+    def check_then_swap(path, want_hash, want_size):
+        result = checked(path, want_hash, want_size)
+        if path == str(host):
+            swapped = tmp_path / "swapped"
+            swapped.write_bytes(data.replace(b"stage_", b"stXge_"))
+            os.rename(str(swapped), path)
+        return result
+
+    monkeypatch.setattr(session, "_checked_file", check_then_swap)
+    monkeypatch.setattr(symbols, "_symbolizers", {})
+    assert cli.main(["-d", session_copy, "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert host.read_bytes() != data, "the hook swapped the file"
+    names = [r.get("symbol") or "" for r in json.loads(out)["rows"]]
+    assert any(n.startswith("stage_") for n in names), names
+    assert not any("stXge_" in n for n in names), names
+
+
+def test_a_hard_link_swapped_in_after_the_look_is_not_written(
+        tmp_path, monkeypatch):
+    """safefile.output() writes the user's own file with one link in
+    place; a hard link to another file swapped in at the name after that
+    look (a hook on _how) is seen on the opened file, and the name is
+    replaced: the other file keeps its bytes."""
+    from coprof_report import safefile
+    out = tmp_path / "report.txt"
+    out.write_text("an older report\n")
+    victim = tmp_path / "victim"
+    victim.write_text("another file of the user's\n")
+    how = safefile._how
+
+    def look_then_swap(dirfd, name, path):
+        result = how(dirfd, name, path)
+        assert result == "place"
+        os.unlink(str(out))
+        os.link(str(victim), str(out))
+        return result
+
+    monkeypatch.setattr(safefile, "_how", look_then_swap)
+    with safefile.output(str(out)) as f:
+        f.write("the report\n")
+    assert victim.read_text() == "another file of the user's\n"
+    assert out.read_text() == "the report\n"
+    assert os.stat(str(out)).st_nlink == 1
+
+
 def test_a_users_own_file_is_written_in_place(real_session, copreport,
                                               tmp_path):
     """A file of the user's with one link is written where it is, so a

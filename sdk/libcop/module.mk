@@ -12,7 +12,8 @@ LIBCOP := $(LIB)/$(LIBCOP_SONAME)
 LIBCOP_LINK := $(LIB)/libcop.so
 LIBCOP_OBJS := $(OBJ)/sdk/libcop/libcop.o $(OBJ)/sdk/libcop/private.o \
 	$(OBJ)/sdk/libcop/mailbox.o \
-	$(OBJ)/common/copsim-socket.o $(OBJ)/common/safe-file.o
+	$(OBJ)/common/copsim-socket.o $(OBJ)/common/safe-file.o \
+	$(OBJ)/common/cli.o
 LIBCOP_PC := $(LIB)/pkgconfig/libcop.pc
 
 $(LIBCOP): $(LIBCOP_OBJS) sdk/libcop/libcop.map
