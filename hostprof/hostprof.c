@@ -196,6 +196,37 @@ static int add_children(struct hostprof *hp, pid_t pid, pid_t tid,
     return n;
 }
 
+/* Whether thread tid of pid runs: /proc/PID/task/TID/stat is there and
+ * its state is not Z or X (a zombie runs nothing). */
+static int thread_runs(pid_t pid, pid_t tid)
+{
+    char path[64], text[512], *end;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+    if (!(f = fopen(path, "re")))
+        return 0;
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (!(end = strrchr(text, ')')) || end[1] != ' ')
+        return 1;           /* unreadable: taken as running */
+    return end[2] != 'Z' && end[2] != 'X';
+}
+
+int hostprof_threads_ended(const struct hostprof *hp)
+{
+    for (size_t i = 0; i < hp->threads.n; i++) {
+        const struct host_thread *t = VEC_AT(&hp->threads,
+                                             struct host_thread, i);
+
+        if (thread_runs(t->pid, t->tid))
+            return 0;
+    }
+    return 1;
+}
+
 int hostprof_add_process(struct hostprof *hp, pid_t pid, const char *role,
                          const char *role_children)
 {
