@@ -435,7 +435,6 @@ static void stop_sched_when_over(struct hostprof *hp,
         !hostprof_threads_ended(hp))
         return;
     host_sched_stop(sched);
-    cli_test_point("coprof-host-sched-stopped");
 }
 
 static void record(const struct options *o, struct hostprof *hp,

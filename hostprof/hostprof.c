@@ -9,6 +9,7 @@
 #include "hostprof/hostprof.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,7 +198,8 @@ static int add_children(struct hostprof *hp, pid_t pid, pid_t tid,
 }
 
 /* Whether thread tid of pid runs: /proc/PID/task/TID/stat is there and
- * its state is not Z or X (a zombie runs nothing). */
+ * its state is not Z or X (a zombie runs nothing).  What cannot be read
+ * for another reason than its absence is taken as running. */
 static int thread_runs(pid_t pid, pid_t tid)
 {
     char path[64], text[512], *end;
@@ -206,12 +208,12 @@ static int thread_runs(pid_t pid, pid_t tid)
 
     snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
     if (!(f = fopen(path, "re")))
-        return 0;
+        return errno != ENOENT && errno != ESRCH;
     n = fread(text, 1, sizeof(text) - 1, f);
     fclose(f);
     text[n] = '\0';
     if (!(end = strrchr(text, ')')) || end[1] != ' ')
-        return 1;           /* unreadable: taken as running */
+        return 1;           /* not understood: taken as running */
     return end[2] != 'Z' && end[2] != 'X';
 }
 
