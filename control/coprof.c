@@ -751,6 +751,17 @@ static void host_ready(struct record *r)
 }
 
 /*
+ * CMD has ended: coprof-host told (SIGUSR2), so that it stops tracing as
+ * soon as nothing it traces runs and removes its tracefs instance while
+ * coprofd and copsim finish; it stores at stop_host().
+ */
+static void host_command_over(struct record *r)
+{
+    if (r->host > 0)
+        kill(r->host, SIGUSR2);
+}
+
+/*
  * coprof-host told to stop and store nothing (SIGUSR1): the recording
  * was not made (coprof record failed before CMD ran).
  */
@@ -1417,6 +1428,7 @@ static int run_command(struct record *r)
     release_command(r);
     status = wait_command(r);
     command_pid = 0;
+    host_command_over(r);
     return status;
 }
 

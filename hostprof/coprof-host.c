@@ -70,7 +70,7 @@ struct follower {
     int said;                   /* a failure to attach was said */
 };
 
-static volatile sig_atomic_t stopping, follow_now, discarding;
+static volatile sig_atomic_t stopping, follow_now, discarding, command_over;
 
 static void usage(FILE *out)
 {
@@ -86,7 +86,8 @@ static void usage(FILE *out)
 "                [--ready-fd N] [--end-with-parent] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
-"    Records, until SIGTERM or SIGINT (SIGUSR1: stop and store nothing),\n"
+"    Records, until SIGTERM or SIGINT (SIGUSR1: stop and store nothing;\n"
+"    SIGUSR2, the command ended: stop tracing once no thread traced runs),\n"
 "    the Linux scheduler's events\n"
 "    (sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task,\n"
 "    sched_process_fork, sched_process_exit, task_newtask) of the\n"
@@ -256,6 +257,13 @@ static void on_discard(int sig)
     stopping = discarding = 1;
 }
 
+/* SIGUSR2: the command has ended (coprof record reaped it). */
+static void on_command_over(int sig)
+{
+    (void)sig;
+    command_over = 1;
+}
+
 static void on_follow(int sig)
 {
     (void)sig;
@@ -277,6 +285,8 @@ static void catch_signals(int follow)
     sigaction(SIGHUP, &action, NULL);
     action.sa_handler = on_discard;
     sigaction(SIGUSR1, &action, NULL);
+    action.sa_handler = on_command_over;
+    sigaction(SIGUSR2, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -410,6 +420,23 @@ static void dump(const struct options *o, struct hostprof *hp,
             ++dumps, f->pids.n);
 }
 
+/*
+ * After SIGUSR2 (the command ended), once every thread traced has ended:
+ * nothing traced can run or create a task any more, so tracing stops
+ * now, its last events read, and the instance's removal (about 0.1 s of
+ * the kernel's) runs while copsim and coprofd finish, instead of after.
+ * A thread that still runs (a child process the command left, copsim's
+ * with --sched=all) keeps the tracing on until it ends or SIGTERM comes.
+ */
+static void stop_sched_when_over(struct hostprof *hp,
+                                 struct host_sched *sched)
+{
+    if (!command_over || !host_sched_active(sched) ||
+        !hostprof_threads_ended(hp))
+        return;
+    host_sched_stop(sched);
+}
+
 static void record(const struct options *o, struct hostprof *hp,
                    struct host_sched *sched, struct host_sampler *sampler)
 {
@@ -431,6 +458,7 @@ static void record(const struct options *o, struct hostprof *hp,
         }
         nanosleep(&tick, NULL);
         drain(o, hp, sched, sampler, &lives);
+        stop_sched_when_over(hp, sched);
     }
     vec_free(&f.pids);
     hp->stop_ns = monotonic_ns();

@@ -9,6 +9,7 @@
 #include "hostprof/hostprof.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,38 @@ static int add_children(struct hostprof *hp, pid_t pid, pid_t tid,
         n += hostprof_add_process(hp, child, role_children, role_children);
     fclose(f);
     return n;
+}
+
+/* Whether thread tid of pid runs: /proc/PID/task/TID/stat is there and
+ * its state is not Z or X (a zombie runs nothing).  What cannot be read
+ * for another reason than its absence is taken as running. */
+static int thread_runs(pid_t pid, pid_t tid)
+{
+    char path[64], text[512], *end;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+    if (!(f = fopen(path, "re")))
+        return errno != ENOENT && errno != ESRCH;
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (!(end = strrchr(text, ')')) || end[1] != ' ')
+        return 1;           /* not understood: taken as running */
+    return end[2] != 'Z' && end[2] != 'X';
+}
+
+int hostprof_threads_ended(const struct hostprof *hp)
+{
+    for (size_t i = 0; i < hp->threads.n; i++) {
+        const struct host_thread *t = VEC_AT(&hp->threads,
+                                             struct host_thread, i);
+
+        if (thread_runs(t->pid, t->tid))
+            return 0;
+    }
+    return 1;
 }
 
 int hostprof_add_process(struct hostprof *hp, pid_t pid, const char *role,

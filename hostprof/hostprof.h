@@ -202,4 +202,8 @@ struct host_thread *hostprof_find_thread(struct hostprof *hp, pid_t tid);
 int hostprof_add_process(struct hostprof *hp, pid_t pid, const char *role,
                          const char *role_children);
 
+/* Whether every thread of the session has ended (gone from /proc or a
+ * zombie): none of them can run or create a task any more. */
+int hostprof_threads_ended(const struct hostprof *hp);
+
 #endif

@@ -187,6 +187,11 @@ static void *remove_instance(void *instance)
     return NULL;
 }
 
+int host_sched_active(const struct host_sched *s)
+{
+    return s->instance != NULL;
+}
+
 void host_sched_stop(struct host_sched *s)
 {
     struct tracefs_instance *instance = s->instance;

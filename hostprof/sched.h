@@ -51,6 +51,8 @@ void host_sched_read(struct host_sched *s);
  * filter (a process followed once it runs; its earlier events are not
  * had).  0, or -1. */
 int host_sched_follow(struct host_sched *s, size_t from);
+/* Whether tracing runs (started and not yet stopped). */
+int host_sched_active(const struct host_sched *s);
 void host_sched_stop(struct host_sched *s);
 void host_sched_finish(struct host_sched *s);
 

@@ -15,7 +15,9 @@ Linux scheduler's events of the host programs' threads).
 It prints, for each daemon, the value at the 1,000th context, the peak,
 and the slope per 1,000 contexts (least squares over the samples from
 the 1,000th context on), the descriptors' range, and the session's size
-per context (its directory's blocks on disk).  Targets: coprofd's and
+per context (its directory's blocks on disk) and what it is made of: each
+file's bytes and, from SQLite's dbstat, each table's with its indexes,
+the biggest first, per context.  Targets: coprofd's and
 coprof-host's slope under 1 MB per 1,000 contexts, coprofd's peak under
 96 MB, descriptors flat; the session at most 5 KB per context (issue
 25).  Everything runs in a temporary
@@ -24,6 +26,7 @@ directory with its own copsim socket; nothing is left behind.
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -160,6 +163,44 @@ def run_batches(args, env, sampler, deadline):
     return made
 
 
+def files_bytes(session):
+    """(name, bytes on disk) of the session directory's files, the
+    images folder as one."""
+    sizes = {}
+    for name in os.listdir(session):
+        path = os.path.join(session, name)
+        sizes[name + "/" if os.path.isdir(path) else name] = \
+            benchlib.disk_bytes(path) if os.path.isdir(path) else \
+            os.lstat(path).st_blocks * 512
+    return sorted(sizes.items(), key=lambda item: -item[1])
+
+
+def tables_bytes(session):
+    """(table, bytes) of session.db from dbstat, an index counted with
+    its table, the biggest first."""
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(session,
+                                                          "session.db"),
+                         uri=True)
+    try:
+        owner = dict(db.execute("SELECT name, tbl_name FROM sqlite_master"))
+        sizes = {}
+        for name, size in db.execute("SELECT name, SUM(pgsize) FROM dbstat "
+                                     "GROUP BY name"):
+            table = owner.get(name, name)
+            sizes[table] = sizes.get(table, 0) + size
+    finally:
+        db.close()
+    return sorted(sizes.items(), key=lambda item: -item[1])
+
+
+def print_sizes(label, sizes, made, shown=8):
+    """The biggest of sizes, in bytes per context."""
+    parts = ["%s %.0f" % (name, size / max(made, 1))
+             for name, size in sizes[:shown] if size]
+    for at in range(0, len(parts), 4):
+        print("%-8s %s" % (label if at == 0 else "", "; ".join(parts[at:at + 4])))
+
+
 def main():
     args = parse_args()
     top = tempfile.mkdtemp(prefix="coprof-soak-")
@@ -205,6 +246,8 @@ def main():
         per_context = size / max(made, 1)
         print("session  %.1f MB on disk, %.0f bytes per context"
               % (size / 1e6, per_context))
+        print_sizes("files", files_bytes(session), made)
+        print_sizes("tables", tables_bytes(session), made)
         print("targets  coprofd slope under %.0f MB per 1,000 contexts, "
               "peak under %.0f MB: %s"
               % (SLOPE_TARGET_MB, PEAK_TARGET_MB, "met" if ok else "MISSED"))

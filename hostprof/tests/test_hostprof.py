@@ -12,8 +12,10 @@ import io
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
+import time
 
 import pytest
 
@@ -438,6 +440,79 @@ def test_instances_removed(coprof_bin, split_host, tmp_path):
     finally:
         if os.path.exists(stale):
             os.rmdir(stale)
+
+
+def stopped(pid):
+    """Whether pid is stopped (state T: a cli_test_point's SIGSTOP)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def child_named(pid, comm):
+    """The pid of pid's child whose comm is comm, or None."""
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            for child in f.read().split():
+                try:
+                    with open("/proc/%s/comm" % child) as c:
+                        if c.read().strip() == comm:
+                            return int(child)
+                except OSError:
+                    pass
+    return None
+
+
+def wait_until(condition, what, seconds=60):
+    """Waits for a state the test drives to; fails naming it after a
+    bound (never a time the test relies on)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "never happened: " + what
+        time.sleep(0.02)
+
+
+@needs_root
+def test_tracing_ends_with_the_command(coprof_bin, split_host, tmp_path):
+    """Once the command has ended (and every thread it made), coprof-host
+    stops tracing and removes its tracefs instance at once, while coprofd
+    and copsim finish: with coprof held at its test point after coprofd's
+    end, before coprof-host is told to store, the instance is already
+    gone.  The session still holds the command's threads to their exit
+    and the host side complete."""
+    d = tmp_path / "s"
+    p = subprocess.Popen(
+        [coprof_bin("coprof"), "record", "-q", "-o", str(d), "--",
+         split_host, "1", "1", "1000"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, process_group=0,
+        env=dict(os.environ, COPROF_TEST_PAUSE="coprof-after-coprofd"))
+    try:
+        wait_until(lambda: stopped(p.pid), "coprof at its test point")
+        host = child_named(p.pid, "coprof-host")
+        assert host, "no coprof-host under coprof"
+        instance = "/sys/kernel/tracing/instances/coprof-%d" % host
+        wait_until(lambda: not os.path.exists(instance),
+                   "%s removed before coprof-host is told to store"
+                   % instance)
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+        _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    con = sqlite3.connect(d / "session.db")
+    try:
+        k = keys(con)
+        assert k["host.end_state"] == "complete", k
+        assert k["host.sched"] == "recorded"
+        assert int(k["host.sched_lost"]) == 0
+        command = [tid for (tid,) in con.execute(
+            "SELECT tid FROM host_threads WHERE role = 'command'")]
+        exited = {tid for (tid,) in con.execute(
+            "SELECT tid FROM host_sched_events WHERE kind = 'exit'")}
+    finally:
+        con.close()
+    assert command and set(command) <= exited, (command, exited)
 
 
 @needs_root
