@@ -392,12 +392,16 @@ def test_copsim_writes_one_file_per_context(coprof_bin, build_dir, tmp_path):
                 assert totals[(name, section)] > 0, (name, totals)
 
 
-def test_copsim_counts_dir_must_exist(coprof_bin, tmp_path):
+def test_copsim_counts_dir_parent_must_exist(coprof_bin, tmp_path):
+    """copsim makes the counts directory (the safe-write rule), never a
+    missing parent of it."""
+    counts = tmp_path / "nowhere" / "counts"
     proc = subprocess.run(
         [coprof_bin("copsim"), "--socket", str(tmp_path / "s"),
-         "--exact-counts", str(tmp_path / "nowhere")],
+         "--exact-counts", str(counts)],
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == \
-        ["copsim: --exact-counts %s: No such file or directory"
-         % (tmp_path / "nowhere")]
+        ["copsim: --exact-counts: %s: %s: no such directory (a missing "
+         "parent is not created)" % (counts, tmp_path / "nowhere")]
+    assert not (tmp_path / "nowhere").exists()
