@@ -131,7 +131,7 @@ def stable(line):
     line = re.sub(r" [\d.]+% \([\d.]+-[\d.]+\)", " P% (L-H)", line)
     # whether contexts ran long enough for intervals from blocks depends
     # on the machine's speed
-    return re.sub(r"^  \d+ samples(, .* intervals?.*)?$", "  N samples",
+    return re.sub(r"^  \d+ samples(, (.* )?intervals?.*)?$", "  N samples",
                   line)
 
 
