@@ -248,7 +248,13 @@ void copsim_message_close_fds(struct copsim_message *message)
 
 int copsim_wait_ready(int fd, int timeout_ms)
 {
+    return copsim_wait_word(fd, "ready", timeout_ms);
+}
+
+int copsim_wait_word(int fd, const char *word, int timeout_ms)
+{
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    size_t len = strlen(word);
     char buf[16];
     size_t got = 0;
 
@@ -268,7 +274,8 @@ int copsim_wait_ready(int fd, int timeout_ms)
         got += (size_t)n;
         buf[got] = '\0';
         if (strchr(buf, '\n'))
-            return strcmp(buf, "ready\n") == 0 ? 0 : -1;
+            return strncmp(buf, word, len) == 0 && buf[len] == '\n' &&
+                   buf[len + 1] == '\0' ? 0 : -1;
     }
     return -1;
 }

@@ -54,6 +54,12 @@ int copsim_connect(const char *path);
  */
 int copsim_wait_ready(int fd, int timeout_ms);
 
+/*
+ * copsim_wait_ready() for another word: waits until the pipe's writer
+ * writes `word` and a newline (coprof-host's "stored").
+ */
+int copsim_wait_word(int fd, const char *word, int timeout_ms);
+
 /* Fills a header for a message of `size` bytes. */
 void copsim_header_init(struct copsim_header *header, unsigned type,
                         size_t size);

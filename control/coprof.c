@@ -129,6 +129,7 @@ struct record {
     pid_t host;                 /* coprof-host while it runs, or 0 */
     pid_t host_pid;             /* the coprof-host that was started, or 0 */
     int host_ready_fd;          /* where it says "ready", until it did */
+    int host_stored_fd;         /* the same pipe, where it says "stored" */
     int host_status;            /* how it ended; -1: it had to be killed */
     struct relay host_relay;
     pid_t top;                  /* --top's copreport top, or 0 */
@@ -728,6 +729,13 @@ static void spawn_host(struct record *r)
     r->host_pid = r->host;
 }
 
+static void close_host_stored(struct record *r)
+{
+    if (r->host_stored_fd >= 0)
+        close(r->host_stored_fd);
+    r->host_stored_fd = -1;
+}
+
 /* coprof-host recording (CMD may go on), or given up on and said. */
 static void host_ready(struct record *r)
 {
@@ -736,11 +744,13 @@ static void host_ready(struct record *r)
 
     if (r->host <= 0 || r->host_ready_fd < 0)
         return;
+    r->host_stored_fd = fcntl(r->host_ready_fd, F_DUPFD_CLOEXEC, 0);
     rc = daemons_wait_ready(r->host, r->host_ready_fd, "coprof-host", NULL,
                             err, sizeof(err));
     r->host_ready_fd = -1;
     relay_drain(&r->host_relay);
     if (rc < 0) {
+        close_host_stored(r);
         relay_close(&r->host_relay);
         fprintf(stderr, "coprof: %s; the host side is not recorded\n", err);
         r->host = r->host_pid = 0;
@@ -770,6 +780,7 @@ static void discard_host(struct record *r)
     if (r->host_ready_fd >= 0)
         close(r->host_ready_fd);
     r->host_ready_fd = -1;
+    close_host_stored(r);
     if (r->host <= 0)
         return;
     kill(r->host, SIGUSR1);
@@ -821,13 +832,30 @@ static void stop_child(pid_t *pid, int wait_ms, int *how)
     *pid = 0;
 }
 
-/* coprof-host stores the host side once the session's daemons ended;
- * how it ended is kept for settle_host(). */
+/*
+ * coprof-host stores the host side once the session's daemons ended (it
+ * was sent SIGTERM in finish()) and says "stored" before it waits for its
+ * tracefs instance's removal (about 0.1 s of the kernel's RCU grace
+ * periods, after the command's end): coprof goes on at "stored" and
+ * leaves that wait to coprof-host, which ends by itself.  Without the
+ * word (it died, or could not store), how it ended is kept for
+ * settle_host().
+ */
 static void stop_host(struct record *r)
 {
+    int stored;
+
     if (r->host <= 0)
         return;
-    stop_child(&r->host, HOST_STOP_MS, &r->host_status);
+    stored = r->host_stored_fd >= 0 &&
+             copsim_wait_word(r->host_stored_fd, "stored", HOST_STOP_MS) == 0;
+    close_host_stored(r);
+    if (stored) {
+        r->host_status = 0;
+        r->host = 0;
+    } else {
+        stop_child(&r->host, HOST_STOP_MS, &r->host_status);
+    }
     relay_close(&r->host_relay);
 }
 
@@ -1506,6 +1534,7 @@ int main(int argc, char **argv)
     r.host_relay.fd = r.host_relay.log = -1;
     r.hold_fd = -1;
     r.host_ready_fd = -1;
+    r.host_stored_fd = -1;
     r.command_out = -1;
     if (argc < 2)
         return cli_fail(EXIT_USAGE, "no subcommand: coprof record [OPTIONS] "

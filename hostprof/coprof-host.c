@@ -135,7 +135,9 @@ static void usage(FILE *out)
 "                          a dump and at the end; what it lets go is\n"
 "                          counted\n"
 "    --no-sched            no scheduler events\n"
-"    --ready-fd N          write \"ready\" to descriptor N once recording\n"
+"    --ready-fd N          write \"ready\" to descriptor N once recording,\n"
+"                          and \"stored\" once the host side is stored\n"
+"                          (before the tracefs instance's removal ends)\n"
 "    --end-with-parent     stop (and store) when the process that started\n"
 "                          it dies, as on SIGTERM (coprof record)\n"
 "    -q, --quiet           no summary line\n"
@@ -327,6 +329,21 @@ static void say_ready(int fd)
         return;
     if (write(fd, "ready\n", 6) < 0) {
         /* coprof gone: it will not wait for us */
+    }
+}
+
+/*
+ * The host side is stored: "stored" on the ready pipe, so that coprof
+ * goes on while this program waits for its tracefs instance's removal
+ * (the kernel's RCU grace periods, about 0.1 s).  A program that stored
+ * nothing closes the pipe unsaid.
+ */
+static void say_stored(int fd, int stored)
+{
+    if (fd <= 0)
+        return;
+    if (stored && write(fd, "stored\n", 7) < 0) {
+        /* nobody waits for it (copcontrol), or coprof is gone */
     }
     close(fd);
 }
@@ -531,6 +548,8 @@ int main(int argc, char **argv)
     record(&o, &hp, &sched, &sampler);
     if (!discarding)
         rc = end(&o, &hp, &chain);
+    say_stored(o.ready_fd, !discarding && rc == 0);
+    cli_test_point("coprof-host-after-stored");
     free(chain);
     host_sched_finish(&sched);
     hostprof_free(&hp);

@@ -516,6 +516,44 @@ def test_tracing_ends_with_the_command(coprof_bin, split_host, tmp_path):
 
 
 @needs_root
+def test_coprof_ends_once_the_host_side_is_stored(coprof_bin, split_host,
+                                                   tmp_path):
+    """coprof record ends when coprof-host says the host side is stored,
+    not when coprof-host ends: the removal of its tracefs instance (about
+    0.1 s of the kernel's RCU grace periods) is left to coprof-host, which
+    then ends by itself.  Held at its test point right after "stored",
+    coprof-host still runs when coprof has ended with a complete host side;
+    let go, it removes its instance and ends."""
+    d = tmp_path / "s"
+    p = subprocess.Popen(
+        [coprof_bin("coprof"), "record", "-q", "-o", str(d), "--",
+         split_host, "1", "1", "1000"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, process_group=0,
+        env=dict(os.environ, COPROF_TEST_PAUSE="coprof-host-after-stored"))
+    host = None
+    try:
+        wait_until(lambda: child_named(p.pid, "coprof-host"), "coprof-host")
+        host = child_named(p.pid, "coprof-host")
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert stopped(host), "coprof-host is not at its test point"
+        con = sqlite3.connect(d / "session.db")
+        try:
+            assert keys(con)["host.end_state"] == "complete"
+        finally:
+            con.close()
+    finally:
+        if host:
+            os.kill(host, signal.SIGCONT)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    wait_until(lambda: not running(host), "coprof-host's end")
+    assert not os.path.exists("/sys/kernel/tracing/instances/coprof-%d"
+                              % host)
+
+
+@needs_root
 @pytest.mark.parametrize("sched", ["command", "all"])
 def test_command_recorded_from_before_its_exec(coprof_bin, tmp_path, sched):
     """coprof record starts coprof-host beside copsim (after it with
