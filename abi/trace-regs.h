@@ -1004,18 +1004,18 @@ static inline int32_t trace_slot_drain_stacks(struct trace_regs_slot *slot,
 }
 
 /*
- * Tries a writer of the LFSR seqlock makes before it gives up: the other
- * writer is a process that may have died inside, or the file is hostile;
- * a writer never spins for ever.
+ * Tries a writer or a reader of the LFSR seqlock makes before it gives
+ * up: the writer inside is a process that may have died there, or the
+ * file is hostile; nobody spins for ever.
  */
-#define TRACE_LFSR_WRITE_TRIES  0x100000u   /* 2^20 */
+#define TRACE_LFSR_TRIES        0x100000u   /* 2^20, writers and readers */
 
 /*
  * Enters the write side of the LFSR seqlock: takes lfsr_seq from an even
  * value to the next odd one with a compare-and-swap, so that two writers
  * (the producer at a reload, copdrv.ko loading the LFSR while the producer
  * runs) never both enter and never leave it odd.  Returns 0 with *seq the
- * even value taken, or -1 after TRACE_LFSR_WRITE_TRIES looks at a held
+ * even value taken, or -1 after TRACE_LFSR_TRIES looks at a held
  * lock (nothing written).  The CAS is a full barrier: the data stores
  * after it pair with the reader's trace_fence_load() in
  * trace_slot_read_lfsr().
@@ -1025,7 +1025,7 @@ static inline int trace_lfsr_write_begin(struct trace_regs_slot *slot,
 {
     uint32_t tries;
 
-    for (tries = 0; tries < TRACE_LFSR_WRITE_TRIES; tries++) {
+    for (tries = 0; tries < TRACE_LFSR_TRIES; tries++) {
         *seq = trace_load_once(&slot->lfsr_seq);
         if (!(*seq & 1u) && trace_cas(&slot->lfsr_seq, *seq, *seq + 1))
             return 0;
@@ -1110,20 +1110,29 @@ struct trace_lfsr_snapshot {
     uint32_t reload_state;
 };
 
-/* Any reader: takes a consistent snapshot, retrying while a write is on. */
-static inline void trace_slot_read_lfsr(const struct trace_regs_slot *slot,
-                                        struct trace_lfsr_snapshot *snap)
+/*
+ * Any reader: takes a consistent snapshot, retrying while a write is on,
+ * TRACE_LFSR_TRIES times at most.  Returns 0, or -1 with the values
+ * of the last try when lfsr_seq stayed odd or moving: a producer killed
+ * inside its write leaves it odd for ever, and its values as they were
+ * (no reader may spin on a lock whose holder is gone).
+ */
+static inline int trace_slot_read_lfsr(const struct trace_regs_slot *slot,
+                                       struct trace_lfsr_snapshot *snap)
 {
-    uint32_t before, after;
+    uint32_t before, after, tries;
 
-    do {
+    for (tries = 0; tries < TRACE_LFSR_TRIES; tries++) {
         before = trace_load_acquire(&slot->lfsr_seq);
         snap->reload_cycle = trace_load_once(&slot->reload_cycle);
         snap->reload_state = trace_load_once(&slot->reload_state);
         snap->cycles = trace_load_once(&slot->cycles);
         trace_fence_load();
         after = trace_load_once(&slot->lfsr_seq);
-    } while (before != after || (before & 1u));
+        if (before == after && !(before & 1u))
+            return 0;
+    }
+    return -1;
 }
 
 /*

@@ -615,7 +615,9 @@ static void attach(uint32_t gate)
         stop_emulator("%s: context %u was let run without a slot bound to "
                       "it (slot field %u)", tu.unit->path, tu.context_id,
                       slot_id);
-    trace_slot_read_lfsr(slot, &snap);
+    /* -1: a producer killed inside its write left the lock held; its
+     * values are as it left them, and this one samples from them */
+    (void)trace_slot_read_lfsr(slot, &snap);
     state = trace_lfsr_snapshot_state(&snap);
     tu.slot = slot;
     state = dither_first_interval(&snap, state);

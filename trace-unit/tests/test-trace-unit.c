@@ -1279,6 +1279,38 @@ static void test_lfsr_seqlock_two_writers(void)
     g_free(slot);
 }
 
+/*
+ * A producer killed inside its LFSR write (an emulator's SIGKILL) leaves
+ * lfsr_seq odd for ever: a reader gives up after TRACE_LFSR_TRIES tries
+ * with the values as they were left, and trace_slot_status() returns
+ * (copsim's driver stop once spun on it for ever under its scheduler
+ * lock).  An alarm fails the test where a reader would spin.
+ */
+static void test_lfsr_reader_of_a_dead_writer(struct fixture *f,
+                                              gconstpointer data)
+{
+    struct trace_regs_slot *slot = trace_unit_slot(f->unit, 0);
+    struct trace_slot_status status;
+    struct trace_lfsr_snapshot snap;
+
+    (void)data;
+    slot->cycles = 5000;
+    slot->reload_cycle = 4000;
+    slot->reload_state = 0x1234;
+    slot->lfsr_seq = 7;                 /* a writer inside, and gone */
+    alarm(60);
+    g_assert_cmpint(trace_slot_read_lfsr(slot, &snap), ==, -1);
+    g_assert_cmpuint(snap.cycles, ==, 5000);
+    g_assert_cmpuint(snap.reload_cycle, ==, 4000);
+    g_assert_cmphex(snap.reload_state, ==, 0x1234);
+    trace_slot_status(f->unit, 0, &status);
+    alarm(0);
+    g_assert_cmpuint(status.cycles, ==, 5000);
+    g_assert_cmpuint(slot->lfsr_seq, ==, 7);
+    slot->lfsr_seq = 8;                 /* a writer that left */
+    g_assert_cmpint(trace_slot_read_lfsr(slot, &snap), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1301,6 +1333,8 @@ int main(int argc, char **argv)
                test_concurrent_fifo, teardown);
     g_test_add("/trace-unit/lfsr-seqlock", struct fixture, NULL, setup,
                test_lfsr_seqlock, teardown);
+    g_test_add("/trace-unit/lfsr-reader-of-a-dead-writer", struct fixture,
+               NULL, setup, test_lfsr_reader_of_a_dead_writer, teardown);
     g_test_add("/trace-unit/lfsr-state", struct fixture, NULL, setup,
                test_lfsr_state, teardown);
     g_test_add("/trace-unit/hold-and-move", struct fixture, NULL, setup,
