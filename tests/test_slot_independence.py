@@ -96,13 +96,18 @@ def test_shares_within_sigmas(recorded, build_dir):
 
 def test_batch_intervals_hold_the_exact_shares(recorded, build_dir):
     """The 8 short contexts (a few 10-ms buckets each) pool their blocks
-    into the group's batches, and each function's interval holds its
-    exact share (printed: where in its interval, -1..1)."""
+    into the group's batches (a context that ran within one bucket counts
+    as binomial), and each function's exact share lies where a true 95%
+    interval puts it (printed: where in its interval, -1..1 inside).  A
+    95% interval misses now and then by design, so the bound is the
+    3.5 sigmas of the other checks: SIGMAS / 1.96 half-widths."""
     recorded, cycles = recorded
     symbols = profile_truth.report_package(build_dir)
     group, = recorded.profile["groups"]
-    assert (group["interval_method"], group["interval_contexts"],
-            group["binomial_contexts"]) == ("batches", CONTEXTS, 0), group
+    assert group["interval_method"] == "batches", group
+    assert group["interval_contexts"] >= 2, group
+    assert group["interval_contexts"] + group["binomial_contexts"] == \
+        CONTEXTS, group
     truth = profile_truth.true_counts(recorded, symbols, cycles)
     total = sum(truth.values())
     rows = {r["symbol"]: r for r in recorded.profile["rows"]}
@@ -117,7 +122,8 @@ def test_batch_intervals_hold_the_exact_shares(recorded, build_dir):
           % (group["interval_blocks"], ", ".join(
               "%s %+.2f" % kv for kv in sorted(where.items()))),
           file=sys.stderr)
-    assert len(where) == 3 and all(abs(w) <= 1 for w in where.values())
+    assert len(where) == 3, where
+    assert all(abs(w) <= SIGMAS / 1.96 for w in where.values()), where
 
 
 def with_reset_capture(session, tmp_path):
