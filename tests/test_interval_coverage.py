@@ -155,6 +155,9 @@ def merged_buckets(blocks, seq):
 RECORDINGS = 40
 RECORDED_EVENT = "SPU_CYCLES:157"   # the fastest rate coprof takes
 RECORDED_ARGS = ["1", "300000"]
+# 2 ms timeline buckets: on an idle machine the contexts run in a few
+# 10 ms buckets, too few blocks for batches (copreport then says Wilson)
+RECORDED_BUCKET_MS = 2
 
 
 def test_report_intervals_cover_the_truth(build_dir, coprof_bin,
@@ -174,7 +177,8 @@ def test_report_intervals_cover_the_truth(build_dir, coprof_bin,
             tmp_path / str(seed),
             [host, "--contexts", "8", "--threads", "8", image] +
             RECORDED_ARGS,
-            ["--event=" + RECORDED_EVENT, "--dither-seed=%d" % seed])
+            ["--event=" + RECORDED_EVENT, "--dither-seed=%d" % seed,
+             "--timeline-ms=%d" % RECORDED_BUCKET_MS])
         truth = profile_truth.true_counts(rec, symbols, cycles=True)
         total = sum(truth.values())
         group, = rec.profile["groups"]

@@ -51,7 +51,9 @@ def recorded(request, build_dir, coprof_bin, tmp_path_factory):
         tmp_path_factory.mktemp("slots"),
         [host, "--contexts", str(CONTEXTS), "--threads", str(CONTEXTS),
          image, "1"],
-        ["--event=%s:%d" % (request.param, COUNT), "--dither-seed=20261125"])
+        ["--event=%s:%d" % (request.param, COUNT), "--dither-seed=20261125",
+         # 2 ms timeline buckets: enough blocks for batches on a fast machine
+         "--timeline-ms=2"])
     return rec, EVENTS[request.param]
 
 
