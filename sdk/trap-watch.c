@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TRAP_WATCH_MS       200         /* between two looks */
@@ -141,11 +140,29 @@ static int storming(const struct core_look *l)
            && l->pc == vector;
 }
 
+/*
+ * Waits TRAP_WATCH_MS between two looks, on the monitor's socket: its end
+ * (QEMU gone, or trap_watch_end()'s shutdown) ends the wait at once, so
+ * that cop-run never waits for a sleeping watch.  Returns 0 to look again
+ * (the time passed, or QEMU sent an event, which the next answer's read
+ * skips), -1 at the end.
+ */
+static int pause_or_end(struct trap_watch *w)
+{
+    struct pollfd p = { w->fd, POLLIN, 0 };
+    char c;
+
+    if (poll(&p, 1, TRAP_WATCH_MS) == 0)
+        return 0;
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+        return -1;
+    return recv(w->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0 ? 0 : -1;
+}
+
 static void *watch(void *arg)
 {
     struct trap_watch *w = arg;
     struct core_look now, before = { 0, 0, 0, 0 };
-    struct timespec pause = { 0, TRAP_WATCH_MS * 1000000L };
     int seen = 0;
 
     if (read_line(w) < 0                /* the greeting */
@@ -166,7 +183,8 @@ static void *watch(void *arg)
             command_answer(w, "{\"execute\": \"quit\"}\n");
             return NULL;
         }
-        nanosleep(&pause, NULL);
+        if (pause_or_end(w) < 0)
+            break;
     }
     return NULL;
 }
@@ -184,7 +202,8 @@ int trap_watch_start(struct trap_watch *w)
 void trap_watch_end(struct trap_watch *w)
 {
     if (w->running) {
-        shutdown(w->fd, SHUT_RDWR);     /* QEMU has ended: wakes the look */
+        /* QEMU has ended: wakes the look or the pause between two */
+        shutdown(w->fd, SHUT_RDWR);
         pthread_join(w->thread, NULL);
         w->running = 0;
     }
