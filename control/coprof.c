@@ -813,6 +813,14 @@ static void drop_command(struct record *r)
     r->command = 0;
 }
 
+static uint64_t monotonic_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
+
 /* A child of ours (coprof-host, --top's copreport) sent SIGTERM and given
  * wait_ms to end, then stopped; *pid is 0 after, and *how (unless NULL)
  * its exit status, -1 when it had to be killed. */
@@ -843,7 +851,8 @@ static void stop_child(pid_t *pid, int wait_ms, int *how)
  */
 static void stop_host(struct record *r)
 {
-    int stored;
+    uint64_t begin = monotonic_ms();
+    int stored, left;
 
     if (r->host <= 0)
         return;
@@ -854,7 +863,9 @@ static void stop_host(struct record *r)
         r->host_status = 0;
         r->host = 0;
     } else {
-        stop_child(&r->host, HOST_STOP_MS, &r->host_status);
+        /* what is left of the one HOST_STOP_MS, not another one */
+        left = HOST_STOP_MS - (int)(monotonic_ms() - begin);
+        stop_child(&r->host, left > 0 ? left : 0, &r->host_status);
     }
     relay_close(&r->host_relay);
 }
@@ -1074,14 +1085,6 @@ static void progress(struct record *r, enum progress_mode mode,
             per_s, (unsigned long long)s.samples,
             (unsigned long long)driver_lost(&s),
             mode == PROGRESS_REDRAW ? "" : "\n");
-}
-
-static uint64_t monotonic_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
 }
 
 /*
