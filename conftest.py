@@ -5,6 +5,7 @@ fall back to ./build beside this file.
 """
 
 import os
+import sqlite3
 
 import pytest
 
@@ -25,3 +26,21 @@ def coprof_bin(build_dir):
             pytest.fail("%s is not built: run make" % p)
         return p
     return path
+
+
+@pytest.fixture(scope="session")
+def only_a_reset_capture():
+    """only_a_reset_capture(DIR) makes the session in DIR lose nothing but
+    one capture outside the local store (QEMU's reset code, cause
+    outside-ls), which every summary counts apart, as no loss."""
+    def plant(session_dir):
+        db = sqlite3.connect(os.path.join(str(session_dir), "session.db"))
+        try:
+            db.execute("DELETE FROM lost_events")
+            db.execute("INSERT INTO lost_events (slot, context, cause, "
+                       "cause_name, count, cycle) VALUES (0, NULL, 4, "
+                       "'outside-ls', 1, 3)")
+            db.commit()
+        finally:
+            db.close()
+    return plant

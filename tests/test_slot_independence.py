@@ -21,7 +21,6 @@ counted apart (totals.outside, "outside any context").
 """
 
 import itertools
-import math
 import os
 import shutil
 import sqlite3
@@ -128,25 +127,19 @@ def test_batch_intervals_hold_the_exact_shares(recorded, build_dir):
     assert all(abs(w) <= SIGMAS / 1.96 for w in where.values()), where
 
 
-def with_reset_capture(session, tmp_path):
+def with_reset_capture(session, tmp_path, only_a_reset_capture):
     """A copy of session whose only loss is one outside-ls capture."""
     copy = str(tmp_path / "session")
     shutil.copytree(session, copy)
-    db = sqlite3.connect(os.path.join(copy, "session.db"))
-    try:
-        db.execute("DELETE FROM lost_events")
-        db.execute("INSERT INTO lost_events (slot, context, cause, "
-                   "cause_name, count, cycle) VALUES (0, NULL, 4, "
-                   "'outside-ls', 1, 3)")
-        db.commit()
-    finally:
-        db.close()
+    only_a_reset_capture(copy)
     return copy
 
 
-def test_reset_code_is_no_loss(recorded, coprof_bin, tmp_path):
+def test_reset_code_is_no_loss(recorded, coprof_bin, tmp_path,
+                               only_a_reset_capture):
     recorded, _ = recorded
-    copy = with_reset_capture(recorded.session, tmp_path)
+    copy = with_reset_capture(recorded.session, tmp_path,
+                              only_a_reset_capture)
     rep = subprocess.run([coprof_bin("copreport"), "-d", copy,
                           "--separate=context", "--format", "json"],
                          capture_output=True, text=True, timeout=300)

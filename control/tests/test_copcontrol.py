@@ -4,7 +4,6 @@ cycle (init, start, status, dump, stop, reset, shutdown), saved settings,
 
 import os
 import re
-import sqlite3
 import subprocess
 
 import pytest
@@ -27,7 +26,7 @@ def lfsr_value(coprof_bin, n):
     return int(out.split()[0], 0)
 
 
-def test_full_cycle(cenv, coprof_bin, tmp_path):
+def test_full_cycle(cenv, coprof_bin, tmp_path, only_a_reset_capture):
     sdir = tmp_path / "s"
     result = cenv.copcontrol("--init")
     assert result.returncode == 0, result.stderr
@@ -83,7 +82,7 @@ def test_full_cycle(cenv, coprof_bin, tmp_path):
         assert count(db, "contexts") == 4
         assert count(db, "sched_events") > 0
     one_error_line(cenv.copcontrol("--stop"), "copcontrol", 1)
-    reset_capture_is_no_loss(cenv, sdir)
+    reset_capture_is_no_loss(cenv, sdir, only_a_reset_capture)
 
     # A second start moves the finished session aside.
     result = cenv.copcontrol("--start")
@@ -114,19 +113,11 @@ def test_full_cycle(cenv, coprof_bin, tmp_path):
     assert not (sdir / "session.db").exists()
 
 
-def reset_capture_is_no_loss(cenv, sdir):
+def reset_capture_is_no_loss(cenv, sdir, only_a_reset_capture):
     """The session's only LOST record made a capture outside the local
     store (QEMU's reset code): the summary (session_describe, coprof's
     and --status's line) says lost=0 and counts it apart."""
-    db = sqlite3.connect(os.path.join(str(sdir), "session.db"))
-    try:
-        db.execute("DELETE FROM lost_events")
-        db.execute("INSERT INTO lost_events (slot, context, cause, "
-                   "cause_name, count, cycle) VALUES (0, NULL, 4, "
-                   "'outside-ls', 1, 3)")
-        db.commit()
-    finally:
-        db.close()
+    only_a_reset_capture(sdir)
     recorded = status_fields(cenv.copcontrol("--status"))["recorded"]
     assert re.match(r"samples=\d+ lost=0 \(fifo-overflow=0 buffer-full=0 "
                     r"no-context=0\) outside-ls=1 contexts=4 ", recorded), \

@@ -474,6 +474,16 @@ def wait_until(condition, what, seconds=60):
         time.sleep(0.02)
 
 
+def record_held_at(coprof_bin, split_host, d, point):
+    """`coprof record -q -o d -- split-host 1 1 1000` started, each of its
+    processes to stop itself at the test point `point`."""
+    return subprocess.Popen(
+        [coprof_bin("coprof"), "record", "-q", "-o", str(d), "--",
+         split_host, "1", "1", "1000"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, process_group=0,
+        env=dict(os.environ, COPROF_TEST_PAUSE=point))
+
+
 @needs_root
 def test_tracing_ends_with_the_command(coprof_bin, split_host, tmp_path):
     """Once the command has ended (and every thread it made), coprof-host
@@ -483,11 +493,7 @@ def test_tracing_ends_with_the_command(coprof_bin, split_host, tmp_path):
     gone.  The session still holds the command's threads to their exit
     and the host side complete."""
     d = tmp_path / "s"
-    p = subprocess.Popen(
-        [coprof_bin("coprof"), "record", "-q", "-o", str(d), "--",
-         split_host, "1", "1", "1000"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, process_group=0,
-        env=dict(os.environ, COPROF_TEST_PAUSE="coprof-after-coprofd"))
+    p = record_held_at(coprof_bin, split_host, d, "coprof-after-coprofd")
     try:
         wait_until(lambda: stopped(p.pid), "coprof at its test point")
         host = child_named(p.pid, "coprof-host")
@@ -525,11 +531,8 @@ def test_coprof_ends_once_the_host_side_is_stored(coprof_bin, split_host,
     coprof-host still runs when coprof has ended with a complete host side;
     let go, it removes its instance and ends."""
     d = tmp_path / "s"
-    p = subprocess.Popen(
-        [coprof_bin("coprof"), "record", "-q", "-o", str(d), "--",
-         split_host, "1", "1", "1000"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, process_group=0,
-        env=dict(os.environ, COPROF_TEST_PAUSE="coprof-host-after-stored"))
+    p = record_held_at(coprof_bin, split_host, d,
+                       "coprof-host-after-stored")
     host = None
     try:
         wait_until(lambda: child_named(p.pid, "coprof-host"), "coprof-host")
