@@ -52,7 +52,6 @@
 #define EXIT_FAILED         1
 #define EXIT_USAGE          2
 #define ERR_MAX             1024
-#define COPROFD_START_MS    10000
 #define COPROFD_STOP_MS     60000
 #define DUMP_MS             15000
 #define COPSIM_STOP_MS      30000
@@ -409,7 +408,7 @@ static int connect_copsim(struct control *c, struct driver *d)
  * call started it, for action_start() to stop it again on a failure. */
 static int init_copsim(struct control *c, int announce, int *started)
 {
-    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0, 0};
     const char *args[DAEMON_EXTRA_MAX + 4];
     char log[PATH_MAX], pidfile[PATH_MAX];
     struct driver d;
@@ -511,8 +510,9 @@ static void note_driver(struct control *c, const char *dir)
 static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
                            const char *event_log)
 {
-    struct daemon_spec spec = {DAEMON_DETACHED, NULL, stream_fd, 0};
-    char log[PATH_MAX], pidfile[PATH_MAX], line[512];
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, stream_fd, 0, 0};
+    char log[PATH_MAX], pidfile[PATH_MAX];
+    int ready_fd;
     pid_t pid;
 
     if (state_log_create(c->state, STATE_COPROFD_LOG, c->err,
@@ -522,7 +522,7 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
     }
     state_file(c, STATE_COPROFD_LOG, log, sizeof(log));
     spec.log_path = log;
-    pid = daemons_start_coprofd(&spec, dir, event_log, c->err,
+    pid = daemons_start_coprofd(&spec, dir, event_log, &ready_fd, c->err,
                                 sizeof(c->err));
     if (pid < 0) {
         cli_fail(EXIT_FAILED, "%s", c->err);
@@ -533,16 +533,16 @@ static pid_t start_coprofd(struct control *c, int stream_fd, const char *dir,
     state_file(c, STATE_COPROFD_PID, pidfile, sizeof(pidfile));
     if (pidfile_write(pidfile, pid, dir, c->err, sizeof(c->err)) < 0) {
         /* Nobody could find it again: it does not outlive this start. */
+        close(ready_fd);
         daemons_terminate(pid, COPROFD_STOP_MS);
         cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
-    if (session_wait_created(pid, dir, COPROFD_START_MS) < 0) {
+    if (daemons_wait_ready(pid, ready_fd, "coprofd", log, c->err,
+                           sizeof(c->err)) < 0) {
         daemons_terminate(pid, COPROFD_STOP_MS);
         unlink(pidfile);
-        if (daemons_log_line(log, NULL, line, sizeof(line)) < 0)
-            snprintf(line, sizeof(line), "coprofd ended (see %s)", log);
-        cli_fail(EXIT_FAILED, "coprofd did not start: %s", line);
+        cli_fail(EXIT_FAILED, "%s", c->err);
         return -1;
     }
     say(c, "coprofd started (pid %ld) on the stream, event log %s, its "
@@ -563,7 +563,7 @@ static int stop_session(struct control *c, int quiet);
 static void start_host(struct control *c, const char *dir, pid_t copsim,
                        const char *event_log)
 {
-    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0};
+    struct daemon_spec spec = {DAEMON_DETACHED, NULL, -1, 0, 0};
     char log[PATH_MAX], pidfile[PATH_MAX], copsim_pid[32], line[512];
     const char *args[16 + HOST_ARGS_MAX];
     int n = 0;

@@ -72,7 +72,6 @@
 #define TICK_MS             100
 #define PROGRESS_TTY_MS     1000
 #define PROGRESS_LOG_MS     10000
-#define COPROFD_START_MS    10000
 #define COPROFD_STOP_MS     60000
 #define COPSIM_STOP_MS      30000
 #define HOST_STOP_MS        120000
@@ -555,7 +554,7 @@ static int make_private_dir(struct record *r)
 
 static int start_copsim(struct record *r)
 {
-    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0, 0};
     const char *args[DAEMON_EXTRA_MAX + 12];
     char parent[32];
     int n = 0;
@@ -596,9 +595,10 @@ static void note_driver(struct record *r)
 /* SET and START; the stream goes to a new coprofd.  -1, or -2 (usage). */
 static int start_session(struct record *r)
 {
-    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0, 0};
     const char *timeline[] = {"--timeline-ms", r->opt.timeline_ms, NULL};
-    int fd;
+    char err[ERR_MAX];
+    int fd, ready_fd = -1;
 
     if (!r->opt.timeline_ms)
         timeline[0] = NULL;
@@ -631,13 +631,14 @@ static int start_session(struct record *r)
     }
     spec.pass_fd = fd;
     r->coprofd = daemons_start_coprofd_with(&spec, r->dir, r->event_log,
-                                            timeline, r->err,
+                                            timeline, &ready_fd, r->err,
                                             sizeof(r->err));
     close(fd);
     if (spec.output_fd > 0)
         close(spec.output_fd);
     if (r->coprofd > 0 &&
-        session_wait_created(r->coprofd, r->dir, COPROFD_START_MS) < 0) {
+        daemons_wait_ready(r->coprofd, ready_fd, "coprofd", NULL, err,
+                           sizeof(err)) < 0) {
         daemons_terminate(r->coprofd, COPROFD_STOP_MS);
         r->coprofd = -1;
         /* Its log goes with the session directory, which is undone: its
@@ -647,7 +648,7 @@ static int start_session(struct record *r)
             snprintf(r->err, sizeof(r->err), "coprofd did not start: %s",
                      r->relay.last);
         else
-            snprintf(r->err, sizeof(r->err), "coprofd did not start%s",
+            snprintf(r->err, sizeof(r->err), "%s%s", err,
                      r->opt.verbose ? " (its message is above)" : "");
     }
     if (r->coprofd > 0)
@@ -688,7 +689,7 @@ static void wait_coprofd(struct record *r)
  */
 static void spawn_host(struct record *r)
 {
-    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0};
+    struct daemon_spec spec = {DAEMON_GROUP, NULL, -1, 0, 0};
     const char *args[16 + HOST_ARGS_MAX];
     char command[32], copsim[32], err[ERR_MAX];
     int n = 0;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #define PASSED_FD       3
+#define READY_FD        4       /* coprofd's --ready-fd */
 #define POLL_MS         20
 #define ARGS_MAX        64
 #define COPSIM_READY_MS 30000   /* a copsim that serves by then is ready */
@@ -76,10 +77,20 @@ void daemons_find(const char *name, char *buf, size_t len)
     snprintf(buf, len, "%s", name);
 }
 
+/* In the child: fd as target, kept across the exec. */
+static void inherit_as(int fd, int target)
+{
+    if (fd == target)
+        fcntl(target, F_SETFD, 0);
+    else
+        dup2(fd, target);
+}
+
 /* In the child: descriptors, session, log; never returns. */
 static void exec_daemon(const struct daemon_spec *spec, char *const argv[])
 {
     int null = open("/dev/null", O_RDONLY);
+    int pass = spec->pass_fd, ready = spec->ready_fd;
 
     if (spec->mode == DAEMON_DETACHED)
         setsid();
@@ -105,12 +116,14 @@ static void exec_daemon(const struct daemon_spec *spec, char *const argv[])
                 close(log);
         }
     }
-    if (spec->pass_fd >= 0) {
-        if (spec->pass_fd == PASSED_FD)
-            fcntl(PASSED_FD, F_SETFD, 0);
-        else
-            dup2(spec->pass_fd, PASSED_FD);
-    }
+    if (spec->ready_fd == PASSED_FD)       /* out of pass_fd's way */
+        ready = fcntl(PASSED_FD, F_DUPFD_CLOEXEC, READY_FD + 1);
+    if (spec->pass_fd == READY_FD && ready > 0)
+        pass = fcntl(READY_FD, F_DUPFD_CLOEXEC, READY_FD + 1);
+    if (pass >= 0)
+        inherit_as(pass, PASSED_FD);
+    if (ready > 0)
+        inherit_as(ready, READY_FD);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
@@ -246,26 +259,30 @@ pid_t daemons_spawn_host(const struct daemon_spec *base,
 
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,
-                            char *err, size_t errlen)
+                            int *ready_fd, char *err, size_t errlen)
 {
     return daemons_start_coprofd_with(spec, session_dir, event_log, NULL,
-                                      err, errlen);
+                                      ready_fd, err, errlen);
 }
 
-pid_t daemons_start_coprofd_with(const struct daemon_spec *spec,
+pid_t daemons_start_coprofd_with(const struct daemon_spec *base,
                                  const char *session_dir,
                                  const char *event_log,
-                                 const char *const *options, char *err,
-                                 size_t errlen)
+                                 const char *const *options, int *ready_fd,
+                                 char *err, size_t errlen)
 {
-    char program[PATH_MAX], input[32];
+    char program[PATH_MAX], input[32], ready_arg[32];
     char *argv[ARGS_MAX];
-    int n = 0;
+    struct daemon_spec spec = *base;
+    int ready[2], n = 0;
+    pid_t pid;
 
     daemons_find("coprofd", program, sizeof(program));
     snprintf(input, sizeof(input), "--input-fd=%d", PASSED_FD);
+    snprintf(ready_arg, sizeof(ready_arg), "--ready-fd=%d", READY_FD);
     argv[n++] = program;
     argv[n++] = input;
+    argv[n++] = ready_arg;
     argv[n++] = "--session-dir";
     argv[n++] = (char *)session_dir;
     if (event_log && *event_log) {
@@ -275,7 +292,19 @@ pid_t daemons_start_coprofd_with(const struct daemon_spec *spec,
     for (; options && *options && n < ARGS_MAX - 1; options++)
         argv[n++] = (char *)*options;
     argv[n] = NULL;
-    return daemons_start(spec, argv, err, errlen);
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    spec.ready_fd = ready[1];
+    pid = daemons_start(&spec, argv, err, errlen);
+    close(ready[1]);
+    if (pid < 0) {
+        close(ready[0]);
+        return -1;
+    }
+    *ready_fd = ready[0];
+    return pid;
 }
 
 int daemons_alive(pid_t pid)

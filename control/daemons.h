@@ -8,7 +8,8 @@
  * detached (setsid: it outlives copcontrol and no terminal signal reaches
  * it) or in a process group of its own (coprof record: ^C goes to the
  * command, not to the daemons).  copsim is waited for on --ready-fd until
- * it serves.  Functions that can fail return -1 with one line in err.
+ * it serves, coprof-host until it records and coprofd until its session
+ * exists.  Functions that can fail return -1 with one line in err.
  */
 #ifndef COPROF_CONTROL_DAEMONS_H
 #define COPROF_CONTROL_DAEMONS_H
@@ -27,6 +28,8 @@ struct daemon_spec {
     int pass_fd;            /* -1, or a descriptor the daemon gets as 3 */
     int output_fd;          /* 0, or where stdout and stderr go instead of
                                log_path (a pipe's write end) */
+    int ready_fd;           /* 0, or a pipe's write end the daemon gets as
+                               4, to say "ready" on (coprofd) */
 };
 
 /* Arguments passed to copsim as they are (--copsim-arg, repeatable). */
@@ -79,17 +82,22 @@ int daemons_wait_ready(pid_t pid, int ready_fd, const char *name,
 /* A pidfd of pid (readable once it ended), or -1 (errno). */
 int daemons_pidfd(pid_t pid);
 
-/* coprofd --input-fd 3 --session-dir DIR [--event-log LOG]. */
+/*
+ * coprofd --input-fd 3 --session-dir DIR [--event-log LOG] --ready-fd 4,
+ * started and not waited for: *ready_fd is the pipe's read end where it
+ * says "ready" once its session exists (daemons_wait_ready(pid,
+ * *ready_fd, "coprofd", ...)), so that the caller can note its pid first.
+ */
 pid_t daemons_start_coprofd(const struct daemon_spec *spec,
                             const char *session_dir, const char *event_log,
-                            char *err, size_t errlen);
+                            int *ready_fd, char *err, size_t errlen);
 
 /* daemons_start_coprofd() with more of coprofd's options (NULL-ended). */
 pid_t daemons_start_coprofd_with(const struct daemon_spec *spec,
                                  const char *session_dir,
                                  const char *event_log,
-                                 const char *const *options, char *err,
-                                 size_t errlen);
+                                 const char *const *options, int *ready_fd,
+                                 char *err, size_t errlen);
 
 /* Whether pid runs (a zombie does not). */
 int daemons_alive(pid_t pid);

@@ -304,7 +304,7 @@ static pid_t start_guest(struct driver *d, int listener, char *err,
 {
     const struct copdrv_control_params *p = &d->guest.params;
     struct daemon_spec spec = {d->guest.shared ? DAEMON_DETACHED :
-                               DAEMON_GROUP, d->guest.log, listener, 0};
+                               DAEMON_GROUP, d->guest.log, listener, 0, 0};
     char script[PATH_MAX], module[PATH_MAX], regs[PATH_MAX + 8];
     char module_arg[PATH_MAX + 16], parent[32], params[12][64];
     char copy_arg[PATH_MAX + 16];

@@ -312,20 +312,6 @@ void session_restore(const char *dir, int moved)
         rename(old, dir);
 }
 
-int session_wait_created(pid_t pid, const char *dir, int timeout_ms)
-{
-    struct timespec pause = {0, 20000000};
-
-    for (int waited = 0; waited < timeout_ms; waited += 20) {
-        if (has_session_db(dir))
-            return 0;
-        if (daemons_wait(pid, 0, NULL) == 0)
-            return -1;
-        nanosleep(&pause, NULL);
-    }
-    return 0;
-}
-
 /* One integer from a query; 0 when it gives no row or NULL. */
 static int64_t query_int(sqlite3 *db, const char *sql, const char *arg)
 {

@@ -74,13 +74,6 @@ int session_prepare(const char *dir, int *moved, char *err, size_t errlen);
 /* Undoes session_prepare: removes the new DIR, puts DIR.old back. */
 void session_restore(const char *dir, int moved);
 
-/*
- * Waits up to timeout_ms until coprofd (pid) made DIR/session.db: its
- * first transaction, the session table with format_version, is there
- * for readers.  0 when it did (or is slow but alive), -1 when it ended.
- */
-int session_wait_created(pid_t pid, const char *dir, int timeout_ms);
-
 /* Removes a whole tree (a directory of our own making, or a session). */
 int session_remove_tree(const char *path, char *err, size_t errlen);
 

@@ -66,6 +66,7 @@ struct options {
     enum input_kind input;
     const char *input_name;
     int input_fd;
+    int ready_fd;       /* 0: none */
     const char *session_dir;
     const char *event_log;
     unsigned flush_ms;
@@ -114,6 +115,8 @@ static void usage(FILE *out)
         "      --input-fd N      a live stream on inherited descriptor N\n"
         "\n"
         "Options:\n"
+        "      --ready-fd N      write \"ready\" to inherited descriptor N\n"
+        "                        once the session exists, and close it\n"
         "  -d, --session-dir DIR the session directory (created 0700 if\n"
         "                        missing; its parent must exist)\n"
         "  -e, --event-log FILE  import the SCHED events of this kernel\n"
@@ -165,7 +168,15 @@ static int set_input(struct options *o, enum input_kind kind, const char *name)
     return 0;
 }
 
-enum { OPT_OVERWRITE = 256, OPT_INPUT_FD };
+enum { OPT_OVERWRITE = 256, OPT_INPUT_FD, OPT_READY_FD };
+
+/* Whether fd is open for writing (a --ready-fd). */
+static bool writable(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    return flags >= 0 && (flags & O_ACCMODE) != O_RDONLY;
+}
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
@@ -174,6 +185,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         { 's', "socket", required_argument, 0 },
         { 'i', "input", required_argument, 0 },
         { 0, "input-fd", required_argument, OPT_INPUT_FD },
+        { 0, "ready-fd", required_argument, OPT_READY_FD },
         { 'd', "session-dir", required_argument, 0 },
         { 'e', "event-log", required_argument, 0 },
         { 'f', "flush-interval", required_argument, 0 },
@@ -208,6 +220,13 @@ static int parse_options(int argc, char **argv, struct options *o)
                 return cli_fail(EXIT_USAGE, "%s: only one input may be "
                                 "given", optarg);
             o->input_fd = (int)fd;
+            break;
+        case OPT_READY_FD:
+            if (parse_unsigned(optarg, INT32_MAX, &fd) != 0 ||
+                !writable((int)fd))
+                return cli_fail(EXIT_USAGE, "--ready-fd %s: not a "
+                                "descriptor open for writing", optarg);
+            o->ready_fd = (int)fd;
             break;
         case 'd':
             o->session_dir = optarg;
@@ -653,6 +672,21 @@ static int run(struct coprofd *d)
     return d->status;
 }
 
+/*
+ * The session exists (its keys committed): "ready" on --ready-fd, which
+ * is then closed, so that coprof and copcontrol go on without polling
+ * for session.db.
+ */
+static void say_ready(int fd)
+{
+    if (fd <= 0)
+        return;
+    if (write(fd, "ready\n", 6) < 0) {
+        /* the waiter is gone: it does not need the word */
+    }
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     struct coprofd d = { .fd = -1 };
@@ -681,6 +715,7 @@ int main(int argc, char **argv)
         return status;
     }
     copy_open(&d);
+    say_ready(d.options.ready_fd);
     cli_test_point("coprofd-before-loop");
     status = run(&d);
     recorder_close(d.recorder);

@@ -26,7 +26,7 @@
 #include <traceevent/event-parse.h>
 
 #define INSTANCE_PREFIX     "coprof-"
-#define BUFFER_KB           8192
+#define BUFFER_ALL_KB       8192    /* per CPU, with the emulator's threads */
 
 static const struct {
     const char *system, *name;
@@ -316,6 +316,23 @@ static int load_formats(struct host_sched *s, const char **what)
     return rc;
 }
 
+/*
+ * The instance's buffers: the kernel's default size (trace_buf_size,
+ * 1,410 KiB per CPU unless the boot line changed it) for the command's
+ * threads, BUFFER_ALL_KB with the emulator's, whose threads wake each
+ * other about 150,000 times a second.  Growing them is a resize the
+ * kernel takes 8-32 ms for, on the path `coprof record` waits on before
+ * the command runs; the default holds about 19,000 events a CPU, many
+ * times what a command's threads make between two reads (every 50 ms,
+ * coprof-host.c), and what overflows is counted (hp->lost_sched).
+ */
+static int size_buffers(struct host_sched *s)
+{
+    if (strcmp(s->hp->sched_threads, "all") != 0)
+        return 0;
+    return tracefs_instance_set_buffer_size(s->instance, BUFFER_ALL_KB, -1);
+}
+
 /* The instance's settings and events; the step that failed in *what. */
 static int configure(struct host_sched *s, const char **what)
 {
@@ -323,7 +340,7 @@ static int configure(struct host_sched *s, const char **what)
     if (tracefs_instance_file_write(s->instance, "trace_clock", "mono") < 0)
         return -1;
     *what = "buffer_size_kb";
-    if (tracefs_instance_set_buffer_size(s->instance, BUFFER_KB, -1) < 0)
+    if (size_buffers(s) < 0)
         return -1;
     *what = "set_event_pid";
     if (write_pids(s, 0) < 0)

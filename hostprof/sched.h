@@ -11,15 +11,16 @@
  * sched_process_fork, sched_process_exit and task_newtask (whose clone
  * flags tell a new thread from a new process).  host_sched_read() drains
  * the instance's buffers into hp->sched (call it often: the buffers are
- * 8 MiB per CPU, and what overflows is counted in hp->lost_sched);
+ * the kernel's default size per CPU, 8 MiB when the emulator's threads are
+ * followed too, and what overflows is counted in hp->lost_sched);
  * host_sched_stop() stops tracing, drains the rest and starts removing
  * the instance in a thread (the kernel takes about 0.1 s), so that the
  * session is stored meanwhile; host_sched_finish() waits for the
  * removal.  Every error path of host_sched_start() removes it at once.
  *
  * Start-up is what `coprof record` waits for before the command runs, so
- * it is kept to what the kernel must do: the instance, its clock and
- * buffers, the seven events' enable files; libtraceevent parses only
+ * it is kept to what the kernel must do: the instance, its clock (and,
+ * for all threads, its buffers), the seven events' enable files; libtraceevent parses only
  * the ring buffer's page header and the seven formats.
  */
 #ifndef COPROF_HOSTPROF_SCHED_H

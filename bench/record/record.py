@@ -14,8 +14,12 @@ at coprof record's default rate with its default host side (the Linux
 scheduler's events of the command's threads), with --host-sched=all
 (also copsim's and its QEMUs') and with --no-host-sched; and at
 SPU_CYCLES:997 (what `make demo` uses).  Wall time is the command's; CPU time is user + system
-of every process it started and reaped (the copsim, its emulators,
-coprofd, the host program), from getrusage(RUSAGE_CHILDREN).  It prints
+of every process it started (the copsim, its emulators, coprofd,
+coprof-host, the host program), from getrusage(RUSAGE_CHILDREN): this
+program is a subreaper, so coprof-host, which ends after coprof once the
+kernel has removed its tracefs instance, is reaped here too.  Each run
+starts once everything of the one before has ended; what a recording
+started right after another's end pays (that removal) is measured apart.  It prints
 the median ratio record/base of each; the CPU by process class (the QEMU
 slots, copsim and its driver's poll thread, coprofd, coprof-host, the
 command, coprof), from a look at every thread of the run's process tree
@@ -30,6 +34,7 @@ session.  Targets: at the default, host side on, at most 1.10x wall and
 time per slot under 2% of its run time on an idle machine (issue 13).
 """
 
+import ctypes
 import os
 import resource
 import shutil
@@ -54,6 +59,8 @@ RUNS = (("default", "default", None, []),
         ("none", "--no-host-sched", None, ["--no-host-sched"]),
         ("997", "SPU_CYCLES:997", "SPU_CYCLES:997", []))
 STALL_TARGET = 2.0          # percent of a slot's run time
+SETTLE_MAX_S = 30.0         # for the processes a run leaves behind
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def parse_args():
@@ -182,9 +189,29 @@ class TreeWatch:
         return seconds
 
 
-def timed(command, env, program):
-    """Wall and CPU seconds of command (which must succeed), and its CPU
-    seconds by class (program: the command's executable's name)."""
+def reap_left_behind():
+    """Seconds until the processes a run left behind have ended, reaped
+    here: this program is a subreaper (main()), so coprof-host, which
+    ends after coprof once the kernel has removed its tracefs instance,
+    comes back to it, and its CPU time is counted with the run's."""
+    start = time.monotonic()
+    while time.monotonic() - start < SETTLE_MAX_S:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return time.monotonic() - start
+        if pid == 0:
+            time.sleep(0.002)
+    sys.exit("bench/record: a run's processes did not end within %d s"
+             % SETTLE_MAX_S)
+
+
+def timed(command, env, program, settle=True):
+    """Wall and CPU seconds of command (which must succeed), its CPU
+    seconds by class (program: the command's executable's name), and how
+    long after its end the processes it left behind ended.  With settle,
+    those are waited for (and their CPU counted), so that the next run
+    starts on a machine where nothing of this one runs."""
     cpu = children_cpu()
     start = time.monotonic()
     child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
@@ -197,9 +224,10 @@ def timed(command, env, program):
         sys.exit("bench/record: %s failed (status %d): %s"
                  % (" ".join(command), child.returncode,
                     err.strip()[-400:]))
+    left = reap_left_behind() if settle else 0.0
     total = children_cpu() - cpu
     classes["unseen"] = total - sum(classes.values())
-    return wall, total, classes
+    return wall, total, classes, left
 
 
 def session_numbers(path):
@@ -254,12 +282,33 @@ def measure(args, rate, host_options, host, work):
         walls.append(runs["record"][0] / runs["base"][0])
         cpus.append(runs["record"][1] / runs["base"][1])
         extra.append((runs["record"][0] - runs["base"][0],
-                      runs["record"][1] - runs["base"][1]))
+                      runs["record"][1] - runs["base"][1],
+                      runs["record"][3]))
         classes.append((runs["base"][2], runs["record"][2]))
         numbers.append(session_numbers(session))
         shutil.rmtree(session, ignore_errors=True)
         shutil.rmtree(session + ".old", ignore_errors=True)
     return walls, cpus, numbers, extra, classes
+
+
+def back_to_back(args, host, work, runs=3):
+    """What a recording started as soon as the previous one ended pays for
+    it (the kernel still removing the previous coprof-host's tracefs
+    instance): the wall time of such a recording less that of the one
+    before it, which started on a settled machine; the median of runs."""
+    coprof = os.path.join(args.build, "bin", "coprof")
+    session = os.path.join(work, "session")
+    record = [coprof, "record", "--quiet", "-o", session, "--", host,
+              "--frames", str(args.frames), "--rounds", str(args.rounds)]
+    added = []
+    for _ in range(runs):
+        walls = []
+        for settle in (False, True):
+            walls.append(timed(record, dict(os.environ),
+                               os.path.basename(host), settle)[0])
+            shutil.rmtree(session, ignore_errors=True)
+        added.append(walls[1] - walls[0])
+    return statistics.median(added)
 
 
 def share(ns, run_ns, slots=1):
@@ -293,8 +342,10 @@ def report(label, walls, cpus, numbers, extra, classes):
           % (name, statistics.median(walls), statistics.median(cpus),
              " ".join("%.3f" % w for w in walls)))
     print("%-26s what recording added (median of pairs): %+.3f s wall, "
-          "%+.3f s CPU" % ("", statistics.median(e[0] for e in extra),
-                          statistics.median(e[1] for e in extra)))
+          "%+.3f s CPU; its processes ended %.3f s after it (median)"
+          % ("", statistics.median(e[0] for e in extra),
+             statistics.median(e[1] for e in extra),
+             statistics.median(e[2] for e in extra)))
     report_classes(classes)
     print("%-26s samples %d..%d, lost %d..%d, stalled %.3f%% of the slots'"
           " run time (median; worst slot: median %.3f%%, max %.3f%%)%s"
@@ -312,6 +363,11 @@ def report(label, walls, cpus, numbers, extra, classes):
 
 def main():
     args = parse_args()
+    # What a run leaves behind comes back to this program (reap_left_behind)
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0,
+                                               0, 0) != 0:
+        sys.exit("bench/record: prctl(PR_SET_CHILD_SUBREAPER): %s"
+                 % os.strerror(ctypes.get_errno()))
     host = os.path.join(args.build, "examples", "host-pipeline")
     if not os.access(host, os.X_OK):
         sys.exit("bench/record: %s is not built: run make" % host)
@@ -330,6 +386,10 @@ def main():
                 args, rate, options, host, work)
             results[label] = report(label, walls, cpus, numbers, extra,
                                     classes)
+            if name == "default":
+                print("%-26s a recording started as soon as the previous "
+                      "one ended: %+.3f s wall (median of 3)"
+                      % ("", back_to_back(args, host, work)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("load average at the end: %.2f" % os.getloadavg()[0])

@@ -227,6 +227,8 @@ def test_help_reads_like_a_manual(coprofd):
     (["--session-dir", "d", "--replay", "a", "--timeline-ms", "70000"],
      "not 0..60000 ms"),
     (["--session-dir", "d", "--input-fd", "x"], "not a descriptor"),
+    (["--session-dir", "d", "--replay", "a", "--ready-fd", "x"],
+     "--ready-fd x: not a descriptor open for writing"),
     (["--session-dir", "d", "--replay", "a", "extra"], "unexpected argument"),
     (["--session-dir", "", "--replay", "a"], "--session-dir '': an empty"),
 ])
@@ -250,6 +252,23 @@ def test_write_only_descriptor(coprofd, tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("coprofd: %d: cannot read: open for writing "
                              "only\n" % writing)
+
+
+def test_read_only_ready_descriptor(coprofd, tmp_path):
+    """--ready-fd naming the reading end of a pipe: a usage error, before
+    any session is made."""
+    reading, writing = os.pipe()
+    try:
+        result = coprofd("--replay", tmp_path / "nothing.bin", "--ready-fd",
+                         reading, "--session-dir", tmp_path / "s",
+                         pass_fds=(reading,), timeout=60)
+    finally:
+        os.close(reading)
+        os.close(writing)
+    assert result.returncode == 2
+    assert result.stderr == ("coprofd: --ready-fd %d: not a descriptor open "
+                             "for writing\n" % reading)
+    assert not os.path.exists(tmp_path / "s")
 
 
 def test_missing_stream(coprofd, tmp_path):

@@ -277,6 +277,36 @@ def test_input_fd(coprofd, test_image, tmp_path):
     assert stored_samples(session) == POLL_SAMPLES
 
 
+def test_ready_fd_once_the_session_exists(coprofd, test_image, tmp_path):
+    """--ready-fd: "ready" comes once the session exists, before any of
+    the stream (coprof and copcontrol wait on it instead of polling for
+    session.db); the descriptor is closed after it."""
+    session = str(tmp_path / "session")
+    stream_read, stream_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    process = subprocess.Popen(
+        [coprofd.program, "--input-fd", str(stream_read), "--ready-fd",
+         str(ready_write), "--session-dir", session],
+        pass_fds=[stream_read, ready_write], stderr=subprocess.PIPE,
+        text=True)
+    os.close(stream_read)
+    os.close(ready_write)
+    try:
+        with os.fdopen(ready_read, "rb") as ready:
+            assert ready.read() == b"ready\n"    # to EOF: closed after it
+        db = open_session(session)
+        assert db.execute("SELECT value FROM session WHERE key = "
+                          "'format_version'").fetchone() is not None
+        db.close()
+    finally:
+        with os.fdopen(stream_write, "wb") as out:
+            out.write(header(test_image("overlays.elf")) + poll_group(1) +
+                      stop_record(POLL_SAMPLES))
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert stored_samples(session) == POLL_SAMPLES
+
+
 @pytest.mark.parametrize("cut", [3, 8, 51, 200])
 def test_replay_cut_short_keeps_what_came(coprofd, test_image, tmp_path, cut):
     """A stream that ends mid-record: everything before is stored, the

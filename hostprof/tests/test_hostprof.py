@@ -327,6 +327,43 @@ def test_host_sched_all_records_the_emulator(coprof_bin, split_host,
     con.close()
 
 
+# The command prints its coprof-host's buffer size: coprof-host is its
+# parent's (coprof's) child, ready with its instance before the command
+# runs.
+PRINT_HOST_BUFFER = (
+    'for c in $(cat /proc/$PPID/task/*/children); do '
+    '[ "$(cat /proc/$c/comm)" = coprof-host ] && '
+    'cat /sys/kernel/tracing/instances/coprof-$c/buffer_size_kb; done; true')
+
+
+def new_instance_buffer_kb():
+    """A new tracefs instance's buffer size: the kernel's default."""
+    instance = "/sys/kernel/tracing/instances/coproftest-%d" % os.getpid()
+    os.mkdir(instance)
+    try:
+        with open(os.path.join(instance, "buffer_size_kb")) as f:
+            return f.read().strip()
+    finally:
+        os.rmdir(instance)
+
+
+@needs_root
+@pytest.mark.parametrize("sched", ["command", "all"])
+def test_buffers_grown_only_for_the_emulator(coprof_bin, tmp_path, sched):
+    """The command's threads are traced into buffers of the kernel's
+    default size: growing them is a resize of 8-32 ms the command would
+    wait for.  With --host-sched=all (the emulator's threads wake each
+    other about 150,000 times a second) they are 8 MiB per CPU."""
+    p = run([coprof_bin("coprof"), "record", "-q", "--host-sched=" + sched,
+             "-o", tmp_path / "s", "--", "sh", "-c", PRINT_HOST_BUFFER])
+    assert p.returncode == 0, p.stderr
+    size, = p.stdout.split()
+    if sched == "all":          # the kernel rounds it up to whole pages
+        assert 8192 <= int(size) < 8192 + 64, size
+    else:
+        assert size == new_instance_buffer_kb()
+
+
 @needs_root
 def test_ring_keeps_the_newest_and_says_it_wrapped(coprof_bin, split_host,
                                                    tmp_path):
