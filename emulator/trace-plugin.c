@@ -1262,6 +1262,12 @@ static struct {
     int foreign_code;               /* code translated since then from
                                        memory a switch changes but that is
                                        not the local store */
+    int handing_switch;             /* the entry the stub hands back next
+                                       was parked for a switch (not ended,
+                                       not killed): decided before the stub
+                                       writes its state */
+    int spin_for_go;                /* that hand-back was made: the next
+                                       idle wait is a switch's */
 } slot_mode;
 
 _Static_assert(SHADOW_SAVE_MAGIC == SLOT_STACK_MAGIC,
@@ -1592,10 +1598,18 @@ static void slot_write_counts(void)
     g_hash_table_foreach_steal(tu.codes, code_of_context, &key);
 }
 
+/* A word of the stub's control block (slot-stub.h). */
+static uint32_t *slot_control_word(uint32_t offset)
+{
+    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
+                        + offset);
+}
+
 /* The stub passes SLOT_STUB_ENDED: the context's program ended inside its
  * last block (the exit store faulted), as QEMU's exit would have. */
 static void on_stub_ended(unsigned int vcpu_index, void *udata)
 {
+    slot_mode.handing_switch = 0;
     if (!tu.context)
         return;
     if (tu.attached) {
@@ -1643,6 +1657,8 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
     const uint32_t *area = slot_save_area();
     uint64_t resume;
 
+    slot_mode.handing_switch = __atomic_load_n(
+        slot_control_word(SLOT_H_KILL), __ATOMIC_ACQUIRE) == 0;
     if (!tu.context)
         return;
     resume = area ? le32toh(__atomic_load_n(&area[SLOT_C_PC / 4],
@@ -1661,13 +1677,6 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
     if (tu.stacks)
         slot_save_stack();
     slot_let_go();
-}
-
-/* A word of the stub's control block (slot-stub.h). */
-static uint32_t *slot_control_word(uint32_t offset)
-{
-    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
-                        + offset);
 }
 
 /* Whether the stub has work: an entry is runnable, or it is closed. */
@@ -1690,22 +1699,26 @@ static int slot_has_work(void)
  * stub passes SLOT_STUB_HANDED right after it wrote the state of an entry
  * it ended or handed back, so the controller sleeps instead of polling.
  * A hand-back for a switch wakes only its waiters for SWITCH
- * (slot-stub.h). */
-static void slot_wake_controller(void)
+ * (slot-stub.h), and only if one sleeps: copsim spins for it first, and
+ * may have seen the state, unbound the context and changed the state
+ * already, which is why whether it is a switch was decided at
+ * SLOT_STUB_PARKED, before the stub wrote the state. */
+static void slot_wake_controller(int switching)
 {
     uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
                                              __ATOMIC_ACQUIRE));
-    int kill = __atomic_load_n(slot_control_word(SLOT_H_KILL),
-                               __ATOMIC_ACQUIRE) != 0;
 
     for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++) {
         uint32_t *state = slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
                                             + SLOT_C_STATE);
-        int switching = !kill && le32toh(__atomic_load_n(
-                            state, __ATOMIC_ACQUIRE)) == SLOT_PREEMPTED;
 
-        syscall(SYS_futex, state, FUTEX_WAKE_BITSET, INT32_MAX, NULL, NULL,
-                switching ? SLOT_WAKE_SWITCH : FUTEX_BITSET_MATCH_ANY);
+        if (switching)
+            trace_handshake_wake(state,
+                                 slot_control_word(SLOT_H_SWITCH_SLEEPERS),
+                                 SLOT_WAKE_SWITCH);
+        else
+            syscall(SYS_futex, state, FUTEX_WAKE_BITSET, INT32_MAX, NULL,
+                    NULL, FUTEX_BITSET_MATCH_ANY);
     }
 }
 
@@ -1714,24 +1727,35 @@ static void slot_wake_controller(void)
  * controller copies the context out. */
 static void on_stub_handed(unsigned int vcpu_index, void *udata)
 {
-    slot_wake_controller();
+    slot_wake_controller(slot_mode.handing_switch);
+    slot_mode.spin_for_go = slot_mode.handing_switch;
+    slot_mode.handing_switch = 0;
 }
 
 /* The stub passes SLOT_STUB_IDLE: nothing is runnable.  Instead of the
  * stub's wfi, woken every slice, the vCPU sleeps here until the
- * controller rings the control block's doorbell (or has gone). */
+ * controller rings the control block's doorbell (or has gone), counted in
+ * SLOT_H_BELL_SLEEPERS so that a ring nobody sleeps for makes no system
+ * call.  Right after it handed a context back for a switch, it spins
+ * SLOT_SWITCH_SPIN_NS first (the controller is copying the next context
+ * in); an idle slot only sleeps. */
 static void on_stub_idle(unsigned int vcpu_index, void *udata)
 {
     uint32_t *bell = slot_control_word(SLOT_H_DOORBELL);
     pid_t controller = (pid_t)tu.unit->header->controller_pid;
+    uint64_t spin = slot_mode.spin_for_go ? SLOT_SWITCH_SPIN_NS : 0;
 
+    slot_mode.spin_for_go = 0;
     for (;;) {
         uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
 
         if (slot_has_work()
             || (controller > 0 && kill(controller, 0) < 0 && errno == ESRCH))
             return;
-        trace_doorbell_wait(bell, seen, 100000000u);
+        trace_handshake_wait(bell, seen,
+                             slot_stats_word(SLOT_H_BELL_SLEEPERS), spin,
+                             100000000u);
+        spin = 0;
     }
 }
 
@@ -1974,6 +1998,7 @@ static void window_map(void)
  */
 static void on_stub_flush(unsigned int vcpu_index, void *udata)
 {
+    slot_mode.spin_for_go = 0;      /* the next context came without idling */
     window_map();
     if (!slot_mode.counts_dir && slot_code_unchanged()) {
         slot_count(SLOT_H_KEPT);

@@ -135,9 +135,12 @@ static void set_entry_state(struct slot_emulator *e, uint32_t state)
     __atomic_store_n(entry_word(e, SLOT_C_STATE), state, __ATOMIC_RELEASE);
 }
 
+/* Rings the doorbell the vCPU waits on when its stub is idle; no system
+ * call while the vCPU does not sleep (it spins right after a hand-back). */
 static void ring(struct slot_emulator *e)
 {
-    trace_doorbell_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL));
+    trace_handshake_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL),
+                         (uint32_t *)control_word(e, SLOT_H_BELL_SLEEPERS));
 }
 
 /* Interrupts the running context at once (slot-stub.h, "The ring"): a
@@ -506,9 +509,11 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
 {
     struct slot_emulator *e = &m->slots[slot];
     long long deadline = (long long)schedlog_monotonic_ns() + (long long)timeout_ms * 1000000;
+    uint64_t spin = SLOT_SWITCH_SPIN_NS;
     uint32_t state;
 
-    /* The plugin wakes us once the stub has written the state. */
+    /* Spins for the stub's state, then sleeps: the plugin wakes us once
+     * the stub has written it (slot-stub.h, SLOT_SWITCH_SPIN_NS). */
     time_switch(e);
     e->ring_ns = schedlog_monotonic_ns();
     e->switch_pending = 0;
@@ -519,10 +524,13 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
 
         if (left <= 0 || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
             return -1;
-        trace_doorbell_wait((uint32_t *)entry_word(e, SLOT_C_STATE),
-                            SLOT_RUNNABLE, left < HAND_BACK_LOOK_NS
-                                           ? (uint64_t)left
-                                           : HAND_BACK_LOOK_NS);
+        trace_handshake_wait((uint32_t *)entry_word(e, SLOT_C_STATE),
+                             SLOT_RUNNABLE,
+                             (uint32_t *)control_word(e,
+                                                      SLOT_H_SWITCH_SLEEPERS),
+                             spin, left < HAND_BACK_LOOK_NS
+                                   ? (uint64_t)left : HAND_BACK_LOOK_NS);
+        spin = 0;
     }
     if (state != SLOT_PREEMPTED) {
         e->ring_ns = 0;             /* no switch */
