@@ -123,6 +123,11 @@
 #define SLOT_MAIN_SIZE      0x20000000  /* 512 MiB, a power of two */
 #define SLOT_MAIN_AREA      0x1000000   /* one context's windows */
 #define SLOT_MAIN_DATA      0x800000    /* its data window in its area */
+#define SLOT_MAIN_LS        0x1000000   /* its local store and boot block
+                                           (SLOT_SWAP_SIZE bytes) in its
+                                           file, after its windows: the
+                                           plugin maps them over the slot's
+                                           RAM at a bind */
 #define SLOT_PCI_IVSHMEM    0x30008000  /* ECAM of PCI 00:01.0 */
 #define SLOT_IVSHMEM_ID     0x11101af4  /* device 0x1110, vendor 0x1af4 */
 #define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */

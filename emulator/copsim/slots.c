@@ -206,11 +206,38 @@ static void unmap_memfd(int *fd, unsigned char **base, size_t size)
     *fd = -1;
 }
 
+/* The context's local store and boot block in its file (SLOT_MAIN_LS),
+ * their pages reserved (memory running out is an error now, not a
+ * SIGBUS), mapped as `saved`. */
+static int map_local_store(struct sim_context *c, char *err, size_t errlen)
+{
+    int error = posix_fallocate(c->main_fd, SLOT_MAIN_LS, SLOT_SWAP_SIZE);
+    void *base;
+
+    if (error) {
+        snprintf(err, errlen, "coprof-context: cannot reserve its local "
+                 "store (%u bytes): %s", SLOT_SWAP_SIZE, strerror(error));
+        errno = ENOMEM;
+        return -1;
+    }
+    base = mmap(NULL, SLOT_SWAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                c->main_fd, SLOT_MAIN_LS);
+    if (base == MAP_FAILED) {
+        snprintf(err, errlen, "coprof-context: cannot map its local store: "
+                 "%s", strerror(errno));
+        errno = ENOMEM;
+        return -1;
+    }
+    c->saved = base;
+    return 0;
+}
+
 /*
- * Main memory: every context has a file of its own, SLOT_MAIN_AREA bytes
- * and sparse (its image, its data window SLOT_MAIN_DATA bytes in), which
- * its client maps and the plugin of the slot it is bound to maps over the
- * slot's window; only the pages written take memory.  A context holds one
+ * Main memory: every context has a file of its own (its image, its data
+ * window SLOT_MAIN_DATA bytes in, sparse, SLOT_MAIN_AREA bytes; then its
+ * local store and boot block at SLOT_MAIN_LS), which its client maps and
+ * the plugin of the slot it is bound to maps over the slot's window and
+ * local store; only the pages written take memory.  A context holds one
  * descriptor of copsim's, so copsim raises its open-files limit to the
  * hard one at start (slots_start).
  */
@@ -222,15 +249,15 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
     struct stat st;
 
     c->main_fd = -1;
-    c->saved = calloc(1, SLOT_SWAP_SIZE);
     c->console = calloc(1, sizeof(*c->console));
-    if (!c->saved || !c->console) {
+    if (!c->console) {
         snprintf(err, errlen, "out of memory for a context's saved state");
         errno = ENOMEM;
         return -1;
     }
-    if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
-                   err, errlen) < 0)
+    if (make_memfd("coprof-context", SLOT_MAIN_LS + SLOT_SWAP_SIZE,
+                   &c->main_fd, NULL, 0, err, errlen) < 0
+        || map_local_store(c, err, errlen) < 0)
         return -1;
     if (fstat(c->main_fd, &st) < 0) {
         snprintf(err, errlen, "coprof-context: %s", strerror(errno));
@@ -244,7 +271,7 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
         return -1;
     }
     c->info.ram = NULL;             /* until it is bound to a slot */
-    c->info.ram_size = SLOT_RAM_SIZE;
+    c->info.ram_size = SLOT_SWAP_SIZE;
     return 0;
 }
 
@@ -265,7 +292,8 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
     if (c->bound_fd >= 0)
         close(c->bound_fd);
     c->bound_fd = -1;
-    free(c->saved);
+    if (c->saved)
+        munmap(c->saved, SLOT_SWAP_SIZE);
     free(c->console);
     free(c->call_stack);
     c->call_stack = NULL;
@@ -399,7 +427,6 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
-    memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
     if (m->sim->config.call_graph)
         place_call_stack(e, c);
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
@@ -408,10 +435,10 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
                      c->main_id, __ATOMIC_RELAXED);
     __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
                      __ATOMIC_RELAXED);
-    c->info.ram = e->ram;
+    c->info.ram = c->saved;
     if (c->info.n_regions)
         c->info.guard_words = (const volatile uint32_t *)
-            (e->ram + c->info.guard_ls_offset);
+            (c->saved + c->info.guard_ls_offset);
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
@@ -538,7 +565,6 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     }
     trace_context_park(trace_unit_context(m->sim->unit,
                                           c->info.trace_context));
-    memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
     memcpy(&c->save_area[1], (const void *)entry_word(e, 4),
            SLOT_CTX_SIZE - 4);
     if (m->sim->config.call_graph)
