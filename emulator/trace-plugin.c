@@ -1731,7 +1731,7 @@ static void slot_wake_controller(int switching)
 
 /* The stub passes SLOT_STUB_HANDED: an entry it ended or handed back is
  * the controller's; the stub quiets the ring only after this, while the
- * controller copies the context out. */
+ * controller unbinds the context. */
 static void on_stub_handed(unsigned int vcpu_index, void *udata)
 {
     slot_wake_controller(slot_mode.handing_switch);
@@ -1767,9 +1767,9 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
 }
 
 /*
- * The stub passes SLOT_STUB_FLUSH: copsim wrote the next context's local
- * store into the slot's RAM through its own mapping, which QEMU's
- * self-modifying-code detection does not see, so translations of the
+ * The stub passes SLOT_STUB_FLUSH: the next context's local store is
+ * mapped over the slot's RAM here (window_map), from outside QEMU, whose
+ * self-modifying-code detection does not see it, so translations of the
  * previous context's code would run on.  qemu_plugin_reset() drops every
  * translation (tb_flush, as safe work before the vCPU's next block: the
  * stub's own next block already runs translated anew) and every callback

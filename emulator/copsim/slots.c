@@ -10,30 +10,31 @@
  * bytes), and the trace-unit plugin with slot=S, which follows whichever
  * context is bound to S.
  *
- * A context owns a main-memory file (a memfd of SLOT_MAIN_AREA bytes: its
- * image window, its data window SLOT_MAIN_DATA bytes in; the client maps
- * its data window from it, as it mapped its RAM file), and, between
- * binds, its local store and boot block (`saved`), the stub's save area
- * (registers, pc, its own M-mode CSRs) and, with --call-graph, its shadow
- * stack as the plugin saved it.  A run loads the image through the
- * project's loader into a scratch RAM, keeps its local store and boot
- * block, writes its image window into its file and names the window in
- * the boot block; no instruction is changed (the stub runs the context in
+ * A context owns a main-memory file (a memfd: its image window, its data
+ * window SLOT_MAIN_DATA bytes in, SLOT_MAIN_AREA bytes, then its local
+ * store and boot block at SLOT_MAIN_LS, mapped by copsim as `saved`; the
+ * client maps its data window from it, as it mapped its RAM file), and,
+ * between binds, the stub's save area (registers, pc, its own M-mode
+ * CSRs) and, with --call-graph, its shadow stack as the plugin saved it.
+ * A run loads the image through the project's loader into a scratch RAM,
+ * puts its local store and boot block and its image window into its file
+ * and names the window in the boot block; no instruction is changed (the stub runs the context in
  * user mode and emulates what it does in machine mode: slot-stub.h), then
  * it queues the context.
  *
  * The scheduler binds it as before (register file, mailbox, bind hook,
- * gate) and around that puts its state on the slot: copsim writes the
- * local store and boot block into the slot's RAM itself while the stub
- * waits (slots_bind), with the context's file in SLOT_H_WINDOW and its
- * saved call stack at SLOT_STACK_SAVE, and then marks the entry runnable
- * and rings the doorbell (slots_go); the stub passes SLOT_STUB_FLUSH,
- * where the plugin maps the window and has QEMU drop every translation of
- * the previous context if the incoming code differs.  To preempt,
- * it asks the stub for the context back (PREEMPT, and a byte to the
- * slot's UART whose interrupt the stub takes at the next block), sleeps on the entry's state word until the
- * plugin wakes it, and copies its state out (slots_hand_back), then
- * unbinds it as before.  The run's thread sees its
+ * gate) and around that puts its state on the slot while the stub waits
+ * (slots_bind): its save area in the entry, its file in SLOT_H_WINDOW and
+ * its saved call stack at SLOT_STACK_SAVE; then it marks the entry
+ * runnable and rings the doorbell (slots_go).  The stub passes
+ * SLOT_STUB_FLUSH, where the plugin maps the context's file over the
+ * window and its local store over the slot's RAM (nothing is copied) and
+ * has QEMU drop every translation of the previous context if the
+ * incoming code differs.  To preempt, it asks the stub for the context
+ * back (PREEMPT, and a byte to the slot's UART whose interrupt the stub
+ * takes at the next block), spins then sleeps on the entry's state word
+ * until the stub has written it (slot-stub.h, SLOT_SWITCH_SPIN_NS), keeps
+ * its save area (slots_hand_back), then unbinds it as before.  The run's thread sees its
  * end in the entry (EXITED or FAULTED, written after the plugin has
  * counted it), or a kill (cycle limit, client gone: the context is handed
  * back and dropped), and retires it.

@@ -104,8 +104,8 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
                                                          probe_image,
                                                          build_dir, tmp_path):
     # Two contexts whose code differs at the same local-store addresses
-    # (examples/kernels and copsim-probe) alternate on ONE slot: copsim
-    # writes each one's local store into the slot's RAM from outside, which
+    # (examples/kernels and copsim-probe) alternate on ONE slot: the plugin
+    # maps each one's local store over the slot's RAM from outside, which
     # QEMU's self-modifying-code detection does not see, so the stub has
     # the plugin drop every translation at each switch.  Each context must
     # execute its own code: exactly cop-run's counts for it alone, pc by pc
@@ -141,6 +141,56 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
                                              % c["context"])))
         assert got == want, image
         assert int(c["instructions"]) == sum(want.values())
+
+
+SLOT_SWAP_SIZE = 0x41000            # abi/slot-stub.h
+SLOT_MAIN_LS = 0x1000000
+
+
+def memfd_of(pid, name):
+    """/proc path of the memfd called name among pid's descriptors."""
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        path = "/proc/%d/fd/%s" % (pid, fd)
+        try:
+            if os.readlink(path).startswith("/memfd:%s " % name):
+                return path
+        except OSError:
+            continue
+    raise AssertionError("no memfd %s in copsim" % name)
+
+
+def size_of(span):
+    """The bytes of a /proc/PID/maps address range START-END."""
+    start, end = span.split("-")
+    return int(end, 16) - int(start, 16)
+
+
+def test_a_switch_copies_no_local_store(copsim, test_bin):
+    # Two contexts time-sliced on one slot: each one's local store and boot
+    # block stay in its own main-memory file (at SLOT_MAIN_LS), which the
+    # plugin maps over the slot's RAM at each bind, so the slot's own RAM
+    # file never holds one (a switch that copied them in would leave the
+    # last context's there) and QEMU maps the last bound context's file
+    # over its RAM.
+    os.environ["COPSIM_TEST_GATHER"] = "2"
+    try:
+        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
+                     "50000")
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+    result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
+                            "2", "--console-file", "/dev/null", "embedded",
+                            "spin", "300000")
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert sum(int(c["preemptions"]) for c in contexts) >= 2, contexts
+    with open(memfd_of(sim.process.pid, "coprof-slot"), "rb") as f:
+        assert f.read(SLOT_SWAP_SIZE) == bytes(SLOT_SWAP_SIZE)
+    [qemu] = sim.emulators()
+    with open("/proc/%d/maps" % qemu) as f:
+        mapped = [line.split() for line in f if "coprof-context" in line]
+    local_stores = [m for m in mapped if int(m[2], 16) == SLOT_MAIN_LS
+                    and size_of(m[0]) == SLOT_SWAP_SIZE]
+    assert len(local_stores) == 1, mapped
 
 
 def slot_emulator_stats(sim):
