@@ -2028,8 +2028,7 @@ static void window_map(void)
                       "(inode %llu) over it: %s", (unsigned long long)id,
                       strerror(errno));
     if (mmap(window.ram_host, SLOT_SWAP_SIZE, PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd, SLOT_MAIN_LS)
-        == MAP_FAILED)
+             MAP_SHARED | MAP_FIXED, fd, SLOT_MAIN_LS) == MAP_FAILED)
         stop_emulator("window: cannot map the bound context's local store "
                       "(inode %llu) over the slot's: %s",
                       (unsigned long long)id, strerror(errno));
