@@ -44,8 +44,9 @@ copsim path), side by side in one run.
    and runs them from 1,000 threads on 8 slots, copsim gathering 1,001
    so that all 1,000 wait in its run queue at once (until the gather's
    60 s time limit).  Memory per waiting context: copsim's VmRSS (saved
-   state, connection threads) plus the allocated bytes of every context's
-   main-memory file (image and data pages), with 1,000 waiting against
+   state, connection threads; less its mappings of the contexts' files)
+   plus the allocated bytes of every context's main-memory file (image,
+   data pages, local store and boot block), with 1,000 waiting against
    none, over 1,000; then the contexts per second once they are let go,
    every one checked (exit 0, its own data).
 """
