@@ -123,6 +123,11 @@
 #define SLOT_MAIN_SIZE      0x20000000  /* 512 MiB, a power of two */
 #define SLOT_MAIN_AREA      0x1000000   /* one context's windows */
 #define SLOT_MAIN_DATA      0x800000    /* its data window in its area */
+#define SLOT_MAIN_LS        0x1000000   /* its local store and boot block
+                                           (SLOT_SWAP_SIZE bytes) in its
+                                           file, after its windows: the
+                                           plugin maps them over the slot's
+                                           RAM at a bind */
 #define SLOT_PCI_IVSHMEM    0x30008000  /* ECAM of PCI 00:01.0 */
 #define SLOT_IVSHMEM_ID     0x11101af4  /* device 0x1110, vendor 0x1af4 */
 #define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */
@@ -133,9 +138,10 @@
 #define SLOT_MAX_CONTEXTS   31
 
 /* The control block's header (byte offsets from SLOT_CTL_BASE). */
-#define SLOT_MAGIC          0x33544c53  /* "SLT3": contexts in user mode,
+#define SLOT_MAGIC          0x34544c53  /* "SLT4": contexts in user mode,
                                            call stacks saved, switches
-                                           timed, windows by identity */
+                                           timed, windows by identity,
+                                           sleepers counted */
 #define SLOT_H_MAGIC        0x00
 #define SLOT_H_COUNT        0x04    /* contexts in the table */
 #define SLOT_H_CURRENT      0x08    /* index running now, -1 none;
@@ -171,6 +177,13 @@
                                        (the others it had kept open) */
 #define SLOT_H_KILL         0x54    /* copsim: 1 while the bound context's
                                        run is to end at its hand-back */
+#define SLOT_H_SWITCH_SLEEPERS 0x58 /* copsim: 1 while it sleeps on the
+                                       entry's state word for a hand-back
+                                       it rang for (the plugin skips the
+                                       SWITCH wake at 0) */
+#define SLOT_H_BELL_SLEEPERS 0x5c   /* plugin: 1 while the vCPU sleeps on
+                                       SLOT_H_DOORBELL (copsim skips the
+                                       doorbell's wake at 0) */
 #define SLOT_H_SIZE         0x60
 
 /* Whom the plugin wakes (futex bitsets on an entry's state word) once the
@@ -180,6 +193,16 @@
  * run's thread, which a switch leaves asleep). */
 #define SLOT_WAKE_SWITCH    0x1
 #define SLOT_WAKE_END       0x2
+
+/* The two waits inside a switch spin this long before they sleep
+ * (trace_handshake_wait): copsim for the hand-back it rang for (the ring
+ * reaching the stub and the save: 30-55 us measured), the vCPU for the go
+ * after it parked a context (the local store copied out and the next one
+ * in: 30-50 us).  A thread whose CPU went idle takes tens of microseconds
+ * to wake from a futex, so a wait that ends within the spin saves a wake;
+ * one that does not costs this much CPU, once per switch.  An idle slot,
+ * a queued context and a run waiting for its end never spin. */
+#define SLOT_SWITCH_SPIN_NS 80000
 
 /* The ring (in place): the controller writes a byte to the emulator's
  * standard input, the virt machine's UART receives it and raises its

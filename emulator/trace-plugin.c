@@ -250,7 +250,8 @@ static struct {
                                        at its end */
     const char *ram_path;           /* ram=: the guest RAM file */
     volatile struct cop_mbox *mbox; /* the mailbox block, mapped */
-    int mbox_in_window;             /* it is in the main-memory window */
+    int mbox_qemus;                 /* it is in QEMU's mapping (the window,
+                                       or a slot's RAM), not one of ours */
     uint32_t mbox_addr;             /* its guest address */
     struct {                        /* while a wait's cycles are charged:
                                        the capture path's current wait */
@@ -1013,6 +1014,7 @@ static void *map_page(const char *path, off_t offset, size_t bytes)
 }
 
 static uint8_t *window_host(void);
+static uint8_t *slot_ram_host(void);
 
 /* The context's mailbox block: the last page of the data window its boot
  * block names, in the guest RAM file (a QEMU of its own) or in the
@@ -1026,20 +1028,25 @@ static volatile struct cop_mbox *mbox_block(void)
 
     if (tu.mbox && addr == tu.mbox_addr)
         return tu.mbox;
-    if (tu.mbox && !tu.mbox_in_window)
+    if (tu.mbox && !tu.mbox_qemus)
         munmap((void *)tu.mbox, COP_MBOX_SIZE);
     tu.mbox = NULL;
-    tu.mbox_in_window = 0;
+    tu.mbox_qemus = 0;
     if (addr >= SLOT_MAIN_BASE && addr - SLOT_MAIN_BASE
                                   <= SLOT_MAIN_AREA - COP_MBOX_SIZE) {
         host = window_host();
         if (host) {
             page = host + (addr - SLOT_MAIN_BASE);
-            tu.mbox_in_window = 1;
+            tu.mbox_qemus = 1;
         }
     } else if (addr >= COP_RAM_BASE && addr - COP_RAM_BASE
                                        <= COP_RAM_SIZE - COP_MBOX_SIZE) {
-        page = map_page(tu.ram_path, addr - COP_RAM_BASE, COP_MBOX_SIZE);
+        if ((host = slot_ram_host())) {
+            page = host + (addr - COP_RAM_BASE);
+            tu.mbox_qemus = 1;
+        } else {
+            page = map_page(tu.ram_path, addr - COP_RAM_BASE, COP_MBOX_SIZE);
+        }
     }
     if (!page)
         stop_emulator("context %u: mailbox block at 0x%08x is in no memory "
@@ -1262,6 +1269,12 @@ static struct {
     int foreign_code;               /* code translated since then from
                                        memory a switch changes but that is
                                        not the local store */
+    int handing_switch;             /* the entry the stub hands back next
+                                       was parked for a switch (not ended,
+                                       not killed): decided before the stub
+                                       writes its state */
+    int spin_for_go;                /* that hand-back was made: the next
+                                       idle wait is a switch's */
 } slot_mode;
 
 _Static_assert(SHADOW_SAVE_MAGIC == SLOT_STACK_MAGIC,
@@ -1592,10 +1605,18 @@ static void slot_write_counts(void)
     g_hash_table_foreach_steal(tu.codes, code_of_context, &key);
 }
 
+/* A word of the stub's control block (slot-stub.h). */
+static uint32_t *slot_control_word(uint32_t offset)
+{
+    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
+                        + offset);
+}
+
 /* The stub passes SLOT_STUB_ENDED: the context's program ended inside its
  * last block (the exit store faulted), as QEMU's exit would have. */
 static void on_stub_ended(unsigned int vcpu_index, void *udata)
 {
+    slot_mode.handing_switch = 0;
     if (!tu.context)
         return;
     if (tu.attached) {
@@ -1643,6 +1664,8 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
     const uint32_t *area = slot_save_area();
     uint64_t resume;
 
+    slot_mode.handing_switch = __atomic_load_n(
+        slot_control_word(SLOT_H_KILL), __ATOMIC_ACQUIRE) == 0;
     if (!tu.context)
         return;
     resume = area ? le32toh(__atomic_load_n(&area[SLOT_C_PC / 4],
@@ -1661,13 +1684,6 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
     if (tu.stacks)
         slot_save_stack();
     slot_let_go();
-}
-
-/* A word of the stub's control block (slot-stub.h). */
-static uint32_t *slot_control_word(uint32_t offset)
-{
-    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
-                        + offset);
 }
 
 /* Whether the stub has work: an entry is runnable, or it is closed. */
@@ -1690,55 +1706,70 @@ static int slot_has_work(void)
  * stub passes SLOT_STUB_HANDED right after it wrote the state of an entry
  * it ended or handed back, so the controller sleeps instead of polling.
  * A hand-back for a switch wakes only its waiters for SWITCH
- * (slot-stub.h). */
-static void slot_wake_controller(void)
+ * (slot-stub.h), and only if one sleeps: copsim spins for it first, and
+ * may have seen the state, unbound the context and changed the state
+ * already, which is why whether it is a switch was decided at
+ * SLOT_STUB_PARKED, before the stub wrote the state. */
+static void slot_wake_controller(int switching)
 {
     uint32_t count = le32toh(__atomic_load_n(slot_control_word(SLOT_H_COUNT),
                                              __ATOMIC_ACQUIRE));
-    int kill = __atomic_load_n(slot_control_word(SLOT_H_KILL),
-                               __ATOMIC_ACQUIRE) != 0;
 
     for (uint32_t i = 0; i < count && i < SLOT_MAX_CONTEXTS; i++) {
         uint32_t *state = slot_control_word(SLOT_H_SIZE + i * SLOT_CTX_SIZE
                                             + SLOT_C_STATE);
-        int switching = !kill && le32toh(__atomic_load_n(
-                            state, __ATOMIC_ACQUIRE)) == SLOT_PREEMPTED;
 
-        syscall(SYS_futex, state, FUTEX_WAKE_BITSET, INT32_MAX, NULL, NULL,
-                switching ? SLOT_WAKE_SWITCH : FUTEX_BITSET_MATCH_ANY);
+        if (switching)
+            trace_handshake_wake(state,
+                                 slot_control_word(SLOT_H_SWITCH_SLEEPERS),
+                                 SLOT_WAKE_SWITCH);
+        else
+            syscall(SYS_futex, state, FUTEX_WAKE_BITSET, INT32_MAX, NULL,
+                    NULL, FUTEX_BITSET_MATCH_ANY);
     }
 }
 
 /* The stub passes SLOT_STUB_HANDED: an entry it ended or handed back is
  * the controller's; the stub quiets the ring only after this, while the
- * controller copies the context out. */
+ * controller unbinds the context. */
 static void on_stub_handed(unsigned int vcpu_index, void *udata)
 {
-    slot_wake_controller();
+    slot_wake_controller(slot_mode.handing_switch);
+    slot_mode.spin_for_go = slot_mode.handing_switch;
+    slot_mode.handing_switch = 0;
 }
 
 /* The stub passes SLOT_STUB_IDLE: nothing is runnable.  Instead of the
  * stub's wfi, woken every slice, the vCPU sleeps here until the
- * controller rings the control block's doorbell (or has gone). */
+ * controller rings the control block's doorbell (or has gone), counted in
+ * SLOT_H_BELL_SLEEPERS so that a ring nobody sleeps for makes no system
+ * call.  Right after it handed a context back for a switch, it spins
+ * SLOT_SWITCH_SPIN_NS first (the controller is copying the next context
+ * in); an idle slot only sleeps. */
 static void on_stub_idle(unsigned int vcpu_index, void *udata)
 {
     uint32_t *bell = slot_control_word(SLOT_H_DOORBELL);
     pid_t controller = (pid_t)tu.unit->header->controller_pid;
+    uint64_t spin = slot_mode.spin_for_go ? SLOT_SWITCH_SPIN_NS : 0;
 
+    slot_mode.spin_for_go = 0;
     for (;;) {
         uint32_t seen = __atomic_load_n(bell, __ATOMIC_ACQUIRE);
 
         if (slot_has_work()
             || (controller > 0 && kill(controller, 0) < 0 && errno == ESRCH))
             return;
-        trace_doorbell_wait(bell, seen, 100000000u);
+        trace_handshake_wait(bell, seen,
+                             slot_stats_word(SLOT_H_BELL_SLEEPERS), spin,
+                             100000000u);
+        spin = 0;
     }
 }
 
 /*
- * The stub passes SLOT_STUB_FLUSH: copsim wrote the next context's local
- * store into the slot's RAM through its own mapping, which QEMU's
- * self-modifying-code detection does not see, so translations of the
+ * The stub passes SLOT_STUB_FLUSH: the next context's local store is
+ * mapped over the slot's RAM here (window_map), from outside QEMU, whose
+ * self-modifying-code detection does not see it, so translations of the
  * previous context's code would run on.  qemu_plugin_reset() drops every
  * translation (tb_flush, as safe work before the vCPU's next block: the
  * stub's own next block already runs translated anew) and every callback
@@ -1845,39 +1876,70 @@ struct window_file {
 static struct {
     const char *path;               /* window=, or NULL: left as it is */
     uint8_t *host;                  /* QEMU's mapping of the window */
+    uint8_t *ram_host;              /* QEMU's mapping of the slot's RAM */
     uint64_t mapped;                /* the inode of the file mapped there */
     uint64_t uses;
     struct window_file files[WINDOW_FILES];
 } window;
 
-static void window_locate(void)
+/* QEMU's mapping of `size` bytes of the file at path from offset 0 (the
+ * plugin's own mappings of it are smaller), from /proc/self/maps. */
+static uint8_t *qemu_mapping(const char *what, const char *path,
+                             unsigned long size, struct stat *st)
 {
     char line[4096];
-    struct stat st;
+    uint8_t *host = NULL;
     FILE *maps;
 
-    if (stat(window.path, &st) < 0)
-        stop_emulator("window=%s: %s", window.path, strerror(errno));
+    if (stat(path, st) < 0)
+        stop_emulator("%s=%s: %s", what, path, strerror(errno));
     maps = fopen("/proc/self/maps", "r");
     if (!maps)
         stop_emulator("/proc/self/maps: %s", strerror(errno));
-    while (!window.host && fgets(line, sizeof(line), maps)) {
+    while (!host && fgets(line, sizeof(line), maps)) {
         unsigned long start, end, inode;
         unsigned long long offset;
         unsigned int major, minor;
 
         if (sscanf(line, "%lx-%lx %*s %llx %x:%x %lu", &start, &end, &offset,
                    &major, &minor, &inode) == 6
-            && inode == st.st_ino && makedev(major, minor) == st.st_dev
-            && offset == 0 && end - start == SLOT_MAIN_AREA)
-            window.host = (uint8_t *)start;
+            && inode == st->st_ino && makedev(major, minor) == st->st_dev
+            && offset == 0 && end - start == size)
+            host = (uint8_t *)start;
     }
     fclose(maps);
-    if (!window.host)
-        stop_emulator("window=%s: QEMU has no mapping of it (%u bytes at "
-                      "offset 0) in /proc/self/maps", window.path,
-                      SLOT_MAIN_AREA);
+    if (!host)
+        stop_emulator("%s=%s: QEMU has no mapping of it (%lu bytes at "
+                      "offset 0) in /proc/self/maps", what, path, size);
+    return host;
+}
+
+/*
+ * Finds QEMU's mappings of the window and of the slot's RAM, where each
+ * bind maps the bound context's file (window_map).  From then on the
+ * plugin reads the local store and boot block through QEMU's mapping of
+ * the RAM (slot_mode.ls, the channel block, a mailbox there), so it sees
+ * the bound context's, as the guest does.
+ */
+static void window_locate(void)
+{
+    struct stat st;
+
+    window.host = qemu_mapping("window", window.path, SLOT_MAIN_AREA, &st);
     window.mapped = st.st_ino;
+    window.ram_host = qemu_mapping("ram", tu.ram_path, SLOT_RAM_SIZE, &st);
+    munmap((void *)slot_mode.ls, SLOT_CTL_BASE - SLOT_LS_BASE + SLOT_CTL_SIZE);
+    slot_mode.ls = window.ram_host;
+    if (tu.boot)
+        munmap((void *)tu.boot, COP_BOOT_SIZE);
+    tu.boot = (volatile struct cop_boot_block *)(void *)
+              (window.ram_host + (COP_BOOT_BASE - SLOT_LS_BASE));
+    tu.mfc = (volatile struct cop_mfc *)(void *)
+             ((uint8_t *)window.ram_host + (COP_MFC_BASE - SLOT_LS_BASE));
+    if (tu.mbox && !tu.mbox_qemus) {
+        munmap((void *)tu.mbox, COP_MBOX_SIZE);
+        tu.mbox = NULL;
+    }
 }
 
 /* QEMU's mapping of the window, where the bound context's main memory
@@ -1889,6 +1951,13 @@ static uint8_t *window_host(void)
     if (!window.host)
         window_locate();
     return window.host;
+}
+
+/* QEMU's mapping of the slot's RAM, where the bound context's local store
+ * and boot block are mapped; NULL without window=. */
+static uint8_t *slot_ram_host(void)
+{
+    return window_host() ? window.ram_host : NULL;
 }
 
 /*
@@ -1920,7 +1989,8 @@ static int window_file(uint32_t word, uint64_t id)
     if (fd < 0 || fstat(fd, &st) < 0)
         stop_emulator("%s: the bound context's main memory: %s", path,
                       strerror(errno));
-    if ((uint64_t)st.st_ino != id || st.st_size < SLOT_MAIN_AREA)
+    if ((uint64_t)st.st_ino != id
+        || st.st_size < SLOT_MAIN_LS + SLOT_SWAP_SIZE)
         stop_emulator("%s: not the bound context's main memory (inode "
                       "%llu, %lld bytes; inode %llu expected)", path,
                       (unsigned long long)st.st_ino, (long long)st.st_size,
@@ -1957,6 +2027,11 @@ static void window_map(void)
         stop_emulator("window: cannot map the bound context's main memory "
                       "(inode %llu) over it: %s", (unsigned long long)id,
                       strerror(errno));
+    if (mmap(window.ram_host, SLOT_SWAP_SIZE, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_FIXED, fd, SLOT_MAIN_LS) == MAP_FAILED)
+        stop_emulator("window: cannot map the bound context's local store "
+                      "(inode %llu) over the slot's: %s",
+                      (unsigned long long)id, strerror(errno));
     for (f = window.files; f < window.files + WINDOW_FILES; f++)
         if (f->id == id)
             f->used = ++window.uses;
@@ -1974,6 +2049,7 @@ static void window_map(void)
  */
 static void on_stub_flush(unsigned int vcpu_index, void *udata)
 {
+    slot_mode.spin_for_go = 0;      /* the next context came without idling */
     window_map();
     if (!slot_mode.counts_dir && slot_code_unchanged()) {
         slot_count(SLOT_H_KEPT);

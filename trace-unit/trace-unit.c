@@ -14,6 +14,10 @@
  * consistent, so one of them sees the other).  The doorbell is a counter
  * in the header that producers increment and wake: the driver sleeps on
  * it with its poll interval as timeout.
+ *
+ * A handshake (trace_handshake_wait/_wake) spins a bounded time before it
+ * sleeps, and its waker skips the FUTEX_WAKE while nobody sleeps: the
+ * same pairing as `stalled`, with a count, described at the functions.
  */
 #include "trace-unit/trace-unit.h"
 #include "lfsr/lfsr.h"
@@ -23,6 +27,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -744,6 +749,97 @@ void trace_doorbell_ring(uint32_t *doorbell)
 {
     __atomic_add_fetch(doorbell, 1, __ATOMIC_RELEASE);
     futex_wake_all(doorbell);
+}
+
+/* ---- Handshakes ---------------------------------------------------------- */
+
+#define HANDSHAKE_PAUSES    64      /* word reads between looks at the clock */
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#else
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Reads the word until it differs from seen or spin_ns has passed since
+ * start: 1 when it changed. */
+static int spin_on(const uint32_t *word, uint32_t seen, uint64_t start,
+                   uint64_t spin_ns)
+{
+    while (monotonic_ns() - start < spin_ns) {
+        for (int i = 0; i < HANDSHAKE_PAUSES; i++) {
+            if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+                return 1;
+            cpu_relax();
+        }
+        sched_yield();
+    }
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE) != seen;
+}
+
+/*
+ * Why no wake-up is lost although the waker may skip FUTEX_WAKE: the
+ * waiter adds itself to *sleepers, then reads the word (and the kernel
+ * reads it again, atomically with queueing the waiter, in FUTEX_WAIT);
+ * the waker writes the word, then reads *sleepers.  The add is a
+ * sequentially consistent read-modify-write and the waker puts a
+ * sequentially consistent fence between its write and its read, so of
+ * the two writes one comes first in the single total order: either the
+ * waiter's read sees the new word (it does not sleep), or the waker's read
+ * sees the count (it wakes; a wake before the waiter is queued finds the
+ * word changed in FUTEX_WAIT, which then returns at once).  The count is
+ * left only after the sleep, so a waker never reads 0 while one sleeps.
+ */
+enum trace_handshake trace_handshake_wait(uint32_t *word, uint32_t seen,
+                                          uint32_t *sleepers,
+                                          uint64_t spin_ns,
+                                          uint64_t timeout_ns)
+{
+    uint64_t start = monotonic_ns();
+    enum trace_handshake how = TRACE_HANDSHAKE_EXPIRED;
+
+    if (spin_on(word, seen, start, spin_ns))
+        return TRACE_HANDSHAKE_SPUN;
+    __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        uint64_t now = monotonic_ns();
+        struct timespec left;
+
+        if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != seen) {
+            how = TRACE_HANDSHAKE_WOKEN;
+            break;
+        }
+        if (now - start >= timeout_ns)
+            break;
+        left.tv_sec = (time_t)((timeout_ns - (now - start)) / 1000000000u);
+        left.tv_nsec = (long)((timeout_ns - (now - start)) % 1000000000u);
+        if (syscall(SYS_futex, word, FUTEX_WAIT, seen, &left, NULL, 0) < 0
+            && errno == ETIMEDOUT)
+            break;
+    }
+    __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+    return how;
+}
+
+int trace_handshake_wake(uint32_t *word, const uint32_t *sleepers,
+                         uint32_t bitset)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);    /* the word's write first */
+    if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) == 0)
+        return 0;
+    syscall(SYS_futex, word, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, bitset);
+    return 1;
+}
+
+int trace_handshake_ring(uint32_t *word, const uint32_t *sleepers)
+{
+    __atomic_add_fetch(word, 1, __ATOMIC_SEQ_CST);
+    return trace_handshake_wake(word, sleepers, FUTEX_BITSET_MATCH_ANY);
 }
 
 /* Whether a stalled producer must give up waiting: the controller turned

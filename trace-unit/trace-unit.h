@@ -217,6 +217,37 @@ int trace_doorbell_wait(uint32_t *doorbell, uint32_t seen,
 void trace_doorbell_ring(uint32_t *doorbell);
 void trace_futex_wake(uint32_t *word);
 
+/*
+ * A handshake: a futex word one thread waits to change and another
+ * changes, with a count of sleepers beside it (both in shared memory), for
+ * waits whose step is short and on a critical path (the two waits inside
+ * a slot's context switch).  trace_handshake_wait() spins (reading the
+ * word, a CPU pause between reads) for spin_ns at most, then counts itself
+ * in *sleepers and sleeps on the word until it differs from `seen` or
+ * timeout_ns (from the call) passes.  It returns TRACE_HANDSHAKE_SPUN when
+ * the word changed while it spun (no system call), TRACE_HANDSHAKE_WOKEN
+ * when it changed after it slept and was woken, TRACE_HANDSHAKE_EXPIRED
+ * when the time passed first (the word may have changed since: callers
+ * look at it).  The waker changes the word, then calls
+ * trace_handshake_wake(), which makes the FUTEX_WAKE (bitset: the futex
+ * bitset it wakes, FUTEX_BITSET_MATCH_ANY for all) only when *sleepers is
+ * not 0 and returns whether it did; trace_handshake_ring() adds 1 to a
+ * counter word and wakes it so.  No wake-up is lost: see trace-unit.c.
+ */
+enum trace_handshake {
+    TRACE_HANDSHAKE_EXPIRED = 0,
+    TRACE_HANDSHAKE_SPUN = 1,
+    TRACE_HANDSHAKE_WOKEN = 2,
+};
+
+enum trace_handshake trace_handshake_wait(uint32_t *word, uint32_t seen,
+                                          uint32_t *sleepers,
+                                          uint64_t spin_ns,
+                                          uint64_t timeout_ns);
+int trace_handshake_wake(uint32_t *word, const uint32_t *sleepers,
+                         uint32_t bitset);
+int trace_handshake_ring(uint32_t *word, const uint32_t *sleepers);
+
 /* ---- Emulator (the QEMU plugin) ---------------------------------------- */
 
 /*

@@ -44,8 +44,9 @@ copsim path), side by side in one run.
    and runs them from 1,000 threads on 8 slots, copsim gathering 1,001
    so that all 1,000 wait in its run queue at once (until the gather's
    60 s time limit).  Memory per waiting context: copsim's VmRSS (saved
-   state, connection threads) plus the allocated bytes of every context's
-   main-memory file (image and data pages), with 1,000 waiting against
+   state, connection threads; less its mappings of the contexts' files)
+   plus the allocated bytes of every context's main-memory file (image,
+   data pages, local store and boot block), with 1,000 waiting against
    none, over 1,000; then the contexts per second once they are let go,
    every one checked (exit 0, its own data).
 """
@@ -304,11 +305,28 @@ def many(b):
     return slot_rate, n / (time.monotonic() - start)
 
 
+def context_mappings_rss(pid):
+    """Bytes of copsim's resident set in its mappings of the contexts'
+    main-memory files (their local stores), from /proc/PID/smaps."""
+    total, inside = 0, False
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            head = re.match(r"[0-9a-f]+-[0-9a-f]+ ", line)
+            if head:
+                inside = "/memfd:coprof-context" in line
+            elif inside and line.startswith("Rss:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
 def copsim_memory(pid):
     """copsim's VmRSS plus the allocated bytes of its contexts' main-memory
-    files (memfds named coprof-context, through /proc/PID/fd)."""
+    files (memfds named coprof-context, through /proc/PID/fd); the pages of
+    those files copsim maps (a context's local store) count once, as the
+    files'."""
     with open("/proc/%d/status" % pid) as f:
         total = int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
+    total -= context_mappings_rss(pid)
     fds = "/proc/%d/fd" % pid
     for fd in os.listdir(fds):
         try:
@@ -375,8 +393,8 @@ def main():
           "(medians): %.0fx faster (target <= 5 ms)" %
           (slot_trip * 1e3, process_trip * 1e3, process_trip / slot_trip))
     switch, switches, whole = switch_us(b)
-    print("switch on copsim's slot model (ring, hand-back, copies out and "
-          "in, unbind and bind): %.0f us median of %d; to the next "
+    print("switch on copsim's slot model (ring, hand-back, unbind and "
+          "bind): %.0f us median of %d; to the next "
           "context's first block %d us median (target <= 100 us)"
           % (switch, switches, whole))
     per_slot, image = slot_memory_per_context(b)

@@ -10,30 +10,31 @@
  * bytes), and the trace-unit plugin with slot=S, which follows whichever
  * context is bound to S.
  *
- * A context owns a main-memory file (a memfd of SLOT_MAIN_AREA bytes: its
- * image window, its data window SLOT_MAIN_DATA bytes in; the client maps
- * its data window from it, as it mapped its RAM file), and, between
- * binds, its local store and boot block (`saved`), the stub's save area
- * (registers, pc, its own M-mode CSRs) and, with --call-graph, its shadow
- * stack as the plugin saved it.  A run loads the image through the
- * project's loader into a scratch RAM, keeps its local store and boot
- * block, writes its image window into its file and names the window in
- * the boot block; no instruction is changed (the stub runs the context in
+ * A context owns a main-memory file (a memfd: its image window, its data
+ * window SLOT_MAIN_DATA bytes in, SLOT_MAIN_AREA bytes, then its local
+ * store and boot block at SLOT_MAIN_LS, mapped by copsim as `saved`; the
+ * client maps its data window from it, as it mapped its RAM file), and,
+ * between binds, the stub's save area (registers, pc, its own M-mode
+ * CSRs) and, with --call-graph, its shadow stack as the plugin saved it.
+ * A run loads the image through the project's loader into a scratch RAM,
+ * puts its local store and boot block and its image window into its file
+ * and names the window in the boot block; no instruction is changed (the stub runs the context in
  * user mode and emulates what it does in machine mode: slot-stub.h), then
  * it queues the context.
  *
  * The scheduler binds it as before (register file, mailbox, bind hook,
- * gate) and around that puts its state on the slot: copsim writes the
- * local store and boot block into the slot's RAM itself while the stub
- * waits (slots_bind), with the context's file in SLOT_H_WINDOW and its
- * saved call stack at SLOT_STACK_SAVE, and then marks the entry runnable
- * and rings the doorbell (slots_go); the stub passes SLOT_STUB_FLUSH,
- * where the plugin maps the window and has QEMU drop every translation of
- * the previous context if the incoming code differs.  To preempt,
- * it asks the stub for the context back (PREEMPT, and a byte to the
- * slot's UART whose interrupt the stub takes at the next block), sleeps on the entry's state word until the
- * plugin wakes it, and copies its state out (slots_hand_back), then
- * unbinds it as before.  The run's thread sees its
+ * gate) and around that puts its state on the slot while the stub waits
+ * (slots_bind): its save area in the entry, its file in SLOT_H_WINDOW and
+ * its saved call stack at SLOT_STACK_SAVE; then it marks the entry
+ * runnable and rings the doorbell (slots_go).  The stub passes
+ * SLOT_STUB_FLUSH, where the plugin maps the context's file over the
+ * window and its local store over the slot's RAM (nothing is copied) and
+ * has QEMU drop every translation of the previous context if the
+ * incoming code differs.  To preempt, it asks the stub for the context
+ * back (PREEMPT, and a byte to the slot's UART whose interrupt the stub
+ * takes at the next block), spins then sleeps on the entry's state word
+ * until the stub has written it (slot-stub.h, SLOT_SWITCH_SPIN_NS), keeps
+ * its save area (slots_hand_back), then unbinds it as before.  The run's thread sees its
  * end in the entry (EXITED or FAULTED, written after the plugin has
  * counted it), or a kill (cycle limit, client gone: the context is handed
  * back and dropped), and retires it.
@@ -135,9 +136,12 @@ static void set_entry_state(struct slot_emulator *e, uint32_t state)
     __atomic_store_n(entry_word(e, SLOT_C_STATE), state, __ATOMIC_RELEASE);
 }
 
+/* Rings the doorbell the vCPU waits on when its stub is idle; no system
+ * call while the vCPU does not sleep (it spins right after a hand-back). */
 static void ring(struct slot_emulator *e)
 {
-    trace_doorbell_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL));
+    trace_handshake_ring((uint32_t *)control_word(e, SLOT_H_DOORBELL),
+                         (uint32_t *)control_word(e, SLOT_H_BELL_SLEEPERS));
 }
 
 /* Interrupts the running context at once (slot-stub.h, "The ring"): a
@@ -203,11 +207,38 @@ static void unmap_memfd(int *fd, unsigned char **base, size_t size)
     *fd = -1;
 }
 
+/* The context's local store and boot block in its file (SLOT_MAIN_LS),
+ * their pages reserved (memory running out is an error now, not a
+ * SIGBUS), mapped as `saved`. */
+static int map_local_store(struct sim_context *c, char *err, size_t errlen)
+{
+    int error = posix_fallocate(c->main_fd, SLOT_MAIN_LS, SLOT_SWAP_SIZE);
+    void *base;
+
+    if (error) {
+        snprintf(err, errlen, "coprof-context: cannot reserve its local "
+                 "store (%u bytes): %s", SLOT_SWAP_SIZE, strerror(error));
+        errno = ENOMEM;
+        return -1;
+    }
+    base = mmap(NULL, SLOT_SWAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                c->main_fd, SLOT_MAIN_LS);
+    if (base == MAP_FAILED) {
+        snprintf(err, errlen, "coprof-context: cannot map its local store: "
+                 "%s", strerror(errno));
+        errno = ENOMEM;
+        return -1;
+    }
+    c->saved = base;
+    return 0;
+}
+
 /*
- * Main memory: every context has a file of its own, SLOT_MAIN_AREA bytes
- * and sparse (its image, its data window SLOT_MAIN_DATA bytes in), which
- * its client maps and the plugin of the slot it is bound to maps over the
- * slot's window; only the pages written take memory.  A context holds one
+ * Main memory: every context has a file of its own (its image, its data
+ * window SLOT_MAIN_DATA bytes in, sparse, SLOT_MAIN_AREA bytes; then its
+ * local store and boot block at SLOT_MAIN_LS), which its client maps and
+ * the plugin of the slot it is bound to maps over the slot's window and
+ * local store; only the pages written take memory.  A context holds one
  * descriptor of copsim's, so copsim raises its open-files limit to the
  * hard one at start (slots_start).
  */
@@ -219,15 +250,15 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
     struct stat st;
 
     c->main_fd = -1;
-    c->saved = calloc(1, SLOT_SWAP_SIZE);
     c->console = calloc(1, sizeof(*c->console));
-    if (!c->saved || !c->console) {
+    if (!c->console) {
         snprintf(err, errlen, "out of memory for a context's saved state");
         errno = ENOMEM;
         return -1;
     }
-    if (make_memfd("coprof-context", SLOT_MAIN_AREA, &c->main_fd, NULL, 0,
-                   err, errlen) < 0)
+    if (make_memfd("coprof-context", SLOT_MAIN_LS + SLOT_SWAP_SIZE,
+                   &c->main_fd, NULL, 0, err, errlen) < 0
+        || map_local_store(c, err, errlen) < 0)
         return -1;
     if (fstat(c->main_fd, &st) < 0) {
         snprintf(err, errlen, "coprof-context: %s", strerror(errno));
@@ -241,7 +272,7 @@ int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
         return -1;
     }
     c->info.ram = NULL;             /* until it is bound to a slot */
-    c->info.ram_size = SLOT_RAM_SIZE;
+    c->info.ram_size = SLOT_SWAP_SIZE;
     return 0;
 }
 
@@ -262,7 +293,8 @@ void slots_context_free(struct copsim *sim, struct sim_context *c)
     if (c->bound_fd >= 0)
         close(c->bound_fd);
     c->bound_fd = -1;
-    free(c->saved);
+    if (c->saved)
+        munmap(c->saved, SLOT_SWAP_SIZE);
     free(c->console);
     free(c->call_stack);
     c->call_stack = NULL;
@@ -396,7 +428,6 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
-    memcpy(e->ram, c->saved, SLOT_SWAP_SIZE);    /* the stub waits */
     if (m->sim->config.call_graph)
         place_call_stack(e, c);
     memcpy((void *)entry_word(e, 4), &c->save_area[1], SLOT_CTX_SIZE - 4);
@@ -405,10 +436,10 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
                      c->main_id, __ATOMIC_RELAXED);
     __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
                      __ATOMIC_RELAXED);
-    c->info.ram = e->ram;
+    c->info.ram = c->saved;
     if (c->info.n_regions)
         c->info.guard_words = (const volatile uint32_t *)
-            (e->ram + c->info.guard_ls_offset);
+            (c->saved + c->info.guard_ls_offset);
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
@@ -506,9 +537,11 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
 {
     struct slot_emulator *e = &m->slots[slot];
     long long deadline = (long long)schedlog_monotonic_ns() + (long long)timeout_ms * 1000000;
+    uint64_t spin = SLOT_SWITCH_SPIN_NS;
     uint32_t state;
 
-    /* The plugin wakes us once the stub has written the state. */
+    /* Spins for the stub's state, then sleeps: the plugin wakes us once
+     * the stub has written it (slot-stub.h, SLOT_SWITCH_SPIN_NS). */
     time_switch(e);
     e->ring_ns = schedlog_monotonic_ns();
     e->switch_pending = 0;
@@ -519,10 +552,13 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
 
         if (left <= 0 || __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
             return -1;
-        trace_doorbell_wait((uint32_t *)entry_word(e, SLOT_C_STATE),
-                            SLOT_RUNNABLE, left < HAND_BACK_LOOK_NS
-                                           ? (uint64_t)left
-                                           : HAND_BACK_LOOK_NS);
+        trace_handshake_wait((uint32_t *)entry_word(e, SLOT_C_STATE),
+                             SLOT_RUNNABLE,
+                             (uint32_t *)control_word(e,
+                                                      SLOT_H_SWITCH_SLEEPERS),
+                             spin, left < HAND_BACK_LOOK_NS
+                                   ? (uint64_t)left : HAND_BACK_LOOK_NS);
+        spin = 0;
     }
     if (state != SLOT_PREEMPTED) {
         e->ring_ns = 0;             /* no switch */
@@ -530,7 +566,6 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     }
     trace_context_park(trace_unit_context(m->sim->unit,
                                           c->info.trace_context));
-    memcpy(c->saved, e->ram, SLOT_SWAP_SIZE);
     memcpy(&c->save_area[1], (const void *)entry_word(e, 4),
            SLOT_CTX_SIZE - 4);
     if (m->sim->config.call_graph)

@@ -11,6 +11,7 @@
 
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <linux/futex.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -505,6 +506,119 @@ static void test_doorbell_watermark(struct fixture *f, gconstpointer data)
     for (uint32_t i = 0; i < 10; i++)
         trace_slot_capture(f->unit, slot, 0);
     g_assert_cmpuint(*doorbell, ==, 2);             /* 0: never */
+}
+
+/* ---- Handshakes (the waits inside a slot's switch) ---------------------- */
+
+#define HANDSHAKE_FOREVER_NS    60000000000ull      /* 60 s: never reached */
+#define HANDSHAKE_WOKEN_NS      10000000000ull      /* 10 s: a lost wake */
+#define HANDSHAKE_ROUNDS        20000
+
+struct handshake_waiter {
+    uint32_t word;
+    uint32_t sleepers;
+    uint32_t started, done;
+    uint64_t spin_ns, timeout_ns;
+    enum trace_handshake how;
+};
+
+static gpointer handshake_wait_thread(gpointer data)
+{
+    struct handshake_waiter *w = data;
+
+    __atomic_store_n(&w->started, 1, __ATOMIC_SEQ_CST);
+    w->how = trace_handshake_wait(&w->word, 0, &w->sleepers, w->spin_ns,
+                                  w->timeout_ns);
+    __atomic_store_n(&w->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* The word changes while the waiter spins: it returns without a futex
+ * sleep (never counted a sleeper), and the waker makes no FUTEX_WAKE. */
+static void test_handshake_spun(void)
+{
+    struct handshake_waiter w = { .spin_ns = HANDSHAKE_FOREVER_NS,
+                                  .timeout_ns = HANDSHAKE_FOREVER_NS };
+    GThread *thread = g_thread_new("waiter", handshake_wait_thread, &w);
+
+    while (!__atomic_load_n(&w.started, __ATOMIC_SEQ_CST))
+        g_thread_yield();
+    __atomic_store_n(&w.word, 1, __ATOMIC_SEQ_CST);
+    g_assert_cmpint(trace_handshake_wake(&w.word, &w.sleepers,
+                                         FUTEX_BITSET_MATCH_ANY), ==, 0);
+    g_thread_join(thread);
+    g_assert_cmpint(w.how, ==, TRACE_HANDSHAKE_SPUN);
+    g_assert_cmpuint(w.sleepers, ==, 0);
+}
+
+/* The word changes after the spin: the waiter counted itself as a
+ * sleeper, so the waker wakes it (it returns WOKEN, not at its timeout),
+ * and the count is back to 0 after. */
+static void test_handshake_woken(void)
+{
+    struct handshake_waiter w = { .spin_ns = 1000,
+                                  .timeout_ns = HANDSHAKE_WOKEN_NS };
+    GThread *thread = g_thread_new("waiter", handshake_wait_thread, &w);
+
+    while (__atomic_load_n(&w.sleepers, __ATOMIC_SEQ_CST) == 0
+           && !__atomic_load_n(&w.done, __ATOMIC_SEQ_CST))
+        g_thread_yield();
+    __atomic_store_n(&w.word, 1, __ATOMIC_SEQ_CST);
+    g_assert_cmpint(trace_handshake_wake(&w.word, &w.sleepers,
+                                         FUTEX_BITSET_MATCH_ANY), ==, 1);
+    g_thread_join(thread);
+    g_assert_cmpint(w.how, ==, TRACE_HANDSHAKE_WOKEN);
+    g_assert_cmpuint(w.sleepers, ==, 0);
+    g_assert_cmpint(trace_handshake_wait(&w.word, 1, &w.sleepers, 0, 1000),
+                    ==, TRACE_HANDSHAKE_EXPIRED);
+}
+
+/* Two threads ring each other's counter HANDSHAKE_ROUNDS times, mostly
+ * without spinning, so that the waker's skip and the waiter's count meet
+ * in every order: a lost wake-up would leave one asleep until its
+ * timeout (EXPIRED). */
+struct handshake_pair {
+    uint32_t bell[2];
+    uint32_t sleepers[2];
+    uint32_t expired[2];
+};
+
+static void handshake_play(struct handshake_pair *p, int me)
+{
+    for (uint32_t round = 0; round < HANDSHAKE_ROUNDS; round++) {
+        uint32_t seen = round;
+
+        if (me == 1)
+            trace_handshake_ring(&p->bell[0], &p->sleepers[0]);
+        while (__atomic_load_n(&p->bell[me], __ATOMIC_SEQ_CST) == seen)
+            if (trace_handshake_wait(&p->bell[me], seen, &p->sleepers[me],
+                                     round % 4 ? 0 : 2000,
+                                     HANDSHAKE_WOKEN_NS)
+                    == TRACE_HANDSHAKE_EXPIRED)
+                p->expired[me]++;
+        if (me == 0)
+            trace_handshake_ring(&p->bell[1], &p->sleepers[1]);
+    }
+}
+
+static gpointer handshake_play_thread(gpointer data)
+{
+    handshake_play(data, 1);
+    return NULL;
+}
+
+static void test_handshake_no_lost_wakeup(void)
+{
+    struct handshake_pair p = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
+    GThread *thread = g_thread_new("other", handshake_play_thread, &p);
+
+    handshake_play(&p, 0);
+    g_thread_join(thread);
+    g_assert_cmpuint(p.expired[0], ==, 0);
+    g_assert_cmpuint(p.expired[1], ==, 0);
+    g_assert_cmpuint(p.bell[0], ==, HANDSHAKE_ROUNDS);
+    g_assert_cmpuint(p.bell[1], ==, HANDSHAKE_ROUNDS);
+    g_assert_cmpuint(p.sleepers[0] + p.sleepers[1], ==, 0);
 }
 
 /* The jitter: width a power of two at most N/2 that keeps N + W - 1 in
@@ -1371,5 +1485,9 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-unit/dither-slot-seeds", test_dither_slot_seeds);
     g_test_add_func("/trace-unit/trace-run", test_trace_run);
     g_test_add_func("/trace-unit/plugin-arg", test_plugin_arg);
+    g_test_add_func("/trace-unit/handshake-spun", test_handshake_spun);
+    g_test_add_func("/trace-unit/handshake-woken", test_handshake_woken);
+    g_test_add_func("/trace-unit/handshake-no-lost-wakeup",
+                    test_handshake_no_lost_wakeup);
     return g_test_run();
 }

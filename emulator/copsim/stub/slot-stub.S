@@ -437,7 +437,7 @@ parked_done:
 
 /* An entry was handed back: the plugin wakes its controller, and only
  * then is the ring quieted (mcause is still the trap's), while the
- * controller copies the context out: the UART's and the PLIC's registers
+ * controller unbinds the context: the UART's and the PLIC's registers
  * are MMIO, which waits for QEMU's global lock, held by the main loop
  * that has just delivered the ring. */
 handed_done:

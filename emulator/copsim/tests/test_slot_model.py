@@ -31,6 +31,16 @@ def host(test_bin, sim, *args, timeout=300):
     return result, parse_host_lines(result.stdout)
 
 
+def gathered(copsim, count, *args):
+    """A copsim that holds runs until count contexts wait (so that they are
+    certainly time-sliced)."""
+    os.environ["COPSIM_TEST_GATHER"] = str(count)
+    try:
+        return copsim(*args)
+    finally:
+        del os.environ["COPSIM_TEST_GATHER"]
+
+
 def counts_by_pc(path, cycles=False):
     """Exact counts of a file's runs, by pc: instructions, or with
     cycles=True (pc, reason): cycles."""
@@ -63,12 +73,9 @@ def test_preempted_contexts_count_as_under_cop_run(copsim, test_bin,
     # unbinds add up to those cycles.
     counts_dir = tmp_path / "counts"
     counts_dir.mkdir()
-    os.environ["COPSIM_TEST_GATHER"] = "4"
-    try:
-        sim = copsim("--context-model=slot", "--slots", "2", "--slice",
-                     "100000", "--exact-counts", str(counts_dir))
-    finally:
-        del os.environ["COPSIM_TEST_GATHER"]
+    sim = gathered(copsim, 4, "--context-model=slot", "--slots", "2",
+                   "--slice", "100000", "--exact-counts",
+                   str(counts_dir))
     result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
                             "4", "--console-file", "/dev/null", "embedded",
                             program, "3000000")
@@ -104,8 +111,8 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
                                                          probe_image,
                                                          build_dir, tmp_path):
     # Two contexts whose code differs at the same local-store addresses
-    # (examples/kernels and copsim-probe) alternate on ONE slot: copsim
-    # writes each one's local store into the slot's RAM from outside, which
+    # (examples/kernels and copsim-probe) alternate on ONE slot: the plugin
+    # maps each one's local store over the slot's RAM from outside, which
     # QEMU's self-modifying-code detection does not see, so the stub has
     # the plugin drop every translation at each switch.  Each context must
     # execute its own code: exactly cop-run's counts for it alone, pc by pc
@@ -113,12 +120,9 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
     # other's bytes, or end the run wrongly).
     counts_dir = tmp_path / "counts"
     counts_dir.mkdir()
-    os.environ["COPSIM_TEST_GATHER"] = "2"
-    try:
-        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
-                     "50000", "--exact-counts", str(counts_dir))
-    finally:
-        del os.environ["COPSIM_TEST_GATHER"]
+    sim = gathered(copsim, 2, "--context-model=slot", "--slots", "1",
+                   "--slice", "50000", "--exact-counts",
+                   str(counts_dir))
     kernels = os.path.join(build_dir, "examples", "kernels.elf")
     runs = [(kernels, []), (probe_image, ["spin", "300000"])]
     hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
@@ -141,6 +145,52 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
                                              % c["context"])))
         assert got == want, image
         assert int(c["instructions"]) == sum(want.values())
+
+
+SLOT_SWAP_SIZE = 0x41000            # abi/slot-stub.h
+SLOT_MAIN_LS = 0x1000000
+
+
+def memfd_of(pid, name):
+    """/proc path of the memfd called name among pid's descriptors."""
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        path = "/proc/%d/fd/%s" % (pid, fd)
+        try:
+            if os.readlink(path).startswith("/memfd:%s " % name):
+                return path
+        except OSError:
+            continue
+    raise AssertionError("no memfd %s in copsim" % name)
+
+
+def size_of(span):
+    """The bytes of a /proc/PID/maps address range START-END."""
+    start, end = span.split("-")
+    return int(end, 16) - int(start, 16)
+
+
+def test_a_switch_copies_no_local_store(copsim, test_bin):
+    # Two contexts time-sliced on one slot: each one's local store and boot
+    # block stay in its own main-memory file (at SLOT_MAIN_LS), which the
+    # plugin maps over the slot's RAM at each bind, so the slot's own RAM
+    # file never holds one (a switch that copied them in would leave the
+    # last context's there) and QEMU maps the last bound context's file
+    # over its RAM.
+    sim = gathered(copsim, 2, "--context-model=slot", "--slots", "1",
+                   "--slice", "50000")
+    result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
+                            "2", "--console-file", "/dev/null", "embedded",
+                            "spin", "300000")
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert sum(int(c["preemptions"]) for c in contexts) >= 2, contexts
+    with open(memfd_of(sim.process.pid, "coprof-slot"), "rb") as f:
+        assert f.read(SLOT_SWAP_SIZE) == bytes(SLOT_SWAP_SIZE)
+    [qemu] = sim.emulators()
+    with open("/proc/%d/maps" % qemu) as f:
+        mapped = [line.split() for line in f if "coprof-context" in line]
+    local_stores = [m for m in mapped if int(m[2], 16) == SLOT_MAIN_LS
+                    and size_of(m[0]) == SLOT_SWAP_SIZE]
+    assert len(local_stores) == 1, mapped
 
 
 def slot_emulator_stats(sim):
@@ -180,12 +230,8 @@ def test_contexts_of_one_image_keep_their_translations(copsim, test_bin,
     # mapped it, so it opens each of the four once however often they
     # come back; every switch is timed, from the ring to the incoming
     # context's first block.
-    os.environ["COPSIM_TEST_GATHER"] = "4"
-    try:
-        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
-                     "50000")
-    finally:
-        del os.environ["COPSIM_TEST_GATHER"]
+    sim = gathered(copsim, 4, "--context-model=slot", "--slots", "1",
+                   "--slice", "50000")
     result, contexts = host(test_bin, sim, "--threads", "4", "--contexts",
                             "4", "--console-file", "/dev/null", "embedded",
                             "spin", "2000000")
@@ -230,12 +276,8 @@ def test_different_code_flushes_without_exact_counts(copsim, test_bin,
     # and each executes exactly its instructions alone (a stale block of
     # the other's code would change the count or the end).  Reference
     # mode (a callback per instruction) makes kernels last many ticks.
-    os.environ["COPSIM_TEST_GATHER"] = "2"
-    try:
-        sim = copsim("--context-model=slot", "--slots", "1", "--slice",
-                     "50000", "--reference")
-    finally:
-        del os.environ["COPSIM_TEST_GATHER"]
+    sim = gathered(copsim, 2, "--context-model=slot", "--slots", "1",
+                   "--slice", "50000", "--reference")
     kernels = os.path.join(build_dir, "examples", "kernels.elf")
     runs = [(kernels, []), (probe_image, ["spin", "300000"])]
     hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
@@ -327,11 +369,7 @@ def test_thousand_live_contexts_wait_in_main_memory(copsim, test_bin,
     # with its own data (data[i] * 3 + 1 of index * 100000 + i, checked
     # by cop-host) and prints its own sum.  With main memory as one 1 GiB
     # window, CREATE refused the 65th.
-    os.environ["COPSIM_TEST_GATHER"] = "1000"
-    try:
-        sim = copsim("--context-model=slot", "--slots", "8")
-    finally:
-        del os.environ["COPSIM_TEST_GATHER"]
+    sim = gathered(copsim, 1000, "--context-model=slot", "--slots", "8")
     result, contexts = host(test_bin, sim, "--all-live", "--threads", "1000",
                             "--contexts", "1000", "--data-words", "64",
                             "--console-file", str(tmp_path / "console-%d"),
