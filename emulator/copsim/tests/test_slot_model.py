@@ -22,7 +22,12 @@ from copsim_harness import (SOURCE, check_slot_history, counted_cycles,
                             parse_host_lines, sched_events)
 
 sys.path.insert(0, os.path.join(SOURCE, "tests"))
+sys.path.insert(0, os.path.join(SOURCE, "abi"))
+import cheader  # noqa: E402
 import exact_counts  # noqa: E402
+
+# The slot's layout, read from the header copsim compiles (abi/cheader.py).
+SLOT = cheader.load("slot-stub.h").defines
 
 
 def host(test_bin, sim, *args, timeout=300):
@@ -147,10 +152,6 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
         assert int(c["instructions"]) == sum(want.values())
 
 
-SLOT_SWAP_SIZE = 0x41000            # abi/slot-stub.h
-SLOT_MAIN_LS = 0x1000000
-
-
 def memfd_of(pid, name):
     """/proc path of the memfd called name among pid's descriptors."""
     for fd in os.listdir("/proc/%d/fd" % pid):
@@ -184,12 +185,14 @@ def test_a_switch_copies_no_local_store(copsim, test_bin):
     assert result.returncode == 0, result.stderr + result.stdout
     assert sum(int(c["preemptions"]) for c in contexts) >= 2, contexts
     with open(memfd_of(sim.process.pid, "coprof-slot"), "rb") as f:
-        assert f.read(SLOT_SWAP_SIZE) == bytes(SLOT_SWAP_SIZE)
+        swap = SLOT["SLOT_SWAP_SIZE"]
+        assert f.read(swap) == bytes(swap)
     [qemu] = sim.emulators()
     with open("/proc/%d/maps" % qemu) as f:
         mapped = [line.split() for line in f if "coprof-context" in line]
-    local_stores = [m for m in mapped if int(m[2], 16) == SLOT_MAIN_LS
-                    and size_of(m[0]) == SLOT_SWAP_SIZE]
+    local_stores = [m for m in mapped
+                    if int(m[2], 16) == SLOT["SLOT_MAIN_LS"]
+                    and size_of(m[0]) == SLOT["SLOT_SWAP_SIZE"]]
     assert len(local_stores) == 1, mapped
 
 
