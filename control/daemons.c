@@ -171,6 +171,30 @@ static void explain_failure(const char *what, const char *log_path,
     snprintf(err, errlen, "%s did not start: it %s", what, line);
 }
 
+/* argv started with a new pipe's write end in *end (spec's pass_fd or
+ * ready_fd); the read end, where it will say "ready", in *ready_fd. */
+static pid_t start_with_ready_pipe(const struct daemon_spec *spec, int *end,
+                                   char *const argv[], int *ready_fd,
+                                   char *err, size_t errlen)
+{
+    int ready[2];
+    pid_t pid;
+
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    *end = ready[1];
+    pid = daemons_start(spec, argv, err, errlen);
+    close(ready[1]);
+    if (pid < 0) {
+        close(ready[0]);
+        return -1;
+    }
+    *ready_fd = ready[0];
+    return pid;
+}
+
 /* program (found by daemons_find) with args and --ready-fd, started; the
  * pipe's read end, where it will say "ready", in *ready_fd. */
 static pid_t spawn_ready(const char *name, const struct daemon_spec *base,
@@ -180,8 +204,7 @@ static pid_t spawn_ready(const char *name, const struct daemon_spec *base,
     char program[PATH_MAX], ready_arg[16];
     char *argv[ARGS_MAX];
     struct daemon_spec spec = *base;
-    int ready[2], n = 0;
-    pid_t pid;
+    int n = 0;
 
     daemons_find(name, program, sizeof(program));
     argv[n++] = program;
@@ -190,19 +213,8 @@ static pid_t spawn_ready(const char *name, const struct daemon_spec *base,
     snprintf(ready_arg, sizeof(ready_arg), "--ready-fd=%d", PASSED_FD);
     argv[n++] = ready_arg;
     argv[n] = NULL;
-    if (pipe2(ready, O_CLOEXEC) < 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    spec.pass_fd = ready[1];
-    pid = daemons_start(&spec, argv, err, errlen);
-    close(ready[1]);
-    if (pid < 0) {
-        close(ready[0]);
-        return -1;
-    }
-    *ready_fd = ready[0];
-    return pid;
+    return start_with_ready_pipe(&spec, &spec.pass_fd, argv, ready_fd, err,
+                                 errlen);
 }
 
 int daemons_wait_ready(pid_t pid, int ready_fd, const char *name,
@@ -274,8 +286,7 @@ pid_t daemons_start_coprofd_with(const struct daemon_spec *base,
     char program[PATH_MAX], input[32], ready_arg[32];
     char *argv[ARGS_MAX];
     struct daemon_spec spec = *base;
-    int ready[2], n = 0;
-    pid_t pid;
+    int n = 0;
 
     daemons_find("coprofd", program, sizeof(program));
     snprintf(input, sizeof(input), "--input-fd=%d", PASSED_FD);
@@ -292,19 +303,8 @@ pid_t daemons_start_coprofd_with(const struct daemon_spec *base,
     for (; options && *options && n < ARGS_MAX - 1; options++)
         argv[n++] = (char *)*options;
     argv[n] = NULL;
-    if (pipe2(ready, O_CLOEXEC) < 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    spec.ready_fd = ready[1];
-    pid = daemons_start(&spec, argv, err, errlen);
-    close(ready[1]);
-    if (pid < 0) {
-        close(ready[0]);
-        return -1;
-    }
-    *ready_fd = ready[0];
-    return pid;
+    return start_with_ready_pipe(&spec, &spec.ready_fd, argv, ready_fd, err,
+                                 errlen);
 }
 
 int daemons_alive(pid_t pid)

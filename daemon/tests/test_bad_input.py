@@ -239,16 +239,24 @@ def test_usage_errors(coprofd, tmp_path, args, message):
     assert os.listdir(tmp_path) == []
 
 
+def with_pipe_end(coprofd, which, *args):
+    """coprofd run with one end of a new pipe (0: reading, 1: writing)
+    passed, its number put where an argument is None."""
+    ends = os.pipe()
+    try:
+        return ends[which], coprofd(
+            *[ends[which] if a is None else a for a in args],
+            pass_fds=(ends[which],), timeout=60)
+    finally:
+        for end in ends:
+            os.close(end)
+
+
 def test_write_only_descriptor(coprofd, tmp_path):
     """--input-fd naming the writing end of a pipe: one line, at once
     (it used to wait forever for a stream that could never come)."""
-    reading, writing = os.pipe()
-    try:
-        result = coprofd("--input-fd", writing, "--session-dir",
-                         tmp_path / "s", pass_fds=(writing,), timeout=60)
-    finally:
-        os.close(reading)
-        os.close(writing)
+    writing, result = with_pipe_end(coprofd, 1, "--input-fd", None,
+                                    "--session-dir", tmp_path / "s")
     assert result.returncode == 1
     assert result.stderr == ("coprofd: %d: cannot read: open for writing "
                              "only\n" % writing)
@@ -257,14 +265,9 @@ def test_write_only_descriptor(coprofd, tmp_path):
 def test_read_only_ready_descriptor(coprofd, tmp_path):
     """--ready-fd naming the reading end of a pipe: a usage error, before
     any session is made."""
-    reading, writing = os.pipe()
-    try:
-        result = coprofd("--replay", tmp_path / "nothing.bin", "--ready-fd",
-                         reading, "--session-dir", tmp_path / "s",
-                         pass_fds=(reading,), timeout=60)
-    finally:
-        os.close(reading)
-        os.close(writing)
+    reading, result = with_pipe_end(coprofd, 0, "--replay",
+                                    tmp_path / "nothing.bin", "--ready-fd",
+                                    None, "--session-dir", tmp_path / "s")
     assert result.returncode == 2
     assert result.stderr == ("coprofd: --ready-fd %d: not a descriptor open "
                              "for writing\n" % reading)
