@@ -328,7 +328,7 @@ static int load_formats(struct host_sched *s, const char **what)
  */
 static int size_buffers(struct host_sched *s)
 {
-    if (strcmp(s->hp->sched_threads, "all") != 0)
+    if (!s->hp->sched_threads || strcmp(s->hp->sched_threads, "all") != 0)
         return 0;
     return tracefs_instance_set_buffer_size(s->instance, BUFFER_ALL_KB, -1);
 }
