@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void add_short(struct cli_parser *parser, size_t *n,
                       const struct cli_option *option)
@@ -113,4 +114,24 @@ void cli_test_point(const char *point)
         }
         list += n + (list[n] == ',');
     }
+}
+
+int cli_say_word(int fd, const char *word)
+{
+    char line[64];
+    int n = snprintf(line, sizeof(line), "%s\n", word);
+    ssize_t done;
+
+    if (n < 0 || (size_t)n >= sizeof(line)) {
+        errno = EINVAL;
+        return -1;
+    }
+    errno = 0;
+    done = write(fd, line, (size_t)n);
+    if (done != n) {
+        if (done >= 0)
+            errno = EPIPE;          /* a short write: the pipe is closing */
+        return -1;
+    }
+    return 0;
 }

@@ -66,6 +66,14 @@ int cli_make_temp_dir(char *buf, size_t size, const char *name,
                       size_t tmpdir_max);
 
 /*
+ * Writes word and a newline on fd, the pipe a starter passed with
+ * --ready-fd and reads with copsim_wait_word() ("ready" once serving,
+ * coprof-host's "stored").  0, or -1 with errno when it could not be
+ * written whole (the reader has gone).  fd stays open.
+ */
+int cli_say_word(int fd, const char *word);
+
+/*
  * A test point: when $COPROF_TEST_PAUSE is point (or a comma-separated list
  * holding it), the process stops itself with SIGSTOP here, so that a test
  * can make a fault happen at exactly this place (kill another process,

@@ -5,8 +5,11 @@
  */
 #include "common/cli.h"
 
+#include <errno.h>
 #include <glib.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { KEY_LONG_ONLY = 256 };
 
@@ -96,11 +99,32 @@ static void test_mistakes(void)
     g_assert_cmpint(keys[0], ==, '?');
 }
 
+/* A word on a --ready-fd pipe: the word and a newline, read whole by its
+ * starter; -1 with EPIPE once the reader has gone (SIGPIPE ignored, as
+ * the daemons do). */
+static void test_say_word(void)
+{
+    char got[16] = "";
+    int ends[2];
+
+    g_assert_cmpint(pipe(ends), ==, 0);
+    g_assert_cmpint(cli_say_word(ends[1], "ready"), ==, 0);
+    g_assert_cmpint(cli_say_word(ends[1], "stored"), ==, 0);
+    g_assert_cmpint(read(ends[0], got, sizeof(got) - 1), ==, 13);
+    g_assert_cmpstr(got, ==, "ready\nstored\n");
+    close(ends[0]);
+    signal(SIGPIPE, SIG_IGN);
+    g_assert_cmpint(cli_say_word(ends[1], "ready"), ==, -1);
+    g_assert_cmpint(errno, ==, EPIPE);
+    close(ends[1]);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cli/tables", test_tables);
     g_test_add_func("/cli/parse", test_parse);
     g_test_add_func("/cli/mistakes", test_mistakes);
+    g_test_add_func("/cli/say-word", test_say_word);
     return g_test_run();
 }

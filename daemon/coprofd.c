@@ -681,9 +681,7 @@ static void say_ready(int fd)
 {
     if (fd <= 0)
         return;
-    if (write(fd, "ready\n", 6) < 0) {
-        /* the waiter is gone: it does not need the word */
-    }
+    cli_say_word(fd, "ready");  /* -1: the waiter is gone, not waiting */
     close(fd);
 }
 

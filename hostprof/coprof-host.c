@@ -325,11 +325,8 @@ static void start(struct options *o, struct hostprof *hp,
 
 static void say_ready(int fd)
 {
-    if (fd <= 0)
-        return;
-    if (write(fd, "ready\n", 6) < 0) {
-        /* coprof gone: it will not wait for us */
-    }
+    if (fd > 0)
+        cli_say_word(fd, "ready");  /* -1: coprof gone, not waiting */
 }
 
 /*
@@ -342,9 +339,8 @@ static void say_stored(int fd, int stored)
 {
     if (fd <= 0)
         return;
-    if (stored && write(fd, "stored\n", 7) < 0) {
-        /* nobody waits for it (copcontrol), or coprof is gone */
-    }
+    if (stored)             /* -1: nobody waits (copcontrol), coprof gone */
+        cli_say_word(fd, "stored");
     close(fd);
 }
 

@@ -474,12 +474,11 @@ static void install_signals(void)
  * so copsim must not serve. */
 static int announce_ready(int fd)
 {
-    static const char ready[] = "ready\n";
     int status = 0;
 
     if (fd < 0)
         return 0;
-    if (write(fd, ready, sizeof(ready) - 1) != (ssize_t)sizeof(ready) - 1) {
+    if (cli_say_word(fd, "ready") < 0) {
         cli_fail(1, "--ready-fd %d: %s", fd, strerror(errno));
         status = -1;
     }
