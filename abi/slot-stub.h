@@ -52,11 +52,13 @@
  * until no entry is runnable and CLOSED is set; while none is runnable and
  * CLOSED is not, it waits (wfi) and looks again every slice.
  *
- * In place (INPLACE set, one entry): the controller writes the incoming
- * local store and boot block straight into 0x80000000 (memcpy through its
- * own mapping of the RAM file) while the stub waits, and reads the
- * outgoing one from there once it is handed back or ended; the stub copies
- * nothing and passes SLOT_STUB_FLUSH instead, where the trace-unit plugin
+ * In place (INPLACE set, one entry): the incoming local store and boot
+ * block reach 0x80000000 from outside the guest while the stub waits, and
+ * the outgoing one leaves from there once it is handed back or ended (the
+ * trace-unit plugin copies them between the RAM and the context's file at
+ * SLOT_MAIN_LS: in at SLOT_STUB_FLUSH, out at SLOT_STUB_PARKED or
+ * SLOT_STUB_ENDED, before the stub writes the entry's state); the stub
+ * copies nothing and passes SLOT_STUB_FLUSH instead, where the plugin
  * (slot=S) has QEMU drop every translation (qemu_plugin_reset: writes from
  * outside the guest are not seen by its self-modifying-code detection).
  * That is how copsim runs slots (--context-model=slot).
@@ -126,8 +128,8 @@
 #define SLOT_MAIN_LS        0x1000000   /* its local store and boot block
                                            (SLOT_SWAP_SIZE bytes) in its
                                            file, after its windows: the
-                                           plugin maps them over the slot's
-                                           RAM at a bind */
+                                           plugin copies them into the
+                                           slot's RAM at a bind */
 #define SLOT_PCI_IVSHMEM    0x30008000  /* ECAM of PCI 00:01.0 */
 #define SLOT_IVSHMEM_ID     0x11101af4  /* device 0x1110, vendor 0x1af4 */
 #define SLOT_EXIT_ADDR      0x00200000  /* unassigned on the virt machine */
@@ -138,10 +140,11 @@
 #define SLOT_MAX_CONTEXTS   31
 
 /* The control block's header (byte offsets from SLOT_CTL_BASE). */
-#define SLOT_MAGIC          0x34544c53  /* "SLT4": contexts in user mode,
+#define SLOT_MAGIC          0x35544c53  /* "SLT5": contexts in user mode,
                                            call stacks saved, switches
                                            timed, windows by identity,
-                                           sleepers counted */
+                                           sleepers counted, local stores
+                                           copied by the plugin */
 #define SLOT_H_MAGIC        0x00
 #define SLOT_H_COUNT        0x04    /* contexts in the table */
 #define SLOT_H_CURRENT      0x08    /* index running now, -1 none;

@@ -1612,11 +1612,14 @@ static uint32_t *slot_control_word(uint32_t offset)
                         + offset);
 }
 
+static void window_save_local_store(void);
+
 /* The stub passes SLOT_STUB_ENDED: the context's program ended inside its
  * last block (the exit store faulted), as QEMU's exit would have. */
 static void on_stub_ended(unsigned int vcpu_index, void *udata)
 {
     slot_mode.handing_switch = 0;
+    window_save_local_store();
     if (!tu.context)
         return;
     if (tu.attached) {
@@ -1666,6 +1669,7 @@ static void on_stub_parked(unsigned int vcpu_index, void *udata)
 
     slot_mode.handing_switch = __atomic_load_n(
         slot_control_word(SLOT_H_KILL), __ATOMIC_ACQUIRE) == 0;
+    window_save_local_store();
     if (!tu.context)
         return;
     resume = area ? le32toh(__atomic_load_n(&area[SLOT_C_PC / 4],
@@ -1768,7 +1772,7 @@ static void on_stub_idle(unsigned int vcpu_index, void *udata)
 
 /*
  * The stub passes SLOT_STUB_FLUSH: the next context's local store is
- * mapped over the slot's RAM here (window_map), from outside QEMU, whose
+ * copied into the slot's RAM here (window_map), from outside QEMU, whose
  * self-modifying-code detection does not see it, so translations of the
  * previous context's code would run on.  qemu_plugin_reset() drops every
  * translation (tb_flush, as safe work before the vCPU's next block: the
@@ -1871,6 +1875,8 @@ struct window_file {
     uint64_t id;                    /* its inode; 0: none */
     int fd;
     uint64_t used;                  /* when it was mapped last */
+    uint8_t *ls;                    /* its local store and boot block
+                                       (SLOT_MAIN_LS), mapped here */
 };
 
 static struct {
@@ -1878,6 +1884,7 @@ static struct {
     uint8_t *host;                  /* QEMU's mapping of the window */
     uint8_t *ram_host;              /* QEMU's mapping of the slot's RAM */
     uint64_t mapped;                /* the inode of the file mapped there */
+    struct window_file *resident;   /* whose local store is in the RAM */
     uint64_t uses;
     struct window_file files[WINDOW_FILES];
 } window;
@@ -1916,10 +1923,10 @@ static uint8_t *qemu_mapping(const char *what, const char *path,
 
 /*
  * Finds QEMU's mappings of the window and of the slot's RAM, where each
- * bind maps the bound context's file (window_map).  From then on the
- * plugin reads the local store and boot block through QEMU's mapping of
- * the RAM (slot_mode.ls, the channel block, a mailbox there), so it sees
- * the bound context's, as the guest does.
+ * bind maps the bound context's file and copies its local store
+ * (window_map).  From then on the plugin reads the local store and boot
+ * block through QEMU's mapping of the RAM (slot_mode.ls, the channel
+ * block, a mailbox there).
  */
 static void window_locate(void)
 {
@@ -1954,32 +1961,49 @@ static uint8_t *window_host(void)
 }
 
 /* QEMU's mapping of the slot's RAM, where the bound context's local store
- * and boot block are mapped; NULL without window=. */
+ * and boot block are; NULL without window=. */
 static uint8_t *slot_ram_host(void)
 {
     return window_host() ? window.ram_host : NULL;
 }
 
 /*
- * The descriptor of the bound context's main-memory file, whose inode
- * copsim wrote beside its descriptor (SLOT_H_WINDOW_ID): one of the files
- * kept open since an earlier bind, or opened now as /proc/CONTROLLER/fd/N
- * in place of the one mapped longest ago.  Opening through /proc costs as
- * much as the mapping itself, and time-sliced contexts come back again and
- * again; a destroyed context's pages go once its file has left this list
- * too (WINDOW_FILES per slot at most).  A file kept open keeps its inode,
- * so no other file can have it meanwhile.
+ * At a hand-back or an end, before the stub writes the entry's state (so
+ * before copsim sees it): the context's local store and boot block go
+ * back from the slot's RAM to its file, where copsim finds them while it
+ * is not bound.  The vCPU copies what it has just run with, from its own
+ * cache.
  */
-static int window_file(uint32_t word, uint64_t id)
+static void window_save_local_store(void)
+{
+    if (!window.resident)
+        return;
+    memcpy(window.resident->ls, window.ram_host, SLOT_SWAP_SIZE);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    window.resident = NULL;
+}
+
+/*
+ * The bound context's main-memory file, whose inode copsim wrote beside
+ * its descriptor (SLOT_H_WINDOW_ID): one of the files kept open (with its
+ * local store mapped) since an earlier bind, or opened now as
+ * /proc/CONTROLLER/fd/N in place of the one used longest ago.  Opening
+ * through /proc costs as much as the mapping itself, and time-sliced
+ * contexts come back again and again; a destroyed context's pages go once
+ * its file has left this list too (WINDOW_FILES per slot at most).  A
+ * file kept open keeps its inode, so no other file can have it meanwhile.
+ */
+static struct window_file *window_file(uint32_t word, uint64_t id)
 {
     struct window_file *f, *victim = &window.files[0];
     char path[64];
     struct stat st;
+    void *ls;
     int fd;
 
     for (f = window.files; f < window.files + WINDOW_FILES; f++) {
         if (f->id == id)
-            return f->fd;
+            return f;
         if (f->used < victim->used)
             victim = f;
     }
@@ -1995,16 +2019,32 @@ static int window_file(uint32_t word, uint64_t id)
                       "%llu, %lld bytes; inode %llu expected)", path,
                       (unsigned long long)st.st_ino, (long long)st.st_size,
                       (unsigned long long)id);
-    if (victim->id)
+    ls = mmap(NULL, SLOT_SWAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+              SLOT_MAIN_LS);
+    if (ls == MAP_FAILED)
+        stop_emulator("%s: cannot map the bound context's local store: %s",
+                      path, strerror(errno));
+    if (victim == window.resident)
+        window_save_local_store();
+    if (victim->id) {
+        munmap(victim->ls, SLOT_SWAP_SIZE);
         close(victim->fd);
+    }
     victim->id = id;
     victim->fd = fd;
+    victim->ls = ls;
     slot_count(SLOT_H_OPENED);
-    return fd;
+    return victim;
 }
 
-/* Maps the bound context's main-memory file over the window, unless it
- * is there already. */
+/*
+ * Puts the bound context on the slot: its main-memory file mapped over
+ * the window (unless it is there already), its local store and boot block
+ * copied from its file into the slot's RAM.  A copy of 260 KiB costs a
+ * few microseconds; mapping the file over the RAM instead cost tens, most
+ * of it the old mapping's teardown (a TLB shootdown), and then a page
+ * fault on every page the context touched again.
+ */
 static void window_map(void)
 {
     uint32_t word = le32toh(__atomic_load_n(slot_control_word(SLOT_H_WINDOW),
@@ -2013,30 +2053,24 @@ static void window_map(void)
                                   slot_control_word(SLOT_H_WINDOW_ID),
                                   __ATOMIC_ACQUIRE);
     struct window_file *f;
-    int fd;
 
     if (!window.path || !word)
         return;
     if (!window.host)
         window_locate();
-    if (id == window.mapped)
-        return;
-    fd = window_file(word, id);
-    if (mmap(window.host, SLOT_MAIN_AREA, PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
-        stop_emulator("window: cannot map the bound context's main memory "
-                      "(inode %llu) over it: %s", (unsigned long long)id,
-                      strerror(errno));
-    if (mmap(window.ram_host, SLOT_SWAP_SIZE, PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_FIXED, fd, SLOT_MAIN_LS) == MAP_FAILED)
-        stop_emulator("window: cannot map the bound context's local store "
-                      "(inode %llu) over the slot's: %s",
-                      (unsigned long long)id, strerror(errno));
-    for (f = window.files; f < window.files + WINDOW_FILES; f++)
-        if (f->id == id)
-            f->used = ++window.uses;
-    window.mapped = id;
-    slot_count(SLOT_H_WINDOWS);
+    f = window_file(word, id);
+    f->used = ++window.uses;
+    if (id != window.mapped) {
+        if (mmap(window.host, SLOT_MAIN_AREA, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, f->fd, 0) == MAP_FAILED)
+            stop_emulator("window: cannot map the bound context's main "
+                          "memory (inode %llu) over it: %s",
+                          (unsigned long long)id, strerror(errno));
+        window.mapped = id;
+        slot_count(SLOT_H_WINDOWS);
+    }
+    memcpy(window.ram_host, f->ls, SLOT_SWAP_SIZE);
+    window.resident = f;
 }
 
 /*

@@ -89,7 +89,10 @@ struct copsim_context {
      * The guest RAM file, mapped: byte 0 is guest address 0x80000000 and
      * the first 256 KiB are the local store (abi/cop-abi.h,
      * docs/coprocessor-abi.md).  Read it with atomic loads: the emulator
-     * writes it while the context runs.
+     * writes it while the context runs.  In the slot model it is the
+     * slot's RAM while the context is bound, where its local store is
+     * copied in before its first instruction: at the bind hook only its
+     * guard words (below) are there already.
      */
     const uint8_t *ram;
     size_t ram_size;

@@ -340,7 +340,8 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c);
 void slots_go(struct slot_model *m, uint32_t slot, struct sim_context *c);
 int slots_hand_back(struct slot_model *m, uint32_t slot,
                     struct sim_context *c, int timeout_ms);
-void slots_unbind(struct slot_model *m, uint32_t slot);
+void slots_unbind(struct slot_model *m, uint32_t slot,
+                  struct sim_context *c);
 void slots_kill(struct slot_model *m, struct sim_context *c);
 
 /* ---- server.c ----------------------------------------------------------- */

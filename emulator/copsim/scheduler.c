@@ -264,7 +264,7 @@ static void unbind_slot(struct scheduler *s, struct sim_context *c,
     trace_unit_unbind(s->unit, c->info.trace_context);
     schedlog_unbind(s->log, change);
     if (s->model)
-        slots_unbind(s->model, slot);
+        slots_unbind(s->model, slot, c);
     s->slots[slot].bound = NULL;
     c->slot = -1;
 }

@@ -28,16 +28,18 @@
  * its saved call stack at SLOT_STACK_SAVE; then it marks the entry
  * runnable and rings the doorbell (slots_go).  The stub passes
  * SLOT_STUB_FLUSH, where the plugin maps the context's file over the
- * window and its local store over the slot's RAM (nothing is copied) and
- * has QEMU drop every translation of the previous context if the
- * incoming code differs.  To preempt, it asks the stub for the context
- * back (PREEMPT, and a byte to the slot's UART whose interrupt the stub
- * takes at the next block), spins then sleeps on the entry's state word
- * until the stub has written it (slot-stub.h, SLOT_SWITCH_SPIN_NS), keeps
- * its save area (slots_hand_back), then unbinds it as before.  The run's thread sees its
- * end in the entry (EXITED or FAULTED, written after the plugin has
- * counted it), or a kill (cycle limit, client gone: the context is handed
- * back and dropped), and retires it.
+ * window, copies its local store and boot block from the file into the
+ * slot's RAM and has QEMU drop every translation of the previous context
+ * if the incoming code differs.  To preempt, it asks the stub for the
+ * context back (PREEMPT, and a byte to the slot's UART whose interrupt
+ * the stub takes at the next block), spins then sleeps on the entry's
+ * state word until the stub has written it (slot-stub.h,
+ * SLOT_SWITCH_SPIN_NS), keeps its save area (slots_hand_back), then
+ * unbinds it as before.  Before the stub writes that state, the plugin
+ * has copied the local store and boot block back to the file.  The run's
+ * thread sees its end in the entry (EXITED or FAULTED, written after the
+ * plugin has counted it), or a kill (cycle limit, client gone: the
+ * context is handed back and dropped), and retires it.
  *
  * One thread per slot passes the slot's console (QEMU's stdout) to the
  * context bound to it, whole lines at a time (console.c); every byte a
@@ -237,10 +239,11 @@ static int map_local_store(struct sim_context *c, char *err, size_t errlen)
  * Main memory: every context has a file of its own (its image, its data
  * window SLOT_MAIN_DATA bytes in, sparse, SLOT_MAIN_AREA bytes; then its
  * local store and boot block at SLOT_MAIN_LS), which its client maps and
- * the plugin of the slot it is bound to maps over the slot's window and
- * local store; only the pages written take memory.  A context holds one
- * descriptor of copsim's, so copsim raises its open-files limit to the
- * hard one at start (slots_start).
+ * the plugin of the slot it is bound to maps over the slot's window (and
+ * copies the local store of into the slot's RAM and back); only the pages
+ * written take memory.  A context holds one descriptor of copsim's, so
+ * copsim raises its open-files limit to the hard one at start
+ * (slots_start).
  */
 int slots_context_new(struct copsim *sim, struct sim_context *c, char *err,
                       size_t errlen)
@@ -424,6 +427,22 @@ static void keep_call_stack(const struct slot_emulator *e,
     c->call_stack_len = length;
 }
 
+/* Where c's local store is read (info.ram and its guard words): the
+ * slot's RAM while it is bound, its file while it is not. */
+static void point_at_local_store(struct sim_context *c, unsigned char *ls)
+{
+    c->info.ram = ls;
+    if (c->info.n_regions)
+        c->info.guard_words = (const volatile uint32_t *)
+            (ls + c->info.guard_ls_offset);
+}
+
+/*
+ * The plugin copies c's local store and boot block from its file into the
+ * slot's RAM at the stub's SLOT_STUB_FLUSH, after slots_go(); its guard
+ * words are copied here already, so that the bind hook reads them where
+ * the driver will watch them while c runs.
+ */
 void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
@@ -436,10 +455,10 @@ void slots_bind(struct slot_model *m, uint32_t slot, struct sim_context *c)
                      c->main_id, __ATOMIC_RELAXED);
     __atomic_store_n(control_word(e, SLOT_H_WINDOW), (uint32_t)c->main_fd + 1,
                      __ATOMIC_RELAXED);
-    c->info.ram = c->saved;
-    if (c->info.n_regions)
-        c->info.guard_words = (const volatile uint32_t *)
-            (c->saved + c->info.guard_ls_offset);
+    point_at_local_store(c, e->ram);
+    if (c->info.n_regions)          /* for the bind hook, before the rest */
+        memcpy(e->ram + c->info.guard_ls_offset,
+               c->saved + c->info.guard_ls_offset, 4 * c->info.n_regions);
     pthread_mutex_lock(&e->console_lock);
     e->target = c->console;
     pthread_mutex_unlock(&e->console_lock);
@@ -574,10 +593,12 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     return 0;
 }
 
-void slots_unbind(struct slot_model *m, uint32_t slot)
+void slots_unbind(struct slot_model *m, uint32_t slot,
+                  struct sim_context *c)
 {
     struct slot_emulator *e = &m->slots[slot];
 
+    point_at_local_store(c, c->saved);  /* the plugin copied it back */
     time_switch(e);
     if (entry_state(e) != SLOT_PREEMPTED)
         e->ring_ns = 0;             /* it ended: the next bind is no switch */
