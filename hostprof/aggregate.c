@@ -30,12 +30,10 @@ int host_agg_init(struct hostprof *hp, size_t ring_events, uint64_t bucket_ns)
     memset(r, 0, sizeof(*r));
     if (!ring_events)
         return 0;
+    /* untouched until events fill it: memory grows with what was
+     * recorded, up to the ring's size, and the start pays nothing */
     if (!(r->items = malloc(ring_events * sizeof(*r->items))))
         return -1;
-    /* written now, so resident now (a memset of calloc'd memory may be
-     * left out): the recorder's memory stays flat as the ring fills */
-    for (size_t i = 0; i < ring_events; i++)
-        r->items[i].cpu = -1;
     r->cap = ring_events;
     return 0;
 }
