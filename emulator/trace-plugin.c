@@ -1874,7 +1874,7 @@ static void slot_count(uint32_t offset)
 struct window_file {
     uint64_t id;                    /* its inode; 0: none */
     int fd;
-    uint64_t used;                  /* when it was mapped last */
+    uint64_t used;                  /* when it was bound last */
     uint8_t *ls;                    /* its local store and boot block
                                        (SLOT_MAIN_LS), mapped here */
 };
@@ -2040,10 +2040,10 @@ static struct window_file *window_file(uint32_t word, uint64_t id)
 /*
  * Puts the bound context on the slot: its main-memory file mapped over
  * the window (unless it is there already), its local store and boot block
- * copied from its file into the slot's RAM.  A copy of 260 KiB costs a
- * few microseconds; mapping the file over the RAM instead cost tens, most
- * of it the old mapping's teardown (a TLB shootdown), and then a page
- * fault on every page the context touched again.
+ * copied from its file into the slot's RAM.  The copy of 260 KiB costs
+ * about ten microseconds; mapping the file over the RAM instead cost 33,
+ * most of it the old mapping's teardown (a TLB shootdown), and then a
+ * page fault on every page the context touched again.
  */
 static void window_map(void)
 {

@@ -240,8 +240,8 @@ static int map_local_store(struct sim_context *c, char *err, size_t errlen)
  * window SLOT_MAIN_DATA bytes in, sparse, SLOT_MAIN_AREA bytes; then its
  * local store and boot block at SLOT_MAIN_LS), which its client maps and
  * the plugin of the slot it is bound to maps over the slot's window (and
- * copies the local store of into the slot's RAM and back); only the pages
- * written take memory.  A context holds one descriptor of copsim's, so
+ * whose local store it copies into the slot's RAM and back); only the
+ * pages written take memory.  A context holds one descriptor of copsim's, so
  * copsim raises its open-files limit to the hard one at start
  * (slots_start).
  */
