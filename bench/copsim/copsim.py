@@ -174,8 +174,9 @@ def main():
                        ("kernels", "kernels %d rounds" % args.kernels_rounds)):
         walls, cpus = ratios[name]
         print("time slicing: 4 contexts x %s on 1 slot, slice %d cycles "
-              "(1 ms) against one after another: median %.3fx wall, %.3fx "
-              "CPU (pairs, wall: %s; CPU: %s; target <= 1.10x both)"
+              "(ended at copsim's first 1 ms tick past it) against one "
+              "after another: median %.3fx wall, %.3fx CPU (pairs, wall: "
+              "%s; CPU: %s; target at 1 ms slices <= 1.10x both)"
               % (what, args.slice, statistics.median(walls),
                  statistics.median(cpus),
                  " ".join("%.3f" % r for r in walls),
