@@ -122,14 +122,16 @@ def test_different_code_at_the_same_addresses_alternates(copsim, test_bin,
     # the plugin drop every translation at each switch.  Each context must
     # execute its own code: exactly cop-run's counts for it alone, pc by pc
     # (a stale translation of the other one's code would be counted as the
-    # other's bytes, or end the run wrongly).
+    # other's bytes, or end the run wrongly).  Both run many of copsim's
+    # 1 ms ticks (9 M and 24 M instructions), so that each is preempted
+    # again and again however fast the machine.
     counts_dir = tmp_path / "counts"
     counts_dir.mkdir()
     sim = gathered(copsim, 2, "--context-model=slot", "--slots", "1",
                    "--slice", "50000", "--exact-counts",
                    str(counts_dir))
     kernels = os.path.join(build_dir, "examples", "kernels.elf")
-    runs = [(kernels, []), (probe_image, ["spin", "300000"])]
+    runs = [(kernels, ["20"]), (probe_image, ["spin", "3000000"])]
     hosts = [subprocess.Popen([test_bin("cop-host"), "--console-file",
                                "/dev/null", image] + args, env=sim.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -177,12 +179,13 @@ def test_a_switch_copies_the_local_store_inside_the_emulator(copsim,
     # SLOT_MAIN_LS) and the slot's RAM, so QEMU's mapping of the slot's RAM
     # stays whole (mapping a context's file over it, as before, split it
     # and cost a TLB shootdown and page faults at every switch), and the
-    # RAM holds the local store of the last context that ran.
+    # RAM holds the local store of the last context that ran.  24 M
+    # instructions each are many of copsim's 1 ms ticks.
     sim = gathered(copsim, 2, "--context-model=slot", "--slots", "1",
                    "--slice", "50000")
     result, contexts = host(test_bin, sim, "--threads", "2", "--contexts",
                             "2", "--console-file", "/dev/null", "embedded",
-                            "spin", "300000")
+                            "spin", "3000000")
     assert result.returncode == 0, result.stderr + result.stdout
     assert sum(int(c["preemptions"]) for c in contexts) >= 2, contexts
     swap = SLOT["SLOT_SWAP_SIZE"]
