@@ -649,6 +649,11 @@ uint32_t trace_context_hold(struct trace_regs_context *context)
     return gate;
 }
 
+void trace_context_kick(struct trace_regs_context *context)
+{
+    __atomic_store_n(&context->check_cycle, 0, __ATOMIC_SEQ_CST);
+}
+
 void trace_context_park(struct trace_regs_context *context)
 {
     uint32_t gate = trace_context_hold(context);

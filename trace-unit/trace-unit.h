@@ -150,6 +150,12 @@ void trace_context_park(struct trace_regs_context *context);
 /* Closes the context's gate; returns the closed gate value to wait for. */
 uint32_t trace_context_hold(struct trace_regs_context *context);
 
+/* Makes the context's emulator look at its controller at its next block
+ * (the slow path) without closing the gate: for a word of the controller's
+ * own that the emulator reads there, stored (sequentially consistent)
+ * before this (copsim's slot model: PREEMPT, slot-stub.h). */
+void trace_context_kick(struct trace_regs_context *context);
+
 #define TRACE_WAIT_HELD     0   /* the emulator obeys the hold */
 #define TRACE_WAIT_EXITED   1   /* the emulator exited or died */
 #define TRACE_WAIT_TIMEOUT  2
