@@ -140,11 +140,12 @@
 #define SLOT_MAX_CONTEXTS   31
 
 /* The control block's header (byte offsets from SLOT_CTL_BASE). */
-#define SLOT_MAGIC          0x35544c53  /* "SLT5": contexts in user mode,
+#define SLOT_MAGIC          0x36544c53  /* "SLT6": contexts in user mode,
                                            call stacks saved, switches
                                            timed, windows by identity,
                                            sleepers counted, local stores
-                                           copied by the plugin */
+                                           copied by the plugin, the ring
+                                           raised by the plugin */
 #define SLOT_H_MAGIC        0x00
 #define SLOT_H_COUNT        0x04    /* contexts in the table */
 #define SLOT_H_CURRENT      0x08    /* index running now, -1 none;
@@ -187,7 +188,10 @@
 #define SLOT_H_BELL_SLEEPERS 0x5c   /* plugin: 1 while the vCPU sleeps on
                                        SLOT_H_DOORBELL (copsim skips the
                                        doorbell's wake at 0) */
-#define SLOT_H_SIZE         0x60
+#define SLOT_H_SOFT_RING    0x60    /* plugin: 1 when it raises the ring
+                                       itself (below) */
+#define SLOT_H_SOFT_RINGS   0x64    /* of SLOT_H_RINGS, those it raised */
+#define SLOT_H_SIZE         0x68
 
 /* Whom the plugin wakes (futex bitsets on an entry's state word) once the
  * stub has written it: a context handed back for a switch wakes only the
@@ -199,24 +203,39 @@
 
 /* The two waits inside a switch spin this long before they sleep
  * (trace_handshake_wait): copsim for the hand-back it rang for (the ring
- * reaching the stub and the save: 30-55 us measured), the vCPU for the go
- * after it parked a context (the local store copied out and the next one
- * in: 30-50 us).  A thread whose CPU went idle takes tens of microseconds
+ * reaching the stub and the save: 12 us median, p95 21-29 us, with the
+ * plugin's ring below; 30-55 us through the UART), the vCPU for the go
+ * after it parked a context (copsim's unbind and bind: 3-5 us median).  A thread whose CPU went idle takes tens of microseconds
  * to wake from a futex, so a wait that ends within the spin saves a wake;
  * one that does not costs this much CPU, once per switch.  An idle slot,
  * a queued context and a run waiting for its end never spin. */
 #define SLOT_SWITCH_SPIN_NS 80000
 
-/* The ring (in place): the controller writes a byte to the emulator's
+/* The ring (in place) interrupts the bound context at its next block
+ * boundary, so that a PREEMPT is seen at once, not at the end of a slice.
+ * Through the UART: the controller writes a byte to the emulator's
  * standard input, the virt machine's UART receives it and raises its
- * interrupt through the PLIC, and the stub takes it at the next block
- * boundary, so a PREEMPT is seen at once, not at the end of a slice. */
+ * interrupt through the PLIC; that wakes QEMU's main loop twice (the
+ * byte, then the drain's accept-input) and has the vCPU wait for QEMU's
+ * global lock while the main loop holds it. */
 #define SLOT_UART           0x10000000  /* ns16550a: RBR 0, IER 1, LSR 5 */
 #define SLOT_UART_IRQ       10
 #define SLOT_PLIC           0x0c000000  /* priority of source n at 4 n */
 #define SLOT_PLIC_ENABLE    0x0c002000  /* hart 0, machine mode */
 #define SLOT_PLIC_CLAIM     0x0c200004  /* its threshold 4 bytes before */
 #define SLOT_CAUSE_RING     0x8000000b  /* machine external interrupt */
+
+/* From the vCPU, without QEMU's main loop: a plugin that can store to the
+ * machine's memory from the vCPU's thread (QEMU exports
+ * address_space_stl_le) says so in SLOT_H_SOFT_RING.  The controller then
+ * sets PREEMPT and makes the bound context's next block take the trace
+ * unit's slow path (trace_context_kick), where the plugin, seeing PREEMPT,
+ * raises the hart's machine software interrupt through the CLINT; the
+ * stub takes it at the next block boundary and lowers it with a store of
+ * its own.  No byte, no main loop, no lock held by another thread: the
+ * vCPU's thread does it all.  The UART stays for a plugin without it. */
+#define SLOT_CLINT_MSIP     0x02000000  /* hart 0's software interrupt */
+#define SLOT_CAUSE_SOFT_RING 0x80000003 /* machine software interrupt */
 
 /* One context's save area (byte offsets from its start). */
 #define SLOT_CTX_SIZE       0x100

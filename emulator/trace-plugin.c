@@ -533,6 +533,10 @@ static void retire_tail(void)
 
 /* ---- The slot and the gate ---------------------------------------------- */
 
+/* The ring from the vCPU (slot=, below). */
+static int soft_ring_wanted(void);
+static void soft_ring_raise(void);
+
 static int gate_changed(void)
 {
     return __atomic_load_n(&tu.context->gate, __ATOMIC_ACQUIRE) != tu.open_gate;
@@ -548,7 +552,8 @@ static void arm(void)
 {
     __atomic_store_n(tu.check_cycle, tu.tail || tu.memory_pending->len ? 0
                                      : tu.expiry, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&tu.context->gate, __ATOMIC_SEQ_CST) != tu.open_gate)
+    if (__atomic_load_n(&tu.context->gate, __ATOMIC_SEQ_CST) != tu.open_gate
+        || soft_ring_wanted())
         __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
 }
 
@@ -674,6 +679,8 @@ static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
     tu.current = b;
     while (!tu.attached || gate_changed())
         obey_gate();
+    if (soft_ring_wanted())
+        soft_ring_raise();
     retire_block(b);
     arm();
 }
@@ -738,6 +745,8 @@ static void on_insn(unsigned int vcpu_index, void *udata)
         step_exit(b->start);
         while (!tu.attached || gate_changed())
             obey_gate();
+        if (soft_ring_wanted())
+            soft_ring_raise();
     }
     ticks = ticks_before(b, r->i + 1) - ticks_before(b, r->i);
     waits = tu.clock == TRACE_EVENT_CYCLES ? b->stall[r->i] : 0;
@@ -1455,7 +1464,10 @@ static void write_counts(void)
  * last block's tail is taken back, countsdir=DIR gets its exact counts in
  * DIR/context-ID.counts, ID from the slot's mailbox, and the context is
  * marked exited) or SLOT_STUB_PARKED (handed back at a block boundary:
- * its tail retired, its instructions kept for the next slot).
+ * its tail retired, its instructions kept for the next slot).  When copsim
+ * wants the context back it sets the entry's PREEMPT and zeroes the
+ * context's check_cycle; the slow path then raises the ring, a software
+ * interrupt, from the vCPU's thread (soft_ring below, slot-stub.h).
  */
 
 /* The context's overlay watch, on the slot's local store. */
@@ -1513,6 +1525,69 @@ static uint32_t *slot_stats_word(uint32_t offset)
     return (uint32_t *)((uint8_t *)slot_mode.stats + offset);
 }
 
+/* A word of the stub's control block (slot-stub.h). */
+static uint32_t *slot_control_word(uint32_t offset)
+{
+    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
+                        + offset);
+}
+
+/*
+ * The ring from the vCPU (slot-stub.h, SLOT_H_SOFT_RING).  The plugin API
+ * cannot raise an interrupt, but the QEMU that loads us exports its memory
+ * API (Debian's does: every symbol), so the vCPU's thread stores 1 to the
+ * CLINT's MSIP as a guest store would: QEMU takes its global lock for that
+ * one store (uncontended: its main loop sleeps) and has the hart take the
+ * machine software interrupt at the next block.  copsim's PREEMPT, with
+ * the context's check_cycle zeroed (trace_context_kick), brings the slow
+ * path here; a QEMU without the symbols leaves SLOT_H_SOFT_RING 0, and
+ * copsim rings through the UART.  The store's attributes (MemTxAttrs, a
+ * bit-field struct of at most 8 bytes, passed in a register) are all
+ * clear; the CLINT ignores them.
+ */
+typedef void (*address_space_store_fn)(void *address_space, uint64_t addr,
+                                       uint32_t value, uint64_t attrs,
+                                       void *result);
+
+static struct {
+    address_space_store_fn store;   /* QEMU's address_space_stl_le */
+    void *memory;                   /* its address_space_memory */
+    int raised;                     /* for the bound context, once */
+} soft_ring;
+
+/* Looks the two symbols up; a test hook, COPTRACE_TEST_UART_RING=1 in
+ * QEMU's environment, makes the plugin do without them, as with a QEMU
+ * that does not export them. */
+static void soft_ring_find(void)
+{
+    const char *uart = getenv("COPTRACE_TEST_UART_RING");
+
+    soft_ring.store = (address_space_store_fn)dlsym(RTLD_DEFAULT,
+                                                    "address_space_stl_le");
+    soft_ring.memory = dlsym(RTLD_DEFAULT, "address_space_memory");
+    if (!soft_ring.store || !soft_ring.memory || (uart && *uart == '1')) {
+        soft_ring.store = NULL;
+        return;
+    }
+    __atomic_store_n(slot_stats_word(SLOT_H_SOFT_RING), 1, __ATOMIC_RELEASE);
+}
+
+/* Whether copsim wants the bound context back and the ring is not raised
+ * yet (sequentially consistent: arm() stores check_cycle first, copsim
+ * PREEMPT first, so one sees the other's). */
+static int soft_ring_wanted(void)
+{
+    return soft_ring.store && tu.context && !soft_ring.raised
+           && __atomic_load_n(slot_control_word(SLOT_H_SIZE + SLOT_C_PREEMPT),
+                              __ATOMIC_SEQ_CST);
+}
+
+static void soft_ring_raise(void)
+{
+    soft_ring.raised = 1;
+    soft_ring.store(soft_ring.memory, SLOT_CLINT_MSIP, 1, 0, NULL);
+}
+
 /* When the context bound last ran its first block, for copsim to time
  * the switch by (SLOT_H_TAKEN). */
 static void slot_note_taken(void)
@@ -1552,6 +1627,7 @@ static void slot_take_context(void)
 
 static void slot_let_go(void)
 {
+    soft_ring.raised = 0;
     tu.context = NULL;
     tu.check_cycle = &slot_mode.no_check;
     tu.current = NULL;
@@ -1603,13 +1679,6 @@ static void slot_write_counts(void)
                     strerror(errno));
     }
     g_hash_table_foreach_steal(tu.codes, code_of_context, &key);
-}
-
-/* A word of the stub's control block (slot-stub.h). */
-static uint32_t *slot_control_word(uint32_t offset)
-{
-    return (uint32_t *)(slot_mode.ls + (SLOT_CTL_BASE - SLOT_LS_BASE)
-                        + offset);
 }
 
 static void window_save_local_store(void);
@@ -2867,6 +2936,7 @@ static int slot_start(uint32_t slot, const char *ram)
     slot_mode.on = 1;
     slot_mode.index = slot;
     slot_let_go();
+    soft_ring_find();
     return 0;
 }
 

@@ -31,8 +31,10 @@
  * window, copies its local store and boot block from the file into the
  * slot's RAM and has QEMU drop every translation of the previous context
  * if the incoming code differs.  To preempt, it asks the stub for the
- * context back (PREEMPT, and a byte to the slot's UART whose interrupt
- * the stub takes at the next block), spins then sleeps on the entry's
+ * context back (PREEMPT, and the ring, an interrupt the stub takes at the
+ * next block: raised by the plugin from the vCPU, whose slow path the
+ * trace unit's check_cycle brings it to, or a byte to the slot's UART
+ * with a plugin that cannot; ask_back), spins then sleeps on the entry's
  * state word until the stub has written it (slot-stub.h,
  * SLOT_SWITCH_SPIN_NS), keeps its save area (slots_hand_back), then
  * unbinds it as before.  Before the stub writes that state, the plugin
@@ -156,6 +158,20 @@ static void ring_guest(struct slot_emulator *e)
     do {
         n = write(e->ring_fd, "", 1);
     } while (n < 0 && errno == EINTR);
+}
+
+/* Asks the stub for the bound context c back at its next block
+ * (slot-stub.h, "The ring"): raised by the plugin from the vCPU when it
+ * can (SLOT_H_SOFT_RING), else through the UART. */
+static void ask_back(struct slot_model *m, struct slot_emulator *e,
+                     const struct sim_context *c)
+{
+    __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(control_word(e, SLOT_H_SOFT_RING), __ATOMIC_ACQUIRE))
+        trace_context_kick(trace_unit_context(m->sim->unit,
+                                              c->info.trace_context));
+    else
+        ring_guest(e);
 }
 
 /* ---- Memory ------------------------------------------------------------- */
@@ -564,8 +580,7 @@ int slots_hand_back(struct slot_model *m, uint32_t slot,
     time_switch(e);
     e->ring_ns = schedlog_monotonic_ns();
     e->switch_pending = 0;
-    __atomic_store_n(entry_word(e, SLOT_C_PREEMPT), 1, __ATOMIC_RELEASE);
-    ring_guest(e);
+    ask_back(m, e, c);
     while ((state = entry_state(e)) == SLOT_RUNNABLE) {
         long long left = deadline - (long long)schedlog_monotonic_ns();
 
@@ -615,9 +630,7 @@ void slots_kill(struct slot_model *m, struct sim_context *c)
     if (c->slot >= 0) {
         __atomic_store_n(control_word(&m->slots[c->slot], SLOT_H_KILL), 1,
                          __ATOMIC_RELEASE);
-        __atomic_store_n(entry_word(&m->slots[c->slot], SLOT_C_PREEMPT), 1,
-                         __ATOMIC_RELEASE);
-        ring_guest(&m->slots[c->slot]);
+        ask_back(m, &m->slots[c->slot], c);
     }
 }
 
@@ -1106,12 +1119,14 @@ static void stop_emulator(struct slot_emulator *e, int say)
         switch_stats(e, &median, &p95, &timed);
         if (say)
             fprintf(stderr, "copsim: slot emulator %u: switches=%u "
-                    "flushes=%u kept=%u rings=%u interrupts=%u windows=%u "
-                    "opened=%u timed=%u switch_us=%u switch_us_p95=%u\n",
+                    "flushes=%u kept=%u rings=%u soft_rings=%u "
+                    "interrupts=%u windows=%u opened=%u timed=%u "
+                    "switch_us=%u switch_us_p95=%u\n",
                     e->index, *control_word(e, SLOT_H_SWITCHES),
                     *control_word(e, SLOT_H_FLUSHES),
                     *control_word(e, SLOT_H_KEPT),
                     *control_word(e, SLOT_H_RINGS),
+                    *control_word(e, SLOT_H_SOFT_RINGS),
                     *control_word(e, SLOT_H_INTERRUPTS),
                     *control_word(e, SLOT_H_WINDOWS),
                     *control_word(e, SLOT_H_OPENED), timed, median, p95);

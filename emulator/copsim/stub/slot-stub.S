@@ -28,13 +28,13 @@
  *
  *   machine timer interrupt   the slice is over: if the controller wants
  *   or the ring (in place:    the context back, save it and hand it back
- *   the UART's interrupt      (PREEMPTED); if another context is runnable,
- *   through the PLIC, a       save this one's local store and boot block
- *   machine external one)     to its staging area and switch; else run on.
- *                             Both reach the stub while a context runs in
- *                             user mode (mie has MTIE and MEIE, nothing is
- *                             delegated; the context's own mie and
- *                             mstatus are copies in its save area);
+ *   the plugin's machine      (PREEMPTED); if another context is runnable,
+ *   software interrupt, or    save this one's local store and boot block
+ *   the UART's through the    to its staging area and switch; else run on.
+ *   PLIC, a machine external  All reach the stub while a context runs in
+ *   one: slot-stub.h)         user mode (mie has MTIE, MEIE and MSIE,
+ *                             nothing is delegated; the context's own mie
+ *                             and mstatus are copies in its save area);
  *   illegal instruction       a csrrw/csrrs/csrrc(i) of mtvec, mscratch,
  *                             mepc, mcause, mtval, mstatus, mie or (read
  *                             only) mhartid is done on the context's own
@@ -84,6 +84,7 @@
 #define TEST_PASS       0x5555
 #define MIE_MTIE        0x80
 #define MIE_MEIE        0x800
+#define MIE_MSIE        0x8
 #define MSTATUS_MPP     0x1800
 #define MSTATUS_MPIE    0x80            /* mret: MPP = user, MPIE = 1 */
 #define CAUSE_ILLEGAL   2
@@ -577,7 +578,8 @@ place_main_memory:
 1:  ret
 
 /* In place: the ring (slot-stub.h), the UART's receive interrupt through
- * the PLIC to this hart's machine mode. */
+ * the PLIC to this hart's machine mode, and the software interrupt the
+ * plugin raises. */
 place_ring:
     li      t0, SLOT_CTL_BASE
     lw      t1, SLOT_H_INPLACE(t0)
@@ -593,15 +595,24 @@ place_ring:
     li      t0, SLOT_UART
     li      t1, 1                       /* IER: received data */
     sb      t1, 1(t0)
-    li      t0, MIE_MEIE
+    li      t0, MIE_MEIE | MIE_MSIE     /* and the plugin's ring */
     csrs    mie, t0
 1:  ret
 
-/* The ring's interrupt: claimed, the UART's bytes read, completed and
- * counted; other interrupts pass. */
+/* The ring's interrupt: the UART's claimed, its bytes read, completed;
+ * the plugin's lowered (one store to the CLINT); either counted.  Other
+ * interrupts pass. */
 quiet_ring:
     csrr    t0, mcause
-    li      t1, SLOT_CAUSE_RING
+    li      t1, SLOT_CAUSE_SOFT_RING
+    bne     t0, t1, 4f
+    li      t0, SLOT_CLINT_MSIP
+    sw      zero, 0(t0)
+    lw      t1, SLOT_H_SOFT_RINGS(s0)
+    addi    t1, t1, 1
+    sw      t1, SLOT_H_SOFT_RINGS(s0)
+    j       5f
+4:  li      t1, SLOT_CAUSE_RING
     bne     t0, t1, 3f
     li      t0, SLOT_PLIC_CLAIM
     lw      t1, 0(t0)
@@ -612,7 +623,7 @@ quiet_ring:
     lbu     a0, 0(t2)                   /* RBR */
     j       1b
 2:  sw      t1, 0(t0)
-    lw      t1, SLOT_H_RINGS(s0)
+5:  lw      t1, SLOT_H_RINGS(s0)
     addi    t1, t1, 1
     sw      t1, SLOT_H_RINGS(s0)
 3:  ret
