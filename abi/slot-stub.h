@@ -203,12 +203,13 @@
 
 /* The two waits inside a switch spin this long before they sleep
  * (trace_handshake_wait): copsim for the hand-back it rang for (the ring
- * reaching the stub and the save: 12 us median, p95 21-29 us, with the
+ * reaching the stub and the save: 11-12 us median, p95 21-29 us, with the
  * plugin's ring below; 30-55 us through the UART), the vCPU for the go
- * after it parked a context (copsim's unbind and bind: 3-5 us median).  A thread whose CPU went idle takes tens of microseconds
- * to wake from a futex, so a wait that ends within the spin saves a wake;
- * one that does not costs this much CPU, once per switch.  An idle slot,
- * a queued context and a run waiting for its end never spin. */
+ * after it parked a context (copsim's unbind and bind: 3-5 us median).
+ * A thread whose CPU went idle takes tens of microseconds to wake from a
+ * futex, so a wait that ends within the spin saves a wake; one that does
+ * not costs this much CPU, once per switch.  An idle slot, a queued
+ * context and a run waiting for its end never spin. */
 #define SLOT_SWITCH_SPIN_NS 80000
 
 /* The ring (in place) interrupts the bound context at its next block
