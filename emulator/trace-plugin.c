@@ -544,17 +544,20 @@ static int gate_changed(void)
 
 /*
  * Fast mode: publishes the cycle at which the next block must take the
- * slow path (at once with a tail or main-memory accesses to settle).  A controller closes the gate, then zeroes check_cycle; we
- * store check_cycle, then look at the gate (both sequentially consistent),
- * so one of us sees the other and a hold is never missed.
+ * slow path (at once with a tail or main-memory accesses to settle).  A
+ * controller closes the gate, then zeroes check_cycle; we store
+ * check_cycle, then look at the gate (both sequentially consistent), so
+ * one of us sees the other and a hold is never missed.  With slot= the
+ * same holds for the stub's PREEMPT, which raises the ring here.
  */
 static void arm(void)
 {
     __atomic_store_n(tu.check_cycle, tu.tail || tu.memory_pending->len ? 0
                                      : tu.expiry, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&tu.context->gate, __ATOMIC_SEQ_CST) != tu.open_gate
-        || soft_ring_wanted())
+    if (__atomic_load_n(&tu.context->gate, __ATOMIC_SEQ_CST) != tu.open_gate)
         __atomic_store_n(tu.check_cycle, 0, __ATOMIC_RELAXED);
+    if (soft_ring_wanted())
+        soft_ring_raise();
 }
 
 static void detach(void)
@@ -679,8 +682,6 @@ static __attribute__((noinline, cold)) void on_block_slow(const struct block *b)
     tu.current = b;
     while (!tu.attached || gate_changed())
         obey_gate();
-    if (soft_ring_wanted())
-        soft_ring_raise();
     retire_block(b);
     arm();
 }
@@ -1466,8 +1467,9 @@ static void write_counts(void)
  * marked exited) or SLOT_STUB_PARKED (handed back at a block boundary:
  * its tail retired, its instructions kept for the next slot).  When copsim
  * wants the context back it sets the entry's PREEMPT and zeroes the
- * context's check_cycle; the slow path then raises the ring, a software
- * interrupt, from the vCPU's thread (soft_ring below, slot-stub.h).
+ * context's check_cycle; the slow path's arm() then raises the ring, a
+ * software interrupt, from the vCPU's thread (soft_ring below,
+ * slot-stub.h).
  */
 
 /* The context's overlay watch, on the slot's local store. */
@@ -1574,7 +1576,8 @@ static void soft_ring_find(void)
 
 /* Whether copsim wants the bound context back and the ring is not raised
  * yet (sequentially consistent: arm() stores check_cycle first, copsim
- * PREEMPT first, so one sees the other's). */
+ * PREEMPT first, so either arm() sees PREEMPT or the next block takes the
+ * slow path, whose arm() does). */
 static int soft_ring_wanted(void)
 {
     return soft_ring.store && tu.context && !soft_ring.raised
@@ -2109,10 +2112,11 @@ static struct window_file *window_file(uint32_t word, uint64_t id)
 /*
  * Puts the bound context on the slot: its main-memory file mapped over
  * the window (unless it is there already), its local store and boot block
- * copied from its file into the slot's RAM.  The copy of 260 KiB costs
- * about ten microseconds; mapping the file over the RAM instead cost 33,
- * most of it the old mapping's teardown (a TLB shootdown), and then a
- * page fault on every page the context touched again.
+ * copied from its file into the slot's RAM.  The copy of 260 KiB in
+ * measured 11-14 microseconds (7 out, at the hand-back); mapping the file
+ * over the RAM instead cost 33, most of it the old mapping's teardown (a
+ * TLB shootdown), and then a page fault on every page the context touched
+ * again.
  */
 static void window_map(void)
 {
